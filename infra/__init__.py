@@ -1,0 +1,1 @@
+"""aiplat: Pulumi programs for a GPU training and inference platform on AWS."""

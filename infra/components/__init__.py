@@ -1,0 +1,1 @@
+"""Pulumi ComponentResources, one concern per module."""

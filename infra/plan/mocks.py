@@ -1,0 +1,217 @@
+"""Pulumi mocks that answer provider data calls from the AWS snapshot bundled in moto.
+
+Resource registrations are answered with their inputs plus the identifiers AWS would compute (id, arn);
+the values are placeholders, the *shape* is what the real provider returns. Data calls (availability
+zones, instance types, offerings, caller identity, partition, region) are answered from ``infra.awsdata``.
+A data call we cannot answer raises ``DataSourceError`` naming the call, so nothing silently receives an
+empty answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+from moto.core.models import DEFAULT_ACCOUNT_ID
+
+from infra import awsdata
+from infra.errors import DataSourceError
+
+ACCOUNT_ID = DEFAULT_ACCOUNT_ID  # moto's account; the offline plan has no real one
+PARTITION = "aws"
+
+
+def _pulumi_instance_type(raw: dict[str, Any], region: str) -> dict[str, Any]:
+    """A ``DescribeInstanceTypes`` entry in the shape of pulumi-aws ``getInstanceType`` (camelCase)."""
+    net = raw.get("NetworkInfo", {})
+    gpus = raw.get("GpuInfo", {})
+    ebs = raw.get("EbsInfo", {})
+    storage = raw.get("InstanceStorageInfo", {})
+    vcpu = raw.get("VCpuInfo", {})
+    return {
+        "id": raw["InstanceType"],
+        "instanceType": raw["InstanceType"],
+        "region": region,
+        "autoRecoverySupported": raw.get("AutoRecoverySupported", False),
+        "bareMetal": raw.get("BareMetal", False),
+        "burstablePerformanceSupported": raw.get("BurstablePerformanceSupported", False),
+        "currentGeneration": raw.get("CurrentGeneration", False),
+        "dedicatedHostsSupported": raw.get("DedicatedHostsSupported", False),
+        "defaultCores": vcpu.get("DefaultCores", 0),
+        "defaultThreadsPerCore": vcpu.get("DefaultThreadsPerCore", 0),
+        "defaultVcpus": vcpu.get("DefaultVCpus", 0),
+        "defaultNetworkCardIndex": net.get("DefaultNetworkCardIndex", 0),
+        "ebsEncryptionSupport": ebs.get("EncryptionSupport", ""),
+        "ebsNvmeSupport": ebs.get("NvmeSupport", ""),
+        "ebsOptimizedSupport": ebs.get("EbsOptimizedSupport", ""),
+        "efaSupported": net.get("EfaSupported", False),
+        "efaMaximumInterfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0),
+        "enaSupport": net.get("EnaSupport", ""),
+        "enaSrdSupported": net.get("EnaSrdSupported", False),
+        "encryptionInTransitSupported": net.get("EncryptionInTransitSupported", False),
+        "freeTierEligible": raw.get("FreeTierEligible", False),
+        "gpuses": [
+            {
+                "count": g.get("Count", 0),
+                "manufacturer": g.get("Manufacturer", ""),
+                "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0),
+                "name": g.get("Name", ""),
+            }
+            for g in gpus.get("Gpus", [])
+        ],
+        "totalGpuMemory": gpus.get("TotalGpuMemoryInMiB", 0),
+        "hibernationSupported": raw.get("HibernationSupported", False),
+        "hypervisor": raw.get("Hypervisor", ""),
+        "instanceDisks": [
+            {"count": d.get("Count", 0), "size": d.get("SizeInGB", 0), "type": d.get("Type", "")}
+            for d in storage.get("Disks", [])
+        ],
+        "instanceStorageSupported": raw.get("InstanceStorageSupported", False),
+        "totalInstanceStorage": storage.get("TotalSizeInGB", 0),
+        "ipv6Supported": net.get("Ipv6Supported", False),
+        "maximumIpv4AddressesPerInterface": net.get("Ipv4AddressesPerInterface", 0),
+        "maximumIpv6AddressesPerInterface": net.get("Ipv6AddressesPerInterface", 0),
+        "maximumNetworkCards": net.get("MaximumNetworkCards", 1),
+        "maximumNetworkInterfaces": net.get("MaximumNetworkInterfaces", 1),
+        "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
+        "networkCards": [
+            {
+                "index": c.get("NetworkCardIndex", 0),
+                "maximumInterfaces": c.get("MaximumNetworkInterfaces", 0),
+                "baselineBandwidth": c.get("BaselineBandwidthInGbps", 0.0),
+                "peakBandwidth": c.get("PeakBandwidthInGbps", 0.0),
+                "performance": c.get("NetworkPerformance", ""),
+            }
+            for c in net.get("NetworkCards", [])
+        ],
+        "networkPerformance": net.get("NetworkPerformance", ""),
+        "supportedArchitectures": raw.get("ProcessorInfo", {}).get("SupportedArchitectures", []),
+        "supportedPlacementStrategies": raw.get("PlacementGroupInfo", {}).get("SupportedStrategies", []),
+        "supportedRootDeviceTypes": raw.get("SupportedRootDeviceTypes", []),
+        "supportedUsagesClasses": raw.get("SupportedUsageClasses", []),
+        "supportedVirtualizationTypes": raw.get("SupportedVirtualizationTypes", []),
+        "nitroEnclavesSupport": raw.get("NitroEnclavesSupport", ""),
+        "nitroTpmSupport": raw.get("NitroTpmSupport", ""),
+    }
+
+
+def _filter_values(args: dict[str, Any], name: str) -> list[str] | None:
+    for f in args.get("filters") or []:
+        if f.get("name") == name:
+            return list(f.get("values") or [])
+    return None
+
+
+class AwsSnapshotMocks(pulumi.runtime.Mocks):
+    """Answers the program's resource registrations and data calls for one region."""
+
+    def __init__(self, region: str):
+        self.region = region
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "aws:index/getAvailabilityZones:getAvailabilityZones": self._availability_zones,
+            "aws:ec2/getInstanceType:getInstanceType": self._instance_type,
+            "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": self._instance_type_offerings,
+            "aws:index/getCallerIdentity:getCallerIdentity": self._caller_identity,
+            "aws:index/getPartition:getPartition": self._partition,
+            "aws:index/getRegion:getRegion": self._region,
+        }
+
+    # -- data calls -------------------------------------------------------------------------------
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
+        handler = self._handlers.get(args.token)
+        self.calls.append((args.token, dict(args.args)))
+        if handler is None:
+            raise DataSourceError(
+                f"offline AWS data cannot answer data call {args.token!r}; "
+                "add it to infra/plan/mocks.py from the moto snapshot or avoid the call"
+            )
+        return handler(dict(args.args))
+
+    def _region_of(self, args: dict[str, Any]) -> str:
+        return args.get("region") or self.region
+
+    def _availability_zones(self, args: dict[str, Any]) -> dict[str, Any]:
+        region = self._region_of(args)
+        zones = awsdata.availability_zones(region)
+        if not zones:
+            raise DataSourceError(f"getAvailabilityZones: the AWS snapshot has no zones for region {region!r}")
+        excluded = set(args.get("excludeNames") or [])
+        zones = tuple(z for z in zones if z.name not in excluded)
+        return {
+            "id": region,
+            "region": region,
+            "names": [z.name for z in zones],
+            "zoneIds": [z.zone_id for z in zones],
+            "groupNames": [region for _ in zones],
+            "state": args.get("state"),
+        }
+
+    def _instance_type(self, args: dict[str, Any]) -> dict[str, Any]:
+        itype = args.get("instanceType", "")
+        raw = awsdata.describe_instance_type(itype)
+        if raw is None:
+            # What EC2 answers for an unknown type; our config validation catches it earlier.
+            raise DataSourceError(f"getInstanceType: InvalidInstanceType: {itype!r} does not exist")
+        return _pulumi_instance_type(raw, self._region_of(args))
+
+    def _instance_type_offerings(self, args: dict[str, Any]) -> dict[str, Any]:
+        region = self._region_of(args)
+        location_type = args.get("locationType") or "region"
+        if location_type not in ("region", "availability-zone"):
+            raise DataSourceError(f"getInstanceTypeOfferings: locationType {location_type!r} is not in the snapshot")
+        wanted = _filter_values(args, "instance-type")
+        locations = _filter_values(args, "location")
+        if location_type == "region":
+            rows = [(t, region) for t in sorted(awsdata.offered_in_region(region))]
+        else:
+            rows = [(t, az) for az, types in awsdata.offered_by_az(region).items() for t in sorted(types)]
+        rows = [
+            (t, loc)
+            for t, loc in rows
+            if (wanted is None or t in wanted) and (locations is None or loc in locations)
+        ]
+        return {
+            "id": region,
+            "region": region,
+            "instanceTypes": [t for t, _ in rows],
+            "locations": [loc for _, loc in rows],
+            "locationTypes": [location_type for _ in rows],
+        }
+
+    def _caller_identity(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": ACCOUNT_ID,
+            "accountId": ACCOUNT_ID,
+            "arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:user/offline-plan",
+            "userId": "AIDAOFFLINEPLAN",
+        }
+
+    def _partition(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"id": PARTITION, "partition": PARTITION, "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
+
+    def _region(self, args: dict[str, Any]) -> dict[str, Any]:
+        region = self._region_of(args)
+        return {"id": region, "region": region, "name": region, "endpoint": f"ec2.{region}.amazonaws.com", "description": region}
+
+    # -- resources --------------------------------------------------------------------------------
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        """Echo the inputs and add what AWS computes: a stable id and, for AWS resources, an ARN."""
+        digest = hashlib.sha256(f"{args.typ}/{args.name}".encode()).hexdigest()[:17]
+        state = dict(args.inputs)
+        if args.typ.startswith("aws:"):
+            module = args.typ.split(":")[1].split("/")[0]
+            kind = args.typ.split(":")[-1].lower()
+            state.setdefault("arn", f"arn:{PARTITION}:{module}:{self.region}:{ACCOUNT_ID}:{kind}/{args.name}")
+        extra = COMPUTED.get(args.typ)
+        if extra is not None:
+            for key, value in extra(args, self.region).items():
+                state.setdefault(key, value)
+        return f"{args.name}-{digest}", state
+
+
+# Per-type outputs that AWS computes and that the program reads (e.g. an EKS cluster's OIDC issuer).
+# Components register what they need here, keyed by resource type token.
+COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, Any]]] = {}

@@ -1,0 +1,188 @@
+"""Run the Pulumi program for one stack under mocks and record what it registers.
+
+The program is the same function ``pulumi up`` runs (``infra.program.program``); here the engine is
+Pulumi's ``MockMonitor``, extended to record each registration the way the engine receives it: type,
+name, parent, provider and the inputs with the camelCase property names the provider would see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import rpc
+from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.settings import set_root_resource
+from pulumi.runtime.stack import run_in_stack
+
+from infra.config.loader import CONFIG_KEY, load_stack_config
+from infra.config.schema import PlatformConfig
+from infra.plan.mocks import AwsSnapshotMocks
+
+PROJECT = "aiplat"
+SECRET = "[secret]"
+
+
+def _scrub(value: Any) -> Any:
+    """Plain JSON values; secrets replaced so that no secret reaches a plan file or a log."""
+    if rpc.is_rpc_secret(value):
+        return SECRET
+    if isinstance(value, dict):
+        if rpc._special_sig_key in value:  # resource references, assets, archives
+            sig = value[rpc._special_sig_key]
+            if sig == rpc._special_resource_sig:
+                return {"resourceRef": value.get("urn")}
+            return {"special": sig}
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+@dataclass
+class RecordedResource:
+    urn: str
+    type: str
+    name: str
+    parent: str | None
+    provider: str | None
+    custom: bool
+    inputs: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "provider": self.provider,
+            "inputs": self.inputs,
+        }
+
+
+class RecordingMonitor(MockMonitor):
+    """MockMonitor that keeps every registration and the stack's outputs."""
+
+    def __init__(self, mocks: AwsSnapshotMocks):
+        super().__init__(mocks)
+        self.recorded: list[RecordedResource] = []
+        self.stack_urn: str | None = None
+        self.stack_outputs: dict[str, Any] = {}
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            self.stack_urn = response.urn
+            return response
+        inputs = rpc.deserialize_properties(request.object)
+        self.recorded.append(
+            RecordedResource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent or None,
+                provider=request.provider or None,
+                custom=bool(request.custom),
+                inputs=_scrub(inputs),
+            )
+        )
+        return response
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802
+        if self.stack_urn is not None and request.urn == self.stack_urn:
+            self.stack_outputs = _scrub(rpc.deserialize_properties(request.outputs))
+        return super().RegisterResourceOutputs(request)
+
+
+@dataclass
+class Plan:
+    """What one stack would create."""
+
+    stack: str
+    project: str
+    region: str
+    config: dict[str, Any]
+    resources: list[RecordedResource]
+    outputs: dict[str, Any]
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "project": self.project,
+            "region": self.region,
+            "config": self.config,
+            "resources": [r.as_json() for r in self.resources],
+            "outputs": self.outputs,
+        }
+
+    def by_type(self, type_: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def one(self, type_: str, name: str | None = None) -> RecordedResource:
+        found = [r for r in self.resources if r.type == type_ and (name is None or r.name == name)]
+        if len(found) != 1:
+            raise LookupError(f"expected one {type_} {name or ''}, found {[r.name for r in found]}")
+        return found[0]
+
+    def children(self, parent_urn: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.parent == parent_urn]
+
+    def type_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for r in self.resources:
+            counts[r.type] = counts.get(r.type, 0) + 1
+        return dict(sorted(counts.items()))
+
+
+def config_as_json(cfg: PlatformConfig) -> dict[str, Any]:
+    return cfg.model_dump(mode="json")
+
+
+def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | None = None) -> Plan:
+    """Validate the stack's config, then run the program under mocks and return what it registered.
+
+    Raises ConfigErrors (from the schema or from the AWS-facts checks) before any resource is registered.
+    """
+    from infra import program
+
+    cfg = cfg or load_stack_config(stack, stacks_dir)
+    mocks = AwsSnapshotMocks(cfg.region)
+    monitor = RecordingMonitor(mocks)
+    # Everything the runtime schedules must live on one event loop: set it before set_mocks, which
+    # already registers a root stack. run_in_stack then creates the stack the program runs in, exactly
+    # as the real language host does.
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+        set_root_resource(None)  # type: ignore[arg-type]
+        pulumi.runtime.set_all_config({CONFIG_KEY: json.dumps(config_as_json(cfg))}, [])
+        loop.run_until_complete(run_in_stack(program.program))
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+    return Plan(
+        stack=stack,
+        project=PROJECT,
+        region=cfg.region,
+        config=config_as_json(cfg),
+        resources=monitor.recorded,
+        outputs=monitor.stack_outputs,
+        calls=mocks.calls,
+    )
+
+
+def write_plan(plan: Plan, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{plan.stack}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(plan.as_json(), indent=2, sort_keys=False) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,49 @@
+"""Shared fixtures: plan a stack once per session and hand the recorded resources to tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infra.config.loader import list_stacks
+from infra.plan.runner import Plan, run_plan
+
+REPO = Path(__file__).resolve().parents[1]
+STACKS = list_stacks()
+
+
+@pytest.fixture(scope="session")
+def plan_stack() -> Callable[[str], Plan]:
+    """``plan_stack("prod-us-train")`` runs the real program under mocks (cached per session)."""
+    cache: dict[str, Plan] = {}
+
+    def get(stack: str) -> Plan:
+        if stack not in cache:
+            cache[stack] = run_plan(stack)
+        return cache[stack]
+
+    return get
+
+
+@pytest.fixture
+def stack_doc() -> Callable[[str], dict]:
+    """The parsed YAML of a real stack file, for tests that derive a bad variant from it."""
+
+    def get(stack: str) -> dict:
+        return yaml.safe_load((REPO / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+
+    return get
+
+
+@pytest.fixture
+def write_stack(tmp_path: Path) -> Callable[[str, dict], Path]:
+    """Write a stack document into a temporary stacks folder and return the folder."""
+
+    def write(name: str, doc: dict) -> Path:
+        (tmp_path / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        return tmp_path
+
+    return write

@@ -1,0 +1,53 @@
+"""The offline data source answers the provider's data calls with the snapshot's values."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from infra import awsdata
+from infra.errors import DataSourceError
+from infra.plan.mocks import AwsSnapshotMocks
+
+
+def _call(mocks: AwsSnapshotMocks, token: str, **args):
+    return mocks.call(pulumi.runtime.MockCallArgs(token=token, args=args, provider=""))
+
+
+def test_instance_type_answer_matches_snapshot() -> None:
+    mocks = AwsSnapshotMocks("us-east-1")
+    out = _call(mocks, "aws:ec2/getInstanceType:getInstanceType", instanceType="p5.48xlarge")
+    raw = awsdata.describe_instance_type("p5.48xlarge")
+    assert out["efaMaximumInterfaces"] == raw["NetworkInfo"]["EfaInfo"]["MaximumEfaInterfaces"]
+    assert out["maximumNetworkCards"] == raw["NetworkInfo"]["MaximumNetworkCards"]
+    assert out["gpuses"][0]["count"] == raw["GpuInfo"]["Gpus"][0]["Count"]
+    assert [c["index"] for c in out["networkCards"]] == [
+        c["NetworkCardIndex"] for c in raw["NetworkInfo"]["NetworkCards"]
+    ]
+
+
+def test_offerings_filter_by_type_and_location() -> None:
+    mocks = AwsSnapshotMocks("us-east-1")
+    out = _call(
+        mocks,
+        "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings",
+        locationType="availability-zone",
+        filters=[{"name": "instance-type", "values": ["p5en.48xlarge"]}],
+    )
+    assert set(out["instanceTypes"]) == {"p5en.48xlarge"}
+    assert tuple(out["locations"]) == awsdata.azs_offering("us-east-1", "p5en.48xlarge")
+
+
+def test_availability_zones_for_region_argument() -> None:
+    out = _call(AwsSnapshotMocks("us-east-1"), "aws:index/getAvailabilityZones:getAvailabilityZones", region="ap-east-1")
+    assert out["names"] == [z.name for z in awsdata.availability_zones("ap-east-1")]
+
+
+def test_unknown_instance_type_is_an_error() -> None:
+    with pytest.raises(DataSourceError, match="InvalidInstanceType"):
+        _call(AwsSnapshotMocks("us-east-1"), "aws:ec2/getInstanceType:getInstanceType", instanceType="x9.huge")
+
+
+def test_unanswerable_call_names_the_call() -> None:
+    with pytest.raises(DataSourceError, match="aws:ec2/getAmi:getAmi"):
+        _call(AwsSnapshotMocks("us-east-1"), "aws:ec2/getAmi:getAmi", owners=["amazon"])
