@@ -10,7 +10,9 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.components.kms import KmsKeys, KmsKeysArgs
+from infra.storage import StorageWiring, wire_storage
 from infra.components.network import GpuVpc, GpuVpcArgs
+from infra.config.crossstack import check_cross_stack
 from infra.config.loader import NAMESPACE, parse_platform_config
 from infra.config.schema import PlatformConfig
 from infra.errors import ConfigErrors
@@ -25,9 +27,14 @@ class ConfigRunError(ConfigErrors, pulumi.RunError):
 def read_config() -> PlatformConfig:
     raw = pulumi.Config(NAMESPACE).require_object("platform")
     try:
-        return parse_platform_config(raw)
+        cfg = parse_platform_config(raw)
     except ConfigErrors as exc:
         raise ConfigRunError(exc.errors) from None
+    # Replication targets must be inference regions; an infer stack's source must replicate to it.
+    cross = check_cross_stack(cfg)
+    if cross:
+        raise ConfigRunError(cross)
+    return cfg
 
 
 def program() -> None:
@@ -59,6 +66,9 @@ def program() -> None:
         opts=in_region,
     )
 
+    # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).
+    storage: StorageWiring = wire_storage(cfg, account, data_key_arn=keys.data_key_arn, opts=in_region)
+
     azs = facts.zone_names[: cfg.network.az_count]
     network = GpuVpc(
         "network",
@@ -84,3 +94,5 @@ def program() -> None:
             "logs": keys.logs_key_arn,
         },
     )
+    for key, value in storage.exports.items():
+        pulumi.export(key, value)

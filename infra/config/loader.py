@@ -160,6 +160,12 @@ def load_stack_config(stack: str, stacks_dir: Path | None = None) -> PlatformCon
     if errors:
         raise ConfigErrors(errors)
     try:
-        return parse_platform_config(config[CONFIG_KEY])
+        cfg = parse_platform_config(config[CONFIG_KEY])
     except ConfigErrors as exc:
         raise ConfigErrors([e.with_source(source) for e in exc.errors]) from None
+    from infra.config.crossstack import check_cross_stack  # imports this module
+
+    cross = check_cross_stack(cfg, stacks_dir)
+    if cross:
+        raise ConfigErrors([e.with_source(source) for e in cross])
+    return cfg

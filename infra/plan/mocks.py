@@ -10,6 +10,8 @@ empty answer.
 from __future__ import annotations
 
 import hashlib
+import secrets
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -107,8 +109,10 @@ def _filter_values(args: dict[str, Any], name: str) -> list[str] | None:
 class AwsSnapshotMocks(pulumi.runtime.Mocks):
     """Answers the program's resource registrations and data calls for one region."""
 
-    def __init__(self, region: str):
+    def __init__(self, region: str, stack_outputs: dict[str, dict[str, Any]] | None = None):
         self.region = region
+        # referenced stack -> its planned outputs (answers pulumi.StackReference)
+        self.stack_outputs = dict(stack_outputs or {})
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "aws:index/getAvailabilityZones:getAvailabilityZones": self._availability_zones,
@@ -213,20 +217,77 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
 
     # -- resources --------------------------------------------------------------------------------
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        """Echo the inputs and add what AWS computes: a stable id and, for AWS resources, an ARN."""
+        """Echo the inputs and add what AWS computes: a stable id and, for AWS resources, an ARN.
+
+        A resource with v7's per-resource ``region`` input gets that region in its computed values.
+        A StackReference is answered from the referenced stack's planned outputs (``stack_outputs``).
+        """
+        if args.typ == "pulumi:pulumi:StackReference":
+            return self._stack_reference(args)
         digest = hashlib.sha256(f"{args.typ}/{args.name}".encode()).hexdigest()[:17]
         state = dict(args.inputs)
+        region = state.get("region") or self.region
+        extra = COMPUTED.get(args.typ)
+        if extra is not None:
+            for key, value in extra(args, region).items():
+                state.setdefault(key, value)
         if args.typ.startswith("aws:"):
             module = args.typ.split(":")[1].split("/")[0]
             kind = args.typ.split(":")[-1].lower()
-            state.setdefault("arn", f"arn:{PARTITION}:{module}:{self.region}:{ACCOUNT_ID}:{kind}/{args.name}")
-        extra = COMPUTED.get(args.typ)
-        if extra is not None:
-            for key, value in extra(args, self.region).items():
-                state.setdefault(key, value)
+            state.setdefault("arn", f"arn:{PARTITION}:{module}:{region}:{ACCOUNT_ID}:{kind}/{args.name}")
         return f"{args.name}-{digest}", state
+
+    def _stack_reference(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        name = str(args.inputs.get("name") or args.name)
+        stack = name.split("/")[-1]
+        if stack not in self.stack_outputs:
+            raise DataSourceError(
+                f"StackReference {name!r}: no planned outputs of stack {stack!r}; plan that stack first"
+            )
+        return name, {"name": name, "outputs": self.stack_outputs[stack], "secretOutputNames": []}
+
+
+def _s3_bucket(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    name = args.inputs.get("bucket") or args.name
+    return {
+        "bucket": name,
+        "arn": f"arn:{PARTITION}:s3:::{name}",
+        "bucketRegionalDomainName": f"{name}.s3.{region}.amazonaws.com",
+        "bucketRegion": region,
+    }
+
+
+def _kms_key(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{region}/{args.name}"))
+    return {"keyId": key_id, "arn": f"arn:{PARTITION}:kms:{region}:{ACCOUNT_ID}:key/{key_id}"}
+
+
+def _ecr_repository(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    name = args.inputs.get("name") or args.name
+    return {
+        "registryId": ACCOUNT_ID,
+        "repositoryUrl": f"{ACCOUNT_ID}.dkr.ecr.{region}.amazonaws.com/{name}",
+        "arn": f"arn:{PARTITION}:ecr:{region}:{ACCOUNT_ID}:repository/{name}",
+    }
+
+
+def _iam_role(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    name = args.inputs.get("name") or args.name
+    return {"name": name, "arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{name}"}
+
+
+def _random_password(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    # A fresh value per plan, as the real provider generates one; the SDK marks ``result`` secret.
+    length = int(args.inputs.get("length") or 32)
+    return {"result": secrets.token_urlsafe(length)[:length]}
 
 
 # Per-type outputs that AWS computes and that the program reads (e.g. an EKS cluster's OIDC issuer).
 # Components register what they need here, keyed by resource type token.
-COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, Any]]] = {}
+COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, Any]]] = {
+    "aws:s3/bucket:Bucket": _s3_bucket,
+    "aws:kms/key:Key": _kms_key,
+    "aws:ecr/repository:Repository": _ecr_repository,
+    "aws:iam/role:Role": _iam_role,
+    "random:index/randomPassword:RandomPassword": _random_password,
+}

@@ -8,6 +8,7 @@ name, parent, provider and the inputs with the camelCase property names the prov
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,12 +20,15 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
-from infra.config.loader import CONFIG_KEY, load_stack_config
+from infra.config.loader import CONFIG_KEY, load_stack_config, stack_file
 from infra.config.schema import PlatformConfig
 from infra.plan.mocks import AwsSnapshotMocks
 
 PROJECT = "aiplat"
 SECRET = "[secret]"
+ORGANIZATION = "organization"  # what self-managed (DIY) backends call every organization
+
+_OUTPUTS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def _scrub(value: Any) -> Any:
@@ -94,6 +98,22 @@ class RecordingMonitor(MockMonitor):
         )
         return response
 
+    def ReadResource(self, request):  # noqa: N802 (gRPC method name)
+        # Reads (a StackReference) are recorded like registrations: preview shows them as "read".
+        response = super().ReadResource(request)
+        self.recorded.append(
+            RecordedResource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent or None,
+                provider=request.provider or None,
+                custom=True,
+                inputs=_scrub(rpc.deserialize_properties(request.properties)),
+            )
+        )
+        return response
+
     def RegisterResourceOutputs(self, request):  # noqa: N802
         if self.stack_urn is not None and request.urn == self.stack_urn:
             self.stack_outputs = _scrub(rpc.deserialize_properties(request.outputs))
@@ -153,7 +173,11 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
     from infra import program
 
     cfg = cfg or load_stack_config(stack, stacks_dir)
-    mocks = AwsSnapshotMocks(cfg.region)
+    # A StackReference is answered from the referenced stack's own plan, made first (and cached).
+    referenced = {}
+    if cfg.storage.source_stack:
+        referenced[cfg.storage.source_stack] = planned_outputs(cfg.storage.source_stack, stacks_dir)
+    mocks = AwsSnapshotMocks(cfg.region, stack_outputs=referenced)
     monitor = RecordingMonitor(mocks)
     # Everything the runtime schedules must live on one event loop: set it before set_mocks, which
     # already registers a root stack. run_in_stack then creates the stack the program runs in, exactly
@@ -161,7 +185,9 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+        pulumi.runtime.set_mocks(
+            mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor, organization=ORGANIZATION
+        )
         set_root_resource(None)  # type: ignore[arg-type]
         pulumi.runtime.set_all_config({CONFIG_KEY: json.dumps(config_as_json(cfg))}, [])
         loop.run_until_complete(run_in_stack(program.program))
@@ -177,6 +203,15 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
         outputs=monitor.stack_outputs,
         calls=mocks.calls,
     )
+
+
+def planned_outputs(stack: str, stacks_dir: Path | None = None) -> dict[str, Any]:
+    """The outputs of ``stack``'s plan (cached per stack file content): what a StackReference would read."""
+    path = stack_file(stack, stacks_dir)
+    key = (str(path), hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "")
+    if key not in _OUTPUTS_CACHE:
+        _OUTPUTS_CACHE[key] = run_plan(stack, stacks_dir=stacks_dir).outputs
+    return _OUTPUTS_CACHE[key]
 
 
 def write_plan(plan: Plan, out_dir: Path) -> Path:

@@ -1,0 +1,142 @@
+"""Wiring of the storage components for one stack (called from ``program.py``; creates components only).
+
+Train stacks (``backend: s3``): ``Buckets`` (datasets, checkpoints, artifacts, access logs), ``Registry``
+(ECR) and, with ``storage.replicate_to``, ``ArtifactReplication`` to the inference regions. Infer stacks read
+their region's replica (bucket, key, registry) from the train stack named in ``storage.source_stack`` through
+a ``pulumi.StackReference``: all stacks must share one state backend. ``backend: minio`` creates no buckets
+here: MinIO runs in the cluster (``Minio``, wired with the cluster's Kubernetes provider).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+
+from infra.components.buckets import Buckets, BucketsArgs, NoncurrentRule
+from infra.components.registry import Registry, RegistryArgs
+from infra.components.replication import ArtifactReplication, ArtifactReplicationArgs, ReplicaTarget
+from infra.config.schema import BucketPurpose, PlatformConfig, Role, StorageBackend
+from infra.facts import AccountFacts
+from infra.lib import s3names
+
+DATA_PURPOSES = (BucketPurpose.datasets, BucketPurpose.checkpoints, BucketPurpose.artifacts)
+
+
+@dataclass
+class StorageWiring:
+    """What the storage wiring created, for the components wired after the cluster (pod roles, MinIO)."""
+
+    buckets: Buckets | None = None
+    registry: Registry | None = None
+    replication: ArtifactReplication | None = None
+    # infer stacks: this region's replica, read from the train stack
+    replica: pulumi.Output[Any] | None = None
+    exports: dict[str, Any] = field(default_factory=dict)
+
+
+def stack_reference_name(stack: str) -> str:
+    """``<organization>/<project>/<stack>``; self-managed backends use the organization 'organization'."""
+    return f"{pulumi.get_organization() or 'organization'}/{pulumi.get_project()}/{stack}"
+
+
+def wire_storage(
+    cfg: PlatformConfig, account: AccountFacts, *, data_key_arn: pulumi.Output[str], opts: pulumi.ResourceOptions
+) -> StorageWiring:
+    """Create the storage components the config asks for and return them with the stack outputs."""
+    out = StorageWiring()
+    st = cfg.storage
+    env = cfg.environment.value
+    life = st.lifecycle
+    if cfg.role == Role.infer:
+        if st.source_stack:
+            ref = pulumi.StackReference(stack_reference_name(st.source_stack), opts=opts)
+            out.replica = ref.require_output("artifactReplicas").apply(lambda r: r[cfg.region])
+            out.exports["artifactsBucket"] = out.replica.apply(lambda r: r["bucket"])
+            out.exports["artifactsKeyArn"] = out.replica.apply(lambda r: r["keyArn"])
+            out.exports["imageRegistry"] = out.replica.apply(lambda r: r["registry"])
+        return out
+
+    if st.backend == StorageBackend.s3:
+        names = {p.value: st.bucket_name(p, cfg.name_prefix, env, cfg.region) for p in DATA_PURPOSES}
+        out.buckets = Buckets(
+            "storage",
+            BucketsArgs(
+                names=names,
+                log_bucket_name=st.bucket_name(BucketPurpose.access_logs, cfg.name_prefix, env, cfg.region),
+                kms_key_arn=data_key_arn,
+                account_id=account.account_id,
+                partition=account.partition,
+                abort_multipart_days=life.abort_incomplete_multipart_days,
+                log_expire_days=life.access_log_expire_days,
+                noncurrent={
+                    BucketPurpose.datasets.value: NoncurrentRule(expire_days=life.noncurrent_expire_days),
+                    BucketPurpose.checkpoints.value: NoncurrentRule(
+                        ia_days=life.checkpoint_noncurrent_ia_days, expire_days=life.checkpoint_noncurrent_expire_days
+                    ),
+                    BucketPurpose.artifacts.value: NoncurrentRule(expire_days=life.noncurrent_expire_days),
+                },
+            ),
+            opts=opts,
+        )
+        out.exports["buckets"] = out.buckets.bucket_names
+        out.exports["accessLogBucket"] = out.buckets.log_bucket_name
+
+    if st.replicate_to and out.buckets is not None:
+        artifacts = out.buckets.buckets[BucketPurpose.artifacts.value]
+        out.replication = ArtifactReplication(
+            "replication",
+            ArtifactReplicationArgs(
+                name_prefix=f"{cfg.name_prefix}-{env}",
+                source_bucket_name=artifacts.bucket,
+                source_bucket_arn=artifacts.arn,
+                source_key_arn=data_key_arn,
+                source_region=cfg.region,
+                targets={
+                    region: ReplicaTarget(
+                        bucket_name=s3names.default_bucket_name(cfg.name_prefix, env, region, "artifacts"),
+                        log_bucket_name=s3names.default_bucket_name(cfg.name_prefix, env, region, "access-logs"),
+                    )
+                    for region in st.replicate_to
+                },
+                account_id=account.account_id,
+                partition=account.partition,
+                abort_multipart_days=life.abort_incomplete_multipart_days,
+                log_expire_days=life.access_log_expire_days,
+                noncurrent_expire_days=life.noncurrent_expire_days,
+                source_ready=[out.buckets],
+            ),
+            opts=opts,
+        )
+
+    reg = cfg.registry
+    replica_keys = out.replication.replica_key_arns if out.replication else {}
+    out.registry = Registry(
+        "registry",
+        RegistryArgs(
+            namespace=f"{cfg.name_prefix}-{env}",
+            repositories=reg.repositories,
+            kms_key_arn=data_key_arn,
+            untagged_expire_days=reg.untagged_expire_days,
+            keep_images=reg.keep_images,
+            account_id=account.account_id,
+            partition=account.partition,
+            replica_keys=replica_keys,
+        ),
+        opts=opts,
+    )
+    out.exports["repositories"] = out.registry.repository_urls
+    if out.replication is not None:
+        rep = out.replication
+        # Read by the infer stacks through a StackReference: one entry per inference region.
+        out.exports["artifactReplicas"] = {
+            region: {
+                "bucket": rep.replica_bucket_names[region],
+                "bucketArn": rep.replica_bucket_arns[region],
+                "keyArn": rep.replica_key_arns[region],
+                "registry": out.registry.replica_registries[region],
+            }
+            for region in sorted(st.replicate_to)
+        }
+    return out
