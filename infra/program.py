@@ -10,13 +10,13 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.components.kms import KmsKeys, KmsKeysArgs
-from infra.storage import StorageWiring, wire_storage
 from infra.components.network import GpuVpc, GpuVpcArgs
 from infra.config.crossstack import check_cross_stack
 from infra.config.loader import NAMESPACE, parse_platform_config
 from infra.config.schema import PlatformConfig
 from infra.errors import ConfigErrors
 from infra.facts import account_facts, gather_facts
+from infra.storage import StorageWiring, wire_storage
 from infra.validation import check_against_facts
 
 

@@ -42,7 +42,11 @@ def stack_reference_name(stack: str) -> str:
 
 
 def wire_storage(
-    cfg: PlatformConfig, account: AccountFacts, *, data_key_arn: pulumi.Output[str], opts: pulumi.ResourceOptions
+    cfg: PlatformConfig,
+    account: AccountFacts,
+    *,
+    data_key_arn: pulumi.Output[str],
+    opts: pulumi.ResourceOptions,
 ) -> StorageWiring:
     """Create the storage components the config asks for and return them with the stack outputs."""
     out = StorageWiring()
@@ -73,7 +77,8 @@ def wire_storage(
                 noncurrent={
                     BucketPurpose.datasets.value: NoncurrentRule(expire_days=life.noncurrent_expire_days),
                     BucketPurpose.checkpoints.value: NoncurrentRule(
-                        ia_days=life.checkpoint_noncurrent_ia_days, expire_days=life.checkpoint_noncurrent_expire_days
+                        ia_days=life.checkpoint_noncurrent_ia_days,
+                        expire_days=life.checkpoint_noncurrent_expire_days,
                     ),
                     BucketPurpose.artifacts.value: NoncurrentRule(expire_days=life.noncurrent_expire_days),
                 },
@@ -96,7 +101,9 @@ def wire_storage(
                 targets={
                     region: ReplicaTarget(
                         bucket_name=s3names.default_bucket_name(cfg.name_prefix, env, region, "artifacts"),
-                        log_bucket_name=s3names.default_bucket_name(cfg.name_prefix, env, region, "access-logs"),
+                        log_bucket_name=s3names.default_bucket_name(
+                            cfg.name_prefix, env, region, "access-logs"
+                        ),
                     )
                     for region in st.replicate_to
                 },

@@ -161,7 +161,9 @@ class Buckets(pulumi.ComponentResource):
     def _bucket(self, role: str, bucket_name: str, opts: pulumi.ResourceOptions) -> aws.s3.Bucket:
         return aws.s3.Bucket(role, bucket=bucket_name, region=self._args.region, opts=opts)
 
-    def _private(self, role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
+    def _private(
+        self, role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
         """ACLs off and all four public-access blocks on; returned so the policy waits for them."""
         ownership = aws.s3.BucketOwnershipControls(
             f"{role}-ownership",
@@ -184,7 +186,9 @@ class Buckets(pulumi.ComponentResource):
         )
         return [ownership, block]
 
-    def _versioning(self, role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions) -> aws.s3.BucketVersioning:
+    def _versioning(
+        self, role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions
+    ) -> aws.s3.BucketVersioning:
         return aws.s3.BucketVersioning(
             f"{role}-versioning",
             bucket=bucket.id,

@@ -37,7 +37,10 @@ class MinioWorkload:
 
 @dataclass(frozen=True, kw_only=True)
 class MinioArgs:
-    """Inputs of Minio. ``buckets`` maps purpose -> bucket name; ``storage_size`` is per volume (e.g. '500Gi')."""
+    """Inputs of Minio.
+
+    ``buckets`` maps purpose -> bucket name; ``storage_size`` is per volume (e.g. '500Gi').
+    """
 
     namespace: str
     chart_version: str
@@ -71,7 +74,9 @@ class Minio(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels={"app.kubernetes.io/part-of": "aiplat"}),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=args.namespace, labels={"app.kubernetes.io/part-of": "aiplat"}
+            ),
             opts=child,
         )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
@@ -139,7 +144,12 @@ class Minio(pulumi.ComponentResource):
             "mode": args.mode,
             "replicas": args.replicas if args.mode == "distributed" else 1,
             "existingSecret": "minio-root",
-            "tls": {"enabled": True, "certSecret": TLS_SECRET, "publicCrt": "tls.crt", "privateKey": "tls.key"},
+            "tls": {
+                "enabled": True,
+                "certSecret": TLS_SECRET,
+                "publicCrt": "tls.crt",
+                "privateKey": "tls.key",
+            },
             "persistence": {
                 "enabled": True,
                 "size": args.storage_size,

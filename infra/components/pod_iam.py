@@ -87,10 +87,14 @@ class PodRoles(pulumi.ComponentResource):
         if args.inference is not None:
             i = args.inference
             doc = pulumi.Output.all(i.artifacts_arn, keys).apply(
-                lambda v: json.dumps(iam.inference_policy(artifacts_arn=v[0], prefix=i.who.prefix, kms_key_arns=v[1]))
+                lambda v: json.dumps(
+                    iam.inference_policy(artifacts_arn=v[0], prefix=i.who.prefix, kms_key_arns=v[1])
+                )
             )
             self.inference_role_arn = self._role(f"{name}-inference", args, i.who, doc).arn
-        self.register_outputs({"trainer_role_arn": self.trainer_role_arn, "inference_role_arn": self.inference_role_arn})
+        self.register_outputs(
+            {"trainer_role_arn": self.trainer_role_arn, "inference_role_arn": self.inference_role_arn}
+        )
 
     def _role(
         self, role: str, args: PodRolesArgs, who: ServiceAccountRef, doc: pulumi.Output[str]

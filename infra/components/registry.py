@@ -56,9 +56,13 @@ class Registry(pulumi.ComponentResource):
                 f"{name}-{repo}",
                 name=f"{args.namespace}/{repo}",
                 image_tag_mutability="IMMUTABLE",
-                image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
+                image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
+                    scan_on_push=True
+                ),
                 encryption_configurations=[
-                    aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS", kms_key=args.kms_key_arn)
+                    aws.ecr.RepositoryEncryptionConfigurationArgs(
+                        encryption_type="KMS", kms_key=args.kms_key_arn
+                    )
                 ],
                 opts=child,
             )
@@ -83,7 +87,9 @@ class Registry(pulumi.ComponentResource):
             }
         )
 
-    def _replicate(self, name: str, args: RegistryArgs, lifecycle: str, child: pulumi.ResourceOptions) -> None:
+    def _replicate(
+        self, name: str, args: RegistryArgs, lifecycle: str, child: pulumi.ResourceOptions
+    ) -> None:
         regions = sorted(args.replica_keys)
         # The creation template needs a role when it encrypts with a customer-managed key.
         role = aws.iam.Role(
@@ -93,13 +99,16 @@ class Registry(pulumi.ComponentResource):
             opts=child,
         )
         repo_arns = [
-            f"arn:{args.partition}:ecr:{region}:{args.account_id}:repository/{args.namespace}/*" for region in regions
+            f"arn:{args.partition}:ecr:{region}:{args.account_id}:repository/{args.namespace}/*"
+            for region in regions
         ]
         aws.iam.RolePolicy(
             f"{name}-template-role-policy",
             role=role.id,
             policy=pulumi.Output.all(*[args.replica_keys[r] for r in regions]).apply(
-                lambda keys: json.dumps(iam.ecr_template_role_policy(repository_arns=repo_arns, kms_key_arns=keys))
+                lambda keys: json.dumps(
+                    iam.ecr_template_role_policy(repository_arns=repo_arns, kms_key_arns=keys)
+                )
             ),
             opts=child,
         )

@@ -77,7 +77,9 @@ class ArtifactReplication(pulumi.ComponentResource):
                 key_usage="ENCRYPT_DECRYPT",
                 customer_master_key_spec="SYMMETRIC_DEFAULT",
                 policy=json.dumps(
-                    key_policy(KeyPurpose.data, partition=args.partition, account_id=args.account_id, region=region)
+                    key_policy(
+                        KeyPurpose.data, partition=args.partition, account_id=args.account_id, region=region
+                    )
                 ),
                 tags={"Name": f"{args.name_prefix}-data-replica", "Purpose": "data"},
                 opts=child,
@@ -113,9 +115,7 @@ class ArtifactReplication(pulumi.ComponentResource):
             description="S3 replicates model artifacts to the inference regions",
             opts=child,
         )
-        dest = [
-            (self.replicas[r].bucket_arns["artifacts"], self.keys[r].arn) for r in regions
-        ]
+        dest = [(self.replicas[r].bucket_arns["artifacts"], self.keys[r].arn) for r in regions]
         aws.iam.RolePolicy(
             f"{name}-role-policy",
             role=self.role.id,
@@ -163,7 +163,9 @@ class ArtifactReplication(pulumi.ComponentResource):
                 for i, region in enumerate(regions)
             ],
             # Replication needs versioning on both sides.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.replicas.values(), *args.source_ready]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*self.replicas.values(), *args.source_ready]
+            ),
         )
 
         self.replica_key_arns = {r: k.arn for r, k in self.keys.items()}

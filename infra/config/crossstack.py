@@ -38,7 +38,9 @@ def stack_roles(stacks_dir: Path | None = None) -> dict[str, tuple[str, str]]:
 
 def inference_regions(stacks_dir: Path | None = None) -> dict[str, str]:
     """region -> infer stack, for this project's infer stacks."""
-    return {region: stack for stack, (role, region) in sorted(stack_roles(stacks_dir).items()) if role == "infer"}
+    return {
+        region: stack for stack, (role, region) in sorted(stack_roles(stacks_dir).items()) if role == "infer"
+    }
 
 
 def check_cross_stack(cfg: PlatformConfig, stacks_dir: Path | None = None) -> list[ConfigError]:
@@ -51,7 +53,8 @@ def check_cross_stack(cfg: PlatformConfig, stacks_dir: Path | None = None) -> li
             errors.append(
                 ConfigError(
                     f"{CONFIG_KEY}.storage.replicate_to.{i}",
-                    f"{region!r} is not an inference region (regions of this project's infer stacks: {known})",
+                    f"{region!r} is not an inference region "
+                    f"(regions of this project's infer stacks: {known})",
                     "replicate only to a region that has an infer stack, or add that stack first",
                 )
             )
@@ -63,8 +66,11 @@ def check_cross_stack(cfg: PlatformConfig, stacks_dir: Path | None = None) -> li
             known = ", ".join(s for s, (role, _) in sorted(roles.items()) if role == "train") or "none"
             errors.append(ConfigError(where, f"no stack {source!r}", f"use one of the train stacks: {known}"))
         elif roles[source][0] != "train":
-            errors.append(ConfigError(where, f"{source!r} is a {roles[source][0] or 'role-less'} stack",
-                                      "name a train stack"))
+            errors.append(
+                ConfigError(
+                    where, f"{source!r} is a {roles[source][0] or 'role-less'} stack", "name a train stack"
+                )
+            )
         else:
             targets = _platform_of(stack_file(source, stacks_dir)).get("storage", {}).get("replicate_to", [])
             if cfg.region not in (targets or []):

@@ -172,7 +172,7 @@ class BucketPurpose(StrEnum):
 def _bucket_name(v: str) -> str:
     problems = s3names.project_problems(v)
     if problems:
-        raise ValueError(f"bucket name {v!r} {'; and '.join(problems)}; use e.g. {s3names.suggest(v)!r}")
+        raise ValueError(f"bucket name {v!r} {' and '.join(problems)}; use e.g. {s3names.suggest(v)!r}")
     return v
 
 
@@ -194,7 +194,9 @@ class LifecycleConfig(Strict):
         "(S3 requires at least 30).",
     )
     checkpoint_noncurrent_expire_days: Annotated[int, Field(ge=1, le=3650)] = Field(
-        90, description="Days after which noncurrent checkpoint versions are deleted; > checkpoint_noncurrent_ia_days."
+        90,
+        description="Days after which noncurrent checkpoint versions are deleted "
+        "(more than checkpoint_noncurrent_ia_days).",
     )
     noncurrent_expire_days: Annotated[int, Field(ge=1, le=3650)] = Field(
         365, description="Days after which noncurrent versions in datasets and artifacts are deleted."
@@ -233,26 +235,35 @@ class MinioConfig(Strict):
     )
     chart_repo: str = Field("https://charts.min.io/", description="Helm repository of the chart.")
     namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] = "minio"
-    mode: MinioMode = Field(MinioMode.distributed, description="standalone (1 pod) or distributed (erasure coded).")
+    mode: MinioMode = Field(
+        MinioMode.distributed, description="standalone (1 pod) or distributed (erasure coded)."
+    )
     replicas: Annotated[int, Field(ge=1, le=32)] = Field(4, description="Pods in distributed mode (>= 4).")
-    storage_class: str | None = Field(None, description="StorageClass of the volumes; the cluster default if unset.")
+    storage_class: str | None = Field(
+        None, description="StorageClass of the volumes; the cluster default if unset."
+    )
     tls_issuer: str = Field(
         "aiplat-ca",
-        description="cert-manager ClusterIssuer that signs MinIO's TLS certificate (cert-manager must be installed).",
+        description="cert-manager ClusterIssuer that signs MinIO's TLS certificate "
+        "(cert-manager must be installed in the cluster).",
     )
 
     @field_validator("storage_size")
     @classmethod
     def _size(cls, v: str) -> str:
         if not _QUANTITY.match(v):
-            raise ValueError(f"{v!r} is not a storage quantity; use a whole number with Mi, Gi, Ti or Pi, e.g. '500Gi'")
+            raise ValueError(
+                f"{v!r} is not a storage quantity; use a whole number with Mi, Gi, Ti or Pi, e.g. '500Gi'"
+            )
         return v
 
     @model_validator(mode="after")
     def _replicas(self) -> MinioConfig:
         if self.mode == MinioMode.distributed and self.replicas < 4:
-            raise ValueError(f"replicas is {self.replicas} but distributed mode needs at least 4; "
-                             "set replicas >= 4 or mode: standalone")
+            raise ValueError(
+                f"replicas is {self.replicas} but distributed mode needs at least 4; "
+                "set replicas >= 4 or mode: standalone"
+            )
         return self
 
 
@@ -286,13 +297,13 @@ class StorageConfig(Strict):
     lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
     replicate_to: list[str] = Field(
         default_factory=list,
-        description="Train stacks only: inference regions (regions of this project's infer stacks) that get a "
-        "replica of the artifacts bucket, under a key of their own, and of the ECR images.",
+        description="Train stacks only: inference regions (regions of this project's infer stacks) "
+        "that get a replica of the artifacts bucket, under a key of their own, and of the ECR images.",
     )
     source_stack: str | None = Field(
         None,
-        description="Infer stacks only: the train stack whose artifacts replicate here (read via StackReference; "
-        "all stacks must share one state backend).",
+        description="Infer stacks only: the train stack whose artifacts replicate here "
+        "(read via StackReference, so all stacks must share one state backend).",
     )
     trainer: PodAccessConfig = Field(default_factory=_trainer_access)
     inference: PodAccessConfig = Field(default_factory=_inference_access)
@@ -311,12 +322,18 @@ class StorageConfig(Strict):
     @model_validator(mode="after")
     def _backend(self) -> StorageConfig:
         if self.backend == StorageBackend.minio and self.minio is None:
-            raise ValueError("backend is 'minio' but there is no minio section; "
-                             "add storage.minio with at least storage_size, e.g. '500Gi'")
+            raise ValueError(
+                "backend is 'minio' but there is no minio section; "
+                "add storage.minio with at least storage_size, e.g. '500Gi'"
+            )
         if self.backend == StorageBackend.s3 and self.minio is not None:
-            raise ValueError("minio section given but backend is 's3'; remove storage.minio or set backend: minio")
+            raise ValueError(
+                "minio section given but backend is 's3'; remove storage.minio or set backend: minio"
+            )
         if self.backend == StorageBackend.minio and self.replicate_to:
-            raise ValueError("replicate_to needs backend 's3' (S3 replication); remove replicate_to or use s3")
+            raise ValueError(
+                "replicate_to needs backend 's3' (S3 replication); remove replicate_to or use s3"
+            )
         return self
 
     def bucket_name(self, purpose: BucketPurpose, prefix: str, environment: str, region: str) -> str:
@@ -382,11 +399,15 @@ class PlatformConfig(Strict):
                 f"{self.environment.value!r}; make them equal"
             )
         if self.role == Role.infer and self.storage.replicate_to:
-            raise ValueError("storage.replicate_to is set on an infer stack; replication is configured on the "
-                             "train stack that owns the artifacts, remove it here")
+            raise ValueError(
+                "storage.replicate_to is set on an infer stack; replication is configured on the "
+                "train stack that owns the artifacts, remove it here"
+            )
         if self.role == Role.train and self.storage.source_stack:
-            raise ValueError("storage.source_stack is set on a train stack; only infer stacks read a train "
-                             "stack's outputs, remove it")
+            raise ValueError(
+                "storage.source_stack is set on a train stack; only infer stacks read a train "
+                "stack's outputs, remove it"
+            )
         if self.region in self.storage.replicate_to:
             raise ValueError(f"storage.replicate_to includes the stack's own region {self.region}; remove it")
         return self

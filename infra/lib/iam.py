@@ -32,7 +32,9 @@ def _prefix_pattern(prefix: str) -> str:
     return f"{prefix}/*" if prefix else "*"
 
 
-def irsa_trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str) -> Policy:
+def irsa_trust_policy(
+    oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str
+) -> Policy:
     """Trust for IAM Roles for Service Accounts: only ``system:serviceaccount:<ns>:<sa>`` may assume.
 
     ``oidc_issuer`` is the issuer URL without ``https://`` (what IAM uses as the condition key prefix).
@@ -64,8 +66,12 @@ def trainer_policy(
     pattern = _prefix_pattern(prefix)
     written = [checkpoints_arn, artifacts_arn]
     statements: list[dict[str, Any]] = [
-        {"Sid": "ListDatasets", "Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
-         "Resource": [datasets_arn]},
+        {
+            "Sid": "ListDatasets",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
+            "Resource": [datasets_arn],
+        },
         {"Sid": "ReadDatasets", "Effect": "Allow", "Action": OBJECT_READ, "Resource": [f"{datasets_arn}/*"]},
         {
             "Sid": "ListOwnPrefix",
@@ -84,7 +90,9 @@ def trainer_policy(
         },
     ]
     if kms_key_arns:
-        statements.append({"Sid": "UseDataKey", "Effect": "Allow", "Action": KMS_WRITE, "Resource": list(kms_key_arns)})
+        statements.append(
+            {"Sid": "UseDataKey", "Effect": "Allow", "Action": KMS_WRITE, "Resource": list(kms_key_arns)}
+        )
     return policy(*statements)
 
 
@@ -99,10 +107,17 @@ def inference_policy(*, artifacts_arn: str, prefix: str, kms_key_arns: Sequence[
             "Resource": [artifacts_arn],
             "Condition": {"StringLike": {"s3:prefix": [pattern, prefix.strip("/")]}},
         },
-        {"Sid": "ReadArtifacts", "Effect": "Allow", "Action": OBJECT_READ, "Resource": [f"{artifacts_arn}/{pattern}"]},
+        {
+            "Sid": "ReadArtifacts",
+            "Effect": "Allow",
+            "Action": OBJECT_READ,
+            "Resource": [f"{artifacts_arn}/{pattern}"],
+        },
     ]
     if kms_key_arns:
-        statements.append({"Sid": "DecryptArtifacts", "Effect": "Allow", "Action": KMS_READ, "Resource": list(kms_key_arns)})
+        statements.append(
+            {"Sid": "DecryptArtifacts", "Effect": "Allow", "Action": KMS_READ, "Resource": list(kms_key_arns)}
+        )
     return policy(*statements)
 
 
@@ -126,7 +141,9 @@ def bucket_policy(bucket_arn: str) -> Policy:
     return policy(deny_insecure_transport(bucket_arn))
 
 
-def access_log_bucket_policy(log_bucket_arn: str, source_bucket_arns: Sequence[str], account_id: str) -> Policy:
+def access_log_bucket_policy(
+    log_bucket_arn: str, source_bucket_arns: Sequence[str], account_id: str
+) -> Policy:
     """Policy of the access-log bucket: TLS only, and the S3 logging service may write for our buckets only.
 
     https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html#grant-log-delivery-permissions-general
@@ -254,7 +271,11 @@ def ecr_lifecycle_policy(*, untagged_days: int, keep_tagged: int) -> Policy:
             {
                 "rulePriority": 2,
                 "description": f"keep the newest {keep_tagged} images",
-                "selection": {"tagStatus": "any", "countType": "imageCountMoreThan", "countNumber": keep_tagged},
+                "selection": {
+                    "tagStatus": "any",
+                    "countType": "imageCountMoreThan",
+                    "countNumber": keep_tagged,
+                },
                 "action": {"type": "expire"},
             },
         ]

@@ -24,12 +24,11 @@ def s3_problems(name: str) -> list[str]:
     """Every rule of S3's that ``name`` breaks (empty: S3 accepts it), each phrased for an error line."""
     problems: list[str] = []
     if not MIN_LEN <= len(name) <= MAX_LEN:
-        problems.append(f"is {len(name)} characters long; S3 allows {MIN_LEN} to {MAX_LEN}")
+        problems.append(f"is {len(name)} characters long (S3 allows {MIN_LEN} to {MAX_LEN})")
     if not _CHARS.match(name or "-"):
         bad = sorted({c for c in name if not re.match(r"[a-z0-9.-]", c)})
-        problems.append(
-            f"contains {', '.join(repr(c) for c in bad)}; S3 allows only lower-case letters, digits, '.' and '-'"
-        )
+        chars = ", ".join(repr(c) for c in bad)
+        problems.append(f"contains {chars} (S3 allows only lower-case letters, digits, '.' and '-')")
     if name and not (name[0].isalnum() and name[-1].isalnum()):
         problems.append("must begin and end with a lower-case letter or a digit")
     if ".." in name:
@@ -52,7 +51,7 @@ def project_problems(name: str) -> list[str]:
     """S3's rules plus ours (no dots, see the module docstring)."""
     problems = s3_problems(name)
     if "." in name and "contains two adjacent periods" not in problems:
-        problems.append("contains '.'; dotted names break TLS to virtual-hosted-style S3 endpoints")
+        problems.append("contains '.' (dotted names break TLS to virtual-hosted-style S3 endpoints)")
     return problems
 
 
@@ -70,7 +69,7 @@ def suggest(name: str) -> str:
     s = re.sub(r"[^a-z0-9-]+", "-", name.lower())
     for prefix in RESERVED_PREFIXES:
         if s.startswith(prefix):
-            s = s[len(prefix):]
+            s = s[len(prefix) :]
     for suffix in RESERVED_SUFFIXES:
         if s.endswith(suffix):
             s = s[: -len(suffix)]
