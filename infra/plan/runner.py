@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,27 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
     if cfg.storage.source_stack:
         referenced[cfg.storage.source_stack] = planned_outputs(cfg.storage.source_stack, stacks_dir)
     mocks = AwsSnapshotMocks(cfg.region, stack_outputs=referenced)
+    monitor = run_program(
+        program.program, stack=stack, mocks=mocks, config={CONFIG_KEY: json.dumps(config_as_json(cfg))}
+    )
+    return Plan(
+        stack=stack,
+        project=PROJECT,
+        region=cfg.region,
+        config=config_as_json(cfg),
+        resources=monitor.recorded,
+        outputs=monitor.stack_outputs,
+        calls=mocks.calls,
+    )
+
+
+def run_program(
+    fn: Callable[[], None], *, stack: str, mocks: AwsSnapshotMocks, config: dict[str, str] | None = None
+) -> RecordingMonitor:
+    """Run ``fn`` as a Pulumi program under ``mocks`` and return the monitor that recorded it.
+
+    ``run_plan`` runs the real program through it; tests run single components the same way.
+    """
     monitor = RecordingMonitor(mocks)
     # Everything the runtime schedules must live on one event loop: set it before set_mocks, which
     # already registers a root stack. run_in_stack then creates the stack the program runs in, exactly
@@ -189,20 +211,12 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
             mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor, organization=ORGANIZATION
         )
         set_root_resource(None)  # type: ignore[arg-type]
-        pulumi.runtime.set_all_config({CONFIG_KEY: json.dumps(config_as_json(cfg))}, [])
-        loop.run_until_complete(run_in_stack(program.program))
+        pulumi.runtime.set_all_config(config or {}, [])
+        loop.run_until_complete(run_in_stack(fn))
     finally:
         asyncio.set_event_loop(None)
         loop.close()
-    return Plan(
-        stack=stack,
-        project=PROJECT,
-        region=cfg.region,
-        config=config_as_json(cfg),
-        resources=monitor.recorded,
-        outputs=monitor.stack_outputs,
-        calls=mocks.calls,
-    )
+    return monitor
 
 
 def planned_outputs(stack: str, stacks_dir: Path | None = None) -> dict[str, Any]:

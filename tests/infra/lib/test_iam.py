@@ -1,0 +1,224 @@
+"""IAM documents as data: least privilege, scoped trust, TLS-only buckets, replication permissions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.lib import iam
+
+DATASETS = "arn:aws:s3:::d"
+CHECKPOINTS = "arn:aws:s3:::c"
+ARTIFACTS = "arn:aws:s3:::a"
+KEY = "arn:aws:kms:us-east-1:111122223333:key/k"
+OIDC = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC"
+ISSUER = "oidc.eks.us-east-1.amazonaws.com/id/ABC"
+
+
+def _allows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """(action, resource) pairs the document allows."""
+    out = []
+    for st in doc["Statement"]:
+        if st["Effect"] != "Allow":
+            continue
+        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        resources = st.get("Resource", [])
+        resources = resources if isinstance(resources, list) else [resources]
+        out += [(a, r) for a in actions for r in resources]
+    return out
+
+
+def _all_docs() -> list[dict[str, Any]]:
+    return [
+        iam.irsa_trust_policy(OIDC, ISSUER, "training", "trainer"),
+        iam.trainer_policy(
+            datasets_arn=DATASETS,
+            checkpoints_arn=CHECKPOINTS,
+            artifacts_arn=ARTIFACTS,
+            prefix="t",
+            kms_key_arns=[KEY],
+        ),
+        iam.inference_policy(artifacts_arn=ARTIFACTS, prefix="t", kms_key_arns=[KEY]),
+        iam.bucket_policy(ARTIFACTS),
+        iam.access_log_bucket_policy("arn:aws:s3:::logs", [ARTIFACTS], "111122223333"),
+        iam.service_trust_policy("s3.amazonaws.com", "111122223333"),
+        iam.replication_policy(
+            source_bucket_arn=ARTIFACTS,
+            source_key_arn=KEY,
+            source_region="us-east-1",
+            destinations=[("arn:aws:s3:::r", "arn:aws:kms:ap-east-1:111122223333:key/r", "ap-east-1")],
+        ),
+        iam.ecr_template_role_policy(
+            repository_arns=["arn:aws:ecr:ap-east-1:1:repository/x/*"], kms_key_arns=[KEY]
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    "doc", _all_docs(), ids=lambda d: ",".join(s.get("Sid", "-") for s in d["Statement"])
+)
+def test_no_wildcard_grants(doc: dict[str, Any]) -> None:
+    assert doc["Version"] == "2012-10-17"
+    for st in doc["Statement"]:
+        if st["Effect"] == "Allow":
+            assert st.get("Principal") != "*" and st.get("Principal") != {"AWS": "*"}, st
+    for action, resource in _allows(doc):
+        assert resource != "*" and action not in ("*", "s3:*", "kms:*"), (action, resource)
+
+
+@pytest.mark.parametrize(
+    ("issuer", "namespace", "sa"),
+    [(ISSUER, "training", "trainer"), ("https://" + ISSUER, "inference", "inference")],
+)
+def test_irsa_trust_is_scoped_to_one_service_account(issuer: str, namespace: str, sa: str) -> None:
+    (st,) = iam.irsa_trust_policy(OIDC, issuer, namespace, sa)["Statement"]
+    assert st["Principal"] == {"Federated": OIDC}
+    assert st["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert st["Condition"] == {
+        "StringEquals": {
+            f"{ISSUER}:sub": f"system:serviceaccount:{namespace}:{sa}",
+            f"{ISSUER}:aud": "sts.amazonaws.com",
+        }
+    }
+
+
+@pytest.mark.parametrize(("namespace", "sa"), [("", "trainer"), ("training", "")])
+def test_irsa_trust_refuses_empty_subject(namespace: str, sa: str) -> None:
+    with pytest.raises(ValueError, match="must be non-empty"):
+        iam.irsa_trust_policy(OIDC, ISSUER, namespace, sa)
+
+
+@pytest.mark.parametrize(
+    ("action", "resource", "allowed"),
+    [
+        ("s3:GetObject", f"{DATASETS}/*", True),
+        ("s3:PutObject", f"{DATASETS}/*", False),  # datasets are read-only
+        ("s3:PutObject", f"{CHECKPOINTS}/trainer/*", True),
+        ("s3:PutObject", f"{CHECKPOINTS}/*", False),  # only under its prefix
+        ("s3:AbortMultipartUpload", f"{ARTIFACTS}/trainer/*", True),
+        ("s3:DeleteObject", f"{ARTIFACTS}/trainer/*", True),
+        ("s3:ListBucket", DATASETS, True),
+        ("kms:GenerateDataKey", KEY, True),
+        ("kms:Decrypt", KEY, True),
+    ],
+)
+def test_trainer_policy(action: str, resource: str, allowed: bool) -> None:
+    doc = iam.trainer_policy(
+        datasets_arn=DATASETS,
+        checkpoints_arn=CHECKPOINTS,
+        artifacts_arn=ARTIFACTS,
+        prefix="trainer/",
+        kms_key_arns=[KEY],
+    )
+    assert ((action, resource) in _allows(doc)) is allowed
+    listing = next(s for s in doc["Statement"] if s["Sid"] == "ListOwnPrefix")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["trainer/*", "trainer"]}}
+
+
+@pytest.mark.parametrize(
+    ("action", "resource", "allowed"),
+    [
+        ("s3:GetObject", f"{ARTIFACTS}/models/*", True),
+        ("s3:PutObject", f"{ARTIFACTS}/models/*", False),
+        ("s3:GetObject", f"{CHECKPOINTS}/models/*", False),
+        ("kms:Decrypt", KEY, True),
+        ("kms:GenerateDataKey", KEY, False),
+    ],
+)
+def test_inference_policy_reads_artifacts_only(action: str, resource: str, allowed: bool) -> None:
+    doc = iam.inference_policy(artifacts_arn=ARTIFACTS, prefix="models", kms_key_arns=[KEY])
+    assert ((action, resource) in _allows(doc)) is allowed
+
+
+def test_empty_prefix_means_whole_bucket_and_no_key_means_no_kms() -> None:
+    doc = iam.inference_policy(artifacts_arn=ARTIFACTS, prefix="", kms_key_arns=[])
+    assert ("s3:GetObject", f"{ARTIFACTS}/*") in _allows(doc)
+    assert not [a for a, _ in _allows(doc) if a.startswith("kms:")]
+
+
+def test_bucket_policy_denies_plain_http() -> None:
+    (st,) = iam.bucket_policy(ARTIFACTS)["Statement"]
+    assert st["Effect"] == "Deny" and st["Action"] == "s3:*"
+    assert st["Resource"] == [ARTIFACTS, f"{ARTIFACTS}/*"]
+    assert st["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_access_log_policy_grants_logging_service_for_our_buckets_only() -> None:
+    doc = iam.access_log_bucket_policy("arn:aws:s3:::logs", [ARTIFACTS, DATASETS], "111122223333")
+    deny, grant = doc["Statement"]
+    assert deny["Effect"] == "Deny"
+    assert grant["Principal"] == {"Service": "logging.s3.amazonaws.com"}
+    assert grant["Action"] == "s3:PutObject" and grant["Resource"] == ["arn:aws:s3:::logs/*"]
+    assert grant["Condition"]["ArnLike"] == {"aws:SourceArn": [ARTIFACTS, DATASETS]}
+    assert grant["Condition"]["StringEquals"] == {"aws:SourceAccount": "111122223333"}
+
+
+@pytest.mark.parametrize("regions", [["ap-east-1"], ["ap-east-1", "ap-southeast-1"]])
+def test_replication_policy(regions: list[str]) -> None:
+    dest = [(f"arn:aws:s3:::r-{r}", f"arn:aws:kms:{r}:1:key/{r}", r) for r in regions]
+    doc = iam.replication_policy(
+        source_bucket_arn=ARTIFACTS, source_key_arn=KEY, source_region="us-east-1", destinations=dest
+    )
+    allows = _allows(doc)
+    assert ("s3:GetReplicationConfiguration", ARTIFACTS) in allows
+    assert ("s3:GetObjectVersionForReplication", f"{ARTIFACTS}/*") in allows
+    for bucket, key, region in dest:
+        assert ("s3:ReplicateObject", f"{bucket}/*") in allows
+        enc = next(s for s in doc["Statement"] if s["Resource"] == [key])
+        assert enc["Action"] == ["kms:Encrypt", "kms:GenerateDataKey"]
+        assert enc["Condition"]["StringLike"]["kms:ViaService"] == f"s3.{region}.amazonaws.com"
+        assert enc["Condition"]["StringLike"]["kms:EncryptionContext:aws:s3:arn"] == [bucket, f"{bucket}/*"]
+    decrypt = next(s for s in doc["Statement"] if s["Sid"] == "DecryptSource")
+    assert decrypt["Resource"] == [KEY]
+    assert decrypt["Condition"]["StringLike"]["kms:ViaService"] == "s3.us-east-1.amazonaws.com"
+    # nothing may be written back into the source
+    assert not [r for a, r in allows if a.startswith("s3:Replicate") and r.startswith(ARTIFACTS)]
+
+
+def test_replication_policy_needs_a_destination() -> None:
+    with pytest.raises(ValueError, match="at least one destination"):
+        iam.replication_policy(
+            source_bucket_arn=ARTIFACTS, source_key_arn=KEY, source_region="us-east-1", destinations=[]
+        )
+
+
+@pytest.mark.parametrize(("days", "keep"), [(1, 1), (14, 100)])
+def test_ecr_lifecycle(days: int, keep: int) -> None:
+    rules = iam.ecr_lifecycle_policy(untagged_days=days, keep_tagged=keep)["rules"]
+    assert [r["rulePriority"] for r in rules] == [1, 2]
+    assert rules[0]["selection"] == {
+        "tagStatus": "untagged",
+        "countType": "sinceImagePushed",
+        "countUnit": "days",
+        "countNumber": days,
+    }
+    assert rules[1]["selection"] == {
+        "tagStatus": "any",
+        "countType": "imageCountMoreThan",
+        "countNumber": keep,
+    }
+    assert all(r["action"] == {"type": "expire"} for r in rules)
+
+
+@pytest.mark.parametrize(("days", "keep"), [(0, 10), (10, 0)])
+def test_ecr_lifecycle_rejects_zero(days: int, keep: int) -> None:
+    with pytest.raises(ValueError):
+        iam.ecr_lifecycle_policy(untagged_days=days, keep_tagged=keep)
+
+
+def test_minio_statements_keep_s3_grants_and_drop_kms() -> None:
+    doc = iam.trainer_policy(
+        datasets_arn=DATASETS,
+        checkpoints_arn=CHECKPOINTS,
+        artifacts_arn=ARTIFACTS,
+        prefix="t",
+        kms_key_arns=[KEY],
+    )
+    statements = iam.minio_policy_statements(doc)
+    assert all(set(s) == {"resources", "actions"} for s in statements)
+    assert all(a.startswith("s3:") for s in statements for a in s["actions"])
+    assert {
+        "resources": [f"{CHECKPOINTS}/t/*", f"{ARTIFACTS}/t/*"],
+        "actions": iam.OBJECT_READ + iam.OBJECT_WRITE,
+    } in (statements)
