@@ -227,15 +227,19 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         digest = hashlib.sha256(f"{args.typ}/{args.name}".encode()).hexdigest()[:17]
         state = dict(args.inputs)
         region = state.get("region") or self.region
+        resource_id = f"{args.name}-{digest}"
         extra = COMPUTED.get(args.typ)
         if extra is not None:
-            for key, value in extra(args, region).items():
+            computed = extra(args, region)
+            # the provider's id where AWS has a natural one (an S3 bucket's id is its name)
+            resource_id = computed.pop("id", resource_id)
+            for key, value in computed.items():
                 state.setdefault(key, value)
         if args.typ.startswith("aws:"):
             module = args.typ.split(":")[1].split("/")[0]
             kind = args.typ.split(":")[-1].lower()
             state.setdefault("arn", f"arn:{PARTITION}:{module}:{region}:{ACCOUNT_ID}:{kind}/{args.name}")
-        return f"{args.name}-{digest}", state
+        return resource_id, state
 
     def _stack_reference(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         name = str(args.inputs.get("name") or args.name)
@@ -250,6 +254,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
 def _s3_bucket(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
     name = args.inputs.get("bucket") or args.name
     return {
+        "id": name,
         "bucket": name,
         "arn": f"arn:{PARTITION}:s3:::{name}",
         "bucketRegionalDomainName": f"{name}.s3.{region}.amazonaws.com",
