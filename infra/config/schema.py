@@ -188,7 +188,7 @@ class LifecycleConfig(Strict):
     abort_incomplete_multipart_days: Annotated[int, Field(ge=1, le=365)] = Field(
         7, description="Days after which unfinished multipart uploads are aborted (every bucket)."
     )
-    checkpoint_noncurrent_ia_days: Annotated[int, Field(ge=30, le=3650)] = Field(
+    checkpoint_noncurrent_ia_days: Annotated[int, Field(le=3650)] = Field(
         30,
         description="Days after a checkpoint version becomes noncurrent before it moves to STANDARD_IA "
         "(S3 requires at least 30).",
@@ -204,6 +204,17 @@ class LifecycleConfig(Strict):
     access_log_expire_days: Annotated[int, Field(ge=1, le=3650)] = Field(
         365, description="Days access-log objects are kept."
     )
+
+    @field_validator("checkpoint_noncurrent_ia_days")
+    @classmethod
+    def _ia_minimum(cls, v: int) -> int:
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-transition-general-considerations.html
+        if v < 30:
+            raise ValueError(
+                f"{v} days is too early: S3 moves noncurrent versions to STANDARD_IA after 30 days "
+                "at the earliest; use 30 or more"
+            )
+        return v
 
     @model_validator(mode="after")
     def _order(self) -> LifecycleConfig:
