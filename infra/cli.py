@@ -32,6 +32,13 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default build/plan)")
     plan.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default stacks/)")
     plan.add_argument("--no-tree", action="store_true", help="print only the counts, not the resource tree")
+    check = sub.add_parser(
+        "check-storage", help="check a deployed stack's buckets through the S3 API (boto3)"
+    )
+    check.add_argument("--stack", "-s", required=True, help="stack name, e.g. prod-us-train")
+    check.add_argument(
+        "--stacks-dir", type=Path, default=None, help="folder of stack files (default stacks/)"
+    )
     return parser
 
 
@@ -76,6 +83,39 @@ def _cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
     return failed
 
 
+def _cmd_check_storage(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """Exit 0 when every check passes, 1 when one fails, 2 for a config error."""
+    import boto3
+    from botocore.exceptions import BotoCoreError
+    from rich.table import Table
+
+    from infra.checks.storage import check_storage
+    from infra.config.loader import load_stack_config
+
+    try:
+        cfg = load_stack_config(args.stack, args.stacks_dir)
+    except ConfigErrors as exc:
+        for line in str(exc).splitlines():
+            err.print(
+                f"error: {args.stack}: {line}", style="red", markup=False, highlight=False, soft_wrap=True
+            )
+        return exc.exit_code
+    try:
+        findings = check_storage(cfg, boto3.client("s3", region_name=cfg.region))
+    except BotoCoreError as exc:  # no credentials, endpoint unreachable
+        err.print(f"error: {args.stack}: {exc}", style="red", markup=False)
+        return 1
+    table = Table(title=f"{args.stack}: buckets")
+    for col in ("bucket", "check", "result"):
+        table.add_column(col)
+    for f in findings:
+        table.add_row(f.bucket, f.check, "ok" if f.ok else f"FAIL {f.detail}")
+    console.print(table)
+    failed = [f for f in findings if not f.ok]
+    console.print(f"{len(findings) - len(failed)} ok, {len(failed)} failed")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # Wide output when piped (CI logs, tests): rich would otherwise wrap type names at 80 columns.
@@ -84,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "plan":
             return _cmd_plan(args, console, err)
+        if args.command == "check-storage":
+            return _cmd_check_storage(args, console, err)
     except ConfigErrors as exc:  # pragma: no cover - handled per stack above
         err.print(str(exc), style="red", markup=False)
         return exc.exit_code

@@ -1,0 +1,1 @@
+"""Checks of a real deployment through the AWS APIs (boto3)."""
