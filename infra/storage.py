@@ -4,7 +4,10 @@ Train stacks (``backend: s3``): ``Buckets`` (datasets, checkpoints, artifacts, a
 (ECR) and, with ``storage.replicate_to``, ``ArtifactReplication`` to the inference regions. Infer stacks read
 their region's replica (bucket, key, registry) from the train stack named in ``storage.source_stack`` through
 a ``pulumi.StackReference``: all stacks must share one state backend. ``backend: minio`` creates no buckets
-here: MinIO runs in the cluster (``Minio``, wired with the cluster's Kubernetes provider).
+here: MinIO runs in the cluster.
+
+``wire_cluster_storage`` adds what needs the cluster (its OIDC provider and Kubernetes provider): IRSA
+``PodRoles`` for S3, or ``Minio``. ``program.py`` calls it once the EKS component exists.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from typing import Any
 import pulumi
 
 from infra.components.buckets import Buckets, BucketsArgs, NoncurrentRule
+from infra.components.minio import Minio, MinioArgs, MinioWorkload
+from infra.components.pod_iam import InferenceAccess, PodRoles, PodRolesArgs, ServiceAccountRef, TrainerAccess
 from infra.components.registry import Registry, RegistryArgs
 from infra.components.replication import ArtifactReplication, ArtifactReplicationArgs, ReplicaTarget
-from infra.config.schema import BucketPurpose, PlatformConfig, Role, StorageBackend
+from infra.config.schema import BucketPurpose, PlatformConfig, PodAccessConfig, Role, StorageBackend
 from infra.facts import AccountFacts
-from infra.lib import s3names
+from infra.lib import iam, s3names
 
 DATA_PURPOSES = (BucketPurpose.datasets, BucketPurpose.checkpoints, BucketPurpose.artifacts)
 
@@ -147,3 +152,105 @@ def wire_storage(
             for region in sorted(st.replicate_to)
         }
     return out
+
+
+def wire_cluster_storage(
+    cfg: PlatformConfig,
+    storage: StorageWiring,
+    *,
+    oidc_provider_arn: pulumi.Input[str],
+    oidc_issuer: pulumi.Input[str],
+    k8s_provider: pulumi.ProviderResource,
+    data_key_arn: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> PodRoles | Minio | None:
+    """The storage pieces that need the cluster: IRSA pod roles (S3) or MinIO in the cluster (``minio``).
+
+    ``opts`` carries the stack's AWS provider; ``k8s_provider`` is the cluster's Kubernetes provider.
+    """
+    st = cfg.storage
+    env = cfg.environment.value
+    name_prefix = f"{cfg.name_prefix}-{env}-{cfg.role.value}"
+
+    def who(access: PodAccessConfig) -> ServiceAccountRef:
+        return ServiceAccountRef(
+            namespace=access.namespace, service_account=access.service_account, prefix=access.prefix
+        )
+
+    if st.backend == StorageBackend.minio:
+        assert st.minio is not None  # the schema requires it with backend: minio
+        purposes = DATA_PURPOSES if cfg.role == Role.train else (BucketPurpose.artifacts,)
+        names = {p.value: st.bucket_name(p, cfg.name_prefix, env, cfg.region) for p in purposes}
+        arn = {p: f"arn:aws:s3:::{n}" for p, n in names.items()}
+        workloads = {
+            "inference": MinioWorkload(
+                namespace=st.inference.namespace,
+                policy=iam.inference_policy(
+                    artifacts_arn=arn["artifacts"], prefix=st.inference.prefix, kms_key_arns=[]
+                ),
+            )
+        }
+        if cfg.role == Role.train:
+            workloads["trainer"] = MinioWorkload(
+                namespace=st.trainer.namespace,
+                policy=iam.trainer_policy(
+                    datasets_arn=arn["datasets"],
+                    checkpoints_arn=arn["checkpoints"],
+                    artifacts_arn=arn["artifacts"],
+                    prefix=st.trainer.prefix,
+                    kms_key_arns=[],
+                ),
+            )
+        m = st.minio
+        return Minio(
+            "minio",
+            MinioArgs(
+                namespace=m.namespace,
+                chart_version=m.chart_version,
+                chart_repo=m.chart_repo,
+                storage_size=m.storage_size,
+                mode=m.mode.value,
+                replicas=m.replicas,
+                tls_issuer=m.tls_issuer,
+                storage_class=m.storage_class,
+                region=cfg.region,
+                buckets=names,
+                workloads=workloads,
+            ),
+            opts=pulumi.ResourceOptions(provider=k8s_provider),
+        )
+
+    if cfg.role == Role.train and storage.buckets is not None:
+        arns = storage.buckets.bucket_arns
+        return PodRoles(
+            "pod-roles",
+            PodRolesArgs(
+                name_prefix=name_prefix,
+                oidc_provider_arn=oidc_provider_arn,
+                oidc_issuer=oidc_issuer,
+                kms_key_arns=[data_key_arn],
+                trainer=TrainerAccess(
+                    who=who(st.trainer),
+                    datasets_arn=arns[BucketPurpose.datasets.value],
+                    checkpoints_arn=arns[BucketPurpose.checkpoints.value],
+                    artifacts_arn=arns[BucketPurpose.artifacts.value],
+                ),
+            ),
+            opts=opts,
+        )
+    if cfg.role == Role.infer and storage.replica is not None:
+        replica = storage.replica
+        return PodRoles(
+            "pod-roles",
+            PodRolesArgs(
+                name_prefix=name_prefix,
+                oidc_provider_arn=oidc_provider_arn,
+                oidc_issuer=oidc_issuer,
+                kms_key_arns=[replica.apply(lambda r: r["keyArn"])],
+                inference=InferenceAccess(
+                    who=who(st.inference), artifacts_arn=replica.apply(lambda r: r["bucketArn"])
+                ),
+            ),
+            opts=opts,
+        )
+    return None
