@@ -1,0 +1,1 @@
+"""Pure logic (no Pulumi): CIDR math, names, EFA layout, IAM documents, node user data."""
