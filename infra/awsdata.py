@@ -95,7 +95,9 @@ class InstanceFacts:
             instance_store_disks=sum(int(d.get("Count", 0)) for d in disks),
             instance_store_disk_gb=int(disks[0].get("SizeInGB", 0)) if disks else 0,
             instance_store_total_gb=int(storage.get("TotalSizeInGB", 0)),
-            supported_placement_strategies=tuple(raw.get("PlacementGroupInfo", {}).get("SupportedStrategies", ())),
+            supported_placement_strategies=tuple(
+                raw.get("PlacementGroupInfo", {}).get("SupportedStrategies", ())
+            ),
             architectures=tuple(raw.get("ProcessorInfo", {}).get("SupportedArchitectures", ())),
         )
 
@@ -130,7 +132,9 @@ def regions() -> tuple[str, ...]:
 def regions_with_offerings() -> tuple[str, ...]:
     """Regions for which the snapshot has instance type offerings."""
     folder = _resource("instance_type_offerings", "region")
-    return tuple(sorted(p.name.removesuffix(".json.gz") for p in folder.iterdir() if p.name.endswith(".json.gz")))
+    return tuple(
+        sorted(p.name.removesuffix(".json.gz") for p in folder.iterdir() if p.name.endswith(".json.gz"))
+    )
 
 
 @cache

@@ -23,7 +23,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aiplat", description="AI training platform on AWS (Pulumi).")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", required=True)
-    plan = sub.add_parser("plan", help="run the Pulumi program offline under mocks and write build/plan/<stack>.json")
+    plan = sub.add_parser(
+        "plan", help="run the Pulumi program offline under mocks and write build/plan/<stack>.json"
+    )
     which = plan.add_mutually_exclusive_group(required=True)
     which.add_argument("--stack", "-s", action="append", help="stack name (repeatable), e.g. prod-us-train")
     which.add_argument("--all", action="store_true", help="every stack under stacks/")

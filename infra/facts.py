@@ -6,6 +6,8 @@ are plain values available before any cloud resource is declared.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_aws as aws
 
@@ -47,6 +49,22 @@ def instance_facts_from_result(r: aws.ec2.GetInstanceTypeResult) -> InstanceFact
     )
 
 
+@dataclass(frozen=True)
+class AccountFacts:
+    """The account and partition the stack deploys into (ARNs and key policies need them)."""
+
+    account_id: str
+    partition: str
+    dns_suffix: str
+
+
+def account_facts(provider: aws.Provider) -> AccountFacts:
+    opts = pulumi.InvokeOptions(provider=provider)
+    identity = aws.get_caller_identity(opts=opts)
+    partition = aws.get_partition(opts=opts)
+    return AccountFacts(identity.account_id, partition.partition, partition.dns_suffix)
+
+
 def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
     """Ask AWS (or the offline snapshot) about the region and every instance type the config names."""
     opts = pulumi.InvokeOptions(provider=provider)
@@ -71,7 +89,9 @@ def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
         offered = {t for ts in offerings.values() for t in ts}
         if offered != set(types):
             # Something named is not offered: fetch the region's list so the error can suggest one.
-            everything = aws.ec2.get_instance_type_offerings(location_type="region", region=cfg.region, opts=opts)
+            everything = aws.ec2.get_instance_type_offerings(
+                location_type="region", region=cfg.region, opts=opts
+            )
             region_types = frozenset(everything.instance_types)
         for itype in types:
             if itype in offered:

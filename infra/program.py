@@ -9,11 +9,12 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.kms import KmsKeys, KmsKeysArgs
 from infra.components.network import GpuVpc, GpuVpcArgs
 from infra.config.loader import NAMESPACE, parse_platform_config
 from infra.config.schema import PlatformConfig
 from infra.errors import ConfigErrors
-from infra.facts import gather_facts
+from infra.facts import account_facts, gather_facts
 from infra.validation import check_against_facts
 
 
@@ -43,15 +44,30 @@ def program() -> None:
     if errors:
         raise ConfigRunError(errors)
 
+    account = account_facts(provider)
+    name_prefix = f"{cfg.name_prefix}-{cfg.environment.value}-{cfg.role.value}"
+    in_region = pulumi.ResourceOptions(provider=provider)
+
+    keys = KmsKeys(
+        "kms",
+        KmsKeysArgs(
+            name_prefix=name_prefix,
+            partition=account.partition,
+            account_id=account.account_id,
+            region=cfg.region,
+        ),
+        opts=in_region,
+    )
+
     azs = facts.zone_names[: cfg.network.az_count]
     network = GpuVpc(
         "network",
         GpuVpcArgs(
-            name_prefix=f"{cfg.name_prefix}-{cfg.environment.value}-{cfg.role.value}",
+            name_prefix=name_prefix,
             cidr=cfg.network.vpc_cidr,
             availability_zones=azs,
         ),
-        opts=pulumi.ResourceOptions(provider=provider),
+        opts=in_region,
     )
 
     pulumi.export("region", cfg.region)
@@ -59,3 +75,12 @@ def program() -> None:
     pulumi.export("role", cfg.role.value)
     pulumi.export("availabilityZones", list(azs))
     pulumi.export("vpcId", network.vpc_id)
+    pulumi.export(
+        "kmsKeyArns",
+        {
+            "data": keys.data_key_arn,
+            "eks": keys.eks_key_arn,
+            "ebs": keys.ebs_key_arn,
+            "logs": keys.logs_key_arn,
+        },
+    )

@@ -56,7 +56,11 @@ def check_against_facts(cfg: PlatformConfig, facts: RegionFacts) -> list[ConfigE
         azs = facts.azs_offering(pool.instance_type)
         if not azs:
             close = difflib.get_close_matches(pool.instance_type, sorted(facts.region_types), n=3, cutoff=0.5)
-            fix = f"use one offered there, e.g. {', '.join(close)}" if close else "pick a type offered in the region"
+            fix = (
+                f"use one offered there, e.g. {', '.join(close)}"
+                if close
+                else "pick a type offered in the region"
+            )
             errors.append(ConfigError(where, f"{pool.instance_type!r} is not offered in {cfg.region}", fix))
             continue
         itype = facts.instances[pool.instance_type]

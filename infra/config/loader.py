@@ -110,7 +110,9 @@ def _to_config_errors(exc: ValidationError) -> list[ConfigError]:
 def parse_platform_config(raw: Any) -> PlatformConfig:
     """Validate the value of ``aiplat:platform``; raise ConfigErrors naming every bad field."""
     if not isinstance(raw, dict):
-        raise ConfigErrors([ConfigError(CONFIG_KEY, "must be a mapping", "see stacks/README.md for the schema")])
+        raise ConfigErrors(
+            [ConfigError(CONFIG_KEY, "must be a mapping", "see stacks/README.md for the schema")]
+        )
     try:
         return PlatformConfig.model_validate(raw)
     except ValidationError as exc:
@@ -129,22 +131,32 @@ def load_stack_config(stack: str, stacks_dir: Path | None = None) -> PlatformCon
     try:
         doc = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
-        raise ConfigErrors([ConfigError("(file)", f"not valid YAML: {exc}", "fix the syntax", source=source)]) from None
+        raise ConfigErrors(
+            [ConfigError("(file)", f"not valid YAML: {exc}", "fix the syntax", source=source)]
+        ) from None
     config = doc.get("config") if isinstance(doc, dict) else None
     if not isinstance(config, dict):
-        raise ConfigErrors([ConfigError("config", "missing mapping", f"add 'config: {{{CONFIG_KEY}: ...}}'", source=source)])
+        raise ConfigErrors(
+            [ConfigError("config", "missing mapping", f"add 'config: {{{CONFIG_KEY}: ...}}'", source=source)]
+        )
     errors: list[ConfigError] = []
     for key in config:
         if key == CONFIG_KEY or key in ALLOWED_FOREIGN_KEYS:
             continue
         if key == "aws:region":
-            errors.append(ConfigError(key, "set here", f"set {CONFIG_KEY}.region instead (one source of truth)", source=source))
+            errors.append(
+                ConfigError(
+                    key, "set here", f"set {CONFIG_KEY}.region instead (one source of truth)", source=source
+                )
+            )
             continue
         close = difflib.get_close_matches(key, [CONFIG_KEY, *ALLOWED_FOREIGN_KEYS], n=1, cutoff=0.6)
         fix = f"did you mean '{close[0]}'?" if close else f"remove it; this project reads only {CONFIG_KEY}"
         errors.append(ConfigError(key, "unknown config key", fix, source=source))
     if CONFIG_KEY not in config:
-        errors.append(ConfigError(CONFIG_KEY, "required key is missing", "add it to the stack file", source=source))
+        errors.append(
+            ConfigError(CONFIG_KEY, "required key is missing", "add it to the stack file", source=source)
+        )
     if errors:
         raise ConfigErrors(errors)
     try:

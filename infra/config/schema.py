@@ -116,7 +116,8 @@ class NodePoolConfig(Strict):
     def _sizes(self) -> NodePoolConfig:
         if self.min_size > self.max_size:
             raise ValueError(
-                f"min_size {self.min_size} is greater than max_size {self.max_size}; make min_size <= max_size"
+                f"min_size {self.min_size} is greater than max_size {self.max_size}; "
+                "make min_size <= max_size"
             )
         if not self.min_size <= self.desired_size <= self.max_size:
             raise ValueError(

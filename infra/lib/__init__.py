@@ -1,1 +1,1 @@
-"""Pure logic (no Pulumi): CIDR math, names, EFA layout, IAM documents, node user data."""
+"""Pure logic (no Pulumi): names, CIDR math, IAM/KMS policy JSON, EFA layout, ..."""

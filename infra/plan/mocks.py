@@ -137,7 +137,9 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         region = self._region_of(args)
         zones = awsdata.availability_zones(region)
         if not zones:
-            raise DataSourceError(f"getAvailabilityZones: the AWS snapshot has no zones for region {region!r}")
+            raise DataSourceError(
+                f"getAvailabilityZones: the AWS snapshot has no zones for region {region!r}"
+            )
         excluded = set(args.get("excludeNames") or [])
         zones = tuple(z for z in zones if z.name not in excluded)
         return {
@@ -161,7 +163,9 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         region = self._region_of(args)
         location_type = args.get("locationType") or "region"
         if location_type not in ("region", "availability-zone"):
-            raise DataSourceError(f"getInstanceTypeOfferings: locationType {location_type!r} is not in the snapshot")
+            raise DataSourceError(
+                f"getInstanceTypeOfferings: locationType {location_type!r} is not in the snapshot"
+            )
         wanted = _filter_values(args, "instance-type")
         locations = _filter_values(args, "location")
         if location_type == "region":
@@ -190,11 +194,22 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         }
 
     def _partition(self, args: dict[str, Any]) -> dict[str, Any]:
-        return {"id": PARTITION, "partition": PARTITION, "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
+        return {
+            "id": PARTITION,
+            "partition": PARTITION,
+            "dnsSuffix": "amazonaws.com",
+            "reverseDnsPrefix": "com.amazonaws",
+        }
 
     def _region(self, args: dict[str, Any]) -> dict[str, Any]:
         region = self._region_of(args)
-        return {"id": region, "region": region, "name": region, "endpoint": f"ec2.{region}.amazonaws.com", "description": region}
+        return {
+            "id": region,
+            "region": region,
+            "name": region,
+            "endpoint": f"ec2.{region}.amazonaws.com",
+            "description": region,
+        }
 
     # -- resources --------------------------------------------------------------------------------
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:

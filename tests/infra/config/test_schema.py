@@ -45,8 +45,16 @@ DELETE = object()
 BAD = [
     # (path to change, new value, expected fragments of the one-line message)
     ("regoin", "us-east-1", ["aiplat:platform.regoin: unknown key", "did you mean 'region'?"]),
-    ("region", "us-west-9", ["aiplat:platform.region", "'us-west-9' is not an AWS region", "did you mean 'us-west-2'"]),
-    ("environment", "staging", ["aiplat:platform.environment", "'staging' is not allowed", "'dev' or 'prod'"]),
+    (
+        "region",
+        "us-west-9",
+        ["aiplat:platform.region", "'us-west-9' is not an AWS region", "did you mean 'us-west-2'"],
+    ),
+    (
+        "environment",
+        "staging",
+        ["aiplat:platform.environment", "'staging' is not allowed", "'dev' or 'prod'"],
+    ),
     ("role", DELETE, ["aiplat:platform.role: required key is missing"]),
     ("tags.Owner", DELETE, ["aiplat:platform.tags.Owner: required key is missing"]),
     ("tags.Environment", "prod", ["tags.Environment is 'prod' but environment is 'dev'", "make them equal"]),
@@ -55,10 +63,26 @@ BAD = [
     ("network.vpc_cidr", "8.8.0.0/16", ["not a private", "10.0.0.0/16"]),
     ("network.vpc_cidr", "10.0.0.0/33", ["not an IPv4 CIDR"]),
     ("network.az_count", 9, ["aiplat:platform.network.az_count", "9"]),
-    ("node_pools.gpu.instance_type", "g5.xlarg", ["node_pools.gpu.instance_type", "not an EC2 instance type", "did you mean 'g5.xlarge'"]),
-    ("node_pools.gpu.capacty_type", "spot", ["node_pools.gpu.capacty_type: unknown key", "did you mean 'capacity_type'"]),
-    ("node_pools.gpu.capacity_type", "cheap", ["node_pools.gpu.capacity_type", "'cheap' is not allowed", "'spot'"]),
-    ("node_pools.gpu.min_size", 3, ["aiplat:platform.node_pools.gpu", "min_size 3 is greater than max_size 2"]),
+    (
+        "node_pools.gpu.instance_type",
+        "g5.xlarg",
+        ["node_pools.gpu.instance_type", "not an EC2 instance type", "did you mean 'g5.xlarge'"],
+    ),
+    (
+        "node_pools.gpu.capacty_type",
+        "spot",
+        ["node_pools.gpu.capacty_type: unknown key", "did you mean 'capacity_type'"],
+    ),
+    (
+        "node_pools.gpu.capacity_type",
+        "cheap",
+        ["node_pools.gpu.capacity_type", "'cheap' is not allowed", "'spot'"],
+    ),
+    (
+        "node_pools.gpu.min_size",
+        3,
+        ["aiplat:platform.node_pools.gpu", "min_size 3 is greater than max_size 2"],
+    ),
     ("node_pools.gpu.desired_size", 5, ["desired_size 5 is outside min_size..max_size (0..2)"]),
     ("node_pools.GPU_Pool", {"instance_type": "g5.xlarge"}, ["pool name 'GPU_Pool'", "lower-case"]),
 ]

@@ -39,13 +39,19 @@ def test_offerings_filter_by_type_and_location() -> None:
 
 
 def test_availability_zones_for_region_argument() -> None:
-    out = _call(AwsSnapshotMocks("us-east-1"), "aws:index/getAvailabilityZones:getAvailabilityZones", region="ap-east-1")
+    out = _call(
+        AwsSnapshotMocks("us-east-1"),
+        "aws:index/getAvailabilityZones:getAvailabilityZones",
+        region="ap-east-1",
+    )
     assert out["names"] == [z.name for z in awsdata.availability_zones("ap-east-1")]
 
 
 def test_unknown_instance_type_is_an_error() -> None:
     with pytest.raises(DataSourceError, match="InvalidInstanceType"):
-        _call(AwsSnapshotMocks("us-east-1"), "aws:ec2/getInstanceType:getInstanceType", instanceType="x9.huge")
+        _call(
+            AwsSnapshotMocks("us-east-1"), "aws:ec2/getInstanceType:getInstanceType", instanceType="x9.huge"
+        )
 
 
 def test_unanswerable_call_names_the_call() -> None:

@@ -82,10 +82,18 @@ def _bad_stack(stack_doc, write_stack, mutate) -> str:
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda c: c.update(regoin=c.pop("region")), "aiplat:platform.regoin: unknown key; fix: did you mean 'region'?"),
-        (lambda c: c.update(region="eu-north-9"), "aiplat:platform.region: 'eu-north-9' is not an AWS region"),
         (
-            lambda c: c["node_pools"]["gpu"].update(instance_type="p5en.48xlarge") or c.update(region="ap-east-1"),
+            lambda c: c.update(regoin=c.pop("region")),
+            "aiplat:platform.regoin: unknown key; fix: did you mean 'region'?",
+        ),
+        (
+            lambda c: c.update(region="eu-north-9"),
+            "aiplat:platform.region: 'eu-north-9' is not an AWS region",
+        ),
+        (
+            lambda c: (
+                c["node_pools"]["gpu"].update(instance_type="p5en.48xlarge") or c.update(region="ap-east-1")
+            ),
             "aiplat:platform.node_pools.gpu.instance_type: 'p5en.48xlarge' is not offered in ap-east-1",
         ),
         (
@@ -95,7 +103,9 @@ def _bad_stack(stack_doc, write_stack, mutate) -> str:
     ],
     ids=["typo", "region", "not-offered", "gpu-mismatch"],
 )
-def test_bad_stack_fails_plan_with_one_line_and_no_file(stack_doc, write_stack, tmp_path, capsys, mutate, expected):
+def test_bad_stack_fails_plan_with_one_line_and_no_file(
+    stack_doc, write_stack, tmp_path, capsys, mutate, expected
+):
     folder = _bad_stack(stack_doc, write_stack, mutate)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -116,7 +126,9 @@ def test_not_offered_registers_no_cloud_resource(stack_doc, write_stack) -> None
 
     # a type AWS has but does not offer in us-west-2, found from the data, not typed in
     missing = sorted(set(awsdata.instance_type_names()) - awsdata.offered_in_region("us-west-2"))[0]
-    folder = _bad_stack(stack_doc, write_stack, lambda c: c["node_pools"]["gpu"].update(instance_type=missing))
+    folder = _bad_stack(
+        stack_doc, write_stack, lambda c: c["node_pools"]["gpu"].update(instance_type=missing)
+    )
     cfg = load_stack_config("bad", Path(folder))
     recorded: list = []
     original = runner.RecordingMonitor.__init__

@@ -1,0 +1,30 @@
+"""KmsKeys in every stack's plan: four keys with rotation, aliases, and policies for the stack's account."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.plan.mocks import ACCOUNT_ID
+from tests.conftest import STACKS
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_keys_per_purpose(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    component = plan.one("aiplat:kms:KmsKeys")
+    keys = {r.name: r for r in plan.by_type("aws:kms/key:Key")}
+    assert set(keys) == {"kms-data", "kms-eks", "kms-ebs", "kms-logs"}
+    for key in keys.values():
+        assert key.parent == component.urn
+        assert key.inputs["enableKeyRotation"] is True
+        assert key.inputs["deletionWindowInDays"] == 30
+        policy = json.loads(key.inputs["policy"])
+        assert policy["Statement"][0]["Principal"] == {"AWS": f"arn:aws:iam::{ACCOUNT_ID}:root"}
+    logs_policy = json.loads(keys["kms-logs"].inputs["policy"])
+    assert logs_policy["Statement"][1]["Principal"] == {"Service": f"logs.{plan.region}.amazonaws.com"}
+    aliases = sorted(r.inputs["name"] for r in plan.by_type("aws:kms/alias:Alias"))
+    prefix = f"alias/aiplat-{plan.config['environment']}-{plan.config['role']}"
+    assert aliases == sorted(f"{prefix}-{p}" for p in ("data", "ebs", "eks", "logs"))
+    assert set(plan.outputs["kmsKeyArns"]) == {"data", "eks", "ebs", "logs"}
