@@ -11,10 +11,10 @@ import difflib
 from dataclasses import dataclass
 
 from infra.awsdata import AvailabilityZone, InstanceFacts
-from infra.lib import efa as efa_lib
 from infra.config.loader import CONFIG_KEY
 from infra.config.schema import Placement, PlatformConfig
 from infra.errors import ConfigError
+from infra.lib import efa as efa_lib
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,9 @@ def check_against_facts(cfg: PlatformConfig, facts: RegionFacts) -> list[ConfigE
     return errors
 
 
-def _check_pool(cfg: PlatformConfig, facts: RegionFacts, name: str, itype: InstanceFacts) -> list[ConfigError]:
+def _check_pool(
+    cfg: PlatformConfig, facts: RegionFacts, name: str, itype: InstanceFacts
+) -> list[ConfigError]:
     """Checks of one pool whose type is offered in the region."""
     pool = cfg.node_pools[name]
     errors: list[ConfigError] = []
@@ -142,7 +144,8 @@ def _check_pool(cfg: PlatformConfig, facts: RegionFacts, name: str, itype: Insta
                 ConfigError(
                     at("availability_zones"),
                     f"{t} is not offered in {az}",
-                    f"use a zone that offers it: {', '.join(a for a in offering if a in vpc) or 'none in this VPC'}",
+                    "use a zone that offers it: "
+                    + (", ".join(a for a in offering if a in vpc) or "none in this VPC"),
                 )
             )
     if not pool.availability_zones and not any(az in offering for az in vpc):
@@ -161,7 +164,8 @@ def _check_pool(cfg: PlatformConfig, facts: RegionFacts, name: str, itype: Insta
                 ConfigError(
                     at("efa"),
                     f"true but {t} does not support EFA",
-                    "use an EFA type (p4d.24xlarge, p5.48xlarge, p5en.48xlarge, g6e.48xlarge, ...) or set efa: false",
+                    "use an EFA type (p4d.24xlarge, p5.48xlarge, p5en.48xlarge, g6e.48xlarge, ...) "
+                    "or set efa: false",
                 )
             )
         elif pool.efa_interfaces is not None and pool.efa_interfaces > limit:
@@ -172,38 +176,47 @@ def _check_pool(cfg: PlatformConfig, facts: RegionFacts, name: str, itype: Insta
                     f"set efa_interfaces to at most {limit}, or leave it out to attach all {limit}",
                 )
             )
-    single_zone_reason = "EFA" if pool.efa else "a cluster placement group" if pool.placement_group_wanted else None
+    single_zone_reason = (
+        "EFA" if pool.efa else "a cluster placement group" if pool.placement_group_wanted else None
+    )
     if single_zone_reason and len(pool.availability_zones) != 1:
         spread = list(pool.availability_zones) or list(pool_zones(cfg, facts, name))
         errors.append(
             ConfigError(
                 at("availability_zones"),
                 f"the pool uses {single_zone_reason} but spans {len(spread)} zones/subnets {spread}",
-                f"name exactly one zone, e.g. availability_zones: [{spread[0] if spread else 'a zone offering ' + t}]",
+                "name exactly one zone, e.g. availability_zones: "
+                f"[{spread[0] if spread else 'a zone offering ' + t}]",
             )
         )
     if pool.placement_group_wanted and "cluster" not in itype.supported_placement_strategies:
         errors.append(
-            ConfigError(at("placement"), f"{t} does not support cluster placement groups", "set placement: none")
+            ConfigError(
+                at("placement"), f"{t} does not support cluster placement groups", "set placement: none"
+            )
         )
 
     reservation = pool.capacity_reservation
     if reservation is not None:
         if pool.availability_zones and reservation.availability_zone not in pool.availability_zones:
-            what = "the pool's placement group and nodes are" if pool.placement_group_wanted else "the pool runs"
+            what = (
+                "the pool's placement group and nodes are" if pool.placement_group_wanted else "the pool runs"
+            )
             errors.append(
                 ConfigError(
                     at("capacity_reservation", "availability_zone"),
                     f"reservation {reservation.id} is in {reservation.availability_zone} but {what} in "
                     f"{list(pool.availability_zones)}",
-                    f"set availability_zones: [{reservation.availability_zone}] (a reservation serves one zone)",
+                    f"set availability_zones: [{reservation.availability_zone}] "
+                    "(a reservation serves one zone)",
                 )
             )
         if pool.placement is Placement.cluster and reservation.placement_group is None:
             errors.append(
                 ConfigError(
                     at("placement"),
-                    f"cluster with capacity reservation {reservation.id} but no capacity_reservation.placement_group",
+                    f"cluster with capacity reservation {reservation.id} "
+                    "but no capacity_reservation.placement_group",
                     "name the cluster placement group the reservation was created in, or set placement: auto",
                 )
             )

@@ -60,7 +60,11 @@ class EksAddons(pulumi.ComponentResource):
         self.addons: dict[str, aws.eks.Addon] = {}
         for addon in POST_COMPUTE_ADDONS:
             identities = (
-                [aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=EBS_CSI_SERVICE_ACCOUNT)]
+                [
+                    aws.eks.AddonPodIdentityAssociationArgs(
+                        role_arn=role.arn, service_account=EBS_CSI_SERVICE_ACCOUNT
+                    )
+                ]
                 if addon == "aws-ebs-csi-driver"
                 else None
             )

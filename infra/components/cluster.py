@@ -1,4 +1,4 @@
-"""EksCluster: the EKS control plane, its IAM, OIDC provider, access entries and the add-ons nodes need first."""
+"""EksCluster: the EKS control plane, its IAM, OIDC provider, access entries and the first add-ons."""
 
 from __future__ import annotations
 
@@ -203,7 +203,9 @@ def kubeconfig_json(cluster_name: str, endpoint: str, ca_data: str, region: str)
         {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
+            "clusters": [
+                {"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}
+            ],
             "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
             "current-context": cluster_name,
             "users": [

@@ -66,13 +66,15 @@ class GpuVpc(pulumi.ComponentResource):
         cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
         self.subnets: dict[tuple[str, str], aws.ec2.Subnet] = {}
         for s in layout:
-            role_tag = "kubernetes.io/role/internal-elb" if s.tier is cidr.Tier.private else "kubernetes.io/role/elb"
+            role_tag = (
+                "kubernetes.io/role/internal-elb" if s.tier is cidr.Tier.private else "kubernetes.io/role/elb"
+            )
             self.subnets[(s.tier.value, s.availability_zone)] = aws.ec2.Subnet(
                 f"{name}-{s.tier.value}-{s.availability_zone}",
                 vpc_id=self.vpc.id,
                 cidr_block=s.cidr,
                 availability_zone=s.availability_zone,
-                map_public_ip_on_launch=False,  # nothing gets a public IP implicitly, not even in public subnets
+                map_public_ip_on_launch=False,  # no implicit public IPs, not even in public subnets
                 tags={"Name": f"{p}-{s.tier.value}-{s.availability_zone}", role_tag: "1", **cluster_tag},
                 opts=child,
             )
@@ -80,7 +82,9 @@ class GpuVpc(pulumi.ComponentResource):
         self.public_subnet_ids = {az: self.subnets[("public", az)].id for az in args.availability_zones}
 
         # Public side: one route table to the internet gateway.
-        self.igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=self.vpc.id, tags={"Name": f"{p}-igw"}, opts=child)
+        self.igw = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=self.vpc.id, tags={"Name": f"{p}-igw"}, opts=child
+        )
         public_rt = aws.ec2.RouteTable(
             f"{name}-public-rt",
             vpc_id=self.vpc.id,
@@ -91,10 +95,13 @@ class GpuVpc(pulumi.ComponentResource):
         self.public_route_table_id = public_rt.id
         for az in args.availability_zones:
             aws.ec2.RouteTableAssociation(
-                f"{name}-public-rta-{az}", subnet_id=self.public_subnet_ids[az], route_table_id=public_rt.id, opts=child
+                f"{name}-public-rta-{az}",
+                subnet_id=self.public_subnet_ids[az],
+                route_table_id=public_rt.id,
+                opts=child,
             )
 
-        # NAT gateways per strategy; private route tables per AZ either way (gateway endpoints attach to them).
+        # NAT gateways per strategy; a private route table per AZ either way (gateway endpoints use them).
         nat_azs = {
             NatStrategy.none: (),
             NatStrategy.single: args.availability_zones[:1],
@@ -102,7 +109,9 @@ class GpuVpc(pulumi.ComponentResource):
         }[args.nat]
         nats: dict[str, aws.ec2.NatGateway] = {}
         for az in nat_azs:
-            eip = aws.ec2.Eip(f"{name}-nat-eip-{az}", domain="vpc", tags={"Name": f"{p}-nat-{az}"}, opts=child)
+            eip = aws.ec2.Eip(
+                f"{name}-nat-eip-{az}", domain="vpc", tags={"Name": f"{p}-nat-{az}"}, opts=child
+            )
             nats[az] = aws.ec2.NatGateway(
                 f"{name}-nat-{az}",
                 allocation_id=eip.id,
@@ -113,12 +122,21 @@ class GpuVpc(pulumi.ComponentResource):
         self.private_route_table_ids: dict[str, pulumi.Output[str]] = {}
         for az in args.availability_zones:
             nat = nats.get(az) or (nats[nat_azs[0]] if nat_azs else None)
-            routes = [aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)] if nat else []
+            routes = (
+                [aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)] if nat else []
+            )
             rt = aws.ec2.RouteTable(
-                f"{name}-private-rt-{az}", vpc_id=self.vpc.id, routes=routes, tags={"Name": f"{p}-private-{az}"}, opts=child
+                f"{name}-private-rt-{az}",
+                vpc_id=self.vpc.id,
+                routes=routes,
+                tags={"Name": f"{p}-private-{az}"},
+                opts=child,
             )
             aws.ec2.RouteTableAssociation(
-                f"{name}-private-rta-{az}", subnet_id=self.private_subnet_ids[az], route_table_id=rt.id, opts=child
+                f"{name}-private-rta-{az}",
+                subnet_id=self.private_subnet_ids[az],
+                route_table_id=rt.id,
+                opts=child,
             )
             self.private_route_table_ids[az] = rt.id
 
@@ -140,7 +158,11 @@ class GpuVpc(pulumi.ComponentResource):
             description="HTTPS from the VPC to interface endpoints",
             ingress=[
                 aws.ec2.SecurityGroupIngressArgs(
-                    protocol="tcp", from_port=443, to_port=443, cidr_blocks=[args.cidr], description="HTTPS from VPC"
+                    protocol="tcp",
+                    from_port=443,
+                    to_port=443,
+                    cidr_blocks=[args.cidr],
+                    description="HTTPS from VPC",
                 )
             ],
             tags={"Name": f"{p}-endpoints"},

@@ -195,7 +195,9 @@ class GpuNodePool(pulumi.ComponentResource):
             labels=nodes.pool_labels(args.pool_name, cfg.labels, cfg.efa),
             taints=[
                 aws.eks.NodeGroupTaintArgs(key=t["key"], value=t["value"], effect=t["effect"])
-                for t in nodes.pool_taints(cfg.gpu, {k: (v.value, v.effect.value) for k, v in cfg.taints.items()})
+                for t in nodes.pool_taints(
+                    cfg.gpu, {k: (v.value, v.effect.value) for k, v in cfg.taints.items()}
+                )
             ],
             # https://docs.aws.amazon.com/eks/latest/userguide/node-health.html
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),

@@ -149,8 +149,30 @@ DEFAULT_INTERFACE_ENDPOINTS = (
 )
 NAT_FREE_ENDPOINTS = ("ecr.api", "ecr.dkr", "sts", "ec2")
 # CloudWatch Logs accepts only these retention periods (days).
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
-                      2922, 3288, 3653)
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 
 
 class FlowLogsConfig(Strict):
@@ -158,7 +180,9 @@ class FlowLogsConfig(Strict):
 
     enabled: bool = Field(True, description="Record flow logs for the whole VPC.")
     traffic_type: FlowLogTraffic = Field(FlowLogTraffic.ALL, description="ALL, ACCEPT or REJECT.")
-    retention_days: int = Field(90, description="Days CloudWatch keeps the records (CloudWatch's allowed values).")
+    retention_days: int = Field(
+        90, description="Days CloudWatch keeps the records (CloudWatch's allowed values)."
+    )
     aggregation_interval_s: int = Field(600, description="60 or 600 seconds per record.")
 
     @field_validator("retention_days")
@@ -193,7 +217,8 @@ class NetworkConfig(Strict):
     interface_endpoints: list[str] = Field(
         default_factory=lambda: list(DEFAULT_INTERFACE_ENDPOINTS),
         description="AWS services reached through interface VPC endpoints (service short names, e.g. "
-        "'ecr.api'); S3 always gets a gateway endpoint. With nat: none, ECR (api, dkr), STS and EC2 are needed.",
+        "'ecr.api'); S3 always gets a gateway endpoint. With nat: none, ECR (api, dkr), STS and EC2 "
+        "are needed.",
     )
     flow_logs: FlowLogsConfig = Field(default_factory=lambda: FlowLogsConfig())
 
@@ -245,13 +270,17 @@ class TaintConfig(Strict):
     """One taint; the key is the dict key."""
 
     value: str = Field("true", description="Taint value.")
-    effect: TaintEffect = Field(TaintEffect.NoSchedule, description="NoSchedule, NoExecute or PreferNoSchedule.")
+    effect: TaintEffect = Field(
+        TaintEffect.NoSchedule, description="NoSchedule, NoExecute or PreferNoSchedule."
+    )
 
 
 class CapacityReservationConfig(Strict):
     """A reservation the pool launches into. Copy the values from `aws ec2 describe-capacity-reservations`."""
 
-    id: Annotated[str, Field(pattern=r"^cr-[0-9a-f]{8,17}$")] = Field(description="e.g. 'cr-0123456789abcdef0'.")
+    id: Annotated[str, Field(pattern=r"^cr-[0-9a-f]{8,17}$")] = Field(
+        description="e.g. 'cr-0123456789abcdef0'."
+    )
     availability_zone: str = Field(description="The reservation's zone; the pool must run there.")
     placement_group: str | None = Field(
         None,
@@ -270,7 +299,8 @@ class NodePoolConfig(Strict):
     capacity_type: CapacityType = CapacityType.on_demand
     gpu: bool = Field(True, description="GPU pool (NVIDIA AMI, GPU taint) or CPU system pool.")
     gpus_per_node: Annotated[int, Field(ge=1)] | None = Field(
-        None, description="GPUs you expect per node; checked against the type's AWS facts (unset: not checked)."
+        None,
+        description="GPUs you expect per node; checked against the type's AWS facts (unset: not checked).",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
     taints: dict[str, TaintConfig] = Field(
@@ -292,8 +322,9 @@ class NodePoolConfig(Strict):
     )
     placement: Placement = Field(Placement.auto, description="auto, cluster or none; see Placement.")
     capacity_reservation: CapacityReservationConfig | None = Field(
-        None, description="The ODCR or Capacity Block to launch into; needs capacity_type capacity_reservation "
-        "or capacity_block."
+        None,
+        description="The ODCR or Capacity Block to launch into; needs capacity_type capacity_reservation "
+        "or capacity_block.",
     )
     root_volume_gib: Annotated[int, Field(ge=20, le=16384)] = Field(
         100, description="Root EBS volume (gp3, encrypted with the stack's EBS key) in GiB."
@@ -302,10 +333,13 @@ class NodePoolConfig(Strict):
     @model_validator(mode="after")
     def _efa_and_capacity(self) -> NodePoolConfig:
         if self.efa_interfaces is not None and not self.efa:
-            raise ValueError(f"efa_interfaces is {self.efa_interfaces} but efa is false; set efa: true or drop it")
+            raise ValueError(
+                f"efa_interfaces is {self.efa_interfaces} but efa is false; set efa: true or drop it"
+            )
         if self.capacity_type.reserved and self.capacity_reservation is None:
             raise ValueError(
-                f"capacity_type {self.capacity_type.value} needs capacity_reservation (id and availability_zone)"
+                f"capacity_type {self.capacity_type.value} needs capacity_reservation "
+                "(id and availability_zone)"
             )
         if self.capacity_reservation is not None and not self.capacity_type.reserved:
             raise ValueError(
@@ -358,7 +392,9 @@ class AddonVersions(Strict):
 
     vpc_cni: str = Field("v1.19.5-eksbuild.1", description="vpc-cni; EFA-only interfaces need a recent one.")
     coredns: str = Field("v1.12.1-eksbuild.2", description="coredns")
-    kube_proxy: str = Field("v1.33.0-eksbuild.2", description="kube-proxy; match the Kubernetes minor version.")
+    kube_proxy: str = Field(
+        "v1.33.0-eksbuild.2", description="kube-proxy; match the Kubernetes minor version."
+    )
     aws_ebs_csi_driver: str = Field("v1.44.0-eksbuild.1", description="aws-ebs-csi-driver")
     eks_pod_identity_agent: str = Field("v1.3.7-eksbuild.2", description="eks-pod-identity-agent")
     eks_node_monitoring_agent: str = Field(
@@ -380,17 +416,21 @@ class AddonVersions(Strict):
 class AccessEntryConfig(Strict):
     """Cluster access for an IAM principal (EKS access entries, API authentication mode)."""
 
-    principal_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")] = Field(
-        description="IAM role or user ARN."
+    principal_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")] = (
+        Field(description="IAM role or user ARN.")
     )
     policy: AccessPolicy = Field(AccessPolicy.view, description="EKS access policy (cluster_admin ... view).")
-    namespaces: list[str] = Field(default_factory=list, description="Limit the policy to these namespaces; empty = cluster.")
+    namespaces: list[str] = Field(
+        default_factory=list, description="Limit the policy to these namespaces; empty = cluster."
+    )
 
 
 class ClusterConfig(Strict):
     """The EKS cluster."""
 
-    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field("1.33", description="e.g. '1.33'.")
+    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field(
+        "1.33", description="e.g. '1.33'."
+    )
     endpoint_public_access_cidrs: list[str] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the public API endpoint; empty = private endpoint only.",
@@ -411,7 +451,8 @@ class ClusterConfig(Strict):
                 raise ValueError(f"{c!r} is not an IPv4 CIDR ({exc})") from None
             if net.prefixlen == 0:
                 raise ValueError(
-                    f"{c!r} opens the API endpoint to the internet; list your VPN/office CIDRs or leave it empty"
+                    f"{c!r} opens the API endpoint to the internet; "
+                    "list your VPN/office CIDRs or leave it empty"
                 )
         return v
 

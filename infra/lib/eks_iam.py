@@ -1,4 +1,4 @@
-"""IAM documents for the EKS control plane, its nodes, VPC flow logs and the EBS CSI add-on. Pure, no Pulumi."""
+"""IAM documents for the EKS control plane, nodes, VPC flow logs and the EBS CSI add-on. Pure, no Pulumi."""
 
 from __future__ import annotations
 

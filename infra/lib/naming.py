@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-# https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html (name: 1-100, [0-9A-Za-z][A-Za-z0-9-_]*)
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html (name: 1-100 characters)
 CLUSTER_NAME_MAX = 100
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html (nodegroupName: 1-63)
 NODEGROUP_NAME_MAX = 63

@@ -15,7 +15,11 @@ EFA_LABEL = "vpc.amazonaws.com/efa.present"
 POOL_LABEL = "aiplat.io/pool"
 
 # EKS managed node group taint effects (API spelling).
-TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+TAINT_EFFECTS = {
+    "NoSchedule": "NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+}
 
 MIME_BOUNDARY = "//aiplat//"
 
