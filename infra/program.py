@@ -9,15 +9,19 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.addons import EksAddons, EksAddonsArgs
+from infra.components.cluster import EksCluster, EksClusterArgs
 from infra.components.kms import KmsKeys, KmsKeysArgs
 from infra.components.network import GpuVpc, GpuVpcArgs
+from infra.components.nodepool import GpuNodePool, GpuNodePoolArgs
 from infra.config.crossstack import check_cross_stack
 from infra.config.loader import NAMESPACE, parse_platform_config
 from infra.config.schema import PlatformConfig
 from infra.errors import ConfigErrors
 from infra.facts import account_facts, gather_facts
+from infra.lib import naming
 from infra.storage import StorageWiring, wire_storage
-from infra.validation import check_against_facts
+from infra.validation import check_against_facts, pool_zones, vpc_zones
 
 
 class ConfigRunError(ConfigErrors, pulumi.RunError):
@@ -69,15 +73,78 @@ def program() -> None:
     # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).
     storage: StorageWiring = wire_storage(cfg, account, data_key_arn=keys.data_key_arn, opts=in_region)
 
-    azs = facts.zone_names[: cfg.network.az_count]
+    azs = vpc_zones(cfg, facts)
+    cluster_name = naming.cluster_name(name_prefix)
     network = GpuVpc(
         "network",
         GpuVpcArgs(
             name_prefix=name_prefix,
             cidr=cfg.network.vpc_cidr,
             availability_zones=azs,
+            region=cfg.region,
+            cluster_name=cluster_name,
+            nat=cfg.network.nat,
+            interface_endpoints=tuple(cfg.network.interface_endpoints),
+            flow_logs=cfg.network.flow_logs,
+            logs_key_arn=keys.logs_key_arn,
         ),
         opts=in_region,
+    )
+
+    addon_versions = cfg.cluster.addons.by_addon_name()
+    cluster = EksCluster(
+        "cluster",
+        EksClusterArgs(
+            name_prefix=name_prefix,
+            region=cfg.region,
+            partition=account.partition,
+            kubernetes_version=cfg.cluster.kubernetes_version,
+            subnet_ids=[network.private_subnet_ids[az] for az in azs],
+            endpoint_public_access_cidrs=tuple(cfg.cluster.endpoint_public_access_cidrs),
+            secrets_key_arn=keys.eks_key_arn,
+            logs_key_arn=keys.logs_key_arn,
+            log_retention_days=cfg.cluster.log_retention_days,
+            access_entries=dict(cfg.cluster.access_entries),
+            addon_versions=addon_versions,
+        ),
+        opts=in_region,
+    )
+
+    pools: dict[str, GpuNodePool] = {}
+    for pool_name, pool in cfg.node_pools.items():
+        pools[pool_name] = GpuNodePool(
+            f"pool-{pool_name}",
+            GpuNodePoolArgs(
+                pool_name=pool_name,
+                name_prefix=name_prefix,
+                config=pool,
+                facts=facts.instances[pool.instance_type],
+                cluster_name=cluster.cluster_name,
+                kubernetes_version=cfg.cluster.kubernetes_version,
+                node_role_arn=cluster.node_role_arn,
+                cluster_security_group_id=cluster.cluster_security_group_id,
+                vpc_id=network.vpc_id,
+                subnet_ids=[network.private_subnet_ids[az] for az in pool_zones(cfg, facts, pool_name)],
+                ebs_key_arn=keys.ebs_key_arn,
+                tags=cfg.tags.as_dict(),
+            ),
+            # Nodes join only once networking add-ons and the node role's policies are in place.
+            opts=pulumi.ResourceOptions(
+                provider=provider,
+                depends_on=[*cluster.addons.values(), *cluster.node_policy_attachments],
+            ),
+        )
+
+    EksAddons(
+        "addons",
+        EksAddonsArgs(
+            name_prefix=name_prefix,
+            partition=account.partition,
+            cluster_name=cluster.cluster_name,
+            ebs_key_arn=keys.ebs_key_arn,
+            addon_versions=addon_versions,
+        ),
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=list(pools.values())),
     )
 
     pulumi.export("region", cfg.region)
@@ -85,6 +152,12 @@ def program() -> None:
     pulumi.export("role", cfg.role.value)
     pulumi.export("availabilityZones", list(azs))
     pulumi.export("vpcId", network.vpc_id)
+    pulumi.export("privateSubnetIds", network.private_subnet_ids)
+    pulumi.export("clusterName", cluster.cluster_name)
+    pulumi.export("clusterEndpoint", cluster.endpoint)
+    pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
+    pulumi.export("oidcIssuer", cluster.oidc_issuer)
+    pulumi.export("nodeGroups", {name: p.node_group_name for name, p in pools.items()})
     pulumi.export(
         "kmsKeyArns",
         {

@@ -234,7 +234,10 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             # the provider's id where AWS has a natural one (an S3 bucket's id is its name)
             resource_id = computed.pop("id", resource_id)
             for key, value in computed.items():
-                state.setdefault(key, value)
+                if isinstance(value, dict) and isinstance(state.get(key), dict):
+                    state[key] = {**value, **state[key]}  # computed fields inside an input block
+                else:
+                    state.setdefault(key, value)
         if args.typ.startswith("aws:"):
             module = args.typ.split(":")[1].split("/")[0]
             kind = args.typ.split(":")[-1].lower()
@@ -287,12 +290,37 @@ def _random_password(args: pulumi.runtime.MockResourceArgs, region: str) -> dict
     return {"result": secrets.token_urlsafe(length)[:length]}
 
 
+def _digest(args: pulumi.runtime.MockResourceArgs, n: int = 17) -> str:
+    return hashlib.sha256(f"{args.typ}/{args.name}".encode()).hexdigest()[:n]
+
+
+def _eks_cluster(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    """What CreateCluster returns that the program reads: endpoint, CA, OIDC issuer, cluster SG."""
+    oidc_id = _digest(args, 32).upper()
+    return {
+        "endpoint": f"https://{oidc_id}.gr7.{region}.eks.amazonaws.com",
+        "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm9mZmxpbmUtcGxhbgo="},
+        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.{region}.amazonaws.com/id/{oidc_id}"}]}],
+        "vpcConfig": {"clusterSecurityGroupId": f"sg-{_digest(args)}", "vpcId": f"vpc-{_digest(args)}"},
+        "status": "ACTIVE",
+        "platformVersion": "eks.1",
+    }
+
+
+def _oidc_provider(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    url = str(args.inputs.get("url", "")).removeprefix("https://")
+    return {"arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:oidc-provider/{url}"}
+
+
 # Per-type outputs that AWS computes and that the program reads (e.g. an EKS cluster's OIDC issuer).
 # Components register what they need here, keyed by resource type token.
 COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, Any]]] = {
+    "aws:eks/cluster:Cluster": _eks_cluster,
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _oidc_provider,
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda args, region: {"latestVersion": 1},
+    "aws:iam/role:Role": _iam_role,
     "aws:s3/bucket:Bucket": _s3_bucket,
     "aws:kms/key:Key": _kms_key,
     "aws:ecr/repository:Repository": _ecr_repository,
-    "aws:iam/role:Role": _iam_role,
     "random:index/randomPassword:RandomPassword": _random_password,
 }

@@ -1,0 +1,89 @@
+"""EFA network interface layout of a launch template, derived from the instance type's AWS facts.
+
+Pure, no Pulumi. The count comes from ``DescribeInstanceTypes`` (``EfaInfo.MaximumEfaInterfaces`` and
+``NetworkInfo.MaximumNetworkCards``): one EFA per network card, up to the EFA maximum. That gives
+32 on p5/p5e.48xlarge, 16 on p5en.48xlarge, 4 on p4d.24xlarge, 1 on g5.48xlarge.
+
+The layout follows AWS's "Maximize network bandwidth on Amazon EC2 instances with multiple network
+cards" (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
+
+* the primary interface is network card 0, device index 0, type ``efa`` (EFA with ENA): an EFA-only
+  interface cannot be the primary one, and the node's IP traffic (kubelet, pods) needs the ENA;
+* every further interface takes the next network card at device index 1.
+
+The interface type of the further interfaces is the per-family rule: P5-class families (p5, p5e,
+p5en, p6-*) use ``efa-only``, AWS's "use case 1" for P5 in the same page: at most 800 of their 3200
+Gbps can carry IP traffic anyway, so an ENA on every card would only spend 31 VPC addresses per node
+and add routing trouble. Older families (p4d, p4de, g6e, ...) were documented with ``efa`` on every
+card, so they keep it. Where the facts list the interface types a card accepts, a card that does not
+accept ``efa-only`` gets ``efa``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infra.awsdata import InstanceFacts
+
+EFA = "efa"
+EFA_ONLY = "efa-only"
+
+# Families whose further interfaces are EFA-only (the P5 layout); see the module docstring.
+_EFA_ONLY_FAMILY_PREFIXES = ("p5", "p6")
+
+
+@dataclass(frozen=True)
+class EfaInterface:
+    """One network interface of the launch template."""
+
+    network_card_index: int
+    device_index: int
+    interface_type: str
+
+    @property
+    def primary(self) -> bool:
+        return self.network_card_index == 0 and self.device_index == 0
+
+
+def family(instance_type: str) -> str:
+    """``p5en`` for ``p5en.48xlarge``."""
+    return instance_type.split(".", 1)[0]
+
+
+def max_efa_interfaces(facts: InstanceFacts) -> int:
+    """How many EFA interfaces the type takes: one per network card, at most AWS's EFA maximum."""
+    if not facts.efa_supported:
+        return 0
+    return max(1, min(facts.max_efa_interfaces, facts.max_network_cards))
+
+
+def uses_efa_only(facts: InstanceFacts) -> bool:
+    """Whether the family's further interfaces are ``efa-only`` (the P5 layout)."""
+    return family(facts.instance_type).startswith(_EFA_ONLY_FAMILY_PREFIXES)
+
+
+def _card_accepts(facts: InstanceFacts, index: int, interface_type: str) -> bool:
+    for card in facts.network_cards:
+        if card.index == index and card.interface_types:
+            return interface_type in card.interface_types
+    return True  # the provider's data source does not say; trust the family rule
+
+
+def efa_layout(facts: InstanceFacts, count: int | None = None) -> tuple[EfaInterface, ...]:
+    """The launch template's interfaces for ``count`` EFAs (default: all the type supports).
+
+    Raises ValueError when the type has no EFA or ``count`` is outside 1..max; the config validation
+    reports both to the user before this runs.
+    """
+    limit = max_efa_interfaces(facts)
+    if limit == 0:
+        raise ValueError(f"{facts.instance_type} does not support EFA")
+    n = limit if count is None else count
+    if not 1 <= n <= limit:
+        raise ValueError(f"{facts.instance_type} takes 1 to {limit} EFA interfaces, not {n}")
+    further = EFA_ONLY if uses_efa_only(facts) else EFA
+    layout = [EfaInterface(0, 0, EFA)]
+    for card in range(1, n):
+        kind = further if _card_accepts(facts, card, further) else EFA
+        layout.append(EfaInterface(card, 1, kind))
+    return tuple(layout)

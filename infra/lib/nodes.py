@@ -1,0 +1,89 @@
+"""Node settings derived from the instance type: AMI type, user data, labels and taints. Pure, no Pulumi."""
+
+from __future__ import annotations
+
+import textwrap
+
+from infra.awsdata import InstanceFacts
+
+# The taint that keeps non-GPU pods off GPU nodes; the NVIDIA device plugin tolerates it.
+# https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html
+GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_TAINT_VALUE = "true"
+# Label the EFA device plugin selects nodes by.
+EFA_LABEL = "vpc.amazonaws.com/efa.present"
+POOL_LABEL = "aiplat.io/pool"
+
+# EKS managed node group taint effects (API spelling).
+TAINT_EFFECTS = {
+    "NoSchedule": "NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+}
+
+MIME_BOUNDARY = "//aiplat//"
+
+
+def ami_type(facts: InstanceFacts, gpu: bool) -> str:
+    """EKS AMI type: AL2023 NVIDIA for GPU pools, AL2023 standard otherwise; ARM variants on arm64.
+
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html#AmazonEKS-Type-Nodegroup-amiType
+    """
+    arm = "arm64" in facts.architectures and "x86_64" not in facts.architectures
+    arch = "ARM_64" if arm else "x86_64"
+    return f"AL2023_{arch}_{'NVIDIA' if gpu else 'STANDARD'}"
+
+
+def node_user_data(facts: InstanceFacts) -> str | None:
+    """MIME multi-part user data with an AL2023 ``nodeadm`` NodeConfig, or None if nothing to say.
+
+    Types with NVMe instance store get ``instance.localStorage.strategy: RAID0``: nodeadm stripes the
+    disks into one array and puts the kubelet and containerd state on it (mounted under
+    /mnt/k8s-disks), which is where the data cache lives. EKS merges its own NodeConfig (cluster
+    endpoint, CA) into the managed node group's user data, so we only add what differs.
+    https://awslabs.github.io/amazon-eks-ami/nodeadm/doc/api/#localstorageoptions
+    """
+    if not facts.has_instance_store:
+        return None
+    node_config = textwrap.dedent(
+        """\
+        ---
+        apiVersion: node.eks.aws/v1alpha1
+        kind: NodeConfig
+        spec:
+          instance:
+            localStorage:
+              strategy: RAID0
+        """
+    )
+    return (
+        "MIME-Version: 1.0\n"
+        f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\n\n'
+        f"--{MIME_BOUNDARY}\n"
+        "Content-Type: application/node.eks.aws\n\n"
+        f"{node_config}\n"
+        f"--{MIME_BOUNDARY}--\n"
+    )
+
+
+def pool_labels(pool: str, user: dict[str, str], efa: bool) -> dict[str, str]:
+    """The pool's Kubernetes labels: ours first, the user's may add but not override them."""
+    ours = {POOL_LABEL: pool}
+    if efa:
+        ours[EFA_LABEL] = "true"
+    clash = sorted(set(ours) & set(user))
+    if clash:
+        raise ValueError(f"labels {clash} are set by the platform")
+    return {**ours, **user}
+
+
+def pool_taints(gpu: bool, user: dict[str, tuple[str, str]]) -> list[dict[str, str]]:
+    """Managed node group taints (key, value, API effect): the GPU taint on GPU pools, then the user's."""
+    taints: list[dict[str, str]] = []
+    if gpu:
+        taints.append({"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": TAINT_EFFECTS["NoSchedule"]})
+    for key, (value, effect) in sorted(user.items()):
+        if gpu and key == GPU_TAINT_KEY:
+            continue
+        taints.append({"key": key, "value": value, "effect": TAINT_EFFECTS[effect]})
+    return taints
