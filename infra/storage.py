@@ -12,6 +12,7 @@ here: MinIO runs in the cluster.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,10 +164,12 @@ def wire_cluster_storage(
     k8s_provider: pulumi.ProviderResource,
     data_key_arn: pulumi.Input[str],
     opts: pulumi.ResourceOptions,
+    k8s_depends_on: Sequence[pulumi.Resource] = (),
 ) -> PodRoles | Minio | None:
     """The storage pieces that need the cluster: IRSA pod roles (S3) or MinIO in the cluster (``minio``).
 
-    ``opts`` carries the stack's AWS provider; ``k8s_provider`` is the cluster's Kubernetes provider.
+    ``opts`` carries the stack's AWS provider; ``k8s_provider`` is the cluster's Kubernetes provider and
+    ``k8s_depends_on`` what must exist before MinIO can schedule (the node pools).
     """
     st = cfg.storage
     env = cfg.environment.value
@@ -217,7 +220,7 @@ def wire_cluster_storage(
                 buckets=names,
                 workloads=workloads,
             ),
-            opts=pulumi.ResourceOptions(provider=k8s_provider),
+            opts=pulumi.ResourceOptions(provider=k8s_provider, depends_on=list(k8s_depends_on)),
         )
 
     if cfg.role == Role.train and storage.buckets is not None:
