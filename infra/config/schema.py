@@ -553,6 +553,8 @@ class LifecycleConfig(Strict):
 
 
 class MinioMode(StrEnum):
+    """``standalone``: one pod, one volume. ``distributed``: erasure coded over ``replicas`` pods (>= 4)."""
+
     standalone = "standalone"
     distributed = "distributed"
 

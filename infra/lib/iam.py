@@ -24,6 +24,7 @@ KMS_WRITE = ["kms:Decrypt", "kms:GenerateDataKey"]
 
 
 def policy(*statements: dict[str, Any]) -> Policy:
+    """An IAM policy document holding ``statements``."""
     return {"Version": VERSION, "Statement": list(statements)}
 
 

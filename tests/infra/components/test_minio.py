@@ -17,6 +17,7 @@ from infra.lib import iam
 from infra.plan import mocks as mocks_module
 from infra.plan.mocks import AwsSnapshotMocks
 from infra.plan.runner import SECRET, Plan, run_program
+from tests.conftest import STACKS
 
 REPO = Path(__file__).resolve().parents[3]
 BUCKETS = {"datasets": "datasets", "checkpoints": "checkpoints", "artifacts": "artifacts"}
@@ -138,7 +139,7 @@ def test_no_generated_secret_in_plan_config_or_log(minio_plan, plan_stack) -> No
     plan, generated, logged = minio_plan
     texts = [json.dumps(plan.as_json()), logged]
     texts += [p.read_text() for p in (REPO / "stacks").glob("Pulumi.*.yaml")]
-    texts += [json.dumps(plan_stack(s).as_json()) for s in ("dev-us-train", "prod-us-train", "prod-hk-infer")]
+    texts += [json.dumps(plan_stack(s).as_json()) for s in STACKS]
     for value in generated:
         for text in texts:
             assert value not in text
