@@ -20,7 +20,7 @@ from infra.config.schema import PlatformConfig
 from infra.errors import ConfigErrors
 from infra.facts import account_facts, gather_facts
 from infra.lib import naming
-from infra.storage import StorageWiring, wire_storage
+from infra.storage import StorageWiring, wire_cluster_storage, wire_storage
 from infra.validation import check_against_facts, pool_zones, vpc_zones
 
 
@@ -145,6 +145,18 @@ def program() -> None:
             addon_versions=addon_versions,
         ),
         opts=pulumi.ResourceOptions(provider=provider, depends_on=list(pools.values())),
+    )
+
+    # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists.
+    wire_cluster_storage(
+        cfg,
+        storage,
+        oidc_provider_arn=cluster.oidc_provider_arn,
+        oidc_issuer=cluster.oidc_issuer,
+        k8s_provider=cluster.k8s_provider,
+        data_key_arn=keys.data_key_arn,
+        opts=in_region,
+        k8s_depends_on=list(pools.values()),
     )
 
     pulumi.export("region", cfg.region)
