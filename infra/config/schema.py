@@ -1,9 +1,9 @@
 """The stack config schema.
 
 A stack file holds data only; everything it may say is declared here and in the section modules
-(``base``, ``network``, ``compute``, ``storage``), with units, defaults and what conflicts with what. Unknown keys are rejected (see ``loader.py`` for the did-you-mean hint). Checks
-that need AWS facts (is this type offered in that AZ?) live in ``infra/validation.py`` and run before
-any resource is created.
+(``base``, ``network``, ``compute``, ``storage``), with units, defaults and what conflicts with what.
+Unknown keys are rejected (see ``loader.py`` for the did-you-mean hint). Checks that need AWS facts
+(is this type offered in that AZ?) live in ``infra/validation.py`` and run before any resource is created.
 """
 
 from __future__ import annotations
