@@ -19,8 +19,9 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.components.buckets import Buckets, BucketsArgs, NoncurrentRule
+from infra.components.kms import customer_managed_key
 from infra.lib import iam
-from infra.lib.kms_policy import KeyPurpose, key_policy
+from infra.lib.kms_policy import KeyPurpose
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,29 +68,18 @@ class ArtifactReplication(pulumi.ComponentResource):
         self.keys: dict[str, aws.kms.Key] = {}
         self.replicas: dict[str, Buckets] = {}
         for region, target in sorted(args.targets.items()):
-            key = aws.kms.Key(
+            key = customer_managed_key(
                 f"{name}-{region}-key",
-                region=region,
+                purpose=KeyPurpose.data,
                 description=f"{args.name_prefix}: replica of model artifacts in {region}",
-                enable_key_rotation=True,
-                rotation_period_in_days=365,
-                deletion_window_in_days=args.deletion_window_days,
-                key_usage="ENCRYPT_DECRYPT",
-                customer_master_key_spec="SYMMETRIC_DEFAULT",
-                policy=json.dumps(
-                    key_policy(
-                        KeyPurpose.data, partition=args.partition, account_id=args.account_id, region=region
-                    )
-                ),
-                tags={"Name": f"{args.name_prefix}-data-replica", "Purpose": "data"},
-                opts=child,
-            )
-            aws.kms.Alias(
-                f"{name}-{region}-key-alias",
+                alias=f"alias/{args.name_prefix}-data-replica",
+                name_tag=f"{args.name_prefix}-data-replica",
+                partition=args.partition,
+                account_id=args.account_id,
                 region=region,
-                name=f"alias/{args.name_prefix}-data-replica",
-                target_key_id=key.key_id,
-                opts=child,
+                deletion_window_days=args.deletion_window_days,
+                parent=self,
+                in_other_region=True,
             )
             self.keys[region] = key
             self.replicas[region] = Buckets(

@@ -85,34 +85,26 @@ class RecordingMonitor(MockMonitor):
         if request.type == "pulumi:pulumi:Stack":
             self.stack_urn = response.urn
             return response
-        inputs = rpc.deserialize_properties(request.object)
+        self._record(request, response.urn, request.object, custom=bool(request.custom))
+        return response
+
+    def _record(self, request, urn: str, properties, *, custom: bool) -> None:
         self.recorded.append(
             RecordedResource(
-                urn=response.urn,
+                urn=urn,
                 type=request.type,
                 name=request.name,
                 parent=request.parent or None,
                 provider=request.provider or None,
-                custom=bool(request.custom),
-                inputs=_scrub(inputs),
+                custom=custom,
+                inputs=_scrub(rpc.deserialize_properties(properties)),
             )
         )
-        return response
 
     def ReadResource(self, request):  # noqa: N802 (gRPC method name)
         # Reads (a StackReference) are recorded like registrations: preview shows them as "read".
         response = super().ReadResource(request)
-        self.recorded.append(
-            RecordedResource(
-                urn=response.urn,
-                type=request.type,
-                name=request.name,
-                parent=request.parent or None,
-                provider=request.provider or None,
-                custom=True,
-                inputs=_scrub(rpc.deserialize_properties(request.properties)),
-            )
-        )
+        self._record(request, response.urn, request.properties, custom=True)
         return response
 
     def RegisterResourceOutputs(self, request):  # noqa: N802
