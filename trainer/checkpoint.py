@@ -91,16 +91,15 @@ class Checkpointer:
         info: DistInfo,
         model: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
-        scheduler: Any,
-        loader: Any,
+        extras: dict[str, Any],
         job_config: dict[str, Any] | None = None,
     ) -> None:
         self.cfg = cfg
         self.info = info
         self.model = model
         self.optimizer = optimizer
-        self.scheduler = scheduler
-        self.loader = loader
+        # Objects with state_dict()/load_state_dict() of small picklable state (scheduler, data position...).
+        self.extras = extras
         self.job_config = job_config or {}
         self.enabled = bool(cfg.uri)
         self.store = (
@@ -125,7 +124,7 @@ class Checkpointer:
             "model": model_sd,
             "optim": optim_sd,
             # Small picklable objects; DCP stores them once (deduplicated across ranks).
-            "extra": {"step": step, "sched": self.scheduler.state_dict(), "data": self.loader.state_dict()},
+            "extra": {"step": step, **{k: v.state_dict() for k, v in self.extras.items()}},
             # Per-rank key: DCP would otherwise keep only one rank's copy of a replicated tensor.
             f"rng_rank{self.info.rank}": rng,
         }
@@ -295,8 +294,8 @@ class Checkpointer:
             self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"]
         )
         extra = state["extra"]
-        self.scheduler.load_state_dict(extra["sched"])
-        self.loader.load_state_dict(extra["data"])
+        for key, obj in self.extras.items():
+            obj.load_state_dict(extra[key])
         if rng_key in state:
             torch.set_rng_state(state[rng_key]["cpu"])
             if "cuda" in state[rng_key] and torch.cuda.is_available():
