@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import logging
 import math
+import os
 import sys
 import time
 from typing import Any
@@ -141,6 +142,7 @@ class Trainer:
             self.step = self.ckpt.load(latest)
         self.metrics.event(
             "start",
+            pid=os.getpid(),
             resumed_from=latest if latest >= 0 else None,
             restart_count=self.info.restart_count,
             world_size=self.info.world_size,
@@ -283,8 +285,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
     ap.add_argument("--debug", action="store_true", help="show tracebacks for configuration errors")
     args = ap.parse_args(argv)
-    import os
-
     rank = os.environ.get("RANK", "0")
     logging.basicConfig(
         level=logging.INFO, format=f"[rank{rank}] %(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr

@@ -1,0 +1,48 @@
+"""Fixtures for the trainer tests: token shards and a real moto S3 server over HTTP."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# The tests import the package from the working tree, whether or not it is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from _trainer_support import MotoS3, make_corpus  # noqa: E402
+
+from trainer.distributed import free_port  # noqa: E402
+from trainer.tools.make_shards import encode, write_shards  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def shards_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """~150k byte tokens in a few shards."""
+    out = tmp_path_factory.mktemp("shards")
+    write_shards(encode(make_corpus()), out, shard_tokens=40_000)
+    return out
+
+
+@pytest.fixture()
+def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoS3]:
+    """A running moto S3 server; ``AWS_*`` variables point boto3 and the S3 connector at it."""
+    s3 = MotoS3(port=free_port())
+    s3.env = {
+        "AWS_ENDPOINT_URL": s3.endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    for k, v in s3.env.items():
+        monkeypatch.setenv(k, v)
+    s3.start()
+    try:
+        yield s3
+    finally:
+        s3.stop()
+
+
