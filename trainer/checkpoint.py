@@ -30,6 +30,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from trainer.config import CheckpointConfig
@@ -186,7 +187,7 @@ class Checkpointer:
             upload = Future()
             try:
                 upload.set_result(dcp.save(state, storage_writer=writer, process_group=self.pg))
-            except Exception as exc:  # same handling as an async failure
+            except (Exception, CheckpointException) as exc:  # same handling as an async failure
                 upload.set_exception(exc)
         blocked = time.perf_counter() - t0
         if self.info.is_main:
@@ -210,7 +211,8 @@ class Checkpointer:
         ok, err = True, ""
         try:
             upload.result()
-        except Exception as exc:
+        # DCP's CheckpointException derives from BaseException, not Exception.
+        except (Exception, CheckpointException) as exc:
             ok, err = False, f"{type(exc).__name__}: {exc}"
         gathered: list[Any] = [None] * self.info.world_size
         dist.all_gather_object(gathered, (ok, err, dict(hfs.files)), group=self.pg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +41,8 @@ def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoS3]:
     for k, v in s3.env.items():
         monkeypatch.setenv(k, v)
     s3.start()
+    # moto keeps its backends in this process across servers: start each test from an empty S3.
+    urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset", method="POST"), timeout=10)
     try:
         yield s3
     finally:
