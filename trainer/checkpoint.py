@@ -55,6 +55,17 @@ class SaveResult:
     bytes: int
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line per failing rank with the root cause (DCP wraps per-rank exceptions with tracebacks)."""
+    if isinstance(exc, CheckpointException):
+        parts = []
+        for rank, failure in sorted(exc.failures.items()):
+            cause = failure[0] if isinstance(failure, tuple) else failure
+            parts.append(f"rank {rank}: {type(cause).__name__}: {cause}")
+        return "; ".join(parts)
+    return f"{type(exc).__name__}: {exc}"
+
+
 def validate_checkpoint(store: LocalStore | S3Store, step: int, verify_hashes: bool) -> str:
     """Return "" if the checkpoint at ``step`` is complete and intact, else the reason it is not."""
     try:
@@ -213,7 +224,7 @@ class Checkpointer:
             upload.result()
         # DCP's CheckpointException derives from BaseException, not Exception.
         except (Exception, CheckpointException) as exc:
-            ok, err = False, f"{type(exc).__name__}: {exc}"
+            ok, err = False, describe_error(exc)
         gathered: list[Any] = [None] * self.info.world_size
         dist.all_gather_object(gathered, (ok, err, dict(hfs.files)), group=self.pg)
         committed, error, nbytes = False, "", 0
