@@ -133,6 +133,7 @@ class Trainer:
         self.peak = peak_flops(self.device)
         self.flops_per_token = self.raw_model.flops_per_token()
         self.step = 0
+        self.step_durations: list[float] = []  # wall time of every step of this process (benchmarks)
 
     # -------------------------------------------------------------------------------------------- loop
     def resume(self) -> int:
@@ -217,6 +218,7 @@ class Trainer:
             self._handle_saves(self.ckpt.drain())
             stop, save_failed = self.flags.agree()  # the one collective per step (see signals.py)
             step_s = time.perf_counter() - t0
+            self.step_durations.append(step_s)
             rec = {
                 "step": self.step,
                 "loss": round(loss, 6),
