@@ -50,8 +50,14 @@ def main() -> None:
     args = ap.parse_args()
     info = init_distributed(600)
     torch.manual_seed(0)
-    cfg = ModelConfig(size="debug", n_layer=args.layers, d_model=args.d_model, n_head=args.d_model // 64,
-                      seq_len=256, vocab_size=50304)
+    cfg = ModelConfig(
+        size="debug",
+        n_layer=args.layers,
+        d_model=args.d_model,
+        n_head=args.d_model // 64,
+        seq_len=256,
+        vocab_size=50304,
+    )
     model = GPT(cfg).to(info.device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
@@ -71,8 +77,12 @@ def main() -> None:
         port = free_port()
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         server.start()
-        os.environ.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ACCESS_KEY_ID="x",
-                          AWS_SECRET_ACCESS_KEY="x", AWS_REGION="us-east-1")
+        os.environ.update(
+            AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+            AWS_ACCESS_KEY_ID="x",
+            AWS_SECRET_ACCESS_KEY="x",
+            AWS_REGION="us-east-1",
+        )
         import boto3
 
         boto3.client("s3").create_bucket(Bucket="bench-ckpt")
@@ -82,8 +92,13 @@ def main() -> None:
     nbytes = 0
     step = 0
     for mode in ("sync", "async"):
-        ck = Checkpointer(CheckpointConfig(uri=f"{root}/{mode}", keep=2, async_save=mode == "async"), info,
-                          model, opt, {"sched": sched, "data": Pos()})
+        ck = Checkpointer(
+            CheckpointConfig(uri=f"{root}/{mode}", keep=2, async_save=mode == "async"),
+            info,
+            model,
+            opt,
+            {"sched": sched, "data": Pos()},
+        )
         for _ in range(args.saves):
             train_step()
             step += 1

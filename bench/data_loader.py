@@ -37,7 +37,9 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--micro-batch", type=int, default=16)
     ap.add_argument("--grad-accum", type=int, default=4)
-    ap.add_argument("--world", type=int, default=8, help="ranks sharing the global batch (this is one of them)")
+    ap.add_argument(
+        "--world", type=int, default=8, help="ranks sharing the global batch (this is one of them)"
+    )
     ap.add_argument("--batches", type=int, default=30)
     ap.add_argument("--tokens", type=int, default=50_000_000, help="size of the synthetic shard set")
     args = ap.parse_args()
@@ -45,8 +47,15 @@ def main() -> None:
     rng = np.random.default_rng(0)
     write_shards(rng.integers(0, 50257, args.tokens, dtype=np.uint16), tmp, shard_tokens=10_000_000)
     shards = TokenShards(tmp, args.seq)
-    loader = TokenLoader(shards, GlobalSampler(shards.num_samples, 0), micro_batch=args.micro_batch,
-                         grad_accum=args.grad_accum, rank=3, world=args.world, device=torch.device("cpu"))
+    loader = TokenLoader(
+        shards,
+        GlobalSampler(shards.num_samples, 0),
+        micro_batch=args.micro_batch,
+        grad_accum=args.grad_accum,
+        rank=3,
+        world=args.world,
+        device=torch.device("cpu"),
+    )
     per_rank_tokens = args.micro_batch * args.grad_accum * args.seq
     loader.make_batch(0)  # warm the page cache for a fair steady state
     t0 = time.perf_counter()

@@ -38,8 +38,13 @@ class BareLoop:
         self.device = device
         self.model = GPT(cfg.model).to(device)
         o = cfg.optim
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=(o.beta1, o.beta2),
-                                     weight_decay=o.weight_decay, fused=device.type == "cuda")
+        self.opt = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=o.lr,
+            betas=(o.beta1, o.beta2),
+            weight_decay=o.weight_decay,
+            fused=device.type == "cuda",
+        )
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(cfg))
         self.clip = o.grad_clip
         data = torch.randint(0, 257, (cfg.train.micro_batch, cfg.model.seq_len + 1), device=device)
@@ -75,10 +80,19 @@ def main() -> None:
     rng = np.random.default_rng(0)
     write_shards(rng.integers(0, 256, 4_000_000, dtype=np.uint16), tmp / "shards", shard_tokens=1_000_000)
     overrides = [
-        f"data.source={tmp / 'shards'}", f"data.cache_dir={tmp / 'cache'}", "checkpoint.uri=",
-        f"model.n_layer={args.layers}", f"model.d_model={args.d_model}", f"model.n_head={args.d_model // 64}",
-        f"model.seq_len={args.seq}", "model.vocab_size=320", f"train.micro_batch={args.micro_batch}",
-        "train.grad_accum=1", f"train.steps={args.chunk * (args.rounds + 1)}", "metrics.port_base=0", "metrics.log_interval=10",
+        f"data.source={tmp / 'shards'}",
+        f"data.cache_dir={tmp / 'cache'}",
+        "checkpoint.uri=",
+        f"model.n_layer={args.layers}",
+        f"model.d_model={args.d_model}",
+        f"model.n_head={args.d_model // 64}",
+        f"model.seq_len={args.seq}",
+        "model.vocab_size=320",
+        f"train.micro_batch={args.micro_batch}",
+        "train.grad_accum=1",
+        f"train.steps={args.chunk * (args.rounds + 1)}",
+        "metrics.port_base=0",
+        "metrics.log_interval=10",
         f"metrics.log_file={tmp / 'log.jsonl'}",
     ]
     cfg = load_config(Path(__file__).resolve().parents[1] / "trainer/configs/debug.toml", overrides)
@@ -100,7 +114,8 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "trainer_step_vs_bare_loop",
         "device": str(device),
-        "model": {"n_layer": args.layers, "d_model": args.d_model, "seq_len": args.seq, "micro_batch": args.micro_batch},
+        "model": {"n_layer": args.layers, "d_model": args.d_model, "seq_len": args.seq,
+                  "micro_batch": args.micro_batch},
         "bare_median_s": round(bare, 5),
         "trainer_median_s": round(tr, 5),
         "ratio": round(tr / bare, 4),

@@ -168,8 +168,9 @@ class Checkpointer:
             self.last_committed_step = res.step
             if res.duration_s > self.cfg.shutdown_window_s:
                 log.warning(
-                    "checkpoint at step %d took %.1fs, longer than checkpoint.shutdown_window_s=%.0fs: a save on "
-                    "SIGTERM would be killed; raise torchrun --shutdown-timeout / terminationGracePeriodSeconds",
+                    "checkpoint at step %d took %.1fs, longer than checkpoint.shutdown_window_s=%.0fs: "
+                    "a save on SIGTERM would be killed; raise torchrun --shutdown-timeout / "
+                    "terminationGracePeriodSeconds",
                     res.step,
                     res.duration_s,
                     self.cfg.shutdown_window_s,
@@ -267,7 +268,9 @@ class Checkpointer:
         assert self.store is not None
         committed, partial = [], []
         for s in self.store.list_steps():
-            (committed if s in (newest,) or "manifest.json" in self.store.list_files(s) else partial).append(s)
+            (committed if s in (newest,) or "manifest.json" in self.store.list_files(s) else partial).append(
+                s
+            )
         for s in committed[: -self.cfg.keep]:
             self.store.delete(s)
         for s in partial:

@@ -56,7 +56,7 @@ class ModelConfig:
         _require(self.size in MODEL_SIZES, "model.size", self.size, f"use one of {', '.join(MODEL_SIZES)}")
         preset = {
             "debug": dict(n_layer=2, n_head=2, d_model=32, seq_len=32, vocab_size=320),
-            # GPT-2 small; vocab padded to a multiple of 64 as in nanoGPT/llm.c for tensor-core friendly shapes.
+            # GPT-2 small; vocab padded to a multiple of 64 as in nanoGPT/llm.c (tensor-core friendly).
             "gpt2-124m": dict(n_layer=12, n_head=12, d_model=768, seq_len=1024, vocab_size=50304),
         }[self.size]
         for key, val in preset.items():
@@ -159,7 +159,8 @@ class CheckpointConfig:
     s3_region: str = ""  # default: $AWS_REGION, else us-east-1
     s3_endpoint: str = ""  # default: $AWS_ENDPOINT_URL (MinIO, moto); empty uses AWS
     s3_max_attempts: int = 10  # retries of the S3 client (AWS CRT) per request
-    # Seconds between SIGTERM and SIGKILL: min(torchrun --shutdown-timeout, pod terminationGracePeriodSeconds).
+    # Seconds between SIGTERM and SIGKILL:
+    # min(torchrun --shutdown-timeout, pod terminationGracePeriodSeconds).
     # The trainer warns when a save would not fit in it.
     shutdown_window_s: float = 30.0
 
@@ -172,8 +173,12 @@ class CheckpointConfig:
             self.on_save_failure,
             f"use one of {', '.join(SAVE_FAILURE_POLICIES)}",
         )
-        _require(self.s3_max_attempts >= 1, "checkpoint.s3_max_attempts", self.s3_max_attempts, "must be >= 1")
-        _require(self.shutdown_window_s > 0, "checkpoint.shutdown_window_s", self.shutdown_window_s, "must be > 0")
+        _require(
+            self.s3_max_attempts >= 1, "checkpoint.s3_max_attempts", self.s3_max_attempts, "must be >= 1"
+        )
+        _require(
+            self.shutdown_window_s > 0, "checkpoint.shutdown_window_s", self.shutdown_window_s, "must be > 0"
+        )
         if self.uri.startswith("s3://"):
             _require(
                 len(self.uri) > len("s3://") and not self.uri[5:].startswith("/"),
@@ -194,7 +199,9 @@ class MetricsConfig:
     log_file: str = ""  # also append JSON lines here ("{rank}" is replaced by the global rank)
 
     def __post_init__(self) -> None:
-        _require(0 <= self.port_base < 65536, "metrics.port_base", self.port_base, "use 0 (off) or a TCP port")
+        _require(
+            0 <= self.port_base < 65536, "metrics.port_base", self.port_base, "use 0 (off) or a TCP port"
+        )
         _require(self.log_interval >= 1, "metrics.log_interval", self.log_interval, "must be >= 1")
 
 
@@ -264,7 +271,9 @@ def build_config(data: dict[str, Any]) -> JobConfig:
     kwargs: dict[str, Any] = {}
     for sec_name, sec_values in data.items():
         if sec_name not in sections:
-            raise ConfigError(sec_name, sec_values, f"unknown section; {_did_you_mean(sec_name, list(sections))}")
+            raise ConfigError(
+                sec_name, sec_values, f"unknown section; {_did_you_mean(sec_name, list(sections))}"
+            )
         if not isinstance(sec_values, dict):
             raise ConfigError(sec_name, sec_values, "must be a table of key = value")
         cls = sections[sec_name]
@@ -298,7 +307,9 @@ def load_config(path: str | os.PathLike[str] | None, overrides: list[str] | None
     if path is not None:
         p = Path(path)
         if not p.is_file():
-            raise ConfigError("--config", str(path), "file not found; pass a TOML file such as trainer/configs/debug.toml")
+            raise ConfigError(
+                "--config", str(path), "file not found; pass a TOML file such as trainer/configs/debug.toml"
+            )
         try:
             data = tomllib.loads(p.read_text())
         except tomllib.TOMLDecodeError as exc:

@@ -68,7 +68,9 @@ class TokenShards:
         for shard in self.index["shards"]:
             mm = np.memmap(self.directory / shard["file"], dtype=dtype, mode="r")
             if mm.shape[0] != shard["tokens"]:
-                raise ValueError(f"{shard['file']}: {mm.shape[0]} tokens on disk, index says {shard['tokens']}")
+                raise ValueError(
+                    f"{shard['file']}: {mm.shape[0]} tokens on disk, index says {shard['tokens']}"
+                )
             self._maps.append(mm)
             counts.append(max(0, (mm.shape[0] - 1) // seq_len))
         self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -84,7 +86,7 @@ class TokenShards:
 
 
 class GlobalSampler:
-    """Deterministic order of sample ids: a fresh seeded permutation each epoch, addressed by global offset."""
+    """Deterministic order of sample ids: a seeded permutation per epoch, addressed by global offset."""
 
     def __init__(self, num_samples: int, seed: int) -> None:
         self.num_samples = num_samples
@@ -203,7 +205,8 @@ class TokenLoader:
         self.offset = batch.offset_after
         if self.device.type != "cpu":
             batch.micro = [
-                (x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)) for x, y in batch.micro
+                (x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True))
+                for x, y in batch.micro
             ]
         return batch
 
@@ -221,6 +224,14 @@ class TokenLoader:
         self.offset = int(state["global_offset"])
 
 
+def local_shard_dir(source: str, cache_dir: str | os.PathLike[str]) -> Path:
+    """Where :func:`fetch_shards` puts (or found) the shards of ``source`` on this node."""
+    if not source.startswith("s3://"):
+        return Path(source)
+    bucket, prefix = split_s3_uri(source)
+    return Path(cache_dir) / bucket / prefix
+
+
 def fetch_shards(source: str, cache_dir: str | os.PathLike[str], verify: bool = True) -> Path:
     """Return a local directory with the shards of ``source``; ``s3://`` sources are downloaded once into
     ``cache_dir`` (skipped when a file with the right size is already there, e.g. after a restart).
@@ -231,12 +242,14 @@ def fetch_shards(source: str, cache_dir: str | os.PathLike[str], verify: bool = 
     if not source.startswith("s3://"):
         d = Path(source)
         if not (d / INDEX_FILE).is_file():
-            raise FileNotFoundError(f"data.source={source!r}: no {INDEX_FILE}; run python -m trainer.tools.make_shards")
+            raise FileNotFoundError(
+                f"data.source={source!r}: no {INDEX_FILE}; run python -m trainer.tools.make_shards"
+            )
         return d
     import boto3  # local import: CPU tests that use local shards need not load botocore
 
     bucket, prefix = split_s3_uri(source)
-    local = Path(cache_dir) / bucket / prefix
+    local = local_shard_dir(source, cache_dir)
     local.mkdir(parents=True, exist_ok=True)
     s3 = boto3.client("s3")
     key = f"{prefix}/{INDEX_FILE}" if prefix else INDEX_FILE

@@ -75,16 +75,22 @@ class Metrics:
         self.grad_norm = g("trainer_grad_norm", "Global gradient norm before clipping")
         self.lr = g("trainer_learning_rate", "Learning rate")
         self.data_wait = g("trainer_data_wait_seconds", "Time the last step waited for its batch")
-        self.ckpt_blocked = g("trainer_checkpoint_blocked_seconds", "Time the loop was blocked by the last save")
+        self.ckpt_blocked = g(
+            "trainer_checkpoint_blocked_seconds", "Time the loop was blocked by the last save"
+        )
         self.ckpt_duration = g("trainer_checkpoint_save_seconds", "Duration of the last save until committed")
         self.ckpt_bytes = g("trainer_checkpoint_bytes", "Bytes of the last committed checkpoint")
         self.ckpt_failures = Counter(
             "trainer_checkpoint_failures", "Checkpoint saves that failed", labelnames=list(labels), registry=r
         ).labels(**labels)
-        self.last_committed = g("trainer_checkpoint_last_committed_step", "Step of the newest committed checkpoint")
+        self.last_committed = g(
+            "trainer_checkpoint_last_committed_step", "Step of the newest committed checkpoint"
+        )
         self.restarts = g("trainer_restart_count", "torchrun elastic restarts of this job")
         self.gpu_mem = g("trainer_gpu_memory_allocated_bytes", "Peak GPU memory allocated by PyTorch")
-        self.gpu_mem_reserved = g("trainer_gpu_memory_reserved_bytes", "GPU memory reserved by the caching allocator")
+        self.gpu_mem_reserved = g(
+            "trainer_gpu_memory_reserved_bytes", "GPU memory reserved by the caching allocator"
+        )
         self.port = 0
         if cfg.port_base:
             self.port = cfg.port_base + local_rank
@@ -112,7 +118,9 @@ class Metrics:
             self.gpu_mem.set(torch.cuda.max_memory_allocated(self.device))
             self.gpu_mem_reserved.set(torch.cuda.memory_reserved(self.device))
 
-    def observe_save(self, committed: bool, blocked_s: float, duration_s: float, nbytes: int, step: int) -> None:
+    def observe_save(
+        self, committed: bool, blocked_s: float, duration_s: float, nbytes: int, step: int
+    ) -> None:
         """Record one finished checkpoint save."""
         self.ckpt_blocked.set(blocked_s)
         self.ckpt_duration.set(duration_s)

@@ -162,7 +162,9 @@ class S3Store:
 
         self.root = root.rstrip("/")
         self.bucket, self.prefix = split_s3_uri(self.root)
-        self.region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        self.region = (
+            region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        )
         self.endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL", "")
         self.client_config = S3ClientConfig(force_path_style=bool(self.endpoint), max_attempts=max_attempts)
         self.max_attempts = max_attempts
@@ -266,12 +268,16 @@ class S3Store:
         from s3torchconnector.dcp.s3_file_system import S3FileSystem
 
         r = S3StorageReader(self.region, self.uri(step), s3client_config=self.client_config)
-        r.fs = S3FileSystem(self.region, s3_client=self._client(), reader_constructor=S3ReaderConstructor.default())
+        r.fs = S3FileSystem(
+            self.region, s3_client=self._client(), reader_constructor=S3ReaderConstructor.default()
+        )
         r._reader_constructor = S3ReaderConstructor.default()  # plain ranged reads; no range injection needed
         return r
 
 
-def make_store(uri: str, region: str = "", endpoint: str = "", max_attempts: int = 10) -> LocalStore | S3Store:
+def make_store(
+    uri: str, region: str = "", endpoint: str = "", max_attempts: int = 10
+) -> LocalStore | S3Store:
     """Store for a checkpoint root URI."""
     if uri.startswith("s3://"):
         return S3Store(uri, region=region, endpoint=endpoint, max_attempts=max_attempts)

@@ -16,6 +16,7 @@ import math
 import os
 import sys
 import time
+import traceback
 from typing import Any
 
 import torch
@@ -24,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainer.checkpoint import Checkpointer, SaveResult
 from trainer.config import ConfigError, JobConfig, load_config
-from trainer.data import GlobalSampler, TokenLoader, TokenShards, fetch_shards
+from trainer.data import GlobalSampler, TokenLoader, TokenShards, fetch_shards, local_shard_dir
 from trainer.distributed import destroy_distributed, init_distributed
 from trainer.metrics import Metrics, peak_flops
 from trainer.model import GPT
@@ -46,7 +47,7 @@ class _Stateful:
 
 
 def lr_lambda(cfg: JobConfig) -> Any:
-    """Linear warmup, then cosine decay to ``min_lr_ratio`` at ``train.steps`` (multiplier of ``optim.lr``)."""
+    """Linear warmup, then cosine decay to ``min_lr_ratio`` at ``train.steps`` (a factor on ``optim.lr``)."""
     o, total = cfg.optim, cfg.train.steps
 
     def f(step: int) -> float:
@@ -71,16 +72,15 @@ class Trainer:
 
         # Data: local rank 0 of every node copies S3 shards to the node's disk; the others wait.
         if self.info.local_rank == 0:
-            data_dir = fetch_shards(cfg.data.source, cfg.data.cache_dir, cfg.data.verify_checksums)
+            fetch_shards(cfg.data.source, cfg.data.cache_dir, cfg.data.verify_checksums)
         dist.barrier()
-        if self.info.local_rank != 0:
-            data_dir = fetch_shards(cfg.data.source, cfg.data.cache_dir, verify=False)
-        self.shards = TokenShards(data_dir, cfg.model.seq_len)
+        self.shards = TokenShards(local_shard_dir(cfg.data.source, cfg.data.cache_dir), cfg.model.seq_len)
         if self.shards.vocab_size > cfg.model.vocab_size:
             raise ConfigError(
                 "model.vocab_size",
                 cfg.model.vocab_size,
-                f"must be >= the shards' vocab_size {self.shards.vocab_size} (index.json of {cfg.data.source})",
+                f"must be >= the shards' vocab_size {self.shards.vocab_size} "
+                f"(index.json of {cfg.data.source})",
             )
 
         # Precision: bf16 autocast on GPUs that have it, else fp16 with a GradScaler; fp32 on CPU.
@@ -253,7 +253,11 @@ class Trainer:
         self.ckpt.wait()
         results = self.ckpt.drain()
         self._handle_saves(results)
-        if self.ckpt.enabled and (not results or not results[-1].committed) and self.ckpt.last_committed_step != cfg.train.steps:
+        if (
+            self.ckpt.enabled
+            and (not results or not results[-1].committed)
+            and self.ckpt.last_committed_step != cfg.train.steps
+        ):
             log.error("final checkpoint at step %d was not committed", cfg.train.steps)
             return EXIT_SAVE_FAILED
         self.metrics.event("done", step=self.step)
@@ -270,7 +274,9 @@ class Trainer:
         took = time.perf_counter() - t0
         if took > self.cfg.checkpoint.shutdown_window_s:
             log.warning("SIGTERM save took %.1fs > checkpoint.shutdown_window_s", took)
-        self.metrics.event("preempted", step=self.step, save_s=round(took, 3), committed=self.ckpt.last_committed_step)
+        self.metrics.event(
+            "preempted", step=self.step, save_s=round(took, 3), committed=self.ckpt.last_committed_step
+        )
         return EXIT_PREEMPTED
 
     def close(self) -> None:
@@ -289,7 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rank = os.environ.get("RANK", "0")
     logging.basicConfig(
-        level=logging.INFO, format=f"[rank{rank}] %(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+        level=logging.INFO,
+        format=f"[rank{rank}] %(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
     )
     try:
         cfg = load_config(args.config, args.overrides)
@@ -300,9 +308,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        return trainer.run()
-    finally:
-        trainer.close()
+        code = trainer.run()
+    except Exception:
+        # A peer died or storage failed mid-collective: report and exit at once. A normal close() would wait
+        # for checkpoint threads that may be blocked in a collective with the dead peer, and torchrun would
+        # only SIGKILL us after its shutdown timeout, delaying the elastic restart.
+        traceback.print_exc()
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(1)
+    trainer.close()
+    return code
 
 
 if __name__ == "__main__":

@@ -14,21 +14,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import torch
-
-from trainer.distributed import free_port
-from trainer.tools.make_shards import encode, write_shards
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
-WORDS = "the quick brown fox jumps over a lazy dog while data shards train small models on spot nodes".split()
+WORDS = (
+    "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog",
+    "while", "data", "shards", "train", "small", "models", "on", "spot", "nodes",
+)  # fmt: skip
 
 
 def make_corpus(n_docs: int = 300, seed: int = 0) -> str:
     """Deterministic pseudo-text."""
     rnd = random.Random(seed)
-    return "\n\n".join(" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(20, 150))) for _ in range(n_docs))
+    return "\n\n".join(
+        " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(20, 150))) for _ in range(n_docs)
+    )
 
 
 # --------------------------------------------------------------------------------------------- S3 (moto)
@@ -92,6 +93,10 @@ def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["OMP_NUM_THREADS"] = "1"
+    # torchrun shares its rendezvous TCPStore with the workers by default; after an elastic restart the
+    # workers can then read the previous attempt's gloo addresses and fail to connect
+    # (https://github.com/pytorch/pytorch/issues/135712). The image sets the same opt-out.
+    env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
     env.update(extra or {})
     return env
 
@@ -111,7 +116,11 @@ def run_overrides(run_dir: Path, shards: Path | str, **kv: Any) -> list[str]:
 
 
 def run_torchrun(
-    nproc: int, overrides: list[str], timeout: float = 120, extra: list[str] | None = None, env: dict | None = None
+    nproc: int,
+    overrides: list[str],
+    timeout: float = 120,
+    extra: list[str] | None = None,
+    env: dict | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run to completion (with a timeout) and return the completed process."""
     return subprocess.run(
@@ -125,7 +134,11 @@ def run_torchrun(
 
 
 def start_torchrun(
-    nproc: int, overrides: list[str], extra: list[str] | None = None, env: dict | None = None, log: Path | None = None
+    nproc: int,
+    overrides: list[str],
+    extra: list[str] | None = None,
+    env: dict | None = None,
+    log: Path | None = None,
 ) -> subprocess.Popen[str]:
     """Start in the background; output goes to ``log`` (a file, so pipes never fill up)."""
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed by the child's exit

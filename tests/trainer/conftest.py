@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +22,27 @@ from trainer.tools.make_shards import encode, write_shards  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def shards_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trainer_tmp_root() -> Iterator[Path]:
+    """A private temp root: pytest's shared ``/tmp/pytest-of-<user>`` keeps only the last 3 sessions, so a
+    concurrent pytest run on the same machine could delete directories that running torchrun jobs use."""
+    root = Path(tempfile.mkdtemp(prefix="trainer-tests-"))
+    yield root
+    if not os.environ.get("TRAINER_TESTS_KEEP"):  # set it to inspect logs and checkpoints after a run
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture()
+def tmp_path(trainer_tmp_root: Path, request: pytest.FixtureRequest) -> Path:
+    """Per-test directory under :func:`trainer_tmp_root` (overrides pytest's ``tmp_path`` here)."""
+    d = trainer_tmp_root / request.node.name[:60].replace("[", "_").replace("]", "_")
+    d.mkdir(parents=True, exist_ok=False)
+    return d
+
+
+@pytest.fixture(scope="session")
+def shards_dir(trainer_tmp_root: Path) -> Path:
     """~150k byte tokens in a few shards."""
-    out = tmp_path_factory.mktemp("shards")
+    out = trainer_tmp_root / "shards"
     write_shards(encode(make_corpus()), out, shard_tokens=40_000)
     return out
 
@@ -47,5 +68,3 @@ def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoS3]:
         yield s3
     finally:
         s3.stop()
-
-

@@ -129,7 +129,9 @@ def test_keeps_newest_k_and_drops_partial_leftovers(info: DistInfo, tmp_path: Pa
     ck.close()
 
 
-@pytest.mark.parametrize("damage", ["flip_byte", "truncate", "drop_manifest", "drop_metadata", "bad_manifest"])
+@pytest.mark.parametrize(
+    "damage", ["flip_byte", "truncate", "drop_manifest", "drop_metadata", "bad_manifest"]
+)
 def test_corrupt_newest_is_skipped_and_previous_loads(info: DistInfo, tmp_path: Path, damage: str) -> None:
     job = Job(0)
     ck = job.ckpt(str(tmp_path), info, keep=3)

@@ -14,12 +14,19 @@ DEBUG = REPO / "trainer/configs/debug.toml"
 
 
 def test_debug_config_loads_with_overrides() -> None:
-    cfg = load_config(DEBUG, ["train.steps=7", "checkpoint.async_save=false", "optim.lr=0.5", "model.size=gpt2-124m"])
+    cfg = load_config(
+        DEBUG, ["train.steps=7", "checkpoint.async_save=false", "optim.lr=0.5", "model.size=gpt2-124m"]
+    )
     assert cfg.train.steps == 7
     assert cfg.checkpoint.async_save is False
     assert cfg.optim.lr == 0.5
     # Preset fills the shape fields left at 0.
-    assert (cfg.model.n_layer, cfg.model.d_model, cfg.model.seq_len, cfg.model.vocab_size) == (12, 768, 1024, 50304)
+    assert (cfg.model.n_layer, cfg.model.d_model, cfg.model.seq_len, cfg.model.vocab_size) == (
+        12,
+        768,
+        1024,
+        50304,
+    )
 
 
 def test_shipped_gpt2_config_is_valid() -> None:
@@ -92,9 +99,26 @@ def test_cli_reports_config_error_without_traceback(tmp_path: Path) -> None:
 
 def test_vocab_smaller_than_shards_is_a_config_error(shards_dir: Path, tmp_path: Path) -> None:
     r = subprocess.run(
-        [PY, "-m", "trainer.train", "--config", str(DEBUG), "--set", f"data.source={shards_dir}",
-         "--set", "model.vocab_size=100", "--set", "metrics.port_base=0", "--set", "checkpoint.uri="],
-        cwd=REPO, env=base_env(), capture_output=True, text=True, timeout=120,
+        [
+            PY,
+            "-m",
+            "trainer.train",
+            "--config",
+            str(DEBUG),
+            "--set",
+            f"data.source={shards_dir}",
+            "--set",
+            "model.vocab_size=100",
+            "--set",
+            "metrics.port_base=0",
+            "--set",
+            "checkpoint.uri=",
+        ],
+        cwd=REPO,
+        env=base_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert r.returncode == 2, r.stderr
     assert "model.vocab_size=100" in r.stderr and "vocab_size 257" in r.stderr

@@ -31,7 +31,9 @@ def test_make_shards_cli_writes_index_with_checksums(tmp_path: Path) -> None:
     assert index["total_tokens"] == total
     assert sum(s["tokens"] for s in index["shards"]) == total
     assert len(index["shards"]) == -(-total // 5000)
-    on_disk = np.concatenate([np.fromfile(tmp_path / "out" / s["file"], dtype="<u2") for s in index["shards"]])
+    on_disk = np.concatenate(
+        [np.fromfile(tmp_path / "out" / s["file"], dtype="<u2") for s in index["shards"]]
+    )
     assert np.array_equal(on_disk, encode(src.read_text()))
 
 
@@ -75,8 +77,16 @@ def test_resume_with_other_world_size_continues_at_global_offset(shards_dir: Pat
     ds = TokenShards(shards_dir, seq_len=32)
 
     def loader(rank: int, world: int, mb: int, offset: int = 0) -> TokenLoader:
-        return TokenLoader(ds, GlobalSampler(ds.num_samples, 3), micro_batch=mb, grad_accum=1, rank=rank,
-                           world=world, device=torch.device("cpu"), offset=offset)
+        return TokenLoader(
+            ds,
+            GlobalSampler(ds.num_samples, 3),
+            micro_batch=mb,
+            grad_accum=1,
+            rank=rank,
+            world=world,
+            device=torch.device("cpu"),
+            offset=offset,
+        )
 
     two = [loader(r, 2, 4) for r in range(2)]
     seen = []
@@ -100,8 +110,15 @@ def test_resume_with_other_world_size_continues_at_global_offset(shards_dir: Pat
 
 def test_loader_targets_are_shifted_inputs(shards_dir: Path) -> None:
     ds = TokenShards(shards_dir, seq_len=32)
-    ld = TokenLoader(ds, GlobalSampler(ds.num_samples, 0), micro_batch=2, grad_accum=3, rank=1, world=2,
-                     device=torch.device("cpu"))
+    ld = TokenLoader(
+        ds,
+        GlobalSampler(ds.num_samples, 0),
+        micro_batch=2,
+        grad_accum=3,
+        rank=1,
+        world=2,
+        device=torch.device("cpu"),
+    )
     b = ld.next()
     ld.close()
     assert len(b.micro) == 3 and b.tokens == 2 * 3 * 2 * 32 and b.offset_after == 12
@@ -109,7 +126,9 @@ def test_loader_targets_are_shifted_inputs(shards_dir: Path) -> None:
     assert x.shape == (2, 32) and torch.equal(x[:, 1:], y[:, :-1])
 
 
-def test_fetch_shards_from_s3_and_reject_bad_checksum(moto_s3: MotoS3, shards_dir: Path, tmp_path: Path) -> None:
+def test_fetch_shards_from_s3_and_reject_bad_checksum(
+    moto_s3: MotoS3, shards_dir: Path, tmp_path: Path
+) -> None:
     moto_s3.client().create_bucket(Bucket="data-bucket")
     upload(shards_dir, "s3://data-bucket/corpus/v1")
     local = fetch_shards("s3://data-bucket/corpus/v1", tmp_path / "cache")

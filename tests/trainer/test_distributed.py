@@ -51,10 +51,14 @@ def model_only(t: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory, shards_dir: Path) -> Path:
+def reference(trainer_tmp_root: Path, shards_dir: Path) -> Path:
     """An uninterrupted 2-rank run of REF_STEPS steps, checkpoint every REF_INTERVAL."""
-    d = tmp_path_factory.mktemp("reference")
-    ok(run_torchrun(2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL)))
+    d = trainer_tmp_root / "reference"
+    ok(
+        run_torchrun(
+            2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL)
+        )
+    )
     assert logged_steps(d) == list(range(1, REF_STEPS + 1))
     return d
 
@@ -71,8 +75,19 @@ def test_ddp_two_ranks_match_one_process_and_accumulation_matches_big_batch(
     out = {}
     for name, (nproc, mb, acc) in runs.items():
         d = tmp_path / name
-        ok(run_torchrun(nproc, run_overrides(d, shards_dir, train__steps=steps, train__micro_batch=mb,
-                                             train__grad_accum=acc, checkpoint__interval=steps)))
+        ok(
+            run_torchrun(
+                nproc,
+                run_overrides(
+                    d,
+                    shards_dir,
+                    train__steps=steps,
+                    train__micro_batch=mb,
+                    train__grad_accum=acc,
+                    checkpoint__interval=steps,
+                ),
+            )
+        )
         starts = read_events(d / "log_rank0.jsonl", "step")
         assert [e["global_offset"] for e in starts] == [8 * i for i in range(1, steps + 1)]
         out[name] = model_only(final_tensors(d, steps))
@@ -91,7 +106,9 @@ def test_killed_rank_restarts_from_checkpoint_bitwise_equal(
     d = tmp_path / "killed"
     proc = start_torchrun(
         2,
-        run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL, train__step_delay_s=0.3),
+        run_overrides(
+            d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL, train__step_delay_s=0.3
+        ),
         extra=["--max-restarts=2"],
         log=tmp_path / "torchrun.log",
     )
@@ -142,7 +159,9 @@ def test_sigterm_checkpoints_and_restart_continues_without_gaps(
     assert_bitwise_equal(final_tensors(d, REF_STEPS), final_tensors(reference, REF_STEPS))
 
 
-def test_corrupt_newest_checkpoint_is_skipped_on_resume(tmp_path: Path, shards_dir: Path, reference: Path) -> None:
+def test_corrupt_newest_checkpoint_is_skipped_on_resume(
+    tmp_path: Path, shards_dir: Path, reference: Path
+) -> None:
     d = tmp_path / "corrupt"
     shutil.copytree(reference / "ckpt", d / "ckpt")
     newest = d / "ckpt" / step_dir_name(REF_STEPS)
@@ -150,7 +169,9 @@ def test_corrupt_newest_checkpoint_is_skipped_on_resume(tmp_path: Path, shards_d
     raw = bytearray(victim.read_bytes())
     raw[len(raw) // 3] ^= 0x01  # one flipped bit, same size
     victim.write_bytes(bytes(raw))
-    r = run_torchrun(2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL))
+    r = run_torchrun(
+        2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL)
+    )
     ok(r)
     assert "skipping checkpoint" in r.stderr and "sha256 mismatch" in r.stderr
     assert read_events(d / "log_rank0.jsonl", "start")[-1]["resumed_from"] == REF_STEPS - REF_INTERVAL
@@ -168,8 +189,18 @@ def test_resume_with_other_world_size(tmp_path: Path, shards_dir: Path, referenc
         (d / "ckpt").mkdir(parents=True)
         start = REF_STEPS - REF_INTERVAL
         shutil.copytree(reference / "ckpt" / step_dir_name(start), d / "ckpt" / step_dir_name(start))
-        ok(run_torchrun(nproc, run_overrides(d, shards_dir, train__steps=REF_STEPS, train__micro_batch=mb,
-                                              checkpoint__interval=REF_INTERVAL)))
+        ok(
+            run_torchrun(
+                nproc,
+                run_overrides(
+                    d,
+                    shards_dir,
+                    train__steps=REF_STEPS,
+                    train__micro_batch=mb,
+                    checkpoint__interval=REF_INTERVAL,
+                ),
+            )
+        )
         [st] = read_events(d / "log_rank0.jsonl", "start")
         assert st["resumed_from"] == start and st["global_offset"] == start * 16 and st["world_size"] == nproc
         results[name] = model_only(final_tensors(d, REF_STEPS))

@@ -31,4 +31,3 @@ def test_hadolint_really_checks(tmp_path: Path) -> None:
     bad.write_text("FROM ubuntu:latest\nRUN cd /tmp && apt-get install curl\n")
     r = subprocess.run([hadolint(), str(bad)], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "DL3007" in r.stdout and "DL3003" in r.stdout
-

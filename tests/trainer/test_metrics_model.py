@@ -25,10 +25,21 @@ def scrape(port: int) -> dict[str, float]:
 
 def test_metrics_served_per_local_rank_and_json_log(tmp_path: Path) -> None:
     base = free_port()
-    m = Metrics(MetricsConfig(port_base=base - 1, log_file=str(tmp_path / "r{rank}.jsonl")), 3, 1, torch.device("cpu"))
+    m = Metrics(
+        MetricsConfig(port_base=base - 1, log_file=str(tmp_path / "r{rank}.jsonl")), 3, 1, torch.device("cpu")
+    )
     assert m.port == base  # port_base + local rank
-    rec = {"step": 7, "step_s": 0.5, "tokens": 4096, "tokens_per_s": 8192.0, "loss": 3.25, "grad_norm": 0.75,
-           "lr": 1e-4, "data_wait_s": 0.01, "mfu": None}
+    rec = {
+        "step": 7,
+        "step_s": 0.5,
+        "tokens": 4096,
+        "tokens_per_s": 8192.0,
+        "loss": 3.25,
+        "grad_norm": 0.75,
+        "lr": 1e-4,
+        "data_wait_s": 0.01,
+        "mfu": None,
+    }
     m.observe_step(rec)
     m.observe_step({**rec, "step": 8})
     m.observe_save(True, 0.02, 1.5, 123456, 8)
@@ -65,15 +76,38 @@ def test_model_loss_at_init_is_near_uniform_and_flops() -> None:
 def test_train_local_runs_two_ranks_on_moto_with_metrics(tmp_path: Path) -> None:
     port = free_port()
     r = subprocess.run(
-        [PY, "-m", "trainer.tools.train_local", "--steps", "30", "--workdir", str(tmp_path),
-         "--metrics-port", str(port), "--timeout", "200"],
-        cwd=REPO, env=base_env(), capture_output=True, text=True, timeout=240,
+        [
+            PY,
+            "-m",
+            "trainer.tools.train_local",
+            "--steps",
+            "30",
+            "--workdir",
+            str(tmp_path),
+            "--metrics-port",
+            str(port),
+            "--timeout",
+            "200",
+        ],
+        cwd=REPO,
+        env=base_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "torchrun exit code 0" in r.stdout and "moto S3 stopped" in r.stdout
     assert "debug/step_000000030/manifest.json" in r.stdout
     for rank in (0, 1):
-        families = {f.name for f in text_string_to_metric_families((tmp_path / f"metrics_rank{rank}.prom").read_text())}
-        assert {"trainer_step", "trainer_loss", "trainer_tokens_per_second", "trainer_restart_count"} <= families
+        families = {
+            f.name
+            for f in text_string_to_metric_families((tmp_path / f"metrics_rank{rank}.prom").read_text())
+        }
+        assert {
+            "trainer_step",
+            "trainer_loss",
+            "trainer_tokens_per_second",
+            "trainer_restart_count",
+        } <= families
     done = [json.loads(x) for x in (tmp_path / "log_rank0.jsonl").read_text().splitlines()]
     assert done[-1]["event"] == "done" and done[-1]["step"] == 30

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _trainer_support import MotoS3, read_events, run_overrides, run_torchrun, start_torchrun, stop_process_group, wait_for
+from _trainer_support import (
+    MotoS3,
+    read_events,
+    run_overrides,
+    run_torchrun,
+    start_torchrun,
+    stop_process_group,
+    wait_for,
+)
 
 from trainer.checkpoint import validate_checkpoint
 from trainer.storage import S3Store
@@ -97,4 +105,3 @@ def test_endpoint_gone_with_continue_policy(moto_s3: MotoS3, shards_dir: Path, t
     assert committed_steps(d)[-1] == 18 and validate_checkpoint(store, 18, True) == ""
     for s in failed_steps(d):
         assert s not in store.list_steps() or validate_checkpoint(store, s, True) != ""
-

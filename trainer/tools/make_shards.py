@@ -43,7 +43,7 @@ def decode(tokens: np.ndarray) -> str:
 
 
 def write_shards(tokens: np.ndarray, out_dir: str | os.PathLike[str], shard_tokens: int) -> dict:
-    """Split ``tokens`` into ``shard_XXXXX.bin`` files plus ``index.json`` (written last); return the index."""
+    """Split ``tokens`` into ``shard_XXXXX.bin`` files plus ``index.json`` (written last)."""
     if shard_tokens < 2:
         raise ValueError("shard_tokens must be >= 2")
     out = Path(out_dir)
@@ -102,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.upload:
         upload(args.out_dir, args.upload)
-    print(json.dumps({"shards": len(index["shards"]), "tokens": index["total_tokens"], "out_dir": args.out_dir}))
+    print(
+        json.dumps({"shards": len(index["shards"]), "tokens": index["total_tokens"], "out_dir": args.out_dir})
+    )
     return 0
 
 

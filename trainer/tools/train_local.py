@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         AWS_REGION="us-east-1",
         AWS_DEFAULT_REGION="us-east-1",
         AWS_EC2_METADATA_DISABLED="true",
+        # Stale-address problem on elastic restarts with a shared store: pytorch/pytorch#135712.
+        TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",
         PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
     )
     os.environ.update({k: env[k] for k in env if k.startswith("AWS_")})
@@ -97,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
                 break
             for r in range(args.nproc):
                 try:
-                    body = urllib.request.urlopen(f"http://127.0.0.1:{args.metrics_port + r}/metrics", timeout=1)
+                    body = urllib.request.urlopen(
+                        f"http://127.0.0.1:{args.metrics_port + r}/metrics", timeout=1
+                    )
                     text_metrics = body.read().decode()
                 except OSError:
                     continue
