@@ -210,7 +210,9 @@ class JobConfig:
     """The whole trainer configuration; one section per component."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=lambda: DataConfig(source="unset"))
+    # No usable default: build_config() always constructs it from the file, so a missing data.source fails
+    # validation there; this placeholder only makes JobConfig() constructible in code.
+    data: DataConfig = field(default_factory=lambda: DataConfig(source="runs/data/shards"))
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)

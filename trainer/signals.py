@@ -35,6 +35,10 @@ class StopFlags:
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         # Only set a flag: no I/O, no collectives, no exceptions from inside a signal handler.
+        if signum == signal.SIGINT and self._sigterm.is_set():
+            # A second Ctrl-C at an interactive run means "now": the default handler raises KeyboardInterrupt.
+            # SIGTERM is not escalated this way because launchers may repeat it during one shutdown.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         self._sigterm.set()
 
     @property
