@@ -34,11 +34,11 @@ class StopFlags:
             self._installed = True
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
-        # Only set a flag: no I/O, no collectives, no exceptions from inside a signal handler.
+        # Only set a flag: no I/O, no collectives, no exceptions (except a repeated Ctrl-C) from a handler.
         if signum == signal.SIGINT and self._sigterm.is_set():
-            # A second Ctrl-C at an interactive run means "now": the default handler raises KeyboardInterrupt.
+            # A second Ctrl-C at an interactive run means "now" (what Python's default handler does).
             # SIGTERM is not escalated this way because launchers may repeat it during one shutdown.
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
         self._sigterm.set()
 
     @property
