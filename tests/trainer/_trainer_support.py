@@ -1,0 +1,213 @@
+"""Helpers for the trainer tests: a moto S3 server wrapper, torchrun launchers, log and checkpoint readers."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+PY = sys.executable
+WORDS = (
+    "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog",
+    "while", "data", "shards", "train", "small", "models", "on", "spot", "nodes",
+)  # fmt: skip
+
+
+def make_corpus(n_docs: int = 300, seed: int = 0) -> str:
+    """Deterministic pseudo-text."""
+    rnd = random.Random(seed)
+    return "\n\n".join(
+        " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(20, 150))) for _ in range(n_docs)
+    )
+
+
+# --------------------------------------------------------------------------------------------- S3 (moto)
+@dataclass
+class MotoS3:
+    """A ThreadedMotoServer on 127.0.0.1:port that a test can stop and start again on the same port
+    (moto keeps its state in this process, so objects survive a restart)."""
+
+    port: int
+    server: Any = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self.server.start()
+        deadline = time.monotonic() + 20
+        while True:  # wait until it answers HTTP
+            try:
+                urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=1).read()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+
+# ----------------------------------------------------------------------------------------------- torchrun
+def torchrun_cmd(nproc: int, overrides: list[str], extra: list[str] | None = None) -> list[str]:
+    """``python -m torch.distributed.run --standalone ... -m trainer.train`` with ``--set`` overrides."""
+    cmd = [PY, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", *(extra or [])]
+    cmd += ["-m", "trainer.train", "--config", str(REPO / "trainer/configs/debug.toml")]
+    for o in overrides:
+        cmd += ["--set", o]
+    return cmd
+
+
+def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Child environment: repo on PYTHONPATH, one thread per rank (2-core CI), no interactive CUDA."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMP_NUM_THREADS"] = "1"
+    # torchrun shares its rendezvous TCPStore with the workers by default; after an elastic restart the
+    # workers can then read the previous attempt's gloo addresses and fail to connect
+    # (https://github.com/pytorch/pytorch/issues/135712). The image sets the same opt-out.
+    env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def run_overrides(run_dir: Path, shards: Path | str, **kv: Any) -> list[str]:
+    """Common overrides for a test run writing to ``run_dir``."""
+    base = {
+        "data.source": str(shards),
+        "data.cache_dir": str(run_dir / "cache"),
+        "checkpoint.uri": str(run_dir / "ckpt"),
+        "metrics.port_base": "0",
+        "metrics.log_interval": "1",
+        "metrics.log_file": str(run_dir / "log_rank{rank}.jsonl"),
+    }
+    base.update({k.replace("__", "."): str(v) for k, v in kv.items()})
+    return [f"{k}={v}" for k, v in base.items()]
+
+
+def run_torchrun(
+    nproc: int,
+    overrides: list[str],
+    timeout: float = 120,
+    extra: list[str] | None = None,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run to completion (with a timeout) and return the completed process."""
+    return subprocess.run(
+        torchrun_cmd(nproc, overrides, extra),
+        cwd=REPO,
+        env=base_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_torchrun(
+    nproc: int,
+    overrides: list[str],
+    extra: list[str] | None = None,
+    env: dict | None = None,
+    log: Path | None = None,
+) -> subprocess.Popen[str]:
+    """Start in the background; output goes to ``log`` (a file, so pipes never fill up)."""
+    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed by the child's exit
+    return subprocess.Popen(
+        torchrun_cmd(nproc, overrides, extra),
+        cwd=REPO,
+        env=base_env(env),
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def stop_process_group(proc: subprocess.Popen[str]) -> None:
+    """Teardown: kill a torchrun we started and its workers (its own session), if still running."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def read_events(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """JSON log lines written by a rank (``metrics.log_file``)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line being written right now
+        if kind is None or rec["event"] == kind:
+            out.append(rec)
+    return out
+
+
+def wait_for(pred: Any, timeout: float, what: str) -> Any:
+    """Poll ``pred`` until truthy or fail the test."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        val = pred()
+        if val:
+            return val
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def load_checkpoint_tensors(ckpt_dir: Path) -> dict[str, torch.Tensor]:
+    """All tensors of a local DCP checkpoint (model and optimizer), read offline without a process group."""
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    out = ckpt_dir.parent / f"{ckpt_dir.name}.pt"
+    dcp_to_torch_save(ckpt_dir, out)
+    sd = torch.load(out, weights_only=False)
+    flat: dict[str, torch.Tensor] = {}
+
+    def walk(prefix: str, obj: Any) -> None:
+        if isinstance(obj, torch.Tensor):
+            flat[prefix] = obj
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+
+    walk("", {"model": sd["model"], "optim": sd["optim"]})
+    return flat
+
+
+def assert_bitwise_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    """Same keys, and every tensor equal bit for bit."""
+    assert a.keys() == b.keys()
+    diff = [k for k in a if not torch.equal(a[k], b[k])]
+    assert not diff, f"{len(diff)} tensors differ, e.g. {diff[:3]}"

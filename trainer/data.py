@@ -1,0 +1,272 @@
+"""Token shards on local disk (``numpy.memmap``), a deterministic global sampler and a prefetching loader.
+
+Layout of a shard directory (written by ``python -m trainer.tools.make_shards``)::
+
+    index.json          {"format": "trainer-shards-v1", "dtype": "uint16", "vocab_size": 257, ...,
+                         "shards": [{"file": "shard_00000.bin", "tokens": N, "sha256": "..."}]}
+    shard_00000.bin     raw little-endian uint16 token ids
+
+A *sample* is ``seq_len + 1`` consecutive tokens inside one shard (inputs and shifted targets); samples do
+not overlap. The sampler walks a per-epoch permutation of all sample ids; its whole state is one integer,
+the *global sample offset* (samples consumed by the job so far). Each optimizer step consumes
+``micro_batch * grad_accum * world_size`` consecutive positions; rank ``r`` takes the ``r``-th contiguous
+part. Because the offset does not depend on the world size, a job can resume with a different number
+of ranks and still see every sample exactly once per epoch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+log = logging.getLogger(__name__)
+
+INDEX_FILE = "index.json"
+SHARD_FORMAT = "trainer-shards-v1"
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 22) -> str:
+    """Hex sha256 of a file, read in 4 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """``s3://bucket/a/b`` -> ``("bucket", "a/b")`` (prefix without leading/trailing slash)."""
+    rest = uri[len("s3://") :]
+    bucket, _, prefix = rest.partition("/")
+    return bucket, prefix.strip("/")
+
+
+class TokenShards:
+    """Read-only view over the shards of one directory; sample ``i`` is an array of ``seq_len + 1`` tokens."""
+
+    def __init__(self, directory: str | os.PathLike[str], seq_len: int) -> None:
+        self.directory = Path(directory)
+        self.index = json.loads((self.directory / INDEX_FILE).read_text())
+        if self.index.get("format") != SHARD_FORMAT:
+            raise ValueError(f"{self.directory / INDEX_FILE}: not a {SHARD_FORMAT} index")
+        self.seq_len = seq_len
+        self.vocab_size = int(self.index["vocab_size"])
+        dtype = np.dtype(self.index["dtype"])
+        self._maps: list[np.memmap] = []
+        counts = []
+        for shard in self.index["shards"]:
+            mm = np.memmap(self.directory / shard["file"], dtype=dtype, mode="r")
+            if mm.shape[0] != shard["tokens"]:
+                raise ValueError(
+                    f"{shard['file']}: {mm.shape[0]} tokens on disk, index says {shard['tokens']}"
+                )
+            self._maps.append(mm)
+            counts.append(max(0, (mm.shape[0] - 1) // seq_len))
+        self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.num_samples = int(self._starts[-1])
+        if self.num_samples == 0:
+            raise ValueError(f"{self.directory}: shards hold fewer than seq_len+1={seq_len + 1} tokens")
+
+    def sample(self, i: int) -> np.ndarray:
+        """Tokens ``[start, start + seq_len + 1)`` of global sample ``i``."""
+        shard = int(np.searchsorted(self._starts, i, side="right") - 1)
+        start = (i - int(self._starts[shard])) * self.seq_len
+        return self._maps[shard][start : start + self.seq_len + 1]
+
+
+class GlobalSampler:
+    """Deterministic order of sample ids: a seeded permutation per epoch, addressed by global offset."""
+
+    def __init__(self, num_samples: int, seed: int) -> None:
+        self.num_samples = num_samples
+        self.seed = seed
+        self._perm_epoch = -1
+        self._perm = np.empty(0, dtype=np.int64)
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        if epoch != self._perm_epoch:
+            self._perm = np.random.default_rng([self.seed, epoch]).permutation(self.num_samples)
+            self._perm_epoch = epoch
+        return self._perm
+
+    def ids(self, offset: int, count: int) -> np.ndarray:
+        """Sample ids at global positions ``offset .. offset + count - 1`` (crossing epochs as needed)."""
+        out = np.empty(count, dtype=np.int64)
+        for j, pos in enumerate(range(offset, offset + count)):
+            epoch, k = divmod(pos, self.num_samples)
+            out[j] = self._permutation(epoch)[k]
+        return out
+
+    def rank_ids(self, offset: int, micro_batch: int, grad_accum: int, rank: int, world: int) -> np.ndarray:
+        """This rank's ids for the step starting at ``offset``: shape ``(grad_accum, micro_batch)``."""
+        per_rank = micro_batch * grad_accum
+        ids = self.ids(offset + rank * per_rank, per_rank)
+        return ids.reshape(grad_accum, micro_batch)
+
+
+@dataclass
+class Batch:
+    """One optimizer step's inputs for this rank."""
+
+    micro: list[tuple[torch.Tensor, torch.Tensor]]  # (inputs, targets) per micro-step
+    offset_after: int  # global sample offset once this step is done
+    tokens: int  # tokens in the global batch (all ranks)
+
+
+class TokenLoader:
+    """Prefetches this rank's batches in a background thread (memmap reads and int64 conversion overlap
+    the training step); the trainer reads ``data_wait_s`` to see when it is input-bound."""
+
+    def __init__(
+        self,
+        shards: TokenShards,
+        sampler: GlobalSampler,
+        *,
+        micro_batch: int,
+        grad_accum: int,
+        rank: int,
+        world: int,
+        device: torch.device,
+        prefetch: int = 4,
+        offset: int = 0,
+    ) -> None:
+        self.shards = shards
+        self.sampler = sampler
+        self.micro_batch = micro_batch
+        self.grad_accum = grad_accum
+        self.rank = rank
+        self.world = world
+        self.device = device
+        self.prefetch = prefetch
+        self.global_batch = micro_batch * grad_accum * world
+        self.offset = offset  # samples consumed by steps the trainer has taken
+        self.data_wait_s = 0.0
+        self._thread: threading.Thread | None = None
+        self._queue: queue.Queue[Batch] = queue.Queue(maxsize=prefetch)
+        self._stop = threading.Event()
+
+    def make_batch(self, offset: int) -> Batch:
+        """Build the step starting at ``offset`` (host tensors, pinned on CUDA hosts)."""
+        ids = self.sampler.rank_ids(offset, self.micro_batch, self.grad_accum, self.rank, self.world)
+        micro = []
+        for row in ids:
+            arr = np.stack([self.shards.sample(int(i)) for i in row]).astype(np.int64)
+            t = torch.from_numpy(arr)
+            if self.device.type == "cuda":
+                t = t.pin_memory()
+            micro.append((t[:, :-1], t[:, 1:]))
+        return Batch(micro, offset + self.global_batch, self.global_batch * self.shards.seq_len)
+
+    def _worker(self, start: int) -> None:
+        offset = start
+        while not self._stop.is_set():
+            batch = self.make_batch(offset)
+            offset = batch.offset_after
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(batch, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+
+    def _start(self) -> None:
+        self._stop.clear()
+        self._queue = queue.Queue(maxsize=self.prefetch)
+        self._thread = threading.Thread(target=self._worker, args=(self.offset,), daemon=True, name="loader")
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the prefetch thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def next(self) -> Batch:
+        """The next step's batch, moved to the device; advances ``offset``."""
+        if self._thread is None:
+            self._start()
+        t0 = time.perf_counter()
+        batch = self._queue.get()
+        self.data_wait_s = time.perf_counter() - t0
+        if batch.offset_after - self.global_batch != self.offset:  # pragma: no cover - internal invariant
+            raise RuntimeError("loader out of sync with the trainer's offset")
+        self.offset = batch.offset_after
+        if self.device.type != "cpu":
+            batch.micro = [
+                (x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True))
+                for x, y in batch.micro
+            ]
+        return batch
+
+    def __iter__(self) -> Iterator[Batch]:
+        while True:
+            yield self.next()
+
+    def state_dict(self) -> dict[str, int]:
+        """Checkpointed position: only the world-size independent global sample offset."""
+        return {"global_offset": self.offset}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Resume at a saved global sample offset (restarts the prefetch thread)."""
+        self.close()
+        self.offset = int(state["global_offset"])
+
+
+def local_shard_dir(source: str, cache_dir: str | os.PathLike[str]) -> Path:
+    """Where :func:`fetch_shards` puts (or found) the shards of ``source`` on this node."""
+    if not source.startswith("s3://"):
+        return Path(source)
+    bucket, prefix = split_s3_uri(source)
+    return Path(cache_dir) / bucket / prefix
+
+
+def fetch_shards(source: str, cache_dir: str | os.PathLike[str], verify: bool = True) -> Path:
+    """Return a local directory with the shards of ``source``; ``s3://`` sources are downloaded once into
+    ``cache_dir`` (skipped when a file with the right size is already there, e.g. after a restart).
+
+    boto3 honours ``AWS_ENDPOINT_URL`` (https://docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html),
+    so the same code reads from MinIO or a local moto server.
+    """
+    if not source.startswith("s3://"):
+        d = Path(source)
+        if not (d / INDEX_FILE).is_file():
+            raise FileNotFoundError(
+                f"data.source={source!r}: no {INDEX_FILE}; run python -m trainer.tools.make_shards"
+            )
+        return d
+    import boto3  # local import: CPU tests that use local shards need not load botocore
+
+    bucket, prefix = split_s3_uri(source)
+    local = local_shard_dir(source, cache_dir)
+    local.mkdir(parents=True, exist_ok=True)
+    s3 = boto3.client("s3")
+    key = f"{prefix}/{INDEX_FILE}" if prefix else INDEX_FILE
+    tmp = local / f".{INDEX_FILE}.tmp"
+    s3.download_file(bucket, key, str(tmp))
+    index = json.loads(tmp.read_text())
+    for shard in index["shards"]:
+        dst = local / shard["file"]
+        expected = shard["tokens"] * np.dtype(index["dtype"]).itemsize
+        if dst.is_file() and dst.stat().st_size == expected:
+            continue
+        part = local / f".{shard['file']}.part"
+        s3.download_file(bucket, f"{prefix}/{shard['file']}" if prefix else shard["file"], str(part))
+        if verify and sha256_file(part) != shard["sha256"]:
+            part.unlink()
+            raise ValueError(f"{source}/{shard['file']}: sha256 does not match {INDEX_FILE}")
+        os.replace(part, dst)  # atomic: a reader never sees half a shard
+    os.replace(tmp, local / INDEX_FILE)  # index last, so its presence means the cache is complete
+    log.info("shards from %s cached in %s", source, local)
+    return local

@@ -1,0 +1,82 @@
+"""Process-group setup: NCCL (+ gloo for CPU tensors) on CUDA, gloo on CPU.
+
+``torchrun`` exports RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; a plain ``python -m trainer.train``
+runs as a world of one on a free local port so that the same code path is used everywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import socket
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """Where this process sits in the job."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    device: torch.device
+    restart_count: int  # torchrun elastic restarts so far (TORCHELASTIC_RESTART_COUNT)
+
+    @property
+    def is_main(self) -> bool:
+        """True on global rank 0, which writes manifests and prunes old checkpoints."""
+        return self.rank == 0
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago on 127.0.0.1."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def init_distributed(timeout_s: float) -> DistInfo:
+    """Initialise the default process group and pick this rank's device.
+
+    On CUDA the group gets two backends, ``cuda:nccl,cpu:gloo``: NCCL carries the DDP gradient all-reduce
+    (over EFA through the aws-ofi-nccl plugin), gloo carries CPU tensors, which
+    ``torch.distributed.checkpoint.async_save`` requires
+    (https://pytorch.org/docs/stable/distributed.checkpoint.html#torch.distributed.checkpoint.state_dict_saver.async_save).
+    """
+    if "RANK" not in os.environ:
+        os.environ.update(
+            RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())
+        )
+    rank = int(os.environ["RANK"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    world_size = int(os.environ["WORLD_SIZE"])
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        backend = "cuda:nccl,cpu:gloo"
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+    if not dist.is_initialized():
+        dist.init_process_group(
+            backend=backend,
+            timeout=datetime.timedelta(seconds=timeout_s),
+            **({"device_id": device} if device.type == "cuda" else {}),
+        )
+    return DistInfo(
+        rank=rank,
+        local_rank=local_rank,
+        world_size=world_size,
+        device=device,
+        restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
+    )
+
+
+def destroy_distributed() -> None:
+    """Tear the process group down (idempotent)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,125 @@
+"""``make train-local``: a two-process CPU run against a local S3 (moto server), with metrics served.
+
+    python -m trainer.tools.train_local [--steps 40] [--nproc 2] [--text FILE] [--workdir runs/local]
+                                        [--metrics-port 9400]
+
+1. starts a moto S3 server on 127.0.0.1 (a free port) and points ``AWS_ENDPOINT_URL`` at it;
+2. turns ``--text`` (default: the trainer's own source code, so nothing is downloaded) into token shards
+   and uploads them to ``s3://local-data/shards``;
+3. runs ``torchrun --nproc-per-node 2 -m trainer.train`` with the debug model, gloo, checkpoints to
+   ``s3://local-ckpt/debug``, Prometheus on ``--metrics-port`` + local rank;
+4. scrapes each rank's ``/metrics`` while it runs (last scrape saved to ``WORKDIR/metrics_rank<r>.prom``);
+5. stops the server and exits with torchrun's exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _default_text() -> str:
+    return "\n\n".join(p.read_text() for p in sorted((REPO / "trainer").rglob("*.py")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--nproc", type=int, default=2)
+    ap.add_argument("--text", help="UTF-8 training text (default: the trainer's sources)")
+    ap.add_argument("--workdir", default=str(REPO / "runs/local"))
+    ap.add_argument("--metrics-port", type=int, default=9400, help="rank r serves on this port + local rank")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds before the run is killed")
+    args = ap.parse_args(argv)
+
+    from moto.server import ThreadedMotoServer
+
+    from trainer.distributed import free_port
+    from trainer.tools.make_shards import encode, upload, write_shards
+
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    env = dict(os.environ)
+    env.update(
+        AWS_ENDPOINT_URL=endpoint,
+        AWS_ACCESS_KEY_ID="local",
+        AWS_SECRET_ACCESS_KEY="local",
+        AWS_REGION="us-east-1",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_EC2_METADATA_DISABLED="true",
+        # Stale-address problem on elastic restarts with a shared store: pytorch/pytorch#135712.
+        TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",
+        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
+    os.environ.update({k: env[k] for k in env if k.startswith("AWS_")})
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    print(f"moto S3 on {endpoint}", flush=True)
+    try:
+        import boto3
+
+        s3 = boto3.client("s3")
+        for bucket in ("local-data", "local-ckpt"):
+            s3.create_bucket(Bucket=bucket)
+        text = Path(args.text).read_text(encoding="utf-8") if args.text else _default_text()
+        with tempfile.TemporaryDirectory() as tmp:
+            index = write_shards(encode(text), tmp, shard_tokens=64 * 1024)
+            upload(tmp, "s3://local-data/shards")
+        print(f"uploaded {index['total_tokens']} tokens in {len(index['shards'])} shards", flush=True)
+
+        cmd = [
+            sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
+            "-m", "trainer.train", "--config", str(REPO / "trainer/configs/debug.toml"),
+            "--set", "data.source=s3://local-data/shards",
+            "--set", f"data.cache_dir={work / 'cache'}",
+            "--set", "checkpoint.uri=s3://local-ckpt/debug",
+            "--set", f"train.steps={args.steps}",
+            "--set", f"metrics.port_base={args.metrics_port}",
+            "--set", f"metrics.log_file={work / 'log_rank{rank}.jsonl'}",
+        ]  # fmt: skip
+        print("$ " + " ".join(cmd), flush=True)
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env)
+        deadline = time.monotonic() + args.timeout
+        scraped: set[int] = set()
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                proc.kill()
+                print("error: run timed out", file=sys.stderr)
+                break
+            for r in range(args.nproc):
+                try:
+                    body = urllib.request.urlopen(
+                        f"http://127.0.0.1:{args.metrics_port + r}/metrics", timeout=1
+                    )
+                    text_metrics = body.read().decode()
+                except OSError:
+                    continue
+                if "trainer_step{" in text_metrics:
+                    (work / f"metrics_rank{r}.prom").write_text(text_metrics)
+                    if r not in scraped:
+                        print(f"rank {r} metrics served on :{args.metrics_port + r}", flush=True)
+                        scraped.add(r)
+            time.sleep(0.2)
+        rc = proc.wait()
+        listing = s3.list_objects_v2(Bucket="local-ckpt", Prefix="debug/").get("Contents", [])
+        manifests = sorted(o["Key"] for o in listing if o["Key"].endswith("manifest.json"))
+        print(f"torchrun exit code {rc}; committed checkpoints: {manifests}", flush=True)
+        return rc
+    finally:
+        server.stop()
+        print("moto S3 stopped", flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
