@@ -60,7 +60,7 @@ class BareLoop:
             self.opt.step()
             self.opt.zero_grad(set_to_none=True)
             self.sched.step()
-            _ = float(loss)  # the trainer also reads the loss every step
+            _ = loss.item()  # the trainer also reads the loss every step
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)

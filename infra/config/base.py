@@ -53,3 +53,11 @@ LOG_RETENTION_DAYS = (
     3288,
     3653,
 )
+
+
+def check_log_retention(days: int) -> int:
+    """CloudWatch Logs accepts only the periods in LOG_RETENTION_DAYS; suggest the nearest one."""
+    if days not in LOG_RETENTION_DAYS:
+        close = min(LOG_RETENTION_DAYS, key=lambda d: abs(d - days))
+        raise ValueError(f"{days} is not a CloudWatch Logs retention period; use e.g. {close}")
+    return days

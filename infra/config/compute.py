@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from infra import awsdata
-from infra.config.base import LOG_RETENTION_DAYS, NAME_RE, Strict
+from infra.config.base import NAME_RE, Strict, check_log_retention
 
 
 class CapacityType(StrEnum):
@@ -251,9 +251,7 @@ class ClusterConfig(Strict):
     @field_validator("log_retention_days")
     @classmethod
     def _retention(cls, v: int) -> int:
-        if v not in LOG_RETENTION_DAYS:
-            raise ValueError(f"{v} is not a CloudWatch Logs retention period; use e.g. 90")
-        return v
+        return check_log_retention(v)
 
 
 def check_pool_name(name: str) -> str:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from infra.config.base import LOG_RETENTION_DAYS, Strict
+from infra.config.base import Strict, check_log_retention
 
 
 class NatStrategy(StrEnum):
@@ -60,10 +60,7 @@ class FlowLogsConfig(Strict):
     @field_validator("retention_days")
     @classmethod
     def _retention(cls, v: int) -> int:
-        if v not in LOG_RETENTION_DAYS:
-            close = min(LOG_RETENTION_DAYS, key=lambda d: abs(d - v))
-            raise ValueError(f"{v} is not a CloudWatch Logs retention period; use e.g. {close}")
-        return v
+        return check_log_retention(v)
 
     @field_validator("aggregation_interval_s")
     @classmethod
