@@ -180,12 +180,15 @@ class AddonVersions(Strict):
 
     Check them against the cluster version with
     `aws eks describe-addon-versions --kubernetes-version <v> --addon-name <name>` before upgrading.
+    Defaults are for Kubernetes 1.35: kube-proxy and coredns from the EKS user guide's version tables
+    (https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html, .../managing-coredns.html),
+    vpc-cni from .../managing-vpc-cni.html.
     """
 
-    vpc_cni: str = Field("v1.19.5-eksbuild.1", description="vpc-cni; EFA-only interfaces need a recent one.")
-    coredns: str = Field("v1.12.1-eksbuild.2", description="coredns")
+    vpc_cni: str = Field("v1.20.1-eksbuild.3", description="vpc-cni; EFA-only interfaces need a recent one.")
+    coredns: str = Field("v1.14.3-eksbuild.3", description="coredns")
     kube_proxy: str = Field(
-        "v1.33.0-eksbuild.2", description="kube-proxy; match the Kubernetes minor version."
+        "v1.35.3-eksbuild.2", description="kube-proxy; must match the Kubernetes minor version."
     )
     aws_ebs_csi_driver: str = Field("v1.44.0-eksbuild.1", description="aws-ebs-csi-driver")
     eks_pod_identity_agent: str = Field("v1.3.7-eksbuild.2", description="eks-pod-identity-agent")
@@ -220,8 +223,10 @@ class AccessEntryConfig(Strict):
 class ClusterConfig(Strict):
     """The EKS cluster."""
 
+    # 1.35 is in EKS standard support until 2027-03; older minors cost extended-support fees.
+    # https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html
     kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field(
-        "1.33", description="e.g. '1.33'."
+        "1.35", description="Kubernetes minor version, e.g. '1.35'."
     )
     endpoint_public_access_cidrs: list[str] = Field(
         default_factory=list,
@@ -232,6 +237,18 @@ class ClusterConfig(Strict):
         default_factory=dict, description="Access entries keyed by a short name."
     )
     log_retention_days: int = Field(90, description="Retention of the control-plane log group (days).")
+
+    @model_validator(mode="after")
+    def _kube_proxy_matches(self) -> ClusterConfig:
+        # kube-proxy is built per Kubernetes minor; EKS refuses another minor's build for the cluster.
+        minor = ".".join(self.addons.kube_proxy.removeprefix("v").split(".")[:2])
+        if minor != self.kubernetes_version:
+            raise ValueError(
+                f"addons.kube_proxy {self.addons.kube_proxy} is for Kubernetes {minor} but "
+                f"kubernetes_version is {self.kubernetes_version}; "
+                f"pin a v{self.kubernetes_version}.x-eksbuild.N kube-proxy"
+            )
+        return self
 
     @field_validator("endpoint_public_access_cidrs")
     @classmethod

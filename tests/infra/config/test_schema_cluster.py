@@ -34,6 +34,15 @@ BAD = [
     ("network.flow_logs.aggregation_interval_s", 300, ["300 is not 60 or 600"]),
     ("network.availability_zones", ["us-west-2a"], ["names 1 zones but az_count is 2", "make them agree"]),
     ("cluster.kubernetes_version", "1.3", ["aiplat:platform.cluster.kubernetes_version"]),
+    (
+        "cluster.kubernetes_version",
+        "1.34",
+        [
+            "aiplat:platform.cluster",
+            "kube_proxy v1.35.3-eksbuild.2 is for Kubernetes 1.35",
+            "v1.34.x-eksbuild.N",
+        ],
+    ),
     ("cluster.addons.coredns", "latest", ["cluster.addons.coredns", "'latest' is not an EKS add-on version"]),
     ("cluster.addons.cilium", "v1.0.0-eksbuild.1", ["cluster.addons.cilium: unknown key"]),
     ("cluster.endpoint_public_access_cidrs", ["10.0.0.0/33"], ["'10.0.0.0/33' is not an IPv4 CIDR"]),
