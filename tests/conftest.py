@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,21 @@ from infra.plan.runner import Plan, run_plan
 
 REPO = Path(__file__).resolve().parents[1]
 STACKS = list_stacks()
+DELETE = object()  # value for with_value(): remove the key
+
+
+def with_value(doc: dict, path: str, value: object) -> dict:
+    """A deep copy of ``doc`` with the dotted ``path`` set to ``value`` (missing parents are created)."""
+    doc = copy.deepcopy(doc)
+    node = doc
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    if value is DELETE:
+        del node[last]
+    else:
+        node[last] = value
+    return doc
 
 
 @pytest.fixture(scope="session")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from infra.config.loader import load_stack_config, parse_platform_config
 from infra.config.schema import CapacityType, Environment, Role
 from infra.errors import ConfigErrors
+from tests.conftest import DELETE, with_value
 
 
 def test_every_stack_file_is_valid() -> None:
@@ -26,21 +25,6 @@ def test_stack_facts() -> None:
     assert load_stack_config("prod-hk-infer").region == "ap-east-1"
     assert load_stack_config("prod-sg-infer").region == "ap-southeast-1"
 
-
-def _mutate(doc: dict, path: str, value: object) -> dict:
-    doc = copy.deepcopy(doc)
-    node = doc
-    *parents, last = path.split(".")
-    for part in parents:
-        node = node[part]
-    if value is DELETE:
-        del node[last]
-    else:
-        node[last] = value
-    return doc
-
-
-DELETE = object()
 
 BAD = [
     # (path to change, new value, expected fragments of the one-line message)
@@ -92,7 +76,7 @@ BAD = [
 def test_bad_input_is_named(stack_doc, path: str, value: object, expected: list[str]) -> None:
     raw = stack_doc("dev-us-train")["config"]["aiplat:platform"]
     with pytest.raises(ConfigErrors) as info:
-        parse_platform_config(_mutate(raw, path, value))
+        parse_platform_config(with_value(raw, path, value))
     message = str(info.value)
     for fragment in expected:
         assert fragment in message, message

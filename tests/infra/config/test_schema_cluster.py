@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from infra.config.loader import parse_platform_config
 from infra.config.schema import AddonVersions, NatStrategy, Placement
 from infra.errors import ConfigErrors
-
-
-def _set(doc: dict, path: str, value: object) -> dict:
-    doc = copy.deepcopy(doc)
-    node = doc
-    *parents, last = path.split(".")
-    for part in parents:
-        node = node.setdefault(part, {})
-    node[last] = value
-    return doc
-
+from tests.conftest import with_value
 
 BAD = [
     ("network.nat", "two", ["aiplat:platform.network.nat", "'none', 'single' or 'one_per_az'"]),
@@ -72,7 +60,7 @@ BAD = [
 def test_bad_value_is_named(stack_doc, path: str, value: object, expected: list[str]) -> None:
     raw = stack_doc("dev-us-train")["config"]["aiplat:platform"]
     with pytest.raises(ConfigErrors) as info:
-        parse_platform_config(_set(raw, path, value))
+        parse_platform_config(with_value(raw, path, value))
     message = str(info.value)
     for fragment in expected:
         assert fragment in message, message
