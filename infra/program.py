@@ -56,7 +56,7 @@ def program() -> None:
         raise ConfigRunError(errors)
 
     account = account_facts(provider)
-    name_prefix = f"{cfg.name_prefix}-{cfg.environment.value}-{cfg.role.value}"
+    name_prefix = cfg.stack_prefix()
     in_region = pulumi.ResourceOptions(provider=provider)
 
     keys = KmsKeys(

@@ -99,7 +99,7 @@ def wire_storage(
         out.replication = ArtifactReplication(
             "replication",
             ArtifactReplicationArgs(
-                name_prefix=f"{cfg.name_prefix}-{env}",
+                name_prefix=cfg.resource_prefix(),
                 source_bucket_name=artifacts.bucket,
                 source_bucket_arn=artifacts.arn,
                 source_key_arn=data_key_arn,
@@ -128,7 +128,7 @@ def wire_storage(
     out.registry = Registry(
         "registry",
         RegistryArgs(
-            namespace=f"{cfg.name_prefix}-{env}",
+            namespace=cfg.resource_prefix(),
             repositories=reg.repositories,
             kms_key_arn=data_key_arn,
             untagged_expire_days=reg.untagged_expire_days,
@@ -173,7 +173,7 @@ def wire_cluster_storage(
     """
     st = cfg.storage
     env = cfg.environment.value
-    name_prefix = f"{cfg.name_prefix}-{env}-{cfg.role.value}"
+    name_prefix = cfg.stack_prefix()
 
     def who(access: PodAccessConfig) -> ServiceAccountRef:
         return ServiceAccountRef(
@@ -204,18 +204,10 @@ def wire_cluster_storage(
                     kms_key_arns=[],
                 ),
             )
-        m = st.minio
         return Minio(
             "minio",
             MinioArgs(
-                namespace=m.namespace,
-                chart_version=m.chart_version,
-                chart_repo=m.chart_repo,
-                storage_size=m.storage_size,
-                mode=m.mode.value,
-                replicas=m.replicas,
-                tls_issuer=m.tls_issuer,
-                storage_class=m.storage_class,
+                config=st.minio,
                 region=cfg.region,
                 buckets=names,
                 workloads=workloads,

@@ -31,6 +31,20 @@ def with_value(doc: dict, path: str, value: object) -> dict:
     return doc
 
 
+def assert_rejected(raw: dict, path: str, value: object, expected: list[str]) -> None:
+    """``raw`` with ``path`` set to ``value`` fails validation with every fragment in ``expected``,
+    one line per problem, each naming its ``aiplat:platform`` field."""
+    from infra.config.loader import parse_platform_config
+    from infra.errors import ConfigErrors
+
+    with pytest.raises(ConfigErrors) as info:
+        parse_platform_config(with_value(raw, path, value))
+    message = str(info.value)
+    for fragment in expected:
+        assert fragment in message, message
+    assert all(line.startswith("aiplat:platform") for line in message.splitlines()), message
+
+
 @pytest.fixture(scope="session")
 def plan_stack() -> Callable[[str], Plan]:
     """``plan_stack("prod-us-train")`` runs the real program under mocks (cached per session)."""

@@ -20,6 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from infra.config.storage import MinioConfig, MinioMode
 from infra.lib import iam
 
 RELEASE = "minio"  # release name = chart name, so the service is called "minio"
@@ -39,20 +40,14 @@ class MinioWorkload:
 class MinioArgs:
     """Inputs of Minio.
 
-    ``buckets`` maps purpose -> bucket name; ``storage_size`` is per volume (e.g. '500Gi').
+    ``config`` is the stack's validated ``storage.minio`` section (chart, mode, size per volume, TLS
+    issuer); ``buckets`` maps purpose -> bucket name.
     """
 
-    namespace: str
-    chart_version: str
-    chart_repo: str
-    storage_size: str
-    mode: str
-    replicas: int
-    tls_issuer: str
+    config: MinioConfig
     region: str
     buckets: Mapping[str, str]
     workloads: Mapping[str, MinioWorkload] = field(default_factory=dict)
-    storage_class: str | None = None
 
 
 def endpoint_url(namespace: str) -> str:
@@ -69,23 +64,24 @@ class Minio(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: MinioArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:minio:Minio", name, None, opts)
-        if not args.storage_size:
+        cfg = args.config
+        if not cfg.storage_size:
             raise ValueError("MinIO needs a storage size")
         child = pulumi.ResourceOptions(parent=self)
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.namespace, labels={"app.kubernetes.io/part-of": "aiplat"}
+                name=cfg.namespace, labels={"app.kubernetes.io/part-of": "aiplat"}
             ),
             opts=child,
         )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
-        self.endpoint = endpoint_url(args.namespace)
+        self.endpoint = endpoint_url(cfg.namespace)
 
         root_password = random.RandomPassword(f"{name}-root-password", length=40, special=False, opts=child)
         root = k8s.core.v1.Secret(
             f"{name}-root",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="minio-root", namespace=args.namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="minio-root", namespace=cfg.namespace),
             type="Opaque",
             # keys the chart reads with existingSecret
             string_data={"rootUser": ROOT_USER, "rootPassword": root_password.result},
@@ -98,7 +94,7 @@ class Minio(pulumi.ComponentResource):
         }
         users_secret = k8s.core.v1.Secret(
             f"{name}-users",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="minio-users", namespace=args.namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="minio-users", namespace=cfg.namespace),
             type="Opaque",
             string_data={w: p.result for w, p in passwords.items()},
             opts=in_ns,
@@ -125,15 +121,15 @@ class Minio(pulumi.ComponentResource):
             f"{name}-certificate",
             api_version="cert-manager.io/v1",
             kind="Certificate",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=TLS_SECRET, namespace=args.namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TLS_SECRET, namespace=cfg.namespace),
             spec={
                 "secretName": TLS_SECRET,
-                "issuerRef": {"name": args.tls_issuer, "kind": "ClusterIssuer", "group": "cert-manager.io"},
+                "issuerRef": {"name": cfg.tls_issuer, "kind": "ClusterIssuer", "group": "cert-manager.io"},
                 "dnsNames": [
-                    f"{RELEASE}.{args.namespace}.svc",
-                    f"{RELEASE}.{args.namespace}.svc.cluster.local",
+                    f"{RELEASE}.{cfg.namespace}.svc",
+                    f"{RELEASE}.{cfg.namespace}.svc.cluster.local",
                     # the headless service of distributed mode: pods talk to each other over TLS too
-                    f"*.{RELEASE}-svc.{args.namespace}.svc.cluster.local",
+                    f"*.{RELEASE}-svc.{cfg.namespace}.svc.cluster.local",
                 ],
                 "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
             },
@@ -141,8 +137,8 @@ class Minio(pulumi.ComponentResource):
         )
 
         values = {
-            "mode": args.mode,
-            "replicas": args.replicas if args.mode == "distributed" else 1,
+            "mode": cfg.mode.value,
+            "replicas": cfg.replicas if cfg.mode is MinioMode.distributed else 1,
             "existingSecret": "minio-root",
             "tls": {
                 "enabled": True,
@@ -152,8 +148,8 @@ class Minio(pulumi.ComponentResource):
             },
             "persistence": {
                 "enabled": True,
-                "size": args.storage_size,
-                **({"storageClass": args.storage_class} if args.storage_class else {}),
+                "size": cfg.storage_size,
+                **({"storageClass": cfg.storage_class} if cfg.storage_class else {}),
             },
             "buckets": [
                 {"name": b, "policy": "none", "purge": False, "versioning": True, "objectlocking": False}
@@ -178,9 +174,9 @@ class Minio(pulumi.ComponentResource):
             f"{name}-release",
             name=RELEASE,
             chart="minio",
-            version=args.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart_repo),
-            namespace=args.namespace,
+            version=cfg.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=cfg.chart_repo),
+            namespace=cfg.namespace,
             values=values,
             atomic=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[root, users_secret, cert]),

@@ -171,5 +171,10 @@ class PlatformConfig(Strict):
         return self
 
     def resource_prefix(self) -> str:
-        """``<name_prefix>-<environment>``: prefix of physical names shared by a stack's components."""
+        """``<name_prefix>-<environment>``: prefix of names shared by the stacks of one environment
+        (ECR namespace, replica keys)."""
         return f"{self.name_prefix}-{self.environment.value}"
+
+    def stack_prefix(self) -> str:
+        """``<name_prefix>-<environment>-<role>``: prefix of this stack's physical resource names."""
+        return f"{self.resource_prefix()}-{self.role.value}"

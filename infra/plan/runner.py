@@ -42,7 +42,8 @@ def _scrub(value: Any) -> Any:
             if sig == rpc._special_resource_sig:
                 return {"resourceRef": value.get("urn")}
             return {"special": sig}
-        return {k: _scrub(v) for k, v in value.items()}
+        # sorted: the engine's property order varies between runs; plan files must diff cleanly
+        return {k: _scrub(v) for k, v in sorted(value.items())}
     if isinstance(value, list | tuple):
         return [_scrub(v) for v in value]
     if value is None or isinstance(value, bool | int | float | str):
@@ -179,7 +180,8 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
         project=PROJECT,
         region=cfg.region,
         config=config_as_json(cfg),
-        resources=monitor.recorded,
+        # Registrations complete in an order that varies between runs; sort so plans diff cleanly.
+        resources=sorted(monitor.recorded, key=lambda r: r.urn),
         outputs=monitor.stack_outputs,
         calls=mocks.calls,
     )

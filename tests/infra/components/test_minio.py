@@ -48,13 +48,7 @@ def minio_plan() -> tuple[Plan, list[str], str]:
         m = Minio(
             "minio",
             MinioArgs(
-                namespace=cfg.namespace,
-                chart_version=cfg.chart_version,
-                chart_repo=cfg.chart_repo,
-                storage_size=cfg.storage_size,
-                mode=cfg.mode.value,
-                replicas=cfg.replicas,
-                tls_issuer=cfg.tls_issuer,
+                config=cfg,
                 region="us-east-1",
                 buckets=BUCKETS,
                 workloads={

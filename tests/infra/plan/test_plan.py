@@ -145,3 +145,12 @@ def test_not_offered_registers_no_cloud_resource(stack_doc, write_stack) -> None
         runner.RecordingMonitor.__init__ = original
     # only the provider (configuration, not a cloud resource) was registered before the check
     assert [r.type for r in recorded[0].recorded] == ["pulumi:providers:aws"]
+
+
+def test_plan_file_is_the_same_on_every_run(tmp_path) -> None:
+    # Reviews diff plan files: two runs of the same stack must write the same bytes.
+    from infra.plan.runner import run_plan, write_plan
+
+    first = write_plan(run_plan("prod-us-train"), tmp_path / "a").read_bytes()
+    second = write_plan(run_plan("prod-us-train"), tmp_path / "b").read_bytes()
+    assert first == second
