@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.config.loader import list_stacks
+from infra.io.stackfiles import list_stacks
 from infra.plan.runner import Plan, run_plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,8 +34,8 @@ def with_value(doc: dict, path: str, value: object) -> dict:
 def assert_rejected(raw: dict, path: str, value: object, expected: list[str]) -> None:
     """``raw`` with ``path`` set to ``value`` fails validation with every fragment in ``expected``,
     one line per problem, each naming its ``aiplat:platform`` field."""
-    from infra.config.loader import parse_platform_config
-    from infra.errors import ConfigErrors
+    from infra.model.config.parse import parse_platform_config
+    from infra.model.errors import ConfigErrors
 
     with pytest.raises(ConfigErrors) as info:
         parse_platform_config(with_value(raw, path, value))
@@ -56,6 +56,23 @@ def plan_stack() -> Callable[[str], Plan]:
         return cache[stack]
 
     return get
+
+
+@pytest.fixture
+def monitors(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Every RecordingMonitor the plan runner creates during the test, to see what was registered
+    before a refusal (the runner creates one per program run)."""
+    from infra.plan import runner
+
+    created: list = []
+    original = runner.RecordingMonitor.__init__
+
+    def spy(self, mocks):
+        original(self, mocks)
+        created.append(self)
+
+    monkeypatch.setattr(runner.RecordingMonitor, "__init__", spy)
+    return created
 
 
 @pytest.fixture

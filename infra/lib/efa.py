@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infra.awsdata import InstanceFacts
+from infra.model.facts import InstanceFacts
 
 EFA = "efa"
 EFA_ONLY = "efa-only"
@@ -51,10 +51,8 @@ def family(instance_type: str) -> str:
 
 
 def max_efa_interfaces(facts: InstanceFacts) -> int:
-    """How many EFA interfaces the type takes: one per network card, at most AWS's EFA maximum."""
-    if not facts.efa_supported:
-        return 0
-    return max(1, min(facts.max_efa_interfaces, facts.max_network_cards))
+    """How many EFA interfaces the type takes (``InstanceFacts.efa_interface_limit``)."""
+    return facts.efa_interface_limit
 
 
 def uses_efa_only(facts: InstanceFacts) -> bool:

@@ -2,7 +2,8 @@
 
 Resource registrations are answered with their inputs plus the identifiers AWS would compute (id, arn);
 the values are placeholders, the *shape* is what the real provider returns. Data calls (availability
-zones, instance types, offerings, caller identity, partition, region) are answered from ``infra.awsdata``.
+zones, instance types, offerings, caller identity, partition, region) are answered from the snapshot
+(``infra/io/snapshot.py``).
 A data call we cannot answer raises ``DataSourceError`` naming the call, so nothing silently receives an
 empty answer.
 """
@@ -18,85 +19,11 @@ from typing import Any
 import pulumi
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
-from infra import awsdata
-from infra.errors import DataSourceError
+from infra.io import snapshot
+from infra.model.errors import DataSourceError
 
 ACCOUNT_ID = DEFAULT_ACCOUNT_ID  # moto's account; the offline plan has no real one
 PARTITION = "aws"
-
-
-def _pulumi_instance_type(raw: dict[str, Any], region: str) -> dict[str, Any]:
-    """A ``DescribeInstanceTypes`` entry in the shape of pulumi-aws ``getInstanceType`` (camelCase)."""
-    net = raw.get("NetworkInfo", {})
-    gpus = raw.get("GpuInfo", {})
-    ebs = raw.get("EbsInfo", {})
-    storage = raw.get("InstanceStorageInfo", {})
-    vcpu = raw.get("VCpuInfo", {})
-    return {
-        "id": raw["InstanceType"],
-        "instanceType": raw["InstanceType"],
-        "region": region,
-        "autoRecoverySupported": raw.get("AutoRecoverySupported", False),
-        "bareMetal": raw.get("BareMetal", False),
-        "burstablePerformanceSupported": raw.get("BurstablePerformanceSupported", False),
-        "currentGeneration": raw.get("CurrentGeneration", False),
-        "dedicatedHostsSupported": raw.get("DedicatedHostsSupported", False),
-        "defaultCores": vcpu.get("DefaultCores", 0),
-        "defaultThreadsPerCore": vcpu.get("DefaultThreadsPerCore", 0),
-        "defaultVcpus": vcpu.get("DefaultVCpus", 0),
-        "defaultNetworkCardIndex": net.get("DefaultNetworkCardIndex", 0),
-        "ebsEncryptionSupport": ebs.get("EncryptionSupport", ""),
-        "ebsNvmeSupport": ebs.get("NvmeSupport", ""),
-        "ebsOptimizedSupport": ebs.get("EbsOptimizedSupport", ""),
-        "efaSupported": net.get("EfaSupported", False),
-        "efaMaximumInterfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0),
-        "enaSupport": net.get("EnaSupport", ""),
-        "enaSrdSupported": net.get("EnaSrdSupported", False),
-        "encryptionInTransitSupported": net.get("EncryptionInTransitSupported", False),
-        "freeTierEligible": raw.get("FreeTierEligible", False),
-        "gpuses": [
-            {
-                "count": g.get("Count", 0),
-                "manufacturer": g.get("Manufacturer", ""),
-                "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0),
-                "name": g.get("Name", ""),
-            }
-            for g in gpus.get("Gpus", [])
-        ],
-        "totalGpuMemory": gpus.get("TotalGpuMemoryInMiB", 0),
-        "hibernationSupported": raw.get("HibernationSupported", False),
-        "hypervisor": raw.get("Hypervisor", ""),
-        "instanceDisks": [
-            {"count": d.get("Count", 0), "size": d.get("SizeInGB", 0), "type": d.get("Type", "")}
-            for d in storage.get("Disks", [])
-        ],
-        "instanceStorageSupported": raw.get("InstanceStorageSupported", False),
-        "totalInstanceStorage": storage.get("TotalSizeInGB", 0),
-        "ipv6Supported": net.get("Ipv6Supported", False),
-        "maximumIpv4AddressesPerInterface": net.get("Ipv4AddressesPerInterface", 0),
-        "maximumIpv6AddressesPerInterface": net.get("Ipv6AddressesPerInterface", 0),
-        "maximumNetworkCards": net.get("MaximumNetworkCards", 1),
-        "maximumNetworkInterfaces": net.get("MaximumNetworkInterfaces", 1),
-        "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
-        "networkCards": [
-            {
-                "index": c.get("NetworkCardIndex", 0),
-                "maximumInterfaces": c.get("MaximumNetworkInterfaces", 0),
-                "baselineBandwidth": c.get("BaselineBandwidthInGbps", 0.0),
-                "peakBandwidth": c.get("PeakBandwidthInGbps", 0.0),
-                "performance": c.get("NetworkPerformance", ""),
-            }
-            for c in net.get("NetworkCards", [])
-        ],
-        "networkPerformance": net.get("NetworkPerformance", ""),
-        "supportedArchitectures": raw.get("ProcessorInfo", {}).get("SupportedArchitectures", []),
-        "supportedPlacementStrategies": raw.get("PlacementGroupInfo", {}).get("SupportedStrategies", []),
-        "supportedRootDeviceTypes": raw.get("SupportedRootDeviceTypes", []),
-        "supportedUsagesClasses": raw.get("SupportedUsageClasses", []),
-        "supportedVirtualizationTypes": raw.get("SupportedVirtualizationTypes", []),
-        "nitroEnclavesSupport": raw.get("NitroEnclavesSupport", ""),
-        "nitroTpmSupport": raw.get("NitroTpmSupport", ""),
-    }
 
 
 def _filter_values(args: dict[str, Any], name: str) -> list[str] | None:
@@ -139,7 +66,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
 
     def _availability_zones(self, args: dict[str, Any]) -> dict[str, Any]:
         region = self._region_of(args)
-        zones = awsdata.availability_zones(region)
+        zones = snapshot.availability_zones(region)
         if not zones:
             raise DataSourceError(
                 f"getAvailabilityZones: the AWS snapshot has no zones for region {region!r}"
@@ -157,11 +84,11 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
 
     def _instance_type(self, args: dict[str, Any]) -> dict[str, Any]:
         itype = args.get("instanceType", "")
-        raw = awsdata.describe_instance_type(itype)
+        raw = snapshot.describe_instance_type(itype)
         if raw is None:
             # What EC2 answers for an unknown type; our config validation catches it earlier.
             raise DataSourceError(f"getInstanceType: InvalidInstanceType: {itype!r} does not exist")
-        return _pulumi_instance_type(raw, self._region_of(args))
+        return snapshot.get_instance_type_result(raw, self._region_of(args))
 
     def _instance_type_offerings(self, args: dict[str, Any]) -> dict[str, Any]:
         region = self._region_of(args)
@@ -173,9 +100,9 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         wanted = _filter_values(args, "instance-type")
         locations = _filter_values(args, "location")
         if location_type == "region":
-            rows = [(t, region) for t in sorted(awsdata.offered_in_region(region))]
+            rows = [(t, region) for t in sorted(snapshot.offered_in_region(region))]
         else:
-            rows = [(t, az) for az, types in awsdata.offered_by_az(region).items() for t in sorted(types)]
+            rows = [(t, az) for az, types in snapshot.offered_by_az(region).items() for t in sorted(types)]
         rows = [
             (t, loc)
             for t, loc in rows

@@ -2,12 +2,16 @@
 
 The program is the same function ``pulumi up`` runs (``infra.program.program``); here the engine is
 Pulumi's ``MockMonitor``, extended to record each registration the way the engine receives it: type,
-name, parent, provider and the inputs with the camelCase property names the provider would see.
+name, parent, provider, the inputs with the camelCase property names the provider would see, the
+dependencies (explicit ``depends_on`` and those implied by inputs, as URNs) and the resource options the
+engine acts on (protect, retainOnDelete, deleteBeforeReplace, ignoreChanges, replaceOnChanges,
+additionalSecretOutputs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -21,13 +25,13 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
-from infra.config.loader import CONFIG_KEY, load_stack_config, stack_file
-from infra.config.schema import PlatformConfig
+from infra.io.stackfiles import default_stacks_dir, load_stack_config, read_stack_index, stack_file
+from infra.model.config.schema import PlatformConfig
+from infra.model.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
 from infra.plan.mocks import AwsSnapshotMocks
+from infra.rules import Finding
 
-PROJECT = "aiplat"
 SECRET = "[secret]"
-ORGANIZATION = "organization"  # what self-managed (DIY) backends call every organization
 
 _OUTPUTS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -53,6 +57,8 @@ def _scrub(value: Any) -> Any:
 
 @dataclass
 class RecordedResource:
+    """One registration as the engine received it."""
+
     urn: str
     type: str
     name: str
@@ -60,6 +66,9 @@ class RecordedResource:
     provider: str | None
     custom: bool
     inputs: dict[str, Any]
+    # URNs this resource waits for: explicit depends_on and the resources its inputs come from.
+    dependencies: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -69,7 +78,26 @@ class RecordedResource:
             "parent": self.parent,
             "provider": self.provider,
             "inputs": self.inputs,
+            "dependencies": self.dependencies,
+            "options": self.options,
         }
+
+
+def _options(request: Any) -> dict[str, Any]:
+    """The resource options of a RegisterResourceRequest that the engine acts on (camelCase, as sent).
+
+    A ReadResourceRequest has none of them: a read resource is never created, replaced or deleted.
+    """
+    if not hasattr(request, "deleteBeforeReplace"):
+        return {}
+    return {
+        "protect": bool(request.protect),
+        "retainOnDelete": bool(request.retainOnDelete),
+        "deleteBeforeReplace": bool(request.deleteBeforeReplace),
+        "ignoreChanges": sorted(request.ignoreChanges),
+        "replaceOnChanges": sorted(request.replaceOnChanges),
+        "additionalSecretOutputs": sorted(request.additionalSecretOutputs),
+    }
 
 
 class RecordingMonitor(MockMonitor):
@@ -99,6 +127,8 @@ class RecordingMonitor(MockMonitor):
                 provider=request.provider or None,
                 custom=custom,
                 inputs=_scrub(rpc.deserialize_properties(properties)),
+                dependencies=sorted(set(request.dependencies)),
+                options=_options(request),
             )
         )
 
@@ -125,6 +155,8 @@ class Plan:
     resources: list[RecordedResource]
     outputs: dict[str, Any]
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # warnings and notes of the rules (errors stop the plan instead)
+    findings: list[Finding] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -162,18 +194,26 @@ def config_as_json(cfg: PlatformConfig) -> dict[str, Any]:
 def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | None = None) -> Plan:
     """Validate the stack's config, then run the program under mocks and return what it registered.
 
-    Raises ConfigErrors (from the schema or from the AWS-facts checks) before any resource is registered.
+    ``stacks_dir`` is the folder of stack files the plan is made from (default: the project's ``stacks/``);
+    the program's cross-stack rules see exactly those stacks. Raises ConfigErrors (from the schema or from
+    the rules) before any resource is registered.
     """
     from infra import program
 
+    stacks_dir = stacks_dir or default_stacks_dir()
     cfg = cfg or load_stack_config(stack, stacks_dir)
     # A StackReference is answered from the referenced stack's own plan, made first (and cached).
     referenced = {}
-    if cfg.storage.source_stack:
+    # (a source stack without a file is the rule 'source-stack-replicates-here's to report)
+    if cfg.storage.source_stack and stack_file(cfg.storage.source_stack, stacks_dir).exists():
         referenced[cfg.storage.source_stack] = planned_outputs(cfg.storage.source_stack, stacks_dir)
     mocks = AwsSnapshotMocks(cfg.region, stack_outputs=referenced)
+    findings: list[Finding] = []
     monitor = run_program(
-        program.program, stack=stack, mocks=mocks, config={CONFIG_KEY: json.dumps(config_as_json(cfg))}
+        functools.partial(program.program, stacks=read_stack_index(stacks_dir), on_finding=findings.append),
+        stack=stack,
+        mocks=mocks,
+        config={CONFIG_KEY: json.dumps(config_as_json(cfg))},
     )
     return Plan(
         stack=stack,
@@ -184,6 +224,7 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
         resources=sorted(monitor.recorded, key=lambda r: r.urn),
         outputs=monitor.stack_outputs,
         calls=mocks.calls,
+        findings=findings,
     )
 
 
@@ -202,7 +243,12 @@ def run_program(
     asyncio.set_event_loop(loop)
     try:
         pulumi.runtime.set_mocks(
-            mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor, organization=ORGANIZATION
+            mocks,
+            project=PROJECT,
+            stack=stack,
+            preview=False,
+            monitor=monitor,
+            organization=DEFAULT_ORGANIZATION,
         )
         set_root_resource(None)  # type: ignore[arg-type]
         pulumi.runtime.set_all_config(config or {}, [])
@@ -215,7 +261,7 @@ def run_program(
 
 def planned_outputs(stack: str, stacks_dir: Path | None = None) -> dict[str, Any]:
     """The outputs of ``stack``'s plan (cached per stack file content): what a StackReference would read."""
-    path = stack_file(stack, stacks_dir)
+    path = stack_file(stack, stacks_dir or default_stacks_dir())
     key = (str(path), hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "")
     if key not in _OUTPUTS_CACHE:
         _OUTPUTS_CACHE[key] = run_plan(stack, stacks_dir=stacks_dir).outputs
