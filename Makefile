@@ -12,9 +12,9 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# The base install is enough for the offline plan.
+# The offline plan: the base install plus moto's AWS snapshot (`pulumi up` needs only the base install).
 $(VENV)/.base: pyproject.toml | $(BIN)/python
-	$(PIP) install -q -e .
+	$(PIP) install -q -e '.[plan]'
 	touch $@
 
 # Tests need the dev tools and the trainer's stack (CPU torch from the local wheel, see README).
@@ -27,6 +27,7 @@ plan: $(VENV)/.base
 
 test: $(VENV)/.dev lint-docker
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 lint-docker: $(VENV)/.dev

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pulumi
-from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from infra.io import snapshot
 from infra.model.errors import DataSourceError
 
-ACCOUNT_ID = DEFAULT_ACCOUNT_ID  # moto's account; the offline plan has no real one
+# The offline plan has no real account: moto's default account id (moto.core.models.DEFAULT_ACCOUNT_ID),
+# so ARNs in plans match what a moto server returns in the tests.
+ACCOUNT_ID = "123456789012"
 PARTITION = "aws"
 
 

@@ -86,10 +86,18 @@ class NodePoolConfig(Strict):
     instance_type: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")] = Field(
         description="EC2 instance type, e.g. 'p5.48xlarge'; checked against the region's offerings."
     )
-    min_size: Annotated[int, Field(ge=0)] = 0
-    desired_size: Annotated[int, Field(ge=0)] = 1
-    max_size: Annotated[int, Field(ge=1)] = 1
-    capacity_type: CapacityType = CapacityType.on_demand
+    min_size: Annotated[int, Field(ge=0)] = Field(0, description="Fewest nodes (at most max_size).")
+    desired_size: Annotated[int, Field(ge=0)] = Field(
+        1, description="Nodes at creation, within min_size..max_size; the autoscaler owns it afterwards."
+    )
+    max_size: Annotated[int, Field(ge=1)] = Field(
+        1, description="Most nodes; size vCPU quotas and capacity reservations for this number."
+    )
+    capacity_type: CapacityType = Field(
+        CapacityType.on_demand,
+        description="on_demand, spot, capacity_reservation (ODCR) or capacity_block; the last two need "
+        "capacity_reservation.",
+    )
     gpu: bool = Field(True, description="GPU pool (NVIDIA AMI, GPU taint) or CPU system pool.")
     gpus_per_node: Annotated[int, Field(ge=1)] | None = Field(
         None,

@@ -84,11 +84,17 @@ __all__ = [
 class Tags(Strict):
     """Cost-allocation tags, applied to every taggable resource through the provider's default tags."""
 
-    CostCenter: Annotated[str, Field(min_length=1, max_length=256)]
-    Project: Annotated[str, Field(min_length=1, max_length=256)]
-    Owner: Annotated[str, Field(min_length=1, max_length=256)]
-    Environment: Environment
-    Workload: Annotated[str, Field(min_length=1, max_length=256)]
+    CostCenter: Annotated[str, Field(min_length=1, max_length=256)] = Field(
+        description="Cost center billed for the stack (a cost-allocation tag)."
+    )
+    Project: Annotated[str, Field(min_length=1, max_length=256)] = Field(description="Project name tag.")
+    Owner: Annotated[str, Field(min_length=1, max_length=256)] = Field(
+        description="Team or person to contact about the resources."
+    )
+    Environment: Annotated[Environment, Field(description="Must equal the stack's environment.")]
+    Workload: Annotated[str, Field(min_length=1, max_length=256)] = Field(
+        description="What runs here, e.g. 'training' or 'inference'."
+    )
     extra: dict[str, str] = Field(default_factory=dict, description="More tags, key -> value.")
 
     @field_validator("extra")
@@ -118,8 +124,12 @@ class Tags(Strict):
 class PlatformConfig(Strict):
     """Everything one stack (one region, one environment) declares: the ``aiplat:platform`` key."""
 
-    environment: Environment
-    role: Role
+    environment: Environment = Field(
+        description="dev or prod; prod turns on deletion protection of data, keys and the cluster."
+    )
+    role: Role = Field(
+        description="train (the DDP trainer, owns buckets and images) or infer (serves models)."
+    )
     region: str = Field(description="AWS region, e.g. 'us-east-1'.")
     name_prefix: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{1,18}[a-z0-9]$")] = Field(
         "aiplat", description="Prefix of physical resource names (3-20 characters)."

@@ -111,7 +111,9 @@ class MinioConfig(Strict):
         "5.4.0", description="Pinned version of the MinIO Helm chart."
     )
     chart_repo: str = Field("https://charts.min.io/", description="Helm repository of the chart.")
-    namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] = "minio"
+    namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] = Field(
+        "minio", description="Namespace of the MinIO release."
+    )
     mode: MinioMode = Field(
         MinioMode.distributed, description="standalone (1 pod) or distributed (erasure coded)."
     )
@@ -147,8 +149,12 @@ class MinioConfig(Strict):
 class PodAccessConfig(Strict):
     """Which Kubernetes service account gets a pod role, and the key prefix it may use."""
 
-    namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
-    service_account: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")]
+    namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] = Field(
+        description="Kubernetes namespace of the workload."
+    )
+    service_account: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")] = Field(
+        description="Kubernetes service account the workload's pods run as."
+    )
     prefix: Annotated[str, Field(pattern=r"^([a-z0-9][a-z0-9_.-]*(/[a-z0-9][a-z0-9_.-]*)*)?$")] = Field(
         description="Key prefix (no leading/trailing '/'); '' means the whole bucket."
     )
@@ -165,7 +171,9 @@ def _inference_access() -> PodAccessConfig:
 class StorageConfig(Strict):
     """Object storage, pod access and cross-region replication."""
 
-    backend: StorageBackend = StorageBackend.s3
+    backend: StorageBackend = Field(
+        StorageBackend.s3, description="s3 (buckets, IRSA) or minio (MinIO in the cluster)."
+    )
     bucket_names: dict[BucketPurpose, BucketName] = Field(
         default_factory=dict,
         description="Override of a bucket's name. Default '<name_prefix>-<environment>-<region>-<purpose>' "
