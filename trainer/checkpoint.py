@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 
 from trainer.config import CheckpointConfig
 from trainer.distributed import DistInfo
+from trainer.errors import BadInput
 from trainer.storage import LocalStore, S3Store, make_store
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,7 @@ class Checkpointer:
         optimizer: torch.optim.Optimizer,
         extras: dict[str, Any],
         job_config: dict[str, Any] | None = None,
+        manifest_info: dict[str, Any] | None = None,
     ) -> None:
         self.cfg = cfg
         self.info = info
@@ -113,6 +116,9 @@ class Checkpointer:
         # Objects with state_dict()/load_state_dict() of small picklable state (scheduler, data position...).
         self.extras = extras
         self.job_config = job_config or {}
+        # Written into every manifest: run_id, data (dataset fingerprint, tokenizer), ...
+        self.manifest_info = manifest_info or {}
+        self._metrics: dict[str, Any] | None = None
         self.enabled = bool(cfg.uri)
         self.store = (
             make_store(cfg.uri, cfg.s3_region, cfg.s3_endpoint, cfg.s3_max_attempts) if self.enabled else None
@@ -176,13 +182,17 @@ class Checkpointer:
                     self.cfg.shutdown_window_s,
                 )
 
-    def save(self, step: int, blocking: bool = False) -> SaveResult | None:
+    def save(
+        self, step: int, blocking: bool = False, metrics: dict[str, Any] | None = None
+    ) -> SaveResult | None:
         """Start a checkpoint of the state after ``step``; with ``blocking`` wait and return its result.
+        ``metrics`` (the trainer's step record) goes into the manifest.
 
         Every rank must call this at the same step (it is collective). Results also go to :meth:`drain`."""
         if not self.enabled:
             return None
         self.wait()  # at most one save in flight
+        self._metrics = metrics
         assert self.store is not None
         t0 = time.perf_counter()
         if self.info.is_main and step in self._existing_dirs():
@@ -246,6 +256,8 @@ class Checkpointer:
                     "created_unix": time.time(),
                     "files": files,
                     "config": self.job_config,
+                    **self.manifest_info,
+                    "metrics": self._metrics,
                 }
                 try:
                     assert self.store is not None
@@ -325,3 +337,58 @@ class Checkpointer:
             self.wait()
         finally:
             self._pool.shutdown(wait=True)
+
+
+@dataclass
+class CommittedCheckpoint:
+    """A committed checkpoint whose files matched its manifest when it was opened."""
+
+    store: LocalStore | S3Store
+    step: int
+    manifest: dict[str, Any]
+
+    @property
+    def uri(self) -> str:
+        """Location of the checkpoint folder."""
+        return self.store.uri(self.step)
+
+    @property
+    def run_id(self) -> str:
+        """The run that wrote it (manifest ``run_id``, else the checkpoint root's last path component)."""
+        rid = self.manifest.get("run_id")
+        return rid if isinstance(rid, str) and rid else str(self.store.root).rstrip("/").rsplit("/", 1)[-1]
+
+    def load_model_weights(self, model: torch.nn.Module) -> dict[str, torch.Tensor]:
+        """Only the model's tensors (no optimizer state), read into ``model.state_dict()`` in this process
+        (no process group needed) and returned."""
+        sd = model.state_dict()
+        with warnings.catch_warnings():  # DCP warns that no_dist means "a single process": intended
+            warnings.simplefilter("ignore", UserWarning)
+            dcp.load({"model": sd}, storage_reader=self.store.reader(self.step), no_dist=True)
+        return sd
+
+
+def open_committed(uri: str, step: int | None = None) -> CommittedCheckpoint:
+    """The committed checkpoint at ``step`` (newest valid one when ``None``) under the checkpoint root
+    ``uri``, with every file's sha256 checked; ``uri`` may also name a ``step_XXXXXXXXX`` folder.
+    Raises :class:`BadInput` when there is none."""
+    from trainer.storage import STEP_RE
+
+    root = uri.rstrip("/")
+    last = root.rsplit("/", 1)[-1]
+    if m := STEP_RE.match(last):
+        if step is not None and step != int(m.group(1)):
+            raise BadInput(f"--checkpoint={uri} is step {int(m.group(1))}, but --step={step}")
+        root, step = root[: -len(last) - 1], int(m.group(1))
+    store = make_store(root)
+    steps = store.list_steps()
+    if step is not None and step not in steps:
+        raise BadInput(f"no checkpoint for step {step} under {root} (found steps {steps[-5:]})")
+    for s in [step] if step is not None else reversed(steps):
+        reason = validate_checkpoint(store, s, verify_hashes=True)
+        if not reason:
+            return CommittedCheckpoint(store, s, json.loads(store.read_bytes(s, MANIFEST)))
+        if step is not None:
+            raise BadInput(f"{store.uri(s)} is not a committed checkpoint: {reason}")
+        log.warning("skipping checkpoint %s: %s", store.uri(s), reason)
+    raise BadInput(f"no committed checkpoint under {root}")

@@ -130,6 +130,8 @@ class TrainConfig:
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: bf16 on GPU, fp32 on CPU
     compile: bool = False  # torch.compile the model (GPU runs; slow to warm up on CPU)
     dist_timeout_s: float = 300.0  # collective timeout; a dead peer surfaces as an error, not a hang
+    # Name of the run in checkpoint manifests, run records and releases; "" = last part of checkpoint.uri.
+    run_id: str = ""
     # Test/debug knob only: sleep this long after every step so that tests can interrupt a tiny model
     # mid-run. Leave at 0 for real training.
     step_delay_s: float = 0.0
@@ -179,6 +181,12 @@ class CheckpointConfig:
         _require(
             self.shutdown_window_s > 0, "checkpoint.shutdown_window_s", self.shutdown_window_s, "must be > 0"
         )
+        _require(
+            "release" not in self.uri.replace("\\", "/").split("/"),
+            "checkpoint.uri",
+            self.uri,
+            "the trainer writes only under its runs prefix; release/ is written by python -m trainer.publish",
+        )
         if self.uri.startswith("s3://"):
             _require(
                 len(self.uri) > len("s3://") and not self.uri[5:].startswith("/"),
@@ -221,6 +229,10 @@ class JobConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (for logging and for storing beside checkpoints)."""
         return dataclasses.asdict(self)
+
+    def resolved_run_id(self) -> str:
+        """``train.run_id``, else the last path component of ``checkpoint.uri``, else ``"run"``."""
+        return self.train.run_id or self.checkpoint.uri.rstrip("/").rsplit("/", 1)[-1] or "run"
 
 
 _SECTIONS: dict[str, type] = {f.name: f.type for f in dataclasses.fields(JobConfig)}  # type: ignore[misc]

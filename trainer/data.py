@@ -45,6 +45,20 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 22) -> str:
     return h.hexdigest()
 
 
+def dataset_fingerprint(index: dict) -> str:
+    """sha256 of what defines the token stream (format, dtype, vocabulary, every shard's name, length and
+    sha256), independent of the JSON's formatting: it changes exactly when the samples would."""
+    keys = ("format", "dtype", "tokenizer", "vocab_size", "eot_token")
+    canon = {k: index.get(k) for k in keys}
+    canon["shards"] = [[s.get("file"), s.get("tokens"), s.get("sha256")] for s in index.get("shards", [])]
+    return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()
+
+
+def tokenizer_info(index: dict) -> dict:
+    """What a consumer of the model needs to encode and decode text (from the shard index)."""
+    return {k: index.get(k) for k in ("tokenizer", "vocab_size", "eot_token")}
+
+
 def split_s3_uri(uri: str) -> tuple[str, str]:
     """``s3://bucket/a/b`` -> ``("bucket", "a/b")`` (prefix without leading/trailing slash)."""
     rest = uri[len("s3://") :]
@@ -62,6 +76,7 @@ class TokenShards:
             raise ValueError(f"{self.directory / INDEX_FILE}: not a {SHARD_FORMAT} index")
         self.seq_len = seq_len
         self.vocab_size = int(self.index["vocab_size"])
+        self.fingerprint = dataset_fingerprint(self.index)
         dtype = np.dtype(self.index["dtype"])
         self._maps: list[np.memmap] = []
         counts = []

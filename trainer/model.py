@@ -54,6 +54,9 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """Decoder-only language model; ``forward(idx, targets)`` returns the mean cross-entropy loss."""
 
+    # state_dict names that are the same tensor as another name (weight tying as in GPT-2).
+    TIED_WEIGHTS = {"lm_head.weight": "wte.weight"}
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg

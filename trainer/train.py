@@ -25,7 +25,14 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainer.checkpoint import Checkpointer, SaveResult
 from trainer.config import ConfigError, JobConfig, load_config
-from trainer.data import GlobalSampler, TokenLoader, TokenShards, fetch_shards, local_shard_dir
+from trainer.data import (
+    GlobalSampler,
+    TokenLoader,
+    TokenShards,
+    fetch_shards,
+    local_shard_dir,
+    tokenizer_info,
+)
 from trainer.distributed import destroy_distributed, init_distributed
 from trainer.metrics import Metrics, peak_flops
 from trainer.model import GPT
@@ -128,11 +135,26 @@ class Trainer:
         if self.scaler.is_enabled():
             extras["scaler"] = self.scaler
         self.ckpt = Checkpointer(
-            cfg.checkpoint, self.info, self.model, self.optimizer, extras, job_config=cfg.to_dict()
+            cfg.checkpoint,
+            self.info,
+            self.model,
+            self.optimizer,
+            extras,
+            job_config=cfg.to_dict(),
+            manifest_info={
+                "run_id": cfg.resolved_run_id(),
+                "data": {
+                    "fingerprint": self.shards.fingerprint,
+                    "num_samples": self.shards.num_samples,
+                    "global_batch": self.loader.global_batch,
+                    "tokenizer": tokenizer_info(self.shards.index),
+                },
+            },
         )
         self.peak = peak_flops(self.device)
         self.flops_per_token = self.raw_model.flops_per_token()
         self.step = 0
+        self.last_rec: dict[str, Any] | None = None
         self.step_durations: list[float] = []  # wall time of every step of this process (benchmarks)
 
     # -------------------------------------------------------------------------------------------- loop
@@ -233,6 +255,7 @@ class Trainer:
             }
             if self.peak:
                 rec["mfu"] = self.flops_per_token * rec["tokens_per_s"] / self.info.world_size / self.peak
+            self.last_rec = rec
             self.metrics.observe_step(rec)
             if self.step % cfg.metrics.log_interval == 0 or self.step == cfg.train.steps:
                 self.metrics.event("step", **rec)
@@ -249,7 +272,7 @@ class Trainer:
             if stop:
                 return self._preempt()
             if self.step % cfg.checkpoint.interval == 0 or self.step == cfg.train.steps:
-                self.ckpt.save(self.step, blocking=self.step == cfg.train.steps)
+                self.ckpt.save(self.step, blocking=self.step == cfg.train.steps, metrics=rec)
         self.ckpt.wait()
         results = self.ckpt.drain()
         self._handle_saves(results)
@@ -268,7 +291,7 @@ class Trainer:
         t0 = time.perf_counter()
         self.metrics.event("sigterm", step=self.step)
         if self.ckpt.enabled and self.ckpt.last_committed_step != self.step:
-            self.ckpt.save(self.step, blocking=True)
+            self.ckpt.save(self.step, blocking=True, metrics=self.last_rec)
         self.ckpt.wait()
         self._handle_saves(self.ckpt.drain())
         took = time.perf_counter() - t0

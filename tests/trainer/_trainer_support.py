@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -15,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from trainer.checkpoint import Checkpointer
+from trainer.config import CheckpointConfig, ModelConfig
+from trainer.distributed import DistInfo
+from trainer.model import GPT
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -90,7 +96,9 @@ def torchrun_cmd(nproc: int, overrides: list[str], extra: list[str] | None = Non
 
 def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Child environment: repo on PYTHONPATH, one thread per rank (2-core CI), no interactive CUDA."""
-    env = dict(os.environ)
+    # Not the pytest process's own world of one (the ``info`` fixture): a child starts its own.
+    dist_vars = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    env = {k: v for k, v in os.environ.items() if k not in dist_vars and not k.startswith("TORCHELASTIC_")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["OMP_NUM_THREADS"] = "1"
     # torchrun shares its rendezvous TCPStore with the workers by default; after an elastic restart the
@@ -211,3 +219,56 @@ def assert_bitwise_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor])
     assert a.keys() == b.keys()
     diff = [k for k in a if not torch.equal(a[k], b[k])]
     assert not diff, f"{len(diff)} tensors differ, e.g. {diff[:3]}"
+
+
+# ------------------------------------------------------------------------------ in-process checkpoints
+class Pos:
+    """Stand-in for the loader's position."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {"global_offset": self.offset}
+
+    def load_state_dict(self, s: dict[str, int]) -> None:
+        self.offset = s["global_offset"]
+
+
+class Job:
+    """Model + optimizer + scheduler + position, stepped on a fixed batch."""
+
+    def __init__(self, seed: int) -> None:
+        torch.manual_seed(seed)
+        self.model = GPT(ModelConfig())
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: 1.0 / (1 + s))
+        self.pos = Pos()
+        g = torch.Generator().manual_seed(0)
+        self.x = torch.randint(0, 257, (2, 33), generator=g)
+
+    def step(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.model(self.x[:, :-1], self.x[:, 1:]).backward()
+            self.opt.step()
+            self.opt.zero_grad()
+            self.sched.step()
+            self.pos.offset += 2
+
+    def ckpt(self, uri: str, info: DistInfo, **kw: Any) -> Checkpointer:
+        cfg = CheckpointConfig(uri=uri, **kw)
+        return Checkpointer(
+            cfg,
+            info,
+            self.model,
+            self.opt,
+            {"sched": self.sched, "data": self.pos},
+            job_config={"model": dataclasses.asdict(self.model.cfg)},
+            manifest_info={
+                "run_id": "job-test",
+                "data": {"tokenizer": {"tokenizer": "bytes", "vocab_size": 257, "eot_token": 256}},
+            },
+        )
+
+    def params(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from _trainer_support import MotoS3, make_corpus  # noqa: E402
 
-from trainer.distributed import free_port  # noqa: E402
+from trainer.distributed import DistInfo, destroy_distributed, free_port, init_distributed  # noqa: E402
 from trainer.tools.make_shards import encode, write_shards  # noqa: E402
 
 
@@ -32,11 +32,24 @@ def trainer_tmp_root() -> Iterator[Path]:
 
 
 @pytest.fixture()
-def tmp_path(trainer_tmp_root: Path, request: pytest.FixtureRequest) -> Path:
-    """Per-test directory under :func:`trainer_tmp_root` (overrides pytest's ``tmp_path`` here)."""
-    d = trainer_tmp_root / request.node.name[:60].replace("[", "_").replace("]", "_")
-    d.mkdir(parents=True, exist_ok=False)
-    return d
+def work_dir(trainer_tmp_root: Path, request: pytest.FixtureRequest) -> Path:
+    """A new directory under :func:`trainer_tmp_root` for one test (pytest's ``tmp_path`` is left alone)."""
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in request.node.name)[:50]
+    return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=trainer_tmp_root))
+
+
+@pytest.fixture(scope="session")
+def info() -> Iterator[DistInfo]:
+    """A world of one (gloo) in the pytest process, for in-process checkpoint tests."""
+    keys = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    saved = {k: os.environ.get(k) for k in keys}
+    yield init_distributed(60)
+    destroy_distributed()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @pytest.fixture(scope="session")

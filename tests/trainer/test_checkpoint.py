@@ -3,78 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from _trainer_support import Job
 
-from trainer.checkpoint import Checkpointer, validate_checkpoint
-from trainer.config import CheckpointConfig, ModelConfig
-from trainer.distributed import DistInfo, destroy_distributed, init_distributed
-from trainer.model import GPT
+from trainer.checkpoint import validate_checkpoint
+from trainer.distributed import DistInfo
 from trainer.storage import LocalStore, step_dir_name
 
 
-@pytest.fixture(scope="module")
-def info() -> Iterator[DistInfo]:
-    saved = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
-    yield init_distributed(60)
-    destroy_distributed()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-class Pos:
-    """Stand-in for the loader's position."""
-
-    def __init__(self) -> None:
-        self.offset = 0
-
-    def state_dict(self) -> dict[str, int]:
-        return {"global_offset": self.offset}
-
-    def load_state_dict(self, s: dict[str, int]) -> None:
-        self.offset = s["global_offset"]
-
-
-class Job:
-    """Model + optimizer + scheduler + position, stepped on a fixed batch."""
-
-    def __init__(self, seed: int) -> None:
-        torch.manual_seed(seed)
-        self.model = GPT(ModelConfig())
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: 1.0 / (1 + s))
-        self.pos = Pos()
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randint(0, 257, (2, 33), generator=g)
-
-    def step(self, n: int = 1) -> None:
-        for _ in range(n):
-            self.model(self.x[:, :-1], self.x[:, 1:]).backward()
-            self.opt.step()
-            self.opt.zero_grad()
-            self.sched.step()
-            self.pos.offset += 2
-
-    def ckpt(self, uri: str, info: DistInfo, **kw: Any) -> Checkpointer:
-        cfg = CheckpointConfig(uri=uri, **kw)
-        return Checkpointer(cfg, info, self.model, self.opt, {"sched": self.sched, "data": self.pos})
-
-    def params(self) -> dict[str, torch.Tensor]:
-        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-
-
-def test_async_save_is_isolated_from_later_updates(info: DistInfo, tmp_path: Path) -> None:
+def test_async_save_is_isolated_from_later_updates(info: DistInfo, work_dir: Path) -> None:
     job = Job(0)
     job.step(2)
-    ck = job.ckpt(str(tmp_path), info, keep=5)
+    ck = job.ckpt(str(work_dir), info, keep=5)
     before = job.params()
     ck.save(2)  # returns after staging
     job.step(3)  # keep training while the write runs
@@ -87,7 +31,7 @@ def test_async_save_is_isolated_from_later_updates(info: DistInfo, tmp_path: Pat
     assert res.blocked_s <= res.duration_s
 
     other = Job(1)
-    ck2 = other.ckpt(str(tmp_path), info)
+    ck2 = other.ckpt(str(work_dir), info)
     assert ck2.find_latest_valid() == 2
     assert ck2.load(2) == 2
     after = other.params()
@@ -99,15 +43,15 @@ def test_async_save_is_isolated_from_later_updates(info: DistInfo, tmp_path: Pat
     ck2.close()
 
 
-def test_manifest_lists_every_file_with_checksum(info: DistInfo, tmp_path: Path) -> None:
+def test_manifest_lists_every_file_with_checksum(info: DistInfo, work_dir: Path) -> None:
     job = Job(0)
     job.step()
-    ck = job.ckpt(str(tmp_path), info)
+    ck = job.ckpt(str(work_dir), info)
     res = ck.save(1, blocking=True)
     assert res is not None and res.committed
-    d = tmp_path / step_dir_name(1)
+    d = work_dir / step_dir_name(1)
     manifest = json.loads((d / "manifest.json").read_text())
-    store = LocalStore(str(tmp_path))
+    store = LocalStore(str(work_dir))
     files = {p.name for p in d.iterdir()} - {"manifest.json"}
     assert set(manifest["files"]) == files and ".metadata" in files
     for name, meta in manifest["files"].items():
@@ -117,31 +61,31 @@ def test_manifest_lists_every_file_with_checksum(info: DistInfo, tmp_path: Path)
     ck.close()
 
 
-def test_keeps_newest_k_and_drops_partial_leftovers(info: DistInfo, tmp_path: Path) -> None:
+def test_keeps_newest_k_and_drops_partial_leftovers(info: DistInfo, work_dir: Path) -> None:
     job = Job(0)
-    ck = job.ckpt(str(tmp_path), info, keep=2, async_save=False)
-    (tmp_path / step_dir_name(1)).mkdir()  # leftover of a failed save: no manifest
-    (tmp_path / step_dir_name(1) / "__0_0.distcp").write_bytes(b"partial")
+    ck = job.ckpt(str(work_dir), info, keep=2, async_save=False)
+    (work_dir / step_dir_name(1)).mkdir()  # leftover of a failed save: no manifest
+    (work_dir / step_dir_name(1) / "__0_0.distcp").write_bytes(b"partial")
     for s in range(2, 6):
         job.step()
         assert ck.save(s, blocking=True).committed  # type: ignore[union-attr]
-    assert LocalStore(str(tmp_path)).list_steps() == [4, 5]
+    assert LocalStore(str(work_dir)).list_steps() == [4, 5]
     ck.close()
 
 
 @pytest.mark.parametrize(
     "damage", ["flip_byte", "truncate", "drop_manifest", "drop_metadata", "bad_manifest"]
 )
-def test_corrupt_newest_is_skipped_and_previous_loads(info: DistInfo, tmp_path: Path, damage: str) -> None:
+def test_corrupt_newest_is_skipped_and_previous_loads(info: DistInfo, work_dir: Path, damage: str) -> None:
     job = Job(0)
-    ck = job.ckpt(str(tmp_path), info, keep=3)
+    ck = job.ckpt(str(work_dir), info, keep=3)
     job.step()
     ck.save(1, blocking=True)
     want = job.params()
     job.step()
     ck.save(2, blocking=True)
     ck.close()
-    d = tmp_path / step_dir_name(2)
+    d = work_dir / step_dir_name(2)
     data = d / "__0_0.distcp"
     if damage == "flip_byte":
         raw = bytearray(data.read_bytes())
@@ -155,10 +99,10 @@ def test_corrupt_newest_is_skipped_and_previous_loads(info: DistInfo, tmp_path: 
         (d / ".metadata").unlink()
     else:
         (d / "manifest.json").write_text("{not json")
-    assert validate_checkpoint(LocalStore(str(tmp_path)), 2, verify_hashes=True)
+    assert validate_checkpoint(LocalStore(str(work_dir)), 2, verify_hashes=True)
 
     other = Job(3)
-    ck2 = other.ckpt(str(tmp_path), info)
+    ck2 = other.ckpt(str(work_dir), info)
     assert ck2.find_latest_valid() == 1
     ck2.load(1)
     got = other.params()
@@ -166,8 +110,8 @@ def test_corrupt_newest_is_skipped_and_previous_loads(info: DistInfo, tmp_path: 
     ck2.close()
 
 
-def test_no_checkpoint_means_fresh_start(info: DistInfo, tmp_path: Path) -> None:
-    ck = Job(0).ckpt(str(tmp_path / "empty"), info)
+def test_no_checkpoint_means_fresh_start(info: DistInfo, work_dir: Path) -> None:
+    ck = Job(0).ckpt(str(work_dir / "empty"), info)
     assert ck.find_latest_valid() == -1
     ck.close()
 

@@ -45,6 +45,7 @@ def test_shipped_gpt2_config_is_valid() -> None:
         (["checkpoint.keep=0"], "checkpoint.keep", "keep at least one"),
         (["checkpoint.on_save_failure=ignore"], "checkpoint.on_save_failure", "continue, stop"),
         (["checkpoint.uri=gs://bucket/x"], "checkpoint.uri", "s3://bucket/prefix"),
+        (["checkpoint.uri=s3://artifacts/release/gpt"], "checkpoint.uri", "only under its runs prefix"),
         (["checkpoint.async_save=maybe"], "checkpoint.async_save", "true or false"),
         (["metrics.port_base=70000"], "metrics.port_base", "TCP port"),
         (["optim.lr=-1"], "optim.lr", "must be > 0"),
@@ -64,15 +65,15 @@ def test_unknown_key_suggests_closest() -> None:
         load_config(DEBUG, ["checkpont.keep=3"])
 
 
-def test_missing_data_source_and_bad_override_syntax(tmp_path: Path) -> None:
-    empty = tmp_path / "c.toml"
+def test_missing_data_source_and_bad_override_syntax(work_dir: Path) -> None:
+    empty = work_dir / "c.toml"
     empty.write_text("[train]\nsteps = 3\n")
     with pytest.raises(ConfigError, match=r"data.source=''.*make_shards"):
         load_config(empty)
     with pytest.raises(ConfigError, match=r"--set.*section.key=value"):
         load_config(DEBUG, ["steps=3"])
     with pytest.raises(ConfigError, match="file not found"):
-        load_config(tmp_path / "nope.toml")
+        load_config(work_dir / "nope.toml")
 
 
 def test_dataclasses_validate_directly() -> None:
@@ -83,7 +84,7 @@ def test_dataclasses_validate_directly() -> None:
     assert ModelConfig(size="debug", n_layer=3).n_layer == 3
 
 
-def test_cli_reports_config_error_without_traceback(tmp_path: Path) -> None:
+def test_cli_reports_config_error_without_traceback(work_dir: Path) -> None:
     r = subprocess.run(
         [PY, "-m", "trainer.train", "--config", str(DEBUG), "--set", "train.steps=-5"],
         cwd=REPO,
@@ -97,7 +98,7 @@ def test_cli_reports_config_error_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
 
 
-def test_vocab_smaller_than_shards_is_a_config_error(shards_dir: Path, tmp_path: Path) -> None:
+def test_vocab_smaller_than_shards_is_a_config_error(shards_dir: Path, work_dir: Path) -> None:
     r = subprocess.run(
         [
             PY,

@@ -22,25 +22,25 @@ def test_encode_decode_roundtrip_with_eot() -> None:
     assert decode(toks).strip() == text
 
 
-def test_make_shards_cli_writes_index_with_checksums(tmp_path: Path) -> None:
-    src = tmp_path / "in.txt"
+def test_make_shards_cli_writes_index_with_checksums(work_dir: Path) -> None:
+    src = work_dir / "in.txt"
     src.write_text(make_corpus(50))
-    assert make_shards.main([str(src), str(tmp_path / "out"), "--shard-tokens", "5000"]) == 0
-    index = json.loads((tmp_path / "out/index.json").read_text())
+    assert make_shards.main([str(src), str(work_dir / "out"), "--shard-tokens", "5000"]) == 0
+    index = json.loads((work_dir / "out/index.json").read_text())
     total = len(encode(src.read_text()))
     assert index["total_tokens"] == total
     assert sum(s["tokens"] for s in index["shards"]) == total
     assert len(index["shards"]) == -(-total // 5000)
     on_disk = np.concatenate(
-        [np.fromfile(tmp_path / "out" / s["file"], dtype="<u2") for s in index["shards"]]
+        [np.fromfile(work_dir / "out" / s["file"], dtype="<u2") for s in index["shards"]]
     )
     assert np.array_equal(on_disk, encode(src.read_text()))
 
 
-def test_make_shards_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert make_shards.main([str(tmp_path / "missing.txt"), str(tmp_path / "o")]) == 2
-    (tmp_path / "empty.txt").write_text("\n\n")
-    assert make_shards.main([str(tmp_path / "empty.txt"), str(tmp_path / "o")]) == 2
+def test_make_shards_cli_errors(work_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert make_shards.main([str(work_dir / "missing.txt"), str(work_dir / "o")]) == 2
+    (work_dir / "empty.txt").write_text("\n\n")
+    assert make_shards.main([str(work_dir / "empty.txt"), str(work_dir / "o")]) == 2
     assert "holds no text" in capsys.readouterr().err
 
 
@@ -127,26 +127,26 @@ def test_loader_targets_are_shifted_inputs(shards_dir: Path) -> None:
 
 
 def test_fetch_shards_from_s3_and_reject_bad_checksum(
-    moto_s3: MotoS3, shards_dir: Path, tmp_path: Path
+    moto_s3: MotoS3, shards_dir: Path, work_dir: Path
 ) -> None:
     moto_s3.client().create_bucket(Bucket="data-bucket")
     upload(shards_dir, "s3://data-bucket/corpus/v1")
-    local = fetch_shards("s3://data-bucket/corpus/v1", tmp_path / "cache")
-    assert local == tmp_path / "cache/data-bucket/corpus/v1"
+    local = fetch_shards("s3://data-bucket/corpus/v1", work_dir / "cache")
+    assert local == work_dir / "cache/data-bucket/corpus/v1"
     for f in shards_dir.iterdir():
         assert (local / f.name).read_bytes() == f.read_bytes()
     assert TokenShards(local, 32).num_samples == TokenShards(shards_dir, 32).num_samples
 
     # A shard whose bytes do not match index.json is refused, and nothing partial is left as a shard.
-    bad = write_shards(encode(make_corpus(20, seed=5)), tmp_path / "bad", shard_tokens=10_000)
-    (tmp_path / "bad" / bad["shards"][0]["file"]).write_bytes(b"\0\0" * bad["shards"][0]["tokens"])
-    upload(tmp_path / "bad", "s3://data-bucket/corpus/bad")
+    bad = write_shards(encode(make_corpus(20, seed=5)), work_dir / "bad", shard_tokens=10_000)
+    (work_dir / "bad" / bad["shards"][0]["file"]).write_bytes(b"\0\0" * bad["shards"][0]["tokens"])
+    upload(work_dir / "bad", "s3://data-bucket/corpus/bad")
     with pytest.raises(ValueError, match="sha256 does not match"):
-        fetch_shards("s3://data-bucket/corpus/bad", tmp_path / "cache2")
-    assert not (tmp_path / "cache2/data-bucket/corpus/bad/index.json").exists()
-    assert not (tmp_path / "cache2/data-bucket/corpus/bad" / bad["shards"][0]["file"]).exists()
+        fetch_shards("s3://data-bucket/corpus/bad", work_dir / "cache2")
+    assert not (work_dir / "cache2/data-bucket/corpus/bad/index.json").exists()
+    assert not (work_dir / "cache2/data-bucket/corpus/bad" / bad["shards"][0]["file"]).exists()
 
 
-def test_fetch_local_source_requires_index(tmp_path: Path) -> None:
+def test_fetch_local_source_requires_index(work_dir: Path) -> None:
     with pytest.raises(FileNotFoundError, match="make_shards"):
-        fetch_shards(str(tmp_path), tmp_path / "cache")
+        fetch_shards(str(work_dir), work_dir / "cache")

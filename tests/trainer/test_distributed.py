@@ -64,7 +64,7 @@ def reference(trainer_tmp_root: Path, shards_dir: Path) -> Path:
 
 
 def test_ddp_two_ranks_match_one_process_and_accumulation_matches_big_batch(
-    tmp_path: Path, shards_dir: Path
+    work_dir: Path, shards_dir: Path
 ) -> None:
     steps = 4
     runs = {
@@ -74,7 +74,7 @@ def test_ddp_two_ranks_match_one_process_and_accumulation_matches_big_batch(
     }
     out = {}
     for name, (nproc, mb, acc) in runs.items():
-        d = tmp_path / name
+        d = work_dir / name
         ok(
             run_torchrun(
                 nproc,
@@ -101,16 +101,16 @@ def test_ddp_two_ranks_match_one_process_and_accumulation_matches_big_batch(
 
 
 def test_killed_rank_restarts_from_checkpoint_bitwise_equal(
-    tmp_path: Path, shards_dir: Path, reference: Path
+    work_dir: Path, shards_dir: Path, reference: Path
 ) -> None:
-    d = tmp_path / "killed"
+    d = work_dir / "killed"
     proc = start_torchrun(
         2,
         run_overrides(
             d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL, train__step_delay_s=0.3
         ),
         extra=["--max-restarts=2"],
-        log=tmp_path / "torchrun.log",
+        log=work_dir / "torchrun.log",
     )
     try:
         wait_for(lambda: max(logged_steps(d, 1), default=0) >= 5, 90, "rank 1 to reach step 5")
@@ -119,7 +119,7 @@ def test_killed_rank_restarts_from_checkpoint_bitwise_equal(
         rc = proc.wait(timeout=150)
     finally:
         stop_process_group(proc)
-    assert rc == 0, (tmp_path / "torchrun.log").read_text()[-5000:]
+    assert rc == 0, (work_dir / "torchrun.log").read_text()[-5000:]
     starts = read_events(d / "log_rank0.jsonl", "start")
     assert [s["restart_count"] for s in starts] == [0, 1]
     assert starts[1]["resumed_from"] is not None and starts[1]["resumed_from"] >= REF_INTERVAL
@@ -129,19 +129,19 @@ def test_killed_rank_restarts_from_checkpoint_bitwise_equal(
 
 
 def test_sigterm_checkpoints_and_restart_continues_without_gaps(
-    tmp_path: Path, shards_dir: Path, reference: Path
+    work_dir: Path, shards_dir: Path, reference: Path
 ) -> None:
-    d = tmp_path / "sigterm"
+    d = work_dir / "sigterm"
     # Interval larger than the run: the only mid-run checkpoint is the one SIGTERM triggers.
     ov = run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=1000)
-    proc = start_torchrun(2, [*ov, "train.step_delay_s=0.3"], log=tmp_path / "torchrun1.log")
+    proc = start_torchrun(2, [*ov, "train.step_delay_s=0.3"], log=work_dir / "torchrun1.log")
     try:
         wait_for(lambda: max(logged_steps(d), default=0) >= 4, 90, "step 4")
         proc.send_signal(signal.SIGTERM)  # what the kubelet does to the container's PID 1 (torchrun)
         proc.wait(timeout=60)
     finally:
         stop_process_group(proc)
-    log1 = (tmp_path / "torchrun1.log").read_text()
+    log1 = (work_dir / "torchrun1.log").read_text()
     [pre0] = read_events(d / "log_rank0.jsonl", "preempted")
     [pre1] = read_events(d / "log_rank1.jsonl", "preempted")
     s = pre0["step"]
@@ -160,9 +160,9 @@ def test_sigterm_checkpoints_and_restart_continues_without_gaps(
 
 
 def test_corrupt_newest_checkpoint_is_skipped_on_resume(
-    tmp_path: Path, shards_dir: Path, reference: Path
+    work_dir: Path, shards_dir: Path, reference: Path
 ) -> None:
-    d = tmp_path / "corrupt"
+    d = work_dir / "corrupt"
     shutil.copytree(reference / "ckpt", d / "ckpt")
     newest = d / "ckpt" / step_dir_name(REF_STEPS)
     victim = sorted(newest.glob("*.distcp"))[-1]
@@ -180,12 +180,12 @@ def test_corrupt_newest_checkpoint_is_skipped_on_resume(
     assert_bitwise_equal(final_tensors(d, REF_STEPS), final_tensors(reference, REF_STEPS))
 
 
-def test_resume_with_other_world_size(tmp_path: Path, shards_dir: Path, reference: Path) -> None:
+def test_resume_with_other_world_size(work_dir: Path, shards_dir: Path, reference: Path) -> None:
     """A 2-rank checkpoint resumed by 1 rank with the same global batch (16) continues at the same global
     sample offset and ends close to a 2-rank resume (reduction order differs, so not bitwise)."""
     results = {}
     for name, nproc, mb in (("w1", 1, 8), ("w2", 2, 4)):
-        d = tmp_path / name
+        d = work_dir / name
         (d / "ckpt").mkdir(parents=True)
         start = REF_STEPS - REF_INTERVAL
         shutil.copytree(reference / "ckpt" / step_dir_name(start), d / "ckpt" / step_dir_name(start))

@@ -25,9 +25,9 @@ def test_trainer_dockerfile_passes_hadolint() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_hadolint_really_checks(tmp_path: Path) -> None:
+def test_hadolint_really_checks(work_dir: Path) -> None:
     """Control: the same call fails on a Dockerfile with known mistakes, so a pass above means something."""
-    bad = tmp_path / "Dockerfile"
+    bad = work_dir / "Dockerfile"
     bad.write_text("FROM ubuntu:latest\nRUN cd /tmp && apt-get install curl\n")
     r = subprocess.run([hadolint(), str(bad)], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "DL3007" in r.stdout and "DL3003" in r.stdout

@@ -23,10 +23,10 @@ def scrape(port: int) -> dict[str, float]:
     return {s.name: s.value for fam in text_string_to_metric_families(body) for s in fam.samples}
 
 
-def test_metrics_served_per_local_rank_and_json_log(tmp_path: Path) -> None:
+def test_metrics_served_per_local_rank_and_json_log(work_dir: Path) -> None:
     base = free_port()
     m = Metrics(
-        MetricsConfig(port_base=base - 1, log_file=str(tmp_path / "r{rank}.jsonl")), 3, 1, torch.device("cpu")
+        MetricsConfig(port_base=base - 1, log_file=str(work_dir / "r{rank}.jsonl")), 3, 1, torch.device("cpu")
     )
     assert m.port == base  # port_base + local rank
     rec = {
@@ -53,7 +53,7 @@ def test_metrics_served_per_local_rank_and_json_log(tmp_path: Path) -> None:
     assert got["trainer_checkpoint_failures_total"] == 1 and got["trainer_restart_count"] == 2
     assert got["trainer_step_duration_seconds_count"] == 2
     m.event("step", **rec)
-    [line] = (tmp_path / "r3.jsonl").read_text().splitlines()
+    [line] = (work_dir / "r3.jsonl").read_text().splitlines()
     assert json.loads(line)["loss"] == 3.25 and json.loads(line)["rank"] == 3
 
 
@@ -73,7 +73,7 @@ def test_model_loss_at_init_is_near_uniform_and_flops() -> None:
     assert gpt2.flops_per_token() == 6 * gpt2.num_params() + 12 * 12 * 768 * 1024
 
 
-def test_train_local_runs_two_ranks_on_moto_with_metrics(tmp_path: Path) -> None:
+def test_train_local_runs_two_ranks_on_moto_with_metrics(work_dir: Path) -> None:
     port = free_port()
     r = subprocess.run(
         [
@@ -83,7 +83,7 @@ def test_train_local_runs_two_ranks_on_moto_with_metrics(tmp_path: Path) -> None
             "--steps",
             "30",
             "--workdir",
-            str(tmp_path),
+            str(work_dir),
             "--metrics-port",
             str(port),
             "--timeout",
@@ -101,7 +101,7 @@ def test_train_local_runs_two_ranks_on_moto_with_metrics(tmp_path: Path) -> None
     for rank in (0, 1):
         families = {
             f.name
-            for f in text_string_to_metric_families((tmp_path / f"metrics_rank{rank}.prom").read_text())
+            for f in text_string_to_metric_families((work_dir / f"metrics_rank{rank}.prom").read_text())
         }
         assert {
             "trainer_step",
@@ -109,5 +109,5 @@ def test_train_local_runs_two_ranks_on_moto_with_metrics(tmp_path: Path) -> None
             "trainer_tokens_per_second",
             "trainer_restart_count",
         } <= families
-    done = [json.loads(x) for x in (tmp_path / "log_rank0.jsonl").read_text().splitlines()]
+    done = [json.loads(x) for x in (work_dir / "log_rank0.jsonl").read_text().splitlines()]
     assert done[-1]["event"] == "done" and done[-1]["step"] == 30

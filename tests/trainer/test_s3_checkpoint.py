@@ -49,10 +49,10 @@ def overrides(d: Path, steps: int, policy: str, delay: float) -> list[str]:
     )
 
 
-def test_endpoint_gone_with_stop_policy(moto_s3: MotoS3, shards_dir: Path, tmp_path: Path) -> None:
+def test_endpoint_gone_with_stop_policy(moto_s3: MotoS3, shards_dir: Path, work_dir: Path) -> None:
     setup_buckets(moto_s3, shards_dir)
-    d = tmp_path / "run"
-    log = tmp_path / "torchrun.log"
+    d = work_dir / "run"
+    log = work_dir / "torchrun.log"
     proc = start_torchrun(2, overrides(d, 30, "stop", 0.3), log=log)
     try:
         wait_for(lambda: 3 in committed_steps(d), 90, "checkpoint 3 to commit")
@@ -82,10 +82,10 @@ def test_endpoint_gone_with_stop_policy(moto_s3: MotoS3, shards_dir: Path, tmp_p
     assert [e["step"] for e in read_events(d / "log_rank0.jsonl", "step")][-2:] == [4, 5]
 
 
-def test_endpoint_gone_with_continue_policy(moto_s3: MotoS3, shards_dir: Path, tmp_path: Path) -> None:
+def test_endpoint_gone_with_continue_policy(moto_s3: MotoS3, shards_dir: Path, work_dir: Path) -> None:
     setup_buckets(moto_s3, shards_dir)
-    d = tmp_path / "run"
-    log = tmp_path / "torchrun.log"
+    d = work_dir / "run"
+    log = work_dir / "torchrun.log"
     proc = start_torchrun(2, overrides(d, 18, "continue", 0.3), log=log)
     try:
         wait_for(lambda: 3 in committed_steps(d), 90, "checkpoint 3 to commit")

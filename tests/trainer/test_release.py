@@ -1,0 +1,295 @@
+"""Model releases (trainer/release.py, python -m trainer.publish): local directories and S3 over HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from _trainer_support import PY, REPO, Job, MotoS3, base_env
+from safetensors import safe_open
+
+from trainer.distributed import DistInfo
+from trainer.errors import BadInput, StoreUnavailable
+from trainer.release import (
+    CONFIG,
+    MANIFEST,
+    WEIGHTS,
+    ReleaseError,
+    download,
+    list_versions,
+    load_model,
+    newest_valid,
+    publish,
+    verify,
+)
+from trainer.storage import step_dir_name
+
+T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
+
+
+def at(minute: int) -> datetime:
+    return T0.replace(minute=minute)
+
+
+def train_and_save(info: DistInfo, uri: str, steps: list[int], seed: int = 0) -> dict[int, dict]:
+    """Checkpoints at ``steps``; returns the model parameters at each of them."""
+    job = Job(seed)
+    ck = job.ckpt(uri, info, keep=10, async_save=False)
+    params = {}
+    done = 0
+    for s in steps:
+        job.step(s - done)
+        done = s
+        res = ck.save(s, blocking=True, metrics={"step": s, "loss": 1.5 + s})
+        assert res is not None and res.committed, res
+        params[s] = job.params()
+    ck.close()
+    return params
+
+
+def version_dir(root: Path, version: str) -> Path:
+    return root / "release" / "gpt-debug" / version
+
+
+def test_local_roundtrip_publish_verify_download_load(info: DistInfo, work_dir: Path) -> None:
+    params = train_and_save(info, str(work_dir / "ckpt"), [2, 4])
+    rel = publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(1))
+    assert rel.version == "20261130T100100Z-step4" and rel.step == 4  # newest committed by default
+    assert list_versions(str(work_dir / "rel"), "gpt-debug") == [rel.version]
+    d = version_dir(work_dir / "rel", rel.version)
+    assert sorted(p.name for p in d.iterdir()) == [CONFIG, MANIFEST, WEIGHTS]
+    manifest = json.loads((d / MANIFEST).read_text())
+    assert manifest["source"] == {
+        "run_id": "job-test",
+        "checkpoint_uri": str(work_dir / "ckpt" / step_dir_name(4)),
+        "step": 4,
+    }
+    assert manifest["metrics"] == {"step": 4, "loss": 5.5}
+    assert manifest["tokenizer"]["eot_token"] == 256
+    assert {n: e["size"] for n, e in manifest["files"].items()} == {
+        n: (d / n).stat().st_size for n in (CONFIG, WEIGHTS)
+    }
+    # Weights only, in safetensors (no pickle); the tied lm_head is stored once, as wte.
+    with safe_open(d / WEIGHTS, "pt") as f:
+        assert set(f.keys()) == set(params[4]) - {"lm_head.weight"}
+
+    got = verify(str(work_dir / "rel"), "gpt-debug", rel.version)
+    assert got.config == rel.config and got.files == rel.files and got.source.step == 4
+    dl = download(str(work_dir / "rel"), "gpt-debug", rel.version, work_dir / "dl")
+    assert dl.version == rel.version
+    model = load_model(work_dir / "dl")
+    loaded = model.state_dict()
+    for k, v in params[4].items():
+        assert torch.equal(loaded[k], v), k
+    assert model.lm_head.weight is model.wte.weight  # tying restored
+
+    older = publish(str(work_dir / "ckpt"), 2, str(work_dir / "rel"), "gpt-debug", now=at(2))
+    assert older.step == 2
+    assert list_versions(str(work_dir / "rel"), "gpt-debug") == [rel.version, older.version]
+    best, skipped = newest_valid(str(work_dir / "rel"), "gpt-debug")
+    assert best is not None and best.version == older.version and skipped == []
+
+
+def test_s3_roundtrip_and_partial_replication(
+    info: DistInfo, moto_s3: MotoS3, work_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3 = moto_s3.client()
+    for b in ("ckpt", "artifacts", "replica"):
+        s3.create_bucket(Bucket=b)
+    params = train_and_save(info, "s3://ckpt/runs/r1", [3])
+    rel = publish("s3://ckpt/runs/r1", 3, "s3://artifacts", "gpt-debug", now=at(5))
+    assert rel.uri == f"s3://artifacts/release/gpt-debug/{rel.version}"
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket="artifacts")["Contents"]}
+    assert keys == {f"release/gpt-debug/{rel.version}/{n}" for n in (CONFIG, MANIFEST, WEIGHTS)}
+    assert verify("s3://artifacts", "gpt-debug", rel.version).source.checkpoint_uri == (
+        "s3://ckpt/runs/r1/step_000000003"
+    )
+    download("s3://artifacts", "gpt-debug", rel.version, work_dir / "dl")
+    loaded = load_model(work_dir / "dl").state_dict()
+    assert all(torch.equal(loaded[k], v) for k, v in params[3].items())
+
+    # Replication copies objects one by one, in any order: the manifest can arrive first.
+    prefix = f"release/gpt-debug/{rel.version}/"
+
+    def copy(name: str, body: bytes | None = None) -> None:
+        if body is None:
+            body = s3.get_object(Bucket="artifacts", Key=prefix + name)["Body"].read()
+        s3.put_object(Bucket="replica", Key=prefix + name, Body=body)
+
+    copy(MANIFEST)
+    with pytest.raises(ReleaseError, match=r"incomplete: .* missing"):
+        verify("s3://replica", "gpt-debug", rel.version)
+    copy(CONFIG)
+    weights = s3.get_object(Bucket="artifacts", Key=prefix + WEIGHTS)["Body"].read()
+    copy(WEIGHTS, weights[: len(weights) // 2])
+    with pytest.raises(ReleaseError, match=rf"incomplete: {WEIGHTS} has \d+ bytes, manifest.json says"):
+        verify("s3://replica", "gpt-debug", rel.version)
+    assert newest_valid("s3://replica", "gpt-debug")[0] is None
+    copy(WEIGHTS)
+    assert verify("s3://replica", "gpt-debug", rel.version).version == rel.version
+
+    # An outage is not a broken release: it is reported as such, and newest_valid does not skip past it.
+    moto_s3.stop()
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # boto3's retries would only make this slower
+    with pytest.raises(StoreUnavailable, match="did not answer"):
+        newest_valid("s3://replica", "gpt-debug")
+
+
+@pytest.fixture()
+def published(info: DistInfo, work_dir: Path) -> tuple[Path, str]:
+    train_and_save(info, str(work_dir / "ckpt"), [2])
+    rel = publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(1))
+    return work_dir / "rel", rel.version
+
+
+def rewrite_manifest(d: Path, change: Any) -> None:
+    m = json.loads((d / MANIFEST).read_text())
+    (d / MANIFEST).write_text(json.dumps(change(m)))
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda m: [m], "must be a JSON object"),
+        (lambda m: {**m, "files": list(m["files"])}, "files must be an object"),
+        (lambda m: {**m, "files": {**m["files"], WEIGHTS: "abc"}}, f"files.{WEIGHTS} must be an object"),
+        (lambda m: {**m, "files": {**m["files"], CONFIG: {"size": "1", "sha256": "0" * 64}}}, "size must"),
+        (lambda m: {**m, "files": {**m["files"], CONFIG: {"size": 1, "sha256": "xyz"}}}, "64 hex digits"),
+        (lambda m: {**m, "files": {CONFIG: m["files"][CONFIG]}}, "files must be exactly"),
+        (lambda m: {**m, "source": {**m["source"], "step": "2"}}, "source.step must be"),
+        (lambda m: {**m, "source": {**m["source"], "step": 7}}, "not the version's step"),
+        (lambda m: {**m, "source": None}, "source must be an object"),
+        (lambda m: {**m, "format": "v0"}, "format 'v0'"),
+        (lambda m: {**m, "version": "20260101T000000Z-step2"}, "not the folder's"),
+        (lambda m: {**m, "metrics": [1]}, "metrics must be"),
+    ],
+    ids=["list", "files-list", "entry-str", "size-str", "sha-bad", "file-missing", "step-str",
+         "step-other", "source-null", "format", "version", "metrics-list"],
+)  # fmt: skip
+def test_manifest_with_wrong_types_is_a_reason_not_a_crash(
+    published: tuple[Path, str], change: Any, reason: str
+) -> None:
+    root, version = published
+    rewrite_manifest(version_dir(root, version), change)
+    with pytest.raises(ReleaseError, match=reason):
+        verify(str(root), "gpt-debug", version)
+
+
+def test_corrupt_missing_and_mismatched_files(published: tuple[Path, str]) -> None:
+    root, version = published
+    d = version_dir(root, version)
+    raw = bytearray((d / WEIGHTS).read_bytes())
+    raw[-5] ^= 0x01  # one bit in the last tensor, same size
+    (d / WEIGHTS).write_bytes(bytes(raw))
+    with pytest.raises(ReleaseError, match=f"{WEIGHTS}: sha256 does not match"):
+        verify(str(root), "gpt-debug", version)
+    raw[-5] ^= 0x01
+    (d / WEIGHTS).write_bytes(bytes(raw))
+    assert verify(str(root), "gpt-debug", version)
+
+    # A config.json that does not describe the weights, with a manifest that agrees with the bytes.
+    cfg = json.loads((d / CONFIG).read_text())
+    cfg["d_model"] = 64
+    (d / CONFIG).write_text(json.dumps(cfg))
+    import hashlib
+
+    def fix(m: dict) -> dict:
+        body = (d / CONFIG).read_bytes()
+        m["files"][CONFIG] = {"size": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+        return m
+
+    rewrite_manifest(d, fix)
+    with pytest.raises(ReleaseError, match=f"{WEIGHTS} does not match {CONFIG}"):
+        verify(str(root), "gpt-debug", version)
+    cfg["unknown_key"] = 1
+    (d / CONFIG).write_text(json.dumps(cfg))
+    rewrite_manifest(d, fix)
+    with pytest.raises(ReleaseError, match=r"config.json: unknown keys \['unknown_key'\]"):
+        verify(str(root), "gpt-debug", version)
+
+    (d / CONFIG).unlink()
+    with pytest.raises(ReleaseError, match=f"incomplete: {CONFIG} missing"):
+        verify(str(root), "gpt-debug", version)
+    (d / MANIFEST).unlink()
+    with pytest.raises(ReleaseError, match="no manifest.json"):
+        verify(str(root), "gpt-debug", version)
+
+
+def test_newest_valid_skips_broken_newer_versions(info: DistInfo, work_dir: Path) -> None:
+    train_and_save(info, str(work_dir / "ckpt"), [1, 2, 3])
+    root = str(work_dir / "rel")
+    good = publish(str(work_dir / "ckpt"), 1, root, "gpt-debug", now=at(1))
+    short = publish(str(work_dir / "ckpt"), 2, root, "gpt-debug", now=at(2))
+    flipped = publish(str(work_dir / "ckpt"), 3, root, "gpt-debug", now=at(3))
+    w = version_dir(work_dir / "rel", short.version) / WEIGHTS
+    w.write_bytes(w.read_bytes()[:100])
+    w = version_dir(work_dir / "rel", flipped.version) / WEIGHTS
+    raw = bytearray(w.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    w.write_bytes(bytes(raw))
+    unfinished = version_dir(work_dir / "rel", "20261130T100400Z-step9")
+    unfinished.mkdir()
+    (unfinished / CONFIG).write_text("{}")
+    (work_dir / "rel/release/gpt-debug/not-a-version").mkdir()
+
+    assert list_versions(root, "gpt-debug") == [
+        good.version,
+        short.version,
+        flipped.version,
+        "20261130T100400Z-step9",
+    ]
+    best, skipped = newest_valid(root, "gpt-debug")
+    assert best is not None and best.version == good.version and best.step == 1
+    assert [v for v, _ in skipped] == ["20261130T100400Z-step9", flipped.version, short.version]
+    assert "no manifest.json" in skipped[0][1]
+    assert "sha256 does not match" in skipped[1][1]
+    assert "incomplete" in skipped[2][1]
+    assert newest_valid(root, "other-model") == (None, [])
+
+
+def test_publish_refuses_uncommitted_and_bad_names(info: DistInfo, work_dir: Path) -> None:
+    train_and_save(info, str(work_dir / "ckpt"), [2])
+    leftover = work_dir / "ckpt" / step_dir_name(5)
+    leftover.mkdir()
+    (leftover / "__0_0.distcp").write_bytes(b"partial")
+    with pytest.raises(BadInput, match="step_000000005 is not a committed checkpoint: no manifest.json"):
+        publish(str(work_dir / "ckpt"), 5, str(work_dir / "rel"), "gpt-debug")
+    with pytest.raises(BadInput, match="no checkpoint for step 7"):
+        publish(str(work_dir / "ckpt"), 7, str(work_dir / "rel"), "gpt-debug")
+    with pytest.raises(BadInput, match="--model-name='GPT/x'"):
+        publish(str(work_dir / "ckpt"), 2, str(work_dir / "rel"), "GPT/x")
+    with pytest.raises(BadInput, match="no committed checkpoint"):
+        publish(str(work_dir / "empty"), None, str(work_dir / "rel"), "gpt-debug")
+    # The newest folder is partial: publishing without --step falls back to the newest committed one.
+    assert publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug").step == 2
+
+
+def test_publish_cli_exit_codes(info: DistInfo, work_dir: Path) -> None:
+    train_and_save(info, str(work_dir / "ckpt"), [2])
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PY, "-m", "trainer.publish", *args],
+            cwd=REPO,
+            env=base_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    ok = cli("--checkpoint", str(work_dir / "ckpt"), "--release-root", str(work_dir / "rel"),
+             "--model-name", "gpt-debug")  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    out = json.loads(ok.stdout)
+    assert out["step"] == 2 and out["published"].endswith(out["version"])
+    assert verify(str(work_dir / "rel"), "gpt-debug", out["version"])
+    bad = cli("--checkpoint", str(work_dir / "ckpt"), "--step", "9", "--release-root", str(work_dir / "rel"),
+              "--model-name", "gpt-debug")  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith("error: no checkpoint for step 9")
+    assert "Traceback" not in bad.stderr
