@@ -12,6 +12,7 @@ import pulumi_aws as aws
 
 from infra.model.config.schema import PlatformConfig
 from infra.model.facts import AccountFacts, AvailabilityZone, InstanceFacts, RegionFacts
+from infra.model.gpu_offers import karpenter_patterns
 
 GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
 
@@ -34,7 +35,8 @@ def account_facts(provider: aws.Provider) -> AccountFacts:
 
 
 def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
-    """Ask AWS (or the offline snapshot) about the region and every instance type the config names."""
+    """Ask AWS (or the offline snapshot) about the region, every instance type the config names and every
+    type of the Karpenter pools' families offered in the region's zones."""
     opts = pulumi.InvokeOptions(provider=provider)
     zones_result = aws.get_availability_zones(state="available", region=cfg.region, opts=opts)
     zones = tuple(
@@ -64,6 +66,21 @@ def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
         for itype in types:
             if itype in offered:
                 instances[itype] = instance_facts(itype, cfg.region, opts)
+    patterns = karpenter_patterns(cfg)
+    if patterns:
+        # Karpenter pools name families; EC2 filters take wildcards ("g5.*"), so one call returns every
+        # type of those families offered per zone. Their facts (GPUs, architecture) decide what fits.
+        # (wildcards in filter values: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Filtering.html)
+        found = aws.ec2.get_instance_type_offerings(
+            location_type="availability-zone",
+            filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=patterns)],
+            region=cfg.region,
+            opts=opts,
+        )
+        for itype, az in zip(found.instance_types, found.locations, strict=True):
+            offerings.setdefault(az, set()).add(itype)
+        for itype in sorted(set(found.instance_types) - set(instances)):
+            instances[itype] = instance_facts(itype, cfg.region, opts)
     return RegionFacts(
         region=cfg.region,
         zones=zones,

@@ -10,6 +10,7 @@ empty answer.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import secrets
 import uuid
@@ -104,10 +105,13 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             rows = [(t, region) for t in sorted(snapshot.offered_in_region(region))]
         else:
             rows = [(t, az) for az, types in snapshot.offered_by_az(region).items() for t in sorted(types)]
+        # EC2 filter values match exactly or with the wildcards * and ?, as AWS documents for Describe*
+        # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Filtering.html).
         rows = [
             (t, loc)
             for t, loc in rows
-            if (wanted is None or t in wanted) and (locations is None or loc in locations)
+            if (wanted is None or any(fnmatch.fnmatchcase(t, w) for w in wanted))
+            and (locations is None or loc in locations)
         ]
         return {
             "id": region,

@@ -1,7 +1,8 @@
 """The stack config schema.
 
 A stack file holds data only; everything it may say is declared here and in the section modules
-(``base``, ``network``, ``compute``, ``storage``), with units, defaults and what conflicts with what.
+(``base``, ``network``, ``compute``, ``storage``, ``services``), with units, defaults and what
+conflicts with what.
 Unknown keys are rejected (see ``loader.py`` for the did-you-mean hint). Checks that need AWS facts
 (is this type offered in that AZ?) are rules (``infra/rules/``) and run before any resource is created.
 """
@@ -34,6 +35,7 @@ from infra.model.config.network import (
     NatStrategy,
     NetworkConfig,
 )
+from infra.model.config.services import ClusterServicesConfig, KubernetesAccess
 from infra.model.config.storage import (
     BucketPurpose,
     LifecycleConfig,
@@ -58,9 +60,11 @@ __all__ = [
     "CapacityReservationConfig",
     "CapacityType",
     "ClusterConfig",
+    "ClusterServicesConfig",
     "Environment",
     "FlowLogTraffic",
     "FlowLogsConfig",
+    "KubernetesAccess",
     "LifecycleConfig",
     "MinioConfig",
     "MinioMode",
@@ -140,6 +144,7 @@ class PlatformConfig(Strict):
     node_pools: dict[str, NodePoolConfig] = Field(default_factory=dict)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     registry: RegistryConfig = Field(default_factory=RegistryConfig)
+    cluster_services: ClusterServicesConfig = Field(default_factory=lambda: ClusterServicesConfig())
 
     @field_validator("region")
     @classmethod
