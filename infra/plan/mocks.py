@@ -216,6 +216,23 @@ def _iam_role(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, A
     return {"name": name, "arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{name}"}
 
 
+def _iam_policy(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    name = args.inputs.get("name") or args.name
+    return {"name": name, "arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:policy/{name}"}
+
+
+def _sqs_queue(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    """An SQS queue's id is its URL; auto-named queues get the resource name as placeholder."""
+    name = args.inputs.get("name") or args.name
+    url = f"https://sqs.{region}.amazonaws.com/{ACCOUNT_ID}/{name}"
+    return {"id": url, "name": name, "url": url, "arn": f"arn:{PARTITION}:sqs:{region}:{ACCOUNT_ID}:{name}"}
+
+
+def _event_rule(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    name = args.inputs.get("name") or args.name
+    return {"name": name, "arn": f"arn:{PARTITION}:events:{region}:{ACCOUNT_ID}:rule/{name}"}
+
+
 def _random_password(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
     # A fresh value per plan, as the real provider generates one; the SDK marks ``result`` secret.
     length = int(args.inputs.get("length") or 32)
@@ -251,6 +268,9 @@ COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, A
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _oidc_provider,
     "aws:ec2/launchTemplate:LaunchTemplate": lambda args, region: {"latestVersion": 1},
     "aws:iam/role:Role": _iam_role,
+    "aws:iam/policy:Policy": _iam_policy,
+    "aws:sqs/queue:Queue": _sqs_queue,
+    "aws:cloudwatch/eventRule:EventRule": _event_rule,
     "aws:s3/bucket:Bucket": _s3_bucket,
     "aws:kms/key:Key": _kms_key,
     "aws:ecr/repository:Repository": _ecr_repository,
