@@ -25,6 +25,10 @@ IMDS_CIDR = "169.254.169.254/32"
 ANYWHERE = "0.0.0.0/0"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 PART_OF = {"app.kubernetes.io/part-of": "aiplat"}
+# vpc-cni add-on configuration that turns on NetworkPolicy enforcement (the node agent in aws-node; the
+# policy controller runs in the EKS control plane). aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml
+# (enableNetworkPolicy, v1.23.1); https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
+VPC_CNI_NETWORK_POLICY = {"enableNetworkPolicy": "true"}
 
 
 class PodSecurity(StrEnum):

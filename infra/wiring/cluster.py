@@ -12,6 +12,7 @@ from infra.components.aws.kms import KmsKeys
 from infra.components.aws.network import GpuVpc
 from infra.components.aws.nodepool import CapacityReservation, GpuNodePool, GpuNodePoolArgs, PlacementGroup
 from infra.lib import efa, nodes
+from infra.lib.namespaces import VPC_CNI_NETWORK_POLICY
 from infra.model import naming
 from infra.model.config.compute import CapacityType, NodePoolConfig
 from infra.model.facts import InstanceFacts
@@ -108,6 +109,8 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
                 for name, e in cfg.cluster.access_entries.items()
             },
             addon_versions=addon_versions,
+            # NetworkPolicy enforcement for the workload namespaces' policies (cluster services).
+            addon_configuration={"vpc-cni": VPC_CNI_NETWORK_POLICY},
         ),
         opts=ctx.in_region,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -49,6 +50,8 @@ class EksClusterArgs:
     log_retention_days: int = 90
     access_entries: dict[str, AccessEntry] = field(default_factory=dict)
     addon_versions: dict[str, str] = field(default_factory=dict)
+    # Add-on name -> its configuration values (the add-on's JSON schema, e.g. vpc-cni's enableNetworkPolicy).
+    addon_configuration: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -184,6 +187,11 @@ class EksCluster(pulumi.ComponentResource):
                 cluster_name=self.cluster.name,
                 addon_name=addon,
                 addon_version=args.addon_versions[addon],
+                configuration_values=(
+                    json.dumps(args.addon_configuration[addon], sort_keys=True)
+                    if addon in args.addon_configuration
+                    else None
+                ),
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",
                 opts=child,
