@@ -21,6 +21,12 @@ from infra.model.project import CONFIG_NAMESPACE
 from infra.model.stacks import StackIndex
 from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
 from infra.wiring.cluster import wire_cluster
+from infra.wiring.cluster_services import (
+    EndpointProbe,
+    system_pools,
+    wire_cluster_services,
+    wire_workload_identities,
+)
 from infra.wiring.context import StackContext
 from infra.wiring.keys import wire_keys
 from infra.wiring.network import wire_network
@@ -57,9 +63,29 @@ def report(findings: Iterable[Finding], sink: FindingSink = _log_finding) -> Non
         raise ConfigRunError(errors)
 
 
-def program(*, stacks: StackIndex | None = None, on_finding: FindingSink = _log_finding) -> None:
+def _default_probe() -> EndpointProbe | None:
+    """Under ``pulumi up``: check that the Kubernetes API answers before applying Kubernetes objects.
+    Under ``pulumi preview`` the cluster may not exist yet: no check."""
+    if pulumi.runtime.is_dry_run():
+        return None
+    from infra.io.kube_access import probe_endpoint
+
+    return probe_endpoint
+
+
+_DEFAULT = object()
+
+
+def program(
+    *,
+    stacks: StackIndex | None = None,
+    on_finding: FindingSink = _log_finding,
+    endpoint_probe: EndpointProbe | None | object = _DEFAULT,
+) -> None:
     """Declare one stack. ``stacks``: the project's stacks for the cross-stack rules (default: the stack
-    files of the project's ``stackConfigDir``); ``on_finding`` receives the rules' warnings."""
+    files of the project's ``stackConfigDir``); ``on_finding`` receives the rules' warnings;
+    ``endpoint_probe`` checks the Kubernetes API endpoint before any Kubernetes object (default: a TCP
+    connection under ``pulumi up``, none under preview; the offline plan passes None)."""
     cfg = read_config()
     ctx = RuleContext(
         cfg, stack=pulumi.get_stack(), stacks=stacks or read_stack_index(), regions=known_regions()
@@ -84,15 +110,21 @@ def program(*, stacks: StackIndex | None = None, on_finding: FindingSink = _log_
     storage = wire_storage(stack, data_key_arn=keys.data_key_arn)
     network = wire_network(stack, keys)
     cluster = wire_cluster(stack, keys, network)
-    # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists.
-    wire_cluster_storage(
+    # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
+    probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
+    services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
+    # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists. MinIO
+    # waits for the system pools and the services it uses (namespaces, default StorageClass, CA issuer).
+    pod_access = wire_cluster_storage(
         stack,
         storage,
         oidc_provider_arn=cluster.cluster.oidc_provider_arn,
         oidc_issuer=cluster.cluster.oidc_issuer,
         k8s_provider=cluster.cluster.k8s_provider,
         data_key_arn=keys.data_key_arn,
-        k8s_depends_on=list(cluster.pools.values()),
+        k8s_depends_on=[cluster.pools[p] for p in system_pools(stack)] + (services.ready if services else []),
     )
+    # The workloads' service accounts, bound to the pod roles.
+    wire_workload_identities(stack, services, pod_access, cluster.cluster.k8s_provider)
     for key, value in stack.exports.items():
         pulumi.export(key, value)

@@ -210,7 +210,13 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
     mocks = AwsSnapshotMocks(cfg.region, stack_outputs=referenced)
     findings: list[Finding] = []
     monitor = run_program(
-        functools.partial(program.program, stacks=read_stack_index(stacks_dir), on_finding=findings.append),
+        # No endpoint probe: the offline plan has no cluster to reach (pulumi up checks it).
+        functools.partial(
+            program.program,
+            stacks=read_stack_index(stacks_dir),
+            on_finding=findings.append,
+            endpoint_probe=None,
+        ),
         stack=stack,
         mocks=mocks,
         config={CONFIG_KEY: json.dumps(config_as_json(cfg))},

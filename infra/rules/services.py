@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from infra.model import efa_plugin
-from infra.model.config.schema import Role, StorageBackend
+from infra.model.config.schema import PlatformConfig, Role, StorageBackend
 from infra.model.config.services import KubernetesAccess
 from infra.model.gpu_offers import gpu_offer
 from infra.model.zones import vpc_zones
@@ -196,3 +196,39 @@ def karpenter_gpu_types_offered(ctx: RuleContext) -> Iterator[Finding]:
                 "add another GPU family offered in the region",
                 KARPENTER_NODEPOOL_DOC,
             )
+
+
+@rule("karpenter-pool-names-unique")
+def karpenter_pool_names_unique(ctx: RuleContext) -> Iterator[Finding]:
+    """Karpenter pools and managed node groups share the ``aiplat.io/pool`` label: their names must differ."""
+    for name in ctx.cfg.cluster_services.karpenter.node_pools:
+        if name in ctx.cfg.node_pools:
+            yield error(
+                at("cluster_services", "karpenter", "node_pools", name),
+                "is also the name of a managed node pool (node_pools); both would carry aiplat.io/pool="
+                f"{name}",
+                "rename one of them",
+            )
+
+
+def unreachable_endpoint_message(cfg: PlatformConfig, endpoint: str, problem: str) -> str:
+    """What ``pulumi up`` says when the Kubernetes API does not answer (``infra/io/kube_access.py``)."""
+    cidrs = cfg.cluster.endpoint_public_access_cidrs
+    if cfg.cluster_services.kubernetes_access is KubernetesAccess.public_cidrs:
+        why = (
+            f"the public endpoint admits only cluster.endpoint_public_access_cidrs {cidrs}; run pulumi up "
+            "from one of them (or from inside the VPC)"
+        )
+    else:
+        why = (
+            "the endpoint is private"
+            + (" (cluster.endpoint_public_access_cidrs is empty)" if not cidrs else "")
+            + ", so Kubernetes resources can only be applied from inside the VPC: run pulumi up there (VPN, "
+            "peered network, or an SSM session on a node), or list your CIDRs in "
+            "cluster.endpoint_public_access_cidrs and set cluster_services.kubernetes_access: public_cidrs"
+        )
+    return (
+        f"{at('cluster_services', 'kubernetes_access')}: cannot reach the cluster's Kubernetes API at "
+        f"{endpoint} ({problem}); {why}; or set cluster_services.kubernetes_access: skip to deploy the AWS "
+        f"side now and the cluster services later (see {ENDPOINT_DOC})"
+    )

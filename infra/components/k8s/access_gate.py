@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra.components.options import child_options
 from infra.lib.namespaces import PART_OF
 
 CONFIGMAP = "aiplat-cluster-services"
@@ -40,6 +41,6 @@ class KubernetesAccessGate(pulumi.ComponentResource):
             f"{name}-configmap",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=CONFIGMAP, namespace=args.namespace, labels=PART_OF),
             data={"endpoint": args.checked_endpoint, **dict(sorted(args.versions.items()))},
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.register_outputs({})

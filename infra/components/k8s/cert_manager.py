@@ -15,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.components.k8s.helm import chart_release
+from infra.components.options import child_options
 from infra.lib import certs
 from infra.lib.charts import ChartRef
 from infra.lib.namespaces import PART_OF
@@ -42,7 +43,7 @@ class CertManager(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=args.namespace, labels={**PART_OF, **args.namespace_labels}
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.release: k8s.helm.v3.Release = chart_release(
             f"{name}-release",
@@ -50,7 +51,7 @@ class CertManager(pulumi.ComponentResource):
             chart=args.chart,
             namespace=args.namespace,
             values=args.values,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
+            opts=child_options(self, opts, depends_on=[ns]),
         )
         bootstrap_name = f"{args.ca_issuer}-bootstrap"
         secret_name = f"{args.ca_issuer}-root"
@@ -60,7 +61,7 @@ class CertManager(pulumi.ComponentResource):
             kind="ClusterIssuer",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=bootstrap_name, labels=PART_OF),
             spec=certs.self_signed_issuer_spec(),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+            opts=child_options(self, opts, depends_on=[self.release]),
         )
         ca = k8s.apiextensions.CustomResource(
             f"{name}-ca-certificate",
@@ -73,7 +74,7 @@ class CertManager(pulumi.ComponentResource):
                 issuer=bootstrap_name,
                 duration_hours=args.ca_duration_hours,
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[bootstrap]),
+            opts=child_options(self, opts, depends_on=[bootstrap]),
         )
         self.ca_issuer = k8s.apiextensions.CustomResource(
             f"{name}-ca-issuer",
@@ -81,7 +82,7 @@ class CertManager(pulumi.ComponentResource):
             kind="ClusterIssuer",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=args.ca_issuer, labels=PART_OF),
             spec=certs.ca_issuer_spec(secret_name),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[ca]),
+            opts=child_options(self, opts, depends_on=[ca]),
         )
         # the name, once the issuer exists (what depends on it waits for it)
         self.ca_issuer_name = self.ca_issuer.id.apply(lambda _: args.ca_issuer)

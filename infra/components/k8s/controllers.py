@@ -17,6 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.components.k8s.helm import chart_release
+from infra.components.options import child_options
 from infra.lib.charts import ChartRef
 
 
@@ -27,7 +28,7 @@ class ChartArgs:
     chart: ChartRef
     release_name: str
     namespace: str
-    values: Mapping[str, Any]
+    values: pulumi.Input[Mapping[str, Any]]
 
 
 class LoadBalancerController(pulumi.ComponentResource):
@@ -41,7 +42,7 @@ class LoadBalancerController(pulumi.ComponentResource):
             chart=args.chart,
             namespace=args.namespace,
             values=args.values,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.register_outputs({})
 
@@ -57,6 +58,6 @@ class MetricsServer(pulumi.ComponentResource):
             chart=args.chart,
             namespace=args.namespace,
             values=args.values,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.register_outputs({})

@@ -22,6 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.components.k8s.helm import chart_release
+from infra.components.options import child_options
 from infra.lib.charts import ChartRef
 
 
@@ -41,7 +42,7 @@ class DevicePlugins(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DevicePluginsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:device_plugins:DevicePlugins", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         self.nvidia: k8s.helm.v3.Release = chart_release(
             f"{name}-nvidia",
             release_name="nvidia-device-plugin",

@@ -17,7 +17,7 @@ def chart_release(
     release_name: str,
     chart: ChartRef,
     namespace: str,
-    values: Mapping[str, Any],
+    values: pulumi.Input[Mapping[str, Any]],
     opts: pulumi.ResourceOptions,
     skip_crds: bool = False,
 ) -> k8s.helm.v3.Release:
@@ -34,7 +34,7 @@ def chart_release(
         version=chart.version,
         repository_opts=None if chart.oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
         namespace=namespace,
-        values=dict(values),
+        values=values,
         skip_crds=skip_crds,
         atomic=True,
         opts=opts,

@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.components.k8s.helm import chart_release
+from infra.components.options import child_options
 from infra.lib import karpenter as docs
 from infra.lib.charts import ChartRef
 from infra.lib.namespaces import PART_OF
@@ -29,9 +30,9 @@ class KarpenterArgs:
     chart: ChartRef
     crd_chart: ChartRef
     namespace: str
-    values: Mapping[str, Any]
+    values: pulumi.Input[Mapping[str, Any]]
     node_class_name: str
-    node_class_spec: Mapping[str, Any]
+    node_class_spec: pulumi.Input[Mapping[str, Any]]
     node_pools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
@@ -46,7 +47,7 @@ class Karpenter(pulumi.ComponentResource):
             chart=args.crd_chart,
             namespace=args.namespace,
             values={},
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.release: k8s.helm.v3.Release = chart_release(
             f"{name}-release",
@@ -55,16 +56,16 @@ class Karpenter(pulumi.ComponentResource):
             namespace=args.namespace,
             values=args.values,
             skip_crds=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[crds]),
+            opts=child_options(self, opts, depends_on=[crds]),
         )
         # The controller's webhooks validate the custom resources: create them once it runs.
-        after_controller = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        after_controller = child_options(self, opts, depends_on=[self.release])
         self.node_class = k8s.apiextensions.CustomResource(
             f"{name}-nodeclass",
             api_version=docs.NODECLASS_API,
             kind="EC2NodeClass",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=args.node_class_name, labels=PART_OF),
-            spec=dict(args.node_class_spec),
+            spec=args.node_class_spec,
             opts=after_controller,
         )
         self.node_pools: dict[str, k8s.apiextensions.CustomResource] = {}
@@ -75,6 +76,6 @@ class Karpenter(pulumi.ComponentResource):
                 kind="NodePool",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=pool_name, labels=PART_OF),
                 spec=dict(spec),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release, self.node_class]),
+                opts=child_options(self, opts, depends_on=[self.release, self.node_class]),
             )
         self.register_outputs({})

@@ -20,6 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from infra.components.options import child_options
 from infra.lib import iam
 
 RELEASE = "minio"  # release name = chart name, so the service is called "minio"
@@ -72,7 +73,8 @@ class Minio(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: MinioArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:minio:Minio", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        # children repeat the component's depends_on (the pools, namespaces, StorageClass, CA issuer)
+        child = child_options(self, opts)
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -80,7 +82,7 @@ class Minio(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
+        in_ns = child_options(self, opts, depends_on=[ns])
         self.endpoint = endpoint_url(args.namespace)
 
         root_password = random.RandomPassword(f"{name}-root-password", length=40, special=False, opts=child)
@@ -184,7 +186,7 @@ class Minio(pulumi.ComponentResource):
             namespace=args.namespace,
             values=values,
             atomic=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[root, users_secret, cert]),
+            opts=child_options(self, opts, depends_on=[root, users_secret, cert]),
         )
         self.root_secret_name = root.metadata.name
         self.register_outputs(

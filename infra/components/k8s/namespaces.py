@@ -14,6 +14,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra.components.options import child_options
 from infra.lib.charts import IRSA_ANNOTATION
 from infra.lib.namespaces import PART_OF
 
@@ -52,7 +53,7 @@ class WorkloadNamespaces(pulumi.ComponentResource):
                     labels={**PART_OF, **spec.labels},
                     annotations={REASON_ANNOTATION: spec.reason} if spec.reason else None,
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=child_options(self, opts),
             )
             self.namespaces[spec.name] = ns
             for policy_name, policy_spec in sorted(spec.network_policies.items()):
@@ -63,7 +64,7 @@ class WorkloadNamespaces(pulumi.ComponentResource):
                             name=policy_name, namespace=spec.name, labels=PART_OF
                         ),
                         spec=dict(policy_spec),
-                        opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
+                        opts=child_options(self, opts, depends_on=[ns]),
                     )
                 )
         self.names = [ns.metadata.name for ns in self.namespaces.values()]
@@ -108,6 +109,6 @@ class WorkloadServiceAccounts(pulumi.ComponentResource):
                     annotations={IRSA_ANNOTATION: sa.role_arn} if sa.role_arn is not None else None,
                 ),
                 automount_service_account_token=False,
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=child_options(self, opts),
             )
         self.register_outputs({})

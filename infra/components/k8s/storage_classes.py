@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra.components.options import child_options
 from infra.lib.namespaces import PART_OF
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
@@ -53,7 +54,7 @@ class StorageClasses(pulumi.ComponentResource):
             volume_binding_mode="WaitForFirstConsumer",
             reclaim_policy="Delete",
             allow_volume_expansion=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.default_class_name = self.gp3.metadata.name
         self.register_outputs({"default_class_name": self.default_class_name})
