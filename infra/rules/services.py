@@ -65,11 +65,18 @@ def kubernetes_access_public_needs_cidrs(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
-@rule("efa-plugin-knows-types")
+@rule("efa-plugin-knows-types", needs=[Need.facts])
 def efa_plugin_knows_types(ctx: RuleContext) -> Iterator[Finding]:
-    """The EFA device plugin chart version lists every EFA pool's instance type (else it never runs there)."""
+    """The EFA device plugin chart version lists every EFA pool's instance type (else it never runs there).
+
+    Types AWS says have no EFA are left to the rule ``efa-supported``."""
+    assert ctx.facts is not None
     chart = ctx.cfg.cluster_services.efa_device_plugin.chart
-    efa_types = {p.instance_type for p in ctx.cfg.node_pools.values() if p.efa}
+    efa_types = set()
+    for p in ctx.cfg.node_pools.values():
+        facts = ctx.facts.instances.get(p.instance_type)
+        if p.efa and facts is not None and facts.efa_supported:
+            efa_types.add(p.instance_type)
     if not efa_types or not _k8s_applied(ctx):
         return
     field = at("cluster_services", "efa_device_plugin", "chart", "version")

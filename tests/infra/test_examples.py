@@ -46,7 +46,7 @@ def test_odcr_in_its_own_placement_group(planned) -> None:
 def test_minio_instead_of_buckets(planned) -> None:
     plan = planned["minio"]
     assert not plan.by_type("aws:s3/bucket:Bucket")
-    release = plan.one("kubernetes:helm.sh/v3:Release")
+    release = plan.one("kubernetes:helm.sh/v3:Release", "minio-release")
     assert release.inputs["chart"] == "minio" and release.inputs["values"]["replicas"] == 4
 
 

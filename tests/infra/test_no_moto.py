@@ -48,7 +48,8 @@ CHILD = textwrap.dedent(
 
     cfg = load_stack_config(stack)
     monitor = run_program(
-        functools.partial(program.program, stacks=read_stack_index()),
+        # endpoint_probe=None: the mocked cluster has no API to connect to (the probe is tested on its own)
+        functools.partial(program.program, stacks=read_stack_index(), endpoint_probe=None),
         stack=stack,
         mocks=Replay(cfg.region),
         config={CONFIG_KEY: json.dumps(config_as_json(cfg))},
