@@ -71,7 +71,7 @@ def efa_plugin_knows_types(ctx: RuleContext) -> Iterator[Finding]:
 
     Types AWS says have no EFA are left to the rule ``efa-supported``."""
     assert ctx.facts is not None
-    chart = ctx.cfg.cluster_services.efa_device_plugin.chart
+    chart = ctx.cfg.cluster_services.efa_device_plugin
     efa_types = set()
     for p in ctx.cfg.node_pools.values():
         facts = ctx.facts.instances.get(p.instance_type)
@@ -79,7 +79,7 @@ def efa_plugin_knows_types(ctx: RuleContext) -> Iterator[Finding]:
             efa_types.add(p.instance_type)
     if not efa_types or not _k8s_applied(ctx):
         return
-    field = at("cluster_services", "efa_device_plugin", "chart", "version")
+    field = at("cluster_services", "efa_device_plugin", "version")
     supported = efa_plugin.supported_types(chart.version)
     if supported is None:
         yield error(

@@ -144,12 +144,12 @@ def wire_cluster_services(
     description = names.stack_prefix
 
     versions = {
-        "nvidia-device-plugin": services.nvidia_device_plugin.chart.version,
-        "aws-efa-k8s-device-plugin": services.efa_device_plugin.chart.version,
-        "aws-load-balancer-controller": services.load_balancer_controller.chart.version,
-        "metrics-server": services.metrics_server.chart.version,
-        "cert-manager": services.cert_manager.chart.version,
-        "karpenter": services.karpenter.chart.version,
+        "nvidia-device-plugin": services.nvidia_device_plugin.version,
+        "aws-efa-k8s-device-plugin": services.efa_device_plugin.version,
+        "aws-load-balancer-controller": services.load_balancer_controller.version,
+        "metrics-server": services.metrics_server.version,
+        "cert-manager": services.cert_manager.version,
+        "karpenter": services.karpenter.version,
     }
     gate = KubernetesAccessGate(
         "k8s-access",
@@ -186,9 +186,9 @@ def wire_cluster_services(
             "device-plugins",
             DevicePluginsArgs(
                 namespace=SYSTEM_NAMESPACE,
-                nvidia_chart=_ref(services.nvidia_device_plugin.chart),
+                nvidia_chart=_ref(services.nvidia_device_plugin.pinned),
                 nvidia_values=charts.nvidia_device_plugin_values(gpu_pools),
-                efa_chart=_ref(services.efa_device_plugin.chart) if efa else None,
+                efa_chart=_ref(services.efa_device_plugin.pinned) if efa else None,
                 efa_values=charts.efa_device_plugin_values() if efa else None,
             ),
             opts=opts,
@@ -223,7 +223,7 @@ def wire_cluster_services(
         LoadBalancerController(
             "lbc",
             ChartArgs(
-                chart=_ref(lbc.chart),
+                chart=_ref(lbc.pinned),
                 release_name="aws-load-balancer-controller",
                 namespace=SYSTEM_NAMESPACE,
                 values=values,
@@ -235,7 +235,7 @@ def wire_cluster_services(
         MetricsServer(
             "metrics-server",
             ChartArgs(
-                chart=_ref(services.metrics_server.chart),
+                chart=_ref(services.metrics_server.pinned),
                 release_name="metrics-server",
                 namespace=SYSTEM_NAMESPACE,
                 values=charts.metrics_server_values(
@@ -250,7 +250,7 @@ def wire_cluster_services(
         out.cert_manager = CertManager(
             "cert-manager",
             CertManagerArgs(
-                chart=_ref(cm.chart),
+                chart=_ref(cm.pinned),
                 namespace=CERT_MANAGER_NAMESPACE,
                 # every cert-manager component runs restricted-compliant by default (its values.yaml)
                 namespace_labels=namespaces.pss_labels(
@@ -358,8 +358,8 @@ def wire_karpenter(
     return Karpenter(
         "karpenter",
         KarpenterArgs(
-            chart=_ref(kc.chart),
-            crd_chart=_ref(kc.crd_chart),
+            chart=_ref(kc.pinned),
+            crd_chart=_ref(kc.crd_pinned),
             namespace=SYSTEM_NAMESPACE,
             values=values,
             node_class_name=NODE_CLASS,

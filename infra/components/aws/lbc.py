@@ -1,6 +1,6 @@
 """LoadBalancerControllerRole: the IAM role of the AWS Load Balancer Controller (IRSA), with the upstream
-policy of the pinned release (``infra/lib/lbc_iam.py``) as a managed policy of its own (it is too large to
-share a role's inline budget). Auto-named: IAM names are account-global.
+policy of the pinned release (``infra/lib/lbc_iam.py``) as a managed policy of its own, as AWS's install guide
+attaches it. Auto-named: IAM names are account-global.
 https://docs.aws.amazon.com/eks/latest/userguide/lbc-helm.html
 """
 

@@ -13,7 +13,7 @@ import re
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from infra.model.config.base import NAME_RE, Strict
 
@@ -28,23 +28,9 @@ _KARPENTER_BUDGET = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 class HelmChart(Strict):
     """An upstream Helm chart, by repository, name and pinned version (never a range, never 'latest')."""
 
-    repo: str = Field(
-        description="Chart repository: an https Helm repository URL, or an OCI registry path "
-        "('oci://registry/path', the chart name is appended)."
-    )
-    chart: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")] = Field(description="Chart name.")
-    version: Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+$")] = Field(
-        description="Exact chart version as the repository publishes it (some use a 'v' prefix)."
-    )
-
-    @field_validator("repo")
-    @classmethod
-    def _repo(cls, v: str) -> str:
-        if not re.fullmatch(r"(https://|oci://)[A-Za-z0-9.-]+(/[A-Za-z0-9._-]+)*/?", v):
-            raise ValueError(
-                f"{v!r} is not an https:// or oci:// chart repository; e.g. 'https://charts.jetstack.io'"
-            )
-        return v
+    repo: str
+    chart: str
+    version: str
 
     @property
     def oci(self) -> bool:
@@ -56,8 +42,44 @@ class HelmChart(Strict):
         return f"{self.repo.rstrip('/')}/{self.chart}" if self.oci else self.chart
 
 
-def _chart(repo: str, chart: str, version: str) -> HelmChart:
-    return HelmChart(repo=repo, chart=chart, version=version)
+_VERSION = r"^v?\d+\.\d+\.\d+$"
+_CHART_NAME = r"^[a-z0-9][a-z0-9-]*$"
+
+
+class ChartPin(Strict):
+    """Base of a service installed from an upstream chart: ``repo``, ``chart`` and ``version`` (each
+    service declares its defaults and their source). Upgrading is changing ``version``."""
+
+    repo: str
+    chart: str
+    version: str
+
+    @field_validator("repo")
+    @classmethod
+    def _repo(cls, v: str) -> str:
+        if not re.fullmatch(r"(https://|oci://)[A-Za-z0-9.-]+(/[A-Za-z0-9._-]+)*/?", v):
+            raise ValueError(
+                f"{v!r} is not an https:// or oci:// chart repository; e.g. 'https://charts.jetstack.io'"
+            )
+        return v
+
+    @field_validator("chart")
+    @classmethod
+    def _chart_name(cls, v: str) -> str:
+        if not re.fullmatch(_CHART_NAME, v):
+            raise ValueError(f"{v!r} is not a chart name (lower-case letters, digits, '-')")
+        return v
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.fullmatch(_VERSION, v):
+            raise ValueError(f"{v!r} is not an exact chart version like '1.2.3' (ranges are not pinned)")
+        return v
+
+    @property
+    def pinned(self) -> HelmChart:
+        return HelmChart(repo=self.repo, chart=self.chart, version=self.version)
 
 
 class KubernetesAccess(StrEnum):
@@ -75,22 +97,25 @@ class KubernetesAccess(StrEnum):
     skip = "skip"
 
 
-class NvidiaDevicePluginConfig(Strict):
+class NvidiaDevicePluginConfig(ChartPin):
     """NVIDIA device plugin: advertises ``nvidia.com/gpu`` on GPU nodes (the AL2023 NVIDIA AMI has none).
 
     https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-k8s-device-plugin.html
     """
 
-    chart: HelmChart = Field(
-        default_factory=lambda: _chart(
-            "https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.20.0"
-        ),
+    repo: str = Field(
+        "https://nvidia.github.io/k8s-device-plugin",
+        description="Chart repository: https Helm repository or oci:// registry path.",
+    )
+    chart: str = Field("nvidia-device-plugin", description="Chart name.")
+    version: str = Field(
+        "0.20.0",
         description="Default: NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/Chart.yaml "
         "0.20.0 (tag v0.20.0, 2026-08-19; image nvcr.io/nvidia/k8s-device-plugin:v0.20.0).",
     )
 
 
-class EfaDevicePluginConfig(Strict):
+class EfaDevicePluginConfig(ChartPin):
     """EFA device plugin: advertises ``vpc.amazonaws.com/efa`` on EFA pools (installed only when a pool has
     ``efa: true``). The chart schedules only on instance types in its own list, so its version must list
     every EFA type of the stack (rule ``efa-plugin-knows-types``).
@@ -98,27 +123,33 @@ class EfaDevicePluginConfig(Strict):
     https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html
     """
 
-    chart: HelmChart = Field(
-        default_factory=lambda: _chart(
-            "https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30"
-        ),
+    repo: str = Field(
+        "https://aws.github.io/eks-charts",
+        description="Chart repository: https Helm repository or oci:// registry path.",
+    )
+    chart: str = Field("aws-efa-k8s-device-plugin", description="Chart name.")
+    version: str = Field(
+        "v0.5.30",
         description="Default: aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml v0.5.30 (app "
         "v0.5.20; commit bfe91c4, 2026-07-21). Its supported-instance list per version is data in "
         "infra/model/efa_plugin.py.",
     )
 
 
-class LoadBalancerControllerConfig(Strict):
+class LoadBalancerControllerConfig(ChartPin):
     """AWS Load Balancer Controller: ALBs for Ingresses, NLBs for Services, with its own IAM role (IRSA).
 
     https://docs.aws.amazon.com/eks/latest/userguide/aws-load-balancer-controller.html
     """
 
     enabled: bool = Field(True, description="Install the controller.")
-    chart: HelmChart = Field(
-        default_factory=lambda: _chart(
-            "https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0"
-        ),
+    repo: str = Field(
+        "https://aws.github.io/eks-charts",
+        description="Chart repository: https Helm repository or oci:// registry path.",
+    )
+    chart: str = Field("aws-load-balancer-controller", description="Chart name.")
+    version: str = Field(
+        "3.5.0",
         description="Default: aws/eks-charts stable/aws-load-balancer-controller/Chart.yaml 3.5.0 (app "
         "v3.5.0, 2026-08-03). Its IAM policy is kept in infra/lib/lbc_iam.py from the same release.",
     )
@@ -131,14 +162,17 @@ class LoadBalancerControllerConfig(Strict):
     replicas: Annotated[int, Field(ge=1, le=5)] = Field(2, description="Controller replicas.")
 
 
-class MetricsServerConfig(Strict):
+class MetricsServerConfig(ChartPin):
     """metrics-server: the resource metrics API that HorizontalPodAutoscalers and ``kubectl top`` read."""
 
     enabled: bool = Field(True, description="Install metrics-server.")
-    chart: HelmChart = Field(
-        default_factory=lambda: _chart(
-            "https://kubernetes-sigs.github.io/metrics-server/", "metrics-server", "3.13.1"
-        ),
+    repo: str = Field(
+        "https://kubernetes-sigs.github.io/metrics-server/",
+        description="Chart repository: https Helm repository or oci:// registry path.",
+    )
+    chart: str = Field("metrics-server", description="Chart name.")
+    version: str = Field(
+        "3.13.1",
         description="Default: kubernetes-sigs/metrics-server charts/metrics-server/Chart.yaml 3.13.1 (app "
         "0.8.1; tag metrics-server-helm-chart-3.13.1, 2026-06-11).",
     )
@@ -147,13 +181,18 @@ class MetricsServerConfig(Strict):
     )
 
 
-class CertManagerConfig(Strict):
+class CertManagerConfig(ChartPin):
     """cert-manager and a cluster CA: ``<ca_issuer>`` (a ClusterIssuer) signs in-cluster TLS certificates
     (MinIO's today) from a self-signed root CA kept in the cert-manager namespace."""
 
     enabled: bool = Field(True, description="Install cert-manager and the CA issuer (MinIO needs them).")
-    chart: HelmChart = Field(
-        default_factory=lambda: _chart("https://charts.jetstack.io", "cert-manager", "v1.21.1"),
+    repo: str = Field(
+        "https://charts.jetstack.io",
+        description="Chart repository: https Helm repository or oci:// registry path.",
+    )
+    chart: str = Field("cert-manager", description="Chart name.")
+    version: str = Field(
+        "v1.21.1",
         description="Default: cert-manager/cert-manager deploy/charts/cert-manager at tag v1.21.1 "
         "(2026-07-29); CRDs come with the release (crds.enabled) and are kept on uninstall.",
     )
@@ -240,7 +279,7 @@ class KarpenterPoolConfig(Strict):
         return v
 
 
-class KarpenterConfig(Strict):
+class KarpenterConfig(ChartPin):
     """Karpenter: node autoscaling for the inference and dev GPU pools (training pools with EFA and
     placement groups stay managed node groups). Installed when ``node_pools`` is not empty.
 
@@ -248,15 +287,20 @@ class KarpenterConfig(Strict):
     getting-started CloudFormation template.
     """
 
-    chart: HelmChart = Field(
-        default_factory=lambda: _chart("oci://public.ecr.aws/karpenter", "karpenter", "1.14.1"),
+    repo: str = Field(
+        "oci://public.ecr.aws/karpenter",
+        description="Chart repository: https Helm repository or oci:// registry path.",
+    )
+    chart: str = Field("karpenter", description="Chart name.")
+    version: str = Field(
+        "1.14.1",
         description="Default: aws/karpenter-provider-aws charts/karpenter 1.14.1 (tag v1.14.1, 2026-08-20); "
         "Kubernetes 1.35 needs Karpenter >= 1.9 (website v1.14 upgrading/compatibility.md).",
     )
-    crd_chart: HelmChart = Field(
-        default_factory=lambda: _chart("oci://public.ecr.aws/karpenter", "karpenter-crd", "1.14.1"),
-        description="The CRDs as their own release (upgraded by helm, unlike a chart's crds/ folder); "
-        "same version as chart. Default: charts/karpenter-crd 1.14.1.",
+    crd_chart: str = Field(
+        "karpenter-crd",
+        description="Chart of the CRDs, installed as their own release from repo at version (upgraded by "
+        "helm, unlike a chart's crds/ folder). Default: charts/karpenter-crd 1.14.1.",
     )
     ami_alias: Annotated[str, Field(pattern=r"^al2023@v\d{8}$")] = Field(
         "al2023@v20260724",
@@ -280,15 +324,15 @@ class KarpenterConfig(Strict):
                 )
         return v
 
-    @model_validator(mode="after")
-    def _same_version(self) -> KarpenterConfig:
-        if self.chart.version != self.crd_chart.version:
-            raise ValueError(
-                f"crd_chart.version {self.crd_chart.version} differs from chart.version "
-                f"{self.chart.version}; "
-                "upgrade both together (the controller expects its own CRDs)"
-            )
-        return self
+    @field_validator("crd_chart")
+    @classmethod
+    def _crd_chart(cls, v: str) -> str:
+        return cls._chart_name(v)
+
+    @property
+    def crd_pinned(self) -> HelmChart:
+        """The CRD chart, same repository and version as the controller's (they are released together)."""
+        return HelmChart(repo=self.repo, chart=self.crd_chart, version=self.version)
 
 
 class StorageClassConfig(Strict):

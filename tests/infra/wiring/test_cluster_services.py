@@ -65,16 +65,16 @@ def test_releases_are_pinned_from_config(plan_stack, stack: str) -> None:
     services = _services(plan)
     releases = _releases(plan)
     expected = {
-        "nvidia-device-plugin": services["nvidia_device_plugin"]["chart"],
-        "aws-load-balancer-controller": services["load_balancer_controller"]["chart"],
-        "metrics-server": services["metrics_server"]["chart"],
-        "cert-manager": services["cert_manager"]["chart"],
+        "nvidia-device-plugin": services["nvidia_device_plugin"],
+        "aws-load-balancer-controller": services["load_balancer_controller"],
+        "metrics-server": services["metrics_server"],
+        "cert-manager": services["cert_manager"],
     }
     if any(p["efa"] for p in plan.config["node_pools"].values()):
-        expected["aws-efa-k8s-device-plugin"] = services["efa_device_plugin"]["chart"]
+        expected["aws-efa-k8s-device-plugin"] = services["efa_device_plugin"]
     if services["karpenter"]["node_pools"]:
-        expected["karpenter"] = services["karpenter"]["chart"]
-        expected["karpenter-crd"] = services["karpenter"]["crd_chart"]
+        expected["karpenter"] = services["karpenter"]
+        expected["karpenter-crd"] = {**services["karpenter"], "chart": services["karpenter"]["crd_chart"]}
     assert set(releases) == set(expected)
     for name, chart in expected.items():
         inputs = releases[name].inputs
@@ -220,9 +220,12 @@ def _admits(rule_peers: list[dict], ip: str) -> bool:
     addr = ipaddress.ip_address(ip)
     for peer in rule_peers:
         block = peer.get("ipBlock")
-        if block and addr in ipaddress.ip_network(block["cidr"]):
-            if not any(addr in ipaddress.ip_network(e) for e in block.get("except") or []):
-                return True
+        if (
+            block
+            and addr in ipaddress.ip_network(block["cidr"])
+            and not any(addr in ipaddress.ip_network(e) for e in block.get("except") or [])
+        ):
+            return True
     return False
 
 

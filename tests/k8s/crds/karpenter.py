@@ -1,6 +1,7 @@
 """Typed models of the Karpenter custom resources we create, written from the CRDs of v1.14.1.
 
-Source: aws/karpenter-provider-aws tag v1.14.1 (bde0065, 2026-08-20) ``pkg/apis/crds/karpenter.sh_nodepools.yaml``
+Source: aws/karpenter-provider-aws tag v1.14.1 (bde0065, 2026-08-20)
+``pkg/apis/crds/karpenter.sh_nodepools.yaml``
 (karpenter.sh/v1 NodePool) and ``pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml`` (karpenter.k8s.aws/v1
 EC2NodeClass). Only the fields we set are modelled (``extra="forbid"``: a field the CRD does not have, or
 one we started setting without modelling it, fails). Enums, patterns, bounds and the CEL rules that apply to
@@ -17,9 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 CRD_VERSION = "karpenter v1.14.1 CRDs"
 _LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
-_LABEL_KEY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+_LABEL_KEY = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?"
+    r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+)
 _DURATION = r"^(([0-9]+(s|m|h))+|Never)$"
-_QUANTITY = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+_QUANTITY = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 _VOLUME_SIZE = (
     r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|"
     r"64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
@@ -27,15 +34,36 @@ _VOLUME_SIZE = (
 # requirement keys allowed in the karpenter.k8s.aws domain (CEL on requirements[].key)
 WELL_KNOWN_AWS = {
     f"karpenter.k8s.aws/{k}"
-    for k in (
-        "instance-tenancy capacity-reservation-type capacity-reservation-id capacity-reservation-interruptible "
-        "ec2nodeclass instance-encryption-in-transit-supported instance-category instance-hypervisor "
-        "instance-family instance-generation instance-local-nvme instance-size instance-cpu "
-        "instance-cpu-manufacturer instance-cpu-sustained-clock-speed-mhz instance-memory instance-ebs-bandwidth "
-        "instance-network-bandwidth instance-gpu-name instance-gpu-manufacturer instance-gpu-count "
-        "instance-gpu-memory instance-accelerator-name instance-accelerator-manufacturer "
-        "instance-accelerator-count instance-capability-flex placement-group-id placement-group-partition"
-    ).split()
+    for k in [
+        "instance-tenancy",
+        "capacity-reservation-type",
+        "capacity-reservation-id",
+        "capacity-reservation-interruptible",
+        "ec2nodeclass",
+        "instance-encryption-in-transit-supported",
+        "instance-category",
+        "instance-hypervisor",
+        "instance-family",
+        "instance-generation",
+        "instance-local-nvme",
+        "instance-size",
+        "instance-cpu",
+        "instance-cpu-manufacturer",
+        "instance-cpu-sustained-clock-speed-mhz",
+        "instance-memory",
+        "instance-ebs-bandwidth",
+        "instance-network-bandwidth",
+        "instance-gpu-name",
+        "instance-gpu-manufacturer",
+        "instance-gpu-count",
+        "instance-gpu-memory",
+        "instance-accelerator-name",
+        "instance-accelerator-manufacturer",
+        "instance-accelerator-count",
+        "instance-capability-flex",
+        "placement-group-id",
+        "placement-group-partition",
+    ]
 }
 RESTRICTED_TAGS = (
     "eks:eks-cluster-name",
