@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -36,9 +37,11 @@ EXIT_CODES = {
 
 
 def consoles() -> tuple[Console, Console]:
-    """stdout and stderr consoles; wide when piped (CI logs, tests), where rich would wrap at 80 columns."""
-    out = Console(width=None if sys.stdout.isatty() else 140)
-    err = Console(stderr=True, width=None if sys.stderr.isatty() else 400)
+    """stdout and stderr consoles; wide when piped (CI logs, tests), where rich would wrap at 80 columns.
+    ``COLUMNS`` sets the width of piped output."""
+    piped = int(os.environ.get("COLUMNS") or 140)
+    out = Console(width=None if sys.stdout.isatty() else piped)
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else max(piped, 400))
     return out, err
 
 

@@ -59,7 +59,9 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
             continue
         passed = sum(r.status is Status.passed for r in rows)
         table = Table(title=f"{scope}: {passed} of {len(rows)} checks pass", title_justify="left")
-        for col in ("check", "status", "field", "finding", "fix"):
+        table.add_column("check", no_wrap=True)
+        table.add_column("status", no_wrap=True)
+        for col in ("field", "finding", "fix"):
             table.add_column(col, overflow="fold")
         for r in shown:
             fix = (r.fix or "") + (f" ({r.doc})" if r.doc and r.status is not Status.passed else "")
