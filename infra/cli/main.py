@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from infra.cli import check_storage, config_reference, cost, plan, preflight
+from infra.cli import check_storage, config_reference, cost, plan, preflight, rollout
 from infra.cli.common import EXIT_INTERRUPTED, consoles, exit_code, print_error
 
-COMMANDS = (plan, preflight, cost, check_storage, config_reference)
+COMMANDS = (plan, preflight, cost, rollout, check_storage, config_reference)
 
 
 def parser() -> argparse.ArgumentParser:
