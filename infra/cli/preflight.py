@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from infra.cli.common import EXIT_FAILED, EXIT_OK, add_stack_selection, print_error, selected_stacks
+from infra.cli.common import EXIT_AWS, EXIT_FAILED, EXIT_OK, add_stack_selection, print_error, selected_stacks
 from infra.io.rollout_config import load_rollout_config, rollout_file
 from infra.io.stackfiles import load_stack_config
 from infra.model.errors import ConfigErrors
@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "On-Demand/Spot vCPU quotas at max_size, capacity reservations, EKS add-on versions, the Auto "
         "Scaling service-linked role, the cluster endpoint once it exists; once per run the state backend "
         "and secrets provider of rollout.yaml. Uses your AWS credentials the usual boto3 way (AWS_PROFILE, "
-        "AWS_ENDPOINT_URL...). Exit 0 when nothing fails, 1 when a check fails, 2 for a config error.",
+        "AWS_ENDPOINT_URL...). Exit 0 when nothing fails, 1 when a check fails, 2 for a config error, 6 "
+        "when the credentials do not work.",
     )
     add_stack_selection(p)
     p.add_argument(
@@ -74,4 +75,6 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         f"{report.count(Status.passed)} pass, {report.count(Status.warn)} warn, "
         f"{report.count(Status.fail)} fail, {report.count(Status.skip)} skipped"
     )
+    if any(r.check == "credentials-work" and r.status is Status.fail for r in report.rows):
+        return EXIT_AWS  # nothing else could be checked
     return EXIT_FAILED if report.failed else EXIT_OK

@@ -114,7 +114,9 @@ def plan_waves(
         for name in wave:
             where = _field(env, "waves", i)
             if name in seen:
-                errors.append(ConfigError(where, f"{name!r} is already in wave {seen[name]}", "list it once"))
+                errors.append(
+                    ConfigError(where, f"{name!r} is already in waves.{seen[name]}", "list it once")
+                )
             elif name not in stacks:
                 known = ", ".join(mine) or "none"
                 errors.append(ConfigError(where, f"no stack {name!r}", f"use stacks of {env.value}: {known}"))
@@ -137,7 +139,7 @@ def plan_waves(
                 ConfigError(
                     _field(env, "waves", wave),
                     f"{name!r} reads {source!r}'s outputs but is not in a later wave",
-                    f"put {name} in a wave after {source}'s (wave {seen[source]})",
+                    f"put {name} in a wave after {source}'s (waves.{seen[source]})",
                 )
             )
     if errors:

@@ -435,7 +435,7 @@ def test_no_credentials(account: Account, monkeypatch: pytest.MonkeyPatch, tmp_p
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    assert main(["preflight", "--stack", "prod-sg-infer"]) == 1
+    assert main(["preflight", "--stack", "prod-sg-infer"]) == 6  # EXIT_AWS: nothing else could be checked
 
 
 def test_cli_table_and_exit_codes(
