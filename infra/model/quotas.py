@@ -99,6 +99,7 @@ class VcpuDemand:
     quota: VcpuQuota
     vcpus: int
     sources: tuple[str, ...]
+    pools: tuple[str, ...]
     # True when every contributing pool is a Capacity Block (see ``purchase_of``)
     capacity_block_only: bool = False
 
@@ -131,12 +132,13 @@ def vcpu_demand(
             unmapped.append(Unmapped(name, pool.instance_type))
             continue
         vcpus = pool.max_size * facts.vcpus
-        entry = totals.setdefault(quota.code, [0, [], True])
+        entry = totals.setdefault(quota.code, [0, [], [], True])
         entry[0] += vcpus
         entry[1].append(f"node_pools.{name}: {pool.max_size} x {pool.instance_type} ({facts.vcpus} vCPUs)")
-        entry[2] = entry[2] and pool.capacity_type is CapacityType.capacity_block
+        entry[2].append(name)
+        entry[3] = entry[3] and pool.capacity_type is CapacityType.capacity_block
     demands = [
-        VcpuDemand(BY_CODE[code], vcpus, tuple(sources), cb_only)
-        for code, (vcpus, sources, cb_only) in sorted(totals.items())
+        VcpuDemand(BY_CODE[code], vcpus, tuple(sources), tuple(pools), cb_only)
+        for code, (vcpus, sources, pools, cb_only) in sorted(totals.items())
     ]
     return demands, unmapped

@@ -21,7 +21,7 @@ from infra.model.facts import (
     Unreadable,
 )
 from infra.model.quotas import vcpu_demand
-from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, info, rule, warning
+from infra.rules.base import Finding, Level, Need, Phase, RuleContext, at, error, info, rule, warning
 
 PREFLIGHT = [Phase.preflight]
 
@@ -110,8 +110,7 @@ def vcpu_quotas(ctx: RuleContext) -> Iterator[Finding]:
     demands, unmapped = vcpu_demand(ctx.cfg, ctx.facts.instances)
     region = ctx.cfg.region
     for d in demands:
-        pools = [s.split(":")[0].removeprefix("node_pools.") for s in d.sources]
-        field = at("node_pools", pools[0], "max_size") if len(pools) == 1 else at("node_pools")
+        field = at("node_pools", d.pools[0], "max_size") if len(d.pools) == 1 else at("node_pools")
         have = ctx.live.quotas.get(d.quota.code)
         what = f"{d.quota.name} ({d.quota.code})"
         if have is None:
@@ -234,7 +233,7 @@ def capacity_reservations(ctx: RuleContext) -> Iterator[Finding]:
         else:
             problems = list(_reservation_problems(ctx, name, found))
             yield from problems
-            if not any(p.level.value == "error" for p in problems):
+            if not any(p.level is Level.error for p in problems):
                 yield info(
                     where,
                     f"{cr.id}: {found.state} {found.reservation_type} for {found.total_instances} x "
