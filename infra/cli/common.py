@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -11,18 +12,36 @@ from rich.console import Console
 from infra.io.stackfiles import list_stacks
 from infra.model.errors import PlatformError
 
-# Exit codes every command uses (README "Command line").
+# Exit codes every command uses (README "Command line"); each means one thing across commands.
 EXIT_OK = 0
-EXIT_FAILED = 1  # a check failed (check-storage), or an unexpected error
-EXIT_CONFIG = 2  # the stack config is invalid, or a bad argument
+EXIT_FAILED = 1  # a check failed (check-storage, preflight), a stack failed to deploy or its health gate
+EXIT_CONFIG = 2  # a stack config or rollout.yaml is invalid, or a bad argument (argparse uses 2 too)
 EXIT_DATA = 3  # a data call the offline AWS data cannot answer
-EXIT_INTERRUPTED = 130
+EXIT_TOOL = 4  # a required tool is missing (the Pulumi CLI)
+EXIT_POLICY = 5  # a mandatory policy violation stopped the rollout
+EXIT_AWS = 6  # AWS could not be reached or refused the credentials before any check ran
+EXIT_INTERNAL = 70  # a bug: an error no command expected (sysexits EX_SOFTWARE); --debug shows the traceback
+EXIT_INTERRUPTED = 130  # Ctrl-C
+
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_FAILED: "a check failed, or a stack failed to deploy or its health gate",
+    EXIT_CONFIG: "invalid stack config, rollout.yaml or argument",
+    EXIT_DATA: "a data call the offline AWS data cannot answer (plan)",
+    EXIT_TOOL: "a required tool is missing (the Pulumi CLI)",
+    EXIT_POLICY: "a mandatory policy violation stopped the rollout",
+    EXIT_AWS: "AWS could not be reached or refused the credentials",
+    EXIT_INTERNAL: "an unexpected error (a bug); run with --debug for the traceback",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
 
 
 def consoles() -> tuple[Console, Console]:
-    """stdout and stderr consoles; wide when piped (CI logs, tests), where rich would wrap at 80 columns."""
-    out = Console(width=None if sys.stdout.isatty() else 140)
-    err = Console(stderr=True, width=None if sys.stderr.isatty() else 400)
+    """stdout and stderr consoles; wide when piped (CI logs, tests), where rich would wrap at 80 columns.
+    ``COLUMNS`` sets the width of piped output."""
+    piped = int(os.environ.get("COLUMNS") or 140)
+    out = Console(width=None if sys.stdout.isatty() else piped)
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else max(piped, 400))
     return out, err
 
 
@@ -59,4 +78,10 @@ def selected_stacks(args: argparse.Namespace) -> list[str]:
 
 
 def exit_code(exc: BaseException) -> int:
-    return exc.exit_code if isinstance(exc, PlatformError) else EXIT_FAILED
+    """A user error's own code; anything else is a bug (``EXIT_INTERNAL``)."""
+    return exc.exit_code if isinstance(exc, PlatformError) else EXIT_INTERNAL
+
+
+def exit_codes_epilog() -> str:
+    """The exit-code table for ``aiplat --help``."""
+    return "exit codes:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())

@@ -1,9 +1,10 @@
 """``aiplat``: the platform's command line.
 
 Parse, then load and validate, then act. Each command is a module of this package with ``add_parser``
-(its arguments) and ``run`` (what it does); this module only dispatches. User errors print one line per
-problem and no traceback (``--debug`` shows it). Exit codes: 0 ok, 1 a check failed or an unexpected
-error, 2 an invalid stack config or argument, 3 a data call the offline data cannot answer, 130 interrupted.
+(its arguments, a help line and a description) and ``run`` (what it does); this module only dispatches.
+User errors print one line per problem and no traceback (``--debug`` shows it); an error no command expected
+is a bug and says so. Exit codes are listed in ``infra/cli/common.py`` (``EXIT_CODES``), ``aiplat --help``
+and the README.
 """
 
 from __future__ import annotations
@@ -11,16 +12,23 @@ from __future__ import annotations
 import argparse
 import sys
 
-from infra.cli import check_storage, config_reference, plan
-from infra.cli.common import EXIT_INTERRUPTED, consoles, exit_code, print_error
+from infra.cli import check_storage, config_reference, cost, plan, preflight, rollout
+from infra.cli.common import EXIT_INTERRUPTED, consoles, exit_code, exit_codes_epilog, print_error
+from infra.model.errors import PlatformError
 
-COMMANDS = (plan, check_storage, config_reference)
+COMMANDS = (plan, preflight, cost, rollout, check_storage, config_reference)
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="aiplat", description="AI training platform on AWS (Pulumi).")
+    p = argparse.ArgumentParser(
+        prog="aiplat",
+        description="GPU training and inference platform on AWS (Pulumi): plan offline, check the account, "
+        "estimate the cost, roll out region by region. `aiplat <command> --help` for each command.",
+        epilog=exit_codes_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="<command>")
     for command in COMMANDS:
         command.add_parser(sub)
     return p
@@ -32,9 +40,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args, console, err)
     except KeyboardInterrupt:
+        err.print("interrupted", style="yellow")
         return EXIT_INTERRUPTED
-    except Exception as exc:  # a bug, or an error a command did not expect: one line unless --debug
+    except PlatformError as exc:  # a user error a command did not catch itself: one line per problem
         print_error(err, None, exc, debug=args.debug)
+        return exit_code(exc)
+    except Exception as exc:  # a bug: say so, the traceback with --debug
+        print_error(err, None, exc, debug=args.debug)
+        if not args.debug:
+            err.print(
+                f"error: unexpected {type(exc).__name__}; this is a bug: run again with --debug for the "
+                "traceback",
+                style="red",
+                markup=False,
+            )
         return exit_code(exc)
 
 

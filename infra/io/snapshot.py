@@ -16,7 +16,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from infra.model.facts import AvailabilityZone, InstanceFacts
+# The mapping from DescribeInstanceTypes to the provider's shape is pure and shared with `aiplat preflight`;
+# the mocks answer getInstanceType through it.
+from infra.model.facts import AvailabilityZone, InstanceFacts, get_instance_type_result
 
 # The AWS snapshot: these modules only locate the data files; nothing of moto's mocking is started.
 _RESOURCES = "moto.ec2.resources"
@@ -105,81 +107,3 @@ def availability_zones(region: str) -> tuple[AvailabilityZone, ...]:
     ids = sorted({loc for _, loc in _offerings("availability-zone-id", region)})
     paired = dict(zip(names, ids, strict=False))
     return tuple(AvailabilityZone(n, known.get(n) or paired.get(n, "")) for n in names)
-
-
-def get_instance_type_result(raw: dict[str, Any], region: str) -> dict[str, Any]:
-    """A ``DescribeInstanceTypes`` entry in the shape of pulumi-aws ``getInstanceType`` (camelCase).
-
-    The one mapping from AWS's API shape to the provider's: the mocks answer the data call with it, and
-    ``instance_facts`` reads facts through it as the program does (``InstanceFacts.from_get_instance_type``).
-    """
-    net = raw.get("NetworkInfo", {})
-    gpus = raw.get("GpuInfo", {})
-    ebs = raw.get("EbsInfo", {})
-    storage = raw.get("InstanceStorageInfo", {})
-    vcpu = raw.get("VCpuInfo", {})
-    return {
-        "id": raw["InstanceType"],
-        "instanceType": raw["InstanceType"],
-        "region": region,
-        "autoRecoverySupported": raw.get("AutoRecoverySupported", False),
-        "bareMetal": raw.get("BareMetal", False),
-        "burstablePerformanceSupported": raw.get("BurstablePerformanceSupported", False),
-        "currentGeneration": raw.get("CurrentGeneration", False),
-        "dedicatedHostsSupported": raw.get("DedicatedHostsSupported", False),
-        "defaultCores": vcpu.get("DefaultCores", 0),
-        "defaultThreadsPerCore": vcpu.get("DefaultThreadsPerCore", 0),
-        "defaultVcpus": vcpu.get("DefaultVCpus", 0),
-        "defaultNetworkCardIndex": net.get("DefaultNetworkCardIndex", 0),
-        "ebsEncryptionSupport": ebs.get("EncryptionSupport", ""),
-        "ebsNvmeSupport": ebs.get("NvmeSupport", ""),
-        "ebsOptimizedSupport": ebs.get("EbsOptimizedSupport", ""),
-        "efaSupported": net.get("EfaSupported", False),
-        "efaMaximumInterfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0),
-        "enaSupport": net.get("EnaSupport", ""),
-        "enaSrdSupported": net.get("EnaSrdSupported", False),
-        "encryptionInTransitSupported": net.get("EncryptionInTransitSupported", False),
-        "freeTierEligible": raw.get("FreeTierEligible", False),
-        "gpuses": [
-            {
-                "count": g.get("Count", 0),
-                "manufacturer": g.get("Manufacturer", ""),
-                "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0),
-                "name": g.get("Name", ""),
-            }
-            for g in gpus.get("Gpus", [])
-        ],
-        "totalGpuMemory": gpus.get("TotalGpuMemoryInMiB", 0),
-        "hibernationSupported": raw.get("HibernationSupported", False),
-        "hypervisor": raw.get("Hypervisor", ""),
-        "instanceDisks": [
-            {"count": d.get("Count", 0), "size": d.get("SizeInGB", 0), "type": d.get("Type", "")}
-            for d in storage.get("Disks", [])
-        ],
-        "instanceStorageSupported": raw.get("InstanceStorageSupported", False),
-        "totalInstanceStorage": storage.get("TotalSizeInGB", 0),
-        "ipv6Supported": net.get("Ipv6Supported", False),
-        "maximumIpv4AddressesPerInterface": net.get("Ipv4AddressesPerInterface", 0),
-        "maximumIpv6AddressesPerInterface": net.get("Ipv6AddressesPerInterface", 0),
-        "maximumNetworkCards": net.get("MaximumNetworkCards", 1),
-        "maximumNetworkInterfaces": net.get("MaximumNetworkInterfaces", 1),
-        "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
-        "networkCards": [
-            {
-                "index": c.get("NetworkCardIndex", 0),
-                "maximumInterfaces": c.get("MaximumNetworkInterfaces", 0),
-                "baselineBandwidth": c.get("BaselineBandwidthInGbps", 0.0),
-                "peakBandwidth": c.get("PeakBandwidthInGbps", 0.0),
-                "performance": c.get("NetworkPerformance", ""),
-            }
-            for c in net.get("NetworkCards", [])
-        ],
-        "networkPerformance": net.get("NetworkPerformance", ""),
-        "supportedArchitectures": raw.get("ProcessorInfo", {}).get("SupportedArchitectures", []),
-        "supportedPlacementStrategies": raw.get("PlacementGroupInfo", {}).get("SupportedStrategies", []),
-        "supportedRootDeviceTypes": raw.get("SupportedRootDeviceTypes", []),
-        "supportedUsagesClasses": raw.get("SupportedUsageClasses", []),
-        "supportedVirtualizationTypes": raw.get("SupportedVirtualizationTypes", []),
-        "nitroEnclavesSupport": raw.get("NitroEnclavesSupport", ""),
-        "nitroTpmSupport": raw.get("NitroTpmSupport", ""),
-    }

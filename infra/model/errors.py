@@ -68,3 +68,15 @@ class DataSourceError(PlatformError):
     """A provider data call that the offline AWS data source cannot answer."""
 
     exit_code = 3
+
+
+class ToolMissingError(PlatformError):
+    """A program the command needs is not installed (the Pulumi CLI); the message says how to install it."""
+
+    exit_code = 4
+
+
+class PolicyViolationError(PlatformError):
+    """A mandatory policy of the policy pack refused a stack's preview."""
+
+    exit_code = 5

@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from infra.model.config.schema import PlatformConfig
 from infra.model.errors import ConfigError, ConfigErrors
-from infra.model.facts import RegionFacts
+from infra.model.facts import LiveFacts, RegionFacts
 from infra.model.project import CONFIG_KEY
 from infra.model.stacks import StackIndex
 
@@ -40,6 +40,8 @@ class Need(StrEnum):
     facts = "facts"  # RegionFacts: zones, offerings, instance types
     stacks = "stacks"  # StackIndex: the project's other stacks
     regions = "regions"  # the AWS region names
+    account = "account"  # LiveFacts: the live account (preflight): credentials, region opt-in
+    live_region = "live_region"  # LiveFacts of a region that answers: quotas, reservations, add-ons...
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ def warning(field: str, problem: str, fix: str | None = None, doc: str | None = 
     return Finding(Level.warning, field, problem, fix, doc)
 
 
+def info(field: str, problem: str, fix: str | None = None, doc: str | None = None) -> Finding:
+    """A note: what a check found when it passed (preflight prints it in the 'pass' row)."""
+    return Finding(Level.info, field, problem, fix, doc)
+
+
 def at(*parts: str) -> str:
     """``aiplat:platform.<parts...>``: the dotted field name errors use."""
     return ".".join([CONFIG_KEY, *parts])
@@ -82,12 +89,15 @@ class RuleContext:
     facts: RegionFacts | None = None
     stacks: StackIndex | None = None
     regions: frozenset[str] = frozenset()
+    live: LiveFacts | None = None
 
     def has(self, need: Need) -> bool:
         return {
             Need.facts: self.facts is not None,
             Need.stacks: self.stacks is not None,
             Need.regions: bool(self.regions),
+            Need.account: self.live is not None,
+            Need.live_region: self.live is not None and self.live.region_usable,
         }[need]
 
 
@@ -125,6 +135,22 @@ def registered() -> Mapping[str, Rule]:
     return dict(_REGISTRY)
 
 
+def applicable(phase: Phase, ctx: RuleContext, *, requiring: Need | None = None) -> list[Rule]:
+    """The rules of ``phase`` whose needs ``ctx`` has (and that need ``requiring``, when given)."""
+    return [
+        r
+        for r in _REGISTRY.values()
+        if phase in r.phases
+        and all(ctx.has(n) for n in r.needs)
+        and (requiring is None or requiring in r.needs)
+    ]
+
+
+def check_rule(r: Rule, ctx: RuleContext) -> list[Finding]:
+    """One rule's findings, each tagged with the rule's name."""
+    return [replace(f, rule=r.name) for f in r.check(ctx)]
+
+
 def run_rules(phase: Phase, ctx: RuleContext, *, requiring: Need | None = None) -> list[Finding]:
     """Every finding of the rules of ``phase`` whose needs ``ctx`` has.
 
@@ -132,14 +158,7 @@ def run_rules(phase: Phase, ctx: RuleContext, *, requiring: Need | None = None) 
     facts first (a bad region must be refused before a provider is configured for it), then fetches the
     facts and runs ``requiring=Need.facts``.
     """
-    found: list[Finding] = []
-    for r in _REGISTRY.values():
-        if phase not in r.phases or not all(ctx.has(n) for n in r.needs):
-            continue
-        if requiring is not None and requiring not in r.needs:
-            continue
-        found.extend(replace(f, rule=r.name) for f in r.check(ctx))
-    return found
+    return [f for r in applicable(phase, ctx, requiring=requiring) for f in check_rule(r, ctx)]
 
 
 @dataclass

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from infra.rules.base import Finding, Need, RuleContext, at, error, rule
+from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, rule
+
+# Zone names are per account: preflight checks them against the live account too.
+PLAN_AND_PREFLIGHT = (Phase.plan, Phase.preflight)
 
 
-@rule("vpc-zones-exist", needs=[Need.facts])
+@rule("vpc-zones-exist", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def vpc_zones_exist(ctx: RuleContext) -> Iterator[Finding]:
     """network.availability_zones names zones of the stack's region."""
     assert ctx.facts is not None
@@ -21,7 +24,7 @@ def vpc_zones_exist(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
-@rule("vpc-zone-count", needs=[Need.facts])
+@rule("vpc-zone-count", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def vpc_zone_count(ctx: RuleContext) -> Iterator[Finding]:
     """network.az_count is at most the number of zones the region has."""
     assert ctx.facts is not None

@@ -13,7 +13,10 @@ from collections.abc import Iterator
 from infra.model.config.schema import NodePoolConfig, Placement
 from infra.model.facts import InstanceFacts
 from infra.model.zones import pool_zones, vpc_zones
-from infra.rules.base import Finding, Need, RuleContext, at, error, rule
+from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, rule
+
+# The questions preflight asks the live account again (offerings by zone ID, EFA), with the same rules.
+PLAN_AND_PREFLIGHT = (Phase.plan, Phase.preflight)
 
 
 def _offered_pools(ctx: RuleContext) -> Iterator[tuple[str, NodePoolConfig, InstanceFacts]]:
@@ -25,7 +28,7 @@ def _offered_pools(ctx: RuleContext) -> Iterator[tuple[str, NodePoolConfig, Inst
             yield name, pool, itype
 
 
-@rule("instance-type-offered", needs=[Need.facts])
+@rule("instance-type-offered", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def instance_type_offered(ctx: RuleContext) -> Iterator[Finding]:
     """Every pool's instance type is offered in the stack's region."""
     assert ctx.facts is not None
@@ -46,7 +49,7 @@ def instance_type_offered(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
-@rule("gpu-flag-matches-type", needs=[Need.facts])
+@rule("gpu-flag-matches-type", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def gpu_flag_matches_type(ctx: RuleContext) -> Iterator[Finding]:
     """``gpu: true`` pools use GPU types and ``gpu: false`` pools do not."""
     for name, pool, itype in _offered_pools(ctx):
@@ -64,7 +67,7 @@ def gpu_flag_matches_type(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-@rule("gpus-per-node-matches", needs=[Need.facts])
+@rule("gpus-per-node-matches", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def gpus_per_node_matches(ctx: RuleContext) -> Iterator[Finding]:
     """``gpus_per_node``, when set, equals the GPU count AWS reports for the type."""
     for name, pool, itype in _offered_pools(ctx):
@@ -76,7 +79,7 @@ def gpus_per_node_matches(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-@rule("pool-zones-usable", needs=[Need.facts])
+@rule("pool-zones-usable", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def pool_zones_usable(ctx: RuleContext) -> Iterator[Finding]:
     """A pool's zones are VPC zones that offer its type; without zones, some VPC zone offers it."""
     assert ctx.facts is not None
@@ -94,7 +97,7 @@ def pool_zones_usable(ctx: RuleContext) -> Iterator[Finding]:
             elif az not in offering:
                 yield error(
                     at("node_pools", name, "availability_zones"),
-                    f"{t} is not offered in {az}",
+                    f"{t} is not offered in {ctx.facts.zone_label(az)}",
                     "use a zone that offers it: "
                     + (", ".join(a for a in offering if a in vpc) or "none in this VPC"),
                 )
@@ -106,7 +109,7 @@ def pool_zones_usable(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-@rule("efa-supported", needs=[Need.facts])
+@rule("efa-supported", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def efa_supported(ctx: RuleContext) -> Iterator[Finding]:
     """EFA pools use a type with EFA, and no more EFA interfaces than it takes."""
     for name, pool, itype in _offered_pools(ctx):
@@ -146,7 +149,7 @@ def single_zone_pool(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-@rule("placement-strategy-supported", needs=[Need.facts])
+@rule("placement-strategy-supported", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def placement_strategy_supported(ctx: RuleContext) -> Iterator[Finding]:
     """A pool in a cluster placement group uses a type that supports the cluster strategy."""
     for name, pool, itype in _offered_pools(ctx):

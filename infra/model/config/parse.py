@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -41,11 +41,13 @@ def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] |
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
-def _format(loc: tuple[Any, ...]) -> str:
-    return ".".join([CONFIG_KEY, *(str(p) for p in loc)])
+def _format(loc: tuple[Any, ...], prefix: str = CONFIG_KEY) -> str:
+    return ".".join([prefix, *(str(p) for p in loc)])
 
 
-def _to_config_errors(exc: ValidationError) -> list[ConfigError]:
+def _to_config_errors(
+    exc: ValidationError, root: type[BaseModel] = PlatformConfig, prefix: str = CONFIG_KEY
+) -> list[ConfigError]:
     errors: list[ConfigError] = []
     raw_errors = exc.errors(include_url=False)
     # A misspelt required key shows up twice (unknown 'regoin', missing 'region'); report it once.
@@ -54,7 +56,7 @@ def _to_config_errors(exc: ValidationError) -> list[ConfigError]:
     for err in raw_errors:
         if err["type"] == "extra_forbidden":
             loc = tuple(err["loc"])
-            owner = _model_at(PlatformConfig, loc)
+            owner = _model_at(root, loc)
             close = difflib.get_close_matches(str(loc[-1]), sorted(owner.model_fields) if owner else [], n=1)
             if close and (*loc[:-1], close[0]) in missing:
                 explained.add((*loc[:-1], close[0]))
@@ -64,27 +66,32 @@ def _to_config_errors(exc: ValidationError) -> list[ConfigError]:
         loc = tuple(err["loc"])
         kind = err["type"]
         if kind == "extra_forbidden":
-            owner = _model_at(PlatformConfig, loc)
+            owner = _model_at(root, loc)
             known = sorted(owner.model_fields) if owner else []
             close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
             fix = f"did you mean '{close[0]}'?" if close else f"remove it; known keys: {', '.join(known)}"
-            errors.append(ConfigError(_format(loc), "unknown key", fix))
+            errors.append(ConfigError(_format(loc, prefix), "unknown key", fix))
         elif kind == "missing":
-            errors.append(ConfigError(_format(loc), "required key is missing", "add it to the stack file"))
+            where = "the stack file" if prefix == CONFIG_KEY else prefix.split(":")[0]
+            errors.append(ConfigError(_format(loc, prefix), "required key is missing", f"add it to {where}"))
         elif kind in ("value_error", "assertion_error"):
             # our validators phrase "<problem>; <fix>"
             msg = str(err["ctx"].get("error", err["msg"])) if err.get("ctx") else err["msg"]
             msg = msg.removeprefix("Value error, ")
             problem, _, fix = msg.partition("; ")
-            errors.append(ConfigError(_format(loc) if loc else CONFIG_KEY, problem, fix or None))
+            errors.append(ConfigError(_format(loc, prefix) if loc else prefix, problem, fix or None))
         elif kind == "enum":
             expected = err.get("ctx", {}).get("expected", "")
             errors.append(
-                ConfigError(_format(loc), f"{err['input']!r} is not allowed", f"use one of {expected}")
+                ConfigError(
+                    _format(loc, prefix), f"{err['input']!r} is not allowed", f"use one of {expected}"
+                )
             )
         else:
             errors.append(
-                ConfigError(_format(loc), f"{err['input']!r}: {err['msg'].lower()}", "correct the value")
+                ConfigError(
+                    _format(loc, prefix), f"{err['input']!r}: {err['msg'].lower()}", "correct the value"
+                )
             )
     return errors
 
@@ -99,3 +106,17 @@ def parse_platform_config(raw: Any) -> PlatformConfig:
         return PlatformConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigErrors(_to_config_errors(exc)) from None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_model(raw: Any, model: type[M], prefix: str) -> M:
+    """Validate ``raw`` against another strict model of the project (e.g. ``rollout.yaml``), with the same
+    one-line errors; ``prefix`` names the file or key the fields live under."""
+    if not isinstance(raw, dict):
+        raise ConfigErrors([ConfigError(prefix, "must be a mapping", "see README 'Operations'")])
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigErrors(_to_config_errors(exc, model, prefix)) from None
