@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: plan test lint lint-docker fmt clean train-local bench-trainer
+.PHONY: plan test lint lint-docker fmt clean train-local bench-trainer promtool
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,10 +25,18 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.base
 plan: $(VENV)/.base
 	$(BIN)/aiplat plan --all
 
-test: $(VENV)/.dev lint-docker
+test: $(VENV)/.dev lint-docker promtool
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
+
+# promtool checks and unit-tests the alert rules (tests/monitoring): the Debian package `prometheus` ships it.
+# Installed only when missing; the tests fail (not skip) without it.
+promtool:
+	@command -v promtool >/dev/null || { \
+		echo "promtool missing: apt-get install -y prometheus"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
+	@promtool --version | head -1
 
 lint-docker: $(VENV)/.dev
 	$(BIN)/hadolint images/trainer/Dockerfile
