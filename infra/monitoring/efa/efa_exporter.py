@@ -136,7 +136,7 @@ def collect(sysfs: Path) -> str:
                 name = f"efa_{_NAME.sub('_', path.name)}_total"
                 add(name, "counter", f"EFA port counter {path.name}", labels, value)
     add("efa_exporter_devices", "gauge", "RDMA devices found under class/infiniband", "", len(devices))
-    add("efa_exporter_read_errors", "gauge", "Counter files that could not be read in this scrape", "", errors)
+    add("efa_exporter_read_errors", "gauge", "Files that could not be read in this scrape", "", errors)
     out: list[str] = []
     for name in sorted(families):
         kind, help_text, samples = families[name]
