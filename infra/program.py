@@ -29,6 +29,7 @@ from infra.wiring.cluster_services import (
 )
 from infra.wiring.context import StackContext
 from infra.wiring.keys import wire_keys
+from infra.wiring.monitoring import wire_monitoring
 from infra.wiring.network import wire_network
 from infra.wiring.storage import wire_cluster_storage, wire_storage
 
@@ -113,6 +114,8 @@ def program(
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
     services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
+    # Prometheus, Alertmanager, Grafana, dcgm-exporter and the EFA exporter, with aiplat's rules and dashboards.
+    wire_monitoring(stack, cluster, services)
     # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists. MinIO
     # waits for the system pools and the services it uses (namespaces, default StorageClass, CA issuer).
     pod_access = wire_cluster_storage(

@@ -32,6 +32,9 @@ from infra.plan.mocks import AwsSnapshotMocks
 from infra.rules import Finding
 
 SECRET = "[secret]"
+# What the offline plan hands the program for a Pulumi secret the stack reads (Alertmanager receiver URLs,
+# set with `pulumi config set --secret` for a real stack); it is marked secret, so it never reaches a plan.
+PLAN_SECRET_VALUE = "https://plan.invalid/secret"
 
 _OUTPUTS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -219,7 +222,14 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
         ),
         stack=stack,
         mocks=mocks,
-        config={CONFIG_KEY: json.dumps(config_as_json(cfg))},
+        config={
+            CONFIG_KEY: json.dumps(config_as_json(cfg)),
+            **{
+                f"{PROJECT}:{key}": PLAN_SECRET_VALUE
+                for key in cfg.monitoring.receiver_secret_keys().values()
+            },
+        },
+        secret_keys=[f"{PROJECT}:{key}" for key in cfg.monitoring.receiver_secret_keys().values()],
     )
     return Plan(
         stack=stack,
@@ -235,7 +245,12 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
 
 
 def run_program(
-    fn: Callable[[], None], *, stack: str, mocks: AwsSnapshotMocks, config: dict[str, str] | None = None
+    fn: Callable[[], None],
+    *,
+    stack: str,
+    mocks: AwsSnapshotMocks,
+    config: dict[str, str] | None = None,
+    secret_keys: list[str] | None = None,
 ) -> RecordingMonitor:
     """Run ``fn`` as a Pulumi program under ``mocks`` and return the monitor that recorded it.
 
@@ -257,7 +272,7 @@ def run_program(
             organization=DEFAULT_ORGANIZATION,
         )
         set_root_resource(None)  # type: ignore[arg-type]
-        pulumi.runtime.set_all_config(config or {}, [])
+        pulumi.runtime.set_all_config(config or {}, secret_keys or [])
         loop.run_until_complete(run_in_stack(fn))
     finally:
         asyncio.set_event_loop(None)

@@ -35,6 +35,7 @@ from infra.model.config.network import (
     NatStrategy,
     NetworkConfig,
 )
+from infra.model.config.monitoring import MonitoringConfig
 from infra.model.config.services import ClusterServicesConfig, KubernetesAccess
 from infra.model.config.storage import (
     BucketPurpose,
@@ -145,6 +146,7 @@ class PlatformConfig(Strict):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     registry: RegistryConfig = Field(default_factory=RegistryConfig)
     cluster_services: ClusterServicesConfig = Field(default_factory=lambda: ClusterServicesConfig())
+    monitoring: MonitoringConfig = Field(default_factory=lambda: MonitoringConfig())
 
     @field_validator("region")
     @classmethod
