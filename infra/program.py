@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 import pulumi
 import pulumi_aws as aws
 
+from infra.io.monitoring import load_monitoring_assets
 from infra.io.provider_facts import account_facts, gather_facts
 from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
@@ -114,8 +115,8 @@ def program(
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
     services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
-    # Prometheus, Alertmanager, Grafana, dcgm-exporter and the EFA exporter, with aiplat's rules and dashboards.
-    wire_monitoring(stack, cluster, services)
+    # Prometheus, Alertmanager, Grafana, dcgm-exporter and the EFA exporter; aiplat's rules and dashboards.
+    wire_monitoring(stack, cluster, services, load_monitoring_assets(cfg))
     # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists. MinIO
     # waits for the system pools and the services it uses (namespaces, default StorageClass, CA issuer).
     pod_access = wire_cluster_storage(

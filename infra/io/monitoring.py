@@ -13,6 +13,8 @@ from typing import Any
 import pulumi
 import yaml
 
+from infra.model.config.schema import PlatformConfig
+from infra.model.monitoring import MonitoringAssets
 from infra.model.project import CONFIG_NAMESPACE
 
 MONITORING_DIR = Path(__file__).resolve().parents[1] / "monitoring"
@@ -50,3 +52,21 @@ def receiver_url(config_key: str) -> pulumi.Output[str]:
     """The secret ``aiplat:<config_key>`` (``pulumi config set --secret``); ``pulumi up`` stops with
     Pulumi's own "missing required configuration" message, naming the key, when it is not set."""
     return pulumi.Config(CONFIG_NAMESPACE).require_secret(config_key)
+
+
+def load_monitoring_assets(cfg: PlatformConfig) -> MonitoringAssets:
+    """Every rule file and dashboard (the wiring picks the stack's), the counters, the exporter script and
+    the URLs of the receivers ``cfg`` names."""
+    return MonitoringAssets(
+        rules={p.stem: rule_file(p.stem) for p in sorted((MONITORING_DIR / "rules").glob("*.yaml"))},
+        dashboards={
+            p.stem: dashboard(p.stem) for p in sorted((MONITORING_DIR / "dashboards").glob("*.json"))
+        },
+        dcgm_counters=dcgm_counters(),
+        efa_exporter_script=(EFA_EXPORTER_SCRIPT, efa_exporter_script()),
+        receiver_urls={
+            name: receiver_url(key) for name, key in sorted(cfg.monitoring.receiver_secret_keys().items())
+        }
+        if cfg.monitoring.enabled
+        else {},
+    )

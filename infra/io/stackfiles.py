@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from infra.model.config.monitoring import RECEIVER_SECRET_PREFIX
 from infra.model.config.parse import parse_platform_config
 from infra.model.config.schema import PlatformConfig
 from infra.model.errors import ConfigError, ConfigErrors
@@ -89,8 +90,22 @@ def load_stack_config(stack: str, stacks_dir: Path | None = None) -> PlatformCon
             [ConfigError("config", "missing mapping", f"add 'config: {{{CONFIG_KEY}: ...}}'", source=source)]
         )
     errors: list[ConfigError] = []
+    receiver_keys = {k for k in config if k.startswith(f"{PROJECT}:{RECEIVER_SECRET_PREFIX}")}
     for key in config:
         if key == CONFIG_KEY or key in ALLOWED_FOREIGN_KEYS:
+            continue
+        if key in receiver_keys:
+            # an Alertmanager receiver's URL: only as a Pulumi secret (the stack file keeps ciphertext)
+            value = config[key]
+            if not (isinstance(value, dict) and set(value) == {"secure"}):
+                errors.append(
+                    ConfigError(
+                        key,
+                        "a receiver URL in plain text",
+                        f"remove it and run `pulumi config set --secret {key} <url>`",
+                        source=source,
+                    )
+                )
             continue
         if key == "aws:region":
             errors.append(
@@ -109,9 +124,25 @@ def load_stack_config(stack: str, stacks_dir: Path | None = None) -> PlatformCon
     if errors:
         raise ConfigErrors(errors)
     try:
-        return parse_platform_config(config[CONFIG_KEY])
+        cfg = parse_platform_config(config[CONFIG_KEY])
     except ConfigErrors as exc:
         raise ConfigErrors([e.with_source(source) for e in exc.errors]) from None
+    # a receiver secret with no receiver of that name is a typo or a leftover
+    named = {f"{PROJECT}:{k}" for k in cfg.monitoring.receiver_secret_keys().values()}
+    stray = sorted(receiver_keys - named)
+    if stray:
+        errors = []
+        for key in stray:
+            close = difflib.get_close_matches(key, sorted(named), n=1, cutoff=0.6)
+            fix = (
+                f"did you mean '{close[0]}'?"
+                if close
+                else f"add receiver '{key.removeprefix(f'{PROJECT}:{RECEIVER_SECRET_PREFIX}')}' under "
+                f"{CONFIG_KEY}.monitoring.alertmanager.receivers, or remove the key"
+            )
+            errors.append(ConfigError(key, "secret of no receiver", fix, source=source))
+        raise ConfigErrors(errors)
+    return cfg
 
 
 def _platform_section(path: Path) -> dict[str, Any]:

@@ -84,8 +84,9 @@ class StackValues:
 
 
 def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
-    """prometheus-community ``kube-prometheus-stack`` 88.5.3 values (``charts/kube-prometheus-stack/values.yaml``
-    at commit cf408a2), with Grafana 12.11.1, node-exporter 4.56.1 and kube-state-metrics 8.4.0 subcharts."""
+    """prometheus-community ``kube-prometheus-stack`` 88.5.3 values
+    (``charts/kube-prometheus-stack/values.yaml`` at commit cf408a2), with the Grafana 12.11.1,
+    node-exporter 4.56.1 and kube-state-metrics 8.4.0 subcharts."""
     system = pool_affinity(v.system_pools)
 
     def volume(size: str) -> dict[str, Any]:
@@ -224,7 +225,9 @@ def alertmanager_config(
             slack: dict[str, Any] = {
                 "api_url_file": url_file,
                 "send_resolved": r.send_resolved,
-                "title": "[{{ .Status | toUpper }}] {{ .CommonLabels.alertname }} ({{ .CommonLabels.cluster }})",
+                "title": (
+                    "[{{ .Status | toUpper }}] {{ .CommonLabels.alertname }} ({{ .CommonLabels.cluster }})"
+                ),
                 "text": (
                     "{{ range .Alerts }}*{{ .Labels.severity }}* {{ .Annotations.summary }}\n"
                     "{{ .Annotations.description }}\nRunbook: {{ .Annotations.runbook_url }}\n{{ end }}"

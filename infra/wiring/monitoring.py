@@ -21,11 +21,11 @@ import pulumi
 from infra.components.k8s.gpu_exporters import DcgmExporter, DcgmExporterArgs, EfaExporter, EfaExporterArgs
 from infra.components.k8s.monitoring import MonitoringStack, MonitoringStackArgs
 from infra.components.options import inherited_depends_on
-from infra.io import monitoring as files
 from infra.lib import charts
 from infra.lib import monitoring as mon
 from infra.model.config.schema import Role
 from infra.model.config.services import HelmChart
+from infra.model.monitoring import MonitoringAssets
 from infra.wiring.cluster import ClusterWiring
 from infra.wiring.cluster_services import ClusterServicesWiring, system_pools
 from infra.wiring.context import StackContext
@@ -59,9 +59,13 @@ def monitoring_parts(ctx: StackContext) -> tuple[list[str], list[str]]:
 
 
 def wire_monitoring(
-    ctx: StackContext, cluster: ClusterWiring, services: ClusterServicesWiring | None
+    ctx: StackContext,
+    cluster: ClusterWiring,
+    services: ClusterServicesWiring | None,
+    assets: MonitoringAssets,
 ) -> MonitoringWiring | None:
-    """Create the monitoring stack (None when disabled or when the cluster services are skipped)."""
+    """Create the monitoring stack (None when disabled or when the cluster services are skipped); file
+    contents and receiver URLs come in ``assets`` (``infra/io/monitoring.py``)."""
     cfg, names = ctx.cfg, ctx.names
     mc = cfg.monitoring
     if not mc.enabled or services is None:
@@ -120,12 +124,10 @@ def wire_monitoring(
             crds_chart=_ref(mc.operator_crds.pinned),
             stack_chart=_ref(mc.kube_prometheus_stack.pinned),
             values=values,
-            rules={name: mon.prometheus_rule_spec(files.rule_file(name)) for name in rule_names},
-            dashboards={name: files.dashboard(name) for name in dashboard_names},
+            rules={name: mon.prometheus_rule_spec(assets.rules[name]) for name in rule_names},
+            dashboards={name: assets.dashboards[name] for name in dashboard_names},
             pod_monitors=pod_monitors,
-            receiver_urls={
-                name: files.receiver_url(key) for name, key in sorted(mc.receiver_secret_keys().items())
-            },
+            receiver_urls={name: assets.receiver_urls[name] for name in sorted(am.receivers)},
         ),
         opts=opts,
     )
@@ -143,7 +145,7 @@ def wire_monitoring(
             DcgmExporterArgs(
                 chart=_ref(mc.dcgm_exporter.pinned),
                 namespace=namespace,
-                values=mon.dcgm_exporter_values(gpu_pools=gpu_pools, counters_csv=files.dcgm_counters()),
+                values=mon.dcgm_exporter_values(gpu_pools=gpu_pools, counters_csv=assets.dcgm_counters),
             ),
             opts=after_crds,
         )
@@ -154,8 +156,8 @@ def wire_monitoring(
             EfaExporterArgs(
                 namespace=namespace,
                 image=mc.efa_exporter_image,
-                script_name=files.EFA_EXPORTER_SCRIPT,
-                script=files.efa_exporter_script(),
+                script_name=assets.efa_exporter_script[0],
+                script=assets.efa_exporter_script[1],
             ),
             opts=after_crds,
         )

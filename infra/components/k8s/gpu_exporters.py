@@ -1,5 +1,5 @@
-"""Exporters on the accelerator nodes: NVIDIA dcgm-exporter (Helm release, GPU pools) and aiplat's EFA exporter
-(a ConfigMap with the script, a DaemonSet on EFA nodes and its PodMonitor).
+"""Exporters on the accelerator nodes: NVIDIA dcgm-exporter (Helm release, GPU pools) and aiplat's EFA
+exporter (a ConfigMap with the script, a DaemonSet on EFA nodes and its PodMonitor).
 
 dcgm-exporter: https://github.com/NVIDIA/dcgm-exporter (chart ``deployment/``), values from
 ``infra/lib/monitoring.py``. EFA exporter: why it exists and where its counters come from is in the

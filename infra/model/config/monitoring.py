@@ -39,8 +39,8 @@ class KubePrometheusStackChart(ChartPin):
     chart: str = Field("kube-prometheus-stack", description="Chart name.")
     version: str = Field(
         "88.5.3",
-        description="Default: prometheus-community/helm-charts charts/kube-prometheus-stack/Chart.yaml 88.5.3 "
-        "(appVersion v0.93.1; commit ea930ba, 2026-08-21): Prometheus v3.14.0, Alertmanager v0.34.0, "
+        description="Default: prometheus-community/helm-charts charts/kube-prometheus-stack/Chart.yaml "
+        "88.5.3 (appVersion v0.93.1; commit ea930ba, 2026-08-21): Prometheus v3.14.0, Alertmanager v0.34.0, "
         "Grafana chart 12.11.1, node-exporter chart 4.56.1, kube-state-metrics chart 8.4.0.",
     )
 

@@ -27,6 +27,7 @@ from infra.model.config.compute import (
     TaintEffect,
     check_pool_name,
 )
+from infra.model.config.monitoring import MonitoringConfig
 from infra.model.config.network import (
     DEFAULT_INTERFACE_ENDPOINTS,
     NAT_FREE_ENDPOINTS,
@@ -35,7 +36,6 @@ from infra.model.config.network import (
     NatStrategy,
     NetworkConfig,
 )
-from infra.model.config.monitoring import MonitoringConfig
 from infra.model.config.services import ClusterServicesConfig, KubernetesAccess
 from infra.model.config.storage import (
     BucketPurpose,
