@@ -194,6 +194,15 @@ def config_as_json(cfg: PlatformConfig) -> dict[str, Any]:
     return cfg.model_dump(mode="json")
 
 
+def plan_config(cfg: PlatformConfig) -> tuple[dict[str, str], list[str]]:
+    """The Pulumi config the program reads under the plan, and which keys of it are secrets: the platform
+    section, plus a placeholder for each Alertmanager receiver URL (``aiplat:alertmanager-<receiver>``,
+    a Pulumi secret of the real stack)."""
+    secrets = [f"{PROJECT}:{key}" for key in cfg.monitoring.receiver_secret_keys().values()]
+    config = {CONFIG_KEY: json.dumps(config_as_json(cfg)), **{key: PLAN_SECRET_VALUE for key in secrets}}
+    return config, secrets
+
+
 def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | None = None) -> Plan:
     """Validate the stack's config, then run the program under mocks and return what it registered.
 
@@ -212,6 +221,7 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
         referenced[cfg.storage.source_stack] = planned_outputs(cfg.storage.source_stack, stacks_dir)
     mocks = AwsSnapshotMocks(cfg.region, stack_outputs=referenced)
     findings: list[Finding] = []
+    config, secret_keys = plan_config(cfg)
     monitor = run_program(
         # No endpoint probe: the offline plan has no cluster to reach (pulumi up checks it).
         functools.partial(
@@ -222,14 +232,8 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
         ),
         stack=stack,
         mocks=mocks,
-        config={
-            CONFIG_KEY: json.dumps(config_as_json(cfg)),
-            **{
-                f"{PROJECT}:{key}": PLAN_SECRET_VALUE
-                for key in cfg.monitoring.receiver_secret_keys().values()
-            },
-        },
-        secret_keys=[f"{PROJECT}:{key}" for key in cfg.monitoring.receiver_secret_keys().values()],
+        config=config,
+        secret_keys=secret_keys,
     )
     return Plan(
         stack=stack,

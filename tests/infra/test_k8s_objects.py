@@ -37,8 +37,15 @@ def test_example_objects_validate(example_plans) -> None:
 
 def test_custom_resources_are_checked_against_models(plan_stack) -> None:
     found = set().union(*(kinds(k8s_objects(plan_stack(s))) for s in STACKS))
-    custom = {k for k in found if "/" in k[0] and not k[0].endswith(".k8s.io/v1")}
+    builtin_groups = ("apps/", "batch/", "policy/")
+    custom = {
+        k
+        for k in found
+        if "/" in k[0] and not k[0].endswith(".k8s.io/v1") and not k[0].startswith(builtin_groups)
+    }
     assert custom == {
+        ("monitoring.coreos.com/v1", "PodMonitor"),
+        ("monitoring.coreos.com/v1", "PrometheusRule"),
         ("cert-manager.io/v1", "Certificate"),
         ("cert-manager.io/v1", "ClusterIssuer"),
         ("karpenter.k8s.aws/v1", "EC2NodeClass"),

@@ -35,8 +35,7 @@ CHILD = textwrap.dedent(
     from infra import program
     from infra.io.stackfiles import load_stack_config, read_stack_index
     from infra.plan.mocks import AwsSnapshotMocks
-    from infra.plan.runner import config_as_json, run_program
-    from infra.model.project import CONFIG_KEY
+    from infra.plan.runner import plan_config, run_program
 
     stack, answers_file = sys.argv[1], sys.argv[2]
     answers = json.load(open(answers_file))
@@ -47,12 +46,14 @@ CHILD = textwrap.dedent(
             return answers[key]
 
     cfg = load_stack_config(stack)
+    config, secret_keys = plan_config(cfg)
     monitor = run_program(
         # endpoint_probe=None: the mocked cluster has no API to connect to (the probe is tested on its own)
         functools.partial(program.program, stacks=read_stack_index(), endpoint_probe=None),
         stack=stack,
         mocks=Replay(cfg.region),
-        config={CONFIG_KEY: json.dumps(config_as_json(cfg))},
+        config=config,
+        secret_keys=secret_keys,
     )
     assert not [m for m in sys.modules if m == "moto" or m.startswith("moto.")]
     print(json.dumps(sorted(r.urn for r in monitor.recorded)))

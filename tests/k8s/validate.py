@@ -37,12 +37,13 @@ from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
 from infra.plan.runner import SECRET, Plan, RecordedResource
-from tests.k8s.crds import cert_manager, karpenter
+from tests.k8s.crds import cert_manager, karpenter, prometheus_operator
 
 # (apiVersion, kind) -> model of the whole object (apiVersion, kind, metadata, spec)
 CRD_MODELS: dict[tuple[str, str], type[BaseModel]] = {
     **karpenter.MODELS,
     **cert_manager.MODELS,
+    **prometheus_operator.MODELS,
 }
 # Pulumi types under "kubernetes:" that are not Kubernetes objects
 NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml", "kubernetes:kustomize")

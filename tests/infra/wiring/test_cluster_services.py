@@ -22,7 +22,10 @@ POOL_LABEL = "aiplat.io/pool"
 
 
 def _releases(plan: Plan) -> dict[str, RecordedResource]:
-    return {r.inputs["name"]: r for r in plan.by_type(RELEASE)}
+    """The cluster services' releases (the monitoring stack's, in its own namespace, are tested in
+    tests/infra/wiring/test_monitoring.py)."""
+    monitoring = plan.config["cluster_services"]["monitoring_namespace"]
+    return {r.inputs["name"]: r for r in plan.by_type(RELEASE) if r.inputs["namespace"] != monitoring}
 
 
 def _services(plan: Plan) -> dict:
@@ -199,7 +202,7 @@ def test_services_wait_for_system_pools_and_never_for_gpu_pools(plan_stack, stac
             tuple(f"pool-{g.inputs['labels'][POOL_LABEL]}-" for g in _node_groups(plan, gpu=True))
         )
     }
-    (gate,) = plan.by_type("kubernetes:core/v1:ConfigMap")
+    (gate,) = [r for r in plan.by_type("kubernetes:core/v1:ConfigMap") if r.name.startswith("k8s-access")]
     coredns = next(r.urn for r in plan.by_type("aws:eks/addon:Addon") if r.inputs["addonName"] == "coredns")
     k8s = [
         r
