@@ -190,6 +190,7 @@ def create_app(service: Service) -> FastAPI:
                 "device": str(cur.device),
                 "context_tokens": cur.context,
                 "metrics": rel.metrics,
+                "last_problem": store.problem or None,  # e.g. why a newer release is not served
             }
         )
 
@@ -197,19 +198,22 @@ def create_app(service: Service) -> FastAPI:
     async def generate(body: GenerateRequest) -> JSONResponse:
         t0 = time.monotonic()
         cur = store.current
-        if service.draining or cur is None:
+        if cur is None:  # while draining, requests are still served: the load balancer may still send some
             return error(503, service.not_ready_reason(), **{"Retry-After": "5"})
-        max_new = body.max_new_tokens or cfg.default_max_new_tokens
-        if max_new > cfg.max_new_tokens:
-            return error(
-                422, f"max_new_tokens: {max_new} is over this server's limit of {cfg.max_new_tokens}"
-            )
         prompt_bytes = len(body.prompt.encode("utf-8"))
         if prompt_bytes > cfg.max_prompt_bytes:
             return error(
                 422, f"prompt: {prompt_bytes} UTF-8 bytes is over the limit of {cfg.max_prompt_bytes}"
             )
         tokens = cur.tokenizer.encode(body.prompt)
+        if body.max_new_tokens is None:  # the default, as far as the context allows
+            max_new = max(1, min(cfg.default_max_new_tokens, cur.context - len(tokens)))
+        else:
+            max_new = body.max_new_tokens
+        if max_new > cfg.max_new_tokens:
+            return error(
+                422, f"max_new_tokens: {max_new} is over this server's limit of {cfg.max_new_tokens}"
+            )
         if len(tokens) + max_new > cur.context:
             return error(
                 422,

@@ -143,6 +143,14 @@ class ServerConfig:
         env = os.environ if environ is None else environ
         fields = {f.name: f for f in dataclasses.fields(cls)}
         known = {_env(n): n for n in fields}
+        port = env.get("INFERENCE_PORT", "")
+        if port and not port.startswith("tcp://"):  # set by hand, not by the kubelet
+            raise ConfigError(
+                "INFERENCE_PORT",
+                port,
+                "the listen port is INFERENCE_HTTP_PORT (INFERENCE_PORT is the name Kubernetes uses for the "
+                "service link of a Service called 'inference')",
+            )
         for var in sorted(env):
             if var.startswith(PREFIX) and var not in known and not _SERVICE_LINK.match(var):
                 close = difflib.get_close_matches(var, list(known), n=1)

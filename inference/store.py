@@ -109,7 +109,8 @@ class ModelStore:
 
     @property
     def problem(self) -> str:
-        """Why no model is loaded, or the last thing that went wrong (for ``/readyz``)."""
+        """Why no model is loaded, or why a newer release is not served ("" when all is well): for
+        ``/readyz`` and ``/v1/model``."""
         return self._last_problem
 
     def check_cache_dir(self) -> None:
@@ -188,6 +189,7 @@ class ModelStore:
             self._note(
                 f"no release under {where}/ yet (polling every {cfg.poll_interval_s:g}s)", logging.INFO
             )
+        failed = False
         for version in self.candidates(versions):
             try:
                 listing = tuple(
@@ -201,6 +203,7 @@ class ModelStore:
             try:
                 loaded = self.load(version)
             except ReleaseError as exc:
+                failed = True
                 self._bad[version] = listing
                 self._fail("invalid_release", f"release {cfg.model_name}/{version} skipped: {exc.reason}")
                 continue
@@ -208,6 +211,7 @@ class ModelStore:
                 self._fail("store_unavailable", f"release store unavailable while reading {version}: {exc}")
                 return False
             except Exception as exc:  # a torch or device error: this version cannot be served here
+                failed = True
                 self._bad[version] = listing
                 self._fail(
                     "load_error",
@@ -215,6 +219,8 @@ class ModelStore:
                 )
                 continue
             self.swap(loaded)
+            if not failed:  # else keep the reason a newer version was skipped
+                self._last_problem = ""
             return True
         return False
 
@@ -243,7 +249,6 @@ class ModelStore:
         """Make ``loaded`` the serving model and drop the cached files of every other version."""
         previous = self._current
         self._current = loaded
-        self._last_problem = ""
         rel = loaded.release
         self.metrics.loads.inc()
         self.metrics.serving(rel.model_name, rel.version, rel.step)
