@@ -20,16 +20,25 @@ from typing import Any
 import pytest
 
 from tests.inference.conftest import MODEL, REPO, Publisher, child_env, train
+from tests.inference.importguard import build_site
 from tests.inference.test_app import call, metric
 from tests.trainer._trainer_support import MotoS3
 from trainer.distributed import free_port
 from trainer.release import MANIFEST, WEIGHTS, publish
 
 
+@pytest.fixture(scope="session")
+def image_site(inference_tmp: Path) -> Path:
+    """Only what the inference image installs (tests/inference/importguard.py)."""
+    return build_site(inference_tmp / "image-site")
+
+
 @dataclass
 class Server:
-    """``python -m inference.serve`` in a child process on a free port."""
+    """``python -m inference.serve`` in a child process on a free port, with only the image's libraries
+    importable (``python -S``: no site-packages; ``PYTHONPATH``: the image site), as in the container."""
 
+    site: Path
     env: dict[str, str]
     log: Path
     port: int = field(default_factory=free_port)
@@ -41,10 +50,11 @@ class Server:
 
     def start(self) -> Server:
         env = child_env({**self.env, "INFERENCE_HOST": "127.0.0.1", "INFERENCE_HTTP_PORT": str(self.port)})
+        env["PYTHONPATH"] = str(self.site)
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "inference.serve"],
-                cwd=REPO,
+                [sys.executable, "-S", "-m", "inference.serve"],
+                cwd=self.site,
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -111,7 +121,7 @@ def wait_for(pred: Any, timeout: float, what: str) -> Any:
 
 
 def test_train_publish_replicate_serve_corrupt_then_swap(
-    moto_s3: MotoS3, work: Path, servers: list[Server]
+    moto_s3: MotoS3, work: Path, servers: list[Server], image_site: Path
 ) -> None:
     t0 = time.monotonic()
     s3 = moto_s3.client()
@@ -130,6 +140,7 @@ def test_train_publish_replicate_serve_corrupt_then_swap(
     # 3. Replication brings release/ to the inference region; the server reads only that bucket.
     replicate(s3, "us-artifacts", "hk-models", v1)
     server = Server(
+        image_site,
         {"INFERENCE_RELEASE_ROOT": "s3://hk-models", "INFERENCE_MODEL_NAME": MODEL,
          "INFERENCE_CACHE_DIR": str(work / "cache"), "INFERENCE_POLL_INTERVAL_S": "0.3",
          "INFERENCE_MAX_WAIT_MS": "2"},
@@ -220,12 +231,13 @@ def test_train_publish_replicate_serve_corrupt_then_swap(
 
 
 def test_sigterm_drains_in_flight_requests_and_exits_0(
-    checkpoints: Path, work: Path, servers: list[Server]
+    checkpoints: Path, work: Path, servers: list[Server], image_site: Path
 ) -> None:
     """SIGTERM: readiness false at once, requests still served during the drain delay, then the listener
     closes and the requests in flight are answered before the process exits 0."""
     v1 = Publisher(checkpoints, work / "rel")(2)
     server = Server(
+        image_site,
         {"INFERENCE_RELEASE_ROOT": str(work / "rel"), "INFERENCE_MODEL_NAME": MODEL,
          "INFERENCE_CACHE_DIR": str(work / "cache"), "INFERENCE_DRAIN_DELAY_S": "1",
          "INFERENCE_GRACEFUL_SHUTDOWN_S": "20", "INFERENCE_DEBUG_STEP_DELAY_MS": "60"},
