@@ -36,9 +36,10 @@ be answered (uvicorn's ``timeout_graceful_shutdown``), stops the batcher and the
 A second signal skips the drain delay. Set the pod's ``terminationGracePeriodSeconds`` above
 drain delay + grace + a few seconds.
 
-Exit codes: 0 after a graceful shutdown; 1 if the port cannot be bound; 2 for a configuration error (one
-line on stderr). Problems with releases or the store never end the process: they are logged in one line,
-counted in ``inference_model_load_failures_total`` and shown by ``/readyz``.
+Exit codes: 0 after a graceful shutdown; 2 for a configuration error (one line on stderr); 3 when the
+server cannot start, e.g. the port is in use (uvicorn's ``STARTUP_FAILURE``, logged in one line).
+Problems with releases or the store never end the process: they are logged in one line, counted in
+``inference_model_load_failures_total`` and shown by ``/readyz``.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ from inference.config import ConfigError, ServerConfig
 
 log = logging.getLogger("inference.serve")
 EXIT_OK = 0
-EXIT_BIND = 1
 EXIT_CONFIG = 2
+EXIT_START = 3  # uvicorn's STARTUP_FAILURE (uvicorn/server.py)
 
 
 class DrainingServer(uvicorn.Server):
@@ -157,10 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         server.run()
-    except SystemExit as exc:  # uvicorn exits 1 when it cannot bind the port (it logged why)
-        return int(exc.code or EXIT_BIND)
+    except SystemExit as exc:  # uvicorn exits 3 when it cannot bind the port (it logged why)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_START
     if not server.started:
-        return EXIT_BIND
+        return EXIT_START
     log.info("shut down cleanly")
     return EXIT_OK
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -270,3 +271,24 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(
     log = (work / "server.log").read_text()
     assert "SIGTERM: not ready any more; in flight: 3" in log and "shut down cleanly" in log
     assert "Traceback" not in log
+
+
+def test_bad_setting_and_busy_port_exit_with_one_line(work: Path, image_site: Path) -> None:
+    """Configuration problems end the process with one line and exit 2 (no traceback); a port already in
+    use ends it with 3."""
+    env = child_env(
+        {"INFERENCE_RELEASE_ROOT": str(work), "INFERENCE_MODEL_NAME": MODEL, "INFERENCE_MAX_BATCH": "0"}
+    )
+    env["PYTHONPATH"] = str(image_site)
+    cmd = [sys.executable, "-S", "-m", "inference.serve"]
+    r = subprocess.run(cmd, cwd=image_site, env=env, capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (2, "error: config error: INFERENCE_MAX_BATCH=0: must be >= 1\n")
+    env.pop("INFERENCE_MAX_BATCH")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        env.update(INFERENCE_HOST="127.0.0.1", INFERENCE_HTTP_PORT=str(busy.getsockname()[1]))
+        env["INFERENCE_CACHE_DIR"] = str(work / "cache")
+        r = subprocess.run(cmd, cwd=image_site, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert "address already in use" in r.stderr and "Traceback" not in r.stderr
