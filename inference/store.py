@@ -238,7 +238,8 @@ class ModelStore:
             incoming.rename(final)
         finally:
             shutil.rmtree(incoming, ignore_errors=True)
-        model = load_model(final, self.device).to(self.dtype)
+        # Cast while moving: a bfloat16 model on the GPU never holds a float32 copy there.
+        model = load_model(final, "cpu").to(device=self.device, dtype=self.dtype)
         logits, _ = prefill(model, [[tokenizer.eot]])
         if not bool(torch.isfinite(logits[:, : tokenizer.vocab_size]).all()):
             raise ReleaseError("the weights give non-finite logits (NaN/inf) on a warm-up step")

@@ -212,3 +212,24 @@ def test_poller_thread_survives_an_unexpected_error(checkpoints: Path, work: Pat
     assert len(calls) >= 3
     assert failures(store, "load_error") >= 3
     assert store.problem == "model poll failed: KeyError: 'boom'"
+
+
+def test_bfloat16_model_generates(checkpoints: Path, work: Path) -> None:
+    """The GPU default dtype (bfloat16), exercised on CPU: weights cast on load, warm-up finite, batched
+    generation runs."""
+    from inference.batcher import Batcher, Job
+
+    v1 = Publisher(checkpoints, work / "rel")(2)
+    store = make_store(work / "rel", work / "cache", dtype="bfloat16", device="cpu")
+    assert store.poll_once() is True and store.current.version == v1.version
+    assert {p.dtype for p in store.current.model.parameters()} == {torch.bfloat16}
+    batcher = Batcher(lambda: store.current, store.cfg, store.metrics)
+    jobs = [Job(store.current.tokenizer.encode(p), 5, 0.7, 10) for p in ("the", "a quick")]
+    for j in jobs:
+        batcher.submit(j)
+    batcher.start()
+    try:
+        results = [j.future.result(30) for j in jobs]
+    finally:
+        batcher.stop()
+    assert all(1 <= len(r.tokens) <= 5 and all(0 <= t < 256 for t in r.tokens) for r in results)
