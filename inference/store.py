@@ -29,7 +29,6 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,18 +82,11 @@ def resolve_device(device: str, dtype: str) -> tuple[torch.device, torch.dtype]:
 class ModelStore:
     """Holds the serving model (:attr:`current`) and keeps it at the newest valid (or pinned) release."""
 
-    def __init__(
-        self,
-        cfg: ServerConfig,
-        metrics: Metrics,
-        *,
-        on_swap: Callable[[LoadedModel], None] | None = None,
-    ) -> None:
+    def __init__(self, cfg: ServerConfig, metrics: Metrics) -> None:
         self.cfg = cfg
         self.metrics = metrics
         self.device, self.dtype = resolve_device(cfg.device, cfg.dtype)
         self.cache = Path(cfg.cache_dir)
-        self.on_swap = on_swap
         self._current: LoadedModel | None = None
         self._bad: dict[str, tuple[tuple[str, int], ...]] = {}  # version -> listing it failed with
         self._last_problem = "no poll yet"
@@ -210,6 +202,9 @@ class ModelStore:
             except StoreUnavailable as exc:
                 self._fail("store_unavailable", f"release store unavailable while reading {version}: {exc}")
                 return False
+            except BadInput as exc:  # access denied, bucket gone: the store's fault, not this version's
+                self._fail("store_refused", f"release store refused reading {version}: {exc}")
+                return False
             except Exception as exc:  # a torch or device error: this version cannot be served here
                 failed = True
                 self._bad[version] = listing
@@ -239,10 +234,16 @@ class ModelStore:
         finally:
             shutil.rmtree(incoming, ignore_errors=True)
         # Cast while moving: a bfloat16 model on the GPU never holds a float32 copy there.
-        model = load_model(final, "cpu").to(device=self.device, dtype=self.dtype)
-        logits, _ = prefill(model, [[tokenizer.eot]])
-        if not bool(torch.isfinite(logits[:, : tokenizer.vocab_size]).all()):
-            raise ReleaseError("the weights give non-finite logits (NaN/inf) on a warm-up step")
+        try:
+            model = load_model(final, "cpu").to(device=self.device, dtype=self.dtype)
+            logits, _ = prefill(model, [[tokenizer.eot]])
+            if not bool(torch.isfinite(logits[:, : tokenizer.vocab_size]).all()):
+                raise ReleaseError("the weights give non-finite logits (NaN/inf) on a warm-up step")
+        except BaseException:
+            cur = self._current
+            if cur is None or cur.version != version:  # keep only what serves in the cache
+                shutil.rmtree(final, ignore_errors=True)
+            raise
         self.metrics.load_seconds.set(time.monotonic() - t0)
         return LoadedModel(release, model, tokenizer, self.device, time.time())
 
@@ -265,5 +266,3 @@ class ModelStore:
         for path in self.cache.iterdir():
             if path.is_dir() and path.name != loaded.version:
                 shutil.rmtree(path, ignore_errors=True)
-        if self.on_swap is not None:
-            self.on_swap(loaded)

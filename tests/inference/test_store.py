@@ -233,3 +233,28 @@ def test_bfloat16_model_generates(checkpoints: Path, work: Path) -> None:
     finally:
         batcher.stop()
     assert all(1 <= len(r.tokens) <= 5 and all(0 <= t < 256 for t in r.tokens) for r in results)
+
+
+def test_weights_that_give_nan_are_refused_and_not_cached(checkpoints: Path, work: Path) -> None:
+    """A release whose manifest matches its files but whose weights are NaN fails the warm-up step."""
+    from safetensors.torch import load_file, save_file
+
+    from trainer.hashing import sha256_file
+
+    pub = Publisher(checkpoints, work / "rel")
+    v1, v2 = pub(2), pub(4)
+    d = version_dir(work / "rel", v2.version)
+    tensors = load_file(d / WEIGHTS)
+    tensors["ln_f.weight"] = torch.full_like(tensors["ln_f.weight"], float("nan"))
+    save_file(tensors, str(d / WEIGHTS), metadata={"format": "pt"})
+    manifest = json.loads((d / MANIFEST).read_text())
+    manifest["files"][WEIGHTS] = {"size": (d / WEIGHTS).stat().st_size, "sha256": sha256_file(d / WEIGHTS)}
+    (d / MANIFEST).write_text(json.dumps(manifest))
+    store = make_store(work / "rel", work / "cache")
+    assert store.poll_once() is True and store.current.version == v1.version  # fell back to v1
+    assert failures(store, "invalid_release") == 1
+    assert store.problem == (
+        f"release {MODEL}/{v2.version} skipped: "
+        "the weights give non-finite logits (NaN/inf) on a warm-up step"
+    )
+    assert sorted(p.name for p in (work / "cache").iterdir()) == [v1.version]
