@@ -210,3 +210,18 @@ def test_draining_turns_readiness_false_and_still_serves(live: tuple[str, Servic
         assert metric(base, "inference_model_ready") == 0
     finally:
         svc.draining = False
+
+
+def test_generation_past_the_timeout_is_504_and_leaves_the_batch(checkpoints: Path, work: Path) -> None:
+    Publisher(checkpoints, work / "rel")(2)
+    svc = service_for(work / "rel", work / "cache", request_timeout_s=0.3, debug_step_delay_ms=100)
+    with serving(svc) as base:
+        wait_ready(base)
+        status, _, body = call(f"{base}/v1/generate", {"prompt": "a", "max_new_tokens": 20, "temperature": 0})
+        assert (status, body) == (504, {"error": "generation did not finish within 0.3s"})
+        assert metric(base, "inference_requests_total", {"code": "504"}) == 1
+        assert metric(base, "inference_requests_in_flight") == 0
+        time.sleep(0.5)  # a few steps later the abandoned row is gone: nothing generates any more
+        tokens = metric(base, "inference_generated_tokens_total")
+        time.sleep(0.5)
+        assert metric(base, "inference_generated_tokens_total") == tokens < 20
