@@ -12,9 +12,11 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.io.monitoring import load_monitoring_assets
+from infra.io.build_context import image_tags
 from infra.io.provider_facts import account_facts, gather_facts
 from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
+from infra.io.trainer_configs import training_settings
 from infra.model.config.parse import parse_platform_config
 from infra.model.config.schema import PlatformConfig
 from infra.model.errors import ConfigErrors
@@ -33,6 +35,7 @@ from infra.wiring.keys import wire_keys
 from infra.wiring.monitoring import wire_monitoring
 from infra.wiring.network import wire_network
 from infra.wiring.storage import wire_cluster_storage, wire_storage
+from infra.wiring.training import wire_images, wire_training
 
 FindingSink = Callable[[Finding], None]
 
@@ -89,8 +92,14 @@ def program(
     ``endpoint_probe`` checks the Kubernetes API endpoint before any Kubernetes object (default: a TCP
     connection under ``pulumi up``, none under preview; the offline plan passes None)."""
     cfg = read_config()
+    # The trainer config files the training section names, read with the trainer's own loader.
+    trainer = training_settings(cfg)
     ctx = RuleContext(
-        cfg, stack=pulumi.get_stack(), stacks=stacks or read_stack_index(), regions=known_regions()
+        cfg,
+        stack=pulumi.get_stack(),
+        stacks=stacks or read_stack_index(),
+        regions=known_regions(),
+        trainer=trainer,
     )
     report(run_rules(Phase.plan, ctx), on_finding)
 
@@ -100,7 +109,9 @@ def program(
         "aws", region=cfg.region, default_tags=aws.ProviderDefaultTagsArgs(tags=cfg.tags.as_dict())
     )
     facts = gather_facts(cfg, provider)
-    ctx = RuleContext(cfg, stack=ctx.stack, facts=facts, stacks=ctx.stacks, regions=ctx.regions)
+    ctx = RuleContext(
+        cfg, stack=ctx.stack, facts=facts, stacks=ctx.stacks, regions=ctx.regions, trainer=trainer
+    )
     report(run_rules(Phase.plan, ctx, requiring=Need.facts), on_finding)
 
     stack = StackContext(cfg=cfg, facts=facts, account=account_facts(provider), provider=provider)
@@ -110,6 +121,9 @@ def program(
     keys = wire_keys(stack)
     # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).
     storage = wire_storage(stack, data_key_arn=keys.data_key_arn)
+    # The trainer (and inference) images, built into the registry's repositories, by digest.
+    tags = {r: (t.tag, t.platform) for r, t in image_tags(cfg, facts.instances).items()}
+    images = wire_images(stack, storage, tags)
     network = wire_network(stack, keys)
     cluster = wire_cluster(stack, keys, network)
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
@@ -129,6 +143,23 @@ def program(
         k8s_depends_on=[cluster.pools[p] for p in system_pools(stack)] + (services.ready if services else []),
     )
     # The workloads' service accounts, bound to the pod roles.
-    wire_workload_identities(stack, services, pod_access, cluster.cluster.k8s_provider)
+    identities = wire_workload_identities(stack, services, pod_access, cluster.cluster.k8s_provider)
+    # Kubeflow Trainer, our ClusterTrainingRuntime and PodMonitor, the declared TrainJobs: after the system
+    # pools and the cluster services (namespace, service account), never waiting for a GPU pool.
+    if trainer is not None and services is not None:
+        system = system_pools(stack)
+        wire_training(
+            stack,
+            images,
+            trainer,
+            k8s_provider=cluster.cluster.k8s_provider,
+            system_pools=system,
+            k8s_depends_on=[
+                *(cluster.pools[p] for p in system),
+                cluster.addons,
+                *services.ready,
+                *([identities] if identities is not None else []),
+            ],
+        )
     for key, value in stack.exports.items():
         pulumi.export(key, value)

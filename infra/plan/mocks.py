@@ -10,6 +10,7 @@ empty answer.
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import hashlib
 import secrets
@@ -50,6 +51,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "aws:index/getCallerIdentity:getCallerIdentity": self._caller_identity,
             "aws:index/getPartition:getPartition": self._partition,
             "aws:index/getRegion:getRegion": self._region,
+            "aws:ecr/getAuthorizationToken:getAuthorizationToken": self._ecr_token,
         }
 
     # -- data calls -------------------------------------------------------------------------------
@@ -145,6 +147,21 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "name": region,
             "endpoint": f"ec2.{region}.amazonaws.com",
             "description": region,
+        }
+
+    def _ecr_token(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The shape of ECR GetAuthorizationToken as moto answers it (moto/ecr/responses.py): user AWS,
+        a per-registry placeholder password, the registry's proxy endpoint."""
+        registry = args.get("registryId") or ACCOUNT_ID
+        password = f"{registry}-auth-token"
+        return {
+            "id": registry,
+            "registryId": registry,
+            "userName": "AWS",
+            "password": password,
+            "authorizationToken": base64.b64encode(f"AWS:{password}".encode()).decode(),
+            "proxyEndpoint": f"https://{registry}.dkr.ecr.{self._region_of(args)}.amazonaws.com",
+            "expiresAt": "2015-01-01T00:00:00Z",
         }
 
     # -- resources --------------------------------------------------------------------------------
@@ -261,6 +278,19 @@ def _oidc_provider(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[s
     return {"arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:oidc-provider/{url}"}
 
 
+def _docker_image(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    """What pulumi-docker-build returns after a push (v0.0.22 image.go Create): the manifest digest, the
+    first tag with that digest as ``ref``, the context hash. Placeholders of the right shape."""
+    tags = list(args.inputs.get("tags") or [])
+    seed = "/".join([args.name, *map(str, tags)])
+    digest = "sha256:" + hashlib.sha256(seed.encode()).hexdigest()
+    return {
+        "digest": digest,
+        "ref": f"{tags[0]}@{digest}" if tags else "",
+        "contextHash": hashlib.sha256(f"context/{seed}".encode()).hexdigest(),
+    }
+
+
 # Per-type outputs that AWS computes and that the program reads (e.g. an EKS cluster's OIDC issuer).
 # Components register what they need here, keyed by resource type token.
 COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, Any]]] = {
@@ -275,4 +305,5 @@ COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, A
     "aws:kms/key:Key": _kms_key,
     "aws:ecr/repository:Repository": _ecr_repository,
     "random:index/randomPassword:RandomPassword": _random_password,
+    "docker-build:index:Image": _docker_image,
 }

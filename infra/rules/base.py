@@ -18,6 +18,7 @@ from infra.model.errors import ConfigError, ConfigErrors
 from infra.model.facts import LiveFacts, RegionFacts
 from infra.model.project import CONFIG_KEY
 from infra.model.stacks import StackIndex
+from infra.model.trainer_settings import TrainerSettings
 
 
 class Level(StrEnum):
@@ -42,6 +43,7 @@ class Need(StrEnum):
     regions = "regions"  # the AWS region names
     account = "account"  # LiveFacts: the live account (preflight): credentials, region opt-in
     live_region = "live_region"  # LiveFacts of a region that answers: quotas, reservations, add-ons...
+    trainer = "trainer"  # TrainerSettings of the trainer config files the stack names
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ class RuleContext:
     stacks: StackIndex | None = None
     regions: frozenset[str] = frozenset()
     live: LiveFacts | None = None
+    # trainer config files the training section names, by what names them ('runtime', 'runs.<name>')
+    trainer: Mapping[str, TrainerSettings] | None = None
 
     def has(self, need: Need) -> bool:
         return {
@@ -98,6 +102,7 @@ class RuleContext:
             Need.regions: bool(self.regions),
             Need.account: self.live is not None,
             Need.live_region: self.live is not None and self.live.region_usable,
+            Need.trainer: self.trainer is not None,
         }[need]
 
 

@@ -50,6 +50,9 @@ def test_custom_resources_are_checked_against_models(plan_stack) -> None:
         ("cert-manager.io/v1", "ClusterIssuer"),
         ("karpenter.k8s.aws/v1", "EC2NodeClass"),
         ("karpenter.sh/v1", "NodePool"),
+        ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"),
+        ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+        ("monitoring.coreos.com/v1", "PodMonitor"),
     }
     assert custom <= set(CRD_MODELS)
 

@@ -36,6 +36,7 @@ from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
+from infra.model import crds as training_crds
 from infra.plan.runner import SECRET, Plan, RecordedResource
 from tests.k8s.crds import cert_manager, karpenter, prometheus_operator
 
@@ -44,6 +45,9 @@ CRD_MODELS: dict[tuple[str, str], type[BaseModel]] = {
     **karpenter.MODELS,
     **cert_manager.MODELS,
     **prometheus_operator.MODELS,
+    # Kubeflow Trainer v2.3.0 (ClusterTrainingRuntime, TrainJob): in the package, because `aiplat train
+    # render` validates with them too
+    **training_crds.MODELS,
 }
 # Pulumi types under "kubernetes:" that are not Kubernetes objects
 NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml", "kubernetes:kustomize")
@@ -119,7 +123,11 @@ def validate_object(obj: K8sObject, version: str) -> list[str]:
     if key in CRD_MODELS:
         model = CRD_MODELS[key]
         crd = getattr(model, "CRD_VERSION", "?")
-        return [f"{obj.ref} ({crd}): {e}" for e in _model_errors(model, obj.manifest)]
+        problems = [f"{obj.ref} ({crd}): {e}" for e in _model_errors(model, obj.manifest)]
+        # Kubernetes types embedded in a custom resource (a ClusterTrainingRuntime's Jobs) get the schema
+        for job in training_crds.embedded_jobs(obj.manifest):
+            problems += validate_object(K8sObject(manifest=job, resource=obj.resource), version)
+        return problems
     try:
         kubernetes_validate.validate(obj.manifest, version, strict=True)
     except ValidationError as exc:

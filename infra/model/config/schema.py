@@ -47,6 +47,15 @@ from infra.model.config.storage import (
     StorageBackend,
     StorageConfig,
 )
+from infra.model.config.training import (
+    BandwidthCheckConfig,
+    ImageBuild,
+    ImagesConfig,
+    RunConfig,
+    RuntimeConfig,
+    TrainerChartConfig,
+    TrainingConfig,
+)
 from infra.model.naming import StackNames
 
 __all__ = [
@@ -57,6 +66,7 @@ __all__ = [
     "AccessEntryConfig",
     "AccessPolicy",
     "AddonVersions",
+    "BandwidthCheckConfig",
     "BucketPurpose",
     "CapacityReservationConfig",
     "CapacityType",
@@ -66,6 +76,8 @@ __all__ = [
     "FlowLogTraffic",
     "FlowLogsConfig",
     "KubernetesAccess",
+    "ImageBuild",
+    "ImagesConfig",
     "LifecycleConfig",
     "MinioConfig",
     "MinioMode",
@@ -77,12 +89,16 @@ __all__ = [
     "PodAccessConfig",
     "RegistryConfig",
     "Role",
+    "RunConfig",
+    "RuntimeConfig",
     "StorageBackend",
     "StorageConfig",
     "Strict",
     "TaintConfig",
     "TaintEffect",
     "Tags",
+    "TrainerChartConfig",
+    "TrainingConfig",
 ]
 
 
@@ -147,6 +163,10 @@ class PlatformConfig(Strict):
     registry: RegistryConfig = Field(default_factory=RegistryConfig)
     cluster_services: ClusterServicesConfig = Field(default_factory=lambda: ClusterServicesConfig())
     monitoring: MonitoringConfig = Field(default_factory=lambda: MonitoringConfig())
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
+    training: TrainingConfig | None = Field(
+        None, description="Training on the cluster (train stacks): Kubeflow Trainer, runtime, runs."
+    )
 
     @field_validator("region")
     @classmethod
@@ -179,6 +199,11 @@ class PlatformConfig(Strict):
             raise ValueError(
                 "storage.source_stack is set on a train stack; only infer stacks read a train "
                 "stack's outputs, remove it"
+            )
+        if self.role == Role.infer and (self.images.builds or self.training is not None):
+            raise ValueError(
+                "images.builds or training is set on an infer stack; images are built and pushed by the "
+                "train stack that owns the registry (they replicate to the inference regions), remove them"
             )
         if self.region in self.storage.replicate_to:
             raise ValueError(f"storage.replicate_to includes the stack's own region {self.region}; remove it")
