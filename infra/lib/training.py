@@ -49,7 +49,7 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 HUGEPAGES_RESOURCE = "hugepages-2Mi"
 IMAGE_WORKDIR = "/opt/trainer"  # images/trainer/Dockerfile: WORKDIR, trainer/ copied below it
 LAUNCHER = ["python", "-m", "trainer.launch"]
-BENCH = ["python", "-m", "torch.distributed.run"]
+BENCH = ["python", "-m", "trainer.tools.allreduce_bench"]
 SHM_CAP_MIB = 64 * 1024
 PATCH_MANAGER = "aiplat.io/platform"
 
@@ -379,12 +379,15 @@ def trainjob_document(
     suspend: bool = False,
     workload: str = WORKLOAD_TRAIN,
     labels: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A ``TrainJob`` on ``runtime``. The image comes from the runtime (pinned by digest there), so a run
     can be rendered without knowing the digest. ``numProcPerNode`` is explicit (else ``auto``)."""
     trainer: dict[str, Any] = {"numNodes": nodes, "numProcPerNode": procs_per_node, "args": list(args)}
     if command is not None:
         trainer["command"] = list(command)
+    if env:
+        trainer["env"] = [{"name": k, "value": v} for k, v in env.items()]
     spec: dict[str, Any] = {
         "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
         "trainer": trainer,
@@ -432,19 +435,23 @@ def run_overrides(*, data_source: str, checkpoint_uri: str, extra: Mapping[str, 
     ]
 
 
-def bench_args(*, min_busbw_gbps: float, max_bytes: int, worker_restarts: int = 0) -> list[str]:
-    """torchrun arguments that run ``trainer.tools.allreduce_bench`` on every GPU of every node."""
+def bench_args(*, min_busbw_gbps: float, max_bytes: int) -> list[str]:
+    """Arguments of ``trainer.tools.allreduce_bench`` in launch mode: it starts one rank per GPU on every
+    node and exits with the ranks' code (2 below the threshold: the failure policy fails the job at once;
+    torchrun would report any failure as 1, which counts and restarts)."""
     return [
+        "--launch",
         "--nnodes=$(PET_NNODES)",
         "--nproc-per-node=$(PET_NPROC_PER_NODE)",
-        "--rdzv-backend=c10d",
         "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)",
-        f"--max-restarts={worker_restarts}",
-        "-m",
-        "trainer.tools.allreduce_bench",
         f"--max-bytes={max_bytes}",
         f"--min-busbw={min_busbw_gbps}",
     ]
+
+
+# The bandwidth check logs NCCL's choice of network and transport ("NET/OFI Selected provider is efa",
+# "Using network Libfabric"): the first thing to read when the number is low.
+BENCH_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 
 
 def podmonitor_document(*, name: str, namespace: str, runtime: str, ports: int) -> dict[str, Any]:

@@ -132,5 +132,6 @@ def bandwidth_trainjob(
         args=t.bench_args(min_busbw_gbps=min_gbps, max_bytes=bc.max_bytes or threshold.message_bytes),
         suspend=suspend,
         workload=t.WORKLOAD_BANDWIDTH,
+        env=t.BENCH_ENV,
     )
     return doc, basis

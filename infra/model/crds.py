@@ -18,7 +18,7 @@ schema cannot express checked here (pod failure policy, restart policy).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -141,7 +141,7 @@ class ClusterTrainingRuntimeSpec(Strict):
 
 
 class ClusterTrainingRuntime(Strict):
-    CRD_VERSION = TRAINER_CRD
+    CRD_VERSION: ClassVar[str] = TRAINER_CRD
     apiVersion: Literal["trainer.kubeflow.org/v1alpha1"]
     kind: Literal["ClusterTrainingRuntime"]
     metadata: Metadata
@@ -269,7 +269,7 @@ class TrainJobSpec(Strict):
 
 
 class TrainJob(Strict):
-    CRD_VERSION = TRAINER_CRD
+    CRD_VERSION: ClassVar[str] = TRAINER_CRD
     apiVersion: Literal["trainer.kubeflow.org/v1alpha1"]
     kind: Literal["TrainJob"]
     metadata: TrainJobMetadata
@@ -301,7 +301,7 @@ class PodMonitorSpec(Strict):
 
 
 class PodMonitor(Strict):
-    CRD_VERSION = PODMONITOR_CRD
+    CRD_VERSION: ClassVar[str] = PODMONITOR_CRD
     apiVersion: Literal["monitoring.coreos.com/v1"]
     kind: Literal["PodMonitor"]
     metadata: Metadata

@@ -123,6 +123,13 @@ def trainer_configs(ctx: RuleContext) -> Iterator[Finding]:
                 else at("training", *key.split(".", 1), "config")
             )
             yield error(field, f"{s.path}: {s.error}", "fix the trainer config or its overrides")
+        elif key == "runtime" and not s.cache_dir.startswith("/"):
+            yield error(
+                at("training", "runtime", "trainer_config"),
+                f"{s.path}: data.cache_dir {s.cache_dir!r} is relative; the runtime mounts the NVMe cache "
+                "there and Kubernetes needs an absolute mountPath",
+                "use a config whose data.cache_dir is absolute, e.g. /mnt/nvme/trainer-data",
+            )
 
 
 @rule("runs-match-runtime", needs=[Need.trainer])
