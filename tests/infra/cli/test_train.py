@@ -1,4 +1,4 @@
-"""``aiplat train render`` / ``bandwidth-check``: YAML on stdout that kubectl can apply, refusals on stderr."""
+"""``aiplat train render`` / ``bandwidth-check``: YAML on stdout for kubectl, refusals on stderr."""
 
 from __future__ import annotations
 
