@@ -32,7 +32,12 @@ from infra.rules import Level, Phase, RuleContext, run_rules
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="TrainJobs for kubectl: a run, or a bandwidth check")
+    p = sub.add_parser(
+        "train",
+        help="TrainJobs for kubectl: a run, or a bandwidth check",
+        description="Print TrainJobs (YAML) on the stack's training runtime for `kubectl apply`: `render` a "
+        "run, or a `bandwidth-check`. Exit 0, or 2 when the stack or the run is refused.",
+    )
     cmds = p.add_subparsers(dest="train_command", required=True)
 
     r = cmds.add_parser(

@@ -24,6 +24,7 @@ from infra.components.k8s.training import (
 )
 from infra.lib import namespaces, training_stack
 from infra.lib import training as t
+from infra.lib.charts import ChartRef
 from infra.model.config.training import BANDWIDTH_CHECK_NAME
 from infra.model.trainer_settings import TrainerSettings
 from infra.wiring.context import StackContext
@@ -110,18 +111,10 @@ def wire_training(
     operator = KubeflowTrainer(
         "kubeflow-trainer",
         KubeflowTrainerArgs(
-            chart_ref=op.chart_ref,
-            version=op.version,
+            chart=ChartRef(repo=op.repo, chart=op.chart, version=op.version),
             namespace=op.namespace,
-            namespace_labels={
-                **t.PART_OF,
-                **{f"pod-security.kubernetes.io/{mode}": PSS for mode in ("enforce", "warn", "audit")},
-                **{
-                    f"pod-security.kubernetes.io/{mode}-version": f"v{cfg.cluster.kubernetes_version}"
-                    for mode in ("enforce", "warn", "audit")
-                },
-            },
-            values=t.trainer_chart_values(),
+            namespace_labels={**t.PART_OF, **namespaces.pss_labels(PSS, cfg.cluster.kubernetes_version)},
+            values=t.trainer_chart_values(system_pools),
         ),
         opts=k8s_opts,
     )

@@ -78,6 +78,8 @@ def test_releases_are_pinned_from_config(plan_stack, stack: str) -> None:
     if services["karpenter"]["node_pools"]:
         expected["karpenter"] = services["karpenter"]
         expected["karpenter-crd"] = {**services["karpenter"], "chart": services["karpenter"]["crd_chart"]}
+    if plan.config.get("training"):  # Kubeflow Trainer, pinned in the training section
+        expected["kubeflow-trainer"] = plan.config["training"]["operator"]
     assert set(releases) == set(expected)
     for name, chart in expected.items():
         inputs = releases[name].inputs

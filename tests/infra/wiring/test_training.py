@@ -123,7 +123,12 @@ def test_runs_start_suspended_and_replace_on_change(plan_stack) -> None:
         assert r.inputs["spec"]["suspend"] is True
         assert r.options["deleteBeforeReplace"] is True and r.options["replaceOnChanges"] == ["spec"]
     (runtime_res,) = [r for r in plan.resources if r.type == RUNTIME]
-    assert any("kubeflow-trainer-release" in d for d in runtime_res.dependencies)
+    deps = runtime_res.dependencies
+    assert any("kubeflow-trainer-release" in d for d in deps)
+    assert any("service-accounts-training-trainer" in d for d in deps)  # the pods' service account
+    assert any("namespaces-training" in d for d in deps)
+    # never the GPU pool: a p5 launch short of capacity must not hold back the operator and runtime
+    assert not any("pool-train-ng" in d for d in deps), deps
 
 
 def test_pod_monitor_scrapes_one_port_per_gpu(plan_stack) -> None:
@@ -144,11 +149,22 @@ def _pod_labels(runtime: dict[str, Any]) -> dict[str, str]:
 
 def test_trainer_chart_is_pinned(plan_stack) -> None:
     plan = plan_stack("prod-us-train")
-    (release,) = [r for r in plan.resources if r.type == "kubernetes:helm.sh/v3:Release"]
+    (release,) = [
+        r for r in plan.resources if r.type == "kubernetes:helm.sh/v3:Release" and "trainer" in r.name
+    ]
     assert release.inputs["chart"] == "oci://ghcr.io/kubeflow/charts/kubeflow-trainer"
     assert release.inputs["version"] == "2.3.0"
     assert release.inputs["values"]["jobset"]["install"] is True
     assert release.inputs["values"]["runtimes"]["defaultEnabled"] is False
+    # both controllers on the system pool, not on GPU nodes
+    for affinity in (
+        release.inputs["values"]["manager"]["affinity"],
+        release.inputs["values"]["jobset"]["controller"]["affinity"],
+    ):
+        terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        assert terms[0]["matchExpressions"][0]["values"] == ["system"]
 
 
 @pytest.mark.parametrize("stack", ["prod-hk-infer", "prod-sg-infer"])
