@@ -348,6 +348,9 @@ def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
                     "replicatedJobs": [
                         {
                             "name": NODE,
+                            # the Trainer's webhook refuses other counts for the trainer job (nodes are
+                            # the Job's parallelism); the CRD defaults it to 1 as well
+                            "replicas": 1,
                             "template": {
                                 "metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}},
                                 "spec": {

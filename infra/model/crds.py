@@ -98,6 +98,8 @@ class JobTemplate(Strict):
 
 class ReplicatedJob(Strict):
     name: Annotated[str, Field(pattern=_DNS1123, max_length=63)]
+    # pkg/webhooks/trainingruntime_webhook.go validateReplicatedJobs (v2.3.0): a Trainer job has 1 replica
+    replicas: Literal[1] = 1
     template: JobTemplate
 
 

@@ -171,6 +171,7 @@ def test_runtime_validates_against_the_crd_model_and_kubernetes() -> None:
         ),
         (lambda d: d["spec"]["mlPolicy"]["torch"].update(numProcPerNode="auto"), "numProcPerNode"),
         (lambda d: _pod(d).update(restartPolicy="OnFailure"), "restartPolicy: Never"),
+        (lambda d: d["spec"]["template"]["spec"]["replicatedJobs"][0].update(replicas=2), "replicas"),
         (lambda d: _pod(d)["containers"][0].update(name="trainer"), "named 'node'"),
         (lambda d: _pod(d)["containers"][0].update(bogus=1), "bogus"),
         (
@@ -185,6 +186,7 @@ def test_runtime_validates_against_the_crd_model_and_kubernetes() -> None:
         "rule-name",
         "numProcPerNode-gone",
         "restart-policy",
+        "replicas",
         "container-name",
         "unknown-field",
         "exit-0",
