@@ -18,7 +18,6 @@ import yaml
 from rich.console import Console
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, print_error, print_warning
-from infra.io.kube_validate import validate_manifest
 from infra.io.stackfiles import load_stack_config
 from infra.io.trainer_configs import REPO, training_settings
 from infra.lib import training_stack
@@ -104,6 +103,9 @@ def _checked(stack: str, cfg: PlatformConfig, err: Console) -> None:
 
 
 def _emit(doc: dict[str, Any], cfg: PlatformConfig, console: Console) -> None:
+    # kubernetes-validate comes with the plan extra, like the AWS snapshot: the CLI imports without it
+    from infra.io.kube_validate import validate_manifest
+
     problems = validate_manifest(doc, cfg.cluster.kubernetes_version)
     if problems:  # a bug of ours, not the user's: the documents are built from validated config
         raise RuntimeError("the rendered TrainJob does not validate:\n" + "\n".join(problems))
