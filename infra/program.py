@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable
 import pulumi
 import pulumi_aws as aws
 
-from infra.io.monitoring import load_monitoring_assets
 from infra.io.build_context import image_tags
+from infra.io.monitoring import load_monitoring_assets
 from infra.io.provider_facts import account_facts, gather_facts
 from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
