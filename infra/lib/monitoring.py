@@ -23,6 +23,7 @@ from typing import Any
 from infra.lib.charts import TOLERATE_ALL, pool_affinity
 from infra.lib.namespaces import PART_OF
 from infra.lib.nodes import EFA_LABEL
+from infra.lib.training import WORKLOAD_BANDWIDTH, WORKLOAD_LABEL
 
 SELECT_LABEL = ("aiplat.io/prometheus", "aiplat")
 SELECT = {SELECT_LABEL[0]: SELECT_LABEL[1]}
@@ -315,10 +316,17 @@ def prometheus_rule_spec(rule_file: Mapping[str, Any]) -> dict[str, Any]:
 
 def trainer_pod_monitor_spec(namespace: str) -> dict[str, Any]:
     """The trainer's ranks: pods of TrainJobs (JobSet label) in ``namespace``, every declared container
-    port 9400-9407, as job ``aiplat-trainer`` with labels ``node`` and ``trainjob``."""
+    port 9400-9407, as job ``aiplat-trainer`` with labels ``node`` and ``trainjob``. The bandwidth check
+    runs on the training runtime (same ports declared, no metrics served): its pods, labelled
+    ``aiplat.io/workload: bandwidth-check`` (``infra/lib/training.py``), are not scraped."""
     return {
         "namespaceSelector": {"matchNames": [namespace]},
-        "selector": {"matchExpressions": [{"key": JOBSET_NAME_LABEL, "operator": "Exists"}]},
+        "selector": {
+            "matchExpressions": [
+                {"key": JOBSET_NAME_LABEL, "operator": "Exists"},
+                {"key": WORKLOAD_LABEL, "operator": "NotIn", "values": [WORKLOAD_BANDWIDTH]},
+            ]
+        },
         "podMetricsEndpoints": [
             {
                 "path": "/metrics",

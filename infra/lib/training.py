@@ -1,5 +1,7 @@
 """Training on the cluster as data: our Kubeflow Trainer v2 ``ClusterTrainingRuntime``, the ``TrainJob``s
-of runs and of the bandwidth check, the ``PodMonitor`` and the chart values. Pure, no Pulumi.
+of runs and of the bandwidth check, and the chart values. Pure, no Pulumi. The trainer's metrics are
+scraped by the monitoring stack's ``aiplat-trainer`` PodMonitor (``infra/lib/monitoring.py``), which skips
+the bandwidth check's pods by their ``aiplat.io/workload`` label.
 
 Everything follows the CRDs of Kubeflow Trainer v2.3.0 (``trainer.kubeflow.org/v1alpha1``; chart
 ``charts/kubeflow-trainer/templates/crd/`` at tag v2.3.0, 658725b) and the JobSet v0.12.0 it bundles;
@@ -29,20 +31,17 @@ from trainer import exitcodes
 __all__ = ["grace_period_s", "pod_name_length", "quantity_mib"]
 
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
-PODMONITOR_API = "monitoring.coreos.com/v1"
 # Trainer v2 constants (pkg/constants/constants.go at v2.3.0): the trainer job and its container.
 NODE = REPLICATED_JOB
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 ANCESTOR_TRAINER = "trainer"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
-# Our pod labels: which runtime, and what the pod does (the PodMonitor scrapes only training pods).
+# Our pod labels: which runtime, and what the pod does (the trainer PodMonitor skips bandwidth checks).
 RUNTIME_LABEL = "aiplat.io/training-runtime"
 WORKLOAD_LABEL = "aiplat.io/workload"
 WORKLOAD_TRAIN = "train"
 WORKLOAD_BANDWIDTH = "bandwidth-check"
 PART_OF = {"app.kubernetes.io/part-of": "aiplat"}
-# JobSet puts the JobSet (= TrainJob) name on every pod (api/jobset/v1alpha2/jobset_types.go, v0.12.0).
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -455,32 +454,6 @@ def bench_args(*, min_busbw_gbps: float, max_bytes: int) -> list[str]:
 # The bandwidth check logs NCCL's choice of network and transport ("NET/OFI Selected provider is efa",
 # "Using network Libfabric"): the first thing to read when the number is low.
 BENCH_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
-
-
-def podmonitor_document(*, name: str, namespace: str, runtime: str, ports: int) -> dict[str, Any]:
-    """A prometheus-operator ``PodMonitor`` (v0.93.1 CRD) for the training pods of ``runtime``: one
-    endpoint per local rank's port; the TrainJob and node become labels of every series."""
-    relabel = [
-        {"sourceLabels": [_meta_label(JOBSET_NAME_LABEL)], "targetLabel": "trainjob"},
-        {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"},
-    ]
-    return {
-        "apiVersion": PODMONITOR_API,
-        "kind": "PodMonitor",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(PART_OF)},
-        "spec": {
-            "selector": {"matchLabels": {RUNTIME_LABEL: runtime, WORKLOAD_LABEL: WORKLOAD_TRAIN}},
-            "podMetricsEndpoints": [
-                {"port": f"metrics-{i}", "path": "/metrics", "interval": "30s", "relabelings": relabel}
-                for i in range(ports)
-            ],
-        },
-    }
-
-
-def _meta_label(label: str) -> str:
-    """Prometheus' Kubernetes SD name of a pod label (non-alphanumerics become '_')."""
-    return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() else "_" for c in label)
 
 
 def trainer_chart_values(system_pools: Sequence[str]) -> dict[str, Any]:

@@ -6,8 +6,6 @@ define them. Pure (pydantic), used by the program's tests, ``aiplat train render
   ``charts/kubeflow-trainer/templates/crd/trainer.kubeflow.org_{clustertrainingruntimes,trainjobs}.yaml``),
   whose JobSet template is JobSet v0.12.0's (enums and the failure-policy webhook rules of
   kubernetes-sigs/jobset v0.12.0 ``pkg/webhooks/jobset_webhook.go``).
-* ``monitoring.coreos.com/v1`` ``PodMonitor``: prometheus-operator v0.93.1's CRD (prometheus-community
-  helm-charts ``charts/prometheus-operator-crds`` 31.0.1, cf408a2).
 
 Only what we set is modelled (``extra="forbid"``: a field the CRD lacks, or a new one we set without
 modelling it, fails). The Job and pod templates inside the runtime are Kubernetes' own batch/v1 types; they
@@ -23,7 +21,6 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TRAINER_CRD = "Kubeflow Trainer v2.3.0 CRDs (trainer.kubeflow.org/v1alpha1)"
-PODMONITOR_CRD = "prometheus-operator v0.93.1 CRD (monitoring.coreos.com/v1)"
 # TrainJob CEL rule on metadata.name (v2.3.0) and DNS labels.
 _TRAINJOB_NAME = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 _DNS1123 = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -278,42 +275,9 @@ class TrainJob(Strict):
     spec: TrainJobSpec
 
 
-# -- PodMonitor ------------------------------------------------------------------------------------------
-
-
-class RelabelConfig(Strict):
-    sourceLabels: list[Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")]]
-    targetLabel: Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")]
-
-
-class PodMetricsEndpoint(Strict):
-    port: Annotated[str, Field(min_length=1, max_length=15)]
-    path: Annotated[str, Field(pattern=r"^/")]
-    interval: Annotated[str, Field(pattern=_DURATION)]
-    relabelings: list[RelabelConfig] = []
-
-
-class LabelSelector(Strict):
-    matchLabels: Annotated[dict[str, str], Field(min_length=1)]
-
-
-class PodMonitorSpec(Strict):
-    selector: LabelSelector
-    podMetricsEndpoints: Annotated[list[PodMetricsEndpoint], Field(min_length=1)]
-
-
-class PodMonitor(Strict):
-    CRD_VERSION: ClassVar[str] = PODMONITOR_CRD
-    apiVersion: Literal["monitoring.coreos.com/v1"]
-    kind: Literal["PodMonitor"]
-    metadata: Metadata
-    spec: PodMonitorSpec
-
-
 MODELS: dict[tuple[str, str], type[BaseModel]] = {
     ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): ClusterTrainingRuntime,
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): TrainJob,
-    ("monitoring.coreos.com/v1", "PodMonitor"): PodMonitor,
 }
 
 

@@ -2,7 +2,7 @@
 
 ``wire_images`` (train stacks with ``images.builds``): ContainerImages into the Registry's repositories,
 tagged by a hash of each build context. ``wire_training`` (stacks with a ``training`` section, once the
-cluster exists): KubeflowTrainer, our TrainingRuntime with its PodMonitor, and the TrainJobs of the
+cluster exists): KubeflowTrainer, our TrainingRuntime, and the TrainJobs of the
 declared runs and the bandwidth check. Stack outputs go to ``StackContext.exports``.
 """
 
@@ -92,13 +92,12 @@ def wire_training(
     k8s_provider: pulumi.ProviderResource,
     system_pools: Sequence[str],
     k8s_depends_on: Sequence[pulumi.Resource] = (),
-    pod_monitor_depends_on: Sequence[pulumi.Resource] = (),
 ) -> TrainingWiring | None:
-    """Kubeflow Trainer, our runtime (+ PodMonitor) and the declared TrainJobs, on the cluster.
+    """Kubeflow Trainer, our runtime and the declared TrainJobs, on the cluster.
 
     ``k8s_depends_on``: what must exist first: the system pools and the cluster services (access gate,
     namespaces, the trainer's service account), never the GPU pools, whose capacity may be late.
-    ``pod_monitor_depends_on``: the monitoring CRDs. ``system_pools`` run the controllers.
+    ``system_pools`` run the controllers.
     """
     cfg = ctx.cfg
     training = cfg.training
@@ -123,21 +122,9 @@ def wire_training(
     runtime_doc = t.runtime_document(spec)
     image = images.refs[training.runtime.image]
     runtime_doc = _with_image(runtime_doc, image)
-    monitor = (
-        t.podmonitor_document(
-            name=training.runtime.name,
-            namespace=cfg.storage.trainer.namespace,
-            runtime=training.runtime.name,
-            ports=spec.shape.gpus,
-        )
-        if rt_settings.metrics_port_base
-        else None
-    )
     runtime = TrainingRuntime(
         "training-runtime",
-        TrainingRuntimeArgs(
-            runtime=runtime_doc, pod_monitor=monitor, pod_monitor_depends_on=tuple(pod_monitor_depends_on)
-        ),
+        TrainingRuntimeArgs(runtime=runtime_doc),
         opts=pulumi.ResourceOptions(provider=k8s_provider, depends_on=[*k8s_depends_on, operator]),
     )
     docs = {name: training_stack.run_trainjob(cfg, name, run, facts) for name, run in training.runs.items()}

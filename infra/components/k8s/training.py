@@ -1,5 +1,6 @@
-"""Training on the cluster: the Kubeflow Trainer v2 operator (KubeflowTrainer), our runtime and its
-PodMonitor (TrainingRuntime) and the TrainJobs the stack declares (TrainJobs).
+"""Training on the cluster: the Kubeflow Trainer v2 operator (KubeflowTrainer), our runtime
+(TrainingRuntime) and the TrainJobs the stack declares (TrainJobs). The monitoring stack scrapes the
+trainer's ports (its ``aiplat-trainer`` PodMonitor).
 
 The documents come from ``infra/lib/training.py``; the Kubernetes provider comes in through
 ``opts.provider``. Upstream: Kubeflow Trainer's chart, pinned in config (never its templates or CRDs).
@@ -7,8 +8,8 @@ The documents come from ``infra/lib/training.py``; the Kubernetes provider comes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -67,12 +68,9 @@ class KubeflowTrainer(pulumi.ComponentResource):
 
 @dataclass(frozen=True, kw_only=True)
 class TrainingRuntimeArgs:
-    """The ClusterTrainingRuntime document and, when metrics are scraped, the PodMonitor document."""
+    """The ClusterTrainingRuntime document."""
 
     runtime: Mapping[str, Any]
-    pod_monitor: Mapping[str, Any] | None = None
-    # resources the PodMonitor waits for (the monitoring stack's CRDs), beyond the component's own
-    pod_monitor_depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
 
 
 def _custom(
@@ -92,7 +90,7 @@ def _custom(
 
 
 class TrainingRuntime(pulumi.ComponentResource):
-    """Our ``ClusterTrainingRuntime`` and the ``PodMonitor`` that scrapes its training pods."""
+    """Our ``ClusterTrainingRuntime``."""
 
     runtime_name: str
 
@@ -110,15 +108,6 @@ class TrainingRuntime(pulumi.ComponentResource):
                 replace_on_changes=["spec.template.spec.failurePolicy"],
                 delete_before_replace=True,
             ),
-        )
-        self.pod_monitor = (
-            _custom(
-                f"{name}-podmonitor",
-                args.pod_monitor,
-                _child(self, opts, depends_on=list(args.pod_monitor_depends_on)),
-            )
-            if args.pod_monitor is not None
-            else None
         )
         self.register_outputs({"runtime_name": self.runtime_name})
 

@@ -216,20 +216,19 @@ def test_trainjob_validates_and_reserved_env_is_refused() -> None:
     assert validate_manifest(bad, "1.35")
 
 
-def test_bandwidth_check_is_relabelled_out_of_the_pod_monitor() -> None:
+def test_bandwidth_check_runs_the_benchmark_on_the_runtime() -> None:
     cfg = load_stack_config("prod-us-train")
     doc, basis = training_stack.bandwidth_trainjob(cfg, facts("p5.48xlarge"))
     assert validate_manifest(doc, "1.35") == []
+    assert doc["spec"]["runtimeRef"]["name"] == cfg.training.runtime.name
     patch = doc["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
     assert (
         patch["template"]["spec"]["template"]["metadata"]["labels"][t.WORKLOAD_LABEL] == t.WORKLOAD_BANDWIDTH
     )
-    monitor = t.podmonitor_document(name="m", namespace="training", runtime="aiplat-torch", ports=8)
-    assert monitor["spec"]["selector"]["matchLabels"][t.WORKLOAD_LABEL] == t.WORKLOAD_TRAIN
-    assert validate_manifest(monitor, "1.35") == []
     assert doc["spec"]["trainer"]["command"] == ["python", "-m", "trainer.tools.allreduce_bench"]
     args = doc["spec"]["trainer"]["args"]
     assert f"--min-busbw={threshold_for(facts('p5.48xlarge')).min_gbps}" in args
+    assert "--max-bytes=8589934592" in args
     assert "479.0 GB/s" in basis
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from typing import Any
 
@@ -52,8 +53,8 @@ def _shutdown_window(config: str) -> float:
 def test_every_training_object_validates(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     version = plan.config["cluster"]["kubernetes_version"]
-    docs = [d for t in (RUNTIME, TRAINJOB, PODMONITOR) for d in _objects(plan, t)]
-    assert len(docs) == 4, [d["kind"] for d in docs]  # runtime, run, bandwidth check, PodMonitor
+    docs = [d for t in (RUNTIME, TRAINJOB) for d in _objects(plan, t)]
+    assert len(docs) == 3, [d["kind"] for d in docs]  # runtime, run, bandwidth check
     problems = [p for d in docs for p in validate_manifest(d, version)]
     assert problems == []
 
@@ -100,7 +101,9 @@ def test_grace_period_covers_the_trainers_shutdown_window(plan_stack, stack: str
 
 def test_workloads_run_the_built_image_by_digest(plan_stack) -> None:
     plan = plan_stack("prod-us-train")
-    (image,) = [r for r in plan.resources if r.type == IMAGE]
+    images = {r.name: r for r in plan.resources if r.type == IMAGE}
+    assert set(images) == {"images-trainer", "images-inference"}
+    image = images["images-trainer"]
     assert image.inputs["push"] is True and image.inputs["buildOnPreview"] is False
     assert image.inputs["registries"] == "[secret]"  # the ECR token never reaches the plan
     (tag,) = image.inputs["tags"]
@@ -131,15 +134,43 @@ def test_runs_start_suspended_and_replace_on_change(plan_stack) -> None:
     assert not any("pool-train-ng" in d for d in deps), deps
 
 
-def test_pod_monitor_scrapes_one_port_per_gpu(plan_stack) -> None:
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Kubernetes label selector semantics (matchLabels and the four matchExpressions operators)."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for e in selector.get("matchExpressions", []):
+        key, op, values = e["key"], e["operator"], e.get("values", [])
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def test_the_trainer_pod_monitor_scrapes_training_pods_not_bandwidth_checks(plan_stack) -> None:
     plan = plan_stack("prod-us-train")
-    (monitor,) = _objects(plan, PODMONITOR)
+    (monitor,) = [m for m in _objects(plan, PODMONITOR) if m["metadata"]["name"] == "aiplat-trainer"]
     (runtime,) = _objects(plan, RUNTIME)
-    ports = {p["name"] for p in _pod(runtime)["containers"][0]["ports"]}
-    assert {e["port"] for e in monitor["spec"]["podMetricsEndpoints"]} == ports
-    assert len(ports) == 8
-    labels = _pod_labels(runtime)
-    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    jobs = {j["metadata"]["name"]: j for j in _objects(plan, TRAINJOB)}
+    jobset = {"jobset.sigs.k8s.io/jobset-name": "gpt2-124m"}  # what JobSet adds to every pod
+    training_pod = {**_pod_labels(runtime), **jobset}
+    patch = jobs["bandwidth-check"]["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+    patched = patch["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["labels"]
+    bandwidth_pod = {**training_pod, **patched}
+    assert _selects(monitor["spec"]["selector"], training_pod)
+    assert not _selects(monitor["spec"]["selector"], bandwidth_pod)
+    assert monitor["spec"]["namespaceSelector"] == {
+        "matchNames": [plan.config["storage"]["trainer"]["namespace"]]
+    }
+    # the port filter keeps every metrics port the runtime declares (one per GPU)
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    (keep,) = [r for r in endpoint["relabelings"] if r.get("action") == "keep"]
+    ports = [p["containerPort"] for p in _pod(runtime)["containers"][0]["ports"]]
+    assert len(ports) == 8 and all(re.fullmatch(keep["regex"], str(p)) for p in ports)
 
 
 def _pod_labels(runtime: dict[str, Any]) -> dict[str, str]:
