@@ -37,8 +37,8 @@ CASES = [
     (_set("training.runtime.pool", "gpux"), f"{T}.runtime.pool: 'gpux' is not a node pool of this stack"),
     (_set("training.runtime.pool", "system"), "pool 'system' is not a GPU pool"),
     (
-        _set("training.runtime.image", "inference"),
-        f"{T}.runtime.image: 'inference' is not an image of images.builds",
+        _set("training.runtime.image", "missing"),
+        f"{T}.runtime.image: 'missing' is not an image of images.builds",
     ),
     (
         _set("images.builds.notarepo", {"dockerfile": "images/trainer/Dockerfile"}),
@@ -128,7 +128,7 @@ def test_prebuilt_image_is_used_by_digest_without_a_build(stack_doc) -> None:
     ref = "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/trainer@sha256:" + "ab" * 32
     raw["images"]["builds"]["trainer"]["prebuilt"] = ref
     plan = runner.run_plan("ci", parse_platform_config(raw))
-    assert not plan.by_type("docker-build:index:Image")
+    assert [r.name for r in plan.by_type("docker-build:index:Image")] == ["images-inference"]
     (runtime,) = plan.by_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
     pod = runtime.inputs["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
         "spec"
