@@ -8,7 +8,7 @@ type's facts.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from infra.model.config.schema import NodePoolConfig, Placement
 from infra.model.facts import InstanceFacts
@@ -132,6 +132,22 @@ def efa_supported(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
+# Why EFA pools and cluster placement groups need one zone (the policy pack's training-pool rules share
+# this message with the plan-time rule below).
+SINGLE_ZONE_DOC = (
+    "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html#placement-groups-cluster"
+)
+
+
+def zone_spread(reason: str, zones: Sequence[str], example: str) -> tuple[str, str]:
+    """The problem and the fix when a pool that needs one zone (``reason``: EFA, a cluster placement group)
+    spans ``zones``; ``example`` is named in the fix when no zone is known."""
+    return (
+        f"the pool uses {reason} but spans {len(zones)} zones/subnets {list(zones)}",
+        f"name exactly one zone, e.g. availability_zones: [{zones[0] if zones else example}]",
+    )
+
+
 @rule("single-zone-pool", needs=[Need.facts])
 def single_zone_pool(ctx: RuleContext) -> Iterator[Finding]:
     """EFA pools and pools in a cluster placement group name exactly one zone."""
@@ -140,13 +156,8 @@ def single_zone_pool(ctx: RuleContext) -> Iterator[Finding]:
         reason = "EFA" if pool.efa else "a cluster placement group" if pool.placement_group_wanted else None
         if reason and len(pool.availability_zones) != 1:
             spread = list(pool.availability_zones) or list(pool_zones(ctx.cfg, ctx.facts, name))
-            yield error(
-                at("node_pools", name, "availability_zones"),
-                f"the pool uses {reason} but spans {len(spread)} zones/subnets {spread}",
-                "name exactly one zone, e.g. availability_zones: "
-                f"[{spread[0] if spread else 'a zone offering ' + pool.instance_type}]",
-                "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html#placement-groups-cluster",
-            )
+            problem, fix = zone_spread(reason, spread, f"a zone offering {pool.instance_type}")
+            yield error(at("node_pools", name, "availability_zones"), problem, fix, SINGLE_ZONE_DOC)
 
 
 @rule("placement-strategy-supported", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])

@@ -11,9 +11,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from infra.lib import eks_iam, iam
+from infra.lib.eks import CONTROL_PLANE_LOG_TYPES
 
-# Every control-plane log type: https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html
-CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 # Add-ons that must run before nodes can become Ready: networking (vpc-cni, kube-proxy) and the pod
 # identity agent the other add-ons' credentials come through. The rest wait for nodes (EksAddons).
 PRE_COMPUTE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")

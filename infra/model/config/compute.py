@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
+from infra.model import cidrs
 from infra.model.config.base import NAME_RE, Strict, check_log_retention
 
 
@@ -253,10 +254,10 @@ class ClusterConfig(Strict):
     def _cidrs(cls, v: list[str]) -> list[str]:
         for c in v:
             try:
-                net = ipaddress.IPv4Network(c, strict=True)
+                ipaddress.IPv4Network(c, strict=True)
             except ValueError as exc:
                 raise ValueError(f"{c!r} is not an IPv4 CIDR ({exc})") from None
-            if net.prefixlen == 0:
+            if cidrs.is_world(c):  # the one definition the policy pack uses too
                 raise ValueError(
                     f"{c!r} opens the API endpoint to the internet; "
                     "list your VPN/office CIDRs or leave it empty"
