@@ -5,7 +5,8 @@ Pulumi's ``MockMonitor``, extended to record each registration the way the engin
 name, parent, provider, the inputs with the camelCase property names the provider would see, the
 dependencies (explicit ``depends_on`` and those implied by inputs, as URNs) and the resource options the
 engine acts on (protect, retainOnDelete, deleteBeforeReplace, ignoreChanges, replaceOnChanges,
-additionalSecretOutputs).
+additionalSecretOutputs), and the property dependencies (which resources each input was computed from: what
+the engine hands a policy pack's stack analysis, known even where values are not).
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ class RecordedResource:
     # URNs this resource waits for: explicit depends_on and the resources its inputs come from.
     dependencies: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    # input property -> URNs of the resources its value came from
+    # (RegisterResourceRequest.propertyDependencies)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +86,7 @@ class RecordedResource:
             "provider": self.provider,
             "inputs": self.inputs,
             "dependencies": self.dependencies,
+            "propertyDependencies": self.property_dependencies,
             "options": self.options,
         }
 
@@ -101,6 +106,12 @@ def _options(request: Any) -> dict[str, Any]:
         "replaceOnChanges": sorted(request.replaceOnChanges),
         "additionalSecretOutputs": sorted(request.additionalSecretOutputs),
     }
+
+
+def _property_dependencies(request: Any) -> dict[str, list[str]]:
+    """input -> sorted URNs it depends on, for the inputs that depend on any (none for a read)."""
+    deps = getattr(request, "propertyDependencies", None) or {}
+    return {key: sorted(set(deps[key].urns)) for key in sorted(deps) if deps[key].urns}
 
 
 class RecordingMonitor(MockMonitor):
@@ -132,6 +143,7 @@ class RecordingMonitor(MockMonitor):
                 inputs=_scrub(rpc.deserialize_properties(properties)),
                 dependencies=sorted(set(request.dependencies)),
                 options=_options(request),
+                property_dependencies=_property_dependencies(request),
             )
         )
 

@@ -66,7 +66,17 @@ def test_cli_writes_plan_json(tmp_path, capsys) -> None:
     assert set(doc) == {"stack", "project", "region", "config", "resources", "outputs"}
     assert doc["stack"] == "dev-us-train" and doc["project"] == "aiplat" and doc["region"] == "us-west-2"
     for r in doc["resources"]:
-        assert set(r) == {"urn", "type", "name", "parent", "provider", "inputs", "dependencies", "options"}
+        assert set(r) == {
+            "urn",
+            "type",
+            "name",
+            "parent",
+            "provider",
+            "inputs",
+            "dependencies",
+            "propertyDependencies",
+            "options",
+        }
         assert r["urn"].startswith("urn:pulumi:dev-us-train::aiplat::")
     assert doc["outputs"]["region"] == "us-west-2"
     out = capsys.readouterr().out
