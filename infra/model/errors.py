@@ -80,3 +80,9 @@ class PolicyViolationError(PlatformError):
     """A mandatory policy of the policy pack refused a stack's preview."""
 
     exit_code = 5
+
+
+class ReviewInputError(PlatformError):
+    """A saved plan, the policy pack or its config cannot be read (``aiplat review``)."""
+
+    exit_code = 2
