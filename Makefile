@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: plan test lint lint-docker fmt clean train-local bench-trainer bench-inference promtool
+.PHONY: plan review test lint lint-docker fmt clean train-local bench-trainer bench-inference promtool policy-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,14 +17,36 @@ $(VENV)/.base: pyproject.toml | $(BIN)/python
 	$(PIP) install -q -e '.[plan]'
 	touch $@
 
+# The policy pack's SDK for `aiplat review` and the tests. pulumi-policy 1.21.0 pins protobuf~=5.29.5, but
+# its code runs on the protobuf 6 that pulumi 3.272 brings (the tests drive it through the pack, in process
+# and over gRPC), so it goes in without its dependencies; the version is the one policies/requirements.txt
+# pins for the pack's own venv (README "Policy pack").
+$(VENV)/.policy: policies/requirements.txt $(VENV)/.base
+	$(PIP) install -q --no-deps $$(grep '^pulumi-policy==' policies/requirements.txt)
+	touch $@
+
 # Tests need the dev tools, the trainer's and the inference server's stacks (CPU torch from the local wheel,
-# see README).
-$(VENV)/.dev: pyproject.toml $(VENV)/.base
+# see README), and the policy pack's SDK.
+$(VENV)/.dev: pyproject.toml $(VENV)/.base $(VENV)/.policy
 	$(PIP) install -q -e '.[dev,trainer,inference]'
 	touch $@
 
-plan: $(VENV)/.base
+STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
+
+# Plan every stack, then review the saved plans with the policy pack (exit 1 on a mandatory violation).
+plan: $(VENV)/.base $(VENV)/.policy
 	$(BIN)/aiplat plan --all
+	$(BIN)/aiplat review $(foreach s,$(STACKS),--plan build/plan/$(s).json)
+
+review: $(VENV)/.base $(VENV)/.policy
+	$(BIN)/aiplat review --all
+
+# The pack's own virtualenv, as `pulumi preview --policy-pack policies` uses it.
+policy-venv: policies/venv/bin/python
+policies/venv/bin/python: policies/requirements.txt
+	$(PYTHON) -m venv policies/venv
+	policies/venv/bin/python -m pip install -q -r policies/requirements.txt
+	touch $@
 
 test: $(VENV)/.dev lint-docker promtool
 	$(BIN)/ruff check .

@@ -139,8 +139,10 @@ class PackProcess:
             )
         # stderr to a file: a chatty pack must not block on a full pipe nobody reads
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
+        # absolute (the process starts in the pack's folder) but not resolved: a venv's python is a symlink
+        # whose target would not know the venv
         self._proc = subprocess.Popen(  # noqa: S603 (our own pack, our own interpreter)
-            [str(python), "-u", "-m", "pulumi.policy", _NO_ENGINE, "."],
+            [str(python.absolute()), "-u", "-m", "pulumi.policy", _NO_ENGINE, "."],
             cwd=project.folder,
             env={**os.environ, **env},
             stdout=subprocess.PIPE,

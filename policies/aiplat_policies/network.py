@@ -113,7 +113,9 @@ def no_world_open_ingress(r: Res, ctx: Ctx) -> Iterator[Violation]:
         )
         if only_allowed:
             continue
-        what = "SSH (port 22)" if rule.covers(22) else rule.ports()
+        what = rule.ports()
+        if rule.covers(22):
+            what = "SSH (port 22)" if rule.from_port == rule.to_port == 22 else f"{what}, SSH included"
         yield violation(
             f"ingress on {what} (protocol {rule.protocol}) from {[str(c) for c in world]}",
             "allow only the CIDRs or security groups that need it; reach nodes through SSM Session Manager, "
