@@ -224,11 +224,13 @@ MONITORING = ("prometheus", "grafana", "alertmanager")
 MONITORING_CHARTS = ("kube-prometheus-stack", "prometheus", "grafana", "alertmanager")
 
 
-def _mentions_monitoring(value: Any) -> bool:
-    text = " ".join(
-        str(v) for v in ([value] if not isinstance(value, dict) else [*value.keys(), *value.values()])
-    )
-    return any(m in text.lower() for m in MONITORING)
+# Labels that name the application behind a Service (not e.g. a 'release: prometheus' scrape label).
+APP_LABELS = ("app", "app.kubernetes.io/name", "app.kubernetes.io/component", "app.kubernetes.io/instance")
+
+
+def _is_monitoring(name: Any, labels: Any) -> bool:
+    values = [name] + ([labels.get(k) for k in APP_LABELS] if isinstance(labels, dict) else [])
+    return any(m in str(v).lower() for v in values if isinstance(v, str) for m in MONITORING)
 
 
 def _service_types(values: Any, path: str = "values") -> Iterator[tuple[str, Any]]:
@@ -256,8 +258,9 @@ def k8s_no_loadbalancer_monitoring(r: Res, ctx: Ctx) -> Iterator[Violation]:
     if r.type == SERVICE:
         kind = r.get("spec", "type")
         meta = r.get("metadata") or {}
-        named = _mentions_monitoring(meta.get("name")) or _mentions_monitoring(meta.get("labels") or {})
-        named = named or _mentions_monitoring(r.get("spec", "selector") or {})
+        named = _is_monitoring(meta.get("name"), meta.get("labels")) or _is_monitoring(
+            None, r.get("spec", "selector")
+        )
         if named and kind in ("LoadBalancer", UNKNOWN):
             yield violation(
                 f"Service {meta.get('name')!r} exposes monitoring through a load balancer",

@@ -223,6 +223,28 @@ def test_pod_specs_inside_custom_resources(check):
         ),
         (
             R(
+                SERVICE,
+                "scraped",
+                {
+                    "metadata": {"name": "inference", "labels": {"release": "prometheus"}},
+                    "spec": {"type": "LoadBalancer"},
+                },
+            ),
+            None,
+        ),
+        (
+            R(
+                SERVICE,
+                "by-selector",
+                {
+                    "metadata": {"name": "ui"},
+                    "spec": {"type": "LoadBalancer", "selector": {"app.kubernetes.io/name": "grafana"}},
+                },
+            ),
+            "Service 'ui' exposes monitoring",
+        ),
+        (
+            R(
                 RELEASE,
                 "kps",
                 {
@@ -241,7 +263,16 @@ def test_pod_specs_inside_custom_resources(check):
             None,
         ),
     ],
-    ids=["clusterip", "grafana-lb", "prometheus-lb", "inference-lb", "helm-grafana-lb", "helm-clusterip"],
+    ids=[
+        "clusterip",
+        "grafana-lb",
+        "prometheus-lb",
+        "inference-lb",
+        "scrape-label",
+        "selector",
+        "helm-grafana-lb",
+        "helm-clusterip",
+    ],
 )
 def test_k8s_no_loadbalancer_monitoring(check, resource, expected):
     check("k8s-no-loadbalancer-monitoring", [resource], expected)
