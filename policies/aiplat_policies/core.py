@@ -74,6 +74,9 @@ class _Unknown:
     def __str__(self) -> str:
         return "<unknown at preview>"
 
+    def __format__(self, spec: str) -> str:
+        return str(self)  # messages format numbers with ':g'; an unknown one prints as itself
+
 
 UNKNOWN: Any = _Unknown()
 

@@ -176,31 +176,42 @@ def test_pack_in_its_own_virtualenv(plan_stack) -> None:
     assert served.diagnostics == review_plan(plan).diagnostics
 
 
-def test_unknown_values_never_degrade_to_the_sdk_advisory() -> None:
-    """Every property unknown (the engine's sentinel): rules decide themselves; none raises into the SDK's
-    "can't run policy ... during preview" advisory that would let a mandatory rule pass silently."""
-    from tests.policies.conftest import UNKNOWN, R, review
+def _unknown_leaves(value):
+    from tests.policies.conftest import UNKNOWN
 
-    everything = [
-        R(
-            t,
-            f"r{i}",
-            {
-                "policy": UNKNOWN,
-                "tags": UNKNOWN,
-                "region": UNKNOWN,
-                "metadataOptions": UNKNOWN,
-                "rules": UNKNOWN,
-                "spec": UNKNOWN,
-            },
-        )
-        for i, t in enumerate(
-            sorted({*tags.TAGGABLE, "aws:s3/bucketPolicy:BucketPolicy", "aws:iam/rolePolicy:RolePolicy"})
-        )
-    ]
-    result = review(everything)
+    if isinstance(value, dict):
+        return {k: _unknown_leaves(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unknown_leaves(v) for v in value]
+    return UNKNOWN
+
+
+@pytest.mark.parametrize("depth", ["properties", "leaves"])
+def test_unknown_values_never_degrade_to_the_sdk_advisory(plan_stack, depth) -> None:
+    """The real prod-us-train plan with every input property (or every leaf value) unknown, as in a first
+    preview where nothing exists yet taken to the extreme: no rule raises into the SDK's "can't run policy
+    ... during preview" advisory (which would let a mandatory rule pass silently), and the rules that check
+    literals report violations instead of passing."""
+    import copy
+
+    from tests.policies.conftest import UNKNOWN
+
+    plan = copy.deepcopy(plan_stack("prod-us-train").as_json())
+    for r in plan["resources"]:
+        if not r["type"].startswith("pulumi:providers:"):
+            r["inputs"] = (
+                {k: UNKNOWN for k in r["inputs"]} if depth == "properties" else _unknown_leaves(r["inputs"])
+            )
+    result = review_plan(plan)
     assert not [d for d in result.diagnostics if "can't run policy" in d.message]
-    assert result.mandatory
+    failing = {d.policy for d in result.mandatory}
+    assert {
+        "imds-v2-hop-limit-1",
+        "kms-key-rotation",
+        "s3-versioning",
+        "no-wildcard-principal",
+        "iam-trust-scoped",
+    } <= failing
 
 
 def test_diagnostics_carry_severity_and_level(plan_stack) -> None:
