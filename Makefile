@@ -33,7 +33,7 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.base $(VENV)/.policy
 
 STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 
-# Plan every stack, then review the saved plans with the policy pack (exit 1 on a mandatory violation).
+# Plan every stack, then review the saved plans with the policy pack (exit 5 on a mandatory violation).
 plan: $(VENV)/.base $(VENV)/.policy
 	$(BIN)/aiplat plan --all
 	$(BIN)/aiplat review $(foreach s,$(STACKS),--plan build/plan/$(s).json)

@@ -18,7 +18,7 @@ EXIT_FAILED = 1  # a check failed (check-storage, preflight), a stack failed to 
 EXIT_CONFIG = 2  # a stack config or rollout.yaml is invalid, or a bad argument (argparse uses 2 too)
 EXIT_DATA = 3  # a data call the offline AWS data cannot answer
 EXIT_TOOL = 4  # a required tool is missing (the Pulumi CLI)
-EXIT_POLICY = 5  # a mandatory policy violation stopped the rollout
+EXIT_POLICY = 5  # a mandatory policy violation (review) stopped the rollout or failed the review
 EXIT_AWS = 6  # AWS could not be reached or refused the credentials before any check ran
 EXIT_INTERNAL = 70  # a bug: an error no command expected (sysexits EX_SOFTWARE); --debug shows the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C
@@ -29,7 +29,7 @@ EXIT_CODES = {
     EXIT_CONFIG: "invalid stack config, rollout.yaml or argument",
     EXIT_DATA: "a data call the offline AWS data cannot answer (plan)",
     EXIT_TOOL: "a required tool is missing (the Pulumi CLI)",
-    EXIT_POLICY: "a mandatory policy violation stopped the rollout",
+    EXIT_POLICY: "a mandatory policy violation: aiplat review failed, or it stopped the rollout",
     EXIT_AWS: "AWS could not be reached or refused the credentials",
     EXIT_INTERNAL: "an unexpected error (a bug); run with --debug for the traceback",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",

@@ -22,8 +22,9 @@ COMMANDS = (plan, review, preflight, cost, rollout, check_storage, config_refere
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="aiplat",
-        description="GPU training and inference platform on AWS (Pulumi): plan offline, check the account, "
-        "estimate the cost, roll out region by region. `aiplat <command> --help` for each command.",
+        description="GPU training and inference platform on AWS (Pulumi): plan offline, review with the "
+        "policy pack, check the account, estimate the cost, roll out region by region. "
+        "`aiplat <command> --help` for each command.",
         epilog=exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from infra.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, print_error
+from infra.cli.common import EXIT_CONFIG, EXIT_OK, EXIT_POLICY, print_error
 from infra.io.policypack import default_pack_dir, read_json, read_pack_project, read_plan
 from infra.io.stackfiles import display_path, list_stacks, load_stack_config, stack_file
 from infra.model.errors import ConfigErrors, PlatformError
@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="review stacks' offline plans with the policy pack (policies/)",
         description="Run the CrossGuard policy pack against the offline plan of each stack through the "
         "analyzer calls the Pulumi engine makes during a preview (Analyze per resource, AnalyzeStack). "
-        "Prints violations by severity; exit 1 on any mandatory violation, 2 on an invalid stack config, "
+        "Prints violations by severity; exit 5 on any mandatory violation, 2 on an invalid stack config, "
         "plan file or pack config.",
     )
     which = p.add_mutually_exclusive_group(required=True)
@@ -130,5 +130,5 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
             )
         console.print(summary)
     if any(not r.passed for r in reviews):
-        return status or EXIT_FAILED
+        return status or EXIT_POLICY
     return status

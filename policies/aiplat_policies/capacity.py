@@ -26,20 +26,15 @@ from .training import templates_of
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
-# What the shipped stacks and examples use, per stack; "*" for any other stack. Shell patterns.
+# What the shipped stacks and examples use, per stack; "*" for any other stack. Shell patterns. The GPU
+# families follow each stack file's node pools and Karpenter instance_families (prod-sg-infer keeps p4de as
+# the fallback when g4dn is short there, stacks/Pulumi.prod-sg-infer.yaml); training types only in train
+# stacks.
 DEFAULT_ALLOWED_TYPES = {
-    "dev-us-train": ["m6i.xlarge", "m6i.2xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6.2xlarge"],
-    "prod-us-train": [
-        "m6i.xlarge",
-        "m6i.2xlarge",
-        "m6i.4xlarge",
-        "p5.48xlarge",
-        "p5e.48xlarge",
-        "p5en.48xlarge",
-        "p4d.24xlarge",
-    ],
-    "prod-hk-infer": ["m6i.xlarge", "m6i.2xlarge", "g4dn.*", "g5.*", "g6.*", "g6e.*"],
-    "prod-sg-infer": ["m6i.xlarge", "m6i.2xlarge", "g4dn.*", "g5.*", "g6.*", "g6e.*"],
+    "dev-us-train": ["m6i.*", "g4dn.*", "g5.*", "g6.*"],
+    "prod-us-train": ["m6i.*", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge"],
+    "prod-hk-infer": ["m6i.*", "g4dn.*", "g5.*", "g6.*", "g6e.*"],
+    "prod-sg-infer": ["m6i.*", "g4dn.*", "g5.*", "g6.*", "g6e.*", "p4de.24xlarge"],
     "*": [
         "m6i.*",
         "m7i.*",
@@ -53,12 +48,13 @@ DEFAULT_ALLOWED_TYPES = {
         "p5en.48xlarge",
     ],
 }
-# GPUs each stack may run at its node groups' max sizes (and Karpenter limits).
+# GPUs each stack may run: its node groups at max size plus its Karpenter GPU limit, as the stack files size
+# them today (dev: 2 + 4; inference: 6 + 16; training: 4 x 8), rounded up to leave room for one more node.
 DEFAULT_GPU_BUDGET = {
-    "dev-us-train": 4,
+    "dev-us-train": 8,
     "prod-us-train": 32,
-    "prod-hk-infer": 16,
-    "prod-sg-infer": 16,
+    "prod-hk-infer": 24,
+    "prod-sg-infer": 24,
     "*": 16,
 }
 

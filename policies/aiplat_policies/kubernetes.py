@@ -293,8 +293,9 @@ ENFORCE = "pod-security.kubernetes.io/enforce"
         "privilegedNamespaces": {
             "type": "array",
             "items": {"type": "string"},
-            "default": ["kube-system"],
-            "description": "Namespaces allowed to enforce 'privileged' (node agents such as device plugins).",
+            # monitoring: node-exporter needs the host's network and PID namespaces (infra/lib/namespaces.py)
+            "default": ["kube-system", "monitoring"],
+            "description": "Namespaces allowed to enforce 'privileged' (node agents such as node-exporter).",
         }
     },
 )

@@ -73,6 +73,9 @@ TAGGABLE = frozenset(
 # What a node's launch template must tag: the instances and volumes it launches are billed, and the
 # provider's default tags do not reach resources that EC2 Auto Scaling creates.
 LAUNCHED = ("instance", "volume")
+# Karpenter tags the instances, volumes and interfaces it launches with its EC2NodeClass's spec.tags only.
+# https://karpenter.sh/docs/concepts/nodeclasses/#spectags
+EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 
 def _missing(keys: Any, required: list[str]) -> list[str]:
@@ -84,11 +87,11 @@ def _missing(keys: Any, required: list[str]) -> list[str]:
 @resource_rule(
     "required-cost-tags",
     description="Every taggable AWS resource carries the cost-allocation tag keys (config requiredTags), "
-    "from its own tags, its tagsAll or its provider's default tags; launch templates also tag the instances "
-    "and volumes they launch.",
+    "from its own tags, its tagsAll or its provider's default tags; launch templates and Karpenter "
+    "EC2NodeClasses also tag the instances and volumes they launch.",
     severity=MEDIUM,
     doc="https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/cost-alloc-tags.html",
-    types=TAGGABLE,
+    types=(*sorted(TAGGABLE), EC2_NODE_CLASS),
     unknowns="Unknown tag values are fine (the keys count); an unknown tags map or default-tags block "
     "contributes no keys.",
     config={
@@ -102,6 +105,15 @@ def _missing(keys: Any, required: list[str]) -> list[str]:
 )
 def required_cost_tags(r: Res, ctx: Ctx) -> Iterator[Violation]:
     required = list(ctx.config["requiredTags"])
+    if r.type == EC2_NODE_CLASS:
+        tags = r.get("spec", "tags")
+        lacking = _missing(tags if isinstance(tags, dict) else UNKNOWN if tags is UNKNOWN else {}, required)
+        if lacking:
+            yield violation(
+                f"spec.tags lack {lacking}: the nodes Karpenter launches would carry no cost tags",
+                "set spec.tags to the stack's tags (aiplat:platform.tags)",
+            )
+        return
     keys: set[str] = set()
     for source in (r.get("tags"), r.get("tagsAll"), default_tags(r)):
         if isinstance(source, dict):

@@ -53,6 +53,21 @@ def test_launch_template_tags_what_it_launches(check):
     check(TAGS_RULE, [R(LT, "lt", {})], "tag_specifications for instance lack ['CostCenter'")
 
 
+def test_karpenter_node_class_tags_its_nodes(check):
+    node_class = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+    check(TAGS_RULE, [R(node_class, "nc", {"spec": {"tags": dict(TAGS)}})], None)
+    check(
+        TAGS_RULE,
+        [R(node_class, "nc", {"spec": {"tags": {"Project": "aiplat"}}})],
+        "spec.tags lack ['CostCenter'",
+    )
+    check(
+        TAGS_RULE,
+        [R(node_class, "nc", {"spec": {}})],
+        "the nodes Karpenter launches would carry no cost tags",
+    )
+
+
 RESIDENCY = "data-residency-regions"
 
 
