@@ -192,8 +192,8 @@ def _limit(spec: dict[str, Any], key: str) -> float:
 @resource_rule(
     "k8s-training-accelerators",
     description="Pods that select EFA nodes request GPUs and every EFA device they need "
-    "(vpc.amazonaws.com/efa); pods that tolerate the GPU taint (other than DaemonSets) request GPUs. A pod "
-    "without the request silently runs NCCL over TCP or squats a GPU node.",
+    "(vpc.amazonaws.com/efa); pods that tolerate the GPU taint request GPUs. A pod without the request "
+    "silently runs NCCL over TCP or squats a GPU node. DaemonSets (node agents) are exempt.",
     severity=HIGH,
     doc="https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html",
     types=(),
@@ -201,7 +201,9 @@ def _limit(spec: dict[str, Any], key: str) -> float:
     config=EXEMPT,
 )
 def k8s_training_accelerators(r: Res, ctx: Ctx) -> Iterator[Violation]:
-    if not workload(r, ctx):
+    # DaemonSets are node agents (exporters, device plugins): they run on GPU/EFA nodes without using the
+    # devices, so they select and tolerate those nodes without requesting them.
+    if not workload(r, ctx) or r.type == DAEMONSET:
         return
     for path, spec in pod_specs(r.props):
         if _selects_efa(spec):
@@ -213,7 +215,7 @@ def k8s_training_accelerators(r: Res, ctx: Ctx) -> Iterator[Violation]:
                     "of the type) "
                     "in limits",
                 )
-        elif _tolerates_gpu(spec) and r.type != DAEMONSET and _limit(spec, GPU) < 1:
+        elif _tolerates_gpu(spec) and _limit(spec, GPU) < 1:
             yield violation(
                 f"{path}: pod tolerates the {GPU_TAINT_KEY} taint but requests no {GPU}",
                 f"request {GPU} in limits, or drop the toleration",

@@ -168,6 +168,10 @@ def test_daemonset_may_tolerate_gpu_nodes(check):
         c__resources__limits={"memory": "100Mi"}, c__resources__requests={"cpu": "10m", "memory": "100Mi"}
     )
     check("k8s-training-accelerators", [deployment(pod, kind=DAEMONSET)], None)
+    # a node agent on EFA nodes (the EFA exporter) selects them without requesting the devices
+    pod["nodeSelector"] = {"vpc.amazonaws.com/efa.present": "true"}
+    check("k8s-training-accelerators", [deployment(pod, kind=DAEMONSET)], None)
+    check("k8s-training-accelerators", [deployment(pod)], "pod selects EFA nodes")
 
 
 def test_exempt_namespaces(check):
