@@ -31,6 +31,7 @@ from infra.components.aws.registry import Registry, RegistryArgs
 from infra.components.aws.replication import ArtifactReplication, ArtifactReplicationArgs, ReplicaTarget
 from infra.components.k8s.minio import Minio, MinioArgs, MinioWorkload
 from infra.lib import iam
+from infra.lib.namespaces import PodSecurity, pss_labels
 from infra.model import s3names
 from infra.model.config.schema import BucketPurpose, MinioMode, PodAccessConfig, Role, StorageBackend
 from infra.model.project import stack_reference_name
@@ -219,6 +220,10 @@ def wire_cluster_storage(
                 storage_class=st.minio.storage_class,
                 tls_issuer=st.minio.tls_issuer,
                 region=cfg.region,
+                # baseline, not restricted: chart 5.4.0's pods set runAsUser/fsGroup but neither
+                # allowPrivilegeEscalation: false nor a seccomp profile (charts.min.io values.yaml
+                # securityContext/containerSecurityContext); restricted is still warned about and audited.
+                namespace_labels=pss_labels(PodSecurity.baseline, cfg.cluster.kubernetes_version),
                 buckets=names,
                 workloads=workloads,
             ),

@@ -39,11 +39,6 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
         "support (set support_type STANDARD in infra/components/aws/cluster.py)",
         set(EVERY),
     ),
-    "k8s-namespace-pod-security": (
-        "issue 11 follow-up (cluster services): MinIO's namespace (infra/components/k8s/minio.py) has no Pod "
-        "Security labels; the workload namespaces have them",
-        {"minio"},
-    ),
 }
 
 

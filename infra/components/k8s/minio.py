@@ -55,6 +55,8 @@ class MinioArgs:
     storage_class: str | None = None
     tls_issuer: str
     region: str
+    # labels of the namespace the release runs in (Pod Security Standards, part-of)
+    namespace_labels: Mapping[str, str] = field(default_factory=dict)
     buckets: Mapping[str, str]
     workloads: Mapping[str, MinioWorkload] = field(default_factory=dict)
 
@@ -78,7 +80,7 @@ class Minio(pulumi.ComponentResource):
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.namespace, labels={"app.kubernetes.io/part-of": "aiplat"}
+                name=args.namespace, labels={"app.kubernetes.io/part-of": "aiplat", **args.namespace_labels}
             ),
             opts=child,
         )
