@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainer.checkpoint import Checkpointer  # noqa: E402
 from trainer.config import CheckpointConfig, ModelConfig  # noqa: E402
-from trainer.distributed import free_port, init_distributed  # noqa: E402
+from trainer.distributed import init_distributed  # noqa: E402
 from trainer.model import GPT  # noqa: E402
+from trainer.tools.moto_server import MotoServer  # noqa: E402
 
 
 class Pos:
@@ -72,20 +73,9 @@ def main() -> None:
     train_step()
     server = None
     if args.s3:
-        from moto.server import ThreadedMotoServer
-
-        port = free_port()
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        server.start()
-        os.environ.update(
-            AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
-            AWS_ACCESS_KEY_ID="x",
-            AWS_SECRET_ACCESS_KEY="x",
-            AWS_REGION="us-east-1",
-        )
-        import boto3
-
-        boto3.client("s3").create_bucket(Bucket="bench-ckpt")
+        server = MotoServer().start()
+        os.environ.update(server.env())
+        server.client().create_bucket(Bucket="bench-ckpt")
     root = "s3://bench-ckpt/run" if args.s3 else tempfile.mkdtemp(prefix="ckpt-bench-")
     blocked: dict[str, list[float]] = {}
     total: dict[str, list[float]] = {}

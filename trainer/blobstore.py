@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from trainer.errors import BadInput, BlobExists, BlobNotFound, StoreUnavailable
-from trainer.hashing import sha256_stream
+from trainer.hashing import MANIFEST, sha256_stream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -156,9 +156,11 @@ class LocalBlobs:
 
     def delete_prefix(self, prefix: str) -> None:
         """Remove a folder and everything in it (no error if it is gone)."""
+        folder = self.root / prefix
         with self._errors(prefix):
-            if (self.root / prefix).exists():
-                shutil.rmtree(self.root / prefix)
+            if folder.exists():
+                (folder / MANIFEST).unlink(missing_ok=True)  # stops counting first, as on S3
+                shutil.rmtree(folder)
 
     def delete(self, key: str) -> None:
         """Remove one file (no error if it is gone)."""
@@ -351,7 +353,7 @@ class S3Blobs:
 
     def delete_prefix(self, prefix: str) -> None:
         """Delete every object below ``prefix`` (a manifest first, so the folder stops counting at once)."""
-        keys = sorted(self.list(prefix), key=lambda k: not k.endswith("manifest.json"))
+        keys = sorted(self.list(prefix), key=lambda k: not k.endswith(MANIFEST))
         with self._errors(prefix):
             for i in range(0, len(keys), 1000):
                 self.client.delete_objects(

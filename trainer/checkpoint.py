@@ -34,14 +34,14 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from trainer.checkpoint_store import LocalStore, S3Store, make_store
 from trainer.config import CheckpointConfig
 from trainer.distributed import DistInfo
 from trainer.errors import BadInput
-from trainer.storage import LocalStore, S3Store, make_store
+from trainer.hashing import MANIFEST
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "trainer-ckpt-v1"
 
 
@@ -280,9 +280,7 @@ class Checkpointer:
         assert self.store is not None
         committed, partial = [], []
         for s in self.store.list_steps():
-            (committed if s in (newest,) or "manifest.json" in self.store.list_files(s) else partial).append(
-                s
-            )
+            (committed if s in (newest,) or MANIFEST in self.store.list_files(s) else partial).append(s)
         for s in committed[: -self.cfg.keep]:
             self.store.delete(s)
         for s in partial:
@@ -372,7 +370,7 @@ def open_committed(uri: str, step: int | None = None) -> CommittedCheckpoint:
     """The committed checkpoint at ``step`` (newest valid one when ``None``) under the checkpoint root
     ``uri``, with every file's sha256 checked; ``uri`` may also name a ``step_XXXXXXXXX`` folder.
     Raises :class:`BadInput` when there is none."""
-    from trainer.storage import STEP_RE
+    from trainer.checkpoint_store import STEP_RE
 
     root = uri.rstrip("/")
     last = root.rsplit("/", 1)[-1]

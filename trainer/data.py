@@ -16,7 +16,6 @@ of ranks and still see every sample exactly once per epoch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -30,19 +29,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from trainer.blobstore import split_s3_uri
+from trainer.hashing import sha256_bytes, sha256_file
+
 log = logging.getLogger(__name__)
 
 INDEX_FILE = "index.json"
 SHARD_FORMAT = "trainer-shards-v1"
-
-
-def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 22) -> str:
-    """Hex sha256 of a file, read in 4 MiB chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def dataset_fingerprint(index: dict) -> str:
@@ -51,19 +44,12 @@ def dataset_fingerprint(index: dict) -> str:
     keys = ("format", "dtype", "tokenizer", "vocab_size", "eot_token")
     canon = {k: index.get(k) for k in keys}
     canon["shards"] = [[s.get("file"), s.get("tokens"), s.get("sha256")] for s in index.get("shards", [])]
-    return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()
+    return sha256_bytes(json.dumps(canon, sort_keys=True).encode())
 
 
 def tokenizer_info(index: dict) -> dict:
     """What a consumer of the model needs to encode and decode text (from the shard index)."""
     return {k: index.get(k) for k in ("tokenizer", "vocab_size", "eot_token")}
-
-
-def split_s3_uri(uri: str) -> tuple[str, str]:
-    """``s3://bucket/a/b`` -> ``("bucket", "a/b")`` (prefix without leading/trailing slash)."""
-    rest = uri[len("s3://") :]
-    bucket, _, prefix = rest.partition("/")
-    return bucket, prefix.strip("/")
 
 
 class TokenShards:

@@ -6,14 +6,14 @@ runs as a world of one on a free local port so that the same code path is used e
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import os
-import socket
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+from trainer.ports import free_port
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,6 @@ class DistInfo:
     def is_main(self) -> bool:
         """True on global rank 0, which writes manifests and prunes old checkpoints."""
         return self.rank == 0
-
-
-def free_port() -> int:
-    """A TCP port that was free a moment ago on 127.0.0.1."""
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def init_distributed(timeout_s: float) -> DistInfo:

@@ -102,7 +102,7 @@ class Metrics:
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
 
     def observe_step(self, rec: dict[str, Any]) -> None:
-        """Update gauges from one step record (see :meth:`Trainer._step_record`)."""
+        """Update gauges from the record ``Trainer.run`` builds per step (``step``, ``step_s``, ...)."""
         self.step.set(rec["step"])
         self.step_time.set(rec["step_s"])
         self.step_hist.observe(rec["step_s"])

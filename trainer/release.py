@@ -24,7 +24,6 @@ newest version that verifies. Store outages are not release defects: they raise
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 import struct
@@ -39,7 +38,7 @@ import torch
 from trainer.blobstore import Blobs, open_blobs
 from trainer.config import ConfigError, ModelConfig
 from trainer.errors import BadInput, BlobExists, BlobNotFound
-from trainer.hashing import MANIFEST, is_sha256_hex, sha256_file, sha256_stream
+from trainer.hashing import MANIFEST, is_sha256_hex, sha256_bytes, sha256_file, sha256_stream
 
 FORMAT = "aiplat-release-v1"
 RELEASE_PREFIX = "release"
@@ -364,7 +363,7 @@ def publish(
         save_file(tensors, str(wpath), metadata={"format": "pt"})
         files = {
             WEIGHTS: {"size": wpath.stat().st_size, "sha256": sha256_file(wpath)},
-            CONFIG: {"size": len(config_bytes), "sha256": hashlib.sha256(config_bytes).hexdigest()},
+            CONFIG: {"size": len(config_bytes), "sha256": sha256_bytes(config_bytes)},
         }
         store.write(CONFIG, config_bytes)
         store.upload(WEIGHTS, wpath)

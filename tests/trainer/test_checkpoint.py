@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 import torch
-from _trainer_support import Job
 
+from tests.trainer._support import Job
 from trainer.checkpoint import validate_checkpoint
+from trainer.checkpoint_store import LocalStore, step_dir_name
 from trainer.distributed import DistInfo
-from trainer.storage import LocalStore, step_dir_name
 
 
 def test_async_save_is_isolated_from_later_updates(info: DistInfo, work_dir: Path) -> None:

@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from _trainer_support import MotoS3, make_corpus
 
+from tests.trainer._support import make_corpus
 from trainer.data import GlobalSampler, TokenLoader, TokenShards, fetch_shards
 from trainer.tools import make_shards
 from trainer.tools.make_shards import EOT, decode, encode, upload, write_shards
+from trainer.tools.moto_server import MotoServer
 
 
 def test_encode_decode_roundtrip_with_eot() -> None:
@@ -127,7 +128,7 @@ def test_loader_targets_are_shifted_inputs(shards_dir: Path) -> None:
 
 
 def test_fetch_shards_from_s3_and_reject_bad_checksum(
-    moto_s3: MotoS3, shards_dir: Path, work_dir: Path
+    moto_s3: MotoServer, shards_dir: Path, work_dir: Path
 ) -> None:
     moto_s3.client().create_bucket(Bucket="data-bucket")
     upload(shards_dir, "s3://data-bucket/corpus/v1")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from _trainer_support import (
+
+from tests.trainer._support import (
     assert_bitwise_equal,
     load_checkpoint_tensors,
     read_events,
@@ -20,11 +21,10 @@ from _trainer_support import (
     stop_process_group,
     wait_for,
 )
-
 from trainer.checkpoint import validate_checkpoint
+from trainer.checkpoint_store import LocalStore, step_dir_name
 from trainer.config import ModelConfig
 from trainer.model import GPT
-from trainer.storage import LocalStore, step_dir_name
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -9,9 +9,9 @@ import urllib.request
 from pathlib import Path
 
 import torch
-from _trainer_support import PY, REPO, base_env
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.trainer._support import PY, REPO, base_env
 from trainer.config import MetricsConfig, ModelConfig
 from trainer.distributed import free_port
 from trainer.metrics import Metrics

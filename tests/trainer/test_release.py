@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 import torch
-from _trainer_support import PY, REPO, Job, MotoS3, base_env
 from safetensors import safe_open
 
+from tests.trainer._support import PY, REPO, Job, base_env
+from trainer.checkpoint_store import step_dir_name
 from trainer.distributed import DistInfo
 from trainer.errors import BadInput, StoreUnavailable
 from trainer.release import (
@@ -27,7 +28,7 @@ from trainer.release import (
     publish,
     verify,
 )
-from trainer.storage import step_dir_name
+from trainer.tools.moto_server import MotoServer
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
@@ -96,7 +97,7 @@ def test_local_roundtrip_publish_verify_download_load(info: DistInfo, work_dir: 
 
 
 def test_s3_roundtrip_and_partial_replication(
-    info: DistInfo, moto_s3: MotoS3, work_dir: Path, monkeypatch: pytest.MonkeyPatch
+    info: DistInfo, moto_s3: MotoServer, work_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s3 = moto_s3.client()
     for b in ("ckpt", "artifacts", "replica"):

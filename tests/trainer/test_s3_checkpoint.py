@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _trainer_support import (
-    MotoS3,
+
+from tests.trainer._support import (
     read_events,
     run_overrides,
     run_torchrun,
@@ -14,10 +14,10 @@ from _trainer_support import (
     stop_process_group,
     wait_for,
 )
-
 from trainer.checkpoint import validate_checkpoint
-from trainer.storage import S3Store
+from trainer.checkpoint_store import S3Store
 from trainer.tools.make_shards import upload
+from trainer.tools.moto_server import MotoServer
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -30,7 +30,7 @@ def failed_steps(d: Path) -> list[int]:
     return [e["step"] for e in read_events(d / "log_rank0.jsonl", "checkpoint") if not e["committed"]]
 
 
-def setup_buckets(s3: MotoS3, shards_dir: Path) -> None:
+def setup_buckets(s3: MotoServer, shards_dir: Path) -> None:
     s3.client().create_bucket(Bucket="train-data")
     s3.client().create_bucket(Bucket="train-ckpt")
     upload(shards_dir, "s3://train-data/shards/v1")
@@ -49,7 +49,7 @@ def overrides(d: Path, steps: int, policy: str, delay: float) -> list[str]:
     )
 
 
-def test_endpoint_gone_with_stop_policy(moto_s3: MotoS3, shards_dir: Path, work_dir: Path) -> None:
+def test_endpoint_gone_with_stop_policy(moto_s3: MotoServer, shards_dir: Path, work_dir: Path) -> None:
     setup_buckets(moto_s3, shards_dir)
     d = work_dir / "run"
     log = work_dir / "torchrun.log"
@@ -82,7 +82,7 @@ def test_endpoint_gone_with_stop_policy(moto_s3: MotoS3, shards_dir: Path, work_
     assert [e["step"] for e in read_events(d / "log_rank0.jsonl", "step")][-2:] == [4, 5]
 
 
-def test_endpoint_gone_with_continue_policy(moto_s3: MotoS3, shards_dir: Path, work_dir: Path) -> None:
+def test_endpoint_gone_with_continue_policy(moto_s3: MotoServer, shards_dir: Path, work_dir: Path) -> None:
     setup_buckets(moto_s3, shards_dir)
     d = work_dir / "run"
     log = work_dir / "torchrun.log"

@@ -1,4 +1,4 @@
-"""Helpers for the trainer tests: a moto S3 server wrapper, torchrun launchers, log and checkpoint readers."""
+"""Helpers for the trainer tests: torchrun launchers, log and checkpoint readers, an in-process job."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +19,8 @@ from trainer.checkpoint import Checkpointer
 from trainer.config import CheckpointConfig, ModelConfig
 from trainer.distributed import DistInfo
 from trainer.model import GPT
+from trainer.tools.commands import DEBUG_CONFIG, REPO, trainer_command
 
-REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
 WORDS = (
     "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog",
@@ -38,62 +36,7 @@ def make_corpus(n_docs: int = 300, seed: int = 0) -> str:
     )
 
 
-# --------------------------------------------------------------------------------------------- S3 (moto)
-@dataclass
-class MotoS3:
-    """A ThreadedMotoServer on 127.0.0.1:port that a test can stop and start again on the same port
-    (moto keeps its state in this process, so objects survive a restart)."""
-
-    port: int
-    server: Any = None
-    env: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        self.server.start()
-        deadline = time.monotonic() + 20
-        while True:  # wait until it answers HTTP
-            try:
-                urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=1).read()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
-    def client(self) -> Any:
-        import boto3
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-
-
 # ----------------------------------------------------------------------------------------------- torchrun
-def torchrun_cmd(nproc: int, overrides: list[str], extra: list[str] | None = None) -> list[str]:
-    """``python -m torch.distributed.run --standalone ... -m trainer.train`` with ``--set`` overrides."""
-    cmd = [PY, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", *(extra or [])]
-    cmd += ["-m", "trainer.train", "--config", str(REPO / "trainer/configs/debug.toml")]
-    for o in overrides:
-        cmd += ["--set", o]
-    return cmd
-
-
 def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Child environment: repo on PYTHONPATH, one thread per rank (2-core CI), no interactive CUDA."""
     # Not the pytest process's own world of one (the ``info`` fixture): a child starts its own.
@@ -132,7 +75,7 @@ def run_torchrun(
 ) -> subprocess.CompletedProcess[str]:
     """Run to completion (with a timeout) and return the completed process."""
     return subprocess.run(
-        torchrun_cmd(nproc, overrides, extra),
+        trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or ()),
         cwd=REPO,
         env=base_env(env),
         capture_output=True,
@@ -151,7 +94,7 @@ def start_torchrun(
     """Start in the background; output goes to ``log`` (a file, so pipes never fill up)."""
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed by the child's exit
     return subprocess.Popen(
-        torchrun_cmd(nproc, overrides, extra),
+        trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or ()),
         cwd=REPO,
         env=base_env(env),
         stdout=out,

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
-import os
 import re
-import shutil
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter, StorageReader, StorageWriter
 
-from trainer.data import split_s3_uri
+from trainer.blobstore import Blobs, LocalBlobs, S3Blobs
 
 STEP_RE = re.compile(r"^step_(\d{9})$")
 
@@ -92,53 +88,51 @@ def _basename(path: Any) -> str:
     return str(path).rstrip("/").rsplit("/", 1)[-1]
 
 
-class LocalStore:
-    """Checkpoints in a local or shared directory (FSx for Lustre, EFS, NVMe for tests)."""
+class _StepStore:
+    """Checkpoint folders ``step_XXXXXXXXX/`` under a root; small files, listing and deletes go through
+    :mod:`trainer.blobstore`, DCP data through the subclass's storage writer and reader."""
 
-    def __init__(self, root: str) -> None:
-        self.root = Path(root)
+    blobs: Blobs
+
+    @property
+    def root(self) -> str:
+        """The checkpoint root (``checkpoint.uri``)."""
+        return self.blobs.uri
 
     def uri(self, step: int) -> str:
         """Location of one checkpoint."""
-        return str(self.root / step_dir_name(step))
+        return self.blobs.url(step_dir_name(step))
 
     def list_steps(self) -> list[int]:
         """Steps that have a checkpoint folder (committed or not), ascending."""
-        if not self.root.is_dir():
-            return []
-        return sorted(int(m.group(1)) for p in self.root.iterdir() if (m := STEP_RE.match(p.name)))
+        return sorted(int(m.group(1)) for d in self.blobs.list_dirs() if (m := STEP_RE.match(d)))
 
     def list_files(self, step: int) -> dict[str, int]:
         """``{file name: size}`` inside one checkpoint."""
-        d = self.root / step_dir_name(step)
-        return {p.name: p.stat().st_size for p in d.iterdir() if p.is_file()} if d.is_dir() else {}
+        return self.blobs.list(step_dir_name(step))
 
     def read_bytes(self, step: int, name: str) -> bytes:
         """Whole small file (manifest)."""
-        return (self.root / step_dir_name(step) / name).read_bytes()
+        return self.blobs.read(f"{step_dir_name(step)}/{name}")
 
     def sha256(self, step: int, name: str) -> str:
         """Hex sha256 of one file, streamed."""
-        h = hashlib.sha256()
-        with open(self.root / step_dir_name(step) / name, "rb") as f:
-            while block := f.read(1 << 22):
-                h.update(block)
-        return h.hexdigest()
+        return self.blobs.sha256(f"{step_dir_name(step)}/{name}")
 
     def write_bytes(self, step: int, name: str, data: bytes) -> None:
-        """Atomic write: temp file, fsync, rename, so a crash never leaves half a manifest."""
-        d = self.root / step_dir_name(step)
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".{name}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, d / name)
+        """Atomic write of a small file: a crash never leaves half a manifest."""
+        self.blobs.write(f"{step_dir_name(step)}/{name}", data)
 
     def delete(self, step: int) -> None:
-        """Remove one checkpoint folder."""
-        shutil.rmtree(self.root / step_dir_name(step), ignore_errors=True)
+        """Remove one checkpoint folder (the manifest first on S3, so it stops counting at once)."""
+        self.blobs.delete_prefix(step_dir_name(step))
+
+
+class LocalStore(_StepStore):
+    """Checkpoints in a local or shared directory (FSx for Lustre, EFS, NVMe for tests)."""
+
+    def __init__(self, root: str) -> None:
+        self.blobs = LocalBlobs(root)
 
     def writer(self, step: int) -> tuple[StorageWriter, HashingFS]:
         """DCP writer for ``step`` plus the hashing wrapper that records what it wrote."""
@@ -152,7 +146,7 @@ class LocalStore:
         return FileSystemReader(self.uri(step))
 
 
-class S3Store:
+class S3Store(_StepStore):
     """Checkpoints in S3 through the S3 connector for PyTorch (AWS CRT client), which reaches MinIO or
     moto when an endpoint is set; path-style addressing is forced then because such endpoints have no
     per-bucket DNS names (https://github.com/awslabs/s3-connector-for-pytorch)."""
@@ -160,89 +154,10 @@ class S3Store:
     def __init__(self, root: str, region: str = "", endpoint: str = "", max_attempts: int = 10) -> None:
         from s3torchconnector import S3ClientConfig
 
-        self.root = root.rstrip("/")
-        self.bucket, self.prefix = split_s3_uri(self.root)
-        self.region = (
-            region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-        )
-        self.endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL", "")
+        self.blobs = S3Blobs(root, region=region, endpoint=endpoint, max_attempts=max_attempts)
+        self.region = self.blobs.region
+        self.endpoint = self.blobs.endpoint
         self.client_config = S3ClientConfig(force_path_style=bool(self.endpoint), max_attempts=max_attempts)
-        self.max_attempts = max_attempts
-        self._boto = None
-
-    @property
-    def boto(self) -> Any:
-        """boto3 S3 client for listing, small objects and deletes (same endpoint and retry budget)."""
-        if self._boto is None:
-            import boto3
-            from botocore.config import Config
-
-            self._boto = boto3.client(
-                "s3",
-                region_name=self.region,
-                endpoint_url=self.endpoint or None,
-                config=Config(
-                    retries={"max_attempts": self.max_attempts, "mode": "standard"},
-                    connect_timeout=5,
-                    read_timeout=60,
-                ),
-            )
-        return self._boto
-
-    def _key(self, step: int, name: str = "") -> str:
-        parts = [p for p in (self.prefix, step_dir_name(step), name) if p]
-        return "/".join(parts)
-
-    def uri(self, step: int) -> str:
-        """Location of one checkpoint."""
-        return f"s3://{self.bucket}/{self._key(step)}"
-
-    def list_steps(self) -> list[int]:
-        """Steps that have objects under ``prefix/step_*/``, ascending."""
-        base = f"{self.prefix}/" if self.prefix else ""
-        steps = set()
-        for page in self.boto.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix=base, Delimiter="/"
-        ):
-            for cp in page.get("CommonPrefixes", []):
-                if m := STEP_RE.match(cp["Prefix"][len(base) :].rstrip("/")):
-                    steps.add(int(m.group(1)))
-        return sorted(steps)
-
-    def list_files(self, step: int) -> dict[str, int]:
-        """``{file name: size}`` inside one checkpoint."""
-        base = self._key(step) + "/"
-        out = {}
-        for page in self.boto.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=base):
-            for obj in page.get("Contents", []):
-                out[obj["Key"][len(base) :]] = int(obj["Size"])
-        return out
-
-    def read_bytes(self, step: int, name: str) -> bytes:
-        """Whole small object (manifest)."""
-        return self.boto.get_object(Bucket=self.bucket, Key=self._key(step, name))["Body"].read()
-
-    def sha256(self, step: int, name: str) -> str:
-        """Hex sha256 of one object, streamed."""
-        h = hashlib.sha256()
-        body = self.boto.get_object(Bucket=self.bucket, Key=self._key(step, name))["Body"]
-        for block in iter(lambda: body.read(1 << 22), b""):
-            h.update(block)
-        return h.hexdigest()
-
-    def write_bytes(self, step: int, name: str, data: bytes) -> None:
-        """Single PUT; S3 makes the object visible only once it is complete."""
-        self.boto.put_object(Bucket=self.bucket, Key=self._key(step, name), Body=io.BytesIO(data))
-
-    def delete(self, step: int) -> None:
-        """Delete every object of one checkpoint (manifest first, so it stops counting at once)."""
-        files = self.list_files(step)
-        keys = sorted(files, key=lambda n: n != "manifest.json")
-        for i in range(0, len(keys), 1000):
-            self.boto.delete_objects(
-                Bucket=self.bucket,
-                Delete={"Objects": [{"Key": self._key(step, k)} for k in keys[i : i + 1000]], "Quiet": True},
-            )
 
     def _client(self) -> Any:
         from s3torchconnector._s3client import S3Client
