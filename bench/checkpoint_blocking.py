@@ -6,7 +6,9 @@ Builds a GPT (default ~26M parameters, ~0.3 GB of model + AdamW state), then sav
 with ``checkpoint.async_save=true`` and ``false`` to the same kind of storage (a local directory, or with
 ``--s3`` a moto S3 server through the S3 connector). "Blocked" is the wall time of ``Checkpointer.save``
 as the loop sees it; for async saves the write and the manifest commit finish in the background (a few
-training steps run in between, as in real training). Prints the ratio of medians (target <= 0.2).
+training steps run in between, as in real training). Prints the ratio of medians; targets (issue 17):
+<= 0.1 on a local directory, <= 0.055 on S3. Async saves stage into host buffers reused from save to save;
+the first one allocates them and is slower (it is in the median like every other save).
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def main() -> None:
         "async_blocked_median_s": round(b_async, 4),
         "async_save_to_commit_median_s": round(statistics.median(total["async"]), 4),
         "ratio": round(b_async / b_sync, 4),
-        "target": "<= 0.2",
+        "target": "<= 0.055" if args.s3 else "<= 0.1",
     }))  # fmt: skip
 
 

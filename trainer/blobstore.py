@@ -377,10 +377,11 @@ def open_blobs(uri: str, *, region: str = "", endpoint: str = "", max_attempts: 
     return LocalBlobs(uri)
 
 
-def retry_unavailable(fn: Callable[[], T], wait_s: float, what: str) -> T:
+def retry_unavailable(fn: Callable[[], T], wait_s: float, what: str, knob: str = "store_wait_s") -> T:
     """Call ``fn``; while it raises :class:`StoreUnavailable`, retry with exponential backoff (0.5 s doubling,
     at most 15 s apart) for up to ``wait_s`` seconds, then raise one :class:`StoreUnavailable` naming
-    ``what`` and the time waited. Other errors pass through at once."""
+    ``what`` (e.g. ``"data.source=s3://..."``), the time waited and the setting that sets it (``knob``).
+    Other errors pass through at once."""
     deadline = time.monotonic() + wait_s
     delay = 0.5
     attempt = 0
@@ -392,7 +393,7 @@ def retry_unavailable(fn: Callable[[], T], wait_s: float, what: str) -> T:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise StoreUnavailable(
-                    f"{what}: unreachable for {wait_s:.0f}s ({attempt} tries; train.store_wait_s): {exc}"
+                    f"{what}: unreachable for {wait_s:.0f}s ({attempt} tries, {knob}): {exc}"
                 ) from exc
             log.warning("%s: %s; retrying in %.1fs", what, exc, min(delay, left))
             time.sleep(min(delay, left))

@@ -1,9 +1,10 @@
 """Where checkpoints live: a local directory or ``s3://bucket/prefix``.
 
-Each checkpoint is a folder ``step_XXXXXXXXX/`` with DCP's files (``__<rank>_<n>.distcp``, ``.metadata``)
-and our ``manifest.json``. DCP data goes through ``torch.distributed.checkpoint`` storage writers/readers
-(``FileSystemWriter`` or ``s3torchconnector.dcp.S3StorageWriter``); listing, small objects and deletes go
-through the filesystem or boto3.
+Each checkpoint is a folder ``step_XXXXXXXXX/`` holding our ``manifest.json`` and one folder per training
+attempt with DCP's files (``__<rank>_<n>.distcp``, ``.metadata``; see ``trainer/ckpt_manifest.py``).
+DCP data goes through ``torch.distributed.checkpoint`` storage writers/readers (``FileSystemWriter`` or
+``s3torchconnector.dcp.S3StorageWriter``); listing, small objects and deletes go through
+:mod:`trainer.blobstore`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ STEP_RE = re.compile(r"^step_(\d{9})$")
 def step_dir_name(step: int) -> str:
     """Folder name of the checkpoint taken after ``step`` optimizer steps."""
     return f"step_{step:09d}"
+
+
+def data_dir(step: int, attempt: str = "") -> str:
+    """Key prefix of DCP's files of one attempt (format v1: the step folder itself)."""
+    return f"{step_dir_name(step)}/{attempt}" if attempt else step_dir_name(step)
 
 
 class _HashingStream:
@@ -99,29 +105,34 @@ class _StepStore:
         """The checkpoint root (``checkpoint.uri``)."""
         return self.blobs.uri
 
-    def uri(self, step: int) -> str:
-        """Location of one checkpoint."""
-        return self.blobs.url(step_dir_name(step))
+    def uri(self, step: int, attempt: str = "") -> str:
+        """Location of one checkpoint (or of one attempt's files in it)."""
+        return self.blobs.url(data_dir(step, attempt))
 
     def list_steps(self) -> list[int]:
         """Steps that have a checkpoint folder (committed or not), ascending."""
         return sorted(int(m.group(1)) for d in self.blobs.list_dirs() if (m := STEP_RE.match(d)))
 
-    def list_files(self, step: int) -> dict[str, int]:
-        """``{file name: size}`` inside one checkpoint."""
-        return self.blobs.list(step_dir_name(step))
+    def list_files(self, step: int, attempt: str = "") -> dict[str, int]:
+        """``{file name: size}`` of the files one attempt wrote (``attempt=""``: the step folder's own)."""
+        return {k: v for k, v in self.blobs.list(data_dir(step, attempt)).items() if "/" not in k}
 
-    def read_bytes(self, step: int, name: str) -> bytes:
+    def read_bytes(self, step: int, name: str, attempt: str = "") -> bytes:
         """Whole small file (manifest)."""
-        return self.blobs.read(f"{step_dir_name(step)}/{name}")
+        return self.blobs.read(f"{data_dir(step, attempt)}/{name}")
 
-    def sha256(self, step: int, name: str) -> str:
+    def sha256(self, step: int, name: str, attempt: str = "") -> str:
         """Hex sha256 of one file, streamed."""
-        return self.blobs.sha256(f"{step_dir_name(step)}/{name}")
+        return self.blobs.sha256(f"{data_dir(step, attempt)}/{name}")
 
-    def write_bytes(self, step: int, name: str, data: bytes) -> None:
-        """Atomic write of a small file: a crash never leaves half a manifest."""
-        self.blobs.write(f"{step_dir_name(step)}/{name}", data)
+    def write_bytes(self, step: int, name: str, data: bytes, *, create_only: bool = False) -> None:
+        """Atomic write of a small file in the step folder: a crash never leaves half a manifest;
+        ``create_only`` refuses to replace an existing one (:class:`~trainer.errors.BlobExists`)."""
+        self.blobs.write(f"{step_dir_name(step)}/{name}", data, create_only=create_only)
+
+    def delete_file(self, step: int, name: str) -> None:
+        """Remove one file of the step folder."""
+        self.blobs.delete(f"{step_dir_name(step)}/{name}")
 
     def delete(self, step: int) -> None:
         """Remove one checkpoint folder (the manifest first on S3, so it stops counting at once)."""
@@ -134,16 +145,16 @@ class LocalStore(_StepStore):
     def __init__(self, root: str) -> None:
         self.blobs = LocalBlobs(root)
 
-    def writer(self, step: int) -> tuple[StorageWriter, HashingFS]:
-        """DCP writer for ``step`` plus the hashing wrapper that records what it wrote."""
-        w = FileSystemWriter(self.uri(step), sync_files=True, thread_count=1)
+    def writer(self, step: int, attempt: str) -> tuple[StorageWriter, HashingFS]:
+        """DCP writer for one attempt's files of ``step`` plus the hashing wrapper recording what it wrote."""
+        w = FileSystemWriter(self.uri(step, attempt), sync_files=True, thread_count=1)
         hfs = HashingFS(w.fs)
         w.fs = hfs  # type: ignore[assignment]
         return w, hfs
 
-    def reader(self, step: int) -> StorageReader:
-        """DCP reader for ``step``."""
-        return FileSystemReader(self.uri(step))
+    def reader(self, step: int, attempt: str) -> StorageReader:
+        """DCP reader for one attempt's files of ``step``."""
+        return FileSystemReader(self.uri(step, attempt))
 
 
 class S3Store(_StepStore):
@@ -164,25 +175,25 @@ class S3Store(_StepStore):
 
         return S3Client(self.region, endpoint=self.endpoint or None, s3client_config=self.client_config)
 
-    def writer(self, step: int) -> tuple[StorageWriter, HashingFS]:
+    def writer(self, step: int, attempt: str) -> tuple[StorageWriter, HashingFS]:
         """``S3StorageWriter`` whose filesystem uses our endpoint and hashes what it writes."""
         from s3torchconnector.dcp import S3StorageWriter
         from s3torchconnector.dcp.s3_file_system import S3FileSystem
 
-        w = S3StorageWriter(self.region, self.uri(step), s3client_config=self.client_config)
+        w = S3StorageWriter(self.region, self.uri(step, attempt), s3client_config=self.client_config)
         # S3StorageWriter builds its client without an endpoint argument; rebuild the filesystem with one so
         # an explicit checkpoint.s3_endpoint works even when AWS_ENDPOINT_URL is not exported.
         hfs = HashingFS(S3FileSystem(self.region, s3_client=self._client()))
         w.fs = hfs  # type: ignore[assignment]
         return w, hfs
 
-    def reader(self, step: int) -> StorageReader:
+    def reader(self, step: int, attempt: str) -> StorageReader:
         """``S3StorageReader`` on our endpoint."""
         from s3torchconnector import S3ReaderConstructor
         from s3torchconnector.dcp import S3StorageReader
         from s3torchconnector.dcp.s3_file_system import S3FileSystem
 
-        r = S3StorageReader(self.region, self.uri(step), s3client_config=self.client_config)
+        r = S3StorageReader(self.region, self.uri(step, attempt), s3client_config=self.client_config)
         r.fs = S3FileSystem(
             self.region, s3_client=self._client(), reader_constructor=S3ReaderConstructor.default()
         )

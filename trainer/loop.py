@@ -4,6 +4,7 @@ metrics, SIGTERM handling). The entry point is ``trainer/train.py``."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -11,11 +12,11 @@ from collections import deque
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainer import exitcodes
 from trainer.checkpoint import Checkpointer, SaveResult
+from trainer.ckpt_manifest import CheckpointManifest, check_data, check_model
 from trainer.config import ConfigError, JobConfig
 from trainer.data import (
     GlobalSampler,
@@ -25,7 +26,7 @@ from trainer.data import (
     local_shard_dir,
     tokenizer_info,
 )
-from trainer.distributed import destroy_distributed, init_distributed
+from trainer.distributed import destroy_distributed, init_distributed, run_agreed
 from trainer.metrics import Metrics, peak_flops
 from trainer.model import GPT
 from trainer.schedule import lr_lambda
@@ -47,18 +48,13 @@ class Trainer:
         self.flags.install()
         torch.manual_seed(cfg.train.seed)  # same initial weights on every rank (DDP also broadcasts them)
 
-        # Data: local rank 0 of every node copies S3 shards to the node's disk; the others wait.
-        if self.info.local_rank == 0:
-            fetch_shards(cfg.data.source, cfg.data.cache_dir, cfg.data.verify_checksums)
-        dist.barrier()
-        self.shards = TokenShards(local_shard_dir(cfg.data.source, cfg.data.cache_dir), cfg.model.seq_len)
-        if self.shards.vocab_size > cfg.model.vocab_size:
-            raise ConfigError(
-                "model.vocab_size",
-                cfg.model.vocab_size,
-                f"must be >= the shards' vocab_size {self.shards.vocab_size} "
-                f"(index.json of {cfg.data.source})",
-            )
+        # Data: local rank 0 of every node copies S3 shards to the node's disk; the others wait. Errors are
+        # agreed, so that every rank stops with the same one-line message instead of waiting for a peer.
+        world = self.info.world_size
+        d = cfg.data
+        fetch = lambda: fetch_shards(d.source, d.cache_dir, d.verify_checksums, d.store_wait_s)  # noqa: E731
+        run_agreed(fetch if self.info.local_rank == 0 else None, world)
+        self.shards = run_agreed(self._open_shards, world)
 
         # Precision: bf16 autocast on GPUs that have it, else fp16 with a GradScaler; fp32 on CPU.
         dtype = cfg.train.dtype
@@ -99,7 +95,10 @@ class Trainer:
             device=self.device,
             prefetch=cfg.data.prefetch,
         )
-        self.metrics = Metrics(cfg.metrics, self.info.rank, self.info.local_rank, self.device)
+        info = self.info
+        self.metrics = run_agreed(
+            lambda: Metrics(cfg.metrics, info.rank, info.local_rank, self.device), world
+        )
         self.metrics.restarts.set(self.info.restart_count)
         extras = {"sched": self.scheduler, "data": self.loader}
         if self.scaler.is_enabled():
@@ -110,6 +109,7 @@ class Trainer:
             self.model,
             self.optimizer,
             extras,
+            timeout_s=cfg.train.dist_timeout_s,
             job_config=cfg.to_dict(),
             manifest_info={
                 "run_id": cfg.resolved_run_id(),
@@ -124,20 +124,59 @@ class Trainer:
         self.peak = peak_flops(self.device)
         self.flops_per_token = self.raw_model.flops_per_token()
         self.step = 0
+        self.exit_message = ""  # why run() returned what it returned (for the launcher)
         self.last_rec: dict[str, Any] | None = None
         # Wall time of the latest steps (benchmarks); bounded so a long run does not grow it.
         self.step_durations: deque[float] = deque(maxlen=STEP_WINDOW)
 
+    def _open_shards(self) -> TokenShards:
+        cfg = self.cfg
+        shards = TokenShards(
+            local_shard_dir(cfg.data.source, cfg.data.cache_dir), cfg.model.seq_len, cfg.data.source
+        )
+        if shards.vocab_size > cfg.model.vocab_size:
+            raise ConfigError(
+                "model.vocab_size",
+                cfg.model.vocab_size,
+                f"must be >= the shards' vocab_size {shards.vocab_size} (index.json of {cfg.data.source})",
+            )
+        return shards
+
+    def _resume_rules(self, m: CheckpointManifest) -> list[str]:
+        """The checks a checkpoint must pass before it is loaded (``trainer/ckpt_manifest.py``)."""
+        where = self.ckpt.store.uri(m.step) if self.ckpt.store else str(m.step)
+        check_model(m, dataclasses.asdict(self.cfg.model), where)
+        return check_data(
+            m,
+            {
+                "fingerprint": self.shards.fingerprint,
+                "num_samples": self.shards.num_samples,
+                "global_batch": self.loader.global_batch,
+            },
+            allow_dataset_change=self.cfg.checkpoint.allow_dataset_change,
+            allow_batch_change=self.cfg.checkpoint.allow_batch_change,
+            where=where,
+        )
+
     # -------------------------------------------------------------------------------------------- loop
     def resume(self) -> int:
-        """Load the newest valid checkpoint, if any; returns the step to continue after."""
-        latest = self.ckpt.find_latest_valid()
-        if latest >= 0:
-            self.step = self.ckpt.load(latest)
+        """Load the newest checkpoint that is intact and compatible, if any; returns the step to continue
+        after. Raises :class:`BadInput` for a checkpoint the resume rules refuse."""
+        restored = self.ckpt.restore(self._resume_rules)
+        latest = -1
+        if restored is not None:
+            latest = restored.manifest.step
+            self.step = latest
+            if self.info.is_main:
+                for note in restored.notes:
+                    log.warning("%s", note)
         self.metrics.event(
             "start",
             pid=os.getpid(),
             resumed_from=latest if latest >= 0 else None,
+            verified_files=restored.verified_files if restored else 0,
+            verified_bytes=restored.verified_bytes if restored else 0,
+            attempt=self.ckpt.attempt or None,
             restart_count=self.info.restart_count,
             world_size=self.info.world_size,
             global_offset=self.loader.offset,
@@ -196,12 +235,29 @@ class Trainer:
                     self.failed_save = r
 
     def run(self) -> int:
-        """Train to ``train.steps``; returns the process exit code."""
+        """Train to ``train.steps``; returns the process exit code (``trainer/exitcodes.py``)."""
         cfg = self.cfg
         self.failed_save: SaveResult | None = None
         self.resume()
+        if self.step >= cfg.train.steps and self.step > 0:
+            if self.info.is_main:
+                log.info(
+                    "run already complete: checkpoint at step %d >= train.steps=%d; nothing to train",
+                    self.step,
+                    cfg.train.steps,
+                )
+            self.metrics.event("done", step=self.step, already_complete=True)
+            return exitcodes.OK
         while self.step < cfg.train.steps:
             t0 = time.perf_counter()
+            # The one collective per step (see signals.py), before the step: a SIGTERM that arrived during
+            # the last step, or while the save started after it was staging, stops the run at the step
+            # that save covers, so it is not followed by a second full save of a newer step.
+            stop, save_failed = self.flags.agree()
+            if save_failed:
+                return self._stop_on_failed_save()
+            if stop:
+                return self._preempt()
             batch = self.loader.next()
             loss, grad_norm = self.train_step(batch.micro)
             self.step += 1
@@ -209,7 +265,6 @@ class Trainer:
                 time.sleep(cfg.train.step_delay_s)
             self.ckpt.poll()
             self._handle_saves(self.ckpt.drain())
-            stop, save_failed = self.flags.agree()  # the one collective per step (see signals.py)
             step_s = time.perf_counter() - t0
             self.step_durations.append(step_s)
             rec = {
@@ -230,51 +285,65 @@ class Trainer:
             self.metrics.observe_step(rec)
             if self.step % cfg.metrics.log_interval == 0 or self.step == cfg.train.steps:
                 self.metrics.event("step", **rec)
-            if save_failed:
-                r = self.failed_save
-                msg = (
-                    f"checkpoint save failed{f' for step {r.step}: {r.error}' if r else ' on another rank'}; "
-                    "stopping because checkpoint.on_save_failure=stop "
-                    "(fix the storage, or set checkpoint.on_save_failure=continue to keep training)"
-                )
-                log.error(msg)
-                self.metrics.event("stop", reason="checkpoint_failed", step=self.step, error=msg)
-                return exitcodes.SAVE_FAILED
-            if stop:
-                return self._preempt()
             if self.step % cfg.checkpoint.interval == 0 or self.step == cfg.train.steps:
                 self.ckpt.save(self.step, blocking=self.step == cfg.train.steps, metrics=rec)
         self.ckpt.wait()
         results = self.ckpt.drain()
         self._handle_saves(results)
-        if (
-            self.ckpt.enabled
-            and (not results or not results[-1].committed)
-            and self.ckpt.last_committed_step != cfg.train.steps
-        ):
-            log.error("final checkpoint at step %d was not committed", cfg.train.steps)
+        if self.ckpt.enabled and self.ckpt.last_committed_step != cfg.train.steps:
+            self.exit_message = (
+                f"the final checkpoint (step {cfg.train.steps}) was not committed: "
+                f"{results[-1].error if results else 'no save'}"
+            )
+            log.error("%s", self.exit_message)
+            self.metrics.event("stop", reason="final_checkpoint_failed", step=self.step)
             return exitcodes.SAVE_FAILED
         self.metrics.event("done", step=self.step)
         return exitcodes.OK
 
+    def _stop_on_failed_save(self) -> int:
+        r = self.failed_save
+        msg = (
+            f"checkpoint save failed{f' for step {r.step}: {r.error}' if r else ' on another rank'}; "
+            "stopping because checkpoint.on_save_failure=stop "
+            "(fix the storage, or set checkpoint.on_save_failure=continue to keep training)"
+        )
+        log.error(msg)
+        self.exit_message = msg
+        self.metrics.event("stop", reason="checkpoint_failed", step=self.step, error=msg)
+        return exitcodes.SAVE_FAILED
+
     def _preempt(self) -> int:
-        """SIGTERM agreed by all ranks: checkpoint this step synchronously, then exit."""
+        """SIGTERM agreed by all ranks: let a save in flight finish; if it was not of this step, save this
+        step synchronously; exit 143 only when this step's checkpoint is committed, else 5."""
         t0 = time.perf_counter()
-        self.metrics.event("sigterm", step=self.step)
-        if self.ckpt.enabled and self.ckpt.last_committed_step != self.step:
-            self.ckpt.save(self.step, blocking=True, metrics=self.last_rec)
+        self.metrics.event("sigterm", step=self.step, save_in_flight=self.ckpt.pending_step)
         self.ckpt.wait()
         self._handle_saves(self.ckpt.drain())
+        if self.ckpt.enabled and self.ckpt.last_committed_step != self.step:
+            self.ckpt.save(self.step, blocking=True, metrics=self.last_rec)
+            self._handle_saves(self.ckpt.drain())
         took = time.perf_counter() - t0
         if took > self.cfg.checkpoint.shutdown_window_s:
             log.warning("SIGTERM save took %.1fs > checkpoint.shutdown_window_s", took)
+        last = self.ckpt.last_committed_step
         self.metrics.event(
-            "preempted", step=self.step, save_s=round(took, 3), committed=self.ckpt.last_committed_step
+            "preempted", step=self.step, save_s=round(took, 3), committed=last if last >= 0 else None
         )
-        return exitcodes.PREEMPTED
+        if self.ckpt.enabled and last == self.step:
+            self.exit_message = f"preempted at step {self.step}; checkpoint committed"
+            return exitcodes.PREEMPTED
+        self.exit_message = (
+            f"stopped by SIGTERM at step {self.step} without a committed checkpoint of it; the next start "
+            f"resumes from {f'step {last}' if last >= 0 else 'the newest checkpoint (or the beginning)'}"
+        )
+        if self.info.is_main:
+            log.error("%s", self.exit_message)
+        return exitcodes.PREEMPTED_SAVE_FAILED
 
     def close(self) -> None:
-        """Stop background threads and the process group."""
+        """Stop background threads; destroy the process group if this trainer created it."""
         self.loader.close()
         self.ckpt.close()
-        destroy_distributed()
+        if self.info.owns_group:
+            destroy_distributed()

@@ -346,7 +346,7 @@ def publish(
         raise BadInput(f"--checkpoint={checkpoint_uri}: a checkpoint cannot live under {RELEASE_PREFIX}/")
     ck = open_committed(checkpoint_uri, step)
     try:
-        cfg = ModelConfig(**ck.manifest["config"]["model"])
+        cfg = ModelConfig(**ck.manifest.config["model"])
     except (KeyError, TypeError, ConfigError) as exc:
         raise BadInput(f"{ck.uri}: {MANIFEST} holds no usable model config ({exc})") from None
     model = GPT(cfg)
@@ -374,8 +374,8 @@ def publish(
         "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "files": files,
         "source": {"run_id": ck.run_id, "checkpoint_uri": ck.uri, "step": ck.step},
-        "metrics": ck.manifest.get("metrics"),
-        "tokenizer": (ck.manifest.get("data") or {}).get("tokenizer"),
+        "metrics": ck.manifest.metrics,
+        "tokenizer": (ck.manifest.data or {}).get("tokenizer"),
         "tied_weights": tied,
     }
     try:

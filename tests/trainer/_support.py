@@ -18,6 +18,7 @@ import torch
 from trainer.checkpoint import Checkpointer
 from trainer.config import CheckpointConfig, ModelConfig
 from trainer.distributed import DistInfo
+from trainer.hashing import MANIFEST
 from trainer.model import GPT
 from trainer.tools.commands import DEBUG_CONFIG, REPO, trainer_command
 
@@ -66,16 +67,17 @@ def run_overrides(run_dir: Path, shards: Path | str, **kv: Any) -> list[str]:
     return [f"{k}={v}" for k, v in base.items()]
 
 
-def run_torchrun(
+def run_job(
     nproc: int,
     overrides: list[str],
     timeout: float = 120,
     extra: list[str] | None = None,
     env: dict | None = None,
+    launcher: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """Run to completion (with a timeout) and return the completed process."""
+    """Run ``nproc`` ranks (``trainer.launch``, or plain torchrun) to completion and return the process."""
     return subprocess.run(
-        trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or ()),
+        trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or (), launcher=launcher),
         cwd=REPO,
         env=base_env(env),
         capture_output=True,
@@ -84,17 +86,18 @@ def run_torchrun(
     )
 
 
-def start_torchrun(
+def start_job(
     nproc: int,
     overrides: list[str],
     extra: list[str] | None = None,
     env: dict | None = None,
     log: Path | None = None,
+    launcher: bool = True,
 ) -> subprocess.Popen[str]:
     """Start in the background; output goes to ``log`` (a file, so pipes never fill up)."""
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed by the child's exit
     return subprocess.Popen(
-        trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or ()),
+        trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or (), launcher=launcher),
         cwd=REPO,
         env=base_env(env),
         stdout=out,
@@ -105,7 +108,7 @@ def start_torchrun(
 
 
 def stop_process_group(proc: subprocess.Popen[str]) -> None:
-    """Teardown: kill a torchrun we started and its workers (its own session), if still running."""
+    """Teardown: kill a launcher we started and its workers (its own session), if still running."""
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -138,10 +141,13 @@ def wait_for(pred: Any, timeout: float, what: str) -> Any:
 
 
 def load_checkpoint_tensors(ckpt_dir: Path) -> dict[str, torch.Tensor]:
-    """All tensors of a local DCP checkpoint (model and optimizer), read offline without a process group."""
+    """All tensors of a local DCP checkpoint (model and optimizer), read offline without a process group;
+    ``ckpt_dir`` is a step folder (its manifest names the attempt folder with DCP's files)."""
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
+    attempt = json.loads((ckpt_dir / MANIFEST).read_text()).get("attempt", "")
     out = ckpt_dir.parent / f"{ckpt_dir.name}.pt"
+    ckpt_dir = ckpt_dir / attempt if attempt else ckpt_dir
     dcp_to_torch_save(ckpt_dir, out)
     sd = torch.load(out, weights_only=False)
     flat: dict[str, torch.Tensor] = {}

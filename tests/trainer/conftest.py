@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.trainer._support import make_corpus
+from tests.trainer._support import make_corpus, run_overrides
+from trainer.config import load_config
 from trainer.distributed import DistInfo, destroy_distributed, init_distributed
+from trainer.loop import Trainer
+from trainer.tools.commands import DEBUG_CONFIG
 from trainer.tools.make_shards import encode, write_shards
 from trainer.tools.moto_server import MotoServer
 
@@ -67,3 +72,22 @@ def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
         yield s3
     finally:
         s3.stop()
+
+
+@pytest.fixture()
+def make_trainer(info: DistInfo, shards_dir: Path, work_dir: Path) -> Iterator[Callable[..., Trainer]]:
+    """Trainers in this process on the session's world of one; signal handlers restored afterwards."""
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    made: list[Trainer] = []
+
+    def make(run_dir: Path | None = None, **kv: Any) -> Trainer:
+        shards = kv.pop("shards", shards_dir)
+        t = Trainer(load_config(DEBUG_CONFIG, run_overrides(run_dir or work_dir, shards, **kv)))
+        made.append(t)
+        return t
+
+    yield make
+    for t in made:
+        t.close()
+    for s, h in saved.items():
+        signal.signal(s, h)

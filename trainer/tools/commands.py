@@ -16,12 +16,17 @@ def trainer_command(
     overrides: Iterable[str] = (),
     *,
     extra: Sequence[str] = (),
+    launcher: bool = True,
     python: str = sys.executable,
 ) -> list[str]:
-    """``python -m torch.distributed.run --standalone --nproc-per-node N [extra] -m trainer.train
-    --config FILE --set k=v ...`` on this machine."""
-    cmd = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", *extra]
-    cmd += ["-m", "trainer.train", "--config", str(config)]
+    """Ranks on this machine: ``python -m trainer.launch --standalone --nproc-per-node N [extra] --config
+    FILE --set k=v ...``, or with ``launcher=False`` the same ranks under plain torchrun
+    (``python -m torch.distributed.run ... -m trainer.train ...``)."""
+    cmd = [python, "-m", "trainer.launch" if launcher else "torch.distributed.run", "--standalone"]
+    cmd += [f"--nproc-per-node={nproc}", *extra]
+    if not launcher:
+        cmd += ["-m", "trainer.train"]
+    cmd += ["--config", str(config)]
     for o in overrides:
         cmd += ["--set", o]
     return cmd

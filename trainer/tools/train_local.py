@@ -6,10 +6,10 @@
 1. starts a moto S3 server on 127.0.0.1 (a free port) and points ``AWS_ENDPOINT_URL`` at it;
 2. turns ``--text`` (default: the trainer's own source code, so nothing is downloaded) into token shards
    and uploads them to ``s3://local-data/shards``;
-3. runs ``torchrun --nproc-per-node 2 -m trainer.train`` with the debug model, gloo, checkpoints to
-   ``s3://local-ckpt/debug``, Prometheus on ``--metrics-port`` + local rank;
+3. runs ``python -m trainer.launch --nproc-per-node 2`` (the image's launcher) with the debug model, gloo,
+   checkpoints to ``s3://local-ckpt/debug``, Prometheus on ``--metrics-port`` + local rank;
 4. scrapes each rank's ``/metrics`` while it runs (last scrape saved to ``WORKDIR/metrics_rank<r>.prom``);
-5. stops the server and exits with torchrun's exit code.
+5. stops the server and exits with the launcher's exit code (``trainer/exitcodes.py``).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         rc = proc.wait()
         listing = s3.list_objects_v2(Bucket="local-ckpt", Prefix="debug/").get("Contents", [])
         manifests = sorted(o["Key"] for o in listing if o["Key"].endswith(MANIFEST))
-        print(f"torchrun exit code {rc}; committed checkpoints: {manifests}", flush=True)
+        print(f"trainer.launch exit code {rc}; committed checkpoints: {manifests}", flush=True)
         return rc
     finally:
         server.stop()
