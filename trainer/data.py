@@ -69,6 +69,7 @@ class TokenShards:
         self.seq_len = seq_len
         self.vocab_size = int(self.index["vocab_size"])
         self.fingerprint = dataset_fingerprint(self.index)
+        self.index_sha256 = sha256_bytes(raw)  # of index.json as stored (run records)
         dtype = np.dtype(self.index["dtype"])
         self._maps: list[np.memmap] = []
         counts = []

@@ -12,6 +12,7 @@ from collections import deque
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainer import exitcodes
@@ -29,6 +30,7 @@ from trainer.data import (
 from trainer.distributed import destroy_distributed, init_distributed, run_agreed
 from trainer.metrics import Metrics, peak_flops
 from trainer.model import GPT
+from trainer.runrecord import RunRecord, node_name
 from trainer.schedule import lr_lambda
 from trainer.signals import StopFlags
 
@@ -124,6 +126,8 @@ class Trainer:
         self.peak = peak_flops(self.device)
         self.flops_per_token = self.raw_model.flops_per_token()
         self.step = 0
+        self.record: RunRecord | None = None
+        self.committed_steps: list[int] = []  # by this attempt
         self.exit_message = ""  # why run() returned what it returned (for the launcher)
         self.last_rec: dict[str, Any] | None = None
         # Wall time of the latest steps (benchmarks); bounded so a long run does not grow it.
@@ -218,6 +222,8 @@ class Trainer:
 
     def _handle_saves(self, results: list[SaveResult]) -> None:
         for r in results:
+            if r.committed:
+                self.committed_steps.append(r.step)
             self.metrics.observe_save(r.committed, r.blocked_s, r.duration_s, r.bytes, r.step)
             self.metrics.event(
                 "checkpoint",
@@ -235,10 +241,69 @@ class Trainer:
                     self.failed_save = r
 
     def run(self) -> int:
-        """Train to ``train.steps``; returns the process exit code (``trainer/exitcodes.py``)."""
+        """Train to ``train.steps``; returns the process exit code (``trainer/exitcodes.py``). Rank 0 writes
+        the run record (``trainer/runrecord.py``) once training starts and again when this returns."""
+        code = self._run()
+        if self.record is not None:
+            last = self.ckpt.last_committed_step
+            self.record.finish(
+                code,
+                self.exit_message or exitcodes.name(code),
+                steps={**self.record.doc["steps"], "last": self.step},
+                final_metrics=self.last_rec,
+                checkpoints={
+                    **self.record.doc["checkpoints"],
+                    "committed": [self.ckpt.store.uri(s) for s in self.committed_steps]
+                    if self.ckpt.store
+                    else [],
+                    "latest": self.ckpt.store.uri(last) if self.ckpt.store and last >= 0 else None,
+                },
+            )
+        return code
+
+    def _start_record(self, resumed_from: int | None) -> None:
+        cfg, info = self.cfg, self.info
+        nodes: list[Any] = [node_name()] * info.world_size
+        if info.world_size > 1:  # every rank takes part: one small all-gather of host names
+            dist.all_gather_object(nodes, node_name())
+        if not info.is_main:
+            return
+        c = cfg.checkpoint
+        self.record = RunRecord.open(
+            c.uri,
+            self.ckpt.attempt,
+            {
+                "run_id": cfg.resolved_run_id(),
+                "config": cfg.to_dict(),
+                "world_size": info.world_size,
+                "nodes": sorted(set(nodes)),
+                "restart_count": info.restart_count,
+                "torch": torch.__version__,
+                "device": str(self.device),
+                "dataset": {
+                    "source": cfg.data.source,
+                    "index_sha256": self.shards.index_sha256,
+                    "fingerprint": self.shards.fingerprint,
+                    "num_samples": self.shards.num_samples,
+                    "tokenizer": tokenizer_info(self.shards.index),
+                },
+                "steps": {"target": cfg.train.steps, "resumed_from": resumed_from, "last": self.step},
+                "final_metrics": None,
+                "checkpoints": {"uri": c.uri, "committed": [], "latest": None},
+                "artifacts": {"metrics_log": cfg.metrics.log_file.replace("{rank}", "0") or None},
+            },
+            region=c.s3_region,
+            endpoint=c.s3_endpoint,
+            max_attempts=c.s3_max_attempts,
+        )
+        if self.record is not None and self.record.start():
+            self.metrics.event("run_record", uri=self.record.uri)
+
+    def _run(self) -> int:
         cfg = self.cfg
         self.failed_save: SaveResult | None = None
         self.resume()
+        self._start_record(self.step if self.ckpt.last_committed_step >= 0 else None)
         if self.step >= cfg.train.steps and self.step > 0:
             if self.info.is_main:
                 log.info(

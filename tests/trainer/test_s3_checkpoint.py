@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 
@@ -109,6 +110,10 @@ def test_endpoint_gone_with_continue_policy(moto_s3: MotoServer, shards_dir: Pat
     assert committed_steps(d)[-1] == 18 and validate_checkpoint(store, 18, True) == ""
     for s in failed_steps(d):
         assert s not in store.list_steps() or validate_checkpoint(store, s, True) != ""
+    # The run record sits next to the checkpoints in the bucket.
+    [rec] = [json.loads(store.blobs.read(f"run-records/{k}")) for k in store.blobs.list("run-records")]
+    assert rec["exit"]["code"] == 0 and rec["checkpoints"]["latest"] == "s3://train-ckpt/run1/step_000000018"
+    assert rec["artifacts"]["run_record"].startswith("s3://train-ckpt/run1/run-records/attempt-")
 
 
 def test_sigterm_during_an_outage_exits_5_not_143(
