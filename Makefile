@@ -18,7 +18,7 @@ $(VENV)/.base: pyproject.toml | $(BIN)/python
 	touch $@
 
 # Tests need the dev tools and the trainer's stack (CPU torch from the local wheel, see README).
-$(VENV)/.dev: pyproject.toml $(VENV)/.base
+$(VENV)/.dev: pyproject.toml images/trainer/requirements.txt requirements-dev.txt $(VENV)/.base
 	$(PIP) install -q -e '.[dev,trainer]'
 	touch $@
 
