@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from tests.trainer._support import PY, REPO, Job, base_env
 from trainer.checkpoint_store import step_dir_name
 from trainer.distributed import DistInfo
 from trainer.errors import BadInput, StoreUnavailable
+from trainer.loop import Trainer
 from trainer.release import (
     CONFIG,
     MANIFEST,
@@ -294,3 +296,20 @@ def test_publish_cli_exit_codes(info: DistInfo, work_dir: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].startswith("error: no checkpoint for step 9")
     assert "Traceback" not in bad.stderr
+
+
+def test_publish_from_a_trainer_checkpoint(
+    make_trainer: Callable[..., Trainer], work_dir: Path, shards_dir: Path
+) -> None:
+    """The trainer's own checkpoint (full state, run id, metrics, tokenizer) publishes and loads back."""
+    t = make_trainer(train__steps=3, checkpoint__interval=3, train__run_id="gpt-run-7")
+    assert t.run() == 0
+    rel = publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(9))
+    assert rel.source.run_id == "gpt-run-7" and rel.step == 3
+    assert rel.metrics is not None and rel.metrics["step"] == 3
+    assert rel.tokenizer == {"tokenizer": "bytes", "vocab_size": 257, "eot_token": 256}
+    download(str(work_dir / "rel"), "gpt-debug", rel.version, work_dir / "dl")
+    loaded = load_model(work_dir / "dl").state_dict()
+    trained = t.raw_model.state_dict()
+    assert loaded.keys() == trained.keys()
+    assert all(torch.equal(loaded[k], trained[k]) for k in trained)
