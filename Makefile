@@ -7,32 +7,64 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: plan test lint lint-docker fmt clean train-local bench-trainer
+.PHONY: plan review test lint lint-docker fmt clean train-local bench-trainer bench-inference promtool policy-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# The base install is enough for the offline plan.
+# The offline plan: the base install plus moto's AWS snapshot (`pulumi up` needs only the base install).
 $(VENV)/.base: pyproject.toml | $(BIN)/python
-	$(PIP) install -q -e .
+	$(PIP) install -q -e '.[plan]'
 	touch $@
 
-# Tests need the dev tools and the trainer's stack (CPU torch from the local wheel, see README).
-$(VENV)/.dev: pyproject.toml images/trainer/requirements.txt requirements-dev.txt $(VENV)/.base
-	$(PIP) install -q -e '.[dev,trainer]'
+# The policy pack's SDK for `aiplat review` and the tests. pulumi-policy 1.21.0 pins protobuf~=5.29.5, but
+# its code runs on the protobuf 6 that pulumi 3.272 brings (the tests drive it through the pack, in process
+# and over gRPC), so it goes in without its dependencies; the version is the one policies/requirements.txt
+# pins for the pack's own venv (README "Policy pack").
+$(VENV)/.policy: policies/requirements.txt $(VENV)/.base
+	$(PIP) install -q --no-deps $$(grep '^pulumi-policy==' policies/requirements.txt)
 	touch $@
 
-plan: $(VENV)/.base
+# Tests need the dev tools, the trainer's and the inference server's stacks (CPU torch from the local wheel,
+# see README), and the policy pack's SDK.
+$(VENV)/.dev: pyproject.toml images/trainer/requirements.txt $(VENV)/.base $(VENV)/.policy
+	$(PIP) install -q -e '.[dev,trainer,inference]'
+	touch $@
+
+STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
+
+# Plan every stack, then review the saved plans with the policy pack (exit 5 on a mandatory violation).
+plan: $(VENV)/.base $(VENV)/.policy
 	$(BIN)/aiplat plan --all
+	$(BIN)/aiplat review $(foreach s,$(STACKS),--plan build/plan/$(s).json)
 
-test: $(VENV)/.dev lint-docker
+review: $(VENV)/.base $(VENV)/.policy
+	$(BIN)/aiplat review --all
+
+# The pack's own virtualenv, as `pulumi preview --policy-pack policies` uses it.
+policy-venv: policies/venv/bin/python
+policies/venv/bin/python: policies/requirements.txt
+	$(PYTHON) -m venv policies/venv
+	policies/venv/bin/python -m pip install -q -r policies/requirements.txt
+	touch $@
+
+test: $(VENV)/.dev lint-docker promtool
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
-lint-docker: $(VENV)/.dev
-	$(BIN)/hadolint images/trainer/Dockerfile
+# promtool checks and unit-tests the alert rules (tests/monitoring): the Debian package `prometheus` ships it.
+# Installed only when missing; the tests fail (not skip) without it.
+promtool:
+	@command -v promtool >/dev/null || { \
+		echo "promtool missing: apt-get install -y prometheus"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
+	@promtool --version | head -1
 
-# Two CPU ranks (gloo) under torchrun against a local S3 (a moto server the tool starts and stops);
+lint-docker: $(VENV)/.dev
+	$(BIN)/hadolint images/*/Dockerfile
+
+# Two CPU ranks (gloo) under the launcher against a local S3 (a moto server the tool starts and stops);
 # checkpoints to s3://local-ckpt/debug, Prometheus metrics on :9400 (rank 0) and :9401 (rank 1).
 train-local: $(VENV)/.dev
 	$(BIN)/python -m trainer.tools.train_local --steps 40 --metrics-port 9400 --workdir runs/local
@@ -44,6 +76,10 @@ bench-trainer: $(VENV)/.dev
 	OMP_NUM_THREADS=1 $(BIN)/python bench/checkpoint_blocking.py
 	OMP_NUM_THREADS=1 $(BIN)/python bench/checkpoint_blocking.py --s3 --layers 4 --d-model 256
 	OMP_NUM_THREADS=1 $(BIN)/python bench/data_loader.py
+
+# Concurrent clients against a one-client baseline, batched and unbatched servers, in one run.
+bench-inference: $(VENV)/.dev
+	$(BIN)/python bench/inference_latency.py
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

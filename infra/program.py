@@ -1,27 +1,43 @@
-"""The Pulumi program: read the stack config, check it against AWS facts, wire the components.
+"""The Pulumi program: load the config, check it (rules), fetch AWS facts, check again, wire the components.
 
-``__main__.py`` calls ``program()`` under ``pulumi up``; ``aiplat plan`` calls it under mocks. Nothing here
-runs at import time.
+``__main__.py`` calls ``program()`` under ``pulumi up``; ``aiplat plan`` calls it under mocks with the stack
+index of the folder it planned from. Nothing here runs at import time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import pulumi
 import pulumi_aws as aws
 
-from infra.components.addons import EksAddons, EksAddonsArgs
-from infra.components.cluster import EksCluster, EksClusterArgs
-from infra.components.kms import KmsKeys, KmsKeysArgs
-from infra.components.network import GpuVpc, GpuVpcArgs
-from infra.components.nodepool import GpuNodePool, GpuNodePoolArgs
-from infra.config.crossstack import check_cross_stack
-from infra.config.loader import NAMESPACE, parse_platform_config
-from infra.config.schema import PlatformConfig
-from infra.errors import ConfigErrors
-from infra.facts import account_facts, gather_facts
-from infra.lib import naming
-from infra.storage import StorageWiring, wire_cluster_storage, wire_storage
-from infra.validation import check_against_facts, pool_zones, vpc_zones
+from infra.io.build_context import image_tags
+from infra.io.monitoring import load_monitoring_assets
+from infra.io.provider_facts import account_facts, gather_facts
+from infra.io.regions import known_regions
+from infra.io.stackfiles import read_stack_index
+from infra.io.trainer_configs import training_settings
+from infra.model.config.parse import parse_platform_config
+from infra.model.config.schema import PlatformConfig
+from infra.model.errors import ConfigErrors
+from infra.model.project import CONFIG_NAMESPACE
+from infra.model.stacks import StackIndex
+from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
+from infra.wiring.cluster import wire_cluster
+from infra.wiring.cluster_services import (
+    EndpointProbe,
+    system_pools,
+    wire_cluster_services,
+    wire_workload_identities,
+)
+from infra.wiring.context import StackContext
+from infra.wiring.keys import wire_keys
+from infra.wiring.monitoring import wire_monitoring
+from infra.wiring.network import wire_network
+from infra.wiring.storage import wire_cluster_storage, wire_storage
+from infra.wiring.training import wire_images, wire_training
+
+FindingSink = Callable[[Finding], None]
 
 
 class ConfigRunError(ConfigErrors, pulumi.RunError):
@@ -29,155 +45,121 @@ class ConfigRunError(ConfigErrors, pulumi.RunError):
 
 
 def read_config() -> PlatformConfig:
-    raw = pulumi.Config(NAMESPACE).require_object("platform")
+    raw = pulumi.Config(CONFIG_NAMESPACE).require_object("platform")
     try:
-        cfg = parse_platform_config(raw)
+        return parse_platform_config(raw)
     except ConfigErrors as exc:
         raise ConfigRunError(exc.errors) from None
-    # Replication targets must be inference regions; an infer stack's source must replicate to it.
-    cross = check_cross_stack(cfg)
-    if cross:
-        raise ConfigRunError(cross)
-    return cfg
 
 
-def program() -> None:
-    cfg = read_config()
-    # One explicit provider per stack: region from the config, cost tags on every taggable resource.
-    # Stack files disable the default providers so that nothing slips into another region.
-    provider = aws.Provider(
-        "aws",
-        region=cfg.region,
-        default_tags=aws.ProviderDefaultTagsArgs(tags=cfg.tags.as_dict()),
-    )
-    facts = gather_facts(cfg, provider)
-    errors = check_against_facts(cfg, facts)
+def _log_finding(finding: Finding) -> None:
+    """Under ``pulumi up``: warnings and notes go to the engine's log, shown with the update."""
+    (pulumi.log.warn if finding.level is Level.warning else pulumi.log.info)(finding.one_line())
+
+
+def report(findings: Iterable[Finding], sink: FindingSink = _log_finding) -> None:
+    """Hand warnings and notes to ``sink``; raise every error at once (nothing is declared after that)."""
+    findings = list(findings)
+    for f in findings:
+        if f.level is not Level.error:
+            sink(f)
+    errors = [f.as_config_error() for f in findings if f.level is Level.error]
     if errors:
         raise ConfigRunError(errors)
 
-    account = account_facts(provider)
-    name_prefix = cfg.stack_prefix()
-    in_region = pulumi.ResourceOptions(provider=provider)
 
-    keys = KmsKeys(
-        "kms",
-        KmsKeysArgs(
-            name_prefix=name_prefix,
-            partition=account.partition,
-            account_id=account.account_id,
-            region=cfg.region,
-        ),
-        opts=in_region,
-    )
+def _default_probe() -> EndpointProbe | None:
+    """Under ``pulumi up``: check that the Kubernetes API answers before applying Kubernetes objects.
+    Under ``pulumi preview`` the cluster may not exist yet: no check."""
+    if pulumi.runtime.is_dry_run():
+        return None
+    from infra.io.kube_access import probe_endpoint
 
-    # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).
-    storage: StorageWiring = wire_storage(cfg, account, data_key_arn=keys.data_key_arn, opts=in_region)
+    return probe_endpoint
 
-    azs = vpc_zones(cfg, facts)
-    cluster_name = naming.cluster_name(name_prefix)
-    network = GpuVpc(
-        "network",
-        GpuVpcArgs(
-            name_prefix=name_prefix,
-            cidr=cfg.network.vpc_cidr,
-            availability_zones=azs,
-            region=cfg.region,
-            cluster_name=cluster_name,
-            nat=cfg.network.nat,
-            interface_endpoints=tuple(cfg.network.interface_endpoints),
-            flow_logs=cfg.network.flow_logs,
-            logs_key_arn=keys.logs_key_arn,
-        ),
-        opts=in_region,
-    )
 
-    addon_versions = cfg.cluster.addons.by_addon_name()
-    cluster = EksCluster(
-        "cluster",
-        EksClusterArgs(
-            name_prefix=name_prefix,
-            region=cfg.region,
-            partition=account.partition,
-            kubernetes_version=cfg.cluster.kubernetes_version,
-            subnet_ids=[network.private_subnet_ids[az] for az in azs],
-            endpoint_public_access_cidrs=tuple(cfg.cluster.endpoint_public_access_cidrs),
-            secrets_key_arn=keys.eks_key_arn,
-            logs_key_arn=keys.logs_key_arn,
-            log_retention_days=cfg.cluster.log_retention_days,
-            access_entries=dict(cfg.cluster.access_entries),
-            addon_versions=addon_versions,
-        ),
-        opts=in_region,
-    )
+_DEFAULT = object()
 
-    pools: dict[str, GpuNodePool] = {}
-    for pool_name, pool in cfg.node_pools.items():
-        pools[pool_name] = GpuNodePool(
-            f"pool-{pool_name}",
-            GpuNodePoolArgs(
-                pool_name=pool_name,
-                name_prefix=name_prefix,
-                config=pool,
-                facts=facts.instances[pool.instance_type],
-                cluster_name=cluster.cluster_name,
-                kubernetes_version=cfg.cluster.kubernetes_version,
-                node_role_arn=cluster.node_role_arn,
-                cluster_security_group_id=cluster.cluster_security_group_id,
-                vpc_id=network.vpc_id,
-                subnet_ids=[network.private_subnet_ids[az] for az in pool_zones(cfg, facts, pool_name)],
-                ebs_key_arn=keys.ebs_key_arn,
-                tags=cfg.tags.as_dict(),
-            ),
-            # Nodes join only once networking add-ons and the node role's policies are in place.
-            opts=pulumi.ResourceOptions(
-                provider=provider,
-                depends_on=[*cluster.addons.values(), *cluster.node_policy_attachments],
-            ),
-        )
 
-    EksAddons(
-        "addons",
-        EksAddonsArgs(
-            name_prefix=name_prefix,
-            partition=account.partition,
-            cluster_name=cluster.cluster_name,
-            ebs_key_arn=keys.ebs_key_arn,
-            addon_versions=addon_versions,
-        ),
-        opts=pulumi.ResourceOptions(provider=provider, depends_on=list(pools.values())),
-    )
-
-    # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists.
-    wire_cluster_storage(
+def program(
+    *,
+    stacks: StackIndex | None = None,
+    on_finding: FindingSink = _log_finding,
+    endpoint_probe: EndpointProbe | None | object = _DEFAULT,
+) -> None:
+    """Declare one stack. ``stacks``: the project's stacks for the cross-stack rules (default: the stack
+    files of the project's ``stackConfigDir``); ``on_finding`` receives the rules' warnings;
+    ``endpoint_probe`` checks the Kubernetes API endpoint before any Kubernetes object (default: a TCP
+    connection under ``pulumi up``, none under preview; the offline plan passes None)."""
+    cfg = read_config()
+    # The trainer config files the training section names, read with the trainer's own loader.
+    trainer = training_settings(cfg)
+    ctx = RuleContext(
         cfg,
-        storage,
-        oidc_provider_arn=cluster.oidc_provider_arn,
-        oidc_issuer=cluster.oidc_issuer,
-        k8s_provider=cluster.k8s_provider,
-        data_key_arn=keys.data_key_arn,
-        opts=in_region,
-        k8s_depends_on=list(pools.values()),
+        stack=pulumi.get_stack(),
+        stacks=stacks or read_stack_index(),
+        regions=known_regions(),
+        trainer=trainer,
     )
+    report(run_rules(Phase.plan, ctx), on_finding)
 
-    pulumi.export("region", cfg.region)
-    pulumi.export("environment", cfg.environment.value)
-    pulumi.export("role", cfg.role.value)
-    pulumi.export("availabilityZones", list(azs))
-    pulumi.export("vpcId", network.vpc_id)
-    pulumi.export("privateSubnetIds", network.private_subnet_ids)
-    pulumi.export("clusterName", cluster.cluster_name)
-    pulumi.export("clusterEndpoint", cluster.endpoint)
-    pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
-    pulumi.export("oidcIssuer", cluster.oidc_issuer)
-    pulumi.export("nodeGroups", {name: p.node_group_name for name, p in pools.items()})
-    pulumi.export(
-        "kmsKeyArns",
-        {
-            "data": keys.data_key_arn,
-            "eks": keys.eks_key_arn,
-            "ebs": keys.ebs_key_arn,
-            "logs": keys.logs_key_arn,
-        },
+    # One explicit provider per stack: region from the config, cost tags on every taggable resource.
+    # Stack files disable the default providers so that nothing slips into another region.
+    provider = aws.Provider(
+        "aws", region=cfg.region, default_tags=aws.ProviderDefaultTagsArgs(tags=cfg.tags.as_dict())
     )
-    for key, value in storage.exports.items():
+    facts = gather_facts(cfg, provider)
+    ctx = RuleContext(
+        cfg, stack=ctx.stack, facts=facts, stacks=ctx.stacks, regions=ctx.regions, trainer=trainer
+    )
+    report(run_rules(Phase.plan, ctx, requiring=Need.facts), on_finding)
+
+    stack = StackContext(cfg=cfg, facts=facts, account=account_facts(provider), provider=provider)
+    stack.export("region", cfg.region)
+    stack.export("environment", cfg.environment.value)
+    stack.export("role", cfg.role.value)
+    keys = wire_keys(stack)
+    # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).
+    storage = wire_storage(stack, data_key_arn=keys.data_key_arn)
+    # The trainer (and inference) images, built into the registry's repositories, by digest.
+    tags = {r: (t.tag, t.platform) for r, t in image_tags(cfg, facts.instances).items()}
+    images = wire_images(stack, storage, tags)
+    network = wire_network(stack, keys)
+    cluster = wire_cluster(stack, keys, network)
+    # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
+    probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
+    services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
+    # Prometheus, Alertmanager, Grafana, dcgm-exporter and the EFA exporter; aiplat's rules and dashboards.
+    wire_monitoring(stack, cluster, services, load_monitoring_assets(cfg))
+    # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists. MinIO
+    # waits for the system pools and the services it uses (namespaces, default StorageClass, CA issuer).
+    pod_access = wire_cluster_storage(
+        stack,
+        storage,
+        oidc_provider_arn=cluster.cluster.oidc_provider_arn,
+        oidc_issuer=cluster.cluster.oidc_issuer,
+        k8s_provider=cluster.cluster.k8s_provider,
+        data_key_arn=keys.data_key_arn,
+        k8s_depends_on=[cluster.pools[p] for p in system_pools(stack)] + (services.ready if services else []),
+    )
+    # The workloads' service accounts, bound to the pod roles.
+    identities = wire_workload_identities(stack, services, pod_access, cluster.cluster.k8s_provider)
+    # Kubeflow Trainer, our ClusterTrainingRuntime and PodMonitor, the declared TrainJobs: after the system
+    # pools and the cluster services (namespace, service account), never waiting for a GPU pool.
+    if trainer is not None and services is not None:
+        system = system_pools(stack)
+        wire_training(
+            stack,
+            images,
+            trainer,
+            k8s_provider=cluster.cluster.k8s_provider,
+            system_pools=system,
+            k8s_depends_on=[
+                *(cluster.pools[p] for p in system),
+                cluster.addons,
+                *services.ready,
+                *([identities] if identities is not None else []),
+            ],
+        )
+    for key, value in stack.exports.items():
         pulumi.export(key, value)

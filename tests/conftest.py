@@ -6,11 +6,14 @@ import copy
 from collections.abc import Callable
 from pathlib import Path
 
+import pulumi
+import pulumi_aws as aws
 import pytest
 import yaml
 
-from infra.config.loader import list_stacks
-from infra.plan.runner import Plan, run_plan
+from infra.io.stackfiles import list_stacks
+from infra.plan.mocks import AwsSnapshotMocks
+from infra.plan.runner import Plan, run_plan, run_program
 
 REPO = Path(__file__).resolve().parents[1]
 STACKS = list_stacks()
@@ -34,8 +37,8 @@ def with_value(doc: dict, path: str, value: object) -> dict:
 def assert_rejected(raw: dict, path: str, value: object, expected: list[str]) -> None:
     """``raw`` with ``path`` set to ``value`` fails validation with every fragment in ``expected``,
     one line per problem, each naming its ``aiplat:platform`` field."""
-    from infra.config.loader import parse_platform_config
-    from infra.errors import ConfigErrors
+    from infra.model.config.parse import parse_platform_config
+    from infra.model.errors import ConfigErrors
 
     with pytest.raises(ConfigErrors) as info:
         parse_platform_config(with_value(raw, path, value))
@@ -43,6 +46,24 @@ def assert_rejected(raw: dict, path: str, value: object, expected: list[str]) ->
     for fragment in expected:
         assert fragment in message, message
     assert all(line.startswith("aiplat:platform") for line in message.splitlines()), message
+
+
+def build(declare: Callable[[pulumi.ProviderResource], None], *, region: str = "us-east-1") -> Plan:
+    """Run ``declare(provider)`` as a Pulumi program under the offline mocks: a component built with
+    arguments chosen by the test, not through a stack file. Returns what it registered, as a Plan."""
+
+    def program() -> None:
+        declare(aws.Provider("aws", region=region))
+
+    monitor = run_program(program, stack="test", mocks=AwsSnapshotMocks(region))
+    return Plan(
+        stack="test",
+        project="aiplat",
+        region=region,
+        config={},
+        resources=sorted(monitor.recorded, key=lambda r: r.urn),
+        outputs=monitor.stack_outputs,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +77,23 @@ def plan_stack() -> Callable[[str], Plan]:
         return cache[stack]
 
     return get
+
+
+@pytest.fixture
+def monitors(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Every RecordingMonitor the plan runner creates during the test, to see what was registered
+    before a refusal (the runner creates one per program run)."""
+    from infra.plan import runner
+
+    created: list = []
+    original = runner.RecordingMonitor.__init__
+
+    def spy(self, mocks):
+        original(self, mocks)
+        created.append(self)
+
+    monkeypatch.setattr(runner.RecordingMonitor, "__init__", spy)
+    return created
 
 
 @pytest.fixture

@@ -21,9 +21,10 @@ accept ``efa-only`` gets ``efa``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from infra.awsdata import InstanceFacts
+from infra.model.facts import InstanceFacts
 
 EFA = "efa"
 EFA_ONLY = "efa-only"
@@ -51,10 +52,8 @@ def family(instance_type: str) -> str:
 
 
 def max_efa_interfaces(facts: InstanceFacts) -> int:
-    """How many EFA interfaces the type takes: one per network card, at most AWS's EFA maximum."""
-    if not facts.efa_supported:
-        return 0
-    return max(1, min(facts.max_efa_interfaces, facts.max_network_cards))
+    """How many EFA interfaces the type takes (``InstanceFacts.efa_interface_limit``)."""
+    return facts.efa_interface_limit
 
 
 def uses_efa_only(facts: InstanceFacts) -> bool:
@@ -75,15 +74,32 @@ def efa_layout(facts: InstanceFacts, count: int | None = None) -> tuple[EfaInter
     Raises ValueError when the type has no EFA or ``count`` is outside 1..max; the config validation
     reports both to the user before this runs.
     """
-    limit = max_efa_interfaces(facts)
+    return layout_for(
+        facts.instance_type,
+        max_efa_interfaces(facts),
+        count,
+        accepts=lambda card, kind: _card_accepts(facts, card, kind),
+    )
+
+
+def layout_for(
+    instance_type: str,
+    limit: int,
+    count: int | None = None,
+    *,
+    accepts: Callable[[int, str], bool] | None = None,
+) -> tuple[EfaInterface, ...]:
+    """The layout for a type that takes ``limit`` EFA interfaces; ``accepts(card, type)`` says whether a
+    card takes an interface type (default: trust the family rule). The policy pack checks launch
+    templates against this, with ``limit`` from its catalog of AWS's numbers."""
     if limit == 0:
-        raise ValueError(f"{facts.instance_type} does not support EFA")
+        raise ValueError(f"{instance_type} does not support EFA")
     n = limit if count is None else count
     if not 1 <= n <= limit:
-        raise ValueError(f"{facts.instance_type} takes 1 to {limit} EFA interfaces, not {n}")
-    further = EFA_ONLY if uses_efa_only(facts) else EFA
+        raise ValueError(f"{instance_type} takes 1 to {limit} EFA interfaces, not {n}")
+    further = EFA_ONLY if family(instance_type).startswith(_EFA_ONLY_FAMILY_PREFIXES) else EFA
     layout = [EfaInterface(0, 0, EFA)]
     for card in range(1, n):
-        kind = further if _card_accepts(facts, card, further) else EFA
+        kind = further if accepts is None or accepts(card, further) else EFA
         layout.append(EfaInterface(card, 1, kind))
     return tuple(layout)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from infra.lib.iam import Policy, policy
 
 AWS_MANAGED = "arn:{partition}:iam::aws:policy/{name}"
 
@@ -24,75 +24,46 @@ def managed_policy_arn(name: str, partition: str = "aws") -> str:
     return AWS_MANAGED.format(partition=partition, name=name)
 
 
-def service_trust(service: str, *, tag_session: bool = False) -> str:
-    """Trust policy letting an AWS service principal assume the role."""
-    actions = ["sts:AssumeRole", "sts:TagSession"] if tag_session else ["sts:AssumeRole"]
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": actions}],
-        },
-        sort_keys=True,
-    )
-
-
-def pod_identity_trust() -> str:
-    """Trust policy for EKS Pod Identity (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)."""
-    return service_trust("pods.eks.amazonaws.com", tag_session=True)
-
-
-def flow_logs_delivery_policy(log_group_arn: str) -> str:
+def flow_logs_delivery_policy(log_group_arn: str) -> Policy:
     """What the VPC flow logs service needs to write into one log group.
 
     https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html
     """
-    return json.dumps(
+    return policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Action": [
-                        "logs:CreateLogStream",
-                        "logs:PutLogEvents",
-                        "logs:DescribeLogGroups",
-                        "logs:DescribeLogStreams",
-                    ],
-                    "Resource": [log_group_arn, f"{log_group_arn}:*"],
-                }
+            "Effect": "Allow",
+            "Action": [
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "logs:DescribeLogGroups",
+                "logs:DescribeLogStreams",
             ],
-        },
-        sort_keys=True,
+            "Resource": [log_group_arn, f"{log_group_arn}:*"],
+        }
     )
 
 
-def ebs_kms_policy(key_arn: str) -> str:
+def ebs_kms_policy(key_arn: str) -> Policy:
     """Lets the EBS CSI driver create and attach volumes encrypted under the stack's EBS key.
 
     https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html (custom KMS key section)
     """
-    return json.dumps(
+    return policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Action": ["kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"],
-                    "Resource": [key_arn],
-                    "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
-                },
-                {
-                    "Effect": "Allow",
-                    "Action": [
-                        "kms:Encrypt",
-                        "kms:Decrypt",
-                        "kms:ReEncrypt*",
-                        "kms:GenerateDataKey*",
-                        "kms:DescribeKey",
-                    ],
-                    "Resource": [key_arn],
-                },
-            ],
+            "Effect": "Allow",
+            "Action": ["kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"],
+            "Resource": [key_arn],
+            "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
         },
-        sort_keys=True,
+        {
+            "Effect": "Allow",
+            "Action": [
+                "kms:Encrypt",
+                "kms:Decrypt",
+                "kms:ReEncrypt*",
+                "kms:GenerateDataKey*",
+                "kms:DescribeKey",
+            ],
+            "Resource": [key_arn],
+        },
     )

@@ -165,16 +165,22 @@ def access_log_bucket_policy(
     )
 
 
-def service_trust_policy(service: str, account_id: str) -> Policy:
-    """Trust for an AWS service principal acting for this account only (confused-deputy guard)."""
-    return policy(
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": service},
-            "Action": "sts:AssumeRole",
-            "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
-        }
-    )
+def service_trust_policy(service: str, account_id: str | None = None, *, tag_session: bool = False) -> Policy:
+    """Trust for an AWS service principal; with ``account_id``, only when it acts for this account
+    (``aws:SourceAccount``, the confused-deputy guard, for services that send it)."""
+    statement: dict[str, Any] = {
+        "Effect": "Allow",
+        "Principal": {"Service": service},
+        "Action": ["sts:AssumeRole", "sts:TagSession"] if tag_session else ["sts:AssumeRole"],
+    }
+    if account_id is not None:
+        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
+    return policy(statement)
+
+
+def pod_identity_trust_policy() -> Policy:
+    """Trust for EKS Pod Identity (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)."""
+    return service_trust_policy("pods.eks.amazonaws.com", tag_session=True)
 
 
 def replication_policy(

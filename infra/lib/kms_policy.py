@@ -16,6 +16,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from infra.lib.iam import VERSION
+
 KEY_ADMIN_ACTIONS = ["kms:*"]
 USE_ACTIONS = ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"]
 
@@ -99,7 +101,7 @@ def key_policy(purpose: KeyPurpose, *, partition: str, account_id: str, region: 
                 },
             }
         )
-    return {"Version": "2012-10-17", "Id": f"aiplat-{purpose.value}", "Statement": statements}
+    return {"Version": VERSION, "Id": f"aiplat-{purpose.value}", "Statement": statements}
 
 
 def alias_name(name_prefix: str, purpose: KeyPurpose) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
-from infra.awsdata import InstanceFacts
+from infra.model.config.compute import CapacityType
+from infra.model.facts import InstanceFacts
 
 # The taint that keeps non-GPU pods off GPU nodes; the NVIDIA device plugin tolerates it.
 # https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html
@@ -22,6 +24,24 @@ TAINT_EFFECTS = {
 }
 
 MIME_BOUNDARY = "//aiplat//"
+
+# Managed node group capacity types (API spelling). An ODCR is on-demand capacity, targeted in the launch
+# template; a Capacity Block has its own type. https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
+CAPACITY_TYPES = {
+    CapacityType.on_demand: "ON_DEMAND",
+    CapacityType.spot: "SPOT",
+    CapacityType.capacity_reservation: "ON_DEMAND",
+    CapacityType.capacity_block: "CAPACITY_BLOCK",
+}
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A managed node group taint: key, value and the API spelling of the effect (``NO_SCHEDULE`` ...)."""
+
+    key: str
+    value: str
+    effect: str
 
 
 def ami_type(facts: InstanceFacts, gpu: bool) -> str:
@@ -77,13 +97,13 @@ def pool_labels(pool: str, user: dict[str, str], efa: bool) -> dict[str, str]:
     return {**ours, **user}
 
 
-def pool_taints(gpu: bool, user: dict[str, tuple[str, str]]) -> list[dict[str, str]]:
-    """Managed node group taints (key, value, API effect): the GPU taint on GPU pools, then the user's."""
-    taints: list[dict[str, str]] = []
+def pool_taints(gpu: bool, user: dict[str, tuple[str, str]]) -> tuple[Taint, ...]:
+    """Managed node group taints: the GPU taint on GPU pools, then the user's (effects as in Kubernetes)."""
+    taints: list[Taint] = []
     if gpu:
-        taints.append({"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": TAINT_EFFECTS["NoSchedule"]})
+        taints.append(Taint(GPU_TAINT_KEY, GPU_TAINT_VALUE, TAINT_EFFECTS["NoSchedule"]))
     for key, (value, effect) in sorted(user.items()):
         if gpu and key == GPU_TAINT_KEY:
             continue
-        taints.append({"key": key, "value": value, "effect": TAINT_EFFECTS[effect]})
-    return taints
+        taints.append(Taint(key, value, TAINT_EFFECTS[effect]))
+    return tuple(taints)

@@ -2,13 +2,16 @@
 
 Resource registrations are answered with their inputs plus the identifiers AWS would compute (id, arn);
 the values are placeholders, the *shape* is what the real provider returns. Data calls (availability
-zones, instance types, offerings, caller identity, partition, region) are answered from ``infra.awsdata``.
+zones, instance types, offerings, caller identity, partition, region) are answered from the snapshot
+(``infra/io/snapshot.py``).
 A data call we cannot answer raises ``DataSourceError`` naming the call, so nothing silently receives an
 empty answer.
 """
 
 from __future__ import annotations
 
+import base64
+import fnmatch
 import hashlib
 import secrets
 import uuid
@@ -16,87 +19,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pulumi
-from moto.core.models import DEFAULT_ACCOUNT_ID
 
-from infra import awsdata
-from infra.errors import DataSourceError
+from infra.io import snapshot
+from infra.model.errors import DataSourceError
 
-ACCOUNT_ID = DEFAULT_ACCOUNT_ID  # moto's account; the offline plan has no real one
+# The offline plan has no real account: moto's default account id (moto.core.models.DEFAULT_ACCOUNT_ID),
+# so ARNs in plans match what a moto server returns in the tests.
+ACCOUNT_ID = "123456789012"
 PARTITION = "aws"
-
-
-def _pulumi_instance_type(raw: dict[str, Any], region: str) -> dict[str, Any]:
-    """A ``DescribeInstanceTypes`` entry in the shape of pulumi-aws ``getInstanceType`` (camelCase)."""
-    net = raw.get("NetworkInfo", {})
-    gpus = raw.get("GpuInfo", {})
-    ebs = raw.get("EbsInfo", {})
-    storage = raw.get("InstanceStorageInfo", {})
-    vcpu = raw.get("VCpuInfo", {})
-    return {
-        "id": raw["InstanceType"],
-        "instanceType": raw["InstanceType"],
-        "region": region,
-        "autoRecoverySupported": raw.get("AutoRecoverySupported", False),
-        "bareMetal": raw.get("BareMetal", False),
-        "burstablePerformanceSupported": raw.get("BurstablePerformanceSupported", False),
-        "currentGeneration": raw.get("CurrentGeneration", False),
-        "dedicatedHostsSupported": raw.get("DedicatedHostsSupported", False),
-        "defaultCores": vcpu.get("DefaultCores", 0),
-        "defaultThreadsPerCore": vcpu.get("DefaultThreadsPerCore", 0),
-        "defaultVcpus": vcpu.get("DefaultVCpus", 0),
-        "defaultNetworkCardIndex": net.get("DefaultNetworkCardIndex", 0),
-        "ebsEncryptionSupport": ebs.get("EncryptionSupport", ""),
-        "ebsNvmeSupport": ebs.get("NvmeSupport", ""),
-        "ebsOptimizedSupport": ebs.get("EbsOptimizedSupport", ""),
-        "efaSupported": net.get("EfaSupported", False),
-        "efaMaximumInterfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0),
-        "enaSupport": net.get("EnaSupport", ""),
-        "enaSrdSupported": net.get("EnaSrdSupported", False),
-        "encryptionInTransitSupported": net.get("EncryptionInTransitSupported", False),
-        "freeTierEligible": raw.get("FreeTierEligible", False),
-        "gpuses": [
-            {
-                "count": g.get("Count", 0),
-                "manufacturer": g.get("Manufacturer", ""),
-                "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0),
-                "name": g.get("Name", ""),
-            }
-            for g in gpus.get("Gpus", [])
-        ],
-        "totalGpuMemory": gpus.get("TotalGpuMemoryInMiB", 0),
-        "hibernationSupported": raw.get("HibernationSupported", False),
-        "hypervisor": raw.get("Hypervisor", ""),
-        "instanceDisks": [
-            {"count": d.get("Count", 0), "size": d.get("SizeInGB", 0), "type": d.get("Type", "")}
-            for d in storage.get("Disks", [])
-        ],
-        "instanceStorageSupported": raw.get("InstanceStorageSupported", False),
-        "totalInstanceStorage": storage.get("TotalSizeInGB", 0),
-        "ipv6Supported": net.get("Ipv6Supported", False),
-        "maximumIpv4AddressesPerInterface": net.get("Ipv4AddressesPerInterface", 0),
-        "maximumIpv6AddressesPerInterface": net.get("Ipv6AddressesPerInterface", 0),
-        "maximumNetworkCards": net.get("MaximumNetworkCards", 1),
-        "maximumNetworkInterfaces": net.get("MaximumNetworkInterfaces", 1),
-        "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
-        "networkCards": [
-            {
-                "index": c.get("NetworkCardIndex", 0),
-                "maximumInterfaces": c.get("MaximumNetworkInterfaces", 0),
-                "baselineBandwidth": c.get("BaselineBandwidthInGbps", 0.0),
-                "peakBandwidth": c.get("PeakBandwidthInGbps", 0.0),
-                "performance": c.get("NetworkPerformance", ""),
-            }
-            for c in net.get("NetworkCards", [])
-        ],
-        "networkPerformance": net.get("NetworkPerformance", ""),
-        "supportedArchitectures": raw.get("ProcessorInfo", {}).get("SupportedArchitectures", []),
-        "supportedPlacementStrategies": raw.get("PlacementGroupInfo", {}).get("SupportedStrategies", []),
-        "supportedRootDeviceTypes": raw.get("SupportedRootDeviceTypes", []),
-        "supportedUsagesClasses": raw.get("SupportedUsageClasses", []),
-        "supportedVirtualizationTypes": raw.get("SupportedVirtualizationTypes", []),
-        "nitroEnclavesSupport": raw.get("NitroEnclavesSupport", ""),
-        "nitroTpmSupport": raw.get("NitroTpmSupport", ""),
-    }
 
 
 def _filter_values(args: dict[str, Any], name: str) -> list[str] | None:
@@ -121,6 +51,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "aws:index/getCallerIdentity:getCallerIdentity": self._caller_identity,
             "aws:index/getPartition:getPartition": self._partition,
             "aws:index/getRegion:getRegion": self._region,
+            "aws:ecr/getAuthorizationToken:getAuthorizationToken": self._ecr_token,
         }
 
     # -- data calls -------------------------------------------------------------------------------
@@ -139,7 +70,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
 
     def _availability_zones(self, args: dict[str, Any]) -> dict[str, Any]:
         region = self._region_of(args)
-        zones = awsdata.availability_zones(region)
+        zones = snapshot.availability_zones(region)
         if not zones:
             raise DataSourceError(
                 f"getAvailabilityZones: the AWS snapshot has no zones for region {region!r}"
@@ -157,11 +88,11 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
 
     def _instance_type(self, args: dict[str, Any]) -> dict[str, Any]:
         itype = args.get("instanceType", "")
-        raw = awsdata.describe_instance_type(itype)
+        raw = snapshot.describe_instance_type(itype)
         if raw is None:
             # What EC2 answers for an unknown type; our config validation catches it earlier.
             raise DataSourceError(f"getInstanceType: InvalidInstanceType: {itype!r} does not exist")
-        return _pulumi_instance_type(raw, self._region_of(args))
+        return snapshot.get_instance_type_result(raw, self._region_of(args))
 
     def _instance_type_offerings(self, args: dict[str, Any]) -> dict[str, Any]:
         region = self._region_of(args)
@@ -173,13 +104,16 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         wanted = _filter_values(args, "instance-type")
         locations = _filter_values(args, "location")
         if location_type == "region":
-            rows = [(t, region) for t in sorted(awsdata.offered_in_region(region))]
+            rows = [(t, region) for t in sorted(snapshot.offered_in_region(region))]
         else:
-            rows = [(t, az) for az, types in awsdata.offered_by_az(region).items() for t in sorted(types)]
+            rows = [(t, az) for az, types in snapshot.offered_by_az(region).items() for t in sorted(types)]
+        # EC2 filter values match exactly or with the wildcards * and ?, as AWS documents for Describe*
+        # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Filtering.html).
         rows = [
             (t, loc)
             for t, loc in rows
-            if (wanted is None or t in wanted) and (locations is None or loc in locations)
+            if (wanted is None or any(fnmatch.fnmatchcase(t, w) for w in wanted))
+            and (locations is None or loc in locations)
         ]
         return {
             "id": region,
@@ -213,6 +147,21 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "name": region,
             "endpoint": f"ec2.{region}.amazonaws.com",
             "description": region,
+        }
+
+    def _ecr_token(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The shape of ECR GetAuthorizationToken as moto answers it (moto/ecr/responses.py): user AWS,
+        a per-registry placeholder password, the registry's proxy endpoint."""
+        registry = args.get("registryId") or ACCOUNT_ID
+        password = f"{registry}-auth-token"
+        return {
+            "id": registry,
+            "registryId": registry,
+            "userName": "AWS",
+            "password": password,
+            "authorizationToken": base64.b64encode(f"AWS:{password}".encode()).decode(),
+            "proxyEndpoint": f"https://{registry}.dkr.ecr.{self._region_of(args)}.amazonaws.com",
+            "expiresAt": "2015-01-01T00:00:00Z",
         }
 
     # -- resources --------------------------------------------------------------------------------
@@ -284,6 +233,23 @@ def _iam_role(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, A
     return {"name": name, "arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{name}"}
 
 
+def _iam_policy(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    name = args.inputs.get("name") or args.name
+    return {"name": name, "arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:policy/{name}"}
+
+
+def _sqs_queue(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    """An SQS queue's id is its URL; auto-named queues get the resource name as placeholder."""
+    name = args.inputs.get("name") or args.name
+    url = f"https://sqs.{region}.amazonaws.com/{ACCOUNT_ID}/{name}"
+    return {"id": url, "name": name, "url": url, "arn": f"arn:{PARTITION}:sqs:{region}:{ACCOUNT_ID}:{name}"}
+
+
+def _event_rule(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    name = args.inputs.get("name") or args.name
+    return {"name": name, "arn": f"arn:{PARTITION}:events:{region}:{ACCOUNT_ID}:rule/{name}"}
+
+
 def _random_password(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
     # A fresh value per plan, as the real provider generates one; the SDK marks ``result`` secret.
     length = int(args.inputs.get("length") or 32)
@@ -312,6 +278,19 @@ def _oidc_provider(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[s
     return {"arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:oidc-provider/{url}"}
 
 
+def _docker_image(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    """What pulumi-docker-build returns after a push (v0.0.22 image.go Create): the manifest digest, the
+    first tag with that digest as ``ref``, the context hash. Placeholders of the right shape."""
+    tags = list(args.inputs.get("tags") or [])
+    seed = "/".join([args.name, *map(str, tags)])
+    digest = "sha256:" + hashlib.sha256(seed.encode()).hexdigest()
+    return {
+        "digest": digest,
+        "ref": f"{tags[0]}@{digest}" if tags else "",
+        "contextHash": hashlib.sha256(f"context/{seed}".encode()).hexdigest(),
+    }
+
+
 # Per-type outputs that AWS computes and that the program reads (e.g. an EKS cluster's OIDC issuer).
 # Components register what they need here, keyed by resource type token.
 COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, Any]]] = {
@@ -319,8 +298,12 @@ COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, A
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _oidc_provider,
     "aws:ec2/launchTemplate:LaunchTemplate": lambda args, region: {"latestVersion": 1},
     "aws:iam/role:Role": _iam_role,
+    "aws:iam/policy:Policy": _iam_policy,
+    "aws:sqs/queue:Queue": _sqs_queue,
+    "aws:cloudwatch/eventRule:EventRule": _event_rule,
     "aws:s3/bucket:Bucket": _s3_bucket,
     "aws:kms/key:Key": _kms_key,
     "aws:ecr/repository:Repository": _ecr_repository,
     "random:index/randomPassword:RandomPassword": _random_password,
+    "docker-build:index:Image": _docker_image,
 }

@@ -2,12 +2,17 @@
 
 The program is the same function ``pulumi up`` runs (``infra.program.program``); here the engine is
 Pulumi's ``MockMonitor``, extended to record each registration the way the engine receives it: type,
-name, parent, provider and the inputs with the camelCase property names the provider would see.
+name, parent, provider, the inputs with the camelCase property names the provider would see, the
+dependencies (explicit ``depends_on`` and those implied by inputs, as URNs) and the resource options the
+engine acts on (protect, retainOnDelete, deleteBeforeReplace, ignoreChanges, replaceOnChanges,
+additionalSecretOutputs), and the property dependencies (which resources each input was computed from: what
+the engine hands a policy pack's stack analysis, known even where values are not).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -21,13 +26,16 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
-from infra.config.loader import CONFIG_KEY, load_stack_config, stack_file
-from infra.config.schema import PlatformConfig
+from infra.io.stackfiles import default_stacks_dir, load_stack_config, read_stack_index, stack_file
+from infra.model.config.schema import PlatformConfig
+from infra.model.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
 from infra.plan.mocks import AwsSnapshotMocks
+from infra.rules import Finding
 
-PROJECT = "aiplat"
 SECRET = "[secret]"
-ORGANIZATION = "organization"  # what self-managed (DIY) backends call every organization
+# What the offline plan hands the program for a Pulumi secret the stack reads (Alertmanager receiver URLs,
+# set with `pulumi config set --secret` for a real stack); it is marked secret, so it never reaches a plan.
+PLAN_SECRET_VALUE = "https://plan.invalid/secret"
 
 _OUTPUTS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -53,6 +61,8 @@ def _scrub(value: Any) -> Any:
 
 @dataclass
 class RecordedResource:
+    """One registration as the engine received it."""
+
     urn: str
     type: str
     name: str
@@ -60,6 +70,12 @@ class RecordedResource:
     provider: str | None
     custom: bool
     inputs: dict[str, Any]
+    # URNs this resource waits for: explicit depends_on and the resources its inputs come from.
+    dependencies: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    # input property -> URNs of the resources its value came from
+    # (RegisterResourceRequest.propertyDependencies)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -69,7 +85,33 @@ class RecordedResource:
             "parent": self.parent,
             "provider": self.provider,
             "inputs": self.inputs,
+            "dependencies": self.dependencies,
+            "propertyDependencies": self.property_dependencies,
+            "options": self.options,
         }
+
+
+def _options(request: Any) -> dict[str, Any]:
+    """The resource options of a RegisterResourceRequest that the engine acts on (camelCase, as sent).
+
+    A ReadResourceRequest has none of them: a read resource is never created, replaced or deleted.
+    """
+    if not hasattr(request, "deleteBeforeReplace"):
+        return {}
+    return {
+        "protect": bool(request.protect),
+        "retainOnDelete": bool(request.retainOnDelete),
+        "deleteBeforeReplace": bool(request.deleteBeforeReplace),
+        "ignoreChanges": sorted(request.ignoreChanges),
+        "replaceOnChanges": sorted(request.replaceOnChanges),
+        "additionalSecretOutputs": sorted(request.additionalSecretOutputs),
+    }
+
+
+def _property_dependencies(request: Any) -> dict[str, list[str]]:
+    """input -> sorted URNs it depends on, for the inputs that depend on any (none for a read)."""
+    deps = getattr(request, "propertyDependencies", None) or {}
+    return {key: sorted(set(deps[key].urns)) for key in sorted(deps) if deps[key].urns}
 
 
 class RecordingMonitor(MockMonitor):
@@ -99,6 +141,9 @@ class RecordingMonitor(MockMonitor):
                 provider=request.provider or None,
                 custom=custom,
                 inputs=_scrub(rpc.deserialize_properties(properties)),
+                dependencies=sorted(set(request.dependencies)),
+                options=_options(request),
+                property_dependencies=_property_dependencies(request),
             )
         )
 
@@ -125,6 +170,8 @@ class Plan:
     resources: list[RecordedResource]
     outputs: dict[str, Any]
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # warnings and notes of the rules (errors stop the plan instead)
+    findings: list[Finding] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -159,21 +206,46 @@ def config_as_json(cfg: PlatformConfig) -> dict[str, Any]:
     return cfg.model_dump(mode="json")
 
 
+def plan_config(cfg: PlatformConfig) -> tuple[dict[str, str], list[str]]:
+    """The Pulumi config the program reads under the plan, and which keys of it are secrets: the platform
+    section, plus a placeholder for each Alertmanager receiver URL (``aiplat:alertmanager-<receiver>``,
+    a Pulumi secret of the real stack)."""
+    secrets = [f"{PROJECT}:{key}" for key in cfg.monitoring.receiver_secret_keys().values()]
+    config = {CONFIG_KEY: json.dumps(config_as_json(cfg)), **{key: PLAN_SECRET_VALUE for key in secrets}}
+    return config, secrets
+
+
 def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | None = None) -> Plan:
     """Validate the stack's config, then run the program under mocks and return what it registered.
 
-    Raises ConfigErrors (from the schema or from the AWS-facts checks) before any resource is registered.
+    ``stacks_dir`` is the folder of stack files the plan is made from (default: the project's ``stacks/``);
+    the program's cross-stack rules see exactly those stacks. Raises ConfigErrors (from the schema or from
+    the rules) before any resource is registered.
     """
     from infra import program
 
+    stacks_dir = stacks_dir or default_stacks_dir()
     cfg = cfg or load_stack_config(stack, stacks_dir)
     # A StackReference is answered from the referenced stack's own plan, made first (and cached).
     referenced = {}
-    if cfg.storage.source_stack:
+    # (a source stack without a file is the rule 'source-stack-replicates-here's to report)
+    if cfg.storage.source_stack and stack_file(cfg.storage.source_stack, stacks_dir).exists():
         referenced[cfg.storage.source_stack] = planned_outputs(cfg.storage.source_stack, stacks_dir)
     mocks = AwsSnapshotMocks(cfg.region, stack_outputs=referenced)
+    findings: list[Finding] = []
+    config, secret_keys = plan_config(cfg)
     monitor = run_program(
-        program.program, stack=stack, mocks=mocks, config={CONFIG_KEY: json.dumps(config_as_json(cfg))}
+        # No endpoint probe: the offline plan has no cluster to reach (pulumi up checks it).
+        functools.partial(
+            program.program,
+            stacks=read_stack_index(stacks_dir),
+            on_finding=findings.append,
+            endpoint_probe=None,
+        ),
+        stack=stack,
+        mocks=mocks,
+        config=config,
+        secret_keys=secret_keys,
     )
     return Plan(
         stack=stack,
@@ -184,11 +256,17 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
         resources=sorted(monitor.recorded, key=lambda r: r.urn),
         outputs=monitor.stack_outputs,
         calls=mocks.calls,
+        findings=findings,
     )
 
 
 def run_program(
-    fn: Callable[[], None], *, stack: str, mocks: AwsSnapshotMocks, config: dict[str, str] | None = None
+    fn: Callable[[], None],
+    *,
+    stack: str,
+    mocks: AwsSnapshotMocks,
+    config: dict[str, str] | None = None,
+    secret_keys: list[str] | None = None,
 ) -> RecordingMonitor:
     """Run ``fn`` as a Pulumi program under ``mocks`` and return the monitor that recorded it.
 
@@ -202,10 +280,15 @@ def run_program(
     asyncio.set_event_loop(loop)
     try:
         pulumi.runtime.set_mocks(
-            mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor, organization=ORGANIZATION
+            mocks,
+            project=PROJECT,
+            stack=stack,
+            preview=False,
+            monitor=monitor,
+            organization=DEFAULT_ORGANIZATION,
         )
         set_root_resource(None)  # type: ignore[arg-type]
-        pulumi.runtime.set_all_config(config or {}, [])
+        pulumi.runtime.set_all_config(config or {}, secret_keys or [])
         loop.run_until_complete(run_in_stack(fn))
     finally:
         asyncio.set_event_loop(None)
@@ -215,7 +298,7 @@ def run_program(
 
 def planned_outputs(stack: str, stacks_dir: Path | None = None) -> dict[str, Any]:
     """The outputs of ``stack``'s plan (cached per stack file content): what a StackReference would read."""
-    path = stack_file(stack, stacks_dir)
+    path = stack_file(stack, stacks_dir or default_stacks_dir())
     key = (str(path), hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "")
     if key not in _OUTPUTS_CACHE:
         _OUTPUTS_CACHE[key] = run_plan(stack, stacks_dir=stacks_dir).outputs

@@ -1,4 +1,4 @@
-"""The one way to run a local S3 for tests, ``make train-local`` and benchmarks: moto's
+"""The one way to run a local AWS (S3 and the rest) for tests, ``make train-local`` and benchmarks: moto's
 ``ThreadedMotoServer`` on 127.0.0.1 on a free port, waited for until it answers HTTP.
 
 moto keeps its backends in the Python process, not in the server: objects survive a ``stop()`` and
@@ -74,14 +74,14 @@ class MotoServer:
         req = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")
         urllib.request.urlopen(req, timeout=10).read()
 
-    def client(self, service: str = "s3") -> Any:
-        """A boto3 client for ``service`` on this server."""
+    def client(self, service: str = "s3", region: str | None = None) -> Any:
+        """A boto3 client for ``service`` on this server (in ``region``, default the server's)."""
         import boto3
 
         return boto3.client(
             service,
             endpoint_url=self.endpoint,
-            region_name=self.region,
+            region_name=region or self.region,
             aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra import awsdata
+from infra.io import snapshot as awsdata
 from infra.lib.efa import EFA, EFA_ONLY, efa_layout, max_efa_interfaces
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from infra import awsdata
-from infra.lib import naming, nodes
+from infra.io import snapshot as awsdata
+from infra.lib import nodes
+from infra.model import naming
 
 
 @pytest.mark.parametrize(
@@ -38,11 +39,11 @@ def test_user_data_raid0_only_with_instance_store(itype: str, raid: bool) -> Non
 
 def test_taints_and_labels() -> None:
     taints = nodes.pool_taints(True, {"team": ("ml", "NoExecute"), "nvidia.com/gpu": ("x", "NoSchedule")})
-    assert taints == [
-        {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"},
-        {"key": "team", "value": "ml", "effect": "NO_EXECUTE"},
-    ]
-    assert nodes.pool_taints(False, {}) == []
+    assert taints == (
+        nodes.Taint("nvidia.com/gpu", "true", "NO_SCHEDULE"),
+        nodes.Taint("team", "ml", "NO_EXECUTE"),
+    )
+    assert nodes.pool_taints(False, {}) == ()
     assert nodes.pool_labels("train", {"a": "b"}, True) == {
         "aiplat.io/pool": "train",
         "vpc.amazonaws.com/efa.present": "true",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from infra import awsdata
-from infra.errors import DataSourceError
+from infra.io import snapshot as awsdata
+from infra.model.errors import DataSourceError
 from infra.plan.mocks import AwsSnapshotMocks
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from infra import awsdata
-from infra.cli import main
-from infra.config.loader import CONFIG_KEY
+from infra.cli.main import main
+from infra.io import snapshot as awsdata
+from infra.model.project import CONFIG_KEY
 from tests.conftest import STACKS
 
 EXPECTED_REGION = {
@@ -66,7 +66,17 @@ def test_cli_writes_plan_json(tmp_path, capsys) -> None:
     assert set(doc) == {"stack", "project", "region", "config", "resources", "outputs"}
     assert doc["stack"] == "dev-us-train" and doc["project"] == "aiplat" and doc["region"] == "us-west-2"
     for r in doc["resources"]:
-        assert set(r) == {"urn", "type", "name", "parent", "provider", "inputs"}
+        assert set(r) == {
+            "urn",
+            "type",
+            "name",
+            "parent",
+            "provider",
+            "inputs",
+            "dependencies",
+            "propertyDependencies",
+            "options",
+        }
         assert r["urn"].startswith("urn:pulumi:dev-us-train::aiplat::")
     assert doc["outputs"]["region"] == "us-west-2"
     out = capsys.readouterr().out
@@ -119,9 +129,9 @@ def test_bad_stack_fails_plan_with_one_line_and_no_file(
     assert not (out_dir / "bad.json").exists()
 
 
-def test_not_offered_registers_no_cloud_resource(stack_doc, write_stack) -> None:
-    from infra.config.loader import load_stack_config
-    from infra.errors import ConfigErrors
+def test_not_offered_registers_no_cloud_resource(stack_doc, write_stack, monitors) -> None:
+    from infra.io.stackfiles import load_stack_config
+    from infra.model.errors import ConfigErrors
     from infra.plan import runner
 
     # a type AWS has but does not offer in us-west-2, found from the data, not typed in
@@ -130,21 +140,11 @@ def test_not_offered_registers_no_cloud_resource(stack_doc, write_stack) -> None
         stack_doc, write_stack, lambda c: c["node_pools"]["gpu"].update(instance_type=missing)
     )
     cfg = load_stack_config("bad", Path(folder))
-    recorded: list = []
-    original = runner.RecordingMonitor.__init__
-
-    def spy(self, mocks):
-        original(self, mocks)
-        recorded.append(self)
-
-    runner.RecordingMonitor.__init__ = spy
-    try:
-        with pytest.raises(ConfigErrors, match=f"{missing}' is not offered in us-west-2"):
-            runner.run_plan("bad", cfg)
-    finally:
-        runner.RecordingMonitor.__init__ = original
+    with pytest.raises(ConfigErrors, match=f"{missing}' is not offered in us-west-2"):
+        runner.run_plan("bad", cfg, Path(folder))
     # only the provider (configuration, not a cloud resource) was registered before the check
-    assert [r.type for r in recorded[0].recorded] == ["pulumi:providers:aws"]
+    (monitor,) = monitors
+    assert [r.type for r in monitor.recorded] == ["pulumi:providers:aws"]
 
 
 def test_plan_file_is_the_same_on_every_run(tmp_path) -> None:

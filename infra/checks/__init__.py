@@ -1,1 +1,0 @@
-"""Checks of a real deployment through the AWS APIs (boto3)."""

@@ -1,0 +1,52 @@
+"""``aiplat check-storage``: check a deployed stack's buckets through the S3 API (boto3)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from infra.cli.common import EXIT_AWS, EXIT_FAILED, EXIT_OK, add_stack_selection, print_error
+from infra.io.stackfiles import load_stack_config
+from infra.model.errors import ConfigErrors
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "check-storage",
+        help="check a deployed stack's buckets through the S3 API (boto3)",
+        description="Exit 0 when every check passes, 1 when one fails, 2 for a config error, 6 when AWS "
+        "cannot be reached or refuses the credentials. Uses your AWS credentials and AWS_ENDPOINT_URL the "
+        "usual boto3 way.",
+    )
+    add_stack_selection(p, many=False)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    from infra.ops.storage_check import check_storage
+
+    try:
+        cfg = load_stack_config(args.stack, args.stacks_dir)
+    except ConfigErrors as exc:
+        print_error(err, args.stack, exc, debug=args.debug)
+        return exc.exit_code
+    try:
+        with console.status(f"checking {args.stack}'s buckets ..."):
+            findings = check_storage(cfg, boto3.client("s3", region_name=cfg.region))
+    except BotoCoreError as exc:  # no credentials, endpoint unreachable
+        print_error(err, args.stack, exc, debug=args.debug)
+        return EXIT_AWS
+    table = Table(title=f"{args.stack}: buckets")
+    for col in ("bucket", "check", "result"):
+        table.add_column(col)
+    for f in findings:
+        table.add_row(f.bucket, f.check, "ok" if f.ok else f"FAIL {f.detail}")
+    console.print(table)
+    failed = [f for f in findings if not f.ok]
+    console.print(f"{len(findings) - len(failed)} ok, {len(failed)} failed")
+    return EXIT_FAILED if failed else EXIT_OK

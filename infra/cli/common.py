@@ -1,0 +1,87 @@
+"""What every command shares: consoles, error lines without tracebacks, stack selection."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from infra.io.stackfiles import list_stacks
+from infra.model.errors import PlatformError
+
+# Exit codes every command uses (README "Command line"); each means one thing across commands.
+EXIT_OK = 0
+EXIT_FAILED = 1  # a check failed (check-storage, preflight), a stack failed to deploy or its health gate
+EXIT_CONFIG = 2  # a stack config or rollout.yaml is invalid, or a bad argument (argparse uses 2 too)
+EXIT_DATA = 3  # a data call the offline AWS data cannot answer
+EXIT_TOOL = 4  # a required tool is missing (the Pulumi CLI)
+EXIT_POLICY = 5  # a mandatory policy violation (review) stopped the rollout or failed the review
+EXIT_AWS = 6  # AWS could not be reached or refused the credentials before any check ran
+EXIT_INTERNAL = 70  # a bug: an error no command expected (sysexits EX_SOFTWARE); --debug shows the traceback
+EXIT_INTERRUPTED = 130  # Ctrl-C
+
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_FAILED: "a check failed, or a stack failed to deploy or its health gate",
+    EXIT_CONFIG: "invalid stack config, rollout.yaml or argument",
+    EXIT_DATA: "a data call the offline AWS data cannot answer (plan)",
+    EXIT_TOOL: "a required tool is missing (the Pulumi CLI)",
+    EXIT_POLICY: "a mandatory policy violation: aiplat review failed, or it stopped the rollout",
+    EXIT_AWS: "AWS could not be reached or refused the credentials",
+    EXIT_INTERNAL: "an unexpected error (a bug); run with --debug for the traceback",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def consoles() -> tuple[Console, Console]:
+    """stdout and stderr consoles; wide when piped (CI logs, tests), where rich would wrap at 80 columns.
+    ``COLUMNS`` sets the width of piped output."""
+    piped = int(os.environ.get("COLUMNS") or 140)
+    out = Console(width=None if sys.stdout.isatty() else piped)
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else max(piped, 400))
+    return out, err
+
+
+def print_error(err: Console, stack: str | None, exc: BaseException, *, debug: bool) -> None:
+    """One ``error: <stack>: <line>`` per line of the error; the traceback only with ``--debug``."""
+    if debug:
+        err.print_exception()
+    where = f"{stack}: " if stack else ""
+    for line in str(exc).splitlines():
+        err.print(f"error: {where}{line}", style="red", markup=False, highlight=False, soft_wrap=True)
+
+
+def print_warning(err: Console, stack: str, line: str) -> None:
+    err.print(f"warning: {stack}: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+
+def add_stack_selection(parser: argparse.ArgumentParser, *, many: bool = True) -> None:
+    """``--stack NAME`` (repeatable when ``many``) or ``--all``, and ``--stacks-dir``."""
+    if many:
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument(
+            "--stack", "-s", action="append", help="stack name (repeatable), e.g. prod-us-train"
+        )
+        which.add_argument("--all", action="store_true", help="every stack in the stacks folder")
+    else:
+        parser.add_argument("--stack", "-s", required=True, help="stack name, e.g. prod-us-train")
+    parser.add_argument(
+        "--stacks-dir", type=Path, default=None, help="folder of stack files (default: the project's stacks/)"
+    )
+
+
+def selected_stacks(args: argparse.Namespace) -> list[str]:
+    return list_stacks(args.stacks_dir) if getattr(args, "all", False) else list(args.stack)
+
+
+def exit_code(exc: BaseException) -> int:
+    """A user error's own code; anything else is a bug (``EXIT_INTERNAL``)."""
+    return exc.exit_code if isinstance(exc, PlatformError) else EXIT_INTERNAL
+
+
+def exit_codes_epilog() -> str:
+    """The exit-code table for ``aiplat --help``."""
+    return "exit codes:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())

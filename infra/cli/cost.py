@@ -1,0 +1,242 @@
+"""``aiplat cost``: hourly and monthly estimates per node pool and per stack, from the price table."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+
+from rich.console import Console
+from rich.table import Table
+
+from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, selected_stacks
+from infra.io.stackfiles import load_stack_config
+from infra.model.cost import SIZES, Money, Option, Price, PriceTable, StackCost, Usage, estimate_stack, total
+from infra.model.errors import ConfigErrors
+
+
+def _date(value: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date like 2026-12-01") from None
+
+
+def _non_negative(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return number
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "cost",
+        help="estimate hourly and monthly cost per node pool and per stack",
+        description="Estimate each stack's cost from the price table (infra/model/data/prices.yaml: every "
+        "price with its source and date): node pools at min/desired/max as configured and as if bought "
+        "On-Demand, Spot or as a Capacity Block; the EKS control plane (standard or extended support), NAT "
+        "gateways and their data processing, interface endpoints, load balancers, CloudTrail data events, "
+        "and cross-region replication of the artifacts. Prices the table lacks are shown as unknown ('?'), "
+        "never guessed. Exit 0, or 2 for a config error.",
+    )
+    add_stack_selection(p)
+    p.add_argument(
+        "--artifact-gb-per-month",
+        type=_non_negative,
+        default=0.0,
+        metavar="GB",
+        help="artifacts replicated to each inference region per month (default 0)",
+    )
+    p.add_argument(
+        "--nat-gb-per-month",
+        type=_non_negative,
+        default=0.0,
+        metavar="GB",
+        help="data processed by each stack's NAT gateways per month (default 0)",
+    )
+    p.add_argument(
+        "--load-balancers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="application load balancers per stack (default: 1 on infer stacks for the inference endpoint, "
+        "0 on train stacks)",
+    )
+    p.add_argument(
+        "--cloudtrail-data-events-per-month",
+        type=_non_negative,
+        default=0.0,
+        metavar="EVENTS",
+        help="CloudTrail data events delivered per month per stack (default 0)",
+    )
+    p.add_argument(
+        "--on",
+        type=_date,
+        default=None,
+        metavar="DATE",
+        help="price the EKS support level on this date (today)",
+    )
+    p.add_argument("--summary", action="store_true", help="only the summary and the prices used")
+    p.set_defaults(run=run)
+
+
+def usd(m: Money, digits: int = 2) -> str:
+    """``1,234.56``; ``1,234.56+?`` when part of the amount could not be priced."""
+    text = f"{m.usd:,.{digits}f}"
+    return text + "+?" if m.unknown else text
+
+
+def _pools(cost: StackCost) -> Table:
+    table = Table(title=f"{cost.stack}: node pools (USD)", title_justify="left")
+    for col in ("pool", "type", "buy", "nodes min/des/max", "on-demand /node-h", "spot /node-h"):
+        table.add_column(col, no_wrap=True)
+    for col in ("cap. block /node-h", "/h min", "/h desired", "/h max", "/month desired"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for p in cost.pools:
+        table.add_row(
+            p.pool,
+            p.instance_type,
+            p.capacity_type.value,
+            "/".join(str(p.nodes[s]) for s in SIZES),
+            *(_unit(p.prices[o].usd) for o in Option),
+            *(usd(p.hourly(s)) for s in SIZES),
+            usd(p.hourly().times(cost.hours_per_month)),
+        )
+    return table
+
+
+def _items(cost: StackCost) -> Table:
+    table = Table(title=f"{cost.stack}: other costs (USD)", title_justify="left")
+    table.add_column("item")
+    table.add_column("quantity", justify="right")
+    table.add_column("unit price", justify="right")
+    table.add_column("/h", justify="right")
+    table.add_column("/month", justify="right")
+    for i in cost.items:
+        per = "per month" if i.per_month else "per hour"
+        table.add_row(
+            i.name,
+            f"{i.quantity:,g} {per}",
+            f"{_unit(i.price.usd)} / {i.price.unit}",
+            usd(i.hourly(cost.hours_per_month), 4),
+            usd(i.monthly(cost.hours_per_month)),
+        )
+    return table
+
+
+def _totals(cost: StackCost) -> Table:
+    table = Table(title=f"{cost.stack}: totals (USD)", title_justify="left")
+    table.add_column("pools bought")
+    for s in SIZES:
+        table.add_column(f"/h {s}", justify="right")
+    for s in SIZES:
+        table.add_column(f"/month {s}", justify="right")
+    rows = [("as configured", None), *((f"all {o.value.replace('_', ' ')}", o) for o in Option)]
+    for label, option in rows:
+        table.add_row(
+            label,
+            *(usd(cost.hourly(s, option)) for s in SIZES),
+            *(usd(cost.monthly(s, option)) for s in SIZES),
+        )
+    return table
+
+
+def _summary(costs: list[StackCost]) -> Table:
+    table = Table(title="all stacks, as configured (USD)", title_justify="left")
+    table.add_column("stack")
+    table.add_column("region")
+    table.add_column("/h desired", justify="right")
+    for s in SIZES:
+        table.add_column(f"/month {s}", justify="right")
+    table.add_column("unknown prices")
+    for c in costs:
+        unknown = c.monthly("max").unknown
+        table.add_row(
+            c.stack,
+            c.region,
+            usd(c.hourly()),
+            *(usd(c.monthly(s)) for s in SIZES),
+            ", ".join(unknown) or "-",
+        )
+    if len(costs) > 1:
+        table.add_row(
+            "total",
+            "",
+            usd(total(c.hourly() for c in costs)),
+            *(usd(total(c.monthly(s) for c in costs)) for s in SIZES),
+            "",
+            style="bold",
+        )
+    return table
+
+
+def _unit(usd_: float | None) -> str:
+    return "?" if usd_ is None else f"{usd_:,.4f}"
+
+
+def _prices(costs: list[StackCost], prices: PriceTable) -> tuple[Table, Table]:
+    """Every price the estimates used, and the sources they come from (with their dates)."""
+    table = Table(
+        title=f"prices used (infra/model/data/prices.yaml, read {prices.read})", title_justify="left"
+    )
+    for col in ("price", "USD", "per", "source", "note"):
+        table.add_column(col, overflow="fold")
+    seen: dict[str, Price] = {}
+    for c in costs:
+        for p in c.prices():
+            seen.setdefault(p.label, p)
+    for p in seen.values():
+        table.add_row(p.label, _unit(p.usd), p.unit, p.source, p.note or ("" if p.known else "unknown"))
+    sources = Table(title="sources", title_justify="left")
+    for col in ("source", "published", "what"):
+        sources.add_column(col, overflow="fold")
+    sources.add_column("address", overflow="fold", no_wrap=True)  # whole when the terminal is wide enough
+    sources.add_column("note", overflow="fold")
+    for key in sorted({p.source for p in seen.values()}):
+        src = prices.sources.get(key)
+        if src is not None:
+            sources.add_row(key, src.published or "undated", src.what, src.url, src.note)
+    return table, sources
+
+
+def run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from infra.io.prices import load_price_table
+
+    try:
+        configs = [(s, load_stack_config(s, args.stacks_dir)) for s in selected_stacks(args)]
+        prices = load_price_table()
+    except ConfigErrors as exc:
+        print_error(err, None, exc, debug=args.debug)
+        return exc.exit_code
+    if not configs:
+        err.print("no stacks found", style="red")
+        return EXIT_CONFIG
+    usage = Usage(
+        on=args.on or dt.date.today(),
+        artifact_gb_per_month=args.artifact_gb_per_month,
+        nat_gb_per_month=args.nat_gb_per_month,
+        load_balancers=args.load_balancers,
+        cloudtrail_data_events_per_month=args.cloudtrail_data_events_per_month,
+    )
+    costs = [estimate_stack(stack, cfg, prices, usage) for stack, cfg in configs]
+    for cost in costs if not args.summary else []:
+        console.print(_pools(cost))
+        console.print(_items(cost))
+        console.print(_totals(cost))
+        for note in cost.notes:
+            console.print(f"  note: {note}", highlight=False)
+        console.print()
+    console.print(_summary(costs))
+    for table in _prices(costs, prices):
+        console.print(table)
+    console.print(
+        "'?' = a price the table does not have (see 'prices used'); amounts with '+?' leave those out. "
+        "Spot = the highest zone price of the region; Capacity Blocks and ODCRs bill every reserved "
+        "instance (max_size). Not estimated: EBS, S3/ECR storage and requests, CloudWatch Logs, KMS, "
+        "load balancer capacity units, internet egress.",
+        highlight=False,
+    )
+    return EXIT_OK

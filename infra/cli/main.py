@@ -1,0 +1,62 @@
+"""``aiplat``: the platform's command line.
+
+Parse, then load and validate, then act. Each command is a module of this package with ``add_parser``
+(its arguments, a help line and a description) and ``run`` (what it does); this module only dispatches.
+User errors print one line per problem and no traceback (``--debug`` shows it); an error no command expected
+is a bug and says so. Exit codes are listed in ``infra/cli/common.py`` (``EXIT_CODES``), ``aiplat --help``
+and the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from infra.cli import check_storage, config_reference, cost, plan, preflight, review, rollout, train
+from infra.cli.common import EXIT_INTERRUPTED, consoles, exit_code, exit_codes_epilog, print_error
+from infra.model.errors import PlatformError
+
+COMMANDS = (plan, review, preflight, cost, rollout, check_storage, config_reference, train)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="aiplat",
+        description="GPU training and inference platform on AWS (Pulumi): plan offline, review with the "
+        "policy pack, check the account, estimate the cost, roll out region by region. "
+        "`aiplat <command> --help` for each command.",
+        epilog=exit_codes_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = p.add_subparsers(dest="command", required=True, metavar="<command>")
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    console, err = consoles()
+    try:
+        return args.run(args, console, err)
+    except KeyboardInterrupt:
+        err.print("interrupted", style="yellow")
+        return EXIT_INTERRUPTED
+    except PlatformError as exc:  # a user error a command did not catch itself: one line per problem
+        print_error(err, None, exc, debug=args.debug)
+        return exit_code(exc)
+    except Exception as exc:  # a bug: say so, the traceback with --debug
+        print_error(err, None, exc, debug=args.debug)
+        if not args.debug:
+            err.print(
+                f"error: unexpected {type(exc).__name__}; this is a bug: run again with --debug for the "
+                "traceback",
+                style="red",
+                markup=False,
+            )
+        return exit_code(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

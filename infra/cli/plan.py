@@ -1,0 +1,60 @@
+"""``aiplat plan``: run the Pulumi program offline under mocks and write ``build/plan/<stack>.json``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from infra.cli.common import EXIT_CONFIG, add_stack_selection, print_error, print_warning, selected_stacks
+from infra.io.stackfiles import display_path, load_stack_config, stack_file
+from infra.model.errors import ConfigErrors, PlatformError
+
+DEFAULT_OUT = Path("build/plan")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "plan",
+        help="run the Pulumi program offline under mocks and write build/plan/<stack>.json",
+        description="Render every resource the program would declare, offline (Pulumi mocks, AWS data "
+        "from the snapshot bundled in moto). Exit 2 on an invalid stack config, 3 on a data call the "
+        "offline data cannot answer.",
+    )
+    add_stack_selection(p)
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default build/plan)")
+    p.add_argument("--no-tree", action="store_true", help="print only the counts, not the resource tree")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from infra.plan.render import print_plan
+    from infra.plan.runner import run_plan, write_plan
+
+    stacks = selected_stacks(args)
+    if not stacks:
+        err.print("no stacks found", style="red")
+        return EXIT_CONFIG
+    failed = 0
+    for stack in stacks:
+        started = time.perf_counter()
+        try:
+            cfg = load_stack_config(stack, args.stacks_dir)
+            with console.status(f"planning {stack} ..."):
+                plan = run_plan(stack, cfg, args.stacks_dir)
+        except PlatformError as exc:
+            if isinstance(exc, ConfigErrors):
+                exc = exc.with_source(display_path(stack_file(stack, args.stacks_dir)))
+            failed = failed or exc.exit_code
+            print_error(err, stack, exc, debug=args.debug)
+            # a stale plan for this stack must not survive a failed one
+            (args.out / f"{stack}.json").unlink(missing_ok=True)
+            continue
+        for finding in plan.findings:
+            print_warning(err, stack, finding.one_line())
+        print_plan(plan, console, tree=not args.no_tree)
+        path = write_plan(plan, args.out)
+        console.print(f"wrote {path} ({len(plan.resources)} resources, {time.perf_counter() - started:.1f}s)")
+    return failed

@@ -1,0 +1,80 @@
+"""``aiplat preflight``: read-only checks against the live AWS account before ``pulumi up``."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from infra.cli.common import EXIT_AWS, EXIT_FAILED, EXIT_OK, add_stack_selection, print_error, selected_stacks
+from infra.io.rollout_config import load_rollout_config, rollout_file
+from infra.io.stackfiles import load_stack_config
+from infra.model.errors import ConfigErrors
+
+STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "preflight",
+        help="check the live AWS account before pulumi up (read-only)",
+        description="Read-only boto3 checks of each stack's account and region: credentials, region "
+        "enabled and its STS endpoint, instance types offered in the pools' zones (by zone ID), EFA, "
+        "On-Demand/Spot vCPU quotas at max_size, capacity reservations, EKS add-on versions, the Auto "
+        "Scaling service-linked role, the cluster endpoint once it exists; once per run the state backend "
+        "and secrets provider of rollout.yaml. Uses your AWS credentials the usual boto3 way (AWS_PROFILE, "
+        "AWS_ENDPOINT_URL...). Exit 0 when nothing fails, 1 when a check fails, 2 for a config error, 6 "
+        "when the credentials do not work.",
+    )
+    add_stack_selection(p)
+    p.add_argument(
+        "--problems-only", action="store_true", help="list only the checks that warn, fail or were skipped"
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from infra.io.aws_live import boto3_clients
+    from infra.ops.preflight import PROJECT, Status, preflight
+
+    try:
+        rollout = load_rollout_config() if rollout_file().is_file() else None
+        stacks = [(s, load_stack_config(s, args.stacks_dir)) for s in selected_stacks(args)]
+    except ConfigErrors as exc:
+        print_error(err, None, exc, debug=args.debug)
+        return exc.exit_code
+    if rollout is None:
+        err.print(f"warning: {rollout_file()} not found: state backend and secrets provider not checked")
+    with console.status("preflight ...") as status:
+        report = preflight(
+            stacks,
+            boto3_clients(),
+            rollout=rollout,
+            on_stack=lambda stack: status.update(f"preflight {stack}: asking AWS ..."),
+        )
+    for scope in [PROJECT, *(s for s, _ in stacks)]:
+        rows = [r for r in report.rows if r.scope == scope]
+        shown = [r for r in rows if not args.problems_only or r.status is not Status.passed]
+        if not rows:
+            continue
+        passed = sum(r.status is Status.passed for r in rows)
+        table = Table(title=f"{scope}: {passed} of {len(rows)} checks pass", title_justify="left")
+        table.add_column("check", no_wrap=True)
+        table.add_column("status", no_wrap=True)
+        for col in ("field", "finding", "fix"):
+            table.add_column(col, overflow="fold")
+        for r in shown:
+            fix = (r.fix or "") + (f" ({r.doc})" if r.doc and r.status is not Status.passed else "")
+            table.add_row(r.check, f"[{STYLE[r.status.value]}]{r.status.value}[/]", r.field, r.detail, fix)
+        if shown:
+            console.print(table)
+        else:
+            console.print(f"{scope}: all {len(rows)} checks pass")
+    console.print(
+        f"{report.count(Status.passed)} pass, {report.count(Status.warn)} warn, "
+        f"{report.count(Status.fail)} fail, {report.count(Status.skip)} skipped"
+    )
+    if any(r.check == "credentials-work" and r.status is Status.fail for r in report.rows):
+        return EXIT_AWS  # nothing else could be checked
+    return EXIT_FAILED if report.failed else EXIT_OK

@@ -1,0 +1,134 @@
+"""``aiplat review``: the policy pack's verdict on a stack's offline plan, as ``pulumi preview --policy-pack
+policies`` would give it, without cloud credentials (pull requests, ``make plan``)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from infra.cli.common import EXIT_CONFIG, EXIT_OK, EXIT_POLICY, print_error
+from infra.io.policypack import default_pack_dir, read_json, read_pack_project, read_plan
+from infra.io.stackfiles import display_path, list_stacks, load_stack_config, stack_file
+from infra.model.errors import ConfigErrors, PlatformError
+
+STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "unspecified": "white"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "review",
+        help="review stacks' offline plans with the policy pack (policies/)",
+        description="Run the CrossGuard policy pack against the offline plan of each stack through the "
+        "analyzer calls the Pulumi engine makes during a preview (Analyze per resource, AnalyzeStack). "
+        "Prints violations by severity; exit 5 on any mandatory violation, 2 on an invalid stack config, "
+        "plan file or pack config.",
+    )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--stack", "-s", action="append", help="stack to plan and review (repeatable)")
+    which.add_argument("--all", action="store_true", help="every stack in the stacks folder")
+    which.add_argument(
+        "--plan",
+        action="append",
+        type=Path,
+        help="a saved plan (build/plan/<stack>.json) to review (repeatable)",
+    )
+    p.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
+    p.add_argument("--policy-pack", type=Path, default=None, help="the pack's folder (default: policies/)")
+    p.add_argument(
+        "--policy-pack-config", type=Path, default=None, help="a pack config JSON file, as for pulumi preview"
+    )
+    p.add_argument(
+        "--pack-python",
+        type=Path,
+        default=None,
+        help="run the pack as its own process with this Python (e.g. policies/venv/bin/python), as the "
+        "Pulumi CLI does; default: in this process",
+    )
+    p.set_defaults(run=run)
+
+
+def _plans(args: argparse.Namespace, err: Console, console: Console) -> tuple[list[dict], int]:
+    """The plans to review (planning stacks as needed) and the exit code of what could not be planned."""
+    from infra.plan.runner import run_plan
+
+    if args.plan:
+        return [read_plan(path) for path in args.plan], EXIT_OK
+    stacks = list_stacks(args.stacks_dir) if args.all else list(args.stack)
+    plans, failed = [], EXIT_OK
+    for stack in stacks:
+        try:
+            cfg = load_stack_config(stack, args.stacks_dir)
+            with console.status(f"planning {stack} ..."):
+                plans.append(run_plan(stack, cfg, args.stacks_dir).as_json())
+        except PlatformError as exc:
+            if isinstance(exc, ConfigErrors):
+                exc = exc.with_source(display_path(stack_file(stack, args.stacks_dir)))
+            failed = failed or exc.exit_code
+            print_error(err, stack, exc, debug=args.debug)
+    if not stacks:
+        err.print("no stacks found", style="red")
+        failed = EXIT_CONFIG
+    return plans, failed
+
+
+def print_review(review, console: Console) -> None:  # noqa: ANN001 (StackReview, imported lazily)
+    verdict = "[green]passes[/]" if review.passed else "[bold red]fails[/]"
+    console.print(
+        f"[bold]{review.stack}[/]: {verdict} {review.pack}@{review.version}: "
+        f"{len(review.mandatory)} mandatory, {len(review.advisory)} advisory violations "
+        f"({review.policies} policies, {review.resources} resources)"
+    )
+    for severity, diagnostics in review.by_severity().items():
+        table = Table(
+            title=f"{severity} ({len(diagnostics)})", title_style=STYLE.get(severity, ""), expand=True
+        )
+        table.add_column("level", no_wrap=True)
+        table.add_column("policy", no_wrap=True)
+        table.add_column("resource", overflow="fold", max_width=36)
+        table.add_column("message", overflow="fold", ratio=1)
+        for d in diagnostics:
+            level = "[bold red]mandatory[/]" if d.mandatory else "advisory"
+            table.add_row(level, d.policy, d.resource or "(stack)", d.message)
+        console.print(table)
+
+
+def run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from infra.review import review_plan
+
+    try:
+        project = read_pack_project(args.policy_pack or default_pack_dir())
+        pack_config = (
+            read_json(args.policy_pack_config, "policy pack config") if args.policy_pack_config else None
+        )
+        plans, status = _plans(args, err, console)
+    except PlatformError as exc:
+        print_error(err, None, exc, debug=args.debug)
+        return exc.exit_code
+    reviews = []
+    for plan in plans:
+        started = time.perf_counter()
+        try:
+            review = review_plan(plan, pack=project, pack_config=pack_config, pack_python=args.pack_python)
+        except PlatformError as exc:
+            print_error(err, str(plan.get("stack")), exc, debug=args.debug)
+            status = status or exc.exit_code
+            continue
+        reviews.append(review)
+        print_review(review, console)
+        console.print(f"reviewed {review.stack} in {time.perf_counter() - started:.1f}s\n")
+    if len(reviews) > 1:
+        summary = Table(title="policy review")
+        for column in ("stack", "mandatory", "advisory", "verdict"):
+            summary.add_column(column)
+        for r in reviews:
+            summary.add_row(
+                r.stack, str(len(r.mandatory)), str(len(r.advisory)), "pass" if r.passed else "FAIL"
+            )
+        console.print(summary)
+    if any(not r.passed for r in reviews):
+        return status or EXIT_POLICY
+    return status

@@ -1,0 +1,184 @@
+"""``aiplat rollout``: deploy an environment's stacks wave by wave (Pulumi Automation API), with gates."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from infra.cli.common import EXIT_FAILED, EXIT_OK, EXIT_POLICY, print_error
+from infra.io.rollout_config import load_rollout_config
+from infra.io.stackfiles import list_stacks, load_stack_config, project_root
+from infra.model.config.base import Environment
+from infra.model.config.schema import PlatformConfig
+from infra.model.errors import ConfigErrors, PlatformError
+from infra.model.rollout import plan_waves
+from infra.ops.rollout import HealthGate, RolloutResult, StackEvent, StackRunner, State, run_rollout
+
+STYLE = {
+    State.healthy: "green",
+    State.previewed: "green",
+    State.not_started: "dim",
+    State.blocked: "bold red",
+}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "rollout",
+        help="deploy an environment's stacks wave by wave: preview with the policy pack, up, health gate",
+        description=(
+            "Drive the stacks of --env through the Pulumi Automation API in the waves of rollout.yaml "
+            "(prod: prod-us-train, then prod-hk-infer and prod-sg-infer in parallel). Per stack: preview "
+            "with the policy packs (a mandatory violation stops), up, then the health gate (outputs "
+            "present, node groups and nodes Ready, the inference endpoint's health check answers). The "
+            "first failure stops the rollout with a summary of what changed and what did not. State "
+            "backend and secrets provider come from rollout.yaml. Needs the Pulumi CLI. Exit 0 all "
+            "healthy, 1 a stack failed, 2 config error, 4 no Pulumi CLI, 5 a mandatory policy violation."
+        ),
+    )
+    p.add_argument(
+        "--env", required=True, choices=[e.value for e in Environment], help="the environment to roll out"
+    )
+    p.add_argument("--dry-run", action="store_true", help="preview every wave, change nothing")
+    p.add_argument(
+        "--stacks-dir", type=Path, default=None, help="folder of stack files (default: the project's stacks/)"
+    )
+    p.set_defaults(run=run)
+
+
+class _Display:
+    """One progress line per stack; engine events update it, problems are printed above it."""
+
+    def __init__(self, progress: Progress, stacks: list[str]) -> None:
+        self.progress = progress
+        self.lock = threading.Lock()
+        self.tasks: dict[str, TaskID] = {s: progress.add_task(f"{s}: waiting", total=None) for s in stacks}
+        self.state: dict[str, str] = dict.fromkeys(stacks, "waiting")
+        self.steps: dict[str, int] = dict.fromkeys(stacks, 0)
+
+    def on_state(self, stack: str, state: str) -> None:
+        with self.lock:
+            self.state[stack] = state
+            self.progress.update(self.tasks[stack], description=f"{stack}: {state}")
+
+    def on_event(self, e: StackEvent) -> None:
+        with self.lock:
+            if e.kind == "resource":
+                self.steps[e.stack] += 1
+                self.progress.update(
+                    self.tasks[e.stack],
+                    description=f"{e.stack}: {self.state[e.stack]} [{self.steps[e.stack]}] {e.message}",
+                )
+            elif e.kind == "policy":
+                style = "bold red" if e.level == "mandatory" else "yellow"
+                self.progress.console.print(
+                    f"{e.stack}: policy ({e.level}): {e.message}", style=style, markup=False
+                )
+            elif e.kind in ("failed", "diagnostic") and e.level in ("error", "warning"):
+                style = "red" if e.level == "error" else "yellow"
+                self.progress.console.print(f"{e.stack}: {e.level}: {e.message}", style=style, markup=False)
+            elif e.kind == "summary":
+                self.progress.console.print(f"{e.stack}: {e.message}", markup=False, highlight=False)
+
+
+def _changes(changes: Mapping[str, int]) -> str:
+    shown = {op: n for op, n in sorted(changes.items()) if n}
+    return ", ".join(f"{op} {n}" for op, n in shown.items()) or "-"
+
+
+def summary(result: RolloutResult) -> Table:
+    table = Table(title="dry run (preview only)" if result.dry_run else "rollout", title_justify="left")
+    for col in ("wave", "stack", "result", "previewed", "changed", "detail"):
+        table.add_column(col, overflow="fold")
+    for i, wave in enumerate(result.waves):
+        for s in wave:
+            r = result.results[s]
+            detail = [f"{v.pack}/{v.policy}: {v.message}" for v in r.violations if v.mandatory]
+            detail += [f"{c.name}: {c.detail}" for c in r.gate]
+            if r.error and r.state is not State.blocked:
+                detail.append(r.error)
+            table.add_row(
+                str(i + 1),
+                s,
+                f"[{STYLE.get(r.state, 'red')}]{r.state.value}[/]",
+                _changes(r.previewed),
+                _changes(r.changed),
+                "\n".join(detail),
+            )
+    return table
+
+
+def execute(
+    waves: list[list[str]],
+    configs: Mapping[str, PlatformConfig],
+    runner: StackRunner,
+    gate: HealthGate,
+    console: Console,
+    *,
+    dry_run: bool,
+) -> int:
+    """Run the waves with a live display, print the summary, return the exit code."""
+    stacks = [s for wave in waves for s in wave]
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console
+    ) as progress:
+        display = _Display(progress, stacks)
+        result = run_rollout(
+            waves,
+            configs,
+            runner,
+            gate,
+            dry_run=dry_run,
+            on_event=display.on_event,
+            on_state=display.on_state,
+        )
+    console.print(summary(result))
+    changed = [r.stack for r in result.by_state(*State) if r.changes]
+    untouched = [s for s in stacks if s not in changed]
+    console.print(
+        f"changed: {', '.join(changed) or 'nothing'}; not changed: {', '.join(untouched) or 'none'}"
+    )
+    if result.stopped_at is not None:
+        skipped = [r.stack for r in result.by_state(State.not_started)]
+        console.print(
+            f"stopped after wave {result.stopped_at + 1}"
+            + (f"; not started: {', '.join(skipped)}" if skipped else ""),
+            style="red",
+        )
+    if result.ok:
+        return EXIT_OK
+    return EXIT_POLICY if result.blocked_by_policy else EXIT_FAILED
+
+
+def run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from infra.io.aws_live import boto3_clients
+    from infra.ops.automation import AutomationRunner
+    from infra.ops.health import AwsHealthGate
+
+    env = Environment(args.env)
+    try:
+        rollout = load_rollout_config()
+        configs = {s: load_stack_config(s, args.stacks_dir) for s in list_stacks(args.stacks_dir)}
+        waves = plan_waves(rollout, env, configs)
+    except ConfigErrors as exc:
+        print_error(err, None, exc, debug=args.debug)
+        return exc.exit_code
+    console.print(
+        f"{'dry run' if args.dry_run else 'rollout'} {env.value}: "
+        + " -> ".join(" + ".join(w) for w in waves)
+        + f" (backend {rollout.backend_url})",
+        highlight=False,
+    )
+    try:
+        runner = AutomationRunner(project_root(), rollout)
+    except PlatformError as exc:
+        print_error(err, None, exc, debug=args.debug)
+        return exc.exit_code
+    gate = AwsHealthGate(rollout.health, boto3_clients())
+    return execute(waves, configs, runner, gate, console, dry_run=args.dry_run)

@@ -1,0 +1,193 @@
+"""``aiplat train``: TrainJobs for ``kubectl``, so a run needs no ``pulumi up``.
+
+``aiplat train render --stack S --config FILE --nodes N`` prints the TrainJob of a run on the stack's
+runtime; ``aiplat train bandwidth-check --stack S`` prints a fresh bandwidth check. Both are built by the
+same code as the stack's own TrainJobs (``infra/lib/training_stack.py``), pass the same rules and are
+validated against the Trainer v2.3.0 CRD model and the Kubernetes schema before they are printed.
+Warnings go to stderr, the YAML to stdout: ``aiplat train render ... | kubectl apply -f -``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from infra.cli.common import EXIT_CONFIG, EXIT_OK, print_error, print_warning
+from infra.io.stackfiles import load_stack_config
+from infra.io.trainer_configs import REPO, training_settings
+from infra.lib import training_stack
+from infra.model.config.parse import parse_platform_config
+from infra.model.config.schema import PlatformConfig
+from infra.model.errors import ConfigError, ConfigErrors
+from infra.model.facts import InstanceFacts
+from infra.model.project import CONFIG_KEY
+from infra.model.trainjobs import pod_name_length
+from infra.rules import Level, Phase, RuleContext, run_rules
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="TrainJobs for kubectl: a run, or a bandwidth check",
+        description="Print TrainJobs (YAML) on the stack's training runtime for `kubectl apply`: `render` a "
+        "run, or a `bandwidth-check`. Exit 0, or 2 when the stack or the run is refused.",
+    )
+    cmds = p.add_subparsers(dest="train_command", required=True)
+
+    r = cmds.add_parser(
+        "render",
+        help="print the TrainJob of a run on the stack's runtime",
+        description="Print a TrainJob (YAML) for `kubectl apply -f -`. Exit 0, or 2 when the stack, the "
+        "trainer config or the run is refused (one line each).",
+    )
+    _common(r)
+    r.add_argument(
+        "--config",
+        required=True,
+        help="trainer config in this repository, e.g. trainer/configs/gpt2_124m.toml",
+    )
+    r.add_argument("--nodes", type=int, required=True, help="nodes (pods) of the run")
+    r.add_argument("--name", help="TrainJob name (default: the config file's name)")
+    r.add_argument(
+        "--dataset",
+        help="shards prefix in the datasets bucket (default: that of the stack's run with the same config)",
+    )
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    r.add_argument("--suspend", action="store_true", help="create it suspended")
+    r.set_defaults(run=run_render)
+
+    b = cmds.add_parser(
+        "bandwidth-check",
+        help="print a bandwidth-check TrainJob (all-reduce bus bandwidth over the runtime's pool)",
+        description="Print the all-reduce bandwidth check as a TrainJob (YAML) for `kubectl create -f -`; it "
+        "fails below the instance type's threshold (infra/model/busbw.py).",
+    )
+    _common(b)
+    b.add_argument("--nodes", type=int, help="nodes to span (default: training.bandwidth_check.nodes)")
+    b.add_argument("--name", help="TrainJob name (default: bandwidth-check-<UTC time>)")
+    b.set_defaults(run=run_bandwidth)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stack", "-s", required=True, help="stack name, e.g. prod-us-train")
+    p.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
+
+
+def _facts(cfg: PlatformConfig) -> InstanceFacts:
+    """The runtime pool's instance type, from the offline AWS snapshot (the plan extra)."""
+    from infra.io.snapshot import instance_facts
+
+    assert cfg.training is not None
+    itype = cfg.node_pools[cfg.training.runtime.pool].instance_type
+    facts = instance_facts(itype, cfg.region)
+    if facts is None:
+        raise ConfigErrors([ConfigError(f"{CONFIG_KEY}.node_pools", f"{itype}: not in the AWS snapshot")])
+    return facts
+
+
+def _checked(stack: str, cfg: PlatformConfig, err: Console) -> None:
+    """The same rules the program runs (those that need no AWS calls), warnings printed, errors raised."""
+    ctx = RuleContext(cfg, stack=stack, trainer=training_settings(cfg))
+    findings = run_rules(Phase.plan, ctx)
+    for f in findings:
+        if f.level is Level.warning:
+            print_warning(err, stack, f.one_line())
+    errors = [f.as_config_error() for f in findings if f.level is Level.error]
+    if errors:
+        raise ConfigErrors(errors)
+
+
+def _emit(doc: dict[str, Any], cfg: PlatformConfig, console: Console) -> None:
+    # kubernetes-validate comes with the plan extra, like the AWS snapshot: the CLI imports without it
+    from infra.io.kube_validate import validate_manifest
+
+    problems = validate_manifest(doc, cfg.cluster.kubernetes_version)
+    if problems:  # a bug of ours, not the user's: the documents are built from validated config
+        raise RuntimeError("the rendered TrainJob does not validate:\n" + "\n".join(problems))
+    console.out(yaml.safe_dump(doc, sort_keys=False), end="", highlight=False)
+
+
+def _with_run(cfg: PlatformConfig, name: str, run: dict[str, Any]) -> PlatformConfig:
+    """The stack's config with ``run`` as its only declared run (validated like a stack file)."""
+    raw = cfg.model_dump(mode="json", exclude_none=True)
+    raw["training"]["runs"] = {name: run}
+    raw["training"]["bandwidth_check"]["enabled"] = False
+    return parse_platform_config(raw)
+
+
+def _config_path(path: str) -> str:
+    p = Path(path)
+    resolved = (p if p.is_absolute() else Path.cwd() / p).resolve()
+    try:
+        rel = resolved.relative_to(REPO / "trainer")
+    except ValueError:
+        raise ConfigErrors(
+            [ConfigError("--config", f"{path}: not under trainer/ (only trainer/ is copied into the image)")]
+        ) from None
+    return f"trainer/{rel.as_posix()}"
+
+
+def run_render(args: argparse.Namespace, console: Console, err: Console) -> int:
+    try:
+        cfg = load_stack_config(args.stack, args.stacks_dir)
+        if cfg.training is None:
+            raise ConfigErrors([ConfigError(f"{CONFIG_KEY}.training", "the stack has no training section")])
+        config = _config_path(args.config)
+        name = args.name or Path(config).stem.replace("_", "-").lower()
+        dataset = args.dataset
+        if dataset is None:
+            same = {r.dataset for r in cfg.training.runs.values() if r.config == config}
+            if len(same) != 1:
+                raise ConfigErrors(
+                    [ConfigError("--dataset", f"no single declared run uses {config}; pass --dataset")]
+                )
+            dataset = same.pop()
+        overrides: dict[str, str] = {}
+        for item in args.overrides:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ConfigErrors([ConfigError("--set", item, "use --set section.key=value")])
+            overrides[key.strip()] = value
+        run = {"config": config, "nodes": args.nodes, "dataset": dataset, "overrides": overrides}
+        run["suspend"] = bool(args.suspend)
+        one = _with_run(cfg, name, run)
+        _checked(args.stack, one, err)
+        assert one.training is not None
+        doc = training_stack.run_trainjob(one, name, one.training.runs[name], _facts(one))
+    except ConfigErrors as exc:
+        print_error(err, args.stack, exc, debug=args.debug)
+        return EXIT_CONFIG
+    _emit(doc, cfg, console)
+    return EXIT_OK
+
+
+def run_bandwidth(args: argparse.Namespace, console: Console, err: Console) -> int:
+    try:
+        cfg = load_stack_config(args.stack, args.stacks_dir)
+        if cfg.training is None:
+            raise ConfigErrors([ConfigError(f"{CONFIG_KEY}.training", "the stack has no training section")])
+        name = args.name or f"bandwidth-check-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+        raw = cfg.model_dump(mode="json", exclude_none=True)
+        raw["training"]["runs"] = {}
+        raw["training"]["bandwidth_check"]["enabled"] = True
+        if args.nodes is not None:
+            raw["training"]["bandwidth_check"]["nodes"] = args.nodes
+        one = parse_platform_config(raw)
+        _checked(args.stack, one, err)
+        nodes = one.training.bandwidth_check.nodes if one.training else 1
+        if pod_name_length(name, nodes) > 63:
+            raise ConfigErrors(
+                [ConfigError("--name", f"{name!r} gives pod names over 63 characters", "use a shorter name")]
+            )
+        doc, basis = training_stack.bandwidth_trainjob(one, _facts(one), name=name, suspend=False)
+    except ConfigErrors as exc:
+        print_error(err, args.stack, exc, debug=args.debug)
+        return EXIT_CONFIG
+    err.print(f"threshold: {basis}", markup=False, highlight=False, soft_wrap=True)
+    _emit(doc, cfg, console)
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""AWS ComponentResources (pulumi-aws), one concern per module."""

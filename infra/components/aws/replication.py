@@ -1,0 +1,172 @@
+"""ArtifactReplication: S3 replication of the artifacts bucket to each inference region.
+
+The train stack owns everything replication needs: per inference region a customer-managed key (the
+replica key: objects are re-encrypted under a key of that region), a replica bucket set (artifacts + its
+access logs, built by ``Buckets``) and, once, the IAM role S3 assumes to replicate. The other regions are
+reached with pulumi-aws v7's per-resource ``region`` argument on the stack's one provider, so default tags
+and credentials stay the same. Inference stacks read the replica names from this stack's outputs through a
+StackReference (all stacks must share one state backend).
+https://docs.aws.amazon.com/AmazonS3/latest/userguide/replication-config-for-kms-objects.html
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.components.aws.buckets import Buckets, BucketsArgs, NoncurrentRule
+from infra.components.aws.kms import customer_managed_key
+from infra.lib import iam
+from infra.lib.kms_policy import KeyPurpose
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplicaTarget:
+    """Names of the buckets in one inference region."""
+
+    bucket_name: str
+    log_bucket_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArtifactReplicationArgs:
+    """Inputs of ArtifactReplication: the source artifacts bucket and its key, and the target regions."""
+
+    env_prefix: str
+    source_bucket_name: pulumi.Input[str]
+    source_bucket_arn: pulumi.Input[str]
+    source_key_arn: pulumi.Input[str]
+    source_region: str
+    targets: Mapping[str, ReplicaTarget]
+    account_id: str
+    partition: str
+    abort_multipart_days: int
+    log_expire_days: int
+    noncurrent_expire_days: int
+    deletion_window_days: int = 30
+    # What makes the source ready for replication (its versioning): the rules wait for it.
+    source_ready: Sequence[pulumi.Resource] = ()
+
+
+class ArtifactReplication(pulumi.ComponentResource):
+    """Replica keys and buckets in the inference regions, the replication role and rules."""
+
+    replica_key_arns: dict[str, pulumi.Output[str]]
+    replica_bucket_names: dict[str, pulumi.Output[str]]
+    replica_bucket_arns: dict[str, pulumi.Output[str]]
+    role_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ArtifactReplicationArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("aiplat:replication:ArtifactReplication", name, None, opts)
+        if not args.targets:
+            raise ValueError("ArtifactReplication needs at least one target region")
+        child = pulumi.ResourceOptions(parent=self)
+        self.keys: dict[str, aws.kms.Key] = {}
+        self.replicas: dict[str, Buckets] = {}
+        for region, target in sorted(args.targets.items()):
+            key = customer_managed_key(
+                f"{name}-{region}-key",
+                purpose=KeyPurpose.data,
+                description=f"{args.env_prefix}: replica of model artifacts in {region}",
+                alias=f"alias/{args.env_prefix}-data-replica",
+                name_tag=f"{args.env_prefix}-data-replica",
+                partition=args.partition,
+                account_id=args.account_id,
+                region=region,
+                deletion_window_days=args.deletion_window_days,
+                parent=self,
+                in_other_region=True,
+            )
+            self.keys[region] = key
+            self.replicas[region] = Buckets(
+                f"{name}-{region}",
+                BucketsArgs(
+                    names={"artifacts": target.bucket_name},
+                    log_bucket_name=target.log_bucket_name,
+                    kms_key_arn=key.arn,
+                    account_id=args.account_id,
+                    partition=args.partition,
+                    abort_multipart_days=args.abort_multipart_days,
+                    log_expire_days=args.log_expire_days,
+                    noncurrent={"artifacts": NoncurrentRule(expire_days=args.noncurrent_expire_days)},
+                    region=region,
+                ),
+                opts=child,
+            )
+
+        regions = sorted(args.targets)
+        self.role = aws.iam.Role(
+            f"{name}-role",
+            assume_role_policy=json.dumps(iam.service_trust_policy("s3.amazonaws.com", args.account_id)),
+            description="S3 replicates model artifacts to the inference regions",
+            opts=child,
+        )
+        dest = [(self.replicas[r].bucket_arns["artifacts"], self.keys[r].arn) for r in regions]
+        aws.iam.RolePolicy(
+            f"{name}-role-policy",
+            role=self.role.id,
+            policy=pulumi.Output.all(
+                args.source_bucket_arn, args.source_key_arn, *[x for pair in dest for x in pair]
+            ).apply(
+                lambda v: json.dumps(
+                    iam.replication_policy(
+                        source_bucket_arn=v[0],
+                        source_key_arn=v[1],
+                        source_region=args.source_region,
+                        destinations=[(v[2 + 2 * i], v[3 + 2 * i], r) for i, r in enumerate(regions)],
+                    )
+                )
+            ),
+            opts=child,
+        )
+        aws.s3.BucketReplicationConfig(
+            f"{name}-rules",
+            bucket=args.source_bucket_name,
+            role=self.role.arn,
+            rules=[
+                aws.s3.BucketReplicationConfigRuleArgs(
+                    id=f"artifacts-to-{region}",
+                    priority=i,
+                    status="Enabled",
+                    filter=aws.s3.BucketReplicationConfigRuleFilterArgs(prefix=""),
+                    delete_marker_replication=aws.s3.BucketReplicationConfigRuleDeleteMarkerReplicationArgs(
+                        status="Enabled"
+                    ),
+                    # Only SSE-KMS objects exist in the source; S3 skips them unless this is on.
+                    source_selection_criteria=aws.s3.BucketReplicationConfigRuleSourceSelectionCriteriaArgs(
+                        sse_kms_encrypted_objects=aws.s3.BucketReplicationConfigRuleSourceSelectionCriteriaSseKmsEncryptedObjectsArgs(  # noqa: E501
+                            status="Enabled"
+                        )
+                    ),
+                    destination=aws.s3.BucketReplicationConfigRuleDestinationArgs(
+                        bucket=self.replicas[region].bucket_arns["artifacts"],
+                        storage_class="STANDARD",
+                        encryption_configuration=aws.s3.BucketReplicationConfigRuleDestinationEncryptionConfigurationArgs(  # noqa: E501
+                            replica_kms_key_id=self.keys[region].arn
+                        ),
+                    ),
+                )
+                for i, region in enumerate(regions)
+            ],
+            # Replication needs versioning on both sides.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*self.replicas.values(), *args.source_ready]
+            ),
+        )
+
+        self.replica_key_arns = {r: k.arn for r, k in self.keys.items()}
+        self.replica_bucket_names = {r: b.bucket_names["artifacts"] for r, b in self.replicas.items()}
+        self.replica_bucket_arns = {r: b.bucket_arns["artifacts"] for r, b in self.replicas.items()}
+        self.role_arn = self.role.arn
+        self.register_outputs(
+            {
+                "replica_key_arns": self.replica_key_arns,
+                "replica_bucket_names": self.replica_bucket_names,
+                "replica_bucket_arns": self.replica_bucket_arns,
+                "role_arn": self.role_arn,
+            }
+        )

@@ -1,0 +1,1 @@
+"""Kubernetes ComponentResources (pulumi-kubernetes), applied through the cluster's Kubernetes provider."""

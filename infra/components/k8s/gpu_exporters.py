@@ -1,0 +1,94 @@
+"""Exporters on the accelerator nodes: NVIDIA dcgm-exporter (Helm release, GPU pools) and aiplat's EFA
+exporter (a ConfigMap with the script, a DaemonSet on EFA nodes and its PodMonitor).
+
+dcgm-exporter: https://github.com/NVIDIA/dcgm-exporter (chart ``deployment/``), values from
+``infra/lib/monitoring.py``. EFA exporter: why it exists and where its counters come from is in the
+script's docstring (``infra/monitoring/efa/efa_exporter.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.components.k8s.helm import chart_release
+from infra.components.options import child_options
+from infra.lib import monitoring as mon
+from infra.lib.charts import ChartRef
+from infra.lib.namespaces import PART_OF
+
+
+@dataclass(frozen=True, kw_only=True)
+class DcgmExporterArgs:
+    """The pinned chart, its namespace and values (``mon.dcgm_exporter_values``)."""
+
+    chart: ChartRef
+    namespace: str
+    values: Mapping[str, Any]
+
+
+class DcgmExporter(pulumi.ComponentResource):
+    """dcgm-exporter on every GPU node, with its ServiceMonitor (created by the chart)."""
+
+    def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("aiplat:exporters:DcgmExporter", name, None, opts)
+        self.release: k8s.helm.v3.Release = chart_release(
+            f"{name}-release",
+            release_name=mon.DCGM_RELEASE,
+            chart=args.chart,
+            namespace=args.namespace,
+            values=args.values,
+            opts=child_options(self, opts),
+        )
+        self.register_outputs({})
+
+
+@dataclass(frozen=True, kw_only=True)
+class EfaExporterArgs:
+    """The image that runs the script, the script's file name and text, and the namespace."""
+
+    namespace: str
+    image: str
+    script_name: str
+    script: str
+
+
+class EfaExporter(pulumi.ComponentResource):
+    """The EFA exporter: script ConfigMap, DaemonSet on EFA nodes, PodMonitor selected by Prometheus."""
+
+    def __init__(self, name: str, args: EfaExporterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("aiplat:exporters:EfaExporter", name, None, opts)
+        labels = {**PART_OF, **mon.EFA_SELECTOR}
+        script = k8s.core.v1.ConfigMap(
+            f"{name}-script",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=mon.EFA_EXPORTER, namespace=args.namespace, labels=labels
+            ),
+            data={args.script_name: args.script},
+            opts=child_options(self, opts),
+        )
+        self.daemonset = k8s.apps.v1.DaemonSet(
+            f"{name}-daemonset",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=mon.EFA_EXPORTER, namespace=args.namespace, labels=labels
+            ),
+            spec=mon.efa_exporter_daemonset_spec(
+                image=args.image, config_map=mon.EFA_EXPORTER, script_key=args.script_name
+            ),
+            opts=child_options(self, opts, depends_on=[script]),
+        )
+        self.pod_monitor = k8s.apiextensions.CustomResource(
+            f"{name}-podmonitor",
+            api_version=mon.MONITORING_API,
+            kind="PodMonitor",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=mon.EFA_EXPORTER, namespace=args.namespace, labels={**labels, **mon.SELECT}
+            ),
+            spec=mon.efa_exporter_pod_monitor_spec(args.namespace),
+            opts=child_options(self, opts),
+        )
+        self.register_outputs({})

@@ -1,0 +1,56 @@
+"""Offline validation of the Kubernetes objects the training side builds.
+
+Built-in kinds are validated with ``kubernetes-validate`` (the Kubernetes OpenAPI schemas of 1.25-1.37
+bundled in the package; reading them is why this lives in the I/O layer) in strict mode against the
+cluster's minor. Custom resources are checked against the typed models of the fields we set
+(``infra/model/crds.py``, naming their CRD version); the Jobs a ClusterTrainingRuntime describes are
+also validated as batch/v1 Jobs. What it does not check: enum values and quantity formats in the
+Kubernetes schema, admission (Pod Security, webhooks), defaulting. One line per problem.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+from pydantic import ValidationError as ModelError
+
+from infra.model.crds import MODELS, embedded_jobs
+
+
+def _ref(m: dict[str, Any]) -> str:
+    meta = m.get("metadata") or {}
+    where = f"{meta.get('namespace')}/" if meta.get("namespace") else ""
+    return f"{m.get('apiVersion')} {m.get('kind')} {where}{meta.get('name')}"
+
+
+def _schema(manifest: dict[str, Any], version: str, ref: str) -> list[str]:
+    try:
+        kubernetes_validate.validate(manifest, version, strict=True)
+    except ValidationError as exc:
+        path = ".".join(str(p) for p in exc.path)
+        return [f"{ref} (Kubernetes {version}): {path}: {exc.message}"]
+    except SchemaNotFoundError:
+        return [f"{ref}: no Kubernetes {version} schema and no model of this custom resource"]
+    return []
+
+
+def validate_manifest(manifest: dict[str, Any], kubernetes_version: str) -> list[str]:
+    """Every problem of one object (empty: valid), each prefixed with the object's reference."""
+    ref = _ref(manifest)
+    model = MODELS.get((manifest.get("apiVersion", ""), manifest.get("kind", "")))
+    if model is None:
+        return _schema(manifest, kubernetes_version, ref)
+    problems: list[str] = []
+    try:
+        model.model_validate(manifest)
+    except ModelError as exc:
+        crd = getattr(model, "CRD_VERSION", "")
+        problems += [
+            f"{ref} ({crd}): {'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        ]
+    for job in embedded_jobs(manifest):
+        problems += _schema(job, kubernetes_version, f"{ref} replicated job {job['metadata']['name']}")
+    return problems

@@ -1,0 +1,75 @@
+"""Files the policy review reads: the pack's folder and PulumiPolicy.yaml, a policy pack config file, and
+saved plans (``build/plan/<stack>.json``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra.io.stackfiles import project_root
+from infra.model.errors import ReviewInputError
+
+PACK_DIR = "policies"
+
+
+def default_pack_dir() -> Path:
+    """The project's policy pack: ``policies/`` next to ``Pulumi.yaml``."""
+    return project_root() / PACK_DIR
+
+
+@dataclass(frozen=True)
+class PackProject:
+    """What ``PulumiPolicy.yaml`` says: the version the engine reports and the pack's virtualenv."""
+
+    folder: Path
+    version: str
+    description: str
+    virtualenv: str | None
+
+    @property
+    def venv_python(self) -> Path | None:
+        """The Python of the pack's own virtualenv (what the Pulumi CLI runs the pack with)."""
+        return self.folder / self.virtualenv / "bin" / "python" if self.virtualenv else None
+
+
+def read_pack_project(folder: Path) -> PackProject:
+    path = folder / "PulumiPolicy.yaml"
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ReviewInputError(f"{path}: cannot read the policy pack project ({exc})") from None
+    runtime = doc.get("runtime")
+    options = runtime.get("options", {}) if isinstance(runtime, dict) else {}
+    return PackProject(
+        folder=folder,
+        version=str(doc.get("version") or "0.0.1"),
+        description=str(doc.get("description") or ""),
+        virtualenv=options.get("virtualenv") if isinstance(options, dict) else None,
+    )
+
+
+def read_json(path: Path, what: str) -> Any:
+    """A JSON document (a saved plan, a policy pack config); one-line errors."""
+    try:
+        return json.loads(path.read_text())
+    except OSError as exc:
+        raise ReviewInputError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ReviewInputError(f"{path}: the {what} is not JSON ({exc})") from None
+
+
+def read_plan(path: Path) -> dict[str, Any]:
+    """A plan written by ``aiplat plan`` (checked for the keys the review needs)."""
+    doc = read_json(path, "plan")
+    missing = [
+        k
+        for k in ("stack", "project", "config", "resources", "outputs")
+        if not isinstance(doc, dict) or k not in doc
+    ]
+    if missing:
+        raise ReviewInputError(f"{path}: not a plan written by 'aiplat plan' (missing {missing})")
+    return doc

@@ -1,0 +1,90 @@
+"""Fetch the AWS facts the rules need through the AWS provider's data sources.
+
+This is the only place the program asks AWS questions. The calls are synchronous invokes, so the answers
+are plain values available before any cloud resource is declared. Under ``aiplat plan`` the same calls are
+answered by the mocks from the AWS snapshot (``infra/plan/mocks.py``).
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.model.config.schema import PlatformConfig
+from infra.model.facts import AccountFacts, AvailabilityZone, InstanceFacts, RegionFacts
+from infra.model.gpu_offers import karpenter_patterns
+
+GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
+
+
+def instance_facts(instance_type: str, region: str, opts: pulumi.InvokeOptions) -> InstanceFacts:
+    """``getInstanceType`` for one type, read through the one mapping in ``InstanceFacts``.
+
+    The untyped invoke returns the provider's camelCase answer, which is the shape the offline snapshot is
+    converted to as well; the typed ``aws.ec2.get_instance_type`` would need a second mapping.
+    """
+    result = pulumi.runtime.invoke(GET_INSTANCE_TYPE, {"instanceType": instance_type, "region": region}, opts)
+    return InstanceFacts.from_get_instance_type(result.value)
+
+
+def account_facts(provider: aws.Provider) -> AccountFacts:
+    opts = pulumi.InvokeOptions(provider=provider)
+    identity = aws.get_caller_identity(opts=opts)
+    partition = aws.get_partition(opts=opts)
+    return AccountFacts(identity.account_id, partition.partition)
+
+
+def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
+    """Ask AWS (or the offline snapshot) about the region, every instance type the config names and every
+    type of the Karpenter pools' families offered in the region's zones."""
+    opts = pulumi.InvokeOptions(provider=provider)
+    zones_result = aws.get_availability_zones(state="available", region=cfg.region, opts=opts)
+    zones = tuple(
+        AvailabilityZone(name, zone_id)
+        for name, zone_id in zip(zones_result.names, zones_result.zone_ids, strict=True)
+    )
+    types = sorted({p.instance_type for p in cfg.node_pools.values()})
+    offerings: dict[str, set[str]] = {z.name: set() for z in zones}
+    instances: dict[str, InstanceFacts] = {}
+    region_types: frozenset[str] = frozenset()
+    if types:
+        found = aws.ec2.get_instance_type_offerings(
+            location_type="availability-zone",
+            filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=types)],
+            region=cfg.region,
+            opts=opts,
+        )
+        for itype, az in zip(found.instance_types, found.locations, strict=True):
+            offerings.setdefault(az, set()).add(itype)
+        offered = {t for ts in offerings.values() for t in ts}
+        if offered != set(types):
+            # Something named is not offered: fetch the region's list so the error can suggest one.
+            everything = aws.ec2.get_instance_type_offerings(
+                location_type="region", region=cfg.region, opts=opts
+            )
+            region_types = frozenset(everything.instance_types)
+        for itype in types:
+            if itype in offered:
+                instances[itype] = instance_facts(itype, cfg.region, opts)
+    patterns = karpenter_patterns(cfg)
+    if patterns:
+        # Karpenter pools name families; EC2 filters take wildcards ("g5.*"), so one call returns every
+        # type of those families offered per zone. Their facts (GPUs, architecture) decide what fits.
+        # (wildcards in filter values: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Filtering.html)
+        found = aws.ec2.get_instance_type_offerings(
+            location_type="availability-zone",
+            filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=patterns)],
+            region=cfg.region,
+            opts=opts,
+        )
+        for itype, az in zip(found.instance_types, found.locations, strict=True):
+            offerings.setdefault(az, set()).add(itype)
+        for itype in sorted(set(found.instance_types) - set(instances)):
+            instances[itype] = instance_facts(itype, cfg.region, opts)
+    return RegionFacts(
+        region=cfg.region,
+        zones=zones,
+        offerings={az: frozenset(ts) for az, ts in offerings.items()},
+        instances=instances,
+        region_types=region_types,
+    )

@@ -1,0 +1,109 @@
+"""Offline AWS facts read from the snapshot of AWS data that ``moto`` bundles (the offline plan only).
+
+moto ships what ``DescribeInstanceTypes`` and ``DescribeInstanceTypeOfferings`` returned for every
+commercial region (``moto/ec2/resources``). We read those files directly instead of typing numbers in:
+GPU counts, EFA support, maximum EFA interfaces, network cards and offerings are AWS's own answers.
+
+moto is an extra of the offline plan (``pip install '.[plan]'``); ``pulumi up`` never imports this module:
+there the provider's data sources answer the same questions.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+# The mapping from DescribeInstanceTypes to the provider's shape is pure and shared with `aiplat preflight`;
+# the mocks answer getInstanceType through it.
+from infra.model.facts import AvailabilityZone, InstanceFacts, get_instance_type_result
+
+# The AWS snapshot: these modules only locate the data files; nothing of moto's mocking is started.
+_RESOURCES = "moto.ec2.resources"
+
+
+def _resource(*parts: str) -> Any:
+    path = resources.files(_RESOURCES)
+    for part in parts:  # Traversable.joinpath takes one part at a time on Python 3.11
+        path = path.joinpath(part)
+    return path
+
+
+def _load_gz_json(*parts: str) -> Any:
+    path = _resource(*parts)
+    with path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+@cache
+def _instance_types_raw() -> dict[str, dict[str, Any]]:
+    return _load_gz_json("instance_types.json.gz")
+
+
+@cache
+def regions_with_offerings() -> tuple[str, ...]:
+    """Regions for which the snapshot has instance type offerings."""
+    folder = _resource("instance_type_offerings", "region")
+    return tuple(
+        sorted(p.name.removesuffix(".json.gz") for p in folder.iterdir() if p.name.endswith(".json.gz"))
+    )
+
+
+def instance_type_names() -> tuple[str, ...]:
+    return tuple(sorted(_instance_types_raw()))
+
+
+def describe_instance_type(instance_type: str) -> dict[str, Any] | None:
+    """The raw ``DescribeInstanceTypes`` entry."""
+    return _instance_types_raw().get(instance_type)
+
+
+def instance_facts(instance_type: str, region: str = "us-east-1") -> InstanceFacts | None:
+    """Facts for one instance type (read as the program reads them), or None if AWS has no such type."""
+    raw = describe_instance_type(instance_type)
+    return InstanceFacts.from_get_instance_type(get_instance_type_result(raw, region)) if raw else None
+
+
+@cache
+def _offerings(location_type: str, region: str) -> tuple[tuple[str, str], ...]:
+    if region not in regions_with_offerings():
+        return ()
+    rows = _load_gz_json("instance_type_offerings", location_type, f"{region}.json.gz")
+    return tuple((r["InstanceType"], r["Location"]) for r in rows)
+
+
+def offered_in_region(region: str) -> frozenset[str]:
+    """Instance types offered anywhere in the region."""
+    return frozenset(t for t, _ in _offerings("region", region))
+
+
+def offered_by_az(region: str) -> dict[str, frozenset[str]]:
+    """Availability zone name -> instance types offered there."""
+    out: dict[str, set[str]] = {}
+    for itype, az in _offerings("availability-zone", region):
+        out.setdefault(az, set()).add(itype)
+    return {az: frozenset(types) for az, types in sorted(out.items())}
+
+
+def azs_offering(region: str, instance_type: str) -> tuple[str, ...]:
+    """Availability zones of the region where the instance type is offered."""
+    return tuple(az for az, types in offered_by_az(region).items() if instance_type in types)
+
+
+@cache
+def availability_zones(region: str) -> tuple[AvailabilityZone, ...]:
+    """The region's availability zones.
+
+    Names come from the per-AZ offerings (every AZ offers some instance type). The name -> zone ID
+    mapping is per account in most regions; where moto records one we use it, otherwise we pair the
+    sorted IDs from the per-zone-ID offerings with the sorted names. Nothing here decides on zone IDs.
+    """
+    from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
+
+    names = sorted(offered_by_az(region))
+    known = {z.name: z.zone_id for z in RegionsAndZonesBackend.zones.get(region, [])}
+    ids = sorted({loc for _, loc in _offerings("availability-zone-id", region)})
+    paired = dict(zip(names, ids, strict=False))
+    return tuple(AvailabilityZone(n, known.get(n) or paired.get(n, "")) for n in names)

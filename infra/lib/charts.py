@@ -1,0 +1,193 @@
+"""Helm values of the cluster services' charts, as data. Pure, no Pulumi.
+
+Each builder names the chart version whose ``values.yaml`` it was written against; keys not set here keep
+the chart's defaults. The values that silently break things when wrong (selectors, tolerations, service
+account names, role ARNs) are asserted in ``tests/infra/lib/test_charts.py``.
+
+Placement: controllers run on the system pools (``aiplat.io/pool In [<pools with gpu: false>]``), never on
+GPU nodes; device plugins run only on the GPU (NVIDIA) or EFA pools and tolerate every taint there, so a
+taint added to a GPU pool never hides its GPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from infra.lib import karpenter as karpenter_docs
+from infra.lib import lbc_iam
+from infra.lib.nodes import EFA_LABEL, POOL_LABEL
+
+IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+
+@dataclass(frozen=True)
+class ChartRef:
+    """An upstream chart pinned by repository, name and version (``cluster_services.*.chart``)."""
+
+    repo: str
+    chart: str
+    version: str
+
+    @property
+    def oci(self) -> bool:
+        return self.repo.startswith("oci://")
+
+    @property
+    def chart_ref(self) -> str:
+        """The chart as Helm takes it: ``oci://registry/path/<chart>``, or the name with ``repo``."""
+        return f"{self.repo.rstrip('/')}/{self.chart}" if self.oci else self.chart
+
+
+# Device plugins tolerate every taint: their node affinity already confines them to GPU/EFA pools.
+TOLERATE_ALL = [{"operator": "Exists"}]
+
+
+def pool_affinity(pools: Sequence[str], *extra: Mapping[str, Any]) -> dict[str, Any]:
+    """A required node affinity to nodes of ``pools`` (our ``aiplat.io/pool`` label), plus ``extra``
+    match expressions in the same term (AND)."""
+    if not pools:
+        raise ValueError("a placement needs at least one pool")
+    expressions = [{"key": POOL_LABEL, "operator": "In", "values": sorted(pools)}, *extra]
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": expressions}]
+            }
+        }
+    }
+
+
+def nvidia_device_plugin_values(gpu_pools: Sequence[str]) -> dict[str, Any]:
+    """NVIDIA/k8s-device-plugin chart 0.20.0 (``deployments/helm/nvidia-device-plugin/values.yaml``).
+
+    The chart's default affinity needs node-feature-discovery or the ``nvidia.com/gpu.present`` label
+    (nodeadm sets it only on Kubernetes >= 1.35 with AMIs >= v20260209), so it is replaced by our pool
+    label: managed GPU pools and Karpenter GPU pools alike. No runtimeClassName: nodeadm makes ``nvidia`` the
+    default containerd runtime on the AL2023 NVIDIA AMI.
+    """
+    return {
+        "affinity": pool_affinity(gpu_pools),
+        "tolerations": TOLERATE_ALL,
+        "priorityClassName": "system-node-critical",
+    }
+
+
+def efa_device_plugin_values() -> dict[str, Any]:
+    """aws/eks-charts ``stable/aws-efa-k8s-device-plugin`` v0.5.30 values.
+
+    The chart's own required affinity limits it to the instance types of its version
+    (``supportedInstanceLabels.values``, rule ``efa-plugin-knows-types``); ``nodeSelector`` narrows it to
+    our EFA pools (``vpc.amazonaws.com/efa.present=true``, set on every pool with ``efa: true``). The
+    template already adds ``CriticalAddonsOnly``; ``tolerations`` appends ours (GPU taint and any other).
+    """
+    return {"nodeSelector": {EFA_LABEL: "true"}, "tolerations": TOLERATE_ALL}
+
+
+def load_balancer_controller_values(
+    *,
+    cluster_name: str,
+    region: str,
+    vpc_id: str,
+    role_arn: str,
+    replicas: int,
+    ssl_policy: str,
+    system_pools: Sequence[str],
+) -> dict[str, Any]:
+    """aws/eks-charts ``stable/aws-load-balancer-controller`` 3.5.0 values.
+
+    ``region`` and ``vpcId`` are set because pods cannot read them from instance metadata (IMDS hop limit 1
+    and the NetworkPolicies); the service account (chart-created, fixed name) carries the IRSA role whose
+    policy is ``lbc_iam.POLICY``. The container security context adds what PSS ``restricted`` asks for
+    beyond the chart's default (drop ALL, RuntimeDefault seccomp).
+    """
+    return {
+        "clusterName": cluster_name,
+        "region": region,
+        "vpcId": vpc_id,
+        "replicaCount": replicas,
+        "serviceAccount": {
+            "create": True,
+            "name": lbc_iam.SERVICE_ACCOUNT,
+            "annotations": {IRSA_ANNOTATION: role_arn},
+        },
+        "defaultSSLPolicy": ssl_policy,
+        "affinity": pool_affinity(system_pools),
+        "podDisruptionBudget": {"maxUnavailable": 1},
+        "securityContext": {
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+
+
+def metrics_server_values(*, replicas: int, system_pools: Sequence[str]) -> dict[str, Any]:
+    """kubernetes-sigs/metrics-server chart 3.13.1 values: HA with a PodDisruptionBudget, on system pools."""
+    return {
+        "replicas": replicas,
+        "podDisruptionBudget": {"enabled": replicas > 1, "minAvailable": 1},
+        "affinity": pool_affinity(system_pools),
+    }
+
+
+def cert_manager_values(*, system_pools: Sequence[str]) -> dict[str, Any]:
+    """cert-manager chart v1.21.1 (``deploy/charts/cert-manager/values.yaml``): CRDs installed and upgraded
+    with the release (``crds.enabled``) and kept on uninstall (``crds.keep``, so Certificates survive);
+    every component on the system pools."""
+    affinity = pool_affinity(system_pools)
+    return {
+        "crds": {"enabled": True, "keep": True},
+        "affinity": affinity,
+        "webhook": {"affinity": affinity},
+        "cainjector": {"affinity": affinity},
+        "startupapicheck": {"affinity": affinity},
+    }
+
+
+def karpenter_values(
+    *,
+    cluster_name: str,
+    cluster_endpoint: str,
+    interruption_queue: str,
+    role_arn: str,
+    region: str,
+    replicas: int,
+    system_pools: Sequence[str],
+) -> dict[str, Any]:
+    """aws/karpenter-provider-aws ``charts/karpenter`` 1.14.1 values.
+
+    The chart's default affinity (``karpenter.sh/nodepool DoesNotExist``: never on a node it manages, one
+    replica per host) is kept and pinned to the system pools. ``AWS_REGION`` is set because the
+    controller cannot read it from instance metadata. Resources follow the getting-started guide (1 CPU,
+    1 GiB, requests = limits).
+    """
+    return {
+        "replicas": replicas,
+        "serviceAccount": {
+            "create": True,
+            "name": karpenter_docs.SERVICE_ACCOUNT,
+            "annotations": {IRSA_ANNOTATION: role_arn},
+        },
+        "settings": {
+            "clusterName": cluster_name,
+            "clusterEndpoint": cluster_endpoint,
+            "interruptionQueue": interruption_queue,
+        },
+        "affinity": {
+            **pool_affinity(system_pools, {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}),
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname"}]
+            },
+        },
+        "controller": {
+            "env": [{"name": "AWS_REGION", "value": region}],
+            "resources": {
+                "requests": {"cpu": "1", "memory": "1Gi"},
+                "limits": {"cpu": "1", "memory": "1Gi"},
+            },
+        },
+    }

@@ -1,0 +1,137 @@
+"""The training documents of one stack, from its validated config, the AWS facts of the runtime's pool
+and the trainer config's settings. Pure: used by the wiring (what `pulumi up` declares) and by
+`aiplat train render` (what a user applies with kubectl), so both produce the same objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.lib import training as t
+from infra.lib.nodes import GPU_TAINT_KEY
+from infra.model.busbw import threshold_for
+from infra.model.config.schema import BucketPurpose, PlatformConfig, RunConfig, StorageBackend
+from infra.model.config.training import BANDWIDTH_CHECK_NAME, TrainingConfig
+from infra.model.facts import InstanceFacts
+from infra.model.trainer_settings import TrainerSettings
+
+# MinIO backend: the Secret with endpoint and credentials in each workload namespace (components/k8s/minio.py)
+MINIO_SECRET = "aiplat-s3"
+IMAGE_PLACEHOLDER = "(the runtime's image)"
+
+
+def _training(cfg: PlatformConfig) -> TrainingConfig:
+    if cfg.training is None:
+        raise ValueError("the stack has no training section")
+    return cfg.training
+
+
+def efa_devices(cfg: PlatformConfig, facts: InstanceFacts) -> int:
+    """EFA devices per worker: every EFA interface the pool attaches (the type's maximum unless the pool
+    says fewer); 0 on pools without EFA."""
+    pool = cfg.node_pools[_training(cfg).runtime.pool]
+    if not pool.efa:
+        return 0
+    return pool.efa_interfaces or facts.efa_interface_limit
+
+
+def worker(cfg: PlatformConfig, facts: InstanceFacts) -> t.WorkerShape:
+    r = _training(cfg).runtime
+    return t.worker_shape(
+        facts,
+        efa_devices=efa_devices(cfg, facts),
+        hugepages_2mi=r.hugepages_2mi,
+        memory_fraction=r.memory_fraction,
+        cpu_fraction=r.cpu_fraction,
+        shm_size=r.shm_size,
+        cache_size_gib=r.cache_size_gib,
+    )
+
+
+def runtime_spec(
+    cfg: PlatformConfig, facts: InstanceFacts, settings: TrainerSettings, image: str
+) -> t.RuntimeSpec:
+    """Our ClusterTrainingRuntime's inputs: sized for the pool's type, shaped by the trainer config."""
+    training = _training(cfg)
+    r = training.runtime
+    pool = cfg.node_pools[r.pool]
+    shape = worker(cfg, facts)
+    tolerations = [t.Toleration(key=GPU_TAINT_KEY, effect="NoSchedule")] + [
+        t.Toleration(key=k, value=v.value, effect=v.effect.value)
+        for k, v in sorted(pool.taints.items())
+        if k != GPU_TAINT_KEY
+    ]
+    return t.RuntimeSpec(
+        name=r.name,
+        image=image,
+        pool=r.pool,
+        shape=shape,
+        tolerations=tolerations,
+        service_account=cfg.storage.trainer.service_account,
+        cache_dir=settings.cache_dir,
+        grace_period_s=t.grace_period_s(settings.shutdown_window_s, r.grace_margin_s),
+        metrics_port_base=settings.metrics_port_base,
+        env=t.worker_env(efa=shape.efa_devices > 0, region=cfg.region),
+        max_restarts=r.max_restarts,
+        worker_restarts=r.worker_restarts,
+        default_config=settings.image_path(t.IMAGE_WORKDIR),
+        env_from_secret=MINIO_SECRET if cfg.storage.backend == StorageBackend.minio else None,
+    )
+
+
+def data_uri(cfg: PlatformConfig, dataset: str) -> str:
+    env = cfg.environment.value
+    bucket = cfg.storage.bucket_name(BucketPurpose.datasets, cfg.name_prefix, env, cfg.region)
+    return f"s3://{bucket}/{dataset}"
+
+
+def checkpoint_uri(cfg: PlatformConfig, run_name: str) -> str:
+    """Checkpoints under the trainer's prefix (its pod role may write only there), one folder per run."""
+    env = cfg.environment.value
+    bucket = cfg.storage.bucket_name(BucketPurpose.checkpoints, cfg.name_prefix, env, cfg.region)
+    prefix = cfg.storage.trainer.prefix.strip("/")
+    return f"s3://{bucket}/{prefix}/runs/{run_name}"
+
+
+def run_trainjob(cfg: PlatformConfig, name: str, run: RunConfig, facts: InstanceFacts) -> dict[str, Any]:
+    """The TrainJob of a run: the launcher with the run's config and its data and checkpoint URIs."""
+    training = _training(cfg)
+    overrides = t.run_overrides(
+        data_source=data_uri(cfg, run.dataset), checkpoint_uri=checkpoint_uri(cfg, name), extra=run.overrides
+    )
+    config_in_image = f"{t.IMAGE_WORKDIR}/{run.config}"
+    return t.trainjob_document(
+        name=name,
+        namespace=cfg.storage.trainer.namespace,
+        runtime=training.runtime.name,
+        nodes=run.nodes,
+        procs_per_node=facts.gpu_count,
+        args=t.launcher_args(config_in_image, overrides, worker_restarts=training.runtime.worker_restarts),
+        suspend=run.suspend,
+    )
+
+
+def bandwidth_trainjob(
+    cfg: PlatformConfig, facts: InstanceFacts, *, name: str = BANDWIDTH_CHECK_NAME, suspend: bool = True
+) -> tuple[dict[str, Any], str]:
+    """The bandwidth check's TrainJob on the runtime (same pods, env and devices as training) and how its
+    threshold was chosen."""
+    training = _training(cfg)
+    bc = training.bandwidth_check
+    threshold = threshold_for(facts)
+    min_gbps = bc.min_busbw_gbps if bc.min_busbw_gbps is not None else threshold.min_gbps
+    basis = (
+        "set in training.bandwidth_check.min_busbw_gbps" if bc.min_busbw_gbps is not None else threshold.basis
+    )
+    doc = t.trainjob_document(
+        name=name,
+        namespace=cfg.storage.trainer.namespace,
+        runtime=training.runtime.name,
+        nodes=bc.nodes,
+        procs_per_node=facts.gpu_count,
+        command=t.BENCH,
+        args=t.bench_args(min_busbw_gbps=min_gbps, max_bytes=bc.max_bytes or threshold.message_bytes),
+        suspend=suspend,
+        workload=t.WORKLOAD_BANDWIDTH,
+        env=t.BENCH_ENV,
+    )
+    return doc, basis

@@ -1,0 +1,65 @@
+"""Shared pieces of the config schema: the strict base model, names, environment and role."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
+# The shape of an AWS region name ('us-east-1', 'ap-southeast-1', 'us-gov-west-1').
+REGION_PATTERN = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
+
+
+class Strict(BaseModel):
+    """Base for every config section: unknown keys are errors and values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+
+
+class Environment(StrEnum):
+    dev = "dev"
+    prod = "prod"
+
+
+class Role(StrEnum):
+    """What the stack's region is for: ``train`` runs the DDP trainer, ``infer`` serves models."""
+
+    train = "train"
+    infer = "infer"
+
+
+# CloudWatch Logs accepts only these retention periods (days).
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+
+
+def check_log_retention(days: int) -> int:
+    """CloudWatch Logs accepts only the periods in LOG_RETENTION_DAYS; suggest the nearest one."""
+    if days not in LOG_RETENTION_DAYS:
+        close = min(LOG_RETENTION_DAYS, key=lambda d: abs(d - days))
+        raise ValueError(f"{days} is not a CloudWatch Logs retention period; use e.g. {close}")
+    return days

@@ -1,0 +1,279 @@
+"""Config of the EKS cluster and its node pools."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import Field, field_validator, model_validator
+
+from infra.model import cidrs
+from infra.model.config.base import NAME_RE, Strict, check_log_retention
+
+
+class CapacityType(StrEnum):
+    """How a node pool buys its instances.
+
+    ``capacity_reservation`` launches into an On-Demand Capacity Reservation (ODCR) and
+    ``capacity_block`` into an EC2 Capacity Block for ML; both need ``capacity_reservation`` on the pool.
+    """
+
+    on_demand = "on_demand"
+    spot = "spot"
+    capacity_reservation = "capacity_reservation"
+    capacity_block = "capacity_block"
+
+    @property
+    def reserved(self) -> bool:
+        return self in (CapacityType.capacity_reservation, CapacityType.capacity_block)
+
+
+class Placement(StrEnum):
+    """Placement of a pool's nodes.
+
+    ``auto``: a cluster placement group for EFA pools without a capacity reservation, none otherwise;
+    ``cluster``: a cluster placement group (created, or the reservation's ``placement_group`` when a
+    capacity reservation is set); ``none``: no placement group.
+    """
+
+    auto = "auto"
+    cluster = "cluster"
+    none = "none"
+
+
+class TaintEffect(StrEnum):
+    NoSchedule = "NoSchedule"
+    NoExecute = "NoExecute"
+    PreferNoSchedule = "PreferNoSchedule"
+
+
+class AccessPolicy(StrEnum):
+    """EKS access policies an access entry can get (https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html)."""
+
+    cluster_admin = "AmazonEKSClusterAdminPolicy"
+    admin = "AmazonEKSAdminPolicy"
+    edit = "AmazonEKSEditPolicy"
+    view = "AmazonEKSViewPolicy"
+
+
+class TaintConfig(Strict):
+    """One taint; the key is the dict key."""
+
+    value: str = Field("true", description="Taint value.")
+    effect: TaintEffect = Field(
+        TaintEffect.NoSchedule, description="NoSchedule, NoExecute or PreferNoSchedule."
+    )
+
+
+class CapacityReservationConfig(Strict):
+    """A reservation the pool launches into. Copy the values from `aws ec2 describe-capacity-reservations`."""
+
+    id: Annotated[str, Field(pattern=r"^cr-[0-9a-f]{8,17}$")] = Field(
+        description="e.g. 'cr-0123456789abcdef0'."
+    )
+    availability_zone: str = Field(description="The reservation's zone; the pool must run there.")
+    placement_group: str | None = Field(
+        None,
+        description="Name of the cluster placement group the reservation was made in, if any; the pool "
+        "launches into it (it is not created here).",
+    )
+
+
+class NodePoolConfig(Strict):
+    """One managed node group. Pools are keyed by name in the stack file, so URNs stay stable."""
+
+    instance_type: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")] = Field(
+        description="EC2 instance type, e.g. 'p5.48xlarge'; checked against the region's offerings."
+    )
+    min_size: Annotated[int, Field(ge=0)] = Field(0, description="Fewest nodes (at most max_size).")
+    desired_size: Annotated[int, Field(ge=0)] = Field(
+        1, description="Nodes at creation, within min_size..max_size; the autoscaler owns it afterwards."
+    )
+    max_size: Annotated[int, Field(ge=1)] = Field(
+        1, description="Most nodes; size vCPU quotas and capacity reservations for this number."
+    )
+    capacity_type: CapacityType = Field(
+        CapacityType.on_demand,
+        description="on_demand, spot, capacity_reservation (ODCR) or capacity_block; the last two need "
+        "capacity_reservation.",
+    )
+    gpu: bool = Field(True, description="GPU pool (NVIDIA AMI, GPU taint) or CPU system pool.")
+    gpus_per_node: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="GPUs you expect per node; checked against the type's AWS facts (unset: not checked).",
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
+    taints: dict[str, TaintConfig] = Field(
+        default_factory=dict,
+        description="Extra taints keyed by taint key; GPU pools always get nvidia.com/gpu=true:NoSchedule.",
+    )
+    efa: bool = Field(
+        False,
+        description="Attach EFA interfaces (all the type supports unless efa_interfaces says fewer). "
+        "Needs an EFA type and exactly one zone in availability_zones.",
+    )
+    efa_interfaces: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="How many EFA interfaces (default: the type's maximum). Only with efa: true."
+    )
+    availability_zones: list[str] = Field(
+        default_factory=list,
+        description="Zones the pool's nodes run in; empty = every VPC zone that offers the type. "
+        "EFA pools and pools in a cluster placement group need exactly one.",
+    )
+    placement: Placement = Field(Placement.auto, description="auto, cluster or none; see Placement.")
+    capacity_reservation: CapacityReservationConfig | None = Field(
+        None,
+        description="The ODCR or Capacity Block to launch into; needs capacity_type capacity_reservation "
+        "or capacity_block.",
+    )
+    root_volume_gib: Annotated[int, Field(ge=20, le=16384)] = Field(
+        100, description="Root EBS volume (gp3, encrypted with the stack's EBS key) in GiB."
+    )
+
+    @model_validator(mode="after")
+    def _efa_and_capacity(self) -> NodePoolConfig:
+        if self.efa_interfaces is not None and not self.efa:
+            raise ValueError(
+                f"efa_interfaces is {self.efa_interfaces} but efa is false; set efa: true or drop it"
+            )
+        if self.capacity_type.reserved and self.capacity_reservation is None:
+            raise ValueError(
+                f"capacity_type {self.capacity_type.value} needs capacity_reservation "
+                "(id and availability_zone)"
+            )
+        if self.capacity_reservation is not None and not self.capacity_type.reserved:
+            raise ValueError(
+                f"capacity_reservation is set but capacity_type is {self.capacity_type.value}; "
+                "set capacity_type to capacity_reservation or capacity_block"
+            )
+        if len(set(self.availability_zones)) != len(self.availability_zones):
+            raise ValueError("availability_zones names a zone twice; name each once")
+        return self
+
+    @property
+    def placement_group_wanted(self) -> bool:
+        """Whether the pool's nodes go into a cluster placement group."""
+        if self.placement is Placement.auto:
+            return self.efa and self.capacity_reservation is None
+        return self.placement is Placement.cluster
+
+    @model_validator(mode="after")
+    def _sizes(self) -> NodePoolConfig:
+        if self.min_size > self.max_size:
+            raise ValueError(
+                f"min_size {self.min_size} is greater than max_size {self.max_size}; "
+                "make min_size <= max_size"
+            )
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f"desired_size {self.desired_size} is outside min_size..max_size "
+                f"({self.min_size}..{self.max_size}); set it within that range"
+            )
+        return self
+
+
+class AddonVersions(Strict):
+    """EKS managed add-on versions, pinned here and nowhere else.
+
+    Check them against the cluster version with
+    `aws eks describe-addon-versions --kubernetes-version <v> --addon-name <name>` before upgrading.
+    Defaults are for Kubernetes 1.35: kube-proxy and coredns from the EKS user guide's version tables
+    (https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html, .../managing-coredns.html),
+    vpc-cni from .../managing-vpc-cni.html.
+    """
+
+    vpc_cni: str = Field("v1.20.1-eksbuild.3", description="vpc-cni; EFA-only interfaces need a recent one.")
+    coredns: str = Field("v1.14.3-eksbuild.3", description="coredns")
+    kube_proxy: str = Field(
+        "v1.35.3-eksbuild.2", description="kube-proxy; must match the Kubernetes minor version."
+    )
+    aws_ebs_csi_driver: str = Field("v1.44.0-eksbuild.1", description="aws-ebs-csi-driver")
+    eks_pod_identity_agent: str = Field("v1.3.7-eksbuild.2", description="eks-pod-identity-agent")
+    eks_node_monitoring_agent: str = Field(
+        "v1.3.0-eksbuild.2", description="eks-node-monitoring-agent: node health for GPU auto repair."
+    )
+
+    @field_validator("*")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.fullmatch(r"v\d+\.\d+\.\d+-eksbuild\.\d+", v):
+            raise ValueError(f"{v!r} is not an EKS add-on version like 'v1.19.5-eksbuild.1'")
+        return v
+
+    def by_addon_name(self) -> dict[str, str]:
+        """EKS add-on name -> version."""
+        return {name.replace("_", "-"): version for name, version in self.model_dump().items()}
+
+
+class AccessEntryConfig(Strict):
+    """Cluster access for an IAM principal (EKS access entries, API authentication mode)."""
+
+    principal_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")] = (
+        Field(description="IAM role or user ARN.")
+    )
+    policy: AccessPolicy = Field(AccessPolicy.view, description="EKS access policy (cluster_admin ... view).")
+    namespaces: list[str] = Field(
+        default_factory=list, description="Limit the policy to these namespaces; empty = cluster."
+    )
+
+
+class ClusterConfig(Strict):
+    """The EKS cluster."""
+
+    # 1.35 is in EKS standard support until 2027-03; older minors cost extended-support fees.
+    # https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html
+    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field(
+        "1.35", description="Kubernetes minor version, e.g. '1.35'."
+    )
+    endpoint_public_access_cidrs: list[str] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the public API endpoint; empty = private endpoint only.",
+    )
+    addons: AddonVersions = Field(default_factory=lambda: AddonVersions())
+    access_entries: dict[str, AccessEntryConfig] = Field(
+        default_factory=dict, description="Access entries keyed by a short name."
+    )
+    log_retention_days: int = Field(90, description="Retention of the control-plane log group (days).")
+
+    @model_validator(mode="after")
+    def _kube_proxy_matches(self) -> ClusterConfig:
+        # kube-proxy is built per Kubernetes minor; EKS refuses another minor's build for the cluster.
+        minor = ".".join(self.addons.kube_proxy.removeprefix("v").split(".")[:2])
+        if minor != self.kubernetes_version:
+            raise ValueError(
+                f"addons.kube_proxy {self.addons.kube_proxy} is for Kubernetes {minor} but "
+                f"kubernetes_version is {self.kubernetes_version}; "
+                f"pin a v{self.kubernetes_version}.x-eksbuild.N kube-proxy"
+            )
+        return self
+
+    @field_validator("endpoint_public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, v: list[str]) -> list[str]:
+        for c in v:
+            try:
+                ipaddress.IPv4Network(c, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{c!r} is not an IPv4 CIDR ({exc})") from None
+            if cidrs.is_world(c):  # the one definition the policy pack uses too
+                raise ValueError(
+                    f"{c!r} opens the API endpoint to the internet; "
+                    "list your VPN/office CIDRs or leave it empty"
+                )
+        return v
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, v: int) -> int:
+        return check_log_retention(v)
+
+
+def check_pool_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise ValueError(
+            f"pool name {name!r} must be 2-32 characters of lower-case letters, digits and '-', "
+            "starting with a letter"
+        )
+    return name

@@ -1,0 +1,215 @@
+"""The stack config schema.
+
+A stack file holds data only; everything it may say is declared here and in the section modules
+(``base``, ``network``, ``compute``, ``storage``, ``services``), with units, defaults and what
+conflicts with what.
+Unknown keys are rejected (see ``loader.py`` for the did-you-mean hint). Checks that need AWS facts
+(is this type offered in that AZ?) are rules (``infra/rules/``) and run before any resource is created.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, field_validator, model_validator
+
+from infra.model.config.base import LOG_RETENTION_DAYS, NAME_RE, REGION_PATTERN, Environment, Role, Strict
+from infra.model.config.compute import (
+    AccessEntryConfig,
+    AccessPolicy,
+    AddonVersions,
+    CapacityReservationConfig,
+    CapacityType,
+    ClusterConfig,
+    NodePoolConfig,
+    Placement,
+    TaintConfig,
+    TaintEffect,
+    check_pool_name,
+)
+from infra.model.config.monitoring import MonitoringConfig
+from infra.model.config.network import (
+    DEFAULT_INTERFACE_ENDPOINTS,
+    NAT_FREE_ENDPOINTS,
+    FlowLogsConfig,
+    FlowLogTraffic,
+    NatStrategy,
+    NetworkConfig,
+)
+from infra.model.config.services import ClusterServicesConfig, KubernetesAccess
+from infra.model.config.storage import (
+    BucketPurpose,
+    LifecycleConfig,
+    MinioConfig,
+    MinioMode,
+    PodAccessConfig,
+    RegistryConfig,
+    StorageBackend,
+    StorageConfig,
+)
+from infra.model.config.training import (
+    BandwidthCheckConfig,
+    ImageBuild,
+    ImagesConfig,
+    RunConfig,
+    RuntimeConfig,
+    TrainerChartConfig,
+    TrainingConfig,
+)
+from infra.model.naming import StackNames
+
+__all__ = [
+    "DEFAULT_INTERFACE_ENDPOINTS",
+    "LOG_RETENTION_DAYS",
+    "NAME_RE",
+    "NAT_FREE_ENDPOINTS",
+    "AccessEntryConfig",
+    "AccessPolicy",
+    "AddonVersions",
+    "BandwidthCheckConfig",
+    "BucketPurpose",
+    "CapacityReservationConfig",
+    "CapacityType",
+    "ClusterConfig",
+    "ClusterServicesConfig",
+    "Environment",
+    "FlowLogTraffic",
+    "FlowLogsConfig",
+    "KubernetesAccess",
+    "ImageBuild",
+    "ImagesConfig",
+    "LifecycleConfig",
+    "MinioConfig",
+    "MinioMode",
+    "NatStrategy",
+    "NetworkConfig",
+    "NodePoolConfig",
+    "Placement",
+    "PlatformConfig",
+    "PodAccessConfig",
+    "RegistryConfig",
+    "Role",
+    "RunConfig",
+    "RuntimeConfig",
+    "StorageBackend",
+    "StorageConfig",
+    "Strict",
+    "TaintConfig",
+    "TaintEffect",
+    "Tags",
+    "TrainerChartConfig",
+    "TrainingConfig",
+]
+
+
+class Tags(Strict):
+    """Cost-allocation tags, applied to every taggable resource through the provider's default tags."""
+
+    CostCenter: Annotated[str, Field(min_length=1, max_length=256)] = Field(
+        description="Cost center billed for the stack (a cost-allocation tag)."
+    )
+    Project: Annotated[str, Field(min_length=1, max_length=256)] = Field(description="Project name tag.")
+    Owner: Annotated[str, Field(min_length=1, max_length=256)] = Field(
+        description="Team or person to contact about the resources."
+    )
+    Environment: Annotated[Environment, Field(description="Must equal the stack's environment.")]
+    Workload: Annotated[str, Field(min_length=1, max_length=256)] = Field(
+        description="What runs here, e.g. 'training' or 'inference'."
+    )
+    extra: dict[str, str] = Field(default_factory=dict, description="More tags, key -> value.")
+
+    @field_validator("extra")
+    @classmethod
+    def _no_reserved(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if key.lower().startswith("aws:"):
+                raise ValueError(f"tag key {key!r} uses the reserved 'aws:' prefix; pick another key")
+        return v
+
+    def as_dict(self) -> dict[str, str]:
+        base = {
+            "CostCenter": self.CostCenter,
+            "Project": self.Project,
+            "Owner": self.Owner,
+            "Environment": self.Environment.value,
+            "Workload": self.Workload,
+        }
+        return {**base, **self.extra}
+
+
+# What a private GPU cluster needs without internet: image pulls (ECR api/dkr), IRSA/pod identity
+# (sts, eks-auth), node bootstrap (ec2, eks), logs, load balancers, Session Manager.
+# https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html
+
+
+class PlatformConfig(Strict):
+    """Everything one stack (one region, one environment) declares: the ``aiplat:platform`` key."""
+
+    environment: Environment = Field(
+        description="dev or prod; prod turns on deletion protection of data, keys and the cluster."
+    )
+    role: Role = Field(
+        description="train (the DDP trainer, owns buckets and images) or infer (serves models)."
+    )
+    region: str = Field(description="AWS region, e.g. 'us-east-1'.")
+    name_prefix: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{1,18}[a-z0-9]$")] = Field(
+        "aiplat", description="Prefix of physical resource names (3-20 characters)."
+    )
+    tags: Tags
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    cluster: ClusterConfig = Field(default_factory=lambda: ClusterConfig())
+    node_pools: dict[str, NodePoolConfig] = Field(default_factory=dict)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    registry: RegistryConfig = Field(default_factory=RegistryConfig)
+    cluster_services: ClusterServicesConfig = Field(default_factory=lambda: ClusterServicesConfig())
+    monitoring: MonitoringConfig = Field(default_factory=lambda: MonitoringConfig())
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
+    training: TrainingConfig | None = Field(
+        None, description="Training on the cluster (train stacks): Kubeflow Trainer, runtime, runs."
+    )
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str) -> str:
+        # The shape only; whether AWS has the region is the rule 'region-known' (infra/rules/regions.py).
+        if not REGION_PATTERN.fullmatch(v):
+            raise ValueError(f"{v!r} is not an AWS region name; use e.g. 'us-east-1'")
+        return v
+
+    @field_validator("node_pools")
+    @classmethod
+    def _pool_names(cls, v: dict[str, NodePoolConfig]) -> dict[str, NodePoolConfig]:
+        for name in v:
+            check_pool_name(name)
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PlatformConfig:
+        if self.tags.Environment != self.environment:
+            raise ValueError(
+                f"tags.Environment is {self.tags.Environment.value!r} but environment is "
+                f"{self.environment.value!r}; make them equal"
+            )
+        if self.role == Role.infer and self.storage.replicate_to:
+            raise ValueError(
+                "storage.replicate_to is set on an infer stack; replication is configured on the "
+                "train stack that owns the artifacts, remove it here"
+            )
+        if self.role == Role.train and self.storage.source_stack:
+            raise ValueError(
+                "storage.source_stack is set on a train stack; only infer stacks read a train "
+                "stack's outputs, remove it"
+            )
+        if self.role == Role.infer and (self.images.builds or self.training is not None):
+            raise ValueError(
+                "images.builds or training is set on an infer stack; images are built and pushed by the "
+                "train stack that owns the registry (they replicate to the inference regions), remove them"
+            )
+        if self.region in self.storage.replicate_to:
+            raise ValueError(f"storage.replicate_to includes the stack's own region {self.region}; remove it")
+        return self
+
+    @property
+    def names(self) -> StackNames:
+        """The stack's name prefixes (``infra/model/naming.py``)."""
+        return StackNames(self.name_prefix, self.environment.value, self.role.value, self.region)

@@ -1,0 +1,243 @@
+"""Config of object storage (S3 or MinIO), pod access and the container registry."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from infra.model import s3names
+from infra.model.config.base import REGION_PATTERN, Strict
+
+
+class StorageBackend(StrEnum):
+    """Where datasets, checkpoints and artifacts live.
+
+    ``s3``: S3 buckets (SSE-KMS, versioned, TLS only) plus IRSA roles for the pods.
+    ``minio``: the MinIO Helm chart in the cluster, for deployments that do not want S3. Trainer and
+    inference reach either through the same S3 settings (endpoint, region, credentials from the environment).
+    """
+
+    s3 = "s3"
+    minio = "minio"
+
+
+class BucketPurpose(StrEnum):
+    """The buckets a stack owns, one per purpose."""
+
+    datasets = "datasets"
+    checkpoints = "checkpoints"
+    artifacts = "artifacts"
+    access_logs = "access-logs"
+
+
+def _bucket_name(v: str) -> str:
+    problems = s3names.project_problems(v)
+    if problems:
+        raise ValueError(f"bucket name {v!r} {' and '.join(problems)}; use e.g. {s3names.suggest(v)!r}")
+    return v
+
+
+BucketName = Annotated[str, AfterValidator(_bucket_name)]
+
+
+class LifecycleConfig(Strict):
+    """S3 lifecycle rules; every value is a number of days.
+
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-transition-general-considerations.html
+    """
+
+    abort_incomplete_multipart_days: Annotated[int, Field(ge=1, le=365)] = Field(
+        7, description="Days after which unfinished multipart uploads are aborted (every bucket)."
+    )
+    checkpoint_noncurrent_ia_days: Annotated[int, Field(le=3650)] = Field(
+        30,
+        description="Days after a checkpoint version becomes noncurrent before it moves to STANDARD_IA "
+        "(S3 requires at least 30).",
+    )
+    checkpoint_noncurrent_expire_days: Annotated[int, Field(ge=1, le=3650)] = Field(
+        90,
+        description="Days after which noncurrent checkpoint versions are deleted "
+        "(more than checkpoint_noncurrent_ia_days).",
+    )
+    noncurrent_expire_days: Annotated[int, Field(ge=1, le=3650)] = Field(
+        365, description="Days after which noncurrent versions in datasets and artifacts are deleted."
+    )
+    access_log_expire_days: Annotated[int, Field(ge=1, le=3650)] = Field(
+        365, description="Days access-log objects are kept."
+    )
+
+    @field_validator("checkpoint_noncurrent_ia_days")
+    @classmethod
+    def _ia_minimum(cls, v: int) -> int:
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-transition-general-considerations.html
+        if v < 30:
+            raise ValueError(
+                f"{v} days is too early: S3 moves noncurrent versions to STANDARD_IA after 30 days "
+                "at the earliest; use 30 or more"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _order(self) -> LifecycleConfig:
+        if self.checkpoint_noncurrent_expire_days <= self.checkpoint_noncurrent_ia_days:
+            raise ValueError(
+                f"checkpoint_noncurrent_expire_days {self.checkpoint_noncurrent_expire_days} is not after "
+                f"checkpoint_noncurrent_ia_days {self.checkpoint_noncurrent_ia_days}; make it larger"
+            )
+        return self
+
+
+class MinioMode(StrEnum):
+    """``standalone``: one pod, one volume. ``distributed``: erasure coded over ``replicas`` pods (>= 4)."""
+
+    standalone = "standalone"
+    distributed = "distributed"
+
+
+_QUANTITY = re.compile(r"^[1-9][0-9]*(Mi|Gi|Ti|Pi)$")
+
+
+class MinioConfig(Strict):
+    """The MinIO chart (https://charts.min.io/, chart ``minio``), only with ``backend: minio``."""
+
+    storage_size: str = Field(
+        description="Size of each MinIO volume as a Kubernetes quantity, e.g. '500Gi'. Required: there is no "
+        "safe default for a data store."
+    )
+    chart_version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")] = Field(
+        "5.4.0", description="Pinned version of the MinIO Helm chart."
+    )
+    chart_repo: str = Field("https://charts.min.io/", description="Helm repository of the chart.")
+    namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] = Field(
+        "minio", description="Namespace of the MinIO release."
+    )
+    mode: MinioMode = Field(
+        MinioMode.distributed, description="standalone (1 pod) or distributed (erasure coded)."
+    )
+    replicas: Annotated[int, Field(ge=1, le=32)] = Field(4, description="Pods in distributed mode (>= 4).")
+    storage_class: str | None = Field(
+        None, description="StorageClass of the volumes; the cluster default if unset."
+    )
+    tls_issuer: str = Field(
+        "aiplat-ca",
+        description="cert-manager ClusterIssuer that signs MinIO's TLS certificate "
+        "(cert-manager must be installed in the cluster).",
+    )
+
+    @field_validator("storage_size")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        if not _QUANTITY.match(v):
+            raise ValueError(
+                f"{v!r} is not a storage quantity; use a whole number with Mi, Gi, Ti or Pi, e.g. '500Gi'"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _replicas(self) -> MinioConfig:
+        if self.mode == MinioMode.distributed and self.replicas < 4:
+            raise ValueError(
+                f"replicas is {self.replicas} but distributed mode needs at least 4; "
+                "set replicas >= 4 or mode: standalone"
+            )
+        return self
+
+
+class PodAccessConfig(Strict):
+    """Which Kubernetes service account gets a pod role, and the key prefix it may use."""
+
+    namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] = Field(
+        description="Kubernetes namespace of the workload."
+    )
+    service_account: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")] = Field(
+        description="Kubernetes service account the workload's pods run as."
+    )
+    prefix: Annotated[str, Field(pattern=r"^([a-z0-9][a-z0-9_.-]*(/[a-z0-9][a-z0-9_.-]*)*)?$")] = Field(
+        description="Key prefix (no leading/trailing '/'); '' means the whole bucket."
+    )
+
+
+def _trainer_access() -> PodAccessConfig:
+    return PodAccessConfig(namespace="training", service_account="trainer", prefix="trainer")
+
+
+def _inference_access() -> PodAccessConfig:
+    return PodAccessConfig(namespace="inference", service_account="inference", prefix="trainer")
+
+
+class StorageConfig(Strict):
+    """Object storage, pod access and cross-region replication."""
+
+    backend: StorageBackend = Field(
+        StorageBackend.s3, description="s3 (buckets, IRSA) or minio (MinIO in the cluster)."
+    )
+    bucket_names: dict[BucketPurpose, BucketName] = Field(
+        default_factory=dict,
+        description="Override of a bucket's name. Default '<name_prefix>-<environment>-<region>-<purpose>' "
+        "(no account id, so a second account needs overrides or another name_prefix).",
+    )
+    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
+    replicate_to: list[str] = Field(
+        default_factory=list,
+        description="Train stacks only: inference regions (regions of this project's infer stacks) "
+        "that get a replica of the artifacts bucket, under a key of their own, and of the ECR images.",
+    )
+    source_stack: str | None = Field(
+        None,
+        description="Infer stacks only: the train stack whose artifacts replicate here "
+        "(read via StackReference, so all stacks must share one state backend).",
+    )
+    trainer: PodAccessConfig = Field(default_factory=_trainer_access)
+    inference: PodAccessConfig = Field(default_factory=_inference_access)
+    minio: MinioConfig | None = Field(None, description="Required with backend: minio, refused otherwise.")
+
+    @field_validator("replicate_to")
+    @classmethod
+    def _regions(cls, v: list[str]) -> list[str]:
+        for region in v:
+            if not REGION_PATTERN.fullmatch(region):
+                raise ValueError(f"{region!r} is not an AWS region name; use an inference stack's region")
+        if len(set(v)) != len(v):
+            raise ValueError(f"{v} names a region twice; list each region once")
+        return v
+
+    @model_validator(mode="after")
+    def _backend(self) -> StorageConfig:
+        if self.backend == StorageBackend.minio and self.minio is None:
+            raise ValueError(
+                "backend is 'minio' but there is no minio section; "
+                "add storage.minio with at least storage_size, e.g. '500Gi'"
+            )
+        if self.backend == StorageBackend.s3 and self.minio is not None:
+            raise ValueError(
+                "minio section given but backend is 's3'; remove storage.minio or set backend: minio"
+            )
+        if self.backend == StorageBackend.minio and self.replicate_to:
+            raise ValueError(
+                "replicate_to needs backend 's3' (S3 replication); remove replicate_to or use s3"
+            )
+        return self
+
+    def bucket_name(self, purpose: BucketPurpose, prefix: str, environment: str, region: str) -> str:
+        """The configured or derived name of a bucket of this stack."""
+        return self.bucket_names.get(purpose) or s3names.default_bucket_name(
+            prefix, environment, region, purpose.value
+        )
+
+
+class RegistryConfig(Strict):
+    """ECR repositories of train stacks (images replicate to storage.replicate_to)."""
+
+    repositories: list[Annotated[str, Field(pattern=r"^[a-z0-9]+([._-][a-z0-9]+)*$")]] = Field(
+        default_factory=lambda: ["trainer", "inference"],
+        description="Repository names under '<name_prefix>/<environment>/'.",
+    )
+    untagged_expire_days: Annotated[int, Field(ge=1, le=3650)] = Field(
+        14, description="Days after which untagged images are expired."
+    )
+    keep_images: Annotated[int, Field(ge=1, le=10000)] = Field(
+        100, description="How many images per repository the lifecycle policy keeps."
+    )

@@ -1,0 +1,88 @@
+"""User-facing errors.
+
+Every error a user can cause names the field, the bad value and the fix, in one line, so that the CLI can
+print it without a traceback and tests can assert on it.
+"""
+
+from __future__ import annotations
+
+
+class PlatformError(Exception):
+    """Base class for errors caused by the user's input rather than by a bug."""
+
+    exit_code = 1
+
+
+class ConfigError(PlatformError):
+    """A stack config value is invalid.
+
+    ``field`` is a dotted path from the stack file (``aiplat:platform.node_pools.gpu.instance_type``),
+    ``problem`` says what is wrong with the value, ``fix`` what to do about it and ``doc`` where the
+    constraint is documented (an AWS or Kubernetes page), when it comes from outside this project.
+    """
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        field: str,
+        problem: str,
+        fix: str | None = None,
+        *,
+        source: str | None = None,
+        doc: str | None = None,
+    ):
+        self.field = field
+        self.problem = problem
+        self.fix = fix
+        self.source = source
+        self.doc = doc
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        fix = f"; fix: {self.fix}" if self.fix else ""
+        doc = f" (see {self.doc})" if self.doc else ""
+        return f"{where}{self.field}: {self.problem}{fix}{doc}"
+
+    def with_source(self, source: str) -> ConfigError:
+        """The same error, attributed to a stack file."""
+        return ConfigError(self.field, self.problem, self.fix, source=source, doc=self.doc)
+
+
+class ConfigErrors(PlatformError):
+    """Several config errors found in one pass; each is still one line."""
+
+    exit_code = 2
+
+    def __init__(self, errors: list[ConfigError]):
+        self.errors = errors
+        super().__init__("\n".join(e.one_line() for e in errors))
+
+    def with_source(self, source: str) -> ConfigErrors:
+        """The same errors, each attributed to ``source`` unless it already names a file."""
+        return ConfigErrors([e if e.source else e.with_source(source) for e in self.errors])
+
+
+class DataSourceError(PlatformError):
+    """A provider data call that the offline AWS data source cannot answer."""
+
+    exit_code = 3
+
+
+class ToolMissingError(PlatformError):
+    """A program the command needs is not installed (the Pulumi CLI); the message says how to install it."""
+
+    exit_code = 4
+
+
+class PolicyViolationError(PlatformError):
+    """A mandatory policy of the policy pack refused a stack's preview."""
+
+    exit_code = 5
+
+
+class ReviewInputError(PlatformError):
+    """A saved plan, the policy pack or its config cannot be read (``aiplat review``)."""
+
+    exit_code = 2

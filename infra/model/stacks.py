@@ -1,0 +1,30 @@
+"""The project's stacks as data, for rules that look across stacks (replication targets, source stacks)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class StackSummary:
+    """What other stacks may know of a stack: its role, region, environment and replication targets."""
+
+    role: str
+    region: str
+    environment: str = ""
+    replicate_to: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StackIndex:
+    """Every stack of the project (the stack files in one folder), by name."""
+
+    stacks: Mapping[str, StackSummary] = field(default_factory=dict)
+
+    def inference_regions(self) -> dict[str, str]:
+        """region -> infer stack, for the project's infer stacks."""
+        return {s.region: name for name, s in sorted(self.stacks.items()) if s.role == "infer"}
+
+    def train_stacks(self) -> list[str]:
+        return [name for name, s in sorted(self.stacks.items()) if s.role == "train"]

@@ -1,0 +1,25 @@
+"""Small pure facts about TrainJobs shared by the rules and the document builders."""
+
+from __future__ import annotations
+
+import math
+
+REPLICATED_JOB = "node"  # Trainer v2's trainer replicated job (pkg/constants/constants.go, v2.3.0)
+
+
+def pod_name_length(trainjob: str, nodes: int) -> int:
+    """Length of the longest pod name JobSet v0.12.0 generates for a TrainJob (its webhook refuses more
+    than 63): ``<jobset>-<replicatedJob>-<jobIndex>-<podIndex>-<5 random>``
+    (pkg/webhooks/jobset_webhook.go, pkg/util/placement GenPodName)."""
+    return len(f"{trainjob}-{REPLICATED_JOB}-0-{nodes - 1}-abcde")
+
+
+def grace_period_s(shutdown_window_s: float, margin_s: int) -> int:
+    """Termination grace: the trainer's shutdown window (a checkpoint after SIGTERM) plus a margin."""
+    return math.ceil(shutdown_window_s) + margin_s
+
+
+def quantity_mib(q: str) -> int:
+    """'5120Mi' -> 5120, '64Gi' -> 65536 (binary suffixes only, as the config allows)."""
+    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
+    return int(int(q[:-2]) * units[q[-2:]])

@@ -1,0 +1,230 @@
+"""``aiplat rollout``: deploy an environment's stacks wave by wave, with a gate after each stack.
+
+For each stack of a wave (the wave's stacks in parallel): preview with the policy packs and stop on a
+mandatory violation, ``up``, then the health gate (outputs present, node groups and nodes ready, the
+inference endpoint answers). The next wave starts only when every stack of this one passed; the first
+failure stops the rollout, and the result says which stacks changed (with their change counts), which
+failed and which were never started. ``dry_run`` previews only.
+
+The stacks are driven through ``StackRunner`` (the Automation API in production,
+``infra/ops/automation.py``) and checked through ``HealthGate`` (``infra/ops/health.py``), two narrow
+interfaces, so the wave logic, gating and failure handling are tested with fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from infra.model.config.schema import PlatformConfig
+from infra.model.errors import PlatformError
+
+
+@dataclass(frozen=True)
+class StackEvent:
+    """What the engine reported, reduced to what a progress display shows."""
+
+    stack: str
+    kind: str  # resource | failed | diagnostic | policy | summary
+    message: str
+    op: str = ""  # create | update | delete | replace | same ... (resource events)
+    urn: str = ""
+    level: str = ""  # info | warning | error (diagnostics); warning | mandatory (policy)
+
+
+EventSink = Callable[[StackEvent], None]
+
+
+@dataclass(frozen=True)
+class PolicyViolation:
+    policy: str
+    pack: str
+    message: str
+    mandatory: bool
+    urn: str = ""
+
+
+@dataclass(frozen=True)
+class PreviewOutcome:
+    """What a preview would change (``{"create": 3, "same": 40}``) and the policy violations it reported;
+    ``error`` when the preview itself failed."""
+
+    changes: Mapping[str, int]
+    violations: Sequence[PolicyViolation] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class UpOutcome:
+    """What ``up`` changed, the stack's outputs afterwards; ``error`` when the update failed."""
+
+    changes: Mapping[str, int]
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+class StackRunner(Protocol):
+    """Preview and update one stack (the Automation API in production)."""
+
+    def preview(self, stack: str, on_event: EventSink) -> PreviewOutcome: ...
+
+    def up(self, stack: str, on_event: EventSink) -> UpOutcome: ...
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    name: str
+    ok: bool
+    detail: str
+
+
+class HealthGate(Protocol):
+    """Checks a stack after ``up``; a failed check stops the rollout."""
+
+    def check(self, stack: str, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> list[GateCheck]: ...
+
+
+class State(StrEnum):
+    not_started = "not started"
+    previewed = "previewed"  # dry run: the preview passed
+    blocked = "blocked by policy"
+    preview_failed = "preview failed"
+    up_failed = "update failed"
+    gate_failed = "health gate failed"
+    healthy = "deployed and healthy"
+
+
+PASSED = (State.previewed, State.healthy)
+
+
+@dataclass
+class StackResult:
+    stack: str
+    wave: int
+    state: State = State.not_started
+    previewed: Mapping[str, int] = field(default_factory=dict)
+    changed: Mapping[str, int] = field(default_factory=dict)
+    violations: Sequence[PolicyViolation] = ()
+    gate: Sequence[GateCheck] = ()
+    error: str | None = None
+
+    @property
+    def changes(self) -> int:
+        """Resources the update touched (everything but 'same')."""
+        return sum(n for op, n in self.changed.items() if op != "same")
+
+
+@dataclass
+class RolloutResult:
+    waves: list[list[str]]
+    results: dict[str, StackResult]
+    dry_run: bool
+
+    @property
+    def ok(self) -> bool:
+        return all(r.state in PASSED for r in self.results.values())
+
+    @property
+    def stopped_at(self) -> int | None:
+        """The wave whose failure stopped the rollout, if any."""
+        failed = [r.wave for r in self.results.values() if r.state not in (*PASSED, State.not_started)]
+        return min(failed) if failed else None
+
+    @property
+    def blocked_by_policy(self) -> bool:
+        return any(r.state is State.blocked for r in self.results.values())
+
+    def by_state(self, *states: State) -> list[StackResult]:
+        return [self.results[s] for wave in self.waves for s in wave if self.results[s].state in states]
+
+
+def _mandatory(violations: Sequence[PolicyViolation]) -> list[PolicyViolation]:
+    return [v for v in violations if v.mandatory]
+
+
+def deploy_stack(
+    stack: str,
+    wave: int,
+    cfg: PlatformConfig,
+    runner: StackRunner,
+    gate: HealthGate,
+    *,
+    dry_run: bool,
+    on_event: EventSink,
+    on_state: Callable[[str, str], None],
+) -> StackResult:
+    """One stack: preview (policy gate), up, health gate. Never raises for a failed step: it is recorded."""
+    result = StackResult(stack, wave)
+    on_state(stack, "previewing")
+    preview = runner.preview(stack, on_event)
+    result.previewed, result.violations = dict(preview.changes), tuple(preview.violations)
+    if _mandatory(preview.violations):
+        result.state, result.error = State.blocked, preview.error
+        return result
+    if preview.error:
+        result.state, result.error = State.preview_failed, preview.error
+        return result
+    if dry_run:
+        result.state = State.previewed
+        return result
+    on_state(stack, "updating")
+    up = runner.up(stack, on_event)
+    result.changed = dict(up.changes)
+    if up.error:
+        result.state, result.error = State.up_failed, up.error
+        return result
+    on_state(stack, "checking health")
+    result.gate = tuple(gate.check(stack, cfg, up.outputs))
+    result.state = State.healthy if all(c.ok for c in result.gate) else State.gate_failed
+    return result
+
+
+def run_rollout(
+    waves: list[list[str]],
+    configs: Mapping[str, PlatformConfig],
+    runner: StackRunner,
+    gate: HealthGate,
+    *,
+    dry_run: bool = False,
+    on_event: EventSink = lambda e: None,
+    on_state: Callable[[str, str], None] = lambda stack, state: None,
+) -> RolloutResult:
+    """Run the waves in order, each wave's stacks in parallel; stop after the first wave with a failure
+    (its other stacks finish: an update in flight is not interrupted)."""
+    out = RolloutResult(
+        [list(w) for w in waves],
+        {s: StackResult(s, i) for i, wave in enumerate(waves) for s in wave},
+        dry_run,
+    )
+    for i, wave in enumerate(waves):
+        with ThreadPoolExecutor(max_workers=len(wave), thread_name_prefix=f"wave{i}") as pool:
+            futures = {
+                s: pool.submit(
+                    deploy_stack,
+                    s,
+                    i,
+                    configs[s],
+                    runner,
+                    gate,
+                    dry_run=dry_run,
+                    on_event=on_event,
+                    on_state=on_state,
+                )
+                for s in wave
+            }
+            for s, future in futures.items():
+                try:
+                    out.results[s] = future.result()
+                except PlatformError:
+                    raise  # a user error (the Pulumi CLI is missing...): printed with its exit code
+                except Exception as exc:  # a runner or gate bug: recorded for this stack, stops the rollout
+                    out.results[s] = StackResult(s, i, State.up_failed, error=f"{type(exc).__name__}: {exc}")
+            for s, r in out.results.items():
+                if r.wave == i:
+                    on_state(s, r.state.value)
+        if any(out.results[s].state not in PASSED for s in wave):
+            break
+    return out

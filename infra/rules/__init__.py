@@ -1,0 +1,20 @@
+"""The rules layer: small named checks returning findings, registered for the phases that use them.
+
+Importing this package registers every rule module. Pure: rules read the config, AWS facts and the other
+stacks as data and never do I/O.
+"""
+
+from infra.rules import network, pools, preflight, regions, services, stacks, training  # noqa: F401  (registration)
+from infra.rules.base import (
+    Finding,
+    Level,
+    Need,
+    Phase,
+    Report,
+    Rule,
+    RuleContext,
+    registered,
+    run_rules,
+)
+
+__all__ = ["Finding", "Level", "Need", "Phase", "Report", "Rule", "RuleContext", "registered", "run_rules"]

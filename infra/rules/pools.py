@@ -1,0 +1,209 @@
+"""Rules on node pools, checked against the AWS facts of their instance types and the region's zones.
+
+One rule per constraint; each keeps the message it had as part of the old single pool check. A pool whose
+type is not offered in the region gets only the ``instance-type-offered`` finding: the others need the
+type's facts.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Sequence
+
+from infra.model.config.schema import NodePoolConfig, Placement
+from infra.model.facts import InstanceFacts
+from infra.model.zones import pool_zones, vpc_zones
+from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, rule
+
+# The questions preflight asks the live account again (offerings by zone ID, EFA), with the same rules.
+PLAN_AND_PREFLIGHT = (Phase.plan, Phase.preflight)
+
+
+def _offered_pools(ctx: RuleContext) -> Iterator[tuple[str, NodePoolConfig, InstanceFacts]]:
+    """(name, config, facts) of every pool whose type the region offers."""
+    assert ctx.facts is not None
+    for name, pool in ctx.cfg.node_pools.items():
+        itype = ctx.facts.instances.get(pool.instance_type)
+        if itype is not None and ctx.facts.azs_offering(pool.instance_type):
+            yield name, pool, itype
+
+
+@rule("instance-type-offered", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def instance_type_offered(ctx: RuleContext) -> Iterator[Finding]:
+    """Every pool's instance type is offered in the stack's region."""
+    assert ctx.facts is not None
+    for name, pool in ctx.cfg.node_pools.items():
+        if ctx.facts.azs_offering(pool.instance_type):
+            continue
+        close = difflib.get_close_matches(pool.instance_type, sorted(ctx.facts.region_types), n=3, cutoff=0.5)
+        fix = (
+            f"use one offered there, e.g. {', '.join(close)}"
+            if close
+            else "pick a type offered in the region"
+        )
+        yield error(
+            at("node_pools", name, "instance_type"),
+            f"{pool.instance_type!r} is not offered in {ctx.cfg.region}",
+            fix,
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instance-discovery.html",
+        )
+
+
+@rule("gpu-flag-matches-type", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def gpu_flag_matches_type(ctx: RuleContext) -> Iterator[Finding]:
+    """``gpu: true`` pools use GPU types and ``gpu: false`` pools do not."""
+    for name, pool, itype in _offered_pools(ctx):
+        if pool.gpu and not itype.has_gpus:
+            yield error(
+                at("node_pools", name, "gpu"),
+                f"true but {pool.instance_type} has no GPUs",
+                "use a GPU instance type (g5, g6, p4d, p5, ...) or set gpu: false",
+            )
+        if not pool.gpu and itype.has_gpus:
+            yield error(
+                at("node_pools", name, "gpu"),
+                f"false but {pool.instance_type} has {itype.gpu_count} GPUs",
+                "set gpu: true or use a CPU instance type for a system pool",
+            )
+
+
+@rule("gpus-per-node-matches", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def gpus_per_node_matches(ctx: RuleContext) -> Iterator[Finding]:
+    """``gpus_per_node``, when set, equals the GPU count AWS reports for the type."""
+    for name, pool, itype in _offered_pools(ctx):
+        if pool.gpus_per_node is not None and pool.gpus_per_node != itype.gpu_count:
+            yield error(
+                at("node_pools", name, "gpus_per_node"),
+                f"{pool.gpus_per_node} but {pool.instance_type} has {itype.gpu_count} GPUs",
+                f"set gpus_per_node: {itype.gpu_count} or pick a type with {pool.gpus_per_node} GPUs",
+            )
+
+
+@rule("pool-zones-usable", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def pool_zones_usable(ctx: RuleContext) -> Iterator[Finding]:
+    """A pool's zones are VPC zones that offer its type; without zones, some VPC zone offers it."""
+    assert ctx.facts is not None
+    vpc = vpc_zones(ctx.cfg, ctx.facts)
+    for name, pool, _ in _offered_pools(ctx):
+        t = pool.instance_type
+        offering = ctx.facts.azs_offering(t)
+        for az in pool.availability_zones:
+            if az not in vpc:
+                yield error(
+                    at("node_pools", name, "availability_zones"),
+                    f"{az!r} is not one of the VPC's zones {list(vpc)}",
+                    "add it to network.availability_zones or pick one of those",
+                )
+            elif az not in offering:
+                yield error(
+                    at("node_pools", name, "availability_zones"),
+                    f"{t} is not offered in {ctx.facts.zone_label(az)}",
+                    "use a zone that offers it: "
+                    + (", ".join(a for a in offering if a in vpc) or "none in this VPC"),
+                )
+        if not pool.availability_zones and not any(az in offering for az in vpc):
+            yield error(
+                at("node_pools", name, "instance_type"),
+                f"{t} is not offered in any of the VPC's zones {list(vpc)}",
+                f"add a zone that offers it ({', '.join(offering)}) to network.availability_zones",
+            )
+
+
+@rule("efa-supported", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def efa_supported(ctx: RuleContext) -> Iterator[Finding]:
+    """EFA pools use a type with EFA, and no more EFA interfaces than it takes."""
+    for name, pool, itype in _offered_pools(ctx):
+        if not pool.efa:
+            continue
+        limit = itype.efa_interface_limit
+        if limit == 0:
+            yield error(
+                at("node_pools", name, "efa"),
+                f"true but {pool.instance_type} does not support EFA",
+                "use an EFA type (p4d.24xlarge, p5.48xlarge, p5en.48xlarge, g6e.48xlarge, ...) "
+                "or set efa: false",
+                "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types",
+            )
+        elif pool.efa_interfaces is not None and pool.efa_interfaces > limit:
+            yield error(
+                at("node_pools", name, "efa_interfaces"),
+                f"{pool.efa_interfaces} but {pool.instance_type} supports at most {limit} EFA interfaces",
+                f"set efa_interfaces to at most {limit}, or leave it out to attach all {limit}",
+            )
+
+
+# Why EFA pools and cluster placement groups need one zone (the policy pack's training-pool rules share
+# this message with the plan-time rule below).
+SINGLE_ZONE_DOC = (
+    "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html#placement-groups-cluster"
+)
+
+
+def zone_spread(reason: str, zones: Sequence[str], example: str) -> tuple[str, str]:
+    """The problem and the fix when a pool that needs one zone (``reason``: EFA, a cluster placement group)
+    spans ``zones``; ``example`` is named in the fix when no zone is known."""
+    return (
+        f"the pool uses {reason} but spans {len(zones)} zones/subnets {list(zones)}",
+        f"name exactly one zone, e.g. availability_zones: [{zones[0] if zones else example}]",
+    )
+
+
+@rule("single-zone-pool", needs=[Need.facts])
+def single_zone_pool(ctx: RuleContext) -> Iterator[Finding]:
+    """EFA pools and pools in a cluster placement group name exactly one zone."""
+    assert ctx.facts is not None
+    for name, pool, _ in _offered_pools(ctx):
+        reason = "EFA" if pool.efa else "a cluster placement group" if pool.placement_group_wanted else None
+        if reason and len(pool.availability_zones) != 1:
+            spread = list(pool.availability_zones) or list(pool_zones(ctx.cfg, ctx.facts, name))
+            problem, fix = zone_spread(reason, spread, f"a zone offering {pool.instance_type}")
+            yield error(at("node_pools", name, "availability_zones"), problem, fix, SINGLE_ZONE_DOC)
+
+
+@rule("placement-strategy-supported", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def placement_strategy_supported(ctx: RuleContext) -> Iterator[Finding]:
+    """A pool in a cluster placement group uses a type that supports the cluster strategy."""
+    for name, pool, itype in _offered_pools(ctx):
+        if pool.placement_group_wanted and "cluster" not in itype.supported_placement_strategies:
+            yield error(
+                at("node_pools", name, "placement"),
+                f"{pool.instance_type} does not support cluster placement groups",
+                "set placement: none",
+            )
+
+
+@rule("reservation-zone-matches", needs=[Need.facts])
+def reservation_zone_matches(ctx: RuleContext) -> Iterator[Finding]:
+    """A capacity reservation serves one zone: the pool's zones must be that zone."""
+    for name, pool, _ in _offered_pools(ctx):
+        reservation = pool.capacity_reservation
+        if reservation is None or not pool.availability_zones:
+            continue
+        if reservation.availability_zone not in pool.availability_zones:
+            what = (
+                "the pool's placement group and nodes are" if pool.placement_group_wanted else "the pool runs"
+            )
+            yield error(
+                at("node_pools", name, "capacity_reservation", "availability_zone"),
+                f"reservation {reservation.id} is in {reservation.availability_zone} but {what} in "
+                f"{list(pool.availability_zones)}",
+                f"set availability_zones: [{reservation.availability_zone}] (a reservation serves one zone)",
+            )
+
+
+@rule("reservation-placement-group", needs=[Need.facts])
+def reservation_placement_group(ctx: RuleContext) -> Iterator[Finding]:
+    """``placement: cluster`` with a reservation names the reservation's placement group."""
+    for name, pool, _ in _offered_pools(ctx):
+        reservation = pool.capacity_reservation
+        if (
+            reservation is not None
+            and pool.placement is Placement.cluster
+            and not reservation.placement_group
+        ):
+            yield error(
+                at("node_pools", name, "placement"),
+                f"cluster with capacity reservation {reservation.id} "
+                "but no capacity_reservation.placement_group",
+                "name the cluster placement group the reservation was created in, or set placement: auto",
+            )

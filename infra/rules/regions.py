@@ -1,0 +1,34 @@
+"""Rules on region names: the stack's region and its replication targets must be AWS regions."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+
+from infra.rules.base import Finding, Need, RuleContext, at, error, rule
+
+
+def _unknown(region: str, known: frozenset[str]) -> str:
+    close = difflib.get_close_matches(region, sorted(known), n=3)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return f"{region!r} is not an AWS region{hint}"
+
+
+@rule("region-known", needs=[Need.regions])
+def region_known(ctx: RuleContext) -> Iterator[Finding]:
+    """The stack's region is an AWS region."""
+    if ctx.cfg.region not in ctx.regions:
+        problem, _, hint = _unknown(ctx.cfg.region, ctx.regions).partition("; ")
+        yield error(at("region"), problem, hint or "use an AWS region name such as 'us-east-1'")
+
+
+@rule("replication-regions-known", needs=[Need.regions])
+def replication_regions_known(ctx: RuleContext) -> Iterator[Finding]:
+    """Every storage.replicate_to entry is an AWS region."""
+    for i, region in enumerate(ctx.cfg.storage.replicate_to):
+        if region not in ctx.regions:
+            yield error(
+                at("storage", "replicate_to", str(i)),
+                _unknown(region, ctx.regions).partition("; ")[0],
+                "use an inference stack's region",
+            )

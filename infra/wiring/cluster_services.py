@@ -1,0 +1,407 @@
+"""Wiring of the cluster services: config + facts -> the Kubernetes and AWS components every cluster needs.
+
+``wire_cluster_services`` runs once the cluster and its pools exist. Everything goes through the cluster's
+Kubernetes provider (``EksCluster.k8s_provider``) and waits for the system pools (``gpu: false``) and the
+add-ons that need nodes (CoreDNS), never for a GPU pool directly: a p5 launch that fails for capacity must
+not hold back DNS, certificates or the autoscaler. The first Kubernetes object is the access gate: under
+``pulumi up`` it exists only once the API endpoint answered (``endpoint_probe``), else the update stops with
+the explanation of ``unreachable_endpoint_message``.
+
+``wire_workload_identities`` runs after the storage wiring: it binds the workloads' service accounts to the
+pod roles (IRSA annotations from ``PodRoles``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+
+from infra.components.aws.karpenter import KarpenterAws, KarpenterAwsArgs
+from infra.components.aws.kms import KmsKeys
+from infra.components.aws.lbc import LoadBalancerControllerRole, LoadBalancerControllerRoleArgs
+from infra.components.aws.network import GpuVpc
+from infra.components.aws.pod_iam import PodRoles
+from infra.components.k8s.access_gate import KubernetesAccessGate, KubernetesAccessGateArgs
+from infra.components.k8s.cert_manager import CertManager, CertManagerArgs
+from infra.components.k8s.controllers import ChartArgs, LoadBalancerController, MetricsServer
+from infra.components.k8s.device_plugins import DevicePlugins, DevicePluginsArgs
+from infra.components.k8s.karpenter import Karpenter, KarpenterArgs
+from infra.components.k8s.minio import Minio
+from infra.components.k8s.namespaces import (
+    NamespaceSpec,
+    ServiceAccountSpec,
+    WorkloadNamespaces,
+    WorkloadNamespacesArgs,
+    WorkloadServiceAccounts,
+    WorkloadServiceAccountsArgs,
+)
+from infra.components.k8s.storage_classes import StorageClasses, StorageClassesArgs
+from infra.components.options import inherited_depends_on
+from infra.lib import charts, eks_iam, lbc_iam, namespaces, nodes
+from infra.lib import karpenter as karpenter_docs
+from infra.model.config.schema import Role, StorageBackend
+from infra.model.config.services import HelmChart, KubernetesAccess
+from infra.model.gpu_offers import gpu_offer
+from infra.rules.services import unreachable_endpoint_message
+from infra.wiring.cluster import ClusterWiring
+from infra.wiring.context import StackContext
+
+SYSTEM_NAMESPACE = "kube-system"
+CERT_MANAGER_NAMESPACE = "cert-manager"
+NODE_CLASS = "aiplat"
+# The trainer serves Prometheus metrics on metrics.port_base + LOCAL_RANK (trainer/config.py, README
+# "Trainer"): 9400-9407 with 8 GPUs per node.
+TRAINER_METRICS_PORTS = (9400, 9407)
+MINIO_S3_PORT = 9000
+
+EndpointProbe = Callable[[str], "str | None"]
+
+
+@dataclass
+class ClusterServicesWiring:
+    """What the cluster services created; ``ready`` is what in-cluster workloads (MinIO) wait for."""
+
+    gate: KubernetesAccessGate
+    namespaces: WorkloadNamespaces
+    storage_classes: StorageClasses
+    cert_manager: CertManager | None = None
+    ready: list[pulumi.Resource] = field(default_factory=list)
+
+
+def _ref(chart: HelmChart) -> charts.ChartRef:
+    return charts.ChartRef(repo=chart.repo, chart=chart.chart, version=chart.version)
+
+
+def system_pools(ctx: StackContext) -> list[str]:
+    return sorted(name for name, pool in ctx.cfg.node_pools.items() if not pool.gpu)
+
+
+def _checked_endpoint(ctx: StackContext, endpoint: pulumi.Output[str], probe: EndpointProbe | None):
+    """The endpoint, resolved only after ``probe`` found it reachable (no probe: as it is)."""
+    if probe is None:
+        return endpoint
+
+    def check(url: str) -> str:
+        problem = probe(url)
+        if problem is not None:
+            raise pulumi.RunError(unreachable_endpoint_message(ctx.cfg, url, problem))
+        return url
+
+    return endpoint.apply(check)
+
+
+def workload_namespace_specs(ctx: StackContext) -> list[NamespaceSpec]:
+    """Namespaces of the workloads this stack serves: the trainer's (train stacks), the inference server's
+    and monitoring, each with its Pod Security labels and NetworkPolicies (``infra/lib/namespaces.py``)."""
+    cfg = ctx.cfg
+    st = cfg.storage
+    s3_services = (
+        [(st.minio.namespace, MINIO_S3_PORT)]
+        if st.backend is StorageBackend.minio and st.minio is not None
+        else []
+    )
+    specs = namespaces.workload_namespaces(
+        trainer=st.trainer.namespace if cfg.role is Role.train else None,
+        inference=st.inference.namespace,
+        monitoring=cfg.cluster_services.monitoring_namespace,
+        vpc_cidr=cfg.network.vpc_cidr,
+        trainer_metrics_ports=TRAINER_METRICS_PORTS,
+        s3_services=s3_services,
+    )
+    return [
+        NamespaceSpec(
+            name=ns.name,
+            labels=namespaces.pss_labels(ns.pod_security, cfg.cluster.kubernetes_version),
+            reason=ns.reason,
+            network_policies=namespaces.network_policies(
+                ns, monitoring_namespace=cfg.cluster_services.monitoring_namespace
+            ),
+        )
+        for ns in specs
+    ]
+
+
+def wire_cluster_services(
+    ctx: StackContext,
+    cluster: ClusterWiring,
+    keys: KmsKeys,
+    network: GpuVpc,
+    *,
+    endpoint_probe: EndpointProbe | None = None,
+) -> ClusterServicesWiring | None:
+    """Create the cluster services the config asks for (None with ``kubernetes_access: skip``)."""
+    cfg, names = ctx.cfg, ctx.names
+    services = cfg.cluster_services
+    if services.kubernetes_access is KubernetesAccess.skip:
+        return None
+    eks = cluster.cluster
+    system = system_pools(ctx)
+    # System pools and the add-ons that need nodes (CoreDNS: Karpenter and the webhooks resolve names).
+    after_nodes = [cluster.pools[p] for p in system] + [cluster.addons]
+    k8s_opts = pulumi.ResourceOptions(provider=eks.k8s_provider, depends_on=after_nodes)
+    description = names.stack_prefix
+
+    versions = {
+        "nvidia-device-plugin": services.nvidia_device_plugin.version,
+        "aws-efa-k8s-device-plugin": services.efa_device_plugin.version,
+        "aws-load-balancer-controller": services.load_balancer_controller.version,
+        "metrics-server": services.metrics_server.version,
+        "cert-manager": services.cert_manager.version,
+        "karpenter": services.karpenter.version,
+    }
+    gate = KubernetesAccessGate(
+        "k8s-access",
+        KubernetesAccessGateArgs(
+            namespace=SYSTEM_NAMESPACE,
+            checked_endpoint=_checked_endpoint(ctx, eks.endpoint, endpoint_probe),
+            versions=versions,
+        ),
+        opts=k8s_opts,
+    )
+    opts = pulumi.ResourceOptions(provider=eks.k8s_provider, depends_on=[*after_nodes, gate])
+
+    ns = WorkloadNamespaces(
+        "namespaces", WorkloadNamespacesArgs(namespaces=workload_namespace_specs(ctx)), opts=opts
+    )
+    storage_classes = StorageClasses(
+        "storage-classes",
+        StorageClassesArgs(
+            name=services.storage_class.name,
+            ebs_key_arn=keys.ebs_key_arn,
+            iops=services.storage_class.iops,
+            throughput_mibps=services.storage_class.throughput_mibps,
+        ),
+        opts=opts,
+    )
+    out = ClusterServicesWiring(gate=gate, namespaces=ns, storage_classes=storage_classes)
+    out.ready = [gate, ns, storage_classes]
+
+    # -- device plugins: NVIDIA on every GPU pool (managed and Karpenter), EFA where a pool has EFA ------
+    gpu_pools = sorted([n for n, p in cfg.node_pools.items() if p.gpu] + list(services.karpenter.node_pools))
+    efa = any(p.efa for p in cfg.node_pools.values())
+    if gpu_pools:
+        DevicePlugins(
+            "device-plugins",
+            DevicePluginsArgs(
+                namespace=SYSTEM_NAMESPACE,
+                nvidia_chart=_ref(services.nvidia_device_plugin.pinned),
+                nvidia_values=charts.nvidia_device_plugin_values(gpu_pools),
+                efa_chart=_ref(services.efa_device_plugin.pinned) if efa else None,
+                efa_values=charts.efa_device_plugin_values() if efa else None,
+            ),
+            opts=opts,
+        )
+
+    # -- load balancer controller (its IRSA role first) ----------------------------------------------------
+    lbc = services.load_balancer_controller
+    if lbc.enabled:
+        role = LoadBalancerControllerRole(
+            "lbc-iam",
+            LoadBalancerControllerRoleArgs(
+                partition=ctx.account.partition,
+                oidc_provider_arn=eks.oidc_provider_arn,
+                oidc_issuer=eks.oidc_issuer,
+                namespace=SYSTEM_NAMESPACE,
+                service_account=lbc_iam.SERVICE_ACCOUNT,
+                description_prefix=description,
+            ),
+            opts=ctx.in_region,
+        )
+        values = pulumi.Output.all(role.role_arn, network.vpc_id).apply(
+            lambda v: charts.load_balancer_controller_values(
+                cluster_name=names.cluster,
+                region=cfg.region,
+                vpc_id=v[1],
+                role_arn=v[0],
+                replicas=lbc.replicas,
+                ssl_policy=lbc.default_ssl_policy,
+                system_pools=system,
+            )
+        )
+        LoadBalancerController(
+            "lbc",
+            ChartArgs(
+                chart=_ref(lbc.pinned),
+                release_name="aws-load-balancer-controller",
+                namespace=SYSTEM_NAMESPACE,
+                values=values,
+            ),
+            opts=opts,
+        )
+
+    if services.metrics_server.enabled:
+        MetricsServer(
+            "metrics-server",
+            ChartArgs(
+                chart=_ref(services.metrics_server.pinned),
+                release_name="metrics-server",
+                namespace=SYSTEM_NAMESPACE,
+                values=charts.metrics_server_values(
+                    replicas=services.metrics_server.replicas, system_pools=system
+                ),
+            ),
+            opts=opts,
+        )
+
+    cm = services.cert_manager
+    if cm.enabled:
+        out.cert_manager = CertManager(
+            "cert-manager",
+            CertManagerArgs(
+                chart=_ref(cm.pinned),
+                namespace=CERT_MANAGER_NAMESPACE,
+                # every cert-manager component runs restricted-compliant by default (its values.yaml)
+                namespace_labels=namespaces.pss_labels(
+                    namespaces.PodSecurity.restricted, cfg.cluster.kubernetes_version
+                ),
+                values=charts.cert_manager_values(system_pools=system),
+                ca_issuer=cm.ca_issuer,
+                ca_duration_hours=cm.ca_duration_hours,
+            ),
+            opts=opts,
+        )
+        out.ready.append(out.cert_manager)
+
+    if services.karpenter.node_pools:
+        wire_karpenter(ctx, cluster, keys, system, opts)
+    ctx.export("clusterServices", versions)
+    return out
+
+
+def wire_karpenter(
+    ctx: StackContext,
+    cluster: ClusterWiring,
+    keys: KmsKeys,
+    system: Sequence[str],
+    opts: pulumi.ResourceOptions,
+) -> Karpenter:
+    """Karpenter's AWS side, its releases, the EC2NodeClass and one GPU NodePool per configured pool, whose
+    instance types are those of its families that AWS offers in the VPC's zones (``gpu_offer``)."""
+    cfg, names = ctx.cfg, ctx.names
+    kc = cfg.cluster_services.karpenter
+    eks = cluster.cluster
+    aws_side = KarpenterAws(
+        "karpenter-aws",
+        KarpenterAwsArgs(
+            cluster_name=eks.cluster_name,
+            partition=ctx.account.partition,
+            region=cfg.region,
+            account_id=ctx.account.account_id,
+            oidc_provider_arn=eks.oidc_provider_arn,
+            oidc_issuer=eks.oidc_issuer,
+            namespace=SYSTEM_NAMESPACE,
+            service_account=karpenter_docs.SERVICE_ACCOUNT,
+            # the managed node groups' policies (eks_iam), so both kinds of GPU node get the same rights
+            node_policy_arns=[
+                eks_iam.managed_policy_arn(p, ctx.account.partition) for p in eks_iam.NODE_POLICIES
+            ],
+            ebs_key_arn=keys.ebs_key_arn,
+            description_prefix=names.stack_prefix,
+        ),
+        opts=ctx.in_region,
+    )
+    values = pulumi.Output.all(aws_side.controller_role_arn, aws_side.queue_name, eks.endpoint).apply(
+        lambda v: charts.karpenter_values(
+            cluster_name=names.cluster,
+            cluster_endpoint=v[2],
+            interruption_queue=v[1],
+            role_arn=v[0],
+            region=cfg.region,
+            replicas=kc.replicas,
+            system_pools=system,
+        )
+    )
+    node_class = pulumi.Output.all(
+        aws_side.node_role_name, eks.cluster_security_group_id, keys.ebs_key_arn
+    ).apply(
+        lambda v: karpenter_docs.ec2_node_class_spec(
+            karpenter_docs.NodeClassSpec(
+                ami_alias=kc.ami_alias,
+                node_role_name=v[0],
+                # the private subnets of this cluster (tags set by GpuVpc for the load balancer controller)
+                subnet_tags={
+                    "kubernetes.io/role/internal-elb": "1",
+                    f"kubernetes.io/cluster/{names.cluster}": "shared",
+                },
+                security_group_ids=[v[1]],
+                root_volume_gib=max(p.root_volume_gib for p in kc.node_pools.values()),
+                ebs_key_arn=v[2],
+                tags=cfg.tags.as_dict(),
+            )
+        )
+    )
+    pools = {}
+    offered = {}
+    for pool_name, pool in kc.node_pools.items():
+        offer = gpu_offer(cfg, ctx.facts, pool)
+        offered[pool_name] = {"families": list(offer.families), "instanceTypes": list(offer.instance_types)}
+        pools[pool_name] = karpenter_docs.node_pool_spec(
+            karpenter_docs.NodePoolSpec(
+                node_class=NODE_CLASS,
+                pool_label=(nodes.POOL_LABEL, pool_name),
+                instance_types=offer.instance_types,
+                families=offer.families,
+                zones=offer.zones,
+                architectures=[a.value for a in pool.architectures],
+                capacity_types=[c.value for c in pool.capacity_types],
+                gpu_taint=(nodes.GPU_TAINT_KEY, nodes.GPU_TAINT_VALUE),
+                gpu_limit=pool.gpu_limit,
+                consolidation_policy=pool.consolidation_policy.value,
+                consolidate_after=pool.consolidate_after,
+                budget_nodes=pool.disruption_budget_nodes,
+                expire_after=pool.expire_after,
+            )
+        )
+    ctx.export("karpenterNodePools", offered)
+    return Karpenter(
+        "karpenter",
+        KarpenterArgs(
+            chart=_ref(kc.pinned),
+            crd_chart=_ref(kc.crd_pinned),
+            namespace=SYSTEM_NAMESPACE,
+            values=values,
+            node_class_name=NODE_CLASS,
+            node_class_spec=node_class,
+            node_pools=pools,
+        ),
+        opts=pulumi.ResourceOptions(
+            provider=opts.provider, depends_on=[*inherited_depends_on(opts), aws_side]
+        ),
+    )
+
+
+def wire_workload_identities(
+    ctx: StackContext,
+    services: ClusterServicesWiring | None,
+    pod_access: PodRoles | Minio | None,
+    k8s_provider: pulumi.ProviderResource,
+) -> WorkloadServiceAccounts | None:
+    """The workloads' service accounts, each annotated with its IRSA role when the S3 backend gave one."""
+    if services is None:
+        return None
+    cfg = ctx.cfg
+    st = cfg.storage
+    roles = pod_access if isinstance(pod_access, PodRoles) else None
+    accounts = []
+    if cfg.role is Role.train:
+        accounts.append(
+            ServiceAccountSpec(
+                namespace=st.trainer.namespace,
+                name=st.trainer.service_account,
+                role_arn=roles.trainer_role_arn if roles else None,
+            )
+        )
+    accounts.append(
+        ServiceAccountSpec(
+            namespace=st.inference.namespace,
+            name=st.inference.service_account,
+            role_arn=roles.inference_role_arn if roles else None,
+        )
+    )
+    return WorkloadServiceAccounts(
+        "service-accounts",
+        WorkloadServiceAccountsArgs(service_accounts=accounts),
+        opts=pulumi.ResourceOptions(provider=k8s_provider, depends_on=[services.gate, services.namespaces]),
+    )

@@ -1,0 +1,180 @@
+"""Wiring of the monitoring stack: config + the cluster services -> MonitoringStack and the exporters.
+
+Runs after the cluster services (the monitoring namespace, its Pod Security labels and NetworkPolicies, the
+default StorageClass come from there) and waits for the same system pools. Which rules, dashboards and
+PodMonitors a stack gets follows its role and pools:
+
+| | rules | dashboards | PodMonitors |
+|---|---|---|---|
+| every stack | gpu, node | gpu | |
+| a pool with EFA | efa | efa | efa-exporter |
+| train | training | training | aiplat-trainer (trainer namespace) |
+| infer | inference | inference | aiplat-inference (inference namespace) |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from infra.components.k8s.gpu_exporters import DcgmExporter, DcgmExporterArgs, EfaExporter, EfaExporterArgs
+from infra.components.k8s.monitoring import MonitoringStack, MonitoringStackArgs
+from infra.components.options import inherited_depends_on
+from infra.lib import charts
+from infra.lib import monitoring as mon
+from infra.model.config.schema import Role
+from infra.model.config.services import HelmChart
+from infra.model.monitoring import MonitoringAssets
+from infra.wiring.cluster import ClusterWiring
+from infra.wiring.cluster_services import ClusterServicesWiring, system_pools
+from infra.wiring.context import StackContext
+
+# The inference server's metrics port name (cluster-services' inference namespace lets the monitoring
+# namespace scrape the container port named "metrics", infra/lib/namespaces.py).
+INFERENCE_METRICS_PORT = "metrics"
+
+
+@dataclass
+class MonitoringWiring:
+    """What the monitoring wiring created (tests and later wiring read it)."""
+
+    stack: MonitoringStack
+    dcgm: DcgmExporter | None
+    efa: EfaExporter | None
+
+
+def _ref(chart: HelmChart) -> charts.ChartRef:
+    return charts.ChartRef(repo=chart.repo, chart=chart.chart, version=chart.version)
+
+
+def monitoring_parts(ctx: StackContext) -> tuple[list[str], list[str]]:
+    """(rule files, dashboards) this stack deploys (see the module's table)."""
+    cfg = ctx.cfg
+    efa = any(p.efa for p in cfg.node_pools.values())
+    workload = "training" if cfg.role is Role.train else "inference"
+    rules = ["gpu", "node", *(["efa"] if efa else []), workload]
+    dashboards = ["gpu", *(["efa"] if efa else []), workload]
+    return rules, dashboards
+
+
+def wire_monitoring(
+    ctx: StackContext,
+    cluster: ClusterWiring,
+    services: ClusterServicesWiring | None,
+    assets: MonitoringAssets,
+) -> MonitoringWiring | None:
+    """Create the monitoring stack (None when disabled or when the cluster services are skipped); file
+    contents and receiver URLs come in ``assets`` (``infra/io/monitoring.py``)."""
+    cfg, names = ctx.cfg, ctx.names
+    mc = cfg.monitoring
+    if not mc.enabled or services is None:
+        return None
+    namespace = cfg.cluster_services.monitoring_namespace
+    eks = cluster.cluster
+    system = system_pools(ctx)
+    opts = pulumi.ResourceOptions(
+        provider=eks.k8s_provider,
+        depends_on=[cluster.pools[p] for p in system] + [cluster.addons, *services.ready],
+    )
+    am = mc.alertmanager
+    receivers = [
+        mon.Receiver(
+            name=name,
+            kind=r.kind.value,
+            severities=[s.value for s in r.severities],
+            channel=r.channel,
+            send_resolved=r.send_resolved,
+        )
+        for name, r in sorted(am.receivers.items())
+    ]
+    values = mon.kube_prometheus_stack_values(
+        mon.StackValues(
+            cluster_name=names.cluster,
+            system_pools=system,
+            retention=mc.prometheus.retention,
+            retention_size=mc.prometheus.retention_size,
+            storage_class=mc.prometheus.storage_class or cfg.cluster_services.storage_class.name,
+            prometheus_storage=mc.prometheus.storage_size,
+            prometheus_replicas=mc.prometheus.replicas,
+            scrape_interval=mc.prometheus.scrape_interval,
+            alertmanager_storage=am.storage_size,
+            alertmanager_config=mon.alertmanager_config(
+                receivers,
+                group_wait=am.group_wait,
+                group_interval=am.group_interval,
+                repeat_interval=am.repeat_interval,
+            ),
+        )
+    )
+    rule_names, dashboard_names = monitoring_parts(ctx)
+    pod_monitors = (
+        {mon.TRAINER_JOB: mon.trainer_pod_monitor_spec(cfg.storage.trainer.namespace)}
+        if cfg.role is Role.train
+        else {
+            mon.INFERENCE_JOB: mon.inference_pod_monitor_spec(
+                cfg.storage.inference.namespace, INFERENCE_METRICS_PORT
+            )
+        }
+    )
+    stack = MonitoringStack(
+        "monitoring",
+        MonitoringStackArgs(
+            namespace=namespace,
+            crds_chart=_ref(mc.operator_crds.pinned),
+            stack_chart=_ref(mc.kube_prometheus_stack.pinned),
+            values=values,
+            rules={name: mon.prometheus_rule_spec(assets.rules[name]) for name in rule_names},
+            dashboards={name: assets.dashboards[name] for name in dashboard_names},
+            pod_monitors=pod_monitors,
+            receiver_urls={name: assets.receiver_urls[name] for name in sorted(am.receivers)},
+        ),
+        opts=opts,
+    )
+    # The exporters' ServiceMonitor / PodMonitor need the CRDs.
+    after_crds = pulumi.ResourceOptions(
+        provider=eks.k8s_provider, depends_on=[*inherited_depends_on(opts), stack.crds]
+    )
+    gpu_pools = sorted(
+        [n for n, p in cfg.node_pools.items() if p.gpu] + list(cfg.cluster_services.karpenter.node_pools)
+    )
+    dcgm = None
+    if gpu_pools:
+        dcgm = DcgmExporter(
+            "dcgm-exporter",
+            DcgmExporterArgs(
+                chart=_ref(mc.dcgm_exporter.pinned),
+                namespace=namespace,
+                values=mon.dcgm_exporter_values(gpu_pools=gpu_pools, counters_csv=assets.dcgm_counters),
+            ),
+            opts=after_crds,
+        )
+    efa = None
+    if any(p.efa for p in cfg.node_pools.values()):
+        efa = EfaExporter(
+            "efa-exporter",
+            EfaExporterArgs(
+                namespace=namespace,
+                image=mc.efa_exporter_image,
+                script_name=assets.efa_exporter_script[0],
+                script=assets.efa_exporter_script[1],
+            ),
+            opts=after_crds,
+        )
+    ctx.export(
+        "monitoring",
+        {
+            "namespace": namespace,
+            "grafana": f"kubectl -n {namespace} port-forward svc/{mon.KPS_RELEASE}-grafana 3000:80",
+            "grafanaAdminSecret": mon.GRAFANA_ADMIN_SECRET,
+            "charts": {
+                mc.kube_prometheus_stack.chart: mc.kube_prometheus_stack.version,
+                mc.operator_crds.chart: mc.operator_crds.version,
+                **({mc.dcgm_exporter.chart: mc.dcgm_exporter.version} if dcgm else {}),
+            },
+            "rules": rule_names,
+            "dashboards": dashboard_names,
+            "receivers": sorted(am.receivers),
+        },
+    )
+    return MonitoringWiring(stack=stack, dcgm=dcgm, efa=efa)

@@ -1,0 +1,200 @@
+"""What a stack may buy: an instance-type allowlist and a GPU budget per stack (pack config)."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from typing import Any
+
+from . import catalog
+from .aws import INSTANCE, LAUNCH_TEMPLATE, NODE_GROUP
+from .core import (
+    HIGH,
+    UNKNOWN,
+    Ctx,
+    Res,
+    Stack,
+    Violation,
+    dig,
+    number,
+    resource_rule,
+    stack_rule,
+    violation,
+)
+from .nodes import NODE_POOL, karpenter_is_gpu, karpenter_requirements, node_group_types
+from .training import templates_of
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# What the shipped stacks and examples use, per stack; "*" for any other stack. Shell patterns. The GPU
+# families follow each stack file's node pools and Karpenter instance_families (prod-sg-infer keeps p4de as
+# the fallback when g4dn is short there, stacks/Pulumi.prod-sg-infer.yaml); training types only in train
+# stacks.
+DEFAULT_ALLOWED_TYPES = {
+    "dev-us-train": ["m6i.*", "g4dn.*", "g5.*", "g6.*"],
+    "prod-us-train": ["m6i.*", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge"],
+    "prod-hk-infer": ["m6i.*", "g4dn.*", "g5.*", "g6.*", "g6e.*"],
+    "prod-sg-infer": ["m6i.*", "g4dn.*", "g5.*", "g6.*", "g6e.*", "p4de.24xlarge"],
+    "*": [
+        "m6i.*",
+        "m7i.*",
+        "c6i.*",
+        "g4dn.*",
+        "g5.*",
+        "g6.*",
+        "g6e.*",
+        "p4d.24xlarge",
+        "p5.48xlarge",
+        "p5en.48xlarge",
+    ],
+}
+# GPUs each stack may run: its node groups at max size plus its Karpenter GPU limit, as the stack files size
+# them today (dev: 2 + 4; inference: 6 + 16; training: 4 x 8), rounded up to leave room for one more node.
+DEFAULT_GPU_BUDGET = {
+    "dev-us-train": 8,
+    "prod-us-train": 32,
+    "prod-hk-infer": 24,
+    "prod-sg-infer": 24,
+    "*": 16,
+}
+
+
+def _allowed(itype: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(itype, p) for p in patterns)
+
+
+def karpenter_types(r: Res) -> tuple[list[str], list[str]]:
+    """(instance types, families) a NodePool's requirements limit it to (``In`` requirements)."""
+    reqs = karpenter_requirements(r)
+    types = [str(v) for op, vs in reqs.get("node.kubernetes.io/instance-type", []) if op == "In" for v in vs]
+    families = [
+        str(v) for op, vs in reqs.get("karpenter.k8s.aws/instance-family", []) if op == "In" for v in vs
+    ]
+    return types, families
+
+
+@resource_rule(
+    "instance-type-allowlist",
+    description="Node groups, launch templates, instances and Karpenter NodePools use only the instance "
+    "types "
+    "allowed for the stack (config allowedInstanceTypes, per stack with '*' as the fallback).",
+    severity=HIGH,
+    doc="https://docs.aws.amazon.com/ec2/latest/instancetypes/instance-types.html",
+    types=(NODE_GROUP, LAUNCH_TEMPLATE, INSTANCE, NODE_POOL),
+    unknowns="An unknown instance type is a violation (types are literals). A NodePool without an "
+    "instance-type or instance-family requirement may launch anything and is a violation.",
+    config={
+        "allowedInstanceTypes": {
+            "type": "object",
+            "additionalProperties": {"type": "array", "items": {"type": "string"}},
+            "default": DEFAULT_ALLOWED_TYPES,
+            "description": "Stack name -> allowed instance types (shell patterns); '*' for other stacks.",
+        }
+    },
+)
+def instance_type_allowlist(r: Res, ctx: Ctx) -> Iterator[Violation]:
+    patterns = list(ctx.per_stack("allowedInstanceTypes") or [])
+    fix = (
+        f"use one of {patterns} or add the type to allowedInstanceTypes[{ctx.stack.name!r}] "
+        "in the pack config"
+    )
+    if r.type == NODE_POOL:
+        types, families = karpenter_types(r)
+        if not types and not families:
+            yield violation(
+                "the NodePool does not limit instance types or families",
+                "add an 'In' requirement on "
+                "node.kubernetes.io/instance-type or karpenter.k8s.aws/instance-family",
+            )
+        bad = [t for t in types if not _allowed(t, patterns)]
+        bad += [f for f in families if not _allowed(f"{f}.x", [p.split(".")[0] + ".x" for p in patterns])]
+    elif r.type == NODE_GROUP:
+        bad = [t for t in node_group_types(r) if t is UNKNOWN or not _allowed(str(t), patterns)]
+    else:
+        itype = r.get("instanceType")
+        bad = (
+            [itype] if itype is not None and (itype is UNKNOWN or not _allowed(str(itype), patterns)) else []
+        )
+    if bad:
+        yield violation(
+            f"instance types {[str(b) for b in bad]} are not allowed in stack {ctx.stack.name!r}", fix
+        )
+
+
+def _pool_gpus(itypes: list[Any]) -> tuple[float | None, list[str]]:
+    """GPUs per node (the largest of the allowed types) and the types whose GPU count is unknown."""
+    counts, unknown = [], []
+    for t in itypes:
+        n = catalog.gpus(t) if isinstance(t, str) else None
+        if n is None:
+            unknown.append(str(t))
+        else:
+            counts.append(n)
+    return (max(counts) if counts else 0), unknown
+
+
+@stack_rule(
+    "gpu-budget",
+    description="The GPUs a stack can run (node groups at max size, Karpenter GPU limits, instances) stay "
+    "within its budget (config maxGpus, per stack with '*' as the fallback).",
+    severity=HIGH,
+    doc="https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html",
+    unknowns="An unknown max size, instance type or GPU limit is a violation: the budget cannot be proven.",
+    config={
+        "maxGpus": {
+            "type": "object",
+            "additionalProperties": {"type": "number"},
+            "default": DEFAULT_GPU_BUDGET,
+            "description": "Stack name -> most GPUs; '*' for other stacks.",
+        }
+    },
+)
+def gpu_budget(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
+    budget = ctx.per_stack("maxGpus")
+    total, parts, problems = 0.0, [], []
+    for group in stack.of_type(NODE_GROUP):
+        per_node, unknown = _pool_gpus(node_group_types(group, templates_of(group, stack)))
+        size = number(group.get("scalingConfig", "maxSize"))
+        if unknown or not isinstance(size, float):
+            problems.append(
+                (group, f"node group {group.name!r}: GPU count unknown (types {unknown}, max size {size})")
+            )
+            continue
+        if per_node:
+            total += per_node * size
+            parts.append(f"{group.name} {size:g}x{per_node}")
+    for pool in stack.of_type(NODE_POOL):
+        if not karpenter_is_gpu(pool):
+            continue
+        limit = number(dig(pool.props, "spec", "limits", GPU_RESOURCE))
+        if not isinstance(limit, float):
+            problems.append(
+                (pool, f"GPU NodePool {pool.name!r} sets no spec.limits['{GPU_RESOURCE}'] ({limit})")
+            )
+            continue
+        total += limit
+        parts.append(f"{pool.name} limit {limit:g}")
+    for inst in stack.of_type(INSTANCE):
+        per_node, unknown = _pool_gpus([inst.get("instanceType")])
+        if unknown:
+            problems.append((inst, f"instance {inst.name!r}: GPU count of {unknown} unknown"))
+        elif per_node:
+            total += per_node
+            parts.append(f"{inst.name} {per_node}")
+    for res, problem in problems:
+        yield violation(
+            problem,
+            "set the max size / limit as a literal and use a type listed in "
+            "policies/aiplat_policies/catalog.py",
+            res.urn,
+        )
+    if budget is None:
+        yield violation(
+            f"no GPU budget for stack {ctx.stack.name!r}", "add it (or '*') to the gpu-budget maxGpus config"
+        )
+    elif total > float(budget):
+        yield violation(
+            f"stack {ctx.stack.name!r} can run {total:g} GPUs ({', '.join(parts)}), "
+            f"over its budget of {float(budget):g}",
+            f"lower max sizes / NodePool limits, or raise maxGpus[{ctx.stack.name!r}] in the pack config",
+        )

@@ -1,0 +1,176 @@
+"""Load balancers: TLS 1.3-only security policies, and HTTP listeners that only redirect to HTTPS.
+
+Covers listeners Pulumi creates (``aws.lb.Listener``, ``aws.alb.Listener``) and the load balancers the AWS
+Load Balancer Controller creates from Kubernetes Ingresses and Services (their annotations, or the
+controller's default policy from its Helm values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .core import (
+    HIGH,
+    UNKNOWN,
+    Ctx,
+    Res,
+    Stack,
+    Violation,
+    as_list,
+    dig,
+    json_doc,
+    resource_rule,
+    stack_rule,
+    violation,
+)
+
+# The TLS 1.3-only ELB security policies (AWS CDK SslPolicy TLS13_13*; Security Hub ELB.17).
+# https://docs.aws.amazon.com/elasticloadbalancing/latest/application/describe-ssl-policies.html
+TLS13_POLICIES = [
+    "ELBSecurityPolicy-TLS13-1-3-2021-06",
+    "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04",
+    "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
+    "ELBSecurityPolicy-TLS13-1-3-FIPS-PQ-2025-09",
+]
+# What ELB (API, CloudFormation, the LB controller) uses when no policy is named.
+ELB_DEFAULT_POLICY = "ELBSecurityPolicy-2016-08"
+LISTENERS = ("aws:lb/listener:Listener", "aws:alb/listener:Listener")
+POLICY_CONFIG = {
+    "allowedPolicies": {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": TLS13_POLICIES,
+        "description": "ELB security policies accepted on TLS/HTTPS listeners.",
+    }
+}
+DOC = "https://docs.aws.amazon.com/elasticloadbalancing/latest/application/describe-ssl-policies.html"
+
+
+@resource_rule(
+    "lb-tls13-policy",
+    description="HTTPS and TLS listeners use a TLS 1.3-only security policy.",
+    severity=HIGH,
+    doc=DOC,
+    types=LISTENERS,
+    unknowns="An unknown protocol or policy is a violation (they are literals).",
+    config=POLICY_CONFIG,
+)
+def lb_tls13_policy(r: Res, ctx: Ctx) -> Iterator[Violation]:
+    protocol = r.get("protocol")
+    if protocol in ("HTTP", "TCP", "UDP", "TCP_UDP", "GENEVE"):
+        return
+    policy = r.get("sslPolicy")
+    if protocol is None and policy is None and r.get("certificateArn") is None:
+        return  # an HTTP listener by default
+    allowed = list(ctx.config["allowedPolicies"])
+    if policy not in allowed:
+        shown = policy if policy is not None else f"unset (defaults to {ELB_DEFAULT_POLICY})"
+        yield violation(
+            f"{protocol} listener uses security policy {shown}", f"set ssl_policy to one of {allowed}"
+        )
+
+
+def _redirects_to_https(action: Any) -> bool:
+    return dig(action, "type") == "redirect" and dig(action, "redirect", "protocol") == "HTTPS"
+
+
+@resource_rule(
+    "lb-http-redirect-only",
+    description="HTTP listeners only redirect to HTTPS; they never forward plain-text traffic.",
+    severity=HIGH,
+    doc="https://docs.aws.amazon.com/elasticloadbalancing/latest/application/listener-update-rules.html",
+    types=LISTENERS,
+    unknowns="An unknown protocol or action is a violation.",
+)
+def lb_http_redirect_only(r: Res, ctx: Ctx) -> Iterator[Violation]:
+    protocol = r.get("protocol")
+    if not (
+        protocol == "HTTP" or protocol is UNKNOWN or (protocol is None and r.get("certificateArn") is None)
+    ):
+        return
+    actions = r.get("defaultActions")
+    actions = [UNKNOWN] if actions is UNKNOWN else as_list(actions)
+    if not actions or not all(_redirects_to_https(a) for a in actions):
+        yield violation(
+            f"HTTP listener actions {[dig(a, 'type') for a in actions]} serve plain text",
+            "make the default action a redirect to protocol HTTPS, port 443, status HTTP_301",
+        )
+
+
+INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
+SERVICE = "kubernetes:core/v1:Service"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+INGRESS_CLASS_PARAMS = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
+LBC_CHART = "aws-load-balancer-controller"
+ALB = "alb.ingress.kubernetes.io/"
+NLB = "service.beta.kubernetes.io/aws-load-balancer-"
+
+
+def controller_default_policy(stack: Stack) -> Any:
+    """The ssl policy the stack's AWS Load Balancer Controller applies when an Ingress names none:
+    IngressClassParams spec.sslPolicy, else the chart's defaultSSLPolicy value, else ELB's default."""
+    for params in stack.of_type(INGRESS_CLASS_PARAMS):
+        if params.get("spec", "sslPolicy") is not None:
+            return params.get("spec", "sslPolicy")
+    for release in stack.of_type(RELEASE):
+        if release.get("chart") == LBC_CHART and dig(release.props, "values", "defaultSSLPolicy"):
+            return dig(release.props, "values", "defaultSSLPolicy")
+    return None
+
+
+def _listen_ports(annotations: dict[str, Any]) -> list[str]:
+    ports = json_doc(annotations.get(f"{ALB}listen-ports"))
+    protocols = []
+    for entry in as_list(ports) if isinstance(ports, list) else []:
+        if isinstance(entry, dict):
+            protocols += list(entry)
+    return protocols
+
+
+@stack_rule(
+    "k8s-load-balancer-tls13",
+    description="Ingresses and LoadBalancer Services served by the AWS Load Balancer Controller use a TLS "
+    "1.3-only policy (annotation, IngressClassParams or the controller's defaultSSLPolicy; the controller's "
+    "own default is ELBSecurityPolicy-2016-08), and Ingresses with an HTTP listener redirect it to HTTPS.",
+    severity=HIGH,
+    doc="https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/ingress/annotations/#ssl-policy",
+    unknowns="Unknown annotations are violations (they are literals).",
+    config=POLICY_CONFIG,
+)
+def k8s_load_balancer_tls13(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
+    allowed = list(ctx.config["allowedPolicies"])
+    default = controller_default_policy(stack) or ELB_DEFAULT_POLICY
+    for ing in stack.of_type(INGRESS):
+        ann = ing.get("metadata", "annotations") or {}
+        ann = ann if isinstance(ann, dict) else {}
+        cls = ing.get("spec", "ingressClassName") or ann.get("kubernetes.io/ingress.class")
+        if cls not in ("alb", UNKNOWN) and not any(k.startswith(ALB) for k in ann):
+            continue
+        policy = ann.get(f"{ALB}ssl-policy", default)
+        tls = ann.get(f"{ALB}certificate-arn") is not None or ing.get("spec", "tls") is not None
+        if tls and policy not in allowed:
+            yield violation(
+                f"Ingress {ing.name!r} gets security policy {policy}",
+                f"annotate {ALB}ssl-policy with one of {allowed} (or set the controller's defaultSSLPolicy)",
+                ing.urn,
+            )
+        ports = _listen_ports(ann)
+        if "HTTP" in ports and ann.get(f"{ALB}ssl-redirect") is None:
+            yield violation(
+                f"Ingress {ing.name!r} listens on HTTP without {ALB}ssl-redirect",
+                f"annotate {ALB}ssl-redirect: '443' so HTTP only redirects",
+                ing.urn,
+            )
+    for svc in stack.of_type(SERVICE):
+        ann = svc.get("metadata", "annotations") or {}
+        ann = ann if isinstance(ann, dict) else {}
+        if svc.get("spec", "type") != "LoadBalancer" or ann.get(f"{NLB}ssl-cert") is None:
+            continue
+        policy = ann.get(f"{NLB}ssl-negotiation-policy", ELB_DEFAULT_POLICY)
+        if policy not in allowed:
+            yield violation(
+                f"Service {svc.name!r} (NLB TLS) gets security policy {policy}",
+                f"annotate {NLB}ssl-negotiation-policy with one of {allowed}",
+                svc.urn,
+            )

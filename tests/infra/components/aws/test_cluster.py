@@ -1,0 +1,88 @@
+"""EksCluster and EksAddons on every stack's recorded plan."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.components.aws.cluster import CONTROL_PLANE_LOG_TYPES
+from tests.conftest import STACKS
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cluster_private_encrypted_logged(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    cluster = plan.one("aws:eks/cluster:Cluster")
+    cfg = plan.config["cluster"]
+    assert cluster.inputs["version"] == cfg["kubernetes_version"]
+    vpc = cluster.inputs["vpcConfig"]
+    assert vpc["endpointPrivateAccess"] is True
+    assert vpc["endpointPublicAccess"] is bool(cfg["endpoint_public_access_cidrs"])
+    assert len(vpc["subnetIds"]) == len(plan.outputs["availabilityZones"])
+    enc = cluster.inputs["encryptionConfig"]
+    assert enc["resources"] == ["secrets"]
+    assert enc["provider"]["keyArn"] == plan.outputs["kmsKeyArns"]["eks"]
+    assert sorted(cluster.inputs["enabledClusterLogTypes"]) == sorted(CONTROL_PLANE_LOG_TYPES)
+    assert cluster.inputs["accessConfig"]["authenticationMode"] == "API"
+    logs = plan.one("aws:cloudwatch/logGroup:LogGroup", "cluster-control-plane-logs")
+    assert logs.inputs["name"] == f"/aws/eks/{cluster.inputs['name']}/cluster"
+    assert logs.inputs["kmsKeyId"] == plan.outputs["kmsKeyArns"]["logs"]
+    oidc = plan.one("aws:iam/openIdConnectProvider:OpenIdConnectProvider")
+    assert oidc.inputs["clientIdLists"] == ["sts.amazonaws.com"]
+    assert oidc.inputs["url"] == "https://" + plan.outputs["oidcIssuer"]
+    assert not plan.outputs["oidcIssuer"].startswith("https://")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_addons_pinned_from_config(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    addons = {a.inputs["addonName"]: a for a in plan.by_type("aws:eks/addon:Addon")}
+    pinned = {k.replace("_", "-"): v for k, v in plan.config["cluster"]["addons"].items()}
+    assert {n: a.inputs["addonVersion"] for n, a in addons.items()} == pinned
+    assert set(pinned) == {
+        "vpc-cni",
+        "coredns",
+        "kube-proxy",
+        "aws-ebs-csi-driver",
+        "eks-pod-identity-agent",
+        "eks-node-monitoring-agent",
+    }
+    ebs = addons["aws-ebs-csi-driver"].inputs["podIdentityAssociations"]
+    assert ebs[0]["serviceAccount"] == "ebs-csi-controller-sa"
+    role = plan.one("aws:iam/role:Role", "addons-ebs-csi-role")
+    assert json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"] == {
+        "Service": "pods.eks.amazonaws.com"
+    }
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_node_role_has_only_node_policies(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    role = plan.one("aws:iam/role:Role", "cluster-node-role")
+    attached = sorted(
+        a.inputs["policyArn"].rsplit("/", 1)[-1]
+        for a in plan.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if a.name.startswith("cluster-node-")
+    )
+    assert attached == sorted(
+        [
+            "AmazonEKSWorkerNodePolicy",
+            "AmazonEC2ContainerRegistryPullOnly",
+            "AmazonEKS_CNI_Policy",
+            "AmazonSSMManagedInstanceCore",
+        ]
+    )
+    assert json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"] == {
+        "Service": "ec2.amazonaws.com"
+    }
+
+
+def test_kubeconfig_uses_get_token(plan_stack) -> None:
+    plan = plan_stack("prod-us-train")
+    provider = plan.one("pulumi:providers:kubernetes")
+    kubeconfig = json.loads(provider.inputs["kubeconfig"])
+    exec_ = kubeconfig["users"][0]["user"]["exec"]
+    assert exec_["command"] == "aws"
+    assert exec_["args"][:2] == ["eks", "get-token"] and plan.outputs["clusterName"] in exec_["args"]
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == plan.outputs["clusterEndpoint"]

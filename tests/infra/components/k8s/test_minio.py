@@ -1,0 +1,152 @@
+"""Minio on its own under mocks, with a real pulumi_kubernetes.Provider: pinned chart, TLS, generated
+credentials that never appear in plan JSON, stack files or logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+
+from infra.components.k8s.minio import Minio, MinioArgs, MinioWorkload
+from infra.lib import iam
+from infra.model.config.schema import MinioConfig
+from infra.plan import mocks as mocks_module
+from infra.plan.mocks import AwsSnapshotMocks
+from infra.plan.runner import SECRET, Plan, run_program
+from tests.conftest import STACKS
+
+REPO = Path(__file__).resolve().parents[3]
+BUCKETS = {"datasets": "datasets", "checkpoints": "checkpoints", "artifacts": "artifacts"}
+
+
+@pytest.fixture(scope="module")
+def minio_plan() -> tuple[Plan, list[str], str]:
+    """The recorded plan, every password the (mock) provider generated, and what was logged."""
+    generated: list[str] = []
+    original = mocks_module.COMPUTED["random:index/randomPassword:RandomPassword"]
+
+    def spy(args, region):
+        out = original(args, region)
+        generated.append(out["result"])
+        return out
+
+    cfg = MinioConfig(storage_size="500Gi")  # the schema's defaults: pinned chart version, repo, issuer
+    trainer = iam.trainer_policy(
+        datasets_arn="arn:aws:s3:::datasets",
+        checkpoints_arn="arn:aws:s3:::checkpoints",
+        artifacts_arn="arn:aws:s3:::artifacts",
+        prefix="trainer",
+        kms_key_arns=[],
+    )
+
+    def program() -> None:
+        provider = k8s.Provider("k8s", kubeconfig="apiVersion: v1\nkind: Config\n")
+        m = Minio(
+            "minio",
+            MinioArgs(
+                chart_repo=cfg.chart_repo,
+                chart_version=cfg.chart_version,
+                namespace=cfg.namespace,
+                mode=cfg.mode.value,
+                replicas=cfg.replicas,
+                storage_size=cfg.storage_size,
+                storage_class=cfg.storage_class,
+                tls_issuer=cfg.tls_issuer,
+                region="us-east-1",
+                buckets=BUCKETS,
+                workloads={
+                    "trainer": MinioWorkload(namespace="training", policy=trainer),
+                    "inference": MinioWorkload(
+                        namespace="inference",
+                        policy=iam.inference_policy(
+                            artifacts_arn="arn:aws:s3:::artifacts", prefix="", kms_key_arns=[]
+                        ),
+                    ),
+                },
+            ),
+            opts=pulumi.ResourceOptions(provider=provider),
+        )
+        pulumi.export("endpoint", m.endpoint)
+
+    handler = _Capture()
+    logging.getLogger().addHandler(handler)
+    mocks_module.COMPUTED["random:index/randomPassword:RandomPassword"] = spy
+    try:
+        monitor = run_program(program, stack="minio", mocks=AwsSnapshotMocks("us-east-1"))
+    finally:
+        mocks_module.COMPUTED["random:index/randomPassword:RandomPassword"] = original
+        logging.getLogger().removeHandler(handler)
+    plan = Plan("minio", "aiplat", "us-east-1", {}, monitor.recorded, monitor.stack_outputs)
+    return plan, generated, "\n".join(handler.lines)
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_release_is_pinned_and_serves_tls(minio_plan) -> None:
+    plan, _, _ = minio_plan
+    release = plan.one("kubernetes:helm.sh/v3:Release").inputs
+    assert release["chart"] == "minio"
+    assert release["version"] == MinioConfig.model_fields["chart_version"].default
+    assert release["repositoryOpts"] == {"repo": "https://charts.min.io/"}
+    values = release["values"]
+    assert values["tls"] == {
+        "enabled": True,
+        "certSecret": "minio-tls",
+        "publicCrt": "tls.crt",
+        "privateKey": "tls.key",
+    }
+    assert values["persistence"]["size"] == "500Gi"
+    assert values["existingSecret"] == "minio-root"
+    assert sorted(b["name"] for b in values["buckets"]) == sorted(BUCKETS.values())
+    assert all(b["versioning"] is True and b["policy"] == "none" for b in values["buckets"])
+    # users get their password from a Secret, never from values
+    assert [u["accessKey"] for u in values["users"]] == ["aiplat-inference", "aiplat-trainer"]
+    assert all(
+        set(u) == {"accessKey", "existingSecret", "existingSecretKey", "policy"} for u in values["users"]
+    )
+    assert "rootPassword" not in values and "rootUser" not in values
+    cert = plan.one("kubernetes:cert-manager.io/v1:Certificate").inputs
+    assert cert["spec"]["secretName"] == "minio-tls"
+    assert cert["spec"]["issuerRef"]["name"] == "aiplat-ca"
+    assert "minio.minio.svc.cluster.local" in cert["spec"]["dnsNames"]
+    assert plan.outputs["endpoint"] == "https://minio.minio.svc.cluster.local:9000"
+
+
+def test_credentials_are_generated_and_secret(minio_plan) -> None:
+    plan, generated, _ = minio_plan
+    assert len(generated) == 3 and all(len(p) == 40 for p in generated)
+    secrets = {r.name: r.inputs for r in plan.by_type("kubernetes:core/v1:Secret")}
+    assert sorted(secrets) == ["minio-inference-s3", "minio-root", "minio-trainer-s3", "minio-users"]
+    # the Kubernetes SDK treats a Secret's data as secret as a whole: the plan shows only the marker
+    assert all(s["stringData"] == SECRET for s in secrets.values())
+    assert secrets["minio-trainer-s3"]["metadata"] == {"name": "aiplat-s3", "namespace": "training"}
+    assert secrets["minio-inference-s3"]["metadata"] == {"name": "aiplat-s3", "namespace": "inference"}
+    for r in plan.by_type("random:index/randomPassword:RandomPassword"):
+        assert r.inputs["length"] == 40
+
+
+def test_no_generated_secret_in_plan_config_or_log(minio_plan, plan_stack) -> None:
+    plan, generated, logged = minio_plan
+    texts = [json.dumps(plan.as_json()), logged]
+    texts += [p.read_text() for p in (REPO / "stacks").glob("Pulumi.*.yaml")]
+    texts += [json.dumps(plan_stack(s).as_json()) for s in STACKS]
+    for value in generated:
+        for text in texts:
+            assert value not in text
+    assert SECRET in texts[0]
+
+
+def test_minio_config_needs_storage_size() -> None:
+    with pytest.raises(ValueError, match="storage_size"):
+        MinioConfig()  # type: ignore[call-arg]

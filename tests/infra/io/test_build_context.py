@@ -1,0 +1,85 @@
+"""The image tag is a hash of what the build sees: the files .dockerignore lets through (Docker's rules),
+the Dockerfile, build arguments and platform."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from infra.io.build_context import REPO_ROOT, build_hash, context_files, ignored, image_tag, parse_ignore
+
+
+# Docker's documented examples (https://docs.docker.com/build/concepts/context/#dockerignore-files) and
+# moby/patternmatcher semantics: last match wins, a matched parent directory excludes its children.
+@pytest.mark.parametrize(
+    ("rules", "path", "excluded"),
+    [
+        ("*/temp*", "somedir/temporary.txt", True),
+        ("*/temp*", "temp", False),
+        ("*/*/temp*", "somedir/subdir/temporary.txt", True),
+        ("temp?", "tempa", True),
+        ("temp?", "tempab", False),
+        ("**/*.go", "a/b/c.go", True),
+        ("**/*.go", "c.go", True),
+        ("*.md\n!README.md", "README.md", False),
+        ("*.md\n!README.md", "CHANGES.md", True),
+        ("*.md\n!README*.md\nREADME-secret.md", "README-secret.md", True),
+        ("*\n!trainer/", "trainer/config.py", False),
+        ("*\n!trainer/", "infra/program.py", True),
+        ("*\n!trainer/\n**/__pycache__", "trainer/tools/__pycache__/x.pyc", True),
+        ("/build", "build/out.txt", True),
+    ],
+)
+def test_ignore_patterns_follow_docker(rules: str, path: str, excluded: bool) -> None:
+    assert ignored(path, parse_ignore(rules)) is excluded
+
+
+def _tree(root: Path) -> None:
+    (root / "images/trainer").mkdir(parents=True)
+    (root / "images/trainer/Dockerfile").write_text("FROM scratch\nCOPY trainer/ /t/\n")
+    (root / "images/trainer/Dockerfile.dockerignore").write_text("*\n!trainer/\n**/__pycache__\n")
+    (root / "trainer").mkdir()
+    (root / "trainer/a.py").write_text("a = 1\n")
+    (root / "infra").mkdir()
+    (root / "infra/b.py").write_text("b = 1\n")
+    (root / "trainer/__pycache__").mkdir()
+    (root / "trainer/__pycache__/a.cpython-311.pyc").write_bytes(b"\0")
+
+
+def _hash(root: Path, **kw) -> str:
+    args = {
+        "context": ".",
+        "dockerfile": "images/trainer/Dockerfile",
+        "build_args": {},
+        "platform": "linux/amd64",
+    }
+    return build_hash(root, **{**args, **kw})
+
+
+def test_tag_changes_with_what_the_image_copies_only(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    assert context_files(tmp_path, ".", "images/trainer/Dockerfile") == ["trainer/a.py"]
+    base = _hash(tmp_path)
+    (tmp_path / "infra/b.py").write_text("b = 2\n")  # outside the context the ignore file allows
+    (tmp_path / "trainer/__pycache__/a.cpython-311.pyc").write_bytes(b"\1")
+    assert _hash(tmp_path) == base
+    (tmp_path / "trainer/a.py").write_text("a = 2\n")
+    changed = _hash(tmp_path)
+    assert changed != base
+    os.chmod(tmp_path / "trainer/a.py", 0o755)
+    assert _hash(tmp_path) != changed
+    assert _hash(tmp_path, build_args={"X": "1"}) != _hash(tmp_path)
+    assert _hash(tmp_path, platform="linux/arm64") != _hash(tmp_path)
+    (tmp_path / "images/trainer/Dockerfile").write_text("FROM scratch\n")
+    assert _hash(tmp_path) != changed
+
+
+def test_the_trainer_image_context_is_the_trainer_package() -> None:
+    files = context_files(REPO_ROOT, ".", "images/trainer/Dockerfile")
+    assert files and all(f.startswith("trainer/") or f == "images/trainer/requirements.txt" for f in files)
+    assert "trainer/train.py" in files
+    assert not any("__pycache__" in f for f in files)
+    tag = image_tag(_hash(REPO_ROOT))
+    assert tag.startswith("ctx-") and len(tag) == 28

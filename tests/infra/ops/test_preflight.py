@@ -1,0 +1,487 @@
+"""``aiplat preflight`` against a local moto server over HTTP, each failing case set up in the emulator.
+
+Where moto 5.2.5 lacks the API (Account GetRegionOptStatus, Service Quotas for ec2, EC2
+DescribeCapacityReservations, EKS DescribeAddonVersions) the client gets botocore's Stubber for those
+operations only (``tests/support/stubbing.py``): it checks each request's parameters and each response
+against the real API model. Everything else (STS, IAM, EC2 zones/offerings/instance types, EKS clusters,
+S3, KMS) is moto answering real HTTP requests.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infra.cli.main import main
+from infra.io.aws_live import probe_tcp
+from infra.io.stackfiles import load_stack_config
+from infra.model.config.parse import parse_platform_config
+from infra.model.config.schema import PlatformConfig
+from infra.model.quotas import QUOTAS
+from infra.model.rollout import RolloutConfig
+from infra.ops.preflight import CheckRow, Status, preflight, preflight_project, preflight_stack
+from tests.conftest import REPO
+from tests.support.moto_server import MotoServer
+from tests.support.stubbing import OperationStubber
+
+CR = "cr-0123456789abcdef0"
+ROLLOUT = RolloutConfig(
+    backend_url="s3://state-bucket/aiplat?region=us-east-1",
+    secrets_provider="awskms://alias/aiplat-pulumi?region=us-east-1",
+)
+
+
+class Account:
+    """The ``Clients`` factory preflight gets: boto3 clients on the moto server, one per service and region,
+    and Stubbers on the operations moto does not implement."""
+
+    def __init__(self, server: MotoServer) -> None:
+        self.server = server
+        self._clients: dict[tuple[str, str], Any] = {}
+        self._stubbers: dict[tuple[str, str], OperationStubber] = {}
+
+    def __call__(self, service: str, region: str) -> Any:
+        if (service, region) not in self._clients:
+            self._clients[(service, region)] = self.server.client(service, region)
+        return self._clients[(service, region)]
+
+    def stub(self, service: str, region: str, operation: str) -> OperationStubber:
+        key = (service, region)
+        if key not in self._stubbers:
+            self._stubbers[key] = OperationStubber(self(service, region), [operation])
+            self._stubbers[key].activate()
+        return self._stubbers[key]
+
+    def all_answered(self) -> None:
+        for stubber in self._stubbers.values():
+            stubber.assert_no_pending_responses()
+
+    # -- answers for the APIs moto lacks ---------------------------------------------------------------
+
+    def opt_status(self, region: str, status: str) -> None:
+        self.stub("account", "us-east-1", "GetRegionOptStatus").add_response(
+            "get_region_opt_status",
+            {"RegionName": region, "RegionOptStatus": status},
+            {"RegionName": region},
+        )
+
+    def quotas(self, region: str, **values: float) -> None:
+        """Every vCPU quota preflight reads, in its order; ``values`` by code, default 10,000 vCPUs."""
+        stub = self.stub("service-quotas", region, "GetServiceQuota")
+        for q in QUOTAS:
+            stub.add_response(
+                "get_service_quota",
+                {
+                    "Quota": {
+                        "ServiceCode": "ec2",
+                        "QuotaCode": q.code,
+                        "QuotaName": q.name,
+                        "Value": float(values.get(q.code.replace("-", "_"), 10_000)),
+                        "Unit": "None",
+                        "Adjustable": True,
+                        "GlobalQuota": False,
+                    }
+                },
+                {"ServiceCode": "ec2", "QuotaCode": q.code},
+            )
+
+    def addons(self, cfg: PlatformConfig, listed: dict[str, list[str]] | None = None) -> None:
+        """EKS's answer per add-on (sorted by name, as preflight asks): ``listed`` versions (newest first,
+        the first is the default), else the pinned one."""
+        k8s = cfg.cluster.kubernetes_version
+        stub = self.stub("eks", cfg.region, "DescribeAddonVersions")
+        for name, pinned in sorted(cfg.cluster.addons.by_addon_name().items()):
+            versions = (listed or {}).get(name, [pinned])
+            stub.add_response(
+                "describe_addon_versions",
+                {
+                    "addons": [
+                        {
+                            "addonName": name,
+                            "type": "networking",
+                            "addonVersions": [
+                                {
+                                    "addonVersion": v,
+                                    "architecture": ["amd64"],
+                                    "compatibilities": [{"clusterVersion": k8s, "defaultVersion": i == 0}],
+                                }
+                                for i, v in enumerate(versions)
+                            ],
+                        }
+                    ]
+                },
+                {"kubernetesVersion": k8s, "addonName": name},
+            )
+
+    def reservation(self, region: str, rid: str, **fields: Any) -> None:
+        stub = self.stub("ec2", region, "DescribeCapacityReservations")
+        stub.add_response(
+            "describe_capacity_reservations",
+            {"CapacityReservations": [{"CapacityReservationId": rid, **fields}]},
+            {"CapacityReservationIds": [rid]},
+        )
+
+    def no_reservation(self, region: str, rid: str) -> None:
+        self.stub("ec2", region, "DescribeCapacityReservations").add_client_error(
+            "describe_capacity_reservations",
+            service_error_code="InvalidCapacityReservationId.NotFound",
+            service_message=f"The capacity reservation ID '{rid}' does not exist",
+            expected_params={"CapacityReservationIds": [rid]},
+        )
+
+    def healthy(self, cfg: PlatformConfig, opt: str = "ENABLED_BY_DEFAULT", **quotas: float) -> None:
+        """The Auto Scaling role in the emulator and healthy answers for what moto lacks."""
+        self("iam", "us-east-1").create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com")
+        self.opt_status(cfg.region, opt)
+        self.quotas(cfg.region, **quotas)
+        self.addons(cfg)
+
+    def zone_id(self, region: str, name: str) -> str:
+        zones = self("ec2", region).describe_availability_zones()["AvailabilityZones"]
+        return next(z["ZoneId"] for z in zones if z["ZoneName"] == name)
+
+
+@pytest.fixture
+def account(aws: MotoServer) -> Account:
+    return Account(aws)
+
+
+def _raw(stack: str, folder: Path = REPO / "stacks") -> dict:
+    return yaml.safe_load((folder / f"Pulumi.{stack}.yaml").read_text())["config"]["aiplat:platform"]
+
+
+def _problems(rows: list[CheckRow]) -> list[CheckRow]:
+    return [r for r in rows if r.status in (Status.fail, Status.warn)]
+
+
+def _one(rows: list[CheckRow], check: str, status: Status = Status.fail) -> CheckRow:
+    found = [r for r in rows if r.check == check and r.status is status]
+    assert len(found) == 1, [(r.check, r.status, r.detail) for r in rows]
+    return found[0]
+
+
+def test_healthy_account_passes(account: Account) -> None:
+    cfg = load_stack_config("prod-us-train")
+    account.healthy(cfg)
+    rows = preflight_stack("prod-us-train", cfg, account)
+    account.all_answered()
+    assert _problems(rows) == []
+    assert not [r for r in rows if r.status is Status.skip]
+    # what the checks saw: vCPUs from moto's instance data times the config's max_size (4 x p5.48xlarge,
+    # 4 x m6i.2xlarge)
+    quotas = sorted(r.detail for r in rows if r.check == "vcpu-quotas")
+    assert quotas == [
+        "Running On-Demand P instances (L-417A185B): 768 of 10000 vCPUs at max_size",
+        "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A): 32 of 10000 vCPUs "
+        "at max_size",
+    ]
+    details = " | ".join(r.detail for r in rows)
+    assert "account 123456789012 as arn:aws:sts::123456789012:user/moto" in details
+    assert "us-east-1 is ENABLED_BY_DEFAULT" in details
+    assert "cluster aiplat-prod-train does not exist yet" in details
+    checks = {r.check for r in rows}
+    assert {"pool-zones-usable", "efa-supported", "instance-type-offered"} <= checks  # the plan rules, again
+
+
+def test_pool_zone_that_does_not_offer_the_type_by_zone_id(account: Account) -> None:
+    # Find, in the emulator, a us-east-1 zone whose zone ID does not offer p4d.24xlarge.
+    ec2 = account("ec2", "us-east-1")
+    zones = {z["ZoneName"]: z["ZoneId"] for z in ec2.describe_availability_zones()["AvailabilityZones"]}
+    offered = {
+        o["Location"]
+        for o in ec2.describe_instance_type_offerings(
+            LocationType="availability-zone-id",
+            Filters=[{"Name": "instance-type", "Values": ["p4d.24xlarge"]}],
+        )["InstanceTypeOfferings"]
+    }
+    missing = next(name for name, zid in sorted(zones.items()) if zid not in offered)
+    raw = _raw("prod-us-train")
+    raw["network"]["availability_zones"] = sorted({"us-east-1a", "us-east-1b", missing})
+    raw["node_pools"]["train"].update(instance_type="p4d.24xlarge", availability_zones=[missing])
+    cfg = parse_platform_config(raw)
+    account.healthy(cfg)
+    row = _one(preflight_stack("prod-us-train", cfg, account), "pool-zones-usable")
+    assert row.field == "aiplat:platform.node_pools.train.availability_zones"
+    assert row.detail == f"p4d.24xlarge is not offered in {missing} ({zones[missing]})"
+    assert row.fix and row.fix.startswith("use a zone that offers it: ")
+
+
+def test_more_efa_interfaces_than_the_type_takes(account: Account) -> None:
+    raw = _raw("prod-us-train")
+    raw["node_pools"]["train"]["efa_interfaces"] = 33
+    cfg = parse_platform_config(raw)
+    account.healthy(cfg)
+    row = _one(preflight_stack("prod-us-train", cfg, account), "efa-supported")
+    assert row.detail == "33 but p5.48xlarge supports at most 32 EFA interfaces"
+    assert row.fix == "set efa_interfaces to at most 32, or leave it out to attach all 32"
+
+
+def test_missing_autoscaling_service_linked_role(account: Account) -> None:
+    cfg = load_stack_config("prod-sg-infer")
+    account.opt_status(cfg.region, "ENABLED_BY_DEFAULT")
+    account.quotas(cfg.region)
+    account.addons(cfg)  # the role is NOT created in the emulator
+    row = _one(preflight_stack("prod-sg-infer", cfg, account), "autoscaling-service-linked-role")
+    assert "does not exist in this account yet" in row.detail
+    assert row.fix == "aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com"
+
+
+def test_opt_in_region_not_enabled(account: Account) -> None:
+    cfg = load_stack_config("prod-hk-infer")
+    account("iam", "us-east-1").create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com")
+    account.opt_status("ap-east-1", "DISABLED")
+    rows = preflight_stack("prod-hk-infer", cfg, account)
+    account.all_answered()
+    row = _one(rows, "region-enabled")
+    assert row.detail == "ap-east-1 is DISABLED for this account (an opt-in region)"
+    assert row.fix == "aws account enable-region --region-name ap-east-1, then wait until it is ENABLED"
+    skipped = _one(rows, "skipped", Status.skip)
+    assert (
+        "vcpu-quotas" in skipped.detail
+        and "ap-east-1 does not answer for these credentials" in skipped.detail
+    )
+
+
+def test_regional_sts_refuses_the_credentials(account: Account) -> None:
+    cfg = load_stack_config("prod-hk-infer")
+    account.opt_status("ap-east-1", "ENABLED")
+    stub = account.stub("sts", "ap-east-1", "GetCallerIdentity")
+    stub.add_client_error(
+        "get_caller_identity",
+        service_error_code="InvalidClientTokenId",
+        service_message="The security token included in the request is invalid.",
+        http_status_code=403,
+    )
+    row = _one(preflight_stack("prod-hk-infer", cfg, account), "regional-sts-works")
+    assert row.detail == (
+        "the STS endpoint of ap-east-1 refused the credentials (sts:GetCallerIdentity: "
+        "InvalidClientTokenId: The security token included in the request is invalid.)"
+    )
+    assert "enable it and wait until it is ENABLED" in (row.fix or "")
+
+
+def test_on_demand_quota_below_max_size(account: Account) -> None:
+    cfg = load_stack_config("prod-us-train")
+    account.healthy(cfg, L_417A185B=192)
+    row = _one(preflight_stack("prod-us-train", cfg, account), "vcpu-quotas")
+    assert row.field == "aiplat:platform.node_pools.train.max_size"
+    assert row.detail == (
+        "Running On-Demand P instances (L-417A185B) is 192 vCPUs but the pools need 768: "
+        "node_pools.train: 4 x p5.48xlarge (192 vCPUs)"
+    )
+    assert row.fix == (
+        "aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-417A185B "
+        "--desired-value 768 --region us-east-1, or lower max_size"
+    )
+
+
+def test_spot_quota_below_max_size(account: Account) -> None:
+    cfg = load_stack_config("dev-us-train")
+    account.healthy(cfg, L_3819A6DF=4)
+    row = _one(preflight_stack("dev-us-train", cfg, account), "vcpu-quotas")
+    assert row.detail.startswith(
+        "All G and VT Spot Instance Requests (L-3819A6DF) is 4 vCPUs but the pools need 8"
+    )
+    assert "--quota-code L-3819A6DF --desired-value 8 --region us-west-2" in (row.fix or "")
+
+
+def _capacity_block() -> PlatformConfig:
+    return parse_platform_config(_raw("capacity-block", REPO / "examples"))
+
+
+def _block(account: Account, **changes: Any) -> dict[str, Any]:
+    fields = {
+        "InstanceType": "p5.48xlarge",
+        "AvailabilityZone": "us-east-1a",
+        "AvailabilityZoneId": account.zone_id("us-east-1", "us-east-1a"),
+        "State": "active",
+        "ReservationType": "capacity-block",
+        "TotalInstanceCount": 2,
+        "AvailableInstanceCount": 2,
+        "InstanceMatchCriteria": "targeted",
+        "InstancePlatform": "Linux/UNIX",
+        "StartDate": dt.datetime(2026, 11, 29, tzinfo=dt.UTC),
+        "EndDate": dt.datetime(2026, 12, 13, tzinfo=dt.UTC),
+    }
+    return {**fields, **changes}
+
+
+def test_capacity_block_that_matches_passes(account: Account) -> None:
+    cfg = _capacity_block()
+    account.healthy(cfg)
+    account.reservation("us-east-1", CR, **_block(account))
+    rows = preflight_stack("capacity-block", cfg, account)
+    account.all_answered()
+    assert [r for r in rows if r.check == "capacity-reservations" and r.status is not Status.passed] == []
+    zone_id = account.zone_id("us-east-1", "us-east-1a")
+    assert _one(rows, "capacity-reservations", Status.passed).detail == (
+        f"{CR}: active capacity-block for 2 x p5.48xlarge in us-east-1a ({zone_id})"
+    )
+
+
+def test_capacity_reservation_does_not_exist(account: Account) -> None:
+    cfg = _capacity_block()
+    account.healthy(cfg)
+    account.no_reservation("us-east-1", CR)
+    row = _one(preflight_stack("capacity-block", cfg, account), "capacity-reservations")
+    assert row.detail == f"{CR} does not exist in us-east-1 for this account"
+    assert row.fix == "copy the id from `aws ec2 describe-capacity-reservations` in the stack's region"
+
+
+def test_capacity_block_in_another_zone_expired_and_an_odcr(account: Account) -> None:
+    cfg = _capacity_block()
+    account.healthy(cfg)
+    other = account.zone_id("us-east-1", "us-east-1b")
+    account.reservation(
+        "us-east-1",
+        CR,
+        **_block(
+            account,
+            AvailabilityZone="us-east-1b",
+            AvailabilityZoneId=other,
+            State="expired",
+            ReservationType="default",
+            InstanceType="p5en.48xlarge",
+            TotalInstanceCount=1,
+        ),
+    )
+    rows = [r for r in preflight_stack("capacity-block", cfg, account) if r.check == "capacity-reservations"]
+    by_field = {r.field.rsplit(".", 1)[1]: r for r in rows if r.status is not Status.passed}
+    assert by_field["capacity_type"].detail == f"capacity_block but {CR} is an On-Demand Capacity Reservation"
+    assert by_field["capacity_reservation"].detail == f"{CR} is expired; nothing can launch into it"
+    assert by_field["instance_type"].detail == f"p5.48xlarge but reservation {CR} is for p5en.48xlarge"
+    assert by_field["availability_zone"].detail == (
+        f"{CR} is in us-east-1b ({other}) in this account, but the pool is configured for us-east-1a / zones "
+        "['us-east-1a']"
+    )
+    assert by_field["availability_zone"].fix == (
+        "set capacity_reservation.availability_zone and availability_zones to [us-east-1b]"
+    )
+    assert by_field["max_size"].status is Status.warn
+    assert by_field["max_size"].fix == "set max_size to at most 1"
+
+
+def test_scheduled_capacity_block_warns(account: Account) -> None:
+    cfg = _capacity_block()
+    account.healthy(cfg)
+    account.reservation("us-east-1", CR, **_block(account, State="scheduled"))
+    row = _one(preflight_stack("capacity-block", cfg, account), "capacity-reservations", Status.warn)
+    assert (
+        row.detail == f"{CR} is scheduled (starts 2026-11-29T00:00:00+00:00); nodes cannot launch before then"
+    )
+    assert row.fix == "keep min_size and desired_size at 0 until the reservation is active"
+
+
+def test_addon_version_not_listed_by_eks(account: Account) -> None:
+    cfg = load_stack_config("prod-us-train")
+    account("iam", "us-east-1").create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com")
+    account.opt_status("us-east-1", "ENABLED_BY_DEFAULT")
+    account.quotas("us-east-1")
+    account.addons(cfg, listed={"vpc-cni": ["v1.21.1-eksbuild.8", "v1.21.1-eksbuild.3"]})
+    row = _one(preflight_stack("prod-us-train", cfg, account), "addon-versions-listed")
+    pinned = cfg.cluster.addons.vpc_cni
+    assert row.field == "aiplat:platform.cluster.addons.vpc_cni"
+    assert row.detail == (
+        f"{pinned} is not a vpc-cni version EKS lists for Kubernetes 1.35 "
+        "(listed: v1.21.1-eksbuild.8, v1.21.1-eksbuild.3)"
+    )
+    assert row.fix == "set vpc_cni: v1.21.1-eksbuild.8 (EKS's default)"
+
+
+def test_private_cluster_endpoint_not_reachable(account: Account) -> None:
+    cfg = load_stack_config("prod-us-train")
+    account.healthy(cfg)
+    account("eks", "us-east-1").create_cluster(
+        name=cfg.names.cluster,
+        roleArn="arn:aws:iam::123456789012:role/cluster",
+        resourcesVpcConfig={
+            "subnetIds": ["subnet-1"],
+            "endpointPrivateAccess": True,
+            "endpointPublicAccess": False,
+        },
+    )
+    row = _one(preflight_stack("prod-us-train", cfg, account), "cluster-endpoint-reachable")
+    assert f"cluster {cfg.names.cluster} (ACTIVE): https://" in row.detail
+    assert "does not answer from here" in row.detail
+    assert row.fix and row.fix.startswith("the endpoint is private: run from inside the VPC")
+
+
+def test_project_backend_and_secrets_key(account: Account) -> None:
+    rows = preflight_project(ROLLOUT, account)
+    assert [(r.check, r.status) for r in rows] == [
+        ("state-backend", Status.fail),
+        ("secrets-provider", Status.fail),
+    ]
+    assert "s3:HeadBucket state-bucket: 404" in rows[0].detail
+    assert "kms:DescribeKey alias/aiplat-pulumi: NotFoundException" in rows[1].detail
+
+    account("s3", "us-east-1").create_bucket(Bucket="state-bucket")
+    kms = account("kms", "us-east-1")
+    key = kms.create_key()["KeyMetadata"]["KeyId"]
+    kms.create_alias(AliasName="alias/aiplat-pulumi", TargetKeyId=key)
+    assert [r.status for r in preflight_project(ROLLOUT, account)] == [Status.passed, Status.passed]
+
+    kms.disable_key(KeyId=key)
+    secrets = preflight_project(ROLLOUT, account)[1]
+    assert secrets.status is Status.fail and secrets.detail.endswith(f"(key {key} is Disabled)")
+
+
+def test_no_credentials(account: Account, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    assert main(["preflight", "--stack", "prod-sg-infer"]) == 6  # EXIT_AWS: nothing else could be checked
+
+
+def test_cli_table_and_exit_codes(
+    account: Account, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real CLI with boto3's default clients on the moto server: the APIs moto lacks show as
+    'not checked' warnings (not as passes), the missing role fails with its fix."""
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line
+    assert main(["preflight", "--stack", "prod-sg-infer"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "autoscaling-service-linked-role │ fail" in out
+    assert "aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com" in out
+    assert "account:GetRegionOptStatus: 404: the endpoint does not implement this API" in out
+
+    account("iam", "us-east-1").create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com")
+    account("s3", "us-east-1").create_bucket(Bucket="aiplat-pulumi-state")
+    kms = account("kms", "us-east-1")
+    kms.create_alias(AliasName="alias/aiplat-pulumi", TargetKeyId=kms.create_key()["KeyMetadata"]["KeyId"])
+    assert main(["preflight", "--stack", "prod-sg-infer", "--problems-only"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert " 0 fail" in out and "warn" in out
+
+
+def test_probe_answers_only_when_something_listens() -> None:
+    import socket
+    import threading
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        threading.Thread(target=lambda: listener.accept()[0].close(), daemon=True).start()
+        assert probe_tcp(f"http://127.0.0.1:{port}/", 2) == (True, "")
+    # A port held but not listening refuses (holding it keeps the kernel from connecting the probe to itself).
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        ok, why = probe_tcp(f"http://127.0.0.1:{held.getsockname()[1]}/", 2)
+    assert not ok and "Connection refused" in why
+    ok, why = probe_tcp("https://nowhere.invalid/", 2)
+    assert not ok and "does not resolve from here" in why
+
+
+def test_every_stack_in_one_run(account: Account) -> None:
+    stacks = [(s, load_stack_config(s)) for s in ("prod-us-train", "prod-sg-infer")]
+    seen: list[str] = []
+    report = preflight(stacks, account, rollout=None, on_stack=seen.append)
+    assert seen == ["prod-us-train", "prod-sg-infer"]
+    assert {r.scope for r in report.rows} == {"prod-us-train", "prod-sg-infer"}
+    assert report.failed  # the Auto Scaling role is missing in the empty account

@@ -1,0 +1,136 @@
+"""Plan-time refusals of training configs that Kubernetes, JobSet or the trainer would refuse or silently get
+wrong. Each case changes one thing in the real prod-us-train (or dev-us-train) stack file and runs the
+real program under mocks: one line naming the field and the fix, and no cloud resource registered."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from infra.model.config.parse import parse_platform_config
+from infra.model.errors import ConfigErrors
+from infra.plan import runner
+
+T = "aiplat:platform.training"
+
+
+def _set(path: str, value):
+    def mutate(c: dict) -> None:
+        node = c
+        *parents, last = path.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+
+    return mutate
+
+
+def _run(**fields):
+    def mutate(c: dict) -> None:
+        c["training"]["runs"]["gpt2-124m"].update(fields)
+
+    return mutate
+
+
+CASES = [
+    (_set("training.runtime.pool", "gpux"), f"{T}.runtime.pool: 'gpux' is not a node pool of this stack"),
+    (_set("training.runtime.pool", "system"), "pool 'system' is not a GPU pool"),
+    (
+        _set("training.runtime.image", "missing"),
+        f"{T}.runtime.image: 'missing' is not an image of images.builds",
+    ),
+    (
+        _set("images.builds.notarepo", {"dockerfile": "images/trainer/Dockerfile"}),
+        "aiplat:platform.images.builds.notarepo: no ECR repository 'notarepo'",
+    ),
+    (_run(nodes=5), f"{T}.runs.gpt2-124m.nodes: gpt2-124m wants 5 nodes but pool 'train' has max_size 4"),
+    (
+        lambda c: c["training"]["runs"].update({"r" * 50: dict(c["training"]["runs"]["gpt2-124m"])}),
+        "gives pod names of 65 characters; JobSet refuses more than 63",
+    ),
+    (
+        _run(config="trainer/configs/debug.toml"),
+        "data.cache_dir 'runs/data/cache' is not on the NVMe cache, which the runtime mounts at "
+        "'/mnt/nvme/trainer-data'",
+    ),
+    (_run(overrides={"metrics.port_base": "9500"}), "metrics.port_base 9500 differs from the runtime's 9400"),
+    (
+        _run(overrides={"checkpoint.shutdown_window_s": "300"}),
+        "checkpoint.shutdown_window_s 300 s is longer than the runtime's 110 s; pods get 130 s after SIGTERM",
+    ),
+    (_run(overrides={"train.steps": "0"}), "train.steps=0"),
+    (
+        _set("training.runtime.trainer_config", "trainer/configs/debug.toml"),
+        "data.cache_dir 'runs/data/cache' is relative",
+    ),
+    (_set("training.runtime.cache_size_gib", 40000), "40000 GiB is more than the 30400 GB instance store"),
+    (_set("training.runtime.shm_size", "4000Gi"), "4000Gi is not below the worker's memory limit"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "expected"), CASES)
+def test_bad_training_config_is_refused_before_any_cloud_resource(
+    stack_doc, monitors, mutate, expected
+) -> None:
+    raw = copy.deepcopy(stack_doc("prod-us-train")["config"]["aiplat:platform"])
+    mutate(raw)
+    with pytest.raises(ConfigErrors) as info:
+        runner.run_plan("bad", parse_platform_config(raw))
+    message = str(info.value)
+    assert expected in message, message
+    (monitor,) = monitors
+    assert {r.type for r in monitor.recorded} <= {"pulumi:providers:aws"}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        ("training.runs.gpt2-124m.overrides", {"data.source": "s3://x/y"}, "is set by the platform"),
+        (
+            "training.runs.gpt2-124m.dataset",
+            "s3://bucket/x",
+            "must be a key prefix inside the datasets bucket",
+        ),
+        ("images.builds.trainer.prebuilt", "repo/trainer:latest", "is not an image named by digest"),
+        ("training.runs.Bad_Name", {"config": "x", "nodes": 1, "dataset": "d"}, "must be lower-case letters"),
+    ],
+)
+def test_schema_refuses(stack_doc, path: str, value, expected: str) -> None:
+    raw = copy.deepcopy(stack_doc("prod-us-train")["config"]["aiplat:platform"])
+    _set(path, value)(raw)
+    with pytest.raises(ConfigErrors) as info:
+        parse_platform_config(raw)
+    assert expected in str(info.value), str(info.value)
+
+
+def test_infer_stack_refuses_images_and_training(stack_doc) -> None:
+    raw = copy.deepcopy(stack_doc("prod-hk-infer")["config"]["aiplat:platform"])
+    raw["images"] = {"builds": {"trainer": {"dockerfile": "images/trainer/Dockerfile"}}}
+    with pytest.raises(ConfigErrors) as info:
+        parse_platform_config(raw)
+    assert "images are built and pushed by the train stack" in str(info.value)
+
+
+def test_spot_grace_beyond_the_notice_is_a_warning(stack_doc) -> None:
+    raw = copy.deepcopy(stack_doc("dev-us-train")["config"]["aiplat:platform"])
+    raw["training"]["runtime"]["grace_margin_s"] = 30
+    plan = runner.run_plan("dev", parse_platform_config(raw))
+    assert plan.resources
+    warnings = [f.one_line() for f in plan.findings]
+    assert any("termination grace 140 s exceeds Spot's 120 s interruption notice" in w for w in warnings), (
+        warnings
+    )
+
+
+def test_prebuilt_image_is_used_by_digest_without_a_build(stack_doc) -> None:
+    raw = copy.deepcopy(stack_doc("prod-us-train")["config"]["aiplat:platform"])
+    ref = "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/trainer@sha256:" + "ab" * 32
+    raw["images"]["builds"]["trainer"]["prebuilt"] = ref
+    plan = runner.run_plan("ci", parse_platform_config(raw))
+    assert [r.name for r in plan.by_type("docker-build:index:Image")] == ["images-inference"]
+    (runtime,) = plan.by_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
+    pod = runtime.inputs["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
+        "spec"
+    ]
+    assert pod["containers"][0]["image"] == ref

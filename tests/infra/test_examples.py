@@ -1,0 +1,59 @@
+"""The example stacks under examples/ plan, and each shows the feature it exists for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infra.io.stackfiles import list_stacks
+from infra.plan.runner import Plan, run_plan
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(scope="module")
+def planned() -> dict[str, Plan]:
+    return {name: run_plan(name, stacks_dir=EXAMPLES) for name in list_stacks(EXAMPLES)}
+
+
+def test_examples_exist(planned) -> None:
+    assert {"capacity-block", "odcr", "minio", "nat-none"} <= set(planned)
+
+
+def test_capacity_block(planned) -> None:
+    plan = planned["capacity-block"]
+    ng = plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng")
+    lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate", "pool-train-lt")
+    assert ng.inputs["capacityType"] == "CAPACITY_BLOCK"
+    assert lt.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"] == {
+        "capacityReservationId": "cr-0123456789abcdef0"
+    }
+    assert len(lt.inputs["networkInterfaces"]) == 32
+    assert not plan.by_type("aws:ec2/placementGroup:PlacementGroup")
+
+
+def test_odcr_in_its_own_placement_group(planned) -> None:
+    plan = planned["odcr"]
+    lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate", "pool-train-lt")
+    assert plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng").inputs["capacityType"] == "ON_DEMAND"
+    assert lt.inputs["placement"] == {"groupName": "odcr-p4d-cluster"}
+    assert not plan.by_type("aws:ec2/placementGroup:PlacementGroup")
+    assert len(lt.inputs["networkInterfaces"]) == 4  # p4d.24xlarge: 4 EFA interfaces
+
+
+def test_minio_instead_of_buckets(planned) -> None:
+    plan = planned["minio"]
+    assert not plan.by_type("aws:s3/bucket:Bucket")
+    release = plan.one("kubernetes:helm.sh/v3:Release", "minio-release")
+    assert release.inputs["chart"] == "minio" and release.inputs["values"]["replicas"] == 4
+
+
+def test_nat_none_has_no_default_route(planned) -> None:
+    plan = planned["nat-none"]
+    assert not plan.by_type("aws:ec2/natGateway:NatGateway")
+    private = [r for r in plan.by_type("aws:ec2/routeTable:RouteTable") if "-private-rt-" in r.name]
+    assert private and all(not r.inputs.get("routes") for r in private)
+    services = {e.inputs["serviceName"] for e in plan.by_type("aws:ec2/vpcEndpoint:VpcEndpoint")}
+    assert {f"com.amazonaws.us-west-2.{s}" for s in ("ecr.api", "ecr.dkr", "sts", "ec2", "s3")} <= services

@@ -1,0 +1,235 @@
+"""The pack as the Pulumi CLI runs it, its metadata, and the data it keeps (catalog, taggable types)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from aiplat_policies import catalog, tags
+from aiplat_policies.core import registered
+from aiplat_policies.pack import PACK_NAME, policies, rules
+
+from infra.io import snapshot
+from infra.io.policypack import default_pack_dir, read_pack_project
+from infra.review import review_plan
+from tests.conftest import REPO
+
+PACK = REPO / "policies"
+
+
+def test_pack_project_file_runs_python_in_its_own_virtualenv() -> None:
+    doc = yaml.safe_load((PACK / "PulumiPolicy.yaml").read_text())
+    assert doc["runtime"] == {"name": "python", "options": {"virtualenv": "venv"}}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", doc["version"]) and doc["description"]
+    project = read_pack_project(default_pack_dir())
+    assert project.venv_python == PACK / "venv" / "bin" / "python"
+
+
+def test_requirements_pin_what_the_project_runs() -> None:
+    """The pack's venv pins the pulumi-policy the project venv has (installed --no-deps, see README) and the
+    project's pulumi and pydantic."""
+    from importlib.metadata import version
+
+    pins = dict(
+        line.split("==")
+        for line in (PACK / "requirements.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    assert pins == {
+        "pulumi-policy": version("pulumi-policy"),
+        "pulumi": version("pulumi"),
+        "pydantic": version("pydantic"),
+    }
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert f'"pulumi=={pins["pulumi"]}"' in pyproject and f'"pydantic=={pins["pydantic"]}"' in pyproject
+
+
+def test_main_only_builds_the_pack() -> None:
+    tree = ast.parse((PACK / "__main__.py").read_text())
+    calls = [n for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
+    assert [ast.unparse(c.value.func) for c in calls] == ["sys.path.insert", "PolicyPack"]
+    assert not [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+
+
+def test_every_rule_is_documented_and_kebab_case() -> None:
+    assert len(rules()) == len(registered()) == len(policies()) >= 50
+    for r in rules():
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", r.name), r.name
+        assert r.description and r.unknowns and r.doc.startswith("https://"), r.name
+        assert r.kind in ("resource", "stack")
+        for key, schema in r.config.items():
+            assert "default" in schema and schema.get("description"), (r.name, key)
+
+
+def test_every_rule_has_a_compliant_and_a_violating_test() -> None:
+    """Each rule name appears in a test of this folder that expects no violation and in one that expects
+    its message (the tables in test_*.py); this guards against a rule added without tests."""
+    sources = "\n".join(
+        p.read_text() for p in Path(__file__).parent.glob("test_*.py") if p.name != Path(__file__).name
+    )
+    missing = [r.name for r in rules() if f'"{r.name}"' not in sources and f"'{r.name}'" not in sources]
+    grouped = {"s3-" + s for s in ("public-access-block", "tls-only", "tls-floor", "versioning", "lifecycle")}
+    grouped |= {
+        "training-pool-" + s for s in ("single-zone", "placement", "efa-interfaces", "efa-security-group")
+    }
+    grouped |= {
+        "k8s-run-as-non-root",
+        "k8s-no-privilege-escalation",
+        "k8s-requests-limits",
+        "k8s-training-accelerators",
+    }
+    assert [m for m in missing if m not in grouped] == []
+
+
+@pytest.mark.parametrize("itype", sorted(catalog.CATALOG))
+def test_catalog_is_aws_data(itype) -> None:
+    """GPU and EFA counts are AWS's: the same InstanceFacts the plan builds from DescribeInstanceTypes."""
+    facts = snapshot.instance_facts(itype)
+    assert facts is not None, itype
+    assert catalog.CATALOG[itype].gpus == facts.gpu_count
+    assert catalog.CATALOG[itype].efa_interfaces == facts.efa_interface_limit
+
+
+def test_catalog_covers_every_gpu_type_of_the_stacks_and_examples() -> None:
+    used = set()
+    for folder in (REPO / "stacks", REPO / "examples"):
+        for f in folder.glob("Pulumi.*.yaml"):
+            pools = yaml.safe_load(f.read_text())["config"]["aiplat:platform"].get("node_pools", {})
+            used |= {p["instance_type"] for p in pools.values()}
+    assert {t for t in used if catalog.is_gpu_family(t)} <= set(catalog.CATALOG)
+    assert all(catalog.gpus(t) == 0 for t in used if not catalog.is_gpu_family(t))
+
+
+def _sdk_takes_tags(type_token: str) -> bool:
+    _, module, cls = type_token.split(":")
+    sdk = importlib.import_module(f"pulumi_aws.{module.split('/')[0]}")
+    return "tags" in inspect.signature(getattr(sdk, cls)._internal_init).parameters
+
+
+@pytest.mark.parametrize("type_token", sorted(tags.TAGGABLE))
+def test_taggable_types_take_tags(type_token) -> None:
+    assert _sdk_takes_tags(type_token)
+
+
+def test_every_taggable_type_of_the_plans_is_listed(plan_stack) -> None:
+    from tests.conftest import STACKS
+
+    seen = {r.type for s in STACKS for r in plan_stack(s).resources if r.type.startswith("aws:")}
+    assert {t for t in seen if _sdk_takes_tags(t)} <= tags.TAGGABLE
+
+
+def test_required_tags_are_the_config_schema_tags() -> None:
+    from infra.model.config.schema import Tags
+
+    assert tags.REQUIRED_TAGS == ["CostCenter", "Project", "Owner", "Environment", "Workload"]
+    assert set(tags.REQUIRED_TAGS) <= set(Tags.model_fields)
+
+
+def test_pack_imports_only_the_pure_layers() -> None:
+    """The pack's contract (the pack is outside infra/, so not in lint-imports): it may import infra.model,
+    infra.rules and infra.lib (shared checks), pulumi_policy, and the standard library; never Pulumi
+    providers, AWS clients, files-reading layers or the program."""
+    import grimp
+
+    graph = grimp.build_graph("aiplat_policies", "infra")
+    allowed = ("infra.model", "infra.rules", "infra.lib")
+    bad = []
+    for module in graph.find_children("aiplat_policies") | {"aiplat_policies"}:
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported.startswith("infra") and not imported.startswith(allowed):
+                bad.append((module, imported))
+    assert bad == []
+    external = set()
+    for f in (PACK / "aiplat_policies").glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                external.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                external |= {a.name.split(".")[0] for a in node.names}
+    assert external - set(sys.stdlib_module_names) <= {"pulumi_policy", "infra", "aiplat_policies"}
+
+
+def test_pack_served_over_grpc_like_the_cli_gives_the_in_process_verdict(plan_stack) -> None:
+    """`python -m pulumi.policy <engine> .` in policies/ (what the CLI's policy shim runs) serves the pack
+    from __main__.py; the review through that process equals the in-process review."""
+    plan = plan_stack("prod-us-train").as_json()
+    in_process = review_plan(plan)
+    served = review_plan(plan, pack_python=Path(sys.executable))
+    assert served.diagnostics == in_process.diagnostics
+    assert served.pack == PACK_NAME and served.policies == len(rules())
+
+
+@pytest.mark.skipif(
+    not (PACK / "venv" / "bin" / "python").exists(), reason="policies/venv not built (README: Policy pack)"
+)
+def test_pack_in_its_own_virtualenv(plan_stack) -> None:
+    """With policies/venv built from requirements.txt (protobuf 5 there), the verdict is the same."""
+    plan = plan_stack("dev-us-train").as_json()
+    served = review_plan(plan, pack_python=PACK / "venv" / "bin" / "python")
+    assert served.diagnostics == review_plan(plan).diagnostics
+
+
+def _unknown_leaves(value):
+    from tests.policies.conftest import UNKNOWN
+
+    if isinstance(value, dict):
+        return {k: _unknown_leaves(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unknown_leaves(v) for v in value]
+    return UNKNOWN
+
+
+@pytest.mark.parametrize("depth", ["properties", "leaves"])
+def test_unknown_values_never_degrade_to_the_sdk_advisory(plan_stack, depth) -> None:
+    """The real prod-us-train plan with every input property (or every leaf value) unknown, as in a first
+    preview where nothing exists yet taken to the extreme: no rule raises into the SDK's "can't run policy
+    ... during preview" advisory (which would let a mandatory rule pass silently), and the rules that check
+    literals report violations instead of passing."""
+    import copy
+
+    from tests.policies.conftest import UNKNOWN
+
+    plan = copy.deepcopy(plan_stack("prod-us-train").as_json())
+    for r in plan["resources"]:
+        if not r["type"].startswith("pulumi:providers:"):
+            r["inputs"] = (
+                {k: UNKNOWN for k in r["inputs"]} if depth == "properties" else _unknown_leaves(r["inputs"])
+            )
+    result = review_plan(plan)
+    assert not [d for d in result.diagnostics if "can't run policy" in d.message]
+    failing = {d.policy for d in result.mandatory}
+    assert {
+        "imds-v2-hop-limit-1",
+        "kms-key-rotation",
+        "s3-versioning",
+        "no-wildcard-principal",
+        "iam-trust-scoped",
+    } <= failing
+
+
+def test_diagnostics_carry_severity_and_level(plan_stack) -> None:
+    result = review_plan(plan_stack("dev-us-train").as_json())
+    by_rule = {r.name: r for r in rules()}
+    for d in result.diagnostics:
+        assert d.severity == by_rule[d.policy].severity.value
+        assert d.enforcement == by_rule[d.policy].enforcement.value
+    assert json.dumps([d.__dict__ for d in result.diagnostics])  # plain data (CI artifacts)
+
+
+def test_readme_lists_every_rule() -> None:
+    """policies/README.md carries the generated rule table (severity, level, why, unknowns, doc) as is."""
+    from aiplat_policies import reference
+
+    readme = (PACK / "README.md").read_text()
+    assert reference.splice(readme) == readme, (
+        "regenerate: python policies/aiplat_policies/reference.py --write"
+    )
+    for r in rules():
+        assert f"| `{r.name}` | {r.kind} | {r.severity.value} | {r.enforcement.value} |" in readme

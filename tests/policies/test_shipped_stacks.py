@@ -1,0 +1,92 @@
+"""The shipped stacks and the examples under the real pack: the mandatory violations are exactly the ones
+another stream is fixing today (EXPECTED). When a fix lands, its entry must go: the comparison is exact, so
+the list can only shrink to empty, never hide a new violation. A component change that breaks a rule
+fails here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infra.io.stackfiles import list_stacks
+from infra.plan.runner import run_plan
+from infra.review import StackReview, review_plan
+from tests.conftest import STACKS
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EVERY = (*STACKS, *list_stacks(EXAMPLES))
+PROD = {"prod-us-train", "prod-hk-infer", "prod-sg-infer", "capacity-block", "odcr"}
+WITH_BUCKETS = {"dev-us-train", "prod-us-train", "capacity-block", "nat-none", "odcr"}
+
+# rule -> (why it fails today and which stream fixes it, the stacks it fails on)
+EXPECTED: dict[str, tuple[str, set[str]]] = {
+    "imds-v2-hop-limit-1": (
+        "issue 10 (AWS deploy/security): IMDS hop limit 1 on every pool; main has 2",
+        set(EVERY),
+    ),
+    "cloudtrail-present": ("issue 10 (AWS deploy/security): a multi-region CloudTrail trail", set(EVERY)),
+    "protect-stateful-in-prod": (
+        "issue 10 (AWS deploy/security): protect keys, data buckets, repositories in prod",
+        PROD,
+    ),
+    "s3-tls-floor": (
+        "issue 10 item 7 (AWS deploy/security): s3:TlsVersion floor in bucket policies",
+        WITH_BUCKETS,
+    ),
+    "eks-upgrade-policy": (
+        "no issue owns it yet: EksCluster sets no upgrade_policy, so EKS enrols clusters in paid extended "
+        "support (set support_type STANDARD in infra/components/aws/cluster.py)",
+        set(EVERY),
+    ),
+    "k8s-namespace-pod-security": (
+        "issue 11 follow-up (cluster services): MinIO's namespace (infra/components/k8s/minio.py) has no Pod "
+        "Security labels; the workload namespaces have them",
+        {"minio"},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def reviews(plan_stack) -> dict[str, StackReview]:
+    out = {stack: review_plan(plan_stack(stack).as_json()) for stack in STACKS}
+    for stack in list_stacks(EXAMPLES):
+        out[stack] = review_plan(run_plan(stack, stacks_dir=EXAMPLES).as_json())
+    return out
+
+
+def test_every_shipped_stack_and_example_is_reviewed(reviews) -> None:
+    assert set(reviews) == set(EVERY)
+    assert {"dev-us-train", "prod-us-train", "prod-hk-infer", "prod-sg-infer", "minio", "odcr"} <= set(
+        reviews
+    )
+
+
+def test_mandatory_violations_are_exactly_the_expected_ones(reviews) -> None:
+    found = {(stack, d.policy) for stack, r in reviews.items() for d in r.mandatory}
+    expected = {(stack, policy) for policy, (_, stacks) in EXPECTED.items() for stack in stacks}
+    fixed = sorted(expected - found)
+    new = sorted(found - expected)
+    assert not new, f"new mandatory violations: {new}"
+    assert not fixed, f"fixed upstream, remove from EXPECTED: {fixed}"
+
+
+def test_no_policy_errors_or_unexpected_advisories(reviews) -> None:
+    """No rule degrades to the SDK's "can't run policy" advisory; the only advisory today is the
+    confused-deputy finding on the flow-logs trust (issue 10 item 6)."""
+    for stack, r in reviews.items():
+        assert not any("can't run policy" in d.message for d in r.diagnostics), stack
+        assert {d.policy for d in r.advisory} <= {"iam-trust-confused-deputy"}, (stack, r.advisory)
+
+
+@pytest.mark.parametrize("stack", ["prod-us-train", "capacity-block", "odcr"])
+def test_training_stacks_pass_the_training_pool_rules(reviews, stack) -> None:
+    """The p5/p4d pools are training pools and satisfy every training-pool rule (a regression in the
+    node pool component shows up here)."""
+    rules = {
+        "training-pool-single-zone",
+        "training-pool-placement",
+        "training-pool-efa-interfaces",
+        "training-pool-efa-security-group",
+    }
+    assert not [d for d in reviews[stack].diagnostics if d.policy in rules]
