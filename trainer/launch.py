@@ -200,7 +200,7 @@ def _main(args: argparse.Namespace, rest: list[str]) -> int:
     from trainer.preflight import preflight
 
     if not args.config:
-        raise TrainerError("--config is required (a TOML file such as trainer/configs/debug.toml)")
+        raise BadInput("--config is required (a TOML file such as trainer/configs/debug.toml)")
     cfg = load_config(args.config, args.overrides)
     try:
         targs = _torchrun_args(rest, args.config, args.overrides)
