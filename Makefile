@@ -27,7 +27,7 @@ $(VENV)/.policy: policies/requirements.txt $(VENV)/.base
 
 # Tests need the dev tools, the trainer's and the inference server's stacks (CPU torch from the local wheel,
 # see README), and the policy pack's SDK.
-$(VENV)/.dev: pyproject.toml $(VENV)/.base $(VENV)/.policy
+$(VENV)/.dev: pyproject.toml images/trainer/requirements.txt $(VENV)/.base $(VENV)/.policy
 	$(PIP) install -q -e '.[dev,trainer,inference]'
 	touch $@
 
@@ -64,7 +64,7 @@ promtool:
 lint-docker: $(VENV)/.dev
 	$(BIN)/hadolint images/*/Dockerfile
 
-# Two CPU ranks (gloo) under torchrun against a local S3 (a moto server the tool starts and stops);
+# Two CPU ranks (gloo) under the launcher against a local S3 (a moto server the tool starts and stops);
 # checkpoints to s3://local-ckpt/debug, Prometheus metrics on :9400 (rank 0) and :9401 (rank 1).
 train-local: $(VENV)/.dev
 	$(BIN)/python -m trainer.tools.train_local --steps 40 --metrics-port 9400 --workdir runs/local

@@ -6,7 +6,9 @@ Builds a GPT (default ~26M parameters, ~0.3 GB of model + AdamW state), then sav
 with ``checkpoint.async_save=true`` and ``false`` to the same kind of storage (a local directory, or with
 ``--s3`` a moto S3 server through the S3 connector). "Blocked" is the wall time of ``Checkpointer.save``
 as the loop sees it; for async saves the write and the manifest commit finish in the background (a few
-training steps run in between, as in real training). Prints the ratio of medians (target <= 0.2).
+training steps run in between, as in real training). Prints the ratio of medians; targets (issue 17):
+<= 0.1 on a local directory, <= 0.055 on S3. Async saves stage into host buffers reused from save to save;
+the first one allocates them and is slower (it is in the median like every other save).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainer.checkpoint import Checkpointer  # noqa: E402
 from trainer.config import CheckpointConfig, ModelConfig  # noqa: E402
-from trainer.distributed import free_port, init_distributed  # noqa: E402
+from trainer.distributed import init_distributed  # noqa: E402
 from trainer.model import GPT  # noqa: E402
+from trainer.tools.moto_server import MotoServer  # noqa: E402
 
 
 class Pos:
@@ -72,20 +75,9 @@ def main() -> None:
     train_step()
     server = None
     if args.s3:
-        from moto.server import ThreadedMotoServer
-
-        port = free_port()
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        server.start()
-        os.environ.update(
-            AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
-            AWS_ACCESS_KEY_ID="x",
-            AWS_SECRET_ACCESS_KEY="x",
-            AWS_REGION="us-east-1",
-        )
-        import boto3
-
-        boto3.client("s3").create_bucket(Bucket="bench-ckpt")
+        server = MotoServer().start()
+        os.environ.update(server.env())
+        server.client().create_bucket(Bucket="bench-ckpt")
     root = "s3://bench-ckpt/run" if args.s3 else tempfile.mkdtemp(prefix="ckpt-bench-")
     blocked: dict[str, list[float]] = {}
     total: dict[str, list[float]] = {}
@@ -125,7 +117,7 @@ def main() -> None:
         "async_blocked_median_s": round(b_async, 4),
         "async_save_to_commit_median_s": round(statistics.median(total["async"]), 4),
         "ratio": round(b_async / b_sync, 4),
-        "target": "<= 0.2",
+        "target": "<= 0.055" if args.s3 else "<= 0.1",
     }))  # fmt: skip
 
 

@@ -25,9 +25,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainer.config import load_config  # noqa: E402
+from trainer.loop import Trainer  # noqa: E402
 from trainer.model import GPT  # noqa: E402
+from trainer.schedule import lr_lambda  # noqa: E402
 from trainer.tools.make_shards import write_shards  # noqa: E402
-from trainer.train import Trainer, lr_lambda  # noqa: E402
 
 
 class BareLoop:
@@ -106,10 +107,9 @@ def main() -> None:
     trainer_all: list[float] = []
     for r in range(args.rounds):
         bare_all += bare_loop.run(args.chunk)
-        n0 = len(trainer.step_durations)
         cfg.train.steps = args.chunk * (r + 2)  # run() continues from trainer.step
         trainer.run()
-        trainer_all += trainer.step_durations[n0:]
+        trainer_all += list(trainer.step_durations)[-args.chunk :]
     bare, tr = statistics.median(bare_all), statistics.median(trainer_all)
     print(json.dumps({
         "benchmark": "trainer_step_vs_bare_loop",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from trainer.errors import BadInput, BlobExists, BlobNotFound, StoreUnavailable
-from trainer.hashing import sha256_stream
+from trainer.hashing import MANIFEST, sha256_stream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -156,9 +156,11 @@ class LocalBlobs:
 
     def delete_prefix(self, prefix: str) -> None:
         """Remove a folder and everything in it (no error if it is gone)."""
+        folder = self.root / prefix
         with self._errors(prefix):
-            if (self.root / prefix).exists():
-                shutil.rmtree(self.root / prefix)
+            if folder.exists():
+                (folder / MANIFEST).unlink(missing_ok=True)  # stops counting first, as on S3
+                shutil.rmtree(folder)
 
     def delete(self, key: str) -> None:
         """Remove one file (no error if it is gone)."""
@@ -351,7 +353,7 @@ class S3Blobs:
 
     def delete_prefix(self, prefix: str) -> None:
         """Delete every object below ``prefix`` (a manifest first, so the folder stops counting at once)."""
-        keys = sorted(self.list(prefix), key=lambda k: not k.endswith("manifest.json"))
+        keys = sorted(self.list(prefix), key=lambda k: not k.endswith(MANIFEST))
         with self._errors(prefix):
             for i in range(0, len(keys), 1000):
                 self.client.delete_objects(
@@ -375,10 +377,11 @@ def open_blobs(uri: str, *, region: str = "", endpoint: str = "", max_attempts: 
     return LocalBlobs(uri)
 
 
-def retry_unavailable(fn: Callable[[], T], wait_s: float, what: str) -> T:
+def retry_unavailable(fn: Callable[[], T], wait_s: float, what: str, knob: str = "store_wait_s") -> T:
     """Call ``fn``; while it raises :class:`StoreUnavailable`, retry with exponential backoff (0.5 s doubling,
     at most 15 s apart) for up to ``wait_s`` seconds, then raise one :class:`StoreUnavailable` naming
-    ``what`` and the time waited. Other errors pass through at once."""
+    ``what`` (e.g. ``"data.source=s3://..."``), the time waited and the setting that sets it (``knob``).
+    Other errors pass through at once."""
     deadline = time.monotonic() + wait_s
     delay = 0.5
     attempt = 0
@@ -390,7 +393,7 @@ def retry_unavailable(fn: Callable[[], T], wait_s: float, what: str) -> T:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise StoreUnavailable(
-                    f"{what}: unreachable for {wait_s:.0f}s ({attempt} tries; train.store_wait_s): {exc}"
+                    f"{what}: unreachable for {wait_s:.0f}s ({attempt} tries, {knob}): {exc}"
                 ) from exc
             log.warning("%s: %s; retrying in %.1fs", what, exc, min(delay, left))
             time.sleep(min(delay, left))

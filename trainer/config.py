@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from trainer.errors import BadInput
+
 MODEL_SIZES = ("debug", "gpt2-124m")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 SAVE_FAILURE_POLICIES = ("continue", "stop")
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput, ValueError):
     """A user error in the configuration; the message names the field, the bad value and the fix."""
 
     def __init__(self, field_name: str, value: Any, fix: str) -> None:
@@ -83,6 +85,7 @@ class DataConfig:
     cache_dir: str = "/tmp/trainer-data-cache"
     prefetch: int = 4  # batches prepared ahead by the loader thread
     verify_checksums: bool = True  # check each shard's sha256 against index.json after download
+    store_wait_s: float = 120.0  # at start, retry an S3 source that does not answer this long (then exit 4)
 
     def __post_init__(self) -> None:
         _require(
@@ -92,6 +95,7 @@ class DataConfig:
             "set it to a directory or s3://bucket/prefix made by `python -m trainer.tools.make_shards`",
         )
         _require(self.prefetch >= 1, "data.prefetch", self.prefetch, "must be >= 1")
+        _require(self.store_wait_s >= 0, "data.store_wait_s", self.store_wait_s, "must be >= 0 seconds")
         _require(bool(self.cache_dir), "data.cache_dir", self.cache_dir, "set a local directory (NVMe)")
 
 
@@ -161,10 +165,15 @@ class CheckpointConfig:
     s3_region: str = ""  # default: $AWS_REGION, else us-east-1
     s3_endpoint: str = ""  # default: $AWS_ENDPOINT_URL (MinIO, moto); empty uses AWS
     s3_max_attempts: int = 10  # retries of the S3 client (AWS CRT) per request
-    # Seconds between SIGTERM and SIGKILL:
-    # min(torchrun --shutdown-timeout, pod terminationGracePeriodSeconds).
-    # The trainer warns when a save would not fit in it.
+    # Seconds between SIGTERM and SIGKILL: min(launcher --shutdown-timeout, pod
+    # terminationGracePeriodSeconds); the launcher's --shutdown-timeout defaults to it. The trainer warns
+    # when a save would not fit in it.
     shutdown_window_s: float = 30.0
+    store_wait_s: float = 120.0  # at start, retry a store that does not answer this long (then exit 4)
+    # Resume rules: a checkpoint of another dataset (index fingerprint) or another global batch
+    # (micro_batch x grad_accum x world size) is refused unless allowed here; then the change is logged.
+    allow_dataset_change: bool = False
+    allow_batch_change: bool = False
 
     def __post_init__(self) -> None:
         _require(self.interval >= 1, "checkpoint.interval", self.interval, "must be >= 1 step")
@@ -181,6 +190,7 @@ class CheckpointConfig:
         _require(
             self.shutdown_window_s > 0, "checkpoint.shutdown_window_s", self.shutdown_window_s, "must be > 0"
         )
+        _require(self.store_wait_s >= 0, "checkpoint.store_wait_s", self.store_wait_s, "must be >= 0 seconds")
         _require(
             "release" not in self.uri.replace("\\", "/").split("/"),
             "checkpoint.uri",

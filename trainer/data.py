@@ -16,7 +16,6 @@ of ranks and still see every sample exactly once per epoch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -30,19 +29,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from trainer.blobstore import open_blobs, retry_unavailable, split_s3_uri
+from trainer.errors import BadInput, BlobNotFound
+from trainer.hashing import sha256_bytes
+
 log = logging.getLogger(__name__)
 
 INDEX_FILE = "index.json"
 SHARD_FORMAT = "trainer-shards-v1"
-
-
-def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 22) -> str:
-    """Hex sha256 of a file, read in 4 MiB chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def dataset_fingerprint(index: dict) -> str:
@@ -51,7 +45,7 @@ def dataset_fingerprint(index: dict) -> str:
     keys = ("format", "dtype", "tokenizer", "vocab_size", "eot_token")
     canon = {k: index.get(k) for k in keys}
     canon["shards"] = [[s.get("file"), s.get("tokens"), s.get("sha256")] for s in index.get("shards", [])]
-    return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()
+    return sha256_bytes(json.dumps(canon, sort_keys=True).encode())
 
 
 def tokenizer_info(index: dict) -> dict:
@@ -59,39 +53,41 @@ def tokenizer_info(index: dict) -> dict:
     return {k: index.get(k) for k in ("tokenizer", "vocab_size", "eot_token")}
 
 
-def split_s3_uri(uri: str) -> tuple[str, str]:
-    """``s3://bucket/a/b`` -> ``("bucket", "a/b")`` (prefix without leading/trailing slash)."""
-    rest = uri[len("s3://") :]
-    bucket, _, prefix = rest.partition("/")
-    return bucket, prefix.strip("/")
-
-
 class TokenShards:
     """Read-only view over the shards of one directory; sample ``i`` is an array of ``seq_len + 1`` tokens."""
 
-    def __init__(self, directory: str | os.PathLike[str], seq_len: int) -> None:
+    def __init__(self, directory: str | os.PathLike[str], seq_len: int, source: str = "") -> None:
         self.directory = Path(directory)
-        self.index = json.loads((self.directory / INDEX_FILE).read_text())
-        if self.index.get("format") != SHARD_FORMAT:
-            raise ValueError(f"{self.directory / INDEX_FILE}: not a {SHARD_FORMAT} index")
+        where = f"data.source={source or directory}"
+        try:
+            raw = (self.directory / INDEX_FILE).read_bytes()
+        except OSError as exc:
+            raise BadInput(
+                f"{where}: cannot read {INDEX_FILE} in {self.directory} ({exc.strerror})"
+            ) from None
+        self.index = parse_index(raw, where)
         self.seq_len = seq_len
         self.vocab_size = int(self.index["vocab_size"])
         self.fingerprint = dataset_fingerprint(self.index)
+        self.index_sha256 = sha256_bytes(raw)  # of index.json as stored (run records)
         dtype = np.dtype(self.index["dtype"])
         self._maps: list[np.memmap] = []
         counts = []
         for shard in self.index["shards"]:
-            mm = np.memmap(self.directory / shard["file"], dtype=dtype, mode="r")
-            if mm.shape[0] != shard["tokens"]:
-                raise ValueError(
-                    f"{shard['file']}: {mm.shape[0]} tokens on disk, index says {shard['tokens']}"
+            path = self.directory / shard["file"]
+            if not path.is_file() or path.stat().st_size != shard["tokens"] * dtype.itemsize:
+                size = path.stat().st_size if path.is_file() else None
+                raise BadInput(
+                    f"{where}: {shard['file']} has {size} bytes, {INDEX_FILE} says {shard['tokens']} tokens "
+                    f"of {dtype.itemsize} bytes"
                 )
+            mm = np.memmap(path, dtype=dtype, mode="r") if shard["tokens"] else np.empty(0, dtype=dtype)
             self._maps.append(mm)
             counts.append(max(0, (mm.shape[0] - 1) // seq_len))
         self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.num_samples = int(self._starts[-1])
         if self.num_samples == 0:
-            raise ValueError(f"{self.directory}: shards hold fewer than seq_len+1={seq_len + 1} tokens")
+            raise BadInput(f"{where}: the shards hold no sample of model.seq_len+1={seq_len + 1} tokens")
 
     def sample(self, i: int) -> np.ndarray:
         """Tokens ``[start, start + seq_len + 1)`` of global sample ``i``."""
@@ -247,41 +243,110 @@ def local_shard_dir(source: str, cache_dir: str | os.PathLike[str]) -> Path:
     return Path(cache_dir) / bucket / prefix
 
 
-def fetch_shards(source: str, cache_dir: str | os.PathLike[str], verify: bool = True) -> Path:
+def parse_index(raw: bytes, where: str) -> dict:
+    """Parse and type-check ``index.json``; :class:`BadInput` naming ``where`` when it is not usable."""
+    try:
+        index = json.loads(raw)
+    except ValueError as exc:
+        raise BadInput(f"{where}: {INDEX_FILE} is not valid JSON ({exc})") from None
+    fix = "; rewrite it with python -m trainer.tools.make_shards"
+    if not isinstance(index, dict) or index.get("format") != SHARD_FORMAT:
+        raise BadInput(f"{where}: {INDEX_FILE} is not a {SHARD_FORMAT} index{fix}")
+    if index.get("dtype") not in ("uint16", "uint32"):
+        raise BadInput(f"{where}: {INDEX_FILE} dtype {index.get('dtype')!r} is not uint16 or uint32{fix}")
+    vocab = index.get("vocab_size")
+    if not isinstance(vocab, int) or isinstance(vocab, bool) or vocab < 1:
+        raise BadInput(f"{where}: {INDEX_FILE} vocab_size {vocab!r} is not a positive integer{fix}")
+    shards = index.get("shards")
+    ok = isinstance(shards, list) and bool(shards)
+    for sh in shards if ok else []:
+        ok = ok and isinstance(sh, dict) and isinstance(sh.get("file"), str) and "/" not in sh["file"]
+        ok = (
+            ok
+            and isinstance(sh.get("tokens"), int)
+            and sh["tokens"] >= 0
+            and isinstance(sh.get("sha256"), str)
+        )
+    if not ok:
+        raise BadInput(f"{where}: {INDEX_FILE} shards must be a list of {{file, tokens, sha256}}{fix}")
+    return index
+
+
+def read_index(source: str, wait_s: float = 0) -> dict:
+    """``index.json`` of a local directory or ``s3://`` source, type-checked. Raises :class:`BadInput`
+    (missing, unreadable, no bucket, access denied) or, after retrying ``wait_s`` seconds,
+    :class:`StoreUnavailable`."""
+    return parse_index(_index_bytes(source, wait_s), f"data.source={source}")
+
+
+def _index_bytes(source: str, wait_s: float) -> bytes:
+    where = f"data.source={source}"
+    blobs = open_blobs(source)
+    try:
+        raw = retry_unavailable(lambda: blobs.read(INDEX_FILE), wait_s, where, "data.store_wait_s")
+    except BlobNotFound:
+        raise BadInput(
+            f"{where}: no {INDEX_FILE}; write the shards with python -m trainer.tools.make_shards "
+            "(--upload s3://... for S3)"
+        ) from None
+    except BadInput as exc:
+        raise BadInput(f"{where}: {exc}") from None
+    return raw
+
+
+def check_shards(source: str, index: dict, wait_s: float = 0) -> None:
+    """Every shard ``index.json`` names is in ``source`` with its size (one listing)."""
+    where = f"data.source={source}"
+    blobs = open_blobs(source)
+    present = retry_unavailable(blobs.list, wait_s, where, "data.store_wait_s")
+    itemsize = np.dtype(index["dtype"]).itemsize
+    for sh in index["shards"]:
+        if sh["file"] not in present:
+            raise BadInput(f"{where}: {sh['file']} is missing (named in {INDEX_FILE})")
+        if present[sh["file"]] != sh["tokens"] * itemsize:
+            raise BadInput(
+                f"{where}: {sh['file']} has {present[sh['file']]} bytes, {INDEX_FILE} says "
+                f"{sh['tokens'] * itemsize}"
+            )
+
+
+def fetch_shards(
+    source: str, cache_dir: str | os.PathLike[str], verify: bool = True, wait_s: float = 0
+) -> Path:
     """Return a local directory with the shards of ``source``; ``s3://`` sources are downloaded once into
-    ``cache_dir`` (skipped when a file with the right size is already there, e.g. after a restart).
+    ``cache_dir`` (skipped when a file with the right size is already there, e.g. after a restart),
+    hashed while they download. Errors are one line naming ``data.source`` (:class:`BadInput`, or
+    :class:`StoreUnavailable` after retrying ``wait_s`` seconds).
 
     boto3 honours ``AWS_ENDPOINT_URL`` (https://docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html),
     so the same code reads from MinIO or a local moto server.
     """
+    where = f"data.source={source}"
+    raw = _index_bytes(source, wait_s)
+    index = parse_index(raw, where)
     if not source.startswith("s3://"):
-        d = Path(source)
-        if not (d / INDEX_FILE).is_file():
-            raise FileNotFoundError(
-                f"data.source={source!r}: no {INDEX_FILE}; run python -m trainer.tools.make_shards"
-            )
-        return d
-    import boto3  # local import: CPU tests that use local shards need not load botocore
-
-    bucket, prefix = split_s3_uri(source)
+        return Path(source)
+    blobs = open_blobs(source)
     local = local_shard_dir(source, cache_dir)
     local.mkdir(parents=True, exist_ok=True)
-    s3 = boto3.client("s3")
-    key = f"{prefix}/{INDEX_FILE}" if prefix else INDEX_FILE
-    tmp = local / f".{INDEX_FILE}.tmp"
-    s3.download_file(bucket, key, str(tmp))
-    index = json.loads(tmp.read_text())
     for shard in index["shards"]:
         dst = local / shard["file"]
         expected = shard["tokens"] * np.dtype(index["dtype"]).itemsize
         if dst.is_file() and dst.stat().st_size == expected:
             continue
         part = local / f".{shard['file']}.part"
-        s3.download_file(bucket, f"{prefix}/{shard['file']}" if prefix else shard["file"], str(part))
-        if verify and sha256_file(part) != shard["sha256"]:
+        try:
+            sha, _ = retry_unavailable(
+                lambda s=shard, p=part: blobs.download(s["file"], p), wait_s, where, "data.store_wait_s"
+            )
+        except BlobNotFound:
+            raise BadInput(f"{where}: {shard['file']} is missing (named in {INDEX_FILE})") from None
+        if verify and sha != shard["sha256"]:
             part.unlink()
-            raise ValueError(f"{source}/{shard['file']}: sha256 does not match {INDEX_FILE}")
+            raise BadInput(f"{where}/{shard['file']}: sha256 does not match {INDEX_FILE}")
         os.replace(part, dst)  # atomic: a reader never sees half a shard
+    tmp = local / f".{INDEX_FILE}.tmp"
+    tmp.write_bytes(raw)
     os.replace(tmp, local / INDEX_FILE)  # index last, so its presence means the cache is complete
     log.info("shards from %s cached in %s", source, local)
     return local

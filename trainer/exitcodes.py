@@ -7,7 +7,7 @@ Dependency-free on purpose: the Kubernetes training runtime imports it to build 
 * 2 BAD_INPUT: config, dataset or checkpoint refused; one line names the field and the fix. Retrying
   cannot help: fail the job.
 * 3 SAVE_FAILED: a checkpoint save failed under ``on_save_failure=stop``, or the final save failed.
-* 4 STORE_UNAVAILABLE: the data or checkpoint store did not answer for ``train.store_wait_s`` at start.
+* 4 STORE_UNAVAILABLE: the data or checkpoint store did not answer for ``*.store_wait_s`` at start.
 * 5 PREEMPTED_SAVE_FAILED: stopped by SIGTERM, but the preemption checkpoint was not committed (the run
   resumes from an older one).
 * 143 PREEMPTED: stopped by SIGTERM after the preemption checkpoint was committed: restart the job

@@ -25,6 +25,11 @@ def sha256_stream(f: BinaryIO, sink: Callable[[bytes], object] | None = None) ->
     return h.hexdigest(), size
 
 
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of bytes in memory."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """Hex sha256 of a local file."""
     with open(path, "rb") as f:

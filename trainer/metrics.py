@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from trainer.config import MetricsConfig
+from trainer.config import ConfigError, MetricsConfig
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +95,22 @@ class Metrics:
         if cfg.port_base:
             self.port = cfg.port_base + local_rank
             # start_http_server serves from a daemon thread; it dies with the process.
-            start_http_server(self.port, addr="0.0.0.0", registry=self.registry)
+            try:
+                start_http_server(self.port, addr="0.0.0.0", registry=self.registry)
+            except OSError as exc:
+                raise ConfigError(
+                    "metrics.port_base",
+                    cfg.port_base,
+                    f"port {self.port} (port_base + LOCAL_RANK {local_rank}) cannot be served: "
+                    f"{exc.strerror}; pick another port_base, or 0 to turn the endpoint off",
+                ) from None
         self._log_path: Path | None = None
         if cfg.log_file:
             self._log_path = Path(cfg.log_file.replace("{rank}", str(rank)))
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
 
     def observe_step(self, rec: dict[str, Any]) -> None:
-        """Update gauges from one step record (see :meth:`Trainer._step_record`)."""
+        """Update gauges from the record ``Trainer.run`` builds per step (``step``, ``step_s``, ...)."""
         self.step.set(rec["step"])
         self.step_time.set(rec["step_s"])
         self.step_hist.observe(rec["step_s"])

@@ -24,7 +24,6 @@ newest version that verifies. Store outages are not release defects: they raise
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 import struct
@@ -39,7 +38,7 @@ import torch
 from trainer.blobstore import Blobs, open_blobs
 from trainer.config import ConfigError, ModelConfig
 from trainer.errors import BadInput, BlobExists, BlobNotFound
-from trainer.hashing import MANIFEST, is_sha256_hex, sha256_file, sha256_stream
+from trainer.hashing import MANIFEST, is_sha256_hex, sha256_bytes, sha256_file, sha256_stream
 
 FORMAT = "aiplat-release-v1"
 RELEASE_PREFIX = "release"
@@ -347,7 +346,7 @@ def publish(
         raise BadInput(f"--checkpoint={checkpoint_uri}: a checkpoint cannot live under {RELEASE_PREFIX}/")
     ck = open_committed(checkpoint_uri, step)
     try:
-        cfg = ModelConfig(**ck.manifest["config"]["model"])
+        cfg = ModelConfig(**ck.manifest.config["model"])
     except (KeyError, TypeError, ConfigError) as exc:
         raise BadInput(f"{ck.uri}: {MANIFEST} holds no usable model config ({exc})") from None
     model = GPT(cfg)
@@ -364,7 +363,7 @@ def publish(
         save_file(tensors, str(wpath), metadata={"format": "pt"})
         files = {
             WEIGHTS: {"size": wpath.stat().st_size, "sha256": sha256_file(wpath)},
-            CONFIG: {"size": len(config_bytes), "sha256": hashlib.sha256(config_bytes).hexdigest()},
+            CONFIG: {"size": len(config_bytes), "sha256": sha256_bytes(config_bytes)},
         }
         store.write(CONFIG, config_bytes)
         store.upload(WEIGHTS, wpath)
@@ -375,8 +374,8 @@ def publish(
         "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "files": files,
         "source": {"run_id": ck.run_id, "checkpoint_uri": ck.uri, "step": ck.step},
-        "metrics": ck.manifest.get("metrics"),
-        "tokenizer": (ck.manifest.get("data") or {}).get("tokenizer"),
+        "metrics": ck.manifest.metrics,
+        "tokenizer": (ck.manifest.data or {}).get("tokenizer"),
         "tied_weights": tied,
     }
     try:

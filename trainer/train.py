@@ -1,320 +1,34 @@
-"""Trainer entry point.
+"""Trainer entry point (one process per rank; see ``trainer/launch.py`` for the launcher).
 
     torchrun --nnodes N --nproc-per-node G [--max-restarts R] -m trainer.train --config FILE [--set k=v ...]
 
-Exit codes: 0 done; 2 configuration error; 3 checkpoint save failed (``on_save_failure=stop`` or the final
-save); 143 stopped after SIGTERM with a checkpoint written (non-zero so that torchrun / the Job controller
-do not mistake a preempted run for a finished one).
+Exit codes: ``trainer/exitcodes.py`` (0 done, 1 crash, 2 bad input, 3 save failed, 4 store unavailable,
+5 preempted but the save failed, 143 preempted after a committed checkpoint). Under plain torchrun every
+non-zero code is restarted and torchrun itself exits 1; ``python -m trainer.launch`` keeps the contract.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
-import math
 import os
 import sys
-import time
 import traceback
-from typing import Any
+from typing import NoReturn
 
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-from trainer.checkpoint import Checkpointer, SaveResult
-from trainer.config import ConfigError, JobConfig, load_config
-from trainer.data import (
-    GlobalSampler,
-    TokenLoader,
-    TokenShards,
-    fetch_shards,
-    local_shard_dir,
-    tokenizer_info,
-)
-from trainer.distributed import destroy_distributed, init_distributed
-from trainer.metrics import Metrics, peak_flops
-from trainer.model import GPT
-from trainer.signals import StopFlags
-
-log = logging.getLogger("trainer")
-
-EXIT_OK = 0
-EXIT_CONFIG = 2
-EXIT_SAVE_FAILED = 3
-EXIT_PREEMPTED = 143  # 128 + SIGTERM, the code a process killed by SIGTERM would have
-
-
-class _Stateful:
-    """Adapter giving a plain object ``state_dict``/``load_state_dict`` for the checkpointer."""
-
-    def __init__(self, get: Any, put: Any) -> None:
-        self.state_dict, self.load_state_dict = get, put
-
-
-def lr_lambda(cfg: JobConfig) -> Any:
-    """Linear warmup, then cosine decay to ``min_lr_ratio`` at ``train.steps`` (a factor on ``optim.lr``)."""
-    o, total = cfg.optim, cfg.train.steps
-
-    def f(step: int) -> float:
-        if step < o.warmup_steps:
-            return (step + 1) / o.warmup_steps
-        progress = min(1.0, (step - o.warmup_steps) / max(1, total - o.warmup_steps))
-        return o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-
-    return f
-
-
-class Trainer:
-    """Owns the process group, model, optimizer, data, checkpoints and metrics of one rank."""
-
-    def __init__(self, cfg: JobConfig) -> None:
-        self.cfg = cfg
-        self.info = init_distributed(cfg.train.dist_timeout_s)
-        self.device = self.info.device
-        self.flags = StopFlags()
-        self.flags.install()
-        torch.manual_seed(cfg.train.seed)  # same initial weights on every rank (DDP also broadcasts them)
-
-        # Data: local rank 0 of every node copies S3 shards to the node's disk; the others wait.
-        if self.info.local_rank == 0:
-            fetch_shards(cfg.data.source, cfg.data.cache_dir, cfg.data.verify_checksums)
-        dist.barrier()
-        self.shards = TokenShards(local_shard_dir(cfg.data.source, cfg.data.cache_dir), cfg.model.seq_len)
-        if self.shards.vocab_size > cfg.model.vocab_size:
-            raise ConfigError(
-                "model.vocab_size",
-                cfg.model.vocab_size,
-                f"must be >= the shards' vocab_size {self.shards.vocab_size} "
-                f"(index.json of {cfg.data.source})",
-            )
-
-        # Precision: bf16 autocast on GPUs that have it, else fp16 with a GradScaler; fp32 on CPU.
-        dtype = cfg.train.dtype
-        if dtype == "auto":
-            if self.device.type == "cuda":
-                dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-            else:
-                dtype = "float32"
-        self.dtype = dtype
-        self.autocast_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=dtype == "float16")
-
-        self.raw_model = GPT(cfg.model).to(self.device)
-        model: torch.nn.Module = self.raw_model
-        if cfg.train.compile:
-            model = torch.compile(model)  # type: ignore[assignment]
-        if self.info.world_size > 1:
-            model = DDP(model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
-        self.model = model
-        o = cfg.optim
-        decay = [p for p in self.raw_model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in self.raw_model.parameters() if p.dim() < 2]
-        self.optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=o.lr,
-            betas=(o.beta1, o.beta2),
-            eps=o.eps,
-            fused=self.device.type == "cuda",
-        )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg))
-        self.loader = TokenLoader(
-            self.shards,
-            GlobalSampler(self.shards.num_samples, cfg.train.seed),
-            micro_batch=cfg.train.micro_batch,
-            grad_accum=cfg.train.grad_accum,
-            rank=self.info.rank,
-            world=self.info.world_size,
-            device=self.device,
-            prefetch=cfg.data.prefetch,
-        )
-        self.metrics = Metrics(cfg.metrics, self.info.rank, self.info.local_rank, self.device)
-        self.metrics.restarts.set(self.info.restart_count)
-        extras = {"sched": self.scheduler, "data": self.loader}
-        if self.scaler.is_enabled():
-            extras["scaler"] = self.scaler
-        self.ckpt = Checkpointer(
-            cfg.checkpoint,
-            self.info,
-            self.model,
-            self.optimizer,
-            extras,
-            job_config=cfg.to_dict(),
-            manifest_info={
-                "run_id": cfg.resolved_run_id(),
-                "data": {
-                    "fingerprint": self.shards.fingerprint,
-                    "num_samples": self.shards.num_samples,
-                    "global_batch": self.loader.global_batch,
-                    "tokenizer": tokenizer_info(self.shards.index),
-                },
-            },
-        )
-        self.peak = peak_flops(self.device)
-        self.flops_per_token = self.raw_model.flops_per_token()
-        self.step = 0
-        self.last_rec: dict[str, Any] | None = None
-        self.step_durations: list[float] = []  # wall time of every step of this process (benchmarks)
-
-    # -------------------------------------------------------------------------------------------- loop
-    def resume(self) -> int:
-        """Load the newest valid checkpoint, if any; returns the step to continue after."""
-        latest = self.ckpt.find_latest_valid()
-        if latest >= 0:
-            self.step = self.ckpt.load(latest)
-        self.metrics.event(
-            "start",
-            pid=os.getpid(),
-            resumed_from=latest if latest >= 0 else None,
-            restart_count=self.info.restart_count,
-            world_size=self.info.world_size,
-            global_offset=self.loader.offset,
-            dtype=self.dtype,
-            device=str(self.device),
-            params=self.raw_model.num_params(exclude_embeddings=False),
-            metrics_port=self.metrics.port or None,
-        )
-        return self.step
-
-    def _autocast(self) -> Any:
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
-
-    def train_step(self, micro: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[float, float]:
-        """One optimizer step over ``grad_accum`` micro-batches; returns (loss, grad norm before clipping)."""
-        self.model.train()
-        n = len(micro)
-        loss_sum = torch.zeros((), device=self.device)
-        for i, (x, y) in enumerate(micro):
-            # Skip DDP's gradient all-reduce on all but the last micro-step
-            # (https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync).
-            sync = i == n - 1 or not isinstance(self.model, DDP)
-            ctx = contextlib.nullcontext() if sync else self.model.no_sync()  # type: ignore[operator]
-            with ctx:
-                with self._autocast():
-                    loss = self.model(x, y) / n
-                self.scaler.scale(loss).backward()
-            loss_sum += loss.detach()
-        self.scaler.unscale_(self.optimizer)
-        clip = self.cfg.optim.grad_clip or float("inf")
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.raw_model.parameters(), clip)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()
-        return float(loss_sum), float(grad_norm)
-
-    def _handle_saves(self, results: list[SaveResult]) -> None:
-        for r in results:
-            self.metrics.observe_save(r.committed, r.blocked_s, r.duration_s, r.bytes, r.step)
-            self.metrics.event(
-                "checkpoint",
-                step=r.step,
-                committed=r.committed,
-                blocked_s=round(r.blocked_s, 4),
-                duration_s=round(r.duration_s, 4),
-                bytes=r.bytes,
-                error=r.error or None,
-            )
-            if not r.committed:
-                log.error("checkpoint save for step %d failed: %s", r.step, r.error)
-                if self.cfg.checkpoint.on_save_failure == "stop":
-                    self.flags.save_failed = True
-                    self.failed_save = r
-
-    def run(self) -> int:
-        """Train to ``train.steps``; returns the process exit code."""
-        cfg = self.cfg
-        self.failed_save: SaveResult | None = None
-        self.resume()
-        while self.step < cfg.train.steps:
-            t0 = time.perf_counter()
-            batch = self.loader.next()
-            loss, grad_norm = self.train_step(batch.micro)
-            self.step += 1
-            if cfg.train.step_delay_s:
-                time.sleep(cfg.train.step_delay_s)
-            self.ckpt.poll()
-            self._handle_saves(self.ckpt.drain())
-            stop, save_failed = self.flags.agree()  # the one collective per step (see signals.py)
-            step_s = time.perf_counter() - t0
-            self.step_durations.append(step_s)
-            rec = {
-                "step": self.step,
-                "loss": round(loss, 6),
-                "grad_norm": round(grad_norm, 6),
-                "lr": self.scheduler.get_last_lr()[0],
-                "step_s": step_s,
-                "tokens": batch.tokens,
-                "tokens_per_s": batch.tokens / step_s,
-                "data_wait_s": self.loader.data_wait_s,
-                "global_offset": batch.offset_after,
-                "mfu": None,
-            }
-            if self.peak:
-                rec["mfu"] = self.flops_per_token * rec["tokens_per_s"] / self.info.world_size / self.peak
-            self.last_rec = rec
-            self.metrics.observe_step(rec)
-            if self.step % cfg.metrics.log_interval == 0 or self.step == cfg.train.steps:
-                self.metrics.event("step", **rec)
-            if save_failed:
-                r = self.failed_save
-                msg = (
-                    f"checkpoint save failed{f' for step {r.step}: {r.error}' if r else ' on another rank'}; "
-                    "stopping because checkpoint.on_save_failure=stop "
-                    "(fix the storage, or set checkpoint.on_save_failure=continue to keep training)"
-                )
-                log.error(msg)
-                self.metrics.event("stop", reason="checkpoint_failed", step=self.step, error=msg)
-                return EXIT_SAVE_FAILED
-            if stop:
-                return self._preempt()
-            if self.step % cfg.checkpoint.interval == 0 or self.step == cfg.train.steps:
-                self.ckpt.save(self.step, blocking=self.step == cfg.train.steps, metrics=rec)
-        self.ckpt.wait()
-        results = self.ckpt.drain()
-        self._handle_saves(results)
-        if (
-            self.ckpt.enabled
-            and (not results or not results[-1].committed)
-            and self.ckpt.last_committed_step != cfg.train.steps
-        ):
-            log.error("final checkpoint at step %d was not committed", cfg.train.steps)
-            return EXIT_SAVE_FAILED
-        self.metrics.event("done", step=self.step)
-        return EXIT_OK
-
-    def _preempt(self) -> int:
-        """SIGTERM agreed by all ranks: checkpoint this step synchronously, then exit."""
-        t0 = time.perf_counter()
-        self.metrics.event("sigterm", step=self.step)
-        if self.ckpt.enabled and self.ckpt.last_committed_step != self.step:
-            self.ckpt.save(self.step, blocking=True, metrics=self.last_rec)
-        self.ckpt.wait()
-        self._handle_saves(self.ckpt.drain())
-        took = time.perf_counter() - t0
-        if took > self.cfg.checkpoint.shutdown_window_s:
-            log.warning("SIGTERM save took %.1fs > checkpoint.shutdown_window_s", took)
-        self.metrics.event(
-            "preempted", step=self.step, save_s=round(took, 3), committed=self.ckpt.last_committed_step
-        )
-        return EXIT_PREEMPTED
-
-    def close(self) -> None:
-        """Stop background threads and the process group."""
-        self.loader.close()
-        self.ckpt.close()
-        destroy_distributed()
+from trainer import exitcodes
+from trainer.config import load_config
+from trainer.errors import TrainerError
+from trainer.loop import Trainer
+from trainer.outcome import write_outcome
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse arguments, load and validate the config, then train."""
+    """Parse arguments, load and validate the config, then train; returns the exit code."""
     ap = argparse.ArgumentParser(prog="trainer.train", description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="TOML config file (see trainer/configs/)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
-    ap.add_argument("--debug", action="store_true", help="show tracebacks for configuration errors")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks for expected errors too")
     args = ap.parse_args(argv)
     rank = os.environ.get("RANK", "0")
     logging.basicConfig(
@@ -323,25 +37,31 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        cfg = load_config(args.config, args.overrides)
-        trainer = Trainer(cfg)
-    except ConfigError as exc:
+        trainer = Trainer(load_config(args.config, args.overrides))
+        code = trainer.run()
+    except TrainerError as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
-        code = trainer.run()
-    except Exception:
+        # Every rank raises the same agreed error; one line per node is enough.
+        if os.environ.get("LOCAL_RANK", "0") == "0":
+            print(f"error: {exc}", file=sys.stderr)
+        _exit_now(exc.code, str(exc))
+    except Exception as exc:
         # A peer died or storage failed mid-collective: report and exit at once. A normal close() would wait
-        # for checkpoint threads that may be blocked in a collective with the dead peer, and torchrun would
-        # only SIGKILL us after its shutdown timeout, delaying the elastic restart.
+        # for checkpoint threads that may be blocked in a collective with the dead peer, and the launcher
+        # would only SIGKILL us after its shutdown timeout, delaying the elastic restart.
         traceback.print_exc()
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(1)
+        _exit_now(exitcodes.CRASH, f"{type(exc).__name__}: {exc}")
     trainer.close()
+    write_outcome(code, trainer.exit_message or exitcodes.name(code))
     return code
+
+
+def _exit_now(code: int, message: str) -> NoReturn:
+    write_outcome(code, message)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer._trainer_support import MotoS3, make_corpus
-from trainer.distributed import free_port
+from tests.trainer._support import make_corpus
 from trainer.release import WEIGHTS, Release, publish
 from trainer.tools.make_shards import encode, write_shards
+from trainer.tools.moto_server import MotoServer
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "gpt-debug"
@@ -108,24 +108,13 @@ def corrupt_release(root: Path, version: str) -> None:
 
 
 @pytest.fixture()
-def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoS3]:
+def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
     """A running moto S3 server, emptied; ``AWS_*`` variables point boto3 (here and in children) at it."""
-    s3 = MotoS3(port=free_port())
-    s3.env = {
-        "AWS_ENDPOINT_URL": s3.endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
-    for k, v in s3.env.items():
+    s3 = MotoServer()
+    for k, v in s3.env().items():
         monkeypatch.setenv(k, v)
     s3.start()
-    import urllib.request
-
-    # moto keeps its backends in this process across servers: start each test from an empty S3.
-    urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset", method="POST"), timeout=10)
+    s3.reset()  # moto keeps its backends in this process across servers: start each test from an empty S3
     try:
         yield s3
     finally:

@@ -23,9 +23,9 @@ import pytest
 from tests.inference.conftest import MODEL, REPO, Publisher, child_env, train
 from tests.inference.importguard import build_site
 from tests.inference.test_app import call, metric
-from tests.trainer._trainer_support import MotoS3
 from trainer.distributed import free_port
 from trainer.release import MANIFEST, WEIGHTS, publish
+from trainer.tools.moto_server import MotoServer
 
 
 @pytest.fixture(scope="session")
@@ -122,7 +122,7 @@ def wait_for(pred: Any, timeout: float, what: str) -> Any:
 
 
 def test_train_publish_replicate_serve_corrupt_then_swap(
-    moto_s3: MotoS3, work: Path, servers: list[Server], image_site: Path
+    moto_s3: MotoServer, work: Path, servers: list[Server], image_site: Path
 ) -> None:
     t0 = time.monotonic()
     s3 = moto_s3.client()

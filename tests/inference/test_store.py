@@ -14,9 +14,9 @@ from inference.config import ServerConfig
 from inference.metrics import Metrics
 from inference.store import ModelStore
 from tests.inference.conftest import MODEL, Publisher, corrupt_release, version_dir
-from tests.trainer._trainer_support import MotoS3
 from trainer.hashing import MANIFEST
 from trainer.release import CONFIG, WEIGHTS, load_model
+from trainer.tools.moto_server import MotoServer
 
 
 def make_store(root: Path | str, cache: Path, **kw: object) -> ModelStore:
@@ -171,7 +171,7 @@ def test_release_with_another_tokenizer_is_refused(checkpoints: Path, work: Path
 
 
 def test_s3_outage_keeps_serving_and_is_not_a_bad_release(
-    checkpoints: Path, work: Path, moto_s3: MotoS3, monkeypatch: pytest.MonkeyPatch
+    checkpoints: Path, work: Path, moto_s3: MotoServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     moto_s3.client().create_bucket(Bucket="models")
     pub = Publisher(checkpoints, "s3://models")

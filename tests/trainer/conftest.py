@@ -1,24 +1,24 @@
-"""Fixtures for the trainer tests: token shards and a real moto S3 server over HTTP."""
+"""Fixtures for the trainer tests: token shards, a world of one in-process, a moto S3 server over HTTP."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
+import signal
 import tempfile
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-# The tests import the package from the working tree, whether or not it is installed.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from _trainer_support import MotoS3, make_corpus  # noqa: E402
-
-from trainer.distributed import DistInfo, destroy_distributed, free_port, init_distributed  # noqa: E402
-from trainer.tools.make_shards import encode, write_shards  # noqa: E402
+from tests.trainer._support import make_corpus, run_overrides
+from trainer.config import load_config
+from trainer.distributed import DistInfo, destroy_distributed, init_distributed
+from trainer.loop import Trainer
+from trainer.tools.commands import DEBUG_CONFIG
+from trainer.tools.make_shards import encode, write_shards
+from trainer.tools.moto_server import MotoServer
 
 
 @pytest.fixture(scope="session")
@@ -61,23 +61,33 @@ def shards_dir(trainer_tmp_root: Path) -> Path:
 
 
 @pytest.fixture()
-def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoS3]:
-    """A running moto S3 server; ``AWS_*`` variables point boto3 and the S3 connector at it."""
-    s3 = MotoS3(port=free_port())
-    s3.env = {
-        "AWS_ENDPOINT_URL": s3.endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
-    for k, v in s3.env.items():
+def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
+    """A running moto S3 server, emptied; ``AWS_*`` variables point boto3 and the S3 connector at it."""
+    s3 = MotoServer()
+    for k, v in s3.env().items():
         monkeypatch.setenv(k, v)
     s3.start()
-    # moto keeps its backends in this process across servers: start each test from an empty S3.
-    urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset", method="POST"), timeout=10)
+    s3.reset()  # moto keeps its backends in this process across servers: start from an empty S3
     try:
         yield s3
     finally:
         s3.stop()
+
+
+@pytest.fixture()
+def make_trainer(info: DistInfo, shards_dir: Path, work_dir: Path) -> Iterator[Callable[..., Trainer]]:
+    """Trainers in this process on the session's world of one; signal handlers restored afterwards."""
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    made: list[Trainer] = []
+
+    def make(run_dir: Path | None = None, **kv: Any) -> Trainer:
+        shards = kv.pop("shards", shards_dir)
+        t = Trainer(load_config(DEBUG_CONFIG, run_overrides(run_dir or work_dir, shards, **kv)))
+        made.append(t)
+        return t
+
+    yield make
+    for t in made:
+        t.close()
+    for s, h in saved.items():
+        signal.signal(s, h)

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 import torch
-from _trainer_support import Job
 
+from tests.trainer._support import Job
 from trainer.checkpoint import validate_checkpoint
+from trainer.checkpoint_store import LocalStore, step_dir_name
 from trainer.distributed import DistInfo
-from trainer.storage import LocalStore, step_dir_name
+from trainer.hashing import MANIFEST, sha256_file
 
 
 def test_async_save_is_isolated_from_later_updates(info: DistInfo, work_dir: Path) -> None:
@@ -49,14 +50,18 @@ def test_manifest_lists_every_file_with_checksum(info: DistInfo, work_dir: Path)
     ck = job.ckpt(str(work_dir), info)
     res = ck.save(1, blocking=True)
     assert res is not None and res.committed
-    d = work_dir / step_dir_name(1)
-    manifest = json.loads((d / "manifest.json").read_text())
+    step_dir = work_dir / step_dir_name(1)
+    manifest = json.loads((step_dir / MANIFEST).read_text())
+    # The manifest names this attempt's folder; DCP's files are there, nothing else is beside the manifest.
+    assert manifest["attempt"] == ck.attempt and manifest["format"] == "trainer-ckpt-v2"
+    assert sorted(p.name for p in step_dir.iterdir()) == sorted([MANIFEST, ck.attempt])
+    d = step_dir / ck.attempt
     store = LocalStore(str(work_dir))
-    files = {p.name for p in d.iterdir()} - {"manifest.json"}
+    files = {p.name for p in d.iterdir()}
     assert set(manifest["files"]) == files and ".metadata" in files
     for name, meta in manifest["files"].items():
         assert meta["size"] == (d / name).stat().st_size
-        assert meta["sha256"] == store.sha256(1, name)
+        assert meta["sha256"] == store.sha256(1, name, ck.attempt) == sha256_file(d / name)
     assert res.bytes == sum(m["size"] for m in manifest["files"].values())
     ck.close()
 
@@ -85,7 +90,8 @@ def test_corrupt_newest_is_skipped_and_previous_loads(info: DistInfo, work_dir: 
     job.step()
     ck.save(2, blocking=True)
     ck.close()
-    d = work_dir / step_dir_name(2)
+    step_dir = work_dir / step_dir_name(2)
+    d = step_dir / json.loads((step_dir / MANIFEST).read_text())["attempt"]
     data = d / "__0_0.distcp"
     if damage == "flip_byte":
         raw = bytearray(data.read_bytes())
@@ -94,11 +100,11 @@ def test_corrupt_newest_is_skipped_and_previous_loads(info: DistInfo, work_dir: 
     elif damage == "truncate":
         data.write_bytes(data.read_bytes()[:-10])
     elif damage == "drop_manifest":
-        (d / "manifest.json").unlink()
+        (step_dir / MANIFEST).unlink()
     elif damage == "drop_metadata":
         (d / ".metadata").unlink()
     else:
-        (d / "manifest.json").write_text("{not json")
+        (step_dir / MANIFEST).write_text("{not json")
     assert validate_checkpoint(LocalStore(str(work_dir)), 2, verify_hashes=True)
 
     other = Job(3)
@@ -124,7 +130,12 @@ def test_s3_roundtrip_through_connector(info: DistInfo, moto_s3: Any) -> None:
     res = ck.save(2, blocking=True)
     assert res is not None and res.committed, res
     keys = {o["Key"] for o in moto_s3.client().list_objects_v2(Bucket="ckpt-bucket")["Contents"]}
-    assert "runs/a/step_000000002/manifest.json" in keys and "runs/a/step_000000002/.metadata" in keys
+    step_dir = "runs/a/step_000000002"
+    assert keys == {
+        f"{step_dir}/{MANIFEST}",
+        f"{step_dir}/{ck.attempt}/.metadata",
+        f"{step_dir}/{ck.attempt}/__0_0.distcp",
+    }
     want = job.params()
     other = Job(5)
     ck2 = other.ckpt("s3://ckpt-bucket/runs/a", info)
@@ -133,4 +144,27 @@ def test_s3_roundtrip_through_connector(info: DistInfo, moto_s3: Any) -> None:
     got = other.params()
     assert all(torch.equal(want[k], got[k]) for k in want)
     ck.close()
+    ck2.close()
+
+
+def test_format_v1_checkpoint_still_loads(info: DistInfo, work_dir: Path) -> None:
+    """Checkpoints written before attempt folders (format v1: DCP's files in the step folder) resume."""
+    job = Job(0)
+    ck = job.ckpt(str(work_dir), info, async_save=False)
+    job.step(2)
+    assert ck.save(2, blocking=True).committed  # type: ignore[union-attr]
+    want = job.params()
+    ck.close()
+    step_dir = work_dir / step_dir_name(2)
+    m = json.loads((step_dir / MANIFEST).read_text())
+    for f in (step_dir / m["attempt"]).iterdir():
+        f.rename(step_dir / f.name)
+    (step_dir / m["attempt"]).rmdir()
+    del m["attempt"]
+    (step_dir / MANIFEST).write_text(json.dumps({**m, "format": "trainer-ckpt-v1"}))
+    other = Job(1)
+    ck2 = other.ckpt(str(work_dir), info)
+    assert ck2.find_latest_valid() == 2
+    assert ck2.load(2) == 2
+    assert all(torch.equal(v, other.params()[k]) for k, v in want.items())
     ck2.close()

@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _trainer_support import PY, REPO, base_env
 
+from tests.trainer._support import PY, REPO, base_env
 from trainer.config import CheckpointConfig, ConfigError, ModelConfig, TrainConfig, load_config
 
 DEBUG = REPO / "trainer/configs/debug.toml"

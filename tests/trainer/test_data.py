@@ -8,11 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from _trainer_support import MotoS3, make_corpus
 
+from tests.trainer._support import make_corpus
 from trainer.data import GlobalSampler, TokenLoader, TokenShards, fetch_shards
+from trainer.errors import BadInput
 from trainer.tools import make_shards
 from trainer.tools.make_shards import EOT, decode, encode, upload, write_shards
+from trainer.tools.moto_server import MotoServer
 
 
 def test_encode_decode_roundtrip_with_eot() -> None:
@@ -127,7 +129,7 @@ def test_loader_targets_are_shifted_inputs(shards_dir: Path) -> None:
 
 
 def test_fetch_shards_from_s3_and_reject_bad_checksum(
-    moto_s3: MotoS3, shards_dir: Path, work_dir: Path
+    moto_s3: MotoServer, shards_dir: Path, work_dir: Path
 ) -> None:
     moto_s3.client().create_bucket(Bucket="data-bucket")
     upload(shards_dir, "s3://data-bucket/corpus/v1")
@@ -141,12 +143,12 @@ def test_fetch_shards_from_s3_and_reject_bad_checksum(
     bad = write_shards(encode(make_corpus(20, seed=5)), work_dir / "bad", shard_tokens=10_000)
     (work_dir / "bad" / bad["shards"][0]["file"]).write_bytes(b"\0\0" * bad["shards"][0]["tokens"])
     upload(work_dir / "bad", "s3://data-bucket/corpus/bad")
-    with pytest.raises(ValueError, match="sha256 does not match"):
+    with pytest.raises(BadInput, match="sha256 does not match"):
         fetch_shards("s3://data-bucket/corpus/bad", work_dir / "cache2")
     assert not (work_dir / "cache2/data-bucket/corpus/bad/index.json").exists()
     assert not (work_dir / "cache2/data-bucket/corpus/bad" / bad["shards"][0]["file"]).exists()
 
 
 def test_fetch_local_source_requires_index(work_dir: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="make_shards"):
+    with pytest.raises(BadInput, match=r"data.source=.*: no index.json; write the shards with .*make_shards"):
         fetch_shards(str(work_dir), work_dir / "cache")

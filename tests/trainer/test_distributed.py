@@ -1,30 +1,34 @@
-"""Two-process torchrun runs on CPU (gloo): DDP equivalence, gradient accumulation, restarts, SIGTERM."""
+"""Two ranks under the launcher on CPU (gloo): DDP equivalence, gradient accumulation, restarts, SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
-from _trainer_support import (
+
+from tests.trainer._support import (
     assert_bitwise_equal,
     load_checkpoint_tensors,
     read_events,
+    run_job,
     run_overrides,
-    run_torchrun,
-    start_torchrun,
+    start_job,
     stop_process_group,
     wait_for,
 )
-
+from trainer import exitcodes
 from trainer.checkpoint import validate_checkpoint
+from trainer.checkpoint_store import LocalStore, step_dir_name
 from trainer.config import ModelConfig
+from trainer.loop import Trainer
 from trainer.model import GPT
-from trainer.storage import LocalStore, step_dir_name
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -54,17 +58,13 @@ def model_only(t: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def reference(trainer_tmp_root: Path, shards_dir: Path) -> Path:
     """An uninterrupted 2-rank run of REF_STEPS steps, checkpoint every REF_INTERVAL."""
     d = trainer_tmp_root / "reference"
-    ok(
-        run_torchrun(
-            2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL)
-        )
-    )
+    ok(run_job(2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL)))
     assert logged_steps(d) == list(range(1, REF_STEPS + 1))
     return d
 
 
 def test_ddp_two_ranks_match_one_process_and_accumulation_matches_big_batch(
-    work_dir: Path, shards_dir: Path
+    work_dir: Path, shards_dir: Path, make_trainer: Callable[..., Trainer]
 ) -> None:
     steps = 4
     runs = {
@@ -75,19 +75,13 @@ def test_ddp_two_ranks_match_one_process_and_accumulation_matches_big_batch(
     out = {}
     for name, (nproc, mb, acc) in runs.items():
         d = work_dir / name
-        ok(
-            run_torchrun(
-                nproc,
-                run_overrides(
-                    d,
-                    shards_dir,
-                    train__steps=steps,
-                    train__micro_batch=mb,
-                    train__grad_accum=acc,
-                    checkpoint__interval=steps,
-                ),
-            )
+        kv = dict(
+            train__steps=steps, train__micro_batch=mb, train__grad_accum=acc, checkpoint__interval=steps
         )
+        if nproc == 1:  # one rank: the same Trainer in this process (saves starting a launcher)
+            assert make_trainer(d, **kv).run() == exitcodes.OK
+        else:
+            ok(run_job(nproc, run_overrides(d, shards_dir, **kv)))
         starts = read_events(d / "log_rank0.jsonl", "step")
         assert [e["global_offset"] for e in starts] == [8 * i for i in range(1, steps + 1)]
         out[name] = model_only(final_tensors(d, steps))
@@ -104,7 +98,7 @@ def test_killed_rank_restarts_from_checkpoint_bitwise_equal(
     work_dir: Path, shards_dir: Path, reference: Path
 ) -> None:
     d = work_dir / "killed"
-    proc = start_torchrun(
+    proc = start_job(
         2,
         run_overrides(
             d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL, train__step_delay_s=0.3
@@ -134,14 +128,17 @@ def test_sigterm_checkpoints_and_restart_continues_without_gaps(
     d = work_dir / "sigterm"
     # Interval larger than the run: the only mid-run checkpoint is the one SIGTERM triggers.
     ov = run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=1000)
-    proc = start_torchrun(2, [*ov, "train.step_delay_s=0.3"], log=work_dir / "torchrun1.log")
+    proc = start_job(2, [*ov, "train.step_delay_s=0.3"], log=work_dir / "launch1.log")
     try:
         wait_for(lambda: max(logged_steps(d), default=0) >= 4, 90, "step 4")
-        proc.send_signal(signal.SIGTERM)  # what the kubelet does to the container's PID 1 (torchrun)
-        proc.wait(timeout=60)
+        proc.send_signal(signal.SIGTERM)  # what the kubelet does to the container's PID 1 (the launcher)
+        rc = proc.wait(timeout=60)
     finally:
         stop_process_group(proc)
-    log1 = (work_dir / "torchrun1.log").read_text()
+    log1 = (work_dir / "launch1.log").read_text()
+    # The pod shows 143 only after a committed checkpoint (torchrun itself exited 1 with a traceback).
+    assert rc == exitcodes.PREEMPTED, log1[-3000:]
+    assert "Traceback" not in log1
     [pre0] = read_events(d / "log_rank0.jsonl", "preempted")
     [pre1] = read_events(d / "log_rank1.jsonl", "preempted")
     s = pre0["step"]
@@ -151,12 +148,22 @@ def test_sigterm_checkpoints_and_restart_continues_without_gaps(
     first = logged_steps(d)
     assert first == list(range(1, s + 1))
 
-    ok(run_torchrun(2, ov))
+    ok(run_job(2, ov))
     starts = read_events(d / "log_rank0.jsonl", "start")
     assert starts[-1]["resumed_from"] == s
     second = logged_steps(d)[len(first) :]
     assert second == list(range(s + 1, REF_STEPS + 1))  # nothing repeated, nothing skipped
     assert_bitwise_equal(final_tensors(d, REF_STEPS), final_tensors(reference, REF_STEPS))
+    # One run record per attempt, written by rank 0: the preempted one, then the one that finished.
+    recs = sorted(
+        (json.loads(p.read_text()) for p in (d / "ckpt" / "run-records").glob("*.json")),
+        key=lambda r: r["started_utc"] + r["attempt"],
+    )
+    assert [(r["exit"]["code"], r["steps"]["last"], r["world_size"]) for r in recs] == [
+        (143, s, 2),
+        (0, REF_STEPS, 2),
+    ]
+    assert recs[1]["steps"]["resumed_from"] == s and len(recs[0]["nodes"]) == 1
 
 
 def test_corrupt_newest_checkpoint_is_skipped_on_resume(
@@ -165,15 +172,17 @@ def test_corrupt_newest_checkpoint_is_skipped_on_resume(
     d = work_dir / "corrupt"
     shutil.copytree(reference / "ckpt", d / "ckpt")
     newest = d / "ckpt" / step_dir_name(REF_STEPS)
-    victim = sorted(newest.glob("*.distcp"))[-1]
+    victim = sorted(newest.glob("*/*.distcp"))[-1]  # in the attempt folder the manifest names
     raw = bytearray(victim.read_bytes())
     raw[len(raw) // 3] ^= 0x01  # one flipped bit, same size
     victim.write_bytes(bytes(raw))
-    r = run_torchrun(
-        2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL)
-    )
+    r = run_job(2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL))
     ok(r)
     assert "skipping checkpoint" in r.stderr and "sha256 mismatch" in r.stderr
+    # Both ranks hashed a share of the files (rank 0 used to hash every byte while the other waited).
+    for rank in (0, 1):
+        start = read_events(d / f"log_rank{rank}.jsonl", "start")[-1]
+        assert start["verified_files"] >= 1 and start["verified_bytes"] > 0, start
     assert read_events(d / "log_rank0.jsonl", "start")[-1]["resumed_from"] == REF_STEPS - REF_INTERVAL
     assert logged_steps(d) == list(range(REF_STEPS - REF_INTERVAL + 1, REF_STEPS + 1))
     # Retrained from the previous checkpoint, the result is the reference bit for bit.
@@ -190,7 +199,7 @@ def test_resume_with_other_world_size(work_dir: Path, shards_dir: Path, referenc
         start = REF_STEPS - REF_INTERVAL
         shutil.copytree(reference / "ckpt" / step_dir_name(start), d / "ckpt" / step_dir_name(start))
         ok(
-            run_torchrun(
+            run_job(
                 nproc,
                 run_overrides(
                     d,

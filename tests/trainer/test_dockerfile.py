@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from _trainer_support import REPO
+
+from tests.trainer._support import REPO
 
 DOCKERFILE = REPO / "images/trainer/Dockerfile"
 

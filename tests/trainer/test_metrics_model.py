@@ -9,13 +9,13 @@ import urllib.request
 from pathlib import Path
 
 import torch
-from _trainer_support import PY, REPO, base_env
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.trainer._support import PY, REPO, base_env
 from trainer.config import MetricsConfig, ModelConfig
-from trainer.distributed import free_port
 from trainer.metrics import Metrics
 from trainer.model import GPT
+from trainer.ports import free_port, free_port_block
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -74,7 +74,7 @@ def test_model_loss_at_init_is_near_uniform_and_flops() -> None:
 
 
 def test_train_local_runs_two_ranks_on_moto_with_metrics(work_dir: Path) -> None:
-    port = free_port()
+    port = free_port_block(2)  # rank r serves on port + r
     r = subprocess.run(
         [
             PY,
@@ -96,7 +96,7 @@ def test_train_local_runs_two_ranks_on_moto_with_metrics(work_dir: Path) -> None
         timeout=240,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "torchrun exit code 0" in r.stdout and "moto S3 stopped" in r.stdout
+    assert "trainer.launch exit code 0" in r.stdout and "moto S3 stopped" in r.stdout
     assert "debug/step_000000030/manifest.json" in r.stdout
     for rank in (0, 1):
         families = {

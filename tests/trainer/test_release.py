@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from _trainer_support import PY, REPO, Job, MotoS3, base_env
 from safetensors import safe_open
 
+from tests.trainer._support import PY, REPO, Job, base_env
+from trainer.checkpoint_store import step_dir_name
 from trainer.distributed import DistInfo
 from trainer.errors import BadInput, StoreUnavailable
+from trainer.loop import Trainer
 from trainer.release import (
     CONFIG,
     MANIFEST,
@@ -27,7 +30,7 @@ from trainer.release import (
     publish,
     verify,
 )
-from trainer.storage import step_dir_name
+from trainer.tools.moto_server import MotoServer
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
@@ -96,7 +99,7 @@ def test_local_roundtrip_publish_verify_download_load(info: DistInfo, work_dir: 
 
 
 def test_s3_roundtrip_and_partial_replication(
-    info: DistInfo, moto_s3: MotoS3, work_dir: Path, monkeypatch: pytest.MonkeyPatch
+    info: DistInfo, moto_s3: MotoServer, work_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s3 = moto_s3.client()
     for b in ("ckpt", "artifacts", "replica"):
@@ -293,3 +296,20 @@ def test_publish_cli_exit_codes(info: DistInfo, work_dir: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].startswith("error: no checkpoint for step 9")
     assert "Traceback" not in bad.stderr
+
+
+def test_publish_from_a_trainer_checkpoint(
+    make_trainer: Callable[..., Trainer], work_dir: Path, shards_dir: Path
+) -> None:
+    """The trainer's own checkpoint (full state, run id, metrics, tokenizer) publishes and loads back."""
+    t = make_trainer(train__steps=3, checkpoint__interval=3, train__run_id="gpt-run-7")
+    assert t.run() == 0
+    rel = publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(9))
+    assert rel.source.run_id == "gpt-run-7" and rel.step == 3
+    assert rel.metrics is not None and rel.metrics["step"] == 3
+    assert rel.tokenizer == {"tokenizer": "bytes", "vocab_size": 257, "eot_token": 256}
+    download(str(work_dir / "rel"), "gpt-debug", rel.version, work_dir / "dl")
+    loaded = load_model(work_dir / "dl").state_dict()
+    trained = t.raw_model.state_dict()
+    assert loaded.keys() == trained.keys()
+    assert all(torch.equal(loaded[k], trained[k]) for k in trained)

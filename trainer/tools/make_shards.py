@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.data import INDEX_FILE, SHARD_FORMAT, sha256_file, split_s3_uri
+from trainer.blobstore import split_s3_uri
+from trainer.data import INDEX_FILE, SHARD_FORMAT
+from trainer.hashing import sha256_file
 
 EOT = 256
 VOCAB_SIZE = 257

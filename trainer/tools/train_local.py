@@ -6,10 +6,10 @@
 1. starts a moto S3 server on 127.0.0.1 (a free port) and points ``AWS_ENDPOINT_URL`` at it;
 2. turns ``--text`` (default: the trainer's own source code, so nothing is downloaded) into token shards
    and uploads them to ``s3://local-data/shards``;
-3. runs ``torchrun --nproc-per-node 2 -m trainer.train`` with the debug model, gloo, checkpoints to
-   ``s3://local-ckpt/debug``, Prometheus on ``--metrics-port`` + local rank;
+3. runs ``python -m trainer.launch --nproc-per-node 2`` (the image's launcher) with the debug model, gloo,
+   checkpoints to ``s3://local-ckpt/debug``, Prometheus on ``--metrics-port`` + local rank;
 4. scrapes each rank's ``/metrics`` while it runs (last scrape saved to ``WORKDIR/metrics_rank<r>.prom``);
-5. stops the server and exits with torchrun's exit code.
+5. stops the server and exits with the launcher's exit code (``trainer/exitcodes.py``).
 """
 
 from __future__ import annotations
@@ -41,31 +41,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600, help="seconds before the run is killed")
     args = ap.parse_args(argv)
 
-    from moto.server import ThreadedMotoServer
-
-    from trainer.distributed import free_port
+    from trainer.hashing import MANIFEST
+    from trainer.tools.commands import DEBUG_CONFIG, trainer_command
     from trainer.tools.make_shards import encode, upload, write_shards
+    from trainer.tools.moto_server import MotoServer
 
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
+    server = MotoServer()
     env = dict(os.environ)
     env.update(
-        AWS_ENDPOINT_URL=endpoint,
-        AWS_ACCESS_KEY_ID="local",
-        AWS_SECRET_ACCESS_KEY="local",
-        AWS_REGION="us-east-1",
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_EC2_METADATA_DISABLED="true",
+        server.env(),
         # Stale-address problem on elastic restarts with a shared store: pytorch/pytorch#135712.
         TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",
         PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
     )
-    os.environ.update({k: env[k] for k in env if k.startswith("AWS_")})
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    os.environ.update(server.env())
     server.start()
-    print(f"moto S3 on {endpoint}", flush=True)
+    print(f"moto S3 on {server.endpoint}", flush=True)
     try:
         import boto3
 
@@ -78,16 +71,18 @@ def main(argv: list[str] | None = None) -> int:
             upload(tmp, "s3://local-data/shards")
         print(f"uploaded {index['total_tokens']} tokens in {len(index['shards'])} shards", flush=True)
 
-        cmd = [
-            sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
-            "-m", "trainer.train", "--config", str(REPO / "trainer/configs/debug.toml"),
-            "--set", "data.source=s3://local-data/shards",
-            "--set", f"data.cache_dir={work / 'cache'}",
-            "--set", "checkpoint.uri=s3://local-ckpt/debug",
-            "--set", f"train.steps={args.steps}",
-            "--set", f"metrics.port_base={args.metrics_port}",
-            "--set", f"metrics.log_file={work / 'log_rank{rank}.jsonl'}",
-        ]  # fmt: skip
+        cmd = trainer_command(
+            args.nproc,
+            DEBUG_CONFIG,
+            [
+                "data.source=s3://local-data/shards",
+                f"data.cache_dir={work / 'cache'}",
+                "checkpoint.uri=s3://local-ckpt/debug",
+                f"train.steps={args.steps}",
+                f"metrics.port_base={args.metrics_port}",
+                f"metrics.log_file={work / 'log_rank{rank}.jsonl'}",
+            ],
+        )
         print("$ " + " ".join(cmd), flush=True)
         proc = subprocess.Popen(cmd, cwd=REPO, env=env)
         deadline = time.monotonic() + args.timeout
@@ -113,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.2)
         rc = proc.wait()
         listing = s3.list_objects_v2(Bucket="local-ckpt", Prefix="debug/").get("Contents", [])
-        manifests = sorted(o["Key"] for o in listing if o["Key"].endswith("manifest.json"))
-        print(f"torchrun exit code {rc}; committed checkpoints: {manifests}", flush=True)
+        manifests = sorted(o["Key"] for o in listing if o["Key"].endswith(MANIFEST))
+        print(f"trainer.launch exit code {rc}; committed checkpoints: {manifests}", flush=True)
         return rc
     finally:
         server.stop()

@@ -3,38 +3,27 @@
 from __future__ import annotations
 
 import json
-import socket
-import urllib.request
 from collections.abc import Iterator
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from infra.cli.main import main
 from infra.io.stackfiles import load_stack_config
 from infra.lib import iam
 from infra.ops.storage_check import expected_buckets
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from trainer.tools.moto_server import MotoServer
 
 
 @pytest.fixture
 def s3_server(monkeypatch) -> Iterator[str]:
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()  # returns once the server answers
-    endpoint = f"http://127.0.0.1:{port}"
+    server = MotoServer().start()  # returns once the server answers
+    endpoint = server.endpoint
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    # moto keeps its state per process: start every test from an empty account
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10)
+    server.reset()  # moto keeps its state per process: start every test from an empty account
     try:
         yield endpoint
     finally:

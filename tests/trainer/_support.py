@@ -1,4 +1,4 @@
-"""Helpers for the trainer tests: a moto S3 server wrapper, torchrun launchers, log and checkpoint readers."""
+"""Helpers for the trainer tests: torchrun launchers, log and checkpoint readers, an in-process job."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +18,10 @@ import torch
 from trainer.checkpoint import Checkpointer
 from trainer.config import CheckpointConfig, ModelConfig
 from trainer.distributed import DistInfo
+from trainer.hashing import MANIFEST
 from trainer.model import GPT
+from trainer.tools.commands import DEBUG_CONFIG, REPO, trainer_command
 
-REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
 WORDS = (
     "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog",
@@ -38,62 +37,7 @@ def make_corpus(n_docs: int = 300, seed: int = 0) -> str:
     )
 
 
-# --------------------------------------------------------------------------------------------- S3 (moto)
-@dataclass
-class MotoS3:
-    """A ThreadedMotoServer on 127.0.0.1:port that a test can stop and start again on the same port
-    (moto keeps its state in this process, so objects survive a restart)."""
-
-    port: int
-    server: Any = None
-    env: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        self.server.start()
-        deadline = time.monotonic() + 20
-        while True:  # wait until it answers HTTP
-            try:
-                urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=1).read()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
-    def client(self) -> Any:
-        import boto3
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-
-
 # ----------------------------------------------------------------------------------------------- torchrun
-def torchrun_cmd(nproc: int, overrides: list[str], extra: list[str] | None = None) -> list[str]:
-    """``python -m torch.distributed.run --standalone ... -m trainer.train`` with ``--set`` overrides."""
-    cmd = [PY, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", *(extra or [])]
-    cmd += ["-m", "trainer.train", "--config", str(REPO / "trainer/configs/debug.toml")]
-    for o in overrides:
-        cmd += ["--set", o]
-    return cmd
-
-
 def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Child environment: repo on PYTHONPATH, one thread per rank (2-core CI), no interactive CUDA."""
     # Not the pytest process's own world of one (the ``info`` fixture): a child starts its own.
@@ -123,16 +67,17 @@ def run_overrides(run_dir: Path, shards: Path | str, **kv: Any) -> list[str]:
     return [f"{k}={v}" for k, v in base.items()]
 
 
-def run_torchrun(
+def run_job(
     nproc: int,
     overrides: list[str],
     timeout: float = 120,
     extra: list[str] | None = None,
     env: dict | None = None,
+    launcher: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """Run to completion (with a timeout) and return the completed process."""
+    """Run ``nproc`` ranks (``trainer.launch``, or plain torchrun) to completion and return the process."""
     return subprocess.run(
-        torchrun_cmd(nproc, overrides, extra),
+        trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or (), launcher=launcher),
         cwd=REPO,
         env=base_env(env),
         capture_output=True,
@@ -141,17 +86,18 @@ def run_torchrun(
     )
 
 
-def start_torchrun(
+def start_job(
     nproc: int,
     overrides: list[str],
     extra: list[str] | None = None,
     env: dict | None = None,
     log: Path | None = None,
+    launcher: bool = True,
 ) -> subprocess.Popen[str]:
     """Start in the background; output goes to ``log`` (a file, so pipes never fill up)."""
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed by the child's exit
     return subprocess.Popen(
-        torchrun_cmd(nproc, overrides, extra),
+        trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or (), launcher=launcher),
         cwd=REPO,
         env=base_env(env),
         stdout=out,
@@ -162,7 +108,7 @@ def start_torchrun(
 
 
 def stop_process_group(proc: subprocess.Popen[str]) -> None:
-    """Teardown: kill a torchrun we started and its workers (its own session), if still running."""
+    """Teardown: kill a launcher we started and its workers (its own session), if still running."""
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -195,10 +141,13 @@ def wait_for(pred: Any, timeout: float, what: str) -> Any:
 
 
 def load_checkpoint_tensors(ckpt_dir: Path) -> dict[str, torch.Tensor]:
-    """All tensors of a local DCP checkpoint (model and optimizer), read offline without a process group."""
+    """All tensors of a local DCP checkpoint (model and optimizer), read offline without a process group;
+    ``ckpt_dir`` is a step folder (its manifest names the attempt folder with DCP's files)."""
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
+    attempt = json.loads((ckpt_dir / MANIFEST).read_text()).get("attempt", "")
     out = ckpt_dir.parent / f"{ckpt_dir.name}.pt"
+    ckpt_dir = ckpt_dir / attempt if attempt else ckpt_dir
     dcp_to_torch_save(ckpt_dir, out)
     sd = torch.load(out, weights_only=False)
     flat: dict[str, torch.Tensor] = {}

@@ -1,0 +1,97 @@
+"""Run records: what a training attempt was launched with, where it ran, and how it ended.
+
+Rank 0 writes ``<checkpoint.uri>/run-records/<attempt>.json`` when training starts (``"status":
+"running"``) and replaces it when ``Trainer.run`` returns (``"finished"``, with the exit code and reason).
+An attempt whose record still says ``running`` ended without reaching that point (a crash, a kill, or an
+error before training started is in the pod's log instead). The record sits next to the checkpoints, under
+the run's prefix, so the same IAM grant and lifecycle cover it; it is never written under ``release/``.
+
+Fields: ``config`` (the whole job config), ``image_digest`` (``$AIPLAT_IMAGE_DIGEST``, set by the
+training runtime to the image digest it launched), ``world_size``, ``nodes`` (``$NODE_NAME`` from the
+Kubernetes downward API, else the host name, of every rank), ``dataset`` (source, sha256 of
+``index.json``, fingerprint, samples, tokenizer), ``steps`` (target, resumed from, first and last step of
+this attempt), ``final_metrics`` (the last step's record), ``checkpoints`` (root, the ones this attempt
+committed, the newest), ``artifacts`` (this record, the metrics log), start/end times (UTC) and ``exit``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from datetime import UTC, datetime
+from typing import Any
+
+from trainer import exitcodes
+from trainer.blobstore import Blobs, open_blobs
+
+log = logging.getLogger(__name__)
+
+FORMAT = "aiplat-run-record-v1"
+PREFIX = "run-records"
+IMAGE_DIGEST_ENV = "AIPLAT_IMAGE_DIGEST"
+
+
+def node_name() -> str:
+    """This process's node: ``$NODE_NAME`` (downward API ``spec.nodeName``), else the host name."""
+    return os.environ.get("NODE_NAME") or socket.gethostname()
+
+
+def utc_now() -> str:
+    """ISO 8601 UTC time with a ``Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class RunRecord:
+    """The record of one attempt; only rank 0 creates one. Writes are best effort: a failure is logged,
+    training goes on (the checkpoints are what the run cannot do without)."""
+
+    def __init__(self, store: Blobs, attempt: str, fields: dict[str, Any]) -> None:
+        self.store = store
+        self.key = f"{attempt}.json"
+        self.uri = store.url(self.key)
+        self.doc: dict[str, Any] = {
+            "format": FORMAT,
+            "attempt": attempt,
+            "status": "running",
+            "started_utc": utc_now(),
+            "ended_utc": None,
+            "exit": None,
+            "image_digest": os.environ.get(IMAGE_DIGEST_ENV) or None,
+            **fields,
+        }
+        self.doc.setdefault("artifacts", {})["run_record"] = self.uri
+
+    @classmethod
+    def open(
+        cls, checkpoint_uri: str, attempt: str, fields: dict[str, Any], **store_args: Any
+    ) -> RunRecord | None:
+        """A record under ``checkpoint_uri`` (``None`` when checkpointing is off: there is no run prefix)."""
+        if not checkpoint_uri:
+            return None
+        return cls(open_blobs(checkpoint_uri, **store_args).child(PREFIX), attempt, fields)
+
+    def write(self) -> bool:
+        """Write the current document; False (and a warning) if the store refused."""
+        try:
+            self.store.write(self.key, json.dumps(self.doc, indent=1, default=str).encode())
+            return True
+        except Exception as exc:
+            log.warning("could not write the run record %s: %s", self.uri, exc)
+            return False
+
+    def start(self) -> bool:
+        """The record at the start of training."""
+        return self.write()
+
+    def finish(self, code: int, reason: str, **fields: Any) -> bool:
+        """The record at the end: exit code and reason, end time, and ``fields`` (steps, final metrics,
+        checkpoints...)."""
+        self.doc.update(fields)
+        self.doc.update(
+            status="finished",
+            ended_utc=utc_now(),
+            exit={"code": code, "name": exitcodes.name(code), "reason": reason},
+        )
+        return self.write()
