@@ -102,11 +102,3 @@ def key_policy(purpose: KeyPurpose, *, partition: str, account_id: str, region: 
             }
         )
     return {"Version": VERSION, "Id": f"aiplat-{purpose.value}", "Statement": statements}
-
-
-def alias_name(name_prefix: str, purpose: KeyPurpose) -> str:
-    """``alias/<prefix>-<purpose>``; aliases may not start with ``alias/aws/`` (reserved)."""
-    alias = f"alias/{name_prefix}-{purpose.value}"
-    if alias.startswith("alias/aws"):
-        raise ValueError(f"{alias!r} is reserved for AWS managed keys; choose another name_prefix")
-    return alias

@@ -261,8 +261,13 @@ def _digest(args: pulumi.runtime.MockResourceArgs, n: int = 17) -> str:
 
 
 def _eks_cluster(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
-    """What CreateCluster returns that the program reads: endpoint, CA, OIDC issuer, cluster SG."""
-    oidc_id = _digest(args, 32).upper()
+    """What CreateCluster returns that the program reads: endpoint, CA, OIDC issuer, cluster SG.
+
+    EKS gives every cluster its own issuer ID, so the ID here follows the cluster's name and region (two
+    stacks' clusters never share an OIDC provider URL, which is account-wide in IAM).
+    """
+    cluster = args.inputs.get("name") or args.name
+    oidc_id = hashlib.sha256(f"{region}/{cluster}".encode()).hexdigest()[:32].upper()
     return {
         "endpoint": f"https://{oidc_id}.gr7.{region}.eks.amazonaws.com",
         "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm9mZmxpbmUtcGxhbgo="},

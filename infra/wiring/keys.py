@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from infra.components.aws.kms import KmsKeys, KmsKeysArgs
+from infra.lib.kms_policy import KeyPurpose
+from infra.model import naming
 from infra.wiring.context import StackContext
 
 
@@ -11,6 +13,7 @@ def wire_keys(ctx: StackContext) -> KmsKeys:
         "kms",
         KmsKeysArgs(
             stack_prefix=ctx.names.stack_prefix,
+            aliases={p.value: naming.kms_alias(ctx.names.stack_prefix, p.value) for p in KeyPurpose},
             partition=ctx.account.partition,
             account_id=ctx.account.account_id,
             region=ctx.cfg.region,

@@ -32,7 +32,7 @@ from infra.components.aws.replication import ArtifactReplication, ArtifactReplic
 from infra.components.k8s.minio import Minio, MinioArgs, MinioWorkload
 from infra.lib import iam
 from infra.lib.namespaces import PodSecurity, pss_labels
-from infra.model import s3names
+from infra.model import naming, s3names
 from infra.model.config.schema import BucketPurpose, MinioMode, PodAccessConfig, Role, StorageBackend
 from infra.model.project import stack_reference_name
 from infra.wiring.context import StackContext
@@ -101,6 +101,9 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
             "replication",
             ArtifactReplicationArgs(
                 env_prefix=ctx.names.env_prefix,
+                # One train stack's replica key per target region: two train stacks replicating to the
+                # same region must not share an alias, so the source stack's region code is in it.
+                replica_key_alias=naming.kms_alias(ctx.names.global_prefix, "data-replica"),
                 source_bucket_name=artifacts.bucket,
                 source_bucket_arn=artifacts.arn,
                 source_key_arn=data_key_arn,

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from infra.io.stackfiles import list_stacks
-from infra.plan.runner import Plan, run_plan
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from infra.plan.runner import Plan
+from tests.conftest import EXAMPLES
 
 
 @pytest.fixture(scope="module")
-def planned() -> dict[str, Plan]:
-    return {name: run_plan(name, stacks_dir=EXAMPLES) for name in list_stacks(EXAMPLES)}
+def planned(plan_example) -> dict[str, Plan]:
+    return {name: plan_example(name) for name in EXAMPLES}
 
 
 def test_examples_exist(planned) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
-from infra.lib.kms_policy import DESCRIPTIONS, KeyPurpose, alias_name, key_policy
+from infra.lib.kms_policy import DESCRIPTIONS, KeyPurpose, key_policy
 
 
 def customer_managed_key(
@@ -53,10 +54,12 @@ def customer_managed_key(
 class KmsKeysArgs:
     """Inputs of KmsKeys.
 
+    ``aliases``: purpose (``data``, ``eks``, ``ebs``, ``logs``) -> alias name, decided by the caller;
     ``deletion_window_days``: 7-30; a scheduled deletion can be cancelled within the window.
     """
 
     stack_prefix: str
+    aliases: Mapping[str, str]
     partition: str
     account_id: str
     region: str
@@ -81,7 +84,7 @@ class KmsKeys(pulumi.ComponentResource):
                 f"{name}-{purpose.value}",
                 purpose=purpose,
                 description=f"{args.stack_prefix}: {DESCRIPTIONS[purpose]}",
-                alias=alias_name(args.stack_prefix, purpose),
+                alias=args.aliases[purpose.value],
                 name_tag=f"{args.stack_prefix}-{purpose.value}",
                 partition=args.partition,
                 account_id=args.account_id,

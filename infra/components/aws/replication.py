@@ -34,9 +34,13 @@ class ReplicaTarget:
 
 @dataclass(frozen=True, kw_only=True)
 class ArtifactReplicationArgs:
-    """Inputs of ArtifactReplication: the source artifacts bucket and its key, and the target regions."""
+    """Inputs of ArtifactReplication: the source artifacts bucket and its key, and the target regions.
+
+    ``replica_key_alias`` names the replica key in every target region (aliases are per region).
+    """
 
     env_prefix: str
+    replica_key_alias: str
     source_bucket_name: pulumi.Input[str]
     source_bucket_arn: pulumi.Input[str]
     source_key_arn: pulumi.Input[str]
@@ -72,8 +76,8 @@ class ArtifactReplication(pulumi.ComponentResource):
                 f"{name}-{region}-key",
                 purpose=KeyPurpose.data,
                 description=f"{args.env_prefix}: replica of model artifacts in {region}",
-                alias=f"alias/{args.env_prefix}-data-replica",
-                name_tag=f"{args.env_prefix}-data-replica",
+                alias=args.replica_key_alias,
+                name_tag=args.replica_key_alias.removeprefix("alias/"),
                 partition=args.partition,
                 account_id=args.account_id,
                 region=region,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.lib.kms_policy import KeyPurpose, alias_name, key_policy
+from infra.lib.kms_policy import KeyPurpose, key_policy
 
 ARGS = {"partition": "aws", "account_id": "111122223333", "region": "us-east-1"}
 
@@ -57,19 +57,3 @@ def test_logs_key_is_scoped_to_the_accounts_log_groups() -> None:
     assert (
         stmt["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"] == "arn:aws-cn:logs:cn-north-1:1:*"
     )
-
-
-@pytest.mark.parametrize(
-    ("prefix", "purpose", "expected"),
-    [
-        ("aiplat-prod-train", KeyPurpose.ebs, "alias/aiplat-prod-train-ebs"),
-        ("x", KeyPurpose.data, "alias/x-data"),
-    ],
-)
-def test_alias(prefix: str, purpose: KeyPurpose, expected: str) -> None:
-    assert alias_name(prefix, purpose) == expected
-
-
-def test_reserved_alias_rejected() -> None:
-    with pytest.raises(ValueError, match="reserved"):
-        alias_name("aws-team", KeyPurpose.data)
