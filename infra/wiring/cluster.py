@@ -16,7 +16,7 @@ from infra.lib.namespaces import VPC_CNI_NETWORK_POLICY
 from infra.model import naming
 from infra.model.config.compute import CapacityType, NodePoolConfig
 from infra.model.facts import InstanceFacts
-from infra.model.zones import pool_zones, vpc_zones
+from infra.model.zones import control_plane_zones, pool_zones
 from infra.wiring.context import StackContext
 
 
@@ -97,7 +97,8 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
             region=cfg.region,
             partition=ctx.account.partition,
             kubernetes_version=cfg.cluster.kubernetes_version,
-            subnet_ids=[network.private_subnet_ids[az] for az in vpc_zones(cfg, ctx.facts)],
+            # Only zones where EKS accepts control-plane subnets (rule 'control-plane-zones').
+            subnet_ids=[network.private_subnet_ids[az] for az in control_plane_zones(cfg, ctx.facts)],
             endpoint_public_access_cidrs=tuple(cfg.cluster.endpoint_public_access_cidrs),
             secrets_key_arn=keys.eks_key_arn,
             logs_key_arn=keys.logs_key_arn,

@@ -22,6 +22,10 @@ def test_capacity_block(planned) -> None:
     ng = plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng")
     lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate", "pool-train-lt")
     assert ng.inputs["capacityType"] == "CAPACITY_BLOCK"
+    # EKS takes a Capacity Block group's type from the launch template only (capacity-blocks-mng.html)
+    assert lt.inputs["instanceType"] == plan.config["node_pools"]["train"]["instance_type"]
+    assert "instanceTypes" not in ng.inputs
+    assert [s for s in ng.inputs["subnetIds"]] == [plan.outputs["privateSubnetIds"]["us-east-1a"]]
     assert lt.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
     assert lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"] == {
         "capacityReservationId": "cr-0123456789abcdef0"
@@ -33,7 +37,9 @@ def test_capacity_block(planned) -> None:
 def test_odcr_in_its_own_placement_group(planned) -> None:
     plan = planned["odcr"]
     lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate", "pool-train-lt")
-    assert plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng").inputs["capacityType"] == "ON_DEMAND"
+    ng = plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng")
+    assert ng.inputs["capacityType"] == "ON_DEMAND"
+    assert ng.inputs["instanceTypes"] == ["p4d.24xlarge"] and "instanceType" not in lt.inputs
     assert lt.inputs["placement"] == {"groupName": "odcr-p4d-cluster"}
     assert not plan.by_type("aws:ec2/placementGroup:PlacementGroup")
     assert len(lt.inputs["networkInterfaces"]) == 4  # p4d.24xlarge: 4 EFA interfaces

@@ -159,12 +159,20 @@ class GpuNodePool(pulumi.ComponentResource):
                 # https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
                 market = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
 
+        # A Capacity Block node group takes its instance type from the launch template and none on the
+        # node group ("InstanceType" is a required launch template value; the create request is rejected
+        # otherwise). Other pools keep the type on the node group, where EKS allows 0-20 types.
+        # https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
+        # https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html#AmazonEKS-CreateNodegroup-request-instanceTypes
+        type_in_template = args.capacity_reservation is not None and args.capacity_reservation.capacity_block
+
         user_data = args.user_data
         self.launch_template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             name=args.launch_template_name,
             description=f"aiplat node pool {args.pool_name} ({args.instance_type})",
             update_default_version=True,
+            instance_type=args.instance_type if type_in_template else None,
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 http_tokens="required",
@@ -205,7 +213,7 @@ class GpuNodePool(pulumi.ComponentResource):
             subnet_ids=args.subnet_ids,
             version=args.kubernetes_version,
             ami_type=args.ami_type,
-            instance_types=[args.instance_type],
+            instance_types=None if type_in_template else [args.instance_type],
             capacity_type=args.capacity_type,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=args.min_size, desired_size=args.desired_size, max_size=args.max_size

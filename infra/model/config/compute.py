@@ -132,6 +132,28 @@ class NodePoolConfig(Strict):
         100, description="Root EBS volume (gp3, encrypted with the stack's EBS key) in GiB."
     )
 
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            check_label_key(key, "label")
+            check_label_value(value, f"label {key!r}", empty_ok=False)
+        return v
+
+    @field_validator("taints")
+    @classmethod
+    def _taints(cls, v: dict[str, TaintConfig]) -> dict[str, TaintConfig]:
+        # GPU pools get one more taint (nvidia.com/gpu) from the platform.
+        if len(v) >= EKS_MAX_TAINTS:
+            raise ValueError(
+                f"{len(v)} taints but EKS allows at most {EKS_MAX_TAINTS} per node group, ours included; "
+                "remove some"
+            )
+        for key, taint in v.items():
+            check_label_key(key, "taint")
+            check_label_value(taint.value, f"taint {key!r}", empty_ok=True)
+        return v
+
     @model_validator(mode="after")
     def _efa_and_capacity(self) -> NodePoolConfig:
         if self.efa_interfaces is not None and not self.efa:
@@ -268,6 +290,38 @@ class ClusterConfig(Strict):
     @classmethod
     def _retention(cls, v: int) -> int:
         return check_log_retention(v)
+
+
+# Kubernetes label keys and values (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set):
+# an optional DNS-subdomain prefix and '/', then a name of alphanumerics, '-', '_', '.' that starts and ends
+# alphanumeric. The EKS API is stricter on length: keys 1-63 characters in all, label values 1-63, taint
+# values 0-63 (CreateNodegroup labelKey/labelValue/taintKey/taintValue,
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html).
+_K8S_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)"
+_K8S_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_K8S_NAME}$")
+_K8S_VALUE = re.compile(rf"^{_K8S_NAME}?$")
+EKS_LABEL_MAX = 63
+# "Maximum of 50 taints per node group" (aws.eks.NodeGroup taints, from the EKS node taints page).
+EKS_MAX_TAINTS = 50
+
+
+def check_label_key(key: str, what: str) -> str:
+    if not (1 <= len(key) <= EKS_LABEL_MAX and _K8S_KEY.match(key)):
+        raise ValueError(
+            f"{what} key {key!r} is not a Kubernetes label key of at most {EKS_LABEL_MAX} characters "
+            "(EKS limit); use e.g. 'example.com/team'"
+        )
+    return key
+
+
+def check_label_value(value: str, what: str, *, empty_ok: bool) -> str:
+    if (not value and not empty_ok) or len(value) > EKS_LABEL_MAX or not _K8S_VALUE.match(value):
+        low = 0 if empty_ok else 1
+        raise ValueError(
+            f"{what} value {value!r} must be {low}-{EKS_LABEL_MAX} characters of letters, digits, '-', '_' "
+            "and '.', starting and ending with a letter or digit (EKS and Kubernetes limits)"
+        )
+    return value
 
 
 def check_pool_name(name: str) -> str:
