@@ -2,12 +2,24 @@
 
 Every key keeps the account in control (the account root principal, which delegates to IAM policies,
 as AWS's default key policy does) and grants a service principal only where that service needs the key
-without a caller's IAM permissions. No statement has a wildcard principal.
+without a caller's IAM permissions.
+
+A key policy may only name principals that exist when the policy is set: "The principals in the key policy
+must exist and be visible to KMS" (CreateKey, https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html),
+otherwise CreateKey fails with MalformedPolicyDocumentException. A principal that may not exist yet (the
+Auto Scaling service-linked role, created with the account's first Auto Scaling group) is therefore never
+a ``Principal``: its statement has ``"Principal": {"AWS": "*"}`` and names it in the ``aws:PrincipalArn``
+condition, together with ``kms:CallerAccount`` = our account. That is the shape of AWS's own key policy
+for the EBS managed key (``Principal *`` + ``kms:CallerAccount``,
+https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-caller-account);
+conditions are evaluated per request, so the statement is valid before the role exists and takes effect
+the moment it does. Every ``*`` principal here is bound by both conditions (a test checks it).
 
 References:
 - Default key policy: https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html
 - EBS CMK for Auto Scaling (managed node groups launch through it; without this nodes never start):
   https://docs.aws.amazon.com/autoscaling/ec2/userguide/key-policy-requirements-EBS-encryption.html
+- aws:PrincipalArn: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalarn
 - CloudWatch Logs: https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
 """
 
@@ -50,6 +62,15 @@ def autoscaling_service_linked_role(partition: str, account_id: str) -> str:
     )
 
 
+def only_principal(principal_arn: str, account_id: str) -> dict[str, Any]:
+    """Conditions that limit a ``"Principal": {"AWS": "*"}`` statement to one principal of our account,
+    whether or not it exists yet (see the module docstring)."""
+    return {
+        "ArnEquals": {"aws:PrincipalArn": principal_arn},
+        "StringEquals": {"kms:CallerAccount": account_id},
+    }
+
+
 def key_policy(purpose: KeyPurpose, *, partition: str, account_id: str, region: str) -> dict[str, Any]:
     """The key policy document for one purpose."""
     statements: list[dict[str, Any]] = [
@@ -62,22 +83,27 @@ def key_policy(purpose: KeyPurpose, *, partition: str, account_id: str, region: 
         }
     ]
     if purpose is KeyPurpose.ebs:
-        slr = autoscaling_service_linked_role(partition, account_id)
+        # The two statements AWS documents for the Auto Scaling service-linked role (managed node groups
+        # launch through it), with the role moved from Principal into a condition: in a fresh account
+        # the role does not exist until the first Auto Scaling group, and naming it as a Principal makes
+        # CreateKey fail ("Policy contains a statement with one or more invalid principals").
+        slr = only_principal(autoscaling_service_linked_role(partition, account_id), account_id)
         statements += [
             {
                 "Sid": "AutoScalingUsesKey",
                 "Effect": "Allow",
-                "Principal": {"AWS": slr},
+                "Principal": {"AWS": "*"},
                 "Action": USE_ACTIONS,
                 "Resource": "*",
+                "Condition": slr,
             },
             {
                 "Sid": "AutoScalingAttachesVolumes",
                 "Effect": "Allow",
-                "Principal": {"AWS": slr},
+                "Principal": {"AWS": "*"},
                 "Action": ["kms:CreateGrant"],
                 "Resource": "*",
-                "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+                "Condition": {**slr, "Bool": {"kms:GrantIsForAWSResource": "true"}},
             },
         ]
     elif purpose is KeyPurpose.logs:

@@ -31,3 +31,15 @@ def test_keys_per_purpose(plan_stack, stack: str) -> None:
     prefix = f"alias/aiplat-{plan.config['environment']}-{plan.config['role']}"
     assert aliases == sorted(f"{prefix}-{p}" for p in ("data", "ebs", "eks", "logs"))
     assert set(plan.outputs["kmsKeyArns"]) == {"data", "eks", "ebs", "logs"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_fresh_and_existing_accounts_both_deploy(plan_stack, stack: str) -> None:
+    # Fresh account: no key policy names the Auto Scaling service-linked role as a principal (CreateKey
+    # would fail). Account that has the role: nothing creates it (CreateServiceLinkedRole would fail with
+    # "Service role name AWSServiceRoleForAutoScaling has been taken in this account").
+    plan = plan_stack(stack)
+    assert not plan.by_type("aws:iam/serviceLinkedRole:ServiceLinkedRole")
+    for key in plan.by_type("aws:kms/key:Key"):
+        for st in json.loads(key.inputs["policy"])["Statement"]:
+            assert "aws-service-role" not in json.dumps(st["Principal"]), (key.name, st["Sid"])
