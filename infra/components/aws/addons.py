@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name
 from infra.lib import eks_iam, iam
 
 POST_COMPUTE_ADDONS = ("coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent")
@@ -42,7 +43,7 @@ class EksAddons(pulumi.ComponentResource):
             f"{name}-ebs-csi-role",
             name=args.ebs_csi_role_name,
             assume_role_policy=json.dumps(iam.pod_identity_trust_policy()),
-            opts=child,
+            opts=fixed_name(child),
         )
         for policy in eks_iam.EBS_CSI_POLICIES:
             aws.iam.RolePolicyAttachment(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name
 from infra.lib import iam
 
 
@@ -159,7 +160,7 @@ class Buckets(pulumi.ComponentResource):
         )
 
     def _bucket(self, role: str, bucket_name: str, opts: pulumi.ResourceOptions) -> aws.s3.Bucket:
-        return aws.s3.Bucket(role, bucket=bucket_name, region=self._args.region, opts=opts)
+        return aws.s3.Bucket(role, bucket=bucket_name, region=self._args.region, opts=fixed_name(opts))
 
     def _private(
         self, role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions

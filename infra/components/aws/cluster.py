@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from infra.components.aws.options import fixed_name
 from infra.lib import eks_iam, iam
 from infra.lib.eks import CONTROL_PLANE_LOG_TYPES
 
@@ -83,7 +84,7 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-cluster-role",
             name=args.cluster_role_name,
             assume_role_policy=json.dumps(iam.service_trust_policy("eks.amazonaws.com", tag_session=True)),
-            opts=child,
+            opts=fixed_name(child),
         )
         attachments = [
             aws.iam.RolePolicyAttachment(
@@ -97,7 +98,7 @@ class EksCluster(pulumi.ComponentResource):
             name=args.log_group_name,
             retention_in_days=args.log_retention_days,
             kms_key_id=args.logs_key_arn,
-            opts=child,
+            opts=fixed_name(child),
         )
         public = bool(args.endpoint_public_access_cidrs)
         self.cluster = aws.eks.Cluster(
@@ -123,7 +124,7 @@ class EksCluster(pulumi.ComponentResource):
             ),
             # We install vpc-cni, kube-proxy and coredns as managed add-ons with pinned versions.
             bootstrap_self_managed_addons=False,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group, *attachments]),
+            opts=fixed_name(pulumi.ResourceOptions(parent=self, depends_on=[log_group, *attachments])),
         )
         self.cluster_name = self.cluster.name
         self.cluster_arn = self.cluster.arn
@@ -144,7 +145,7 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-node-role",
             name=args.node_role_name,
             assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
-            opts=child,
+            opts=fixed_name(child),
         )
         self.node_policy_attachments = [
             aws.iam.RolePolicyAttachment(
@@ -176,7 +177,8 @@ class EksCluster(pulumi.ComponentResource):
                 principal_arn=access.principal_arn,
                 policy_arn=f"arn:{args.partition}:eks::aws:cluster-access-policy/{entry.policy}",
                 access_scope=scope,
-                opts=child,
+                # one association per cluster, principal and policy: a changed scope replaces it
+                opts=fixed_name(child),
             )
 
         self.addons: dict[str, aws.eks.Addon] = {}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name
 from infra.lib.kms_policy import DESCRIPTIONS, KeyPurpose, key_policy
 
 
@@ -46,7 +47,7 @@ def customer_managed_key(
         opts=opts,
         **where,
     )
-    aws.kms.Alias(f"{name}-alias", name=alias, target_key_id=key.key_id, opts=opts, **where)
+    aws.kms.Alias(f"{name}-alias", name=alias, target_key_id=key.key_id, opts=fixed_name(opts), **where)
     return key
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name
 from infra.lib import cidr, eks_iam, iam
 
 
@@ -219,7 +220,7 @@ class GpuVpc(pulumi.ComponentResource):
             name=flow_logs.log_group_name,
             retention_in_days=flow_logs.retention_days,
             kms_key_id=args.logs_key_arn,
-            opts=child,
+            opts=fixed_name(child),
         )
         role = aws.iam.Role(
             f"{name}-flow-logs-role",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name
 from infra.lib.efa import EfaInterface
 from infra.lib.nodes import Taint
 
@@ -123,7 +124,11 @@ class GpuNodePool(pulumi.ComponentResource):
         if args.placement_group is not None:
             if args.placement_group.create:
                 pg = aws.ec2.PlacementGroup(
-                    f"{name}-pg", name=args.placement_group.name, strategy="cluster", tags=tags, opts=child
+                    f"{name}-pg",
+                    name=args.placement_group.name,
+                    strategy="cluster",
+                    tags=tags,
+                    opts=fixed_name(child),
                 )
                 group = pg.name
             else:
@@ -201,7 +206,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 for kind in ("instance", "volume", "network-interface")
             ],
             tags=tags,
-            opts=child,
+            opts=fixed_name(child),
         )
         self.launch_template_id = self.launch_template.id
 
@@ -230,7 +235,9 @@ class GpuNodePool(pulumi.ComponentResource):
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
             # The cluster autoscaler owns desired size after creation.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
+            opts=fixed_name(
+                pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"])
+            ),
         )
         self.node_group_name = self.node_group.node_group_name
         outputs: dict[str, object] = {

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name
 from infra.lib import iam
 
 
@@ -64,7 +65,7 @@ class Registry(pulumi.ComponentResource):
                         encryption_type="KMS", kms_key=args.kms_key_arn
                     )
                 ],
-                opts=child,
+                opts=fixed_name(child),
             )
             aws.ecr.LifecyclePolicy(
                 f"{name}-{repo}-lifecycle", repository=repository.name, policy=lifecycle, opts=child
@@ -127,7 +128,7 @@ class Registry(pulumi.ComponentResource):
                 ],
                 lifecycle_policy=lifecycle,
                 custom_role_arn=role.arn,
-                opts=child,
+                opts=fixed_name(child),
             )
             for region in regions
         ]
