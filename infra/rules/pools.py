@@ -255,3 +255,22 @@ def usage_class_offered(ctx: RuleContext) -> Iterator[Finding]:
             if wanted == "capacity-block"
             else "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html#managed-node-group-capacity-types",
         )
+
+
+@rule("system-pool")
+def system_pool(ctx: RuleContext) -> Iterator[Finding]:
+    """Some pool runs system pods (CoreDNS, EBS CSI controller) from the start: gpu false, no hard taints."""
+    pools = ctx.cfg.node_pools
+    if any(p.runs_system_pods and p.desired_size >= 1 for p in pools.values()):
+        return
+    candidates = [n for n, p in pools.items() if p.runs_system_pods]
+    yield error(
+        at("node_pools"),
+        "no pool runs system pods at creation"
+        + (f" ({', '.join(candidates)} start with desired_size 0)" if candidates else "")
+        + ": CoreDNS and the EBS CSI controller do not tolerate the GPU taint, so their EKS add-ons "
+        "would never become active",
+        "add a pool with gpu: false, no NoSchedule/NoExecute taints and desired_size >= 1 "
+        "(e.g. system: {instance_type: m6i.xlarge, gpu: false, min_size: 2, desired_size: 2, max_size: 3})",
+        "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html",
+    )

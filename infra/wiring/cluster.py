@@ -145,7 +145,12 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
             ebs_key_arn=keys.ebs_key_arn,
             addon_versions=addon_versions,
         ),
-        opts=pulumi.ResourceOptions(provider=ctx.provider, depends_on=list(pools.values())),
+        # Only the pools that run system pods: a GPU pool stuck on InsufficientInstanceCapacity (common for
+        # p5) must not keep CoreDNS and the EBS CSI driver from the system pool (rule 'system-pool').
+        opts=pulumi.ResourceOptions(
+            provider=ctx.provider,
+            depends_on=[p for n, p in pools.items() if cfg.node_pools[n].runs_system_pods],
+        ),
     )
 
     ctx.export("clusterName", cluster.cluster_name)

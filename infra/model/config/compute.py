@@ -175,6 +175,12 @@ class NodePoolConfig(Strict):
         return self
 
     @property
+    def runs_system_pods(self) -> bool:
+        """Whether CoreDNS, the EBS CSI controller and other system pods can run here: a CPU pool without
+        NoSchedule/NoExecute taints (GPU pools carry the nvidia.com/gpu taint those pods do not tolerate)."""
+        return not self.gpu and all(t.effect is TaintEffect.PreferNoSchedule for t in self.taints.values())
+
+    @property
     def placement_group_wanted(self) -> bool:
         """Whether the pool's nodes go into a cluster placement group."""
         if self.placement is Placement.auto:

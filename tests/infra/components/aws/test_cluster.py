@@ -86,3 +86,19 @@ def test_kubeconfig_uses_get_token(plan_stack) -> None:
     assert exec_["command"] == "aws"
     assert exec_["args"][:2] == ["eks", "get-token"] and plan.outputs["clusterName"] in exec_["args"]
     assert kubeconfig["clusters"][0]["cluster"]["server"] == plan.outputs["clusterEndpoint"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_addons_wait_for_system_pools_only(plan_stack, stack: str) -> None:
+    # CoreDNS, the EBS CSI driver and the node monitoring agent wait for the pools that can run them; a
+    # GPU pool that never gets capacity must not hold them back.
+    plan = plan_stack(stack)
+    deps = plan.one("aiplat:addons:EksAddons").dependencies
+    pools = plan.config["node_pools"]
+    for name, pool in pools.items():
+        ng = plan.one("aws:eks/nodeGroup:NodeGroup", f"pool-{name}-ng")
+        if pool["gpu"]:
+            assert not any(f"::pool-{name}-" in d for d in deps), (name, deps)
+        else:
+            assert ng.urn in deps
+    assert any(not p["gpu"] for p in pools.values())
