@@ -86,7 +86,8 @@ def pool_args(
 
 def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWiring:
     cfg, names = ctx.cfg, ctx.names
-    addon_versions = cfg.cluster.addons.by_addon_name()
+    # Every add-on has a build: the rule 'addon-versions-known' refused the config otherwise.
+    addon_versions = {name: str(v) for name, v in cfg.cluster.addon_versions().items()}
     cluster = EksCluster(
         "cluster",
         EksClusterArgs(

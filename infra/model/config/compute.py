@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from infra.model import cidrs
+from infra.model import addon_versions, cidrs
 from infra.model.config.base import NAME_RE, Strict, check_log_retention
 
 
@@ -203,36 +203,35 @@ class NodePoolConfig(Strict):
 
 
 class AddonVersions(Strict):
-    """EKS managed add-on versions, pinned here and nowhere else.
-
-    Check them against the cluster version with
-    `aws eks describe-addon-versions --kubernetes-version <v> --addon-name <name>` before upgrading.
-    Defaults are for Kubernetes 1.35: kube-proxy and coredns from the EKS user guide's version tables
-    (https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html, .../managing-coredns.html),
-    vpc-cni from .../managing-vpc-cni.html.
+    """EKS managed add-on builds. Unset: the default build recorded for the cluster's Kubernetes minor in
+    ``infra/model/addon_versions.py`` (the one place versions live, each with its source). A build set
+    here must be one recorded for that minor (rule ``addon-versions-known``): EKS refuses builds it does
+    not list for the cluster's version.
     """
 
-    vpc_cni: str = Field("v1.20.1-eksbuild.3", description="vpc-cni; EFA-only interfaces need a recent one.")
-    coredns: str = Field("v1.14.3-eksbuild.3", description="coredns")
-    kube_proxy: str = Field(
-        "v1.35.3-eksbuild.2", description="kube-proxy; must match the Kubernetes minor version."
-    )
-    aws_ebs_csi_driver: str = Field("v1.44.0-eksbuild.1", description="aws-ebs-csi-driver")
-    eks_pod_identity_agent: str = Field("v1.3.7-eksbuild.2", description="eks-pod-identity-agent")
-    eks_node_monitoring_agent: str = Field(
-        "v1.3.0-eksbuild.2", description="eks-node-monitoring-agent: node health for GPU auto repair."
+    vpc_cni: str | None = Field(None, description="vpc-cni build; EFA-only interfaces need a recent one.")
+    coredns: str | None = Field(None, description="coredns build.")
+    kube_proxy: str | None = Field(None, description="kube-proxy build; must match the Kubernetes minor.")
+    aws_ebs_csi_driver: str | None = Field(None, description="aws-ebs-csi-driver build.")
+    eks_pod_identity_agent: str | None = Field(None, description="eks-pod-identity-agent build.")
+    eks_node_monitoring_agent: str | None = Field(
+        None, description="eks-node-monitoring-agent build: node health for GPU auto repair."
     )
 
     @field_validator("*")
     @classmethod
-    def _version(cls, v: str) -> str:
-        if not re.fullmatch(r"v\d+\.\d+\.\d+-eksbuild\.\d+", v):
+    def _version(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"v\d+\.\d+\.\d+-eksbuild\.\d+", v):
             raise ValueError(f"{v!r} is not an EKS add-on version like 'v1.19.5-eksbuild.1'")
         return v
 
-    def by_addon_name(self) -> dict[str, str]:
-        """EKS add-on name -> version."""
-        return {name.replace("_", "-"): version for name, version in self.model_dump().items()}
+    def pinned(self) -> dict[str, str]:
+        """EKS add-on name -> build, for the builds set in the stack file."""
+        return {
+            name.replace("_", "-"): version
+            for name, version in self.model_dump().items()
+            if version is not None
+        }
 
 
 class AccessEntryConfig(Strict):
@@ -268,6 +267,8 @@ class ClusterConfig(Strict):
     @model_validator(mode="after")
     def _kube_proxy_matches(self) -> ClusterConfig:
         # kube-proxy is built per Kubernetes minor; EKS refuses another minor's build for the cluster.
+        if self.addons.kube_proxy is None:
+            return self
         minor = ".".join(self.addons.kube_proxy.removeprefix("v").split(".")[:2])
         if minor != self.kubernetes_version:
             raise ValueError(
@@ -276,6 +277,15 @@ class ClusterConfig(Strict):
                 f"pin a v{self.kubernetes_version}.x-eksbuild.N kube-proxy"
             )
         return self
+
+    def addon_versions(self) -> dict[str, str | None]:
+        """EKS add-on name -> build: the stack file's, else the default recorded for the minor (None when
+        the minor has no records; the rule ``addon-versions-known`` refuses that)."""
+        pinned = self.addons.pinned()
+        return {
+            name: pinned.get(name) or addon_versions.default_version(self.kubernetes_version, name)
+            for name in addon_versions.ADDON_NAMES
+        }
 
     @field_validator("endpoint_public_access_cidrs")
     @classmethod

@@ -181,3 +181,39 @@ def test_local_zones_never_reach_the_vpc(stack_doc, monkeypatch) -> None:
     assert "us-west-2-lax-1a" not in plan.outputs["availabilityZones"]
     (args,) = [a for t, a in plan.calls if t == "aws:index/getAvailabilityZones:getAvailabilityZones"]
     assert {"name": "zone-type", "values": ["availability-zone"]} in args["filters"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"addons": {"coredns": "v1.11.1-eksbuild.4"}},
+            f"{P}.cluster.addons.coredns: v1.11.1-eksbuild.4 is not a build recorded for Kubernetes 1.35 "
+            "(recorded: v1.14.3-eksbuild.3, v1.14.2-eksbuild.4); EKS refuses a version it does not list",
+        ),
+        (
+            {"kubernetes_version": "1.36"},
+            f"{P}.cluster.kubernetes_version: '1.36' has no add-on builds recorded in "
+            "infra/model/addon_versions.py (recorded: 1.35)",
+        ),
+    ],
+    ids=["unlisted-build", "unrecorded-minor"],
+)
+def test_addon_builds_must_be_recorded_for_the_minor(stack_doc, monitors, change, expected) -> None:
+    raw = _raw(stack_doc)
+    raw["cluster"].update(change)
+    with pytest.raises(ConfigErrors) as info:
+        _plan(raw)
+    assert expected in str(info.value), str(info.value)
+    (monitor,) = monitors
+    assert monitor.recorded == []  # a config-only rule: refused before the provider
+
+
+def test_unverified_builds_are_flagged_in_the_plan(plan_stack) -> None:
+    plan = plan_stack("prod-us-train")
+    flagged = {f.field.rsplit(".", 1)[-1] for f in plan.findings if f.rule == "addon-versions-known"}
+    # the builds only seen in third-party configs for 1.35, none of those an AWS page lists
+    assert flagged == {"vpc_cni", "aws_ebs_csi_driver", "eks_pod_identity_agent", "eks_node_monitoring_agent"}
+    assert all(
+        "describe-addon-versions" in (f.fix or "") for f in plan.findings if f.rule == "addon-versions-known"
+    )

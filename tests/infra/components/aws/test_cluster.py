@@ -7,6 +7,7 @@ import json
 import pytest
 
 from infra.components.aws.cluster import CONTROL_PLANE_LOG_TYPES
+from infra.model import addon_versions
 from tests.conftest import STACKS
 
 
@@ -38,9 +39,14 @@ def test_cluster_private_encrypted_logged(plan_stack, stack: str) -> None:
 def test_addons_pinned_from_config(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     addons = {a.inputs["addonName"]: a for a in plan.by_type("aws:eks/addon:Addon")}
-    pinned = {k.replace("_", "-"): v for k, v in plan.config["cluster"]["addons"].items()}
-    assert {n: a.inputs["addonVersion"] for n, a in addons.items()} == pinned
-    assert set(pinned) == {
+    minor = plan.config["cluster"]["kubernetes_version"]
+    pinned = {k.replace("_", "-"): v for k, v in plan.config["cluster"]["addons"].items() if v}
+    # the stack file's build, else the default recorded for the minor
+    expected = {
+        n: pinned.get(n) or addon_versions.builds(minor, n)[0].version for n in addon_versions.ADDON_NAMES
+    }
+    assert {n: a.inputs["addonVersion"] for n, a in addons.items()} == expected
+    assert set(expected) == {
         "vpc-cni",
         "coredns",
         "kube-proxy",
