@@ -113,6 +113,8 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
             addon_versions=addon_versions,
             # NetworkPolicy enforcement for the workload namespaces' policies (cluster services).
             addon_configuration={"vpc-cni": VPC_CNI_NETWORK_POLICY},
+            support_type=cfg.cluster.support_type.value,
+            deletion_protection=cfg.cluster_deletion_protection,
         ),
         opts=ctx.in_region,
     )

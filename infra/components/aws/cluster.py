@@ -52,6 +52,8 @@ class EksClusterArgs:
     addon_versions: dict[str, str] = field(default_factory=dict)
     # Add-on name -> its configuration values (the add-on's JSON schema, e.g. vpc-cni's enableNetworkPolicy).
     addon_configuration: dict[str, dict[str, Any]] = field(default_factory=dict)
+    support_type: str = "STANDARD"
+    deletion_protection: bool = False
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -124,6 +126,13 @@ class EksCluster(pulumi.ComponentResource):
             ),
             # We install vpc-cni, kube-proxy and coredns as managed add-ons with pinned versions.
             bootstrap_self_managed_addons=False,
+            # Said explicitly: EKS's default is EXTENDED (billed at the extended rate past standard support).
+            # https://docs.aws.amazon.com/eks/latest/userguide/disable-extended-support.html
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type=args.support_type),
+            # DeleteCluster is refused while on (also a replacement): a prod cluster is removed only after
+            # `aws eks update-cluster-config --no-deletion-protection`.
+            # https://docs.aws.amazon.com/eks/latest/userguide/deletion-protection.html
+            deletion_protection=args.deletion_protection,
             opts=fixed_name(pulumi.ResourceOptions(parent=self, depends_on=[log_group, *attachments])),
         )
         self.cluster_name = self.cluster.name

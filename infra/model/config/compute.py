@@ -58,6 +58,19 @@ class AccessPolicy(StrEnum):
     view = "AmazonEKSViewPolicy"
 
 
+class SupportType(StrEnum):
+    """EKS version support policy (``upgradePolicy.supportType``).
+
+    ``standard``: at the end of standard support EKS upgrades the control plane to the next minor.
+    ``extended``: the cluster stays on its minor for up to 12 more months, billed at the extended-support
+    rate. EKS defaults to extended when not told; we say which explicitly.
+    https://docs.aws.amazon.com/eks/latest/userguide/disable-extended-support.html
+    """
+
+    standard = "STANDARD"
+    extended = "EXTENDED"
+
+
 class TaintConfig(Strict):
     """One taint; the key is the dict key."""
 
@@ -263,6 +276,16 @@ class ClusterConfig(Strict):
         default_factory=dict, description="Access entries keyed by a short name."
     )
     log_retention_days: int = Field(90, description="Retention of the control-plane log group (days).")
+    support_type: SupportType = Field(
+        SupportType.standard,
+        description="STANDARD (upgraded by EKS at the end of standard support) or EXTENDED (stays on the "
+        "minor, extended-support fees). EKS's own default would be EXTENDED.",
+    )
+    deletion_protection: bool | None = Field(
+        None,
+        description="EKS deletion protection (DeleteCluster is refused until it is turned off); unset = on "
+        "for prod, off for dev.",
+    )
 
     @model_validator(mode="after")
     def _kube_proxy_matches(self) -> ClusterConfig:

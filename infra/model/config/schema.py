@@ -23,6 +23,7 @@ from infra.model.config.compute import (
     ClusterConfig,
     NodePoolConfig,
     Placement,
+    SupportType,
     TaintConfig,
     TaintEffect,
     check_pool_name,
@@ -94,6 +95,7 @@ __all__ = [
     "StorageBackend",
     "StorageConfig",
     "Strict",
+    "SupportType",
     "TaintConfig",
     "TaintEffect",
     "Tags",
@@ -208,6 +210,13 @@ class PlatformConfig(Strict):
         if self.region in self.storage.replicate_to:
             raise ValueError(f"storage.replicate_to includes the stack's own region {self.region}; remove it")
         return self
+
+    @property
+    def cluster_deletion_protection(self) -> bool:
+        """``cluster.deletion_protection``, or on for prod and off for dev when unset."""
+        if self.cluster.deletion_protection is not None:
+            return self.cluster.deletion_protection
+        return self.environment is Environment.prod
 
     @property
     def names(self) -> StackNames:

@@ -108,3 +108,22 @@ def test_addons_wait_for_system_pools_only(plan_stack, stack: str) -> None:
         else:
             assert ng.urn in deps
     assert any(not p["gpu"] for p in pools.values())
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_lifecycle_is_explicit(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    cluster = plan.one("aws:eks/cluster:Cluster").inputs
+    # standard support unless the stack asks for extended (EKS would default to EXTENDED)
+    assert cluster["upgradePolicy"] == {"supportType": plan.config["cluster"]["support_type"]}
+    assert plan.config["cluster"]["support_type"] == "STANDARD"
+    assert cluster["deletionProtection"] is (plan.config["environment"] == "prod")
+
+
+def test_deletion_protection_switch(stack_doc) -> None:
+    from infra.model.config.parse import parse_platform_config
+
+    raw = stack_doc("dev-us-train")["config"]["aiplat:platform"]
+    assert parse_platform_config(raw).cluster_deletion_protection is False
+    raw["cluster"]["deletion_protection"] = True
+    assert parse_platform_config(raw).cluster_deletion_protection is True
