@@ -8,14 +8,22 @@ AWS_MANAGED = "arn:{partition}:iam::aws:policy/{name}"
 
 # https://docs.aws.amazon.com/eks/latest/userguide/cluster-iam-role.html
 CLUSTER_POLICIES = ("AmazonEKSClusterPolicy",)
-# https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html; the CNI policy sits on the node
-# role because the vpc-cni add-on must work before any pod (the pod identity agent) runs.
+# https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html. Nothing more: every process on a
+# node can read the node role's credentials from IMDS (host-network pods despite hop limit 1), so the CNI
+# policy (create/modify/delete network interfaces account-wide) goes to vpc-cni's own role (IRSA, below)
+# and Session Manager gets its minimal actions (iam.session_manager_policy) instead of
+# AmazonSSMManagedInstanceCore (ssm:GetParameter* on every parameter).
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEC2ContainerRegistryPullOnly",
-    "AmazonEKS_CNI_Policy",
-    "AmazonSSMManagedInstanceCore",  # shell access through Session Manager instead of SSH
 )
+# vpc-cni's own role: "We recommend that you assign it to a separate role" (IRSA for kube-system/aws-node).
+# IRSA rather than Pod Identity: the CNI must get credentials before a node is Ready, and IRSA needs no
+# other DaemonSet for that (the web identity token comes from the API server, STS from the VPC endpoint
+# or NAT). https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html
+CNI_POLICIES = ("AmazonEKS_CNI_Policy",)
+CNI_NAMESPACE = "kube-system"
+CNI_SERVICE_ACCOUNT = "aws-node"
 # https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html
 EBS_CSI_POLICIES = ("service-role/AmazonEBSCSIDriverPolicy",)
 

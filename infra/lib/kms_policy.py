@@ -25,12 +25,13 @@ References:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from infra.lib.iam import VERSION
 
-KEY_ADMIN_ACTIONS = ["kms:*"]
+KEY_ADMIN_ACTIONS = ["kms:*"]  # the account root's statement: IAM decides (AWS's default key policy)
 USE_ACTIONS = ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"]
 
 
@@ -71,10 +72,44 @@ def only_principal(principal_arn: str, account_id: str) -> dict[str, Any]:
     }
 
 
-def key_policy(purpose: KeyPurpose, *, partition: str, account_id: str, region: str) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class KeyAccess:
+    """Who may do what with a stack's keys, beyond the account root (see ``key_policy``).
+
+    ``key_admin_role_arn``: administers the keys, is denied every cryptographic action.
+    ``break_glass_role_arn`` with ``protect``: the only principal that may schedule deletion or disable.
+    ``log_group_arns``: the log groups CloudWatch Logs may encrypt with the logs key (encryption context).
+    ``trail_arn``: the CloudTrail trail that encrypts its log files with the logs key.
+    ``events_publish``: EventBridge publishes to an SNS topic encrypted with the logs key.
+    """
+
+    partition: str
+    account_id: str
+    region: str
+    key_admin_role_arn: str | None = None
+    break_glass_role_arn: str | None = None
+    protect: bool = False
+    log_group_arns: tuple[str, ...] = ()
+    trail_arn: str | None = None
+    events_publish: bool = False
+
+
+CRYPTO_ACTIONS = [
+    "kms:Encrypt",
+    "kms:Decrypt",
+    "kms:ReEncrypt*",
+    "kms:GenerateDataKey*",
+    "kms:CreateGrant",
+]
+
+
+def key_policy(purpose: KeyPurpose, access: KeyAccess) -> dict[str, Any]:
     """The key policy document for one purpose."""
+    partition, account_id = access.partition, access.account_id
     statements: list[dict[str, Any]] = [
         {
+            # The account root delegates to IAM policies (the deploying identity, the pod and node roles
+            # get their key use from IAM). Without it IAM policies on the key are ineffective.
             "Sid": "AccountAdministers",
             "Effect": "Allow",
             "Principal": {"AWS": account_root(partition, account_id)},
@@ -82,6 +117,36 @@ def key_policy(purpose: KeyPurpose, *, partition: str, account_id: str, region: 
             "Resource": "*",
         }
     ]
+    if access.key_admin_role_arn:
+        # Separation of duties: the key administrator role manages the key (its IAM policy) but can
+        # never use it, whatever IAM policy it is given. An explicit deny names the role by
+        # aws:PrincipalArn, so the policy is valid before the role exists.
+        statements.append(
+            {
+                "Sid": "KeyAdministratorsNeverUseKey",
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Action": CRYPTO_ACTIONS,
+                "Resource": "*",
+                "Condition": {"ArnEquals": {"aws:PrincipalArn": access.key_admin_role_arn}},
+            }
+        )
+    if access.protect:
+        if not access.break_glass_role_arn:
+            raise ValueError("a protected key needs a break-glass role")
+        # Nobody but the break-glass role schedules deletion or disables the key: not the deploying
+        # identity (a `pulumi destroy` or a renamed resource), not the root user.
+        # https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys-adding-permission.html
+        statements.append(
+            {
+                "Sid": "OnlyBreakGlassDeletesKey",
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Action": ["kms:ScheduleKeyDeletion", "kms:DisableKey"],
+                "Resource": "*",
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": access.break_glass_role_arn}},
+            }
+        )
     if purpose is KeyPurpose.ebs:
         # The two statements AWS documents for the Auto Scaling service-linked role (managed node groups
         # launch through it), with the role moved from Principal into a condition: in a fresh account
@@ -107,24 +172,66 @@ def key_policy(purpose: KeyPurpose, *, partition: str, account_id: str, region: 
             },
         ]
     elif purpose is KeyPurpose.logs:
-        statements.append(
+        statements += _logs_key_statements(access)
+    return {"Version": VERSION, "Id": f"aiplat-{purpose.value}", "Statement": statements}
+
+
+def _logs_key_statements(access: KeyAccess) -> list[dict[str, Any]]:
+    partition, account_id, region = access.partition, access.account_id, access.region
+    groups = list(access.log_group_arns) or [f"arn:{partition}:logs:{region}:{account_id}:log-group:*"]
+    statements: list[dict[str, Any]] = [
+        {
+            # Only for our log groups: the encryption context names the group.
+            # https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
+            "Sid": "CloudWatchLogsUsesKey",
+            "Effect": "Allow",
+            "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+            "Action": [
+                "kms:Encrypt*",
+                "kms:Decrypt*",
+                "kms:ReEncrypt*",
+                "kms:GenerateDataKey*",
+                "kms:Describe*",
+            ],
+            "Resource": "*",
+            "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": groups}},
+        }
+    ]
+    if access.trail_arn:
+        trails = f"arn:{partition}:cloudtrail:*:{account_id}:trail/*"
+        # https://docs.aws.amazon.com/awscloudtrail/latest/userguide/create-kms-key-policy-for-cloudtrail.html
+        statements += [
             {
-                "Sid": "CloudWatchLogsUsesKey",
+                "Sid": "CloudTrailEncryptsLogs",
                 "Effect": "Allow",
-                "Principal": {"Service": f"logs.{region}.amazonaws.com"},
-                "Action": [
-                    "kms:Encrypt*",
-                    "kms:Decrypt*",
-                    "kms:ReEncrypt*",
-                    "kms:GenerateDataKey*",
-                    "kms:Describe*",
-                ],
+                "Principal": {"Service": "cloudtrail.amazonaws.com"},
+                "Action": "kms:GenerateDataKey*",
                 "Resource": "*",
                 "Condition": {
-                    "ArnLike": {
-                        "kms:EncryptionContext:aws:logs:arn": f"arn:{partition}:logs:{region}:{account_id}:*"
-                    }
+                    "StringEquals": {"aws:SourceArn": access.trail_arn},
+                    "StringLike": {"kms:EncryptionContext:aws:cloudtrail:arn": trails},
                 },
+            },
+            {
+                "Sid": "CloudTrailDescribesKey",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudtrail.amazonaws.com"},
+                "Action": "kms:DescribeKey",
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceArn": access.trail_arn}},
+            },
+        ]
+    if access.events_publish:
+        # EventBridge publishing to an SNS topic encrypted with this key.
+        # https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services
+        statements.append(
+            {
+                "Sid": "EventBridgePublishesAlerts",
+                "Effect": "Allow",
+                "Principal": {"Service": "events.amazonaws.com"},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
             }
         )
-    return {"Version": VERSION, "Id": f"aiplat-{purpose.value}", "Statement": statements}
+    return statements

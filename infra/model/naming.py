@@ -122,6 +122,32 @@ def placement_group_name(stack_prefix: str, pool: str) -> str:
     return f"{nodegroup_name(stack_prefix, pool)}-cluster"
 
 
+def session_log_group(stack_prefix: str) -> str:
+    """The log group of the stack's Session Manager sessions."""
+    return f"/aiplat/{stack_prefix}/ssm-sessions"
+
+
+def session_document_name(stack_prefix: str) -> str:
+    """The stack's SSM Session document (names are unique per account and region; 3-128 characters)."""
+    return fit(f"{stack_prefix}-session", 128)
+
+
+def iam_role_arn(partition: str, account_id: str, name: str) -> str:
+    return f"arn:{partition}:iam::{account_id}:role/{name}"
+
+
+def log_group_arn(partition: str, region: str, account_id: str, name: str) -> str:
+    return f"arn:{partition}:logs:{region}:{account_id}:log-group:{name}"
+
+
+def trail_arn(partition: str, region: str, account_id: str, name: str) -> str:
+    return f"arn:{partition}:cloudtrail:{region}:{account_id}:trail/{name}"
+
+
+def cluster_arn(partition: str, region: str, account_id: str, name: str) -> str:
+    return f"arn:{partition}:eks:{region}:{account_id}:cluster/{name}"
+
+
 def trail_name(global_prefix: str) -> str:
     """The stack's CloudTrail trail. A multi-region trail has a shadow copy under the same name in every
     region, so its name is effectively account-global and carries the region code.

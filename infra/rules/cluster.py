@@ -51,3 +51,19 @@ def addon_versions_known(ctx: RuleContext) -> Iterator[Finding]:
                 f"confirm with `{DESCRIBE.format(minor=minor, addon=addon)}` before pulumi up",
                 CREATE_ADDON_DOC,
             )
+
+
+@rule("cluster-admin-entry")
+def cluster_admin_entry(ctx: RuleContext) -> Iterator[Finding]:
+    """Some access entry is a cluster-wide cluster admin: the identity that creates the cluster is not one."""
+    entries = ctx.cfg.cluster.access_entries
+    if any(e.policy.name == "cluster_admin" and not e.namespaces for e in entries.values()):
+        return
+    yield error(
+        at("cluster", "access_entries"),
+        "no entry has policy AmazonEKSClusterAdminPolicy for the whole cluster, and the identity that runs "
+        "pulumi up gets no access of its own: the stack's Kubernetes resources could not be applied",
+        "add the deploying role, e.g. access_entries: {deployer: {role_name: <role that runs pulumi up>, "
+        "policy: AmazonEKSClusterAdminPolicy}}",
+        "https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html",
+    )

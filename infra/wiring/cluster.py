@@ -11,13 +11,16 @@ from infra.components.aws.cluster import AccessEntry, EksCluster, EksClusterArgs
 from infra.components.aws.kms import KmsKeys
 from infra.components.aws.network import GpuVpc
 from infra.components.aws.nodepool import CapacityReservation, GpuNodePool, GpuNodePoolArgs, PlacementGroup
+from infra.components.aws.sessions import NodeSessions, NodeSessionsArgs
 from infra.lib import efa, nodes
 from infra.lib.namespaces import VPC_CNI_NETWORK_POLICY
 from infra.model import naming
-from infra.model.config.compute import CapacityType, NodePoolConfig
+from infra.model.config.compute import AccessPolicy, CapacityType, NodePoolConfig
 from infra.model.facts import InstanceFacts
 from infra.model.zones import control_plane_zones, pool_zones
 from infra.wiring.context import StackContext
+
+BREAK_GLASS_ENTRY = "break-glass"
 
 
 @dataclass
@@ -105,10 +108,21 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
             logs_key_arn=keys.logs_key_arn,
             log_retention_days=cfg.cluster.log_retention_days,
             access_entries={
-                name: AccessEntry(
-                    principal_arn=e.principal_arn, policy=e.policy.value, namespaces=tuple(e.namespaces)
-                )
-                for name, e in cfg.cluster.access_entries.items()
+                **{
+                    name: AccessEntry(
+                        principal_arn=e.arn(ctx.account.partition, ctx.account.account_id),
+                        policy=e.policy.value,
+                        namespaces=tuple(e.namespaces),
+                    )
+                    for name, e in cfg.cluster.access_entries.items()
+                },
+                # The break-glass role (KeyGuard) can always reach the cluster.
+                BREAK_GLASS_ENTRY: AccessEntry(
+                    principal_arn=naming.iam_role_arn(
+                        ctx.account.partition, ctx.account.account_id, names.role_name("break-glass")
+                    ),
+                    policy=AccessPolicy.cluster_admin.value,
+                ),
             },
             addon_versions=addon_versions,
             # NetworkPolicy enforcement for the workload namespaces' policies (cluster services).
@@ -118,6 +132,19 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
         ),
         opts=ctx.in_region,
     )
+
+    if cfg.security.session_manager:
+        NodeSessions(
+            "sessions",
+            NodeSessionsArgs(
+                node_role_name=cluster.node_role_name,
+                log_group_name=naming.session_log_group(names.stack_prefix),
+                document_name=naming.session_document_name(names.stack_prefix),
+                logs_key_arn=keys.logs_key_arn,
+                retention_days=cfg.security.session_log_retention_days,
+            ),
+            opts=ctx.in_region,
+        )
 
     pools: dict[str, GpuNodePool] = {}
     for pool_name, pool in cfg.node_pools.items():
@@ -144,6 +171,7 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
         EksAddonsArgs(
             ebs_csi_role_name=names.role_name("ebs-csi"),
             partition=ctx.account.partition,
+            account_id=ctx.account.account_id,
             cluster_name=cluster.cluster_name,
             ebs_key_arn=keys.ebs_key_arn,
             addon_versions=addon_versions,

@@ -21,6 +21,7 @@ class EksAddonsArgs:
 
     ebs_csi_role_name: str
     partition: str = "aws"
+    account_id: str | None = None
     cluster_name: pulumi.Input[str]
     ebs_key_arn: pulumi.Input[str]
     addon_versions: dict[str, str] = field(default_factory=dict)
@@ -42,7 +43,17 @@ class EksAddons(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-ebs-csi-role",
             name=args.ebs_csi_role_name,
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy()),
+            # Only this cluster's EBS CSI controller, by the session tags Pod Identity sets.
+            assume_role_policy=pulumi.Output.from_input(args.cluster_name).apply(
+                lambda cluster: json.dumps(
+                    iam.pod_identity_trust_policy(
+                        account_id=args.account_id,
+                        cluster_name=cluster,
+                        namespace="kube-system",
+                        service_account=EBS_CSI_SERVICE_ACCOUNT,
+                    )
+                )
+            ),
             opts=fixed_name(child),
         )
         for policy in eks_iam.EBS_CSI_POLICIES:

@@ -24,7 +24,7 @@ class AccessEntry:
     """Cluster access for an IAM principal: an EKS access policy name (``AmazonEKSViewPolicy`` ...),
     scoped to ``namespaces`` or, when empty, to the whole cluster."""
 
-    principal_arn: str
+    principal_arn: pulumi.Input[str]
     policy: str
     namespaces: tuple[str, ...] = ()
 
@@ -54,6 +54,9 @@ class EksClusterArgs:
     addon_configuration: dict[str, dict[str, Any]] = field(default_factory=dict)
     support_type: str = "STANDARD"
     deletion_protection: bool = False
+    # Whether the identity that creates the cluster becomes cluster admin (a ForceNew setting). Off: only
+    # the configured access entries (the deploying role among them) and the break-glass entry.
+    bootstrap_creator_admin: bool = False
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -72,6 +75,7 @@ class EksCluster(pulumi.ComponentResource):
     oidc_issuer: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]
     node_role_name: pulumi.Output[str]
+    cni_role_arn: pulumi.Output[str]
     cluster_security_group_id: pulumi.Output[str]
     k8s_provider: k8s.Provider
 
@@ -122,7 +126,9 @@ class EksCluster(pulumi.ComponentResource):
             enabled_cluster_log_types=list(CONTROL_PLANE_LOG_TYPES),
             access_config=aws.eks.ClusterAccessConfigArgs(
                 authentication_mode="API",
-                bootstrap_cluster_creator_admin_permissions=True,
+                # Access is what the access entries say, not who happened to run the first `pulumi up`.
+                # https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html
+                bootstrap_cluster_creator_admin_permissions=args.bootstrap_creator_admin,
             ),
             # We install vpc-cni, kube-proxy and coredns as managed add-ons with pinned versions.
             bootstrap_self_managed_addons=False,
@@ -165,6 +171,25 @@ class EksCluster(pulumi.ComponentResource):
         self.node_role_arn = self.node_role.arn
         self.node_role_name = self.node_role.name
 
+        # vpc-cni's own role through IRSA (see eks_iam.CNI_POLICIES): only kube-system/aws-node.
+        cni_role = aws.iam.Role(
+            f"{name}-vpc-cni-role",
+            assume_role_policy=pulumi.Output.all(self.oidc_provider.arn, self.oidc_issuer).apply(
+                lambda v: json.dumps(
+                    iam.irsa_trust_policy(v[0], v[1], eks_iam.CNI_NAMESPACE, eks_iam.CNI_SERVICE_ACCOUNT)
+                )
+            ),
+            description=f"{cluster_name}: vpc-cni (kube-system/aws-node)",
+            opts=child,
+        )
+        cni_attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-vpc-cni-{policy}", role=cni_role.name, policy_arn=managed(policy), opts=child
+            )
+            for policy in eks_iam.CNI_POLICIES
+        ]
+        self.cni_role_arn = cni_role.arn
+
         for entry_name, entry in sorted(args.access_entries.items()):
             access = aws.eks.AccessEntry(
                 f"{name}-access-{entry_name}",
@@ -192,6 +217,7 @@ class EksCluster(pulumi.ComponentResource):
 
         self.addons: dict[str, aws.eks.Addon] = {}
         for addon in PRE_COMPUTE_ADDONS:
+            cni = addon == "vpc-cni"
             self.addons[addon] = aws.eks.Addon(
                 f"{name}-{addon}",
                 cluster_name=self.cluster.name,
@@ -202,9 +228,10 @@ class EksCluster(pulumi.ComponentResource):
                     if addon in args.addon_configuration
                     else None
                 ),
+                service_account_role_arn=cni_role.arn if cni else None,
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=cni_attachments) if cni else child,
             )
 
         kubeconfig = pulumi.Output.all(self.cluster.name, self.endpoint, self.certificate_authority).apply(
@@ -224,6 +251,7 @@ class EksCluster(pulumi.ComponentResource):
                 "oidc_issuer": self.oidc_issuer,
                 "node_role_arn": self.node_role_arn,
                 "node_role_name": self.node_role_name,
+                "cni_role_arn": self.cni_role_arn,
                 "cluster_security_group_id": self.cluster_security_group_id,
             }
         )

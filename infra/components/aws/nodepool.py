@@ -68,8 +68,10 @@ class GpuNodePoolArgs:
 class GpuNodePool(pulumi.ComponentResource):
     """A managed node group whose launch template gets the details right by construction.
 
-    IMDSv2 only, hop limit 2 so pods behind the node's network namespace still reach IMDS
-    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/configuring-IMDS-existing-instances.html);
+    IMDSv2 only with hop limit 1: a pod in its own network namespace is one hop further and gets no
+    IMDSv2 token, so it cannot read the node role's credentials (the EKS default for AL2023 managed nodes;
+    host-network pods such as vpc-cni still reach IMDS)
+    (https://docs.aws.amazon.com/eks/latest/userguide/al2023.html);
     encrypted gp3 root volume; no SSH key and no public IP; tags on instances, volumes and interfaces.
     EFA pools get every EFA interface the type has (``infra/lib/efa.py``), a self-referencing
     all-traffic security group on each, one subnet, and a cluster placement group unless a capacity
@@ -181,7 +183,7 @@ class GpuNodePool(pulumi.ComponentResource):
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 http_tokens="required",
-                http_put_response_hop_limit=2,
+                http_put_response_hop_limit=1,
             ),
             block_device_mappings=[
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(

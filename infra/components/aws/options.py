@@ -19,3 +19,16 @@ import pulumi
 def fixed_name(opts: pulumi.ResourceOptions | None = None) -> pulumi.ResourceOptions:
     """``opts`` plus ``delete_before_replace=True`` (see the module docstring)."""
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=True))
+
+
+def protected(opts: pulumi.ResourceOptions | None, protect: bool) -> pulumi.ResourceOptions:
+    """``opts`` plus, when ``protect``, Pulumi's ``protect`` (the engine refuses to delete or replace the
+    resource until ``pulumi state unprotect``) and ``retain_on_delete`` (even then, deleting it from the
+    stack leaves the cloud resource in place). For what must survive a ``pulumi destroy``, a stack rename or
+    a renamed resource: keys, data, images.
+    https://www.pulumi.com/docs/iac/concepts/options/protect/
+    https://www.pulumi.com/docs/iac/concepts/options/retainondelete/
+    """
+    if not protect:
+        return opts or pulumi.ResourceOptions()
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=True, retain_on_delete=True))

@@ -247,16 +247,41 @@ class AddonVersions(Strict):
         }
 
 
-class AccessEntryConfig(Strict):
-    """Cluster access for an IAM principal (EKS access entries, API authentication mode)."""
+PrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")]
 
-    principal_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")] = (
-        Field(description="IAM role or user ARN.")
+
+class AccessEntryConfig(Strict):
+    """Cluster access for an IAM principal (EKS access entries, API authentication mode): a role or user by
+    ARN, or a role of the stack's own account by name."""
+
+    principal_arn: (
+        Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")] | None
+    ) = Field(None, description="IAM role or user ARN (or role_name).")
+    role_name: Annotated[str, Field(pattern=r"^[\w+=,.@-]{1,64}$")] | None = Field(
+        None,
+        description="Name of an IAM role in the account the stack deploys into (or principal_arn), e.g. "
+        "the role that runs pulumi up.",
     )
     policy: AccessPolicy = Field(AccessPolicy.view, description="EKS access policy (cluster_admin ... view).")
     namespaces: list[str] = Field(
         default_factory=list, description="Limit the policy to these namespaces; empty = cluster."
     )
+
+    @model_validator(mode="after")
+    def _one_principal(self) -> AccessEntryConfig:
+        if (self.principal_arn is None) == (self.role_name is None):
+            raise ValueError("give exactly one of principal_arn and role_name")
+        return self
+
+    def arn(self, partition: str, account_id: str) -> str:
+        """The principal's ARN (a role_name is a role of ``account_id``)."""
+        return self.principal_arn or f"arn:{partition}:iam::{account_id}:role/{self.role_name}"
+
+
+# The most addresses the public API endpoint may be open to, all CIDRs together: a /16. Office and VPN
+# egress ranges are far smaller; anything larger is effectively public.
+MAX_PUBLIC_ENDPOINT_PREFIX = 16
+MAX_PUBLIC_ENDPOINT_ADDRESSES = 2 ** (32 - MAX_PUBLIC_ENDPOINT_PREFIX)
 
 
 class ClusterConfig(Strict):
@@ -313,6 +338,7 @@ class ClusterConfig(Strict):
     @field_validator("endpoint_public_access_cidrs")
     @classmethod
     def _cidrs(cls, v: list[str]) -> list[str]:
+        nets = []
         for c in v:
             try:
                 ipaddress.IPv4Network(c, strict=True)
@@ -323,6 +349,21 @@ class ClusterConfig(Strict):
                     f"{c!r} opens the API endpoint to the internet; "
                     "list your VPN/office CIDRs or leave it empty"
                 )
+            nets.append(net)
+        # Not only /0: many CIDRs that together cover a large part of the internet are as open.
+        covered = sum(n.num_addresses for n in ipaddress.collapse_addresses(nets))
+        if covered > MAX_PUBLIC_ENDPOINT_ADDRESSES:
+            raise ValueError(
+                f"the CIDRs together cover {covered} addresses, more than a /{MAX_PUBLIC_ENDPOINT_PREFIX} "
+                f"({MAX_PUBLIC_ENDPOINT_ADDRESSES}); list your VPN/office egress CIDRs only"
+            )
+        return v
+
+    @field_validator("access_entries")
+    @classmethod
+    def _reserved_entry(cls, v: dict[str, AccessEntryConfig]) -> dict[str, AccessEntryConfig]:
+        if "break-glass" in v:
+            raise ValueError("the access entry name 'break-glass' is the platform's own; pick another name")
         return v
 
     @field_validator("log_retention_days")

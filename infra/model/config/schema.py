@@ -38,6 +38,13 @@ from infra.model.config.network import (
     NetworkConfig,
 )
 from infra.model.config.services import ClusterServicesConfig, KubernetesAccess
+from infra.model.config.security import (
+    AuditConfig,
+    ObjectLockMode,
+    SecurityConfig,
+    TlsVersion,
+    TrailMode,
+)
 from infra.model.config.storage import (
     BucketPurpose,
     LifecycleConfig,
@@ -67,6 +74,7 @@ __all__ = [
     "AccessEntryConfig",
     "AccessPolicy",
     "AddonVersions",
+    "AuditConfig",
     "BandwidthCheckConfig",
     "BucketPurpose",
     "CapacityReservationConfig",
@@ -85,6 +93,7 @@ __all__ = [
     "NatStrategy",
     "NetworkConfig",
     "NodePoolConfig",
+    "ObjectLockMode",
     "Placement",
     "PlatformConfig",
     "PodAccessConfig",
@@ -92,12 +101,15 @@ __all__ = [
     "Role",
     "RunConfig",
     "RuntimeConfig",
+    "SecurityConfig",
     "StorageBackend",
     "StorageConfig",
     "Strict",
     "SupportType",
     "TaintConfig",
     "TaintEffect",
+    "TlsVersion",
+    "TrailMode",
     "Tags",
     "TrainerChartConfig",
     "TrainingConfig",
@@ -169,6 +181,7 @@ class PlatformConfig(Strict):
     training: TrainingConfig | None = Field(
         None, description="Training on the cluster (train stacks): Kubeflow Trainer, runtime, runs."
     )
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
 
     @field_validator("region")
     @classmethod
@@ -210,6 +223,13 @@ class PlatformConfig(Strict):
         if self.region in self.storage.replicate_to:
             raise ValueError(f"storage.replicate_to includes the stack's own region {self.region}; remove it")
         return self
+
+    @property
+    def protected(self) -> bool:
+        """``security.protect``, or on for prod and off for dev when unset."""
+        if self.security.protect is not None:
+            return self.security.protect
+        return self.environment is Environment.prod
 
     @property
     def cluster_deletion_protection(self) -> bool:

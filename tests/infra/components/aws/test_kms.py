@@ -23,8 +23,15 @@ def test_keys_per_purpose(plan_stack, stack: str) -> None:
         assert key.inputs["deletionWindowInDays"] == 30
         policy = json.loads(key.inputs["policy"])
         assert policy["Statement"][0]["Principal"] == {"AWS": f"arn:aws:iam::{ACCOUNT_ID}:root"}
-    logs_policy = json.loads(keys["kms-logs"].inputs["policy"])
-    assert logs_policy["Statement"][1]["Principal"] == {"Service": f"logs.{plan.region}.amazonaws.com"}
+    logs_policy = {s["Sid"]: s for s in json.loads(keys["kms-logs"].inputs["policy"])["Statement"]}
+    logs = logs_policy["CloudWatchLogsUsesKey"]
+    assert logs["Principal"] == {"Service": f"logs.{plan.region}.amazonaws.com"}
+    # narrowed to the stack's own log groups (control plane, flow logs, sessions), found in the plan
+    groups = sorted(
+        f"arn:aws:logs:{plan.region}:{ACCOUNT_ID}:log-group:{g.inputs['name']}"
+        for g in plan.by_type("aws:cloudwatch/logGroup:LogGroup")
+    )
+    assert sorted(logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]) == groups
     aliases = sorted(
         r.inputs["name"] for r in plan.by_type("aws:kms/alias:Alias") if r.parent == component.urn
     )
