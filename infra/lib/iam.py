@@ -2,7 +2,10 @@
 
 Pure functions from ARNs/names to policy dicts (``json.dumps`` them at the call site). No Pulumi imports,
 so every document is table-tested in ``tests/infra/lib/test_iam.py``. Least privilege throughout: no
-``Allow`` statement has a wildcard principal or a ``*`` resource.
+``Allow`` statement has a wildcard principal or a ``*`` resource, except where AWS allows nothing else:
+the S3 gateway endpoint policy (an endpoint policy's principal is ``*``; its resources are named), the
+Session Manager channel actions and ``logs:DescribeLogGroups``, ``kms:ListKeys``/``ListAliases`` (no
+resource-level permissions).
 """
 
 from __future__ import annotations

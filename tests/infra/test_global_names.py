@@ -136,3 +136,14 @@ def test_iam_role_names_carry_the_region(every_plan) -> None:
         for r in plan.by_type("aws:iam/role:Role"):
             if r.inputs.get("name"):
                 assert f"-{region_code(plan.region)}-" in r.inputs["name"], r.inputs["name"]
+
+
+def test_trails_fit_the_per_region_quota(every_plan) -> None:
+    # "5 trails per region" (a multi-region trail counts in every region); more makes CreateTrail fail
+    # with MaximumNumberOfTrailsExceededException. https://docs.aws.amazon.com/awscloudtrail/latest/userguide/WhatIsCloudTrail-Limits.html
+    trails = [
+        (stack, r.inputs["name"])
+        for stack, plan in every_plan.items()
+        for r in plan.by_type("aws:cloudtrail/trail:Trail")
+    ]
+    assert 1 <= len(trails) <= 5, trails
