@@ -51,17 +51,21 @@ def flow_logs_delivery_policy(log_group_arn: str) -> Policy:
     )
 
 
-def ebs_kms_policy(key_arn: str) -> Policy:
+def ebs_kms_policy(key_arn: str, region: str | None = None) -> Policy:
     """Lets the EBS CSI driver create and attach volumes encrypted under the stack's EBS key.
 
+    With ``region``, only through EC2 in that region (``kms:ViaService``): the driver asks EC2 for volumes,
+    and EC2 uses the key on its behalf; the driver itself never needs the key directly.
     https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html (custom KMS key section)
+    https://docs.aws.amazon.com/ebs/latest/userguide/ebs-encryption.html#ebs-encryption-permissions
     """
+    via = {"StringEquals": {"kms:ViaService": f"ec2.{region}.amazonaws.com"}} if region else {}
     return policy(
         {
             "Effect": "Allow",
             "Action": ["kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"],
             "Resource": [key_arn],
-            "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}, **via},
         },
         {
             "Effect": "Allow",
@@ -73,5 +77,6 @@ def ebs_kms_policy(key_arn: str) -> Policy:
                 "kms:DescribeKey",
             ],
             "Resource": [key_arn],
+            **({"Condition": via} if via else {}),
         },
     )

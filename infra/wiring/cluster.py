@@ -172,6 +172,7 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
             ebs_csi_role_name=names.role_name("ebs-csi"),
             partition=ctx.account.partition,
             account_id=ctx.account.account_id,
+            region=cfg.region,
             cluster_name=cluster.cluster_name,
             ebs_key_arn=keys.ebs_key_arn,
             addon_versions=addon_versions,

@@ -322,3 +322,12 @@ def test_dev_switch_protects_on_request(stack_doc) -> None:
     plan = run_plan("dev-protected", parse_platform_config(raw))
     assert all(r.options["protect"] and r.options["retainOnDelete"] for r in _precious(plan))
     assert all("OnlyBreakGlassDeletesKey" in _statements(k) for k in plan.by_type("aws:kms/key:Key"))
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_ebs_csi_uses_the_key_only_through_ec2(plans, stack: str) -> None:
+    plan = plans[stack]
+    policy = _doc(plan.one("aws:iam/rolePolicy:RolePolicy", "addons-ebs-csi-kms"), "policy")
+    for st in policy["Statement"]:
+        assert st["Resource"] == [plan.outputs["kmsKeyArns"]["ebs"]]
+        assert st["Condition"]["StringEquals"] == {"kms:ViaService": f"ec2.{plan.region}.amazonaws.com"}

@@ -22,6 +22,7 @@ class EksAddonsArgs:
     ebs_csi_role_name: str
     partition: str = "aws"
     account_id: str | None = None
+    region: str | None = None
     cluster_name: pulumi.Input[str]
     ebs_key_arn: pulumi.Input[str]
     addon_versions: dict[str, str] = field(default_factory=dict)
@@ -67,7 +68,7 @@ class EksAddons(pulumi.ComponentResource):
             f"{name}-ebs-csi-kms",
             role=role.id,
             policy=pulumi.Output.from_input(args.ebs_key_arn).apply(
-                lambda arn: json.dumps(eks_iam.ebs_kms_policy(arn))
+                lambda arn: json.dumps(eks_iam.ebs_kms_policy(arn, args.region))
             ),
             opts=child,
         )

@@ -217,3 +217,70 @@ def test_unverified_builds_are_flagged_in_the_plan(plan_stack) -> None:
     assert all(
         "describe-addon-versions" in (f.fix or "") for f in plan.findings if f.rule == "addon-versions-known"
     )
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (
+            "cluster.endpoint_public_access_cidrs",
+            ["1.0.0.0/16", "2.0.0.0/16"],
+            [
+                "cluster.endpoint_public_access_cidrs",
+                "together cover 131072 addresses, more than a /16 (65536)",
+            ],
+        ),
+        (
+            "storage.trainer",
+            {"namespace": "training", "service_account": "trainer", "prefix": "release"},
+            ["aiplat:platform.storage", "trainer.prefix 'release' would let training jobs write release/"],
+        ),
+        (
+            "storage.inference",
+            {"namespace": "inference", "service_account": "inference", "prefix": "trainer"},
+            ["inference.prefix 'trainer' is outside release/"],
+        ),
+        (
+            "cluster.access_entries",
+            {"break-glass": {"role_name": "x", "policy": "AmazonEKSViewPolicy"}},
+            ["the access entry name 'break-glass' is the platform's own"],
+        ),
+        (
+            "cluster.access_entries",
+            {"ops": {"role_name": "x", "principal_arn": "arn:aws:iam::123456789012:role/x"}},
+            ["cluster.access_entries.ops", "give exactly one of principal_arn and role_name"],
+        ),
+        (
+            "security.audit",
+            {"trail": "existing"},
+            ["security.audit", "trail is 'existing' but existing_trail is not set"],
+        ),
+    ],
+    ids=[
+        "cidrs-too-wide",
+        "trainer-release",
+        "inference-outside-release",
+        "reserved-entry",
+        "two-principals",
+        "no-trail",
+    ],
+)
+def test_security_config_refusals(stack_doc, path: str, value: object, expected: list[str]) -> None:
+    from tests.conftest import assert_rejected
+
+    assert_rejected(stack_doc("prod-us-train")["config"]["aiplat:platform"], path, value, expected)
+
+
+def test_no_cluster_admin_entry_is_refused(stack_doc, monitors) -> None:
+    raw = _raw(stack_doc)
+    raw["cluster"]["access_entries"] = {
+        "ops": {"role_name": "ops", "policy": "AmazonEKSClusterAdminPolicy", "namespaces": ["ops"]}
+    }
+    with pytest.raises(ConfigErrors) as info:
+        _plan(raw)
+    assert (
+        f"{P}.cluster.access_entries: no entry has policy AmazonEKSClusterAdminPolicy for the whole cluster"
+        in str(info.value)
+    )
+    (monitor,) = monitors
+    assert monitor.recorded == []
