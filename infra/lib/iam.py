@@ -483,15 +483,18 @@ def replication_policy(
     return policy(*statements)
 
 
-# AWS-owned buckets that nodes read through the S3 gateway endpoint (they live in AWS's accounts, so
-# s3:ResourceAccount cannot name them): ECR image layers, and the Amazon Linux 2023 package repositories.
+# Buckets of other accounts that nodes read through the S3 gateway endpoint (s3:ResourceAccount cannot name
+# them): ECR image layers, the Amazon Linux 2023 package repositories, and registry.k8s.io's mirror in the
+# region (registry.k8s.io redirects clients on AWS to it: prod-registry-k8s-io-<region>, where one exists).
 # https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html#ecr-setting-up-s3-gateway
 # https://docs.aws.amazon.com/linux/al2023/ug/managing-repos-os-updates.html (al2023-repos-<region>-de612dc2)
+# https://github.com/kubernetes/registry.k8s.io (the S3 mirrors)
 def aws_node_buckets(region: str, partition: str = "aws") -> list[str]:
-    """ARNs of the AWS-owned objects nodes fetch through S3 in ``region``."""
+    """ARNs of the objects of other accounts that nodes fetch through S3 in ``region``."""
     return [
         f"arn:{partition}:s3:::prod-{region}-starport-layer-bucket/*",
         f"arn:{partition}:s3:::al2023-repos-{region}-de612dc2/*",
+        f"arn:{partition}:s3:::prod-registry-k8s-io-{region}/*",
     ]
 
 

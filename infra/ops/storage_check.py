@@ -73,11 +73,8 @@ def all_expected(cfg: PlatformConfig) -> list[ExpectedBucket]:
             out.append(ExpectedBucket(logs, region, "replica access-logs", None))
     if cfg.security.audit.trail is TrailMode.create:
         trail = s3names.default_bucket_name(cfg.name_prefix, cfg.environment.value, cfg.region, "cloudtrail")
-        out.append(
-            ExpectedBucket(
-                trail, cfg.region, "cloudtrail", naming.kms_alias(names.stack_prefix, "logs"), True
-            )
-        )
+        # SSE-S3 by default; CloudTrail encrypts each log file with the logs key itself
+        out.append(ExpectedBucket(trail, cfg.region, "cloudtrail", None, True))
     return out
 
 
@@ -126,7 +123,7 @@ def check_bucket(s3: Any, kms: Any, want: ExpectedBucket) -> list[Finding]:
         default = rules[0].get("ApplyServerSideEncryptionByDefault", {})
         algorithm = default.get("SSEAlgorithm", "")
         if want.key_alias is None:
-            ok, want_text = algorithm == "AES256", "AES256 (access-log targets take SSE-S3 only)"
+            ok, want_text = algorithm == "AES256", "AES256 (SSE-S3 by design)"
             found.append(
                 Finding(bucket, "encryption", ok, "" if ok else f"{algorithm or 'none'}, want {want_text}")
             )

@@ -356,6 +356,7 @@ def test_s3_endpoint_policy_names_our_buckets_and_what_nodes_need() -> None:
     assert aws_owned["Resource"] == [
         "arn:aws:s3:::prod-ap-east-1-starport-layer-bucket/*",
         "arn:aws:s3:::al2023-repos-ap-east-1-de612dc2/*",
+        "arn:aws:s3:::prod-registry-k8s-io-ap-east-1/*",
     ]
 
 
