@@ -46,8 +46,8 @@ def addon_versions_known(ctx: RuleContext) -> Iterator[Finding]:
             how = "pinned in the stack file" if addon in pinned else "the default"
             yield warning(
                 field,
-                f"{version} ({how}) for Kubernetes {minor} is not on an AWS page; it comes from "
-                f"{record.source}",
+                f"{version} ({how}) for Kubernetes {minor} is listed on no AWS page, only in a third-party "
+                "source (infra/model/addon_versions.py)",
                 f"confirm with `{DESCRIBE.format(minor=minor, addon=addon)}` before pulumi up",
                 CREATE_ADDON_DOC,
             )
