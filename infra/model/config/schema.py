@@ -37,7 +37,6 @@ from infra.model.config.network import (
     NatStrategy,
     NetworkConfig,
 )
-from infra.model.config.services import ClusterServicesConfig, KubernetesAccess
 from infra.model.config.security import (
     AuditConfig,
     ObjectLockMode,
@@ -45,6 +44,7 @@ from infra.model.config.security import (
     TlsVersion,
     TrailMode,
 )
+from infra.model.config.services import ClusterServicesConfig, KubernetesAccess
 from infra.model.config.storage import (
     BucketPurpose,
     LifecycleConfig,
