@@ -335,3 +335,17 @@ def test_ebs_csi_uses_the_key_only_through_ec2(plans, stack: str) -> None:
     for st in policy["Statement"]:
         assert st["Resource"] == [plan.outputs["kmsKeyArns"]["ebs"]]
         assert st["Condition"]["StringEquals"] == {"kms:ViaService": f"ec2.{plan.region}.amazonaws.com"}
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_publisher_has_its_own_service_account(plans, stack: str) -> None:
+    plan = plans[stack]
+    if "publisher" not in plan.outputs.get("podRoles", {}):
+        return
+    sa = {
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r.inputs["metadata"]
+        for r in plan.by_type("kubernetes:core/v1:ServiceAccount")
+    }
+    pub = plan.config["storage"]["publisher"]
+    meta = sa[(pub["namespace"], pub["service_account"])]
+    assert meta["annotations"]["eks.amazonaws.com/role-arn"] == plan.outputs["podRoles"]["publisher"]
