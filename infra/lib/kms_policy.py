@@ -222,7 +222,9 @@ def _logs_key_statements(access: KeyAccess) -> list[dict[str, Any]]:
             },
         ]
     if access.events_publish:
-        # EventBridge publishing to an SNS topic encrypted with this key.
+        # EventBridge publishing to an SNS topic encrypted with this key, as the SNS guide writes it (no
+        # condition: which keys reach KMS on this path is not documented, and a wrong one would silence the
+        # alerts). Who may publish is decided by the topic policy: our rule only (iam.alerts_topic_policy).
         # https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services
         statements.append(
             {
@@ -231,7 +233,6 @@ def _logs_key_statements(access: KeyAccess) -> list[dict[str, Any]]:
                 "Principal": {"Service": "events.amazonaws.com"},
                 "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
                 "Resource": "*",
-                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
             }
         )
     return statements

@@ -64,6 +64,11 @@ def test_node_role_has_no_cni_or_parameter_store_access(plans, stack: str) -> No
         if a.inputs["role"] == node_role.inputs["name"]
     ]
     assert not [p for p in on_node if p.endswith(("AmazonEKS_CNI_Policy", "AmazonSSMManagedInstanceCore"))]
+    # nor on any other role of the plan (Karpenter's node role among them): the CNI policy only on vpc-cni's
+    for a in plan.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
+        assert not a.inputs["policyArn"].endswith("AmazonSSMManagedInstanceCore"), a.name
+        if a.inputs["policyArn"].endswith("AmazonEKS_CNI_Policy"):
+            assert a.name.startswith("cluster-vpc-cni-"), a.name
     # vpc-cni gets the CNI policy through its own role, trusted by kube-system/aws-node only (IRSA)
     cni = plan.one("aws:iam/role:Role", "cluster-vpc-cni-role")
     (trust,) = _doc(cni, "assumeRolePolicy")["Statement"]
