@@ -354,3 +354,17 @@ def test_publisher_has_its_own_service_account(plans, stack: str) -> None:
     pub = plan.config["storage"]["publisher"]
     meta = sa[(pub["namespace"], pub["service_account"])]
     assert meta["annotations"]["eks.amazonaws.com/role-arn"] == plan.outputs["podRoles"]["publisher"]
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_kubernetes_waits_for_the_access_entries(plans, stack: str) -> None:
+    # With no bootstrap admin, the deploying identity can apply Kubernetes objects only once its access
+    # policy is associated: the cluster's Kubernetes provider (and so every object) waits for them.
+    plan = plans[stack]
+    provider = plan.one("pulumi:providers:kubernetes", "cluster-k8s")
+    policies = [
+        r.urn
+        for r in plan.by_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+        if r.name.startswith("cluster-access-")
+    ]
+    assert policies and set(policies) <= set(provider.dependencies)

@@ -190,6 +190,7 @@ class EksCluster(pulumi.ComponentResource):
         ]
         self.cni_role_arn = cni_role.arn
 
+        self.access_policies: list[aws.eks.AccessPolicyAssociation] = []
         for entry_name, entry in sorted(args.access_entries.items()):
             access = aws.eks.AccessEntry(
                 f"{name}-access-{entry_name}",
@@ -205,14 +206,16 @@ class EksCluster(pulumi.ComponentResource):
                 if entry.namespaces
                 else aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster")
             )
-            aws.eks.AccessPolicyAssociation(
-                f"{name}-access-{entry_name}-policy",
-                cluster_name=self.cluster.name,
-                principal_arn=access.principal_arn,
-                policy_arn=f"arn:{args.partition}:eks::aws:cluster-access-policy/{entry.policy}",
-                access_scope=scope,
-                # one association per cluster, principal and policy: a changed scope replaces it
-                opts=fixed_name(child),
+            self.access_policies.append(
+                aws.eks.AccessPolicyAssociation(
+                    f"{name}-access-{entry_name}-policy",
+                    cluster_name=self.cluster.name,
+                    principal_arn=access.principal_arn,
+                    policy_arn=f"arn:{args.partition}:eks::aws:cluster-access-policy/{entry.policy}",
+                    access_scope=scope,
+                    # one association per cluster, principal and policy: a changed scope replaces it
+                    opts=fixed_name(child),
+                )
             )
 
         self.addons: dict[str, aws.eks.Addon] = {}
@@ -237,8 +240,13 @@ class EksCluster(pulumi.ComponentResource):
         kubeconfig = pulumi.Output.all(self.cluster.name, self.endpoint, self.certificate_authority).apply(
             lambda a: kubeconfig_json(a[0], a[1], a[2], args.region)
         )
+        # Nothing is applied through the provider before the access entries grant the deploying identity
+        # its access: the cluster creator is not an admin of its own (bootstrap admin off).
         self.k8s_provider = k8s.Provider(
-            f"{name}-k8s", kubeconfig=kubeconfig, enable_server_side_apply=True, opts=child
+            f"{name}-k8s",
+            kubeconfig=kubeconfig,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self.access_policies),
         )
 
         self.register_outputs(
