@@ -170,7 +170,7 @@ def in_release(prefix: str) -> bool:
 
 
 def _trainer_access() -> PodAccessConfig:
-    return PodAccessConfig(namespace="training", service_account="trainer", prefix="runs")
+    return PodAccessConfig(namespace="training", service_account="trainer", prefix="trainer")
 
 
 def _publisher_access() -> PodAccessConfig:
@@ -234,7 +234,7 @@ class StorageConfig(Strict):
         if not self.trainer.prefix or in_release(self.trainer.prefix):
             raise ValueError(
                 f"trainer.prefix {self.trainer.prefix!r} would let training jobs write {RELEASE_PREFIX}/, "
-                "which replicates to production inference; use a prefix of its own, e.g. 'runs'"
+                "which replicates to production inference; use a prefix of its own, e.g. 'trainer'"
             )
         for who in ("publisher", "inference"):
             prefix = getattr(self, who).prefix

@@ -60,8 +60,8 @@ def test_train_stack_gets_a_trainer_role_on_its_buckets() -> None:
     policy = _policy(recorded, "pod-roles-trainer-policy")
     assert policy["ReadDatasets"]["Resource"] == ["arn:aws:s3:::aiplat-prod-us-east-1-datasets/*"]
     assert policy["ReadWriteOwnPrefix"]["Resource"] == [
-        "arn:aws:s3:::aiplat-prod-us-east-1-checkpoints/runs/*",
-        "arn:aws:s3:::aiplat-prod-us-east-1-artifacts/runs/*",
+        "arn:aws:s3:::aiplat-prod-us-east-1-checkpoints/trainer/*",
+        "arn:aws:s3:::aiplat-prod-us-east-1-artifacts/trainer/*",
     ]
     assert policy["UseDataKey"]["Resource"] == [KEY]
     (role,) = [r for r in recorded if r.type == "aws:iam/role:Role" and r.name == "pod-roles-trainer"]
