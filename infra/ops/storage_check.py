@@ -45,6 +45,7 @@ class ExpectedBucket:
     purpose: str
     key_alias: str | None
     object_lock: bool = False
+    bucket_key: bool = True
 
 
 def expected_buckets(cfg: PlatformConfig) -> dict[str, BucketPurpose]:
@@ -73,8 +74,11 @@ def all_expected(cfg: PlatformConfig) -> list[ExpectedBucket]:
             out.append(ExpectedBucket(logs, region, "replica access-logs", None))
     if cfg.security.audit.trail is TrailMode.create:
         trail = s3names.default_bucket_name(cfg.name_prefix, cfg.environment.value, cfg.region, "cloudtrail")
-        # SSE-S3 by default; CloudTrail encrypts each log file with the logs key itself
-        out.append(ExpectedBucket(trail, cfg.region, "cloudtrail", None, True))
+        # the logs key, without Bucket Keys (CloudTrail's own encryption context stays on every object)
+        logs_alias = naming.kms_alias(names.stack_prefix, "logs")
+        out.append(
+            ExpectedBucket(trail, cfg.region, "cloudtrail", logs_alias, object_lock=True, bucket_key=False)
+        )
     return out
 
 
@@ -128,13 +132,15 @@ def check_bucket(s3: Any, kms: Any, want: ExpectedBucket) -> list[Finding]:
                 Finding(bucket, "encryption", ok, "" if ok else f"{algorithm or 'none'}, want {want_text}")
             )
         else:
-            ok = algorithm == "aws:kms" and bool(rules[0].get("BucketKeyEnabled"))
+            keyed = bool(rules[0].get("BucketKeyEnabled"))
+            ok = algorithm == "aws:kms" and keyed == want.bucket_key
+            bucket_key = "with" if want.bucket_key else "without"
             found.append(
                 Finding(
                     bucket,
                     "encryption",
                     ok,
-                    "" if ok else f"{algorithm or 'none'}, want aws:kms with BucketKeyEnabled",
+                    "" if ok else f"{algorithm or 'none'}, want aws:kms {bucket_key} BucketKeyEnabled",
                 )
             )
             arn = _key_arn(kms, want.key_alias)

@@ -5,10 +5,10 @@
   (digest files) and encrypts them with the stack's logs key.
   https://docs.aws.amazon.com/awscloudtrail/latest/userguide/logging-data-events-with-cloudtrail.html
 * The bucket: Object Lock with a default retention (nobody deletes a log file before it ends;
-  GOVERNANCE or COMPLIANCE), versioning, log files SSE-KMS under the logs key (SSE-S3 by default), all
-  public access blocked, ACLs off, a policy that lets only our trail write and refuses plain HTTP,
-  lifecycle expiry after the retention, server access logging into the stack's access-log bucket when
-  it has one.
+  GOVERNANCE or COMPLIANCE), versioning, log and digest files SSE-KMS under the logs key (also the
+  default), all public access blocked, ACLs off, a policy that lets only our trail write and refuses
+  plain HTTP, lifecycle expiry after the retention, server access logging into the stack's access-log
+  bucket when it has one.
   https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock.html
 * GuardDuty (optional): a detector with EKS audit log monitoring and runtime monitoring with the managed
   EKS agent. https://docs.aws.amazon.com/guardduty/latest/ug/runtime-monitoring.html
@@ -87,14 +87,15 @@ class AuditTrail(pulumi.ComponentResource):
             f"{name}-bucket-sse",
             bucket=bucket.id,
             rules=[
-                # Log files arrive SSE-KMS under the logs key (the trail's kms_key_id); the bucket default
-                # is SSE-S3 for what CloudTrail writes without a key (digest files, the ACL check), which
-                # a key policy limited to the trail's encryption context would refuse.
-                # https://docs.aws.amazon.com/awscloudtrail/latest/userguide/encrypting-cloudtrail-log-files-with-aws-kms.html
+                # CloudTrail encrypts log and digest files itself with the trail's key (the logs key,
+                # under its own encryption context); the bucket default is the same key for anything
+                # else, without S3 Bucket Keys, which would replace that context with the bucket's.
+                # https://docs.aws.amazon.com/awscloudtrail/latest/userguide/create-kms-key-policy-for-cloudtrail.html
                 aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
                     apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(  # noqa: E501
-                        sse_algorithm="AES256"
+                        sse_algorithm="aws:kms", kms_master_key_id=args.logs_key_arn
                     ),
+                    bucket_key_enabled=False,
                     blocked_encryption_types=["SSE-C"],
                 )
             ],

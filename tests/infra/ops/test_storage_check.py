@@ -73,7 +73,12 @@ def _make(
     s3.put_bucket_encryption(
         Bucket=want.name,
         ServerSideEncryptionConfiguration={
-            "Rules": [{"ApplyServerSideEncryptionByDefault": default, "BucketKeyEnabled": bool(key_arn)}]
+            "Rules": [
+                {
+                    "ApplyServerSideEncryptionByDefault": default,
+                    "BucketKeyEnabled": bool(key_arn) and want.bucket_key,
+                }
+            ]
         },
     )
     if versioned:
@@ -124,8 +129,8 @@ def test_deployed_as_planned_passes(s3_server, capsys) -> None:
     }
     assert main(["check-storage", "--stack", "dev-us-train"]) == 0
     out = capsys.readouterr().out
-    # 3 data buckets x 6 checks, access logs 5, the trail bucket 6 (SSE-S3, with Object Lock)
-    assert "29 ok, 0 failed" in out
+    # 3 data buckets x 6 checks, access logs 5, the trail bucket 7 (its key, no Bucket Keys, Object Lock)
+    assert "30 ok, 0 failed" in out
 
 
 def test_drift_is_reported(s3_server, capsys) -> None:
@@ -139,7 +144,7 @@ def test_drift_is_reported(s3_server, capsys) -> None:
     )
     assert main(["check-storage", "--stack", "dev-us-train"]) == 1
     out = " ".join(capsys.readouterr().out.split())
-    assert "24 ok, 5 failed" in out
+    assert "25 ok, 5 failed" in out
     # the exact key: the datasets bucket is under a key of the account, but not the stack's data key
     cfg = load_stack_config("dev-us-train")
     findings = check_storage(cfg, lambda service, region: boto3.client(service, region_name=region))
@@ -164,7 +169,7 @@ def test_replicas_are_checked_in_their_regions(s3_server, capsys) -> None:
     # the replica artifacts buckets (one per region) lack their policy; everything else, replica keys
     # found by alias in each region included, passes
     assert out.count("FAIL no bucket policy") == 2 and out.count("FAIL") == 2
-    assert "49 ok, 2 failed" in out
+    assert "50 ok, 2 failed" in out
 
 
 def test_missing_buckets(s3_server, capsys) -> None:
