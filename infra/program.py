@@ -23,6 +23,7 @@ from infra.model.errors import ConfigErrors
 from infra.model.project import CONFIG_NAMESPACE
 from infra.model.stacks import StackIndex
 from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
+from infra.wiring.audit import wire_audit, wire_region_settings
 from infra.wiring.cluster import wire_cluster
 from infra.wiring.cluster_services import (
     EndpointProbe,
@@ -124,7 +125,9 @@ def program(
     # The trainer (and inference) images, built into the registry's repositories, by digest.
     tags = {r: (t.tag, t.platform) for r, t in image_tags(cfg, facts.instances).items()}
     images = wire_images(stack, storage, tags)
-    network = wire_network(stack, keys)
+    wire_audit(stack, keys, storage)
+    wire_region_settings(stack)
+    network = wire_network(stack, keys, storage)
     cluster = wire_cluster(stack, keys, network)
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe

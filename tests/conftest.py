@@ -17,6 +17,8 @@ from infra.plan.runner import Plan, run_plan, run_program
 
 REPO = Path(__file__).resolve().parents[1]
 STACKS = list_stacks()
+EXAMPLES_DIR = REPO / "examples"
+EXAMPLES = list_stacks(EXAMPLES_DIR)
 DELETE = object()  # value for with_value(): remove the key
 
 
@@ -74,6 +76,20 @@ def plan_stack() -> Callable[[str], Plan]:
     def get(stack: str) -> Plan:
         if stack not in cache:
             cache[stack] = run_plan(stack)
+        return cache[stack]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def plan_example() -> Callable[[str], Plan]:
+    """``plan_example("capacity-block")``: an example stack under examples/, planned with that folder as the
+    project's stacks (cached per session)."""
+    cache: dict[str, Plan] = {}
+
+    def get(stack: str) -> Plan:
+        if stack not in cache:
+            cache[stack] = run_plan(stack, stacks_dir=EXAMPLES_DIR)
         return cache[stack]
 
     return get

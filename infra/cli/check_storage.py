@@ -15,7 +15,7 @@ from infra.model.errors import ConfigErrors
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "check-storage",
-        help="check a deployed stack's buckets through the S3 API (boto3)",
+        help="check a deployed stack's buckets (own, replicas, trail) through the S3 and KMS APIs (boto3)",
         description="Exit 0 when every check passes, 1 when one fails, 2 for a config error, 6 when AWS "
         "cannot be reached or refuses the credentials. Uses your AWS credentials and AWS_ENDPOINT_URL the "
         "usual boto3 way.",
@@ -36,8 +36,15 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         print_error(err, args.stack, exc, debug=args.debug)
         return exc.exit_code
     try:
+        clients: dict[tuple[str, str], object] = {}
+
+        def client(service: str, region: str) -> object:
+            if (service, region) not in clients:
+                clients[(service, region)] = boto3.client(service, region_name=region)
+            return clients[(service, region)]
+
         with console.status(f"checking {args.stack}'s buckets ..."):
-            findings = check_storage(cfg, boto3.client("s3", region_name=cfg.region))
+            findings = check_storage(cfg, client)
     except BotoCoreError as exc:  # no credentials, endpoint unreachable
         print_error(err, args.stack, exc, debug=args.debug)
         return EXIT_AWS

@@ -12,11 +12,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from infra.cli import check_storage, config_reference, cost, plan, preflight, review, rollout, train
+from infra.cli import (
+    addon_versions,
+    check_storage,
+    config_reference,
+    cost,
+    plan,
+    preflight,
+    review,
+    rollout,
+    train,
+)
 from infra.cli.common import EXIT_INTERRUPTED, consoles, exit_code, exit_codes_epilog, print_error
 from infra.model.errors import PlatformError
 
-COMMANDS = (plan, review, preflight, cost, rollout, check_storage, config_reference, train)
+COMMANDS = (plan, review, preflight, cost, rollout, check_storage, config_reference, train, addon_versions)
 
 
 def parser() -> argparse.ArgumentParser:

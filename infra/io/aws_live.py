@@ -338,7 +338,9 @@ def gather_live_facts(
         quotas=read_quotas(clients("service-quotas", region), [q.code for q in QUOTAS]),
         reservations=read_reservations(ec2, reservations),
         addon_versions=read_addon_versions(
-            clients("eks", region), cfg.cluster.kubernetes_version, cfg.cluster.addons.by_addon_name()
+            clients("eks", region),
+            cfg.cluster.kubernetes_version,
+            {a: v for a, v in cfg.cluster.addon_versions().items() if v},
         ),
         cluster=read_cluster(clients("eks", region), cfg.names.cluster, probe),
     )

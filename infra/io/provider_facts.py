@@ -15,6 +15,7 @@ from infra.model.facts import AccountFacts, AvailabilityZone, InstanceFacts, Reg
 from infra.model.gpu_offers import karpenter_patterns
 
 GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
+ZONE_TYPE = "availability-zone"
 
 
 def instance_facts(instance_type: str, region: str, opts: pulumi.InvokeOptions) -> InstanceFacts:
@@ -38,9 +39,18 @@ def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
     """Ask AWS (or the offline snapshot) about the region, every instance type the config names and every
     type of the Karpenter pools' families offered in the region's zones."""
     opts = pulumi.InvokeOptions(provider=provider)
-    zones_result = aws.get_availability_zones(state="available", region=cfg.region, opts=opts)
+    # Ordinary availability zones only. DescribeAvailabilityZones also returns the Local and Wavelength
+    # Zones the account has opted into ("us-west-2-lax-1a" sorts before "us-west-2a"); a VPC spread over
+    # them would put EKS control-plane subnets where CreateCluster refuses them.
+    # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeAvailabilityZones.html
+    zones_result = aws.get_availability_zones(
+        state="available",
+        filters=[aws.GetAvailabilityZonesFilterArgs(name="zone-type", values=[ZONE_TYPE])],
+        region=cfg.region,
+        opts=opts,
+    )
     zones = tuple(
-        AvailabilityZone(name, zone_id)
+        AvailabilityZone(name, zone_id, ZONE_TYPE)
         for name, zone_id in zip(zones_result.names, zones_result.zone_ids, strict=True)
     )
     types = sorted({p.instance_type for p in cfg.node_pools.values()})

@@ -97,13 +97,21 @@ def availability_zones(region: str) -> tuple[AvailabilityZone, ...]:
     """The region's availability zones.
 
     Names come from the per-AZ offerings (every AZ offers some instance type). The name -> zone ID
-    mapping is per account in most regions; where moto records one we use it, otherwise we pair the
-    sorted IDs from the per-zone-ID offerings with the sorted names. Nothing here decides on zone IDs.
+    mapping is per account in most regions; where moto records one we use it (with its zone type),
+    otherwise we pair the sorted IDs from the per-zone-ID offerings with the sorted names. The rule
+    'control-plane-zones' goes by these IDs offline; under ``pulumi up`` the provider gives the account's.
     """
     from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
 
     names = sorted(offered_by_az(region))
-    known = {z.name: z.zone_id for z in RegionsAndZonesBackend.zones.get(region, [])}
+    moto_zones = {z.name: z for z in RegionsAndZonesBackend.zones.get(region, [])}
     ids = sorted({loc for _, loc in _offerings("availability-zone-id", region)})
     paired = dict(zip(names, ids, strict=False))
-    return tuple(AvailabilityZone(n, known.get(n) or paired.get(n, "")) for n in names)
+    return tuple(
+        AvailabilityZone(
+            n,
+            moto_zones[n].zone_id if n in moto_zones else paired.get(n, ""),
+            moto_zones[n].zone_type if n in moto_zones else "availability-zone",
+        )
+        for n in names
+    )

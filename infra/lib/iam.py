@@ -2,7 +2,10 @@
 
 Pure functions from ARNs/names to policy dicts (``json.dumps`` them at the call site). No Pulumi imports,
 so every document is table-tested in ``tests/infra/lib/test_iam.py``. Least privilege throughout: no
-``Allow`` statement has a wildcard principal or a ``*`` resource.
+``Allow`` statement has a wildcard principal or a ``*`` resource, except where AWS allows nothing else:
+the S3 gateway endpoint policy (an endpoint policy's principal is ``*``; its resources are named), the
+Session Manager channel actions and ``logs:DescribeLogGroups``, ``kms:ListKeys``/``ListAliases`` (no
+resource-level permissions).
 """
 
 from __future__ import annotations
@@ -33,6 +36,39 @@ def _prefix_pattern(prefix: str) -> str:
     return f"{prefix}/*" if prefix else "*"
 
 
+def _in_account(statement: dict[str, Any], account_id: str | None) -> dict[str, Any]:
+    """``statement`` limited to buckets owned by ``account_id`` (``s3:ResourceAccount``), when given.
+
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html#condition-key-bucket-ops-2
+    """
+    if account_id is None:
+        return statement
+    condition = dict(statement.get("Condition", {}))
+    condition["StringEquals"] = {**condition.get("StringEquals", {}), "s3:ResourceAccount": account_id}
+    return {**statement, "Condition": condition}
+
+
+def s3_key_use(
+    sid: str, actions: list[str], key_arns: Sequence[str], bucket_arns: Sequence[str], region: str | None
+) -> dict[str, Any]:
+    """KMS use for S3 objects only: through S3 in ``region`` (``kms:ViaService``) and for the named buckets
+    (the ``aws:s3:arn`` encryption context: the bucket ARN with S3 Bucket Keys, the object ARN without).
+    Without ``region`` the statement is unconditioned (MinIO, which ignores KMS statements).
+
+    https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-via-service
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html#encryption-context
+    """
+    statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": list(key_arns)}
+    if region is not None:
+        statement["Condition"] = {
+            "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
+            "StringLike": {
+                "kms:EncryptionContext:aws:s3:arn": [a for b in bucket_arns for a in (b, f"{b}/*")]
+            },
+        }
+    return statement
+
+
 def irsa_trust_policy(
     oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str
 ) -> Policy:
@@ -61,9 +97,20 @@ def irsa_trust_policy(
 
 
 def trainer_policy(
-    *, datasets_arn: str, checkpoints_arn: str, artifacts_arn: str, prefix: str, kms_key_arns: Sequence[str]
+    *,
+    datasets_arn: str,
+    checkpoints_arn: str,
+    artifacts_arn: str,
+    prefix: str,
+    kms_key_arns: Sequence[str],
+    account_id: str | None = None,
+    region: str | None = None,
+    release_prefix: str = "release",
 ) -> Policy:
-    """Trainer pods: read all datasets; read/write checkpoints and artifacts under ``prefix/`` only."""
+    """Trainer pods: read all datasets; read/write checkpoints and artifacts under ``prefix/`` only, and
+    never ``release/`` of the artifacts bucket (published models replicate to production inference;
+    publishing is the publisher's). With ``account_id``/``region``: only our account's buckets
+    (``s3:ResourceAccount``) and the data key only through S3 for these buckets."""
     pattern = _prefix_pattern(prefix)
     written = [checkpoints_arn, artifacts_arn]
     statements: list[dict[str, Any]] = [
@@ -90,15 +137,85 @@ def trainer_policy(
             "Resource": [f"{arn}/{pattern}" for arn in written],
         },
     ]
+    statements = [_in_account(st, account_id) for st in statements]
+    # An explicit deny wins over any allow, whatever the prefix: a training job never writes a release.
+    statements.append(
+        {
+            "Sid": "NeverWriteReleases",
+            "Effect": "Deny",
+            "Action": OBJECT_WRITE + ["s3:PutObjectTagging", "s3:PutObjectRetention"],
+            "Resource": [f"{artifacts_arn}/{release_prefix}/*"],
+        }
+    )
+    if kms_key_arns:
+        statements.append(s3_key_use("UseDataKey", KMS_WRITE, kms_key_arns, [datasets_arn, *written], region))
+    return policy(*statements)
+
+
+def publisher_policy(
+    *,
+    checkpoints_arn: str,
+    checkpoints_prefix: str,
+    artifacts_arn: str,
+    release_prefix: str,
+    kms_key_arns: Sequence[str],
+    account_id: str | None = None,
+    region: str | None = None,
+) -> Policy:
+    """The model publisher (``python -m trainer.publish``): read the trainer's checkpoints, write new
+    objects under ``release/`` of the artifacts bucket. No delete: a published version stays."""
+    ckpt = _prefix_pattern(checkpoints_prefix)
+    release = _prefix_pattern(release_prefix)
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "ListCheckpoints",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": [checkpoints_arn],
+            "Condition": {"StringLike": {"s3:prefix": [ckpt, checkpoints_prefix.strip("/")]}},
+        },
+        {
+            "Sid": "ReadCheckpoints",
+            "Effect": "Allow",
+            "Action": OBJECT_READ,
+            "Resource": [f"{checkpoints_arn}/{ckpt}"],
+        },
+        {
+            "Sid": "ListReleases",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket", "s3:ListBucketMultipartUploads"],
+            "Resource": [artifacts_arn],
+            "Condition": {"StringLike": {"s3:prefix": [release, release_prefix.strip("/")]}},
+        },
+        {
+            "Sid": "WriteReleases",
+            "Effect": "Allow",
+            "Action": [
+                *OBJECT_READ,
+                "s3:PutObject",
+                "s3:AbortMultipartUpload",
+                "s3:ListMultipartUploadParts",
+            ],
+            "Resource": [f"{artifacts_arn}/{release}"],
+        },
+    ]
+    statements = [_in_account(st, account_id) for st in statements]
     if kms_key_arns:
         statements.append(
-            {"Sid": "UseDataKey", "Effect": "Allow", "Action": KMS_WRITE, "Resource": list(kms_key_arns)}
+            s3_key_use("UseDataKey", KMS_WRITE, kms_key_arns, [checkpoints_arn, artifacts_arn], region)
         )
     return policy(*statements)
 
 
-def inference_policy(*, artifacts_arn: str, prefix: str, kms_key_arns: Sequence[str]) -> Policy:
-    """Inference pods: read model artifacts under ``prefix/`` and nothing else."""
+def inference_policy(
+    *,
+    artifacts_arn: str,
+    prefix: str,
+    kms_key_arns: Sequence[str],
+    account_id: str | None = None,
+    region: str | None = None,
+) -> Policy:
+    """Inference pods: read model artifacts under ``prefix/`` (``release/``) and nothing else."""
     pattern = _prefix_pattern(prefix)
     statements: list[dict[str, Any]] = [
         {
@@ -115,10 +232,9 @@ def inference_policy(*, artifacts_arn: str, prefix: str, kms_key_arns: Sequence[
             "Resource": [f"{artifacts_arn}/{pattern}"],
         },
     ]
+    statements = [_in_account(st, account_id) for st in statements]
     if kms_key_arns:
-        statements.append(
-            {"Sid": "DecryptArtifacts", "Effect": "Allow", "Action": KMS_READ, "Resource": list(kms_key_arns)}
-        )
+        statements.append(s3_key_use("DecryptArtifacts", KMS_READ, kms_key_arns, [artifacts_arn], region))
     return policy(*statements)
 
 
@@ -137,13 +253,80 @@ def deny_insecure_transport(bucket_arn: str) -> dict[str, Any]:
     }
 
 
-def bucket_policy(bucket_arn: str) -> Policy:
-    """Policy of a data bucket: TLS only."""
-    return policy(deny_insecure_transport(bucket_arn))
+def deny_old_tls(bucket_arn: str, min_tls: str) -> dict[str, Any]:
+    """Deny requests over a TLS version below ``min_tls`` (1.2 or 1.3).
+
+    https://repost.aws/knowledge-center/s3-enforce-modern-tls
+    """
+    return {
+        "Sid": "DenyOldTls",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": [bucket_arn, f"{bucket_arn}/*"],
+        "Condition": {"NumericLessThan": {"s3:TlsVersion": min_tls}},
+    }
+
+
+def deny_sse_c(bucket_arn: str) -> dict[str, Any]:
+    """Deny uploads encrypted with a customer-provided key (SSE-C): we could not read them, and an
+    attacker could make data unreadable to us. New buckets also block SSE-C in their encryption settings.
+
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/specifying-s3-c-encryption.html
+    """
+    return {
+        "Sid": "DenySseC",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:PutObject",
+        "Resource": [f"{bucket_arn}/*"],
+        "Condition": {"Null": {"s3:x-amz-server-side-encryption-customer-algorithm": "false"}},
+    }
+
+
+def deny_other_kms_keys(bucket_arn: str, key_arn: str) -> list[dict[str, Any]]:
+    """Deny uploads that ask for another encryption than SSE-KMS under the bucket's key. Requests that name
+    no key get the bucket default (our key), hence ``IfExists``.
+
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/specifying-kms-encryption.html
+    """
+    return [
+        {
+            "Sid": "DenyOtherKmsKeys",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:PutObject",
+            "Resource": [f"{bucket_arn}/*"],
+            "Condition": {
+                "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption-aws-kms-key-id": key_arn}
+            },
+        },
+        {
+            "Sid": "DenyOtherEncryption",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:PutObject",
+            "Resource": [f"{bucket_arn}/*"],
+            "Condition": {"StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": "aws:kms"}},
+        },
+    ]
+
+
+def bucket_policy(bucket_arn: str, *, kms_key_arn: str | None = None, min_tls: str = "1.2") -> Policy:
+    """Policy of a data bucket: TLS only, TLS ``min_tls`` at least, no SSE-C, and (with ``kms_key_arn``) no
+    other key or encryption than the bucket's."""
+    statements = [
+        deny_insecure_transport(bucket_arn),
+        deny_old_tls(bucket_arn, min_tls),
+        deny_sse_c(bucket_arn),
+    ]
+    if kms_key_arn is not None:
+        statements += deny_other_kms_keys(bucket_arn, kms_key_arn)
+    return policy(*statements)
 
 
 def access_log_bucket_policy(
-    log_bucket_arn: str, source_bucket_arns: Sequence[str], account_id: str
+    log_bucket_arn: str, source_bucket_arns: Sequence[str], account_id: str, *, min_tls: str = "1.2"
 ) -> Policy:
     """Policy of the access-log bucket: TLS only, and the S3 logging service may write for our buckets only.
 
@@ -151,6 +334,8 @@ def access_log_bucket_policy(
     """
     return policy(
         deny_insecure_transport(log_bucket_arn),
+        deny_old_tls(log_bucket_arn, min_tls),
+        deny_sse_c(log_bucket_arn),
         {
             "Sid": "S3ServerAccessLogsPolicy",
             "Effect": "Allow",
@@ -165,22 +350,62 @@ def access_log_bucket_policy(
     )
 
 
-def service_trust_policy(service: str, account_id: str | None = None, *, tag_session: bool = False) -> Policy:
+def service_trust_policy(
+    service: str,
+    account_id: str | None = None,
+    *,
+    tag_session: bool = False,
+    source_arn: str | Sequence[str] | None = None,
+) -> Policy:
     """Trust for an AWS service principal; with ``account_id``, only when it acts for this account
-    (``aws:SourceAccount``, the confused-deputy guard, for services that send it)."""
+    (``aws:SourceAccount``), with ``source_arn`` only for that resource (``aws:SourceArn``): the
+    confused-deputy guards, for services that send them.
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/confused-deputy.html
+    """
     statement: dict[str, Any] = {
         "Effect": "Allow",
         "Principal": {"Service": service},
         "Action": ["sts:AssumeRole", "sts:TagSession"] if tag_session else ["sts:AssumeRole"],
     }
+    condition: dict[str, Any] = {}
     if account_id is not None:
-        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
+        condition["StringEquals"] = {"aws:SourceAccount": account_id}
+    if source_arn is not None:
+        condition["ArnLike"] = {
+            "aws:SourceArn": source_arn if isinstance(source_arn, str) else list(source_arn)
+        }
+    if condition:
+        statement["Condition"] = condition
     return policy(statement)
 
 
-def pod_identity_trust_policy() -> Policy:
-    """Trust for EKS Pod Identity (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)."""
-    return service_trust_policy("pods.eks.amazonaws.com", tag_session=True)
+def pod_identity_trust_policy(
+    *,
+    account_id: str | None = None,
+    cluster_name: str | None = None,
+    namespace: str | None = None,
+    service_account: str | None = None,
+) -> Policy:
+    """Trust for EKS Pod Identity, scoped by the session tags Pod Identity sets (cluster, namespace,
+    service account) and the account: without them any association in the account could use the role.
+
+    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html
+    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html#pod-id-abac-tags
+    """
+    doc = service_trust_policy("pods.eks.amazonaws.com", tag_session=True)
+    equals = {
+        key: value
+        for key, value in (
+            ("aws:SourceAccount", account_id),
+            ("aws:RequestTag/eks-cluster-name", cluster_name),
+            ("aws:RequestTag/kubernetes-namespace", namespace),
+            ("aws:RequestTag/kubernetes-service-account", service_account),
+        )
+        if value is not None
+    }
+    if equals:
+        doc["Statement"][0]["Condition"] = {"StringEquals": equals}
+    return doc
 
 
 def replication_policy(
@@ -189,8 +414,11 @@ def replication_policy(
     source_key_arn: str,
     source_region: str,
     destinations: Sequence[tuple[str, str, str]],
+    prefix: str = "release",
 ) -> Policy:
-    """What the S3 replication role may do: read versions from the source, replicate into each destination.
+    """What the S3 replication role may do: read versions under ``prefix/`` from the source, replicate them
+    into each destination. No ``s3:ReplicateDelete``: delete markers are not replicated, so a delete in the
+    training region never removes a model the inference regions serve.
 
     ``destinations`` holds ``(bucket_arn, key_arn, region)``. KMS use is limited to S3 in the right region
     (``kms:ViaService``) and to the buckets involved (encryption context). With S3 Bucket Keys the context is
@@ -216,13 +444,13 @@ def replication_policy(
                 "s3:GetObjectVersionAcl",
                 "s3:GetObjectVersionTagging",
             ],
-            "Resource": [f"{source_bucket_arn}/*"],
+            "Resource": [f"{source_bucket_arn}/{_prefix_pattern(prefix)}"],
         },
         {
             "Sid": "ReplicateIntoDestinations",
             "Effect": "Allow",
-            "Action": ["s3:ReplicateObject", "s3:ReplicateDelete", "s3:ReplicateTags"],
-            "Resource": [f"{b}/*" for b in dest_buckets],
+            "Action": ["s3:ReplicateObject", "s3:ReplicateTags"],
+            "Resource": [f"{b}/{_prefix_pattern(prefix)}" for b in dest_buckets],
         },
         {
             "Sid": "DecryptSource",
@@ -253,6 +481,213 @@ def replication_policy(
             }
         )
     return policy(*statements)
+
+
+# Buckets of other accounts that nodes read through the S3 gateway endpoint (s3:ResourceAccount cannot name
+# them): ECR image layers, the Amazon Linux 2023 package repositories, and registry.k8s.io's mirror in the
+# region (registry.k8s.io redirects clients on AWS to it: prod-registry-k8s-io-<region>, where one exists).
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html#ecr-setting-up-s3-gateway
+# https://docs.aws.amazon.com/linux/al2023/ug/managing-repos-os-updates.html (al2023-repos-<region>-de612dc2)
+# https://github.com/kubernetes/registry.k8s.io (the S3 mirrors)
+def aws_node_buckets(region: str, partition: str = "aws") -> list[str]:
+    """ARNs of the objects of other accounts that nodes fetch through S3 in ``region``."""
+    return [
+        f"arn:{partition}:s3:::prod-{region}-starport-layer-bucket/*",
+        f"arn:{partition}:s3:::al2023-repos-{region}-de612dc2/*",
+        f"arn:{partition}:s3:::prod-registry-k8s-io-{region}/*",
+    ]
+
+
+def s3_endpoint_policy(*, bucket_names: Sequence[str], region: str, partition: str = "aws") -> Policy:
+    """Policy of the VPC's S3 gateway endpoint: our buckets (any action, the bucket policies and IAM
+    decide the rest) and reads of the AWS-owned buckets nodes need; nothing else leaves through it.
+
+    https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html#edit-vpc-endpoint-policy-s3
+    """
+    ours = [f"arn:{partition}:s3:::{b}" for b in sorted(set(bucket_names))]
+    statements: list[dict[str, Any]] = []
+    if ours:
+        statements.append(
+            {
+                "Sid": "OurBuckets",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [a for arn in ours for a in (arn, f"{arn}/*")],
+            }
+        )
+    statements.append(
+        {
+            "Sid": "AwsBucketsNodesRead",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": ["s3:GetObject"],
+            "Resource": aws_node_buckets(region, partition),
+        }
+    )
+    return policy(*statements)
+
+
+def cloudtrail_bucket_policy(
+    *, bucket_arn: str, trail_arn: str, account_id: str, partition: str = "aws", min_tls: str = "1.2"
+) -> Policy:
+    """Policy of the trail bucket: CloudTrail (for our trail only) checks the ACL and writes under
+    ``AWSLogs/<account>/``; TLS only.
+
+    https://docs.aws.amazon.com/awscloudtrail/latest/userguide/create-s3-bucket-policy-for-cloudtrail.html
+    """
+    source = {"StringEquals": {"aws:SourceArn": trail_arn}}
+    return policy(
+        deny_insecure_transport(bucket_arn),
+        deny_old_tls(bucket_arn, min_tls),
+        deny_sse_c(bucket_arn),
+        {
+            "Sid": "CloudTrailAclCheck",
+            "Effect": "Allow",
+            "Principal": {"Service": "cloudtrail.amazonaws.com"},
+            "Action": "s3:GetBucketAcl",
+            "Resource": bucket_arn,
+            "Condition": source,
+        },
+        {
+            "Sid": "CloudTrailWrite",
+            "Effect": "Allow",
+            "Principal": {"Service": "cloudtrail.amazonaws.com"},
+            "Action": "s3:PutObject",
+            "Resource": f"{bucket_arn}/AWSLogs/{account_id}/*",
+            "Condition": {
+                "StringEquals": {"s3:x-amz-acl": "bucket-owner-full-control", "aws:SourceArn": trail_arn}
+            },
+        },
+    )
+
+
+def session_manager_policy(log_group_arn: str) -> Policy:
+    """What the SSM agent on a node needs for Session Manager, with session logs to one log group.
+    Replaces AmazonSSMManagedInstanceCore (which also allows ssm:GetParameter* on every parameter).
+
+    https://docs.aws.amazon.com/systems-manager/latest/userguide/getting-started-create-iam-instance-profile.html
+    """
+    return policy(
+        {
+            "Sid": "SessionManagerChannels",
+            "Effect": "Allow",
+            "Action": [
+                "ssm:UpdateInstanceInformation",
+                "ssmmessages:CreateControlChannel",
+                "ssmmessages:CreateDataChannel",
+                "ssmmessages:OpenControlChannel",
+                "ssmmessages:OpenDataChannel",
+            ],
+            "Resource": "*",  # these actions take no resource: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsessionmanagermessagegatewayservice.html
+        },
+        {
+            "Sid": "SessionLogs",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            "Resource": [log_group_arn, f"{log_group_arn}:*"],
+        },
+        {
+            "Sid": "SessionLogGroupEncryptionCheck",
+            "Effect": "Allow",
+            "Action": ["logs:DescribeLogGroups"],
+            "Resource": "*",  # DescribeLogGroups has no resource-level permission
+        },
+    )
+
+
+def key_admin_policy(*, account_id: str, partition: str, keyset_tag: str) -> Policy:
+    """The key administrator role: manage the stack's keys (tagged ``aiplat:keyset``), never use them.
+
+    The key policies also deny it every cryptographic action, so a broader IAM policy cannot give it one.
+    https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html#key-policy-default-allow-administrators
+    """
+    return policy(
+        {
+            "Sid": "AdministerStackKeys",
+            "Effect": "Allow",
+            "Action": KEY_ADMIN_ACTIONS,
+            "Resource": f"arn:{partition}:kms:*:{account_id}:key/*",
+            "Condition": {"StringEquals": {"aws:ResourceTag/aiplat:keyset": keyset_tag}},
+        },
+        {
+            "Sid": "ListKeys",
+            "Effect": "Allow",
+            "Action": ["kms:ListKeys", "kms:ListAliases"],
+            "Resource": "*",
+        },
+    )
+
+
+def break_glass_policy(*, account_id: str, partition: str, keyset_tag: str, cluster_arn: str) -> Policy:
+    """The break-glass role: the only principal the key policies let schedule deletion of (or disable) a
+    protected key, and able to turn off the cluster's deletion protection, to remove a stack on purpose."""
+    return policy(
+        {
+            "Sid": "DeleteStackKeys",
+            "Effect": "Allow",
+            "Action": [
+                "kms:ScheduleKeyDeletion",
+                "kms:CancelKeyDeletion",
+                "kms:DisableKey",
+                "kms:EnableKey",
+                "kms:DescribeKey",
+            ],
+            "Resource": f"arn:{partition}:kms:*:{account_id}:key/*",
+            "Condition": {"StringEquals": {"aws:ResourceTag/aiplat:keyset": keyset_tag}},
+        },
+        {
+            "Sid": "UnprotectCluster",
+            "Effect": "Allow",
+            "Action": ["eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:DeleteCluster"],
+            "Resource": cluster_arn,
+        },
+    )
+
+
+# Administrative KMS actions (the default key policy's key-administrator list) without any cryptographic
+# operation and without kms:CreateGrant, which could hand the holder a decrypt grant.
+KEY_ADMIN_ACTIONS = [
+    "kms:Describe*",
+    "kms:List*",
+    "kms:Get*",
+    "kms:Put*",
+    "kms:Update*",
+    "kms:Enable*",
+    "kms:Revoke*",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:CreateAlias",
+    "kms:DeleteAlias",
+    "kms:RotateKeyOnDemand",
+]
+
+
+def alerts_topic_policy(*, topic_arn: str, rule_arns: Sequence[str], account_id: str) -> Policy:
+    """SNS topic policy: EventBridge may publish for our rules only.
+
+    https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html#eb-sns-permissions
+    """
+    return policy(
+        {
+            "Sid": "EventBridgePublishes",
+            "Effect": "Allow",
+            "Principal": {"Service": "events.amazonaws.com"},
+            "Action": "sns:Publish",
+            "Resource": topic_arn,
+            "Condition": {
+                "ArnEquals": {"aws:SourceArn": list(rule_arns)},
+                "StringEquals": {"aws:SourceAccount": account_id},
+            },
+        }
+    )
+
+
+def event_forward_policy(bus_arn: str) -> Policy:
+    """What EventBridge needs to forward a rule's events to the default bus of another region."""
+    return policy(
+        {"Sid": "PutEventsHome", "Effect": "Allow", "Action": "events:PutEvents", "Resource": bus_arn}
+    )
 
 
 def ecr_lifecycle_policy(*, untagged_days: int, keep_tagged: int) -> Policy:

@@ -2,23 +2,36 @@
 
 Every key keeps the account in control (the account root principal, which delegates to IAM policies,
 as AWS's default key policy does) and grants a service principal only where that service needs the key
-without a caller's IAM permissions. No statement has a wildcard principal.
+without a caller's IAM permissions.
+
+A key policy may only name principals that exist when the policy is set: "The principals in the key policy
+must exist and be visible to KMS" (CreateKey, https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html),
+otherwise CreateKey fails with MalformedPolicyDocumentException. A principal that may not exist yet (the
+Auto Scaling service-linked role, created with the account's first Auto Scaling group) is therefore never
+a ``Principal``: its statement has ``"Principal": {"AWS": "*"}`` and names it in the ``aws:PrincipalArn``
+condition, together with ``kms:CallerAccount`` = our account. That is the shape of AWS's own key policy
+for the EBS managed key (``Principal *`` + ``kms:CallerAccount``,
+https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-caller-account);
+conditions are evaluated per request, so the statement is valid before the role exists and takes effect
+the moment it does. Every ``*`` principal here is bound by both conditions (a test checks it).
 
 References:
 - Default key policy: https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html
 - EBS CMK for Auto Scaling (managed node groups launch through it; without this nodes never start):
   https://docs.aws.amazon.com/autoscaling/ec2/userguide/key-policy-requirements-EBS-encryption.html
+- aws:PrincipalArn: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalarn
 - CloudWatch Logs: https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from infra.lib.iam import VERSION
 
-KEY_ADMIN_ACTIONS = ["kms:*"]
+KEY_ADMIN_ACTIONS = ["kms:*"]  # the account root's statement: IAM decides (AWS's default key policy)
 USE_ACTIONS = ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"]
 
 
@@ -50,10 +63,53 @@ def autoscaling_service_linked_role(partition: str, account_id: str) -> str:
     )
 
 
-def key_policy(purpose: KeyPurpose, *, partition: str, account_id: str, region: str) -> dict[str, Any]:
+def only_principal(principal_arn: str, account_id: str) -> dict[str, Any]:
+    """Conditions that limit a ``"Principal": {"AWS": "*"}`` statement to one principal of our account,
+    whether or not it exists yet (see the module docstring)."""
+    return {
+        "ArnEquals": {"aws:PrincipalArn": principal_arn},
+        "StringEquals": {"kms:CallerAccount": account_id},
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeyAccess:
+    """Who may do what with a stack's keys, beyond the account root (see ``key_policy``).
+
+    ``key_admin_role_arn``: administers the keys, is denied every cryptographic action.
+    ``break_glass_role_arn`` with ``protect``: the only principal that may schedule deletion or disable.
+    ``log_group_arns``: the log groups CloudWatch Logs may encrypt with the logs key (encryption context).
+    ``trail_arn``: the CloudTrail trail that encrypts its log files with the logs key.
+    ``events_publish``: EventBridge publishes to an SNS topic encrypted with the logs key.
+    """
+
+    partition: str
+    account_id: str
+    region: str
+    key_admin_role_arn: str | None = None
+    break_glass_role_arn: str | None = None
+    protect: bool = False
+    log_group_arns: tuple[str, ...] = ()
+    trail_arn: str | None = None
+    events_publish: bool = False
+
+
+CRYPTO_ACTIONS = [
+    "kms:Encrypt",
+    "kms:Decrypt",
+    "kms:ReEncrypt*",
+    "kms:GenerateDataKey*",
+    "kms:CreateGrant",
+]
+
+
+def key_policy(purpose: KeyPurpose, access: KeyAccess) -> dict[str, Any]:
     """The key policy document for one purpose."""
+    partition, account_id = access.partition, access.account_id
     statements: list[dict[str, Any]] = [
         {
+            # The account root delegates to IAM policies (the deploying identity, the pod and node roles
+            # get their key use from IAM). Without it IAM policies on the key are ineffective.
             "Sid": "AccountAdministers",
             "Effect": "Allow",
             "Principal": {"AWS": account_root(partition, account_id)},
@@ -61,52 +117,122 @@ def key_policy(purpose: KeyPurpose, *, partition: str, account_id: str, region: 
             "Resource": "*",
         }
     ]
+    if access.key_admin_role_arn:
+        # Separation of duties: the key administrator role manages the key (its IAM policy) but can
+        # never use it, whatever IAM policy it is given. An explicit deny names the role by
+        # aws:PrincipalArn, so the policy is valid before the role exists.
+        statements.append(
+            {
+                "Sid": "KeyAdministratorsNeverUseKey",
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Action": CRYPTO_ACTIONS,
+                "Resource": "*",
+                "Condition": {"ArnEquals": {"aws:PrincipalArn": access.key_admin_role_arn}},
+            }
+        )
+    if access.protect:
+        if not access.break_glass_role_arn:
+            raise ValueError("a protected key needs a break-glass role")
+        # Nobody but the break-glass role schedules deletion or disables the key: not the deploying
+        # identity (a `pulumi destroy` or a renamed resource), not the root user.
+        # https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys-adding-permission.html
+        statements.append(
+            {
+                "Sid": "OnlyBreakGlassDeletesKey",
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Action": ["kms:ScheduleKeyDeletion", "kms:DisableKey"],
+                "Resource": "*",
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": access.break_glass_role_arn}},
+            }
+        )
     if purpose is KeyPurpose.ebs:
-        slr = autoscaling_service_linked_role(partition, account_id)
+        # The two statements AWS documents for the Auto Scaling service-linked role (managed node groups
+        # launch through it), with the role moved from Principal into a condition: in a fresh account
+        # the role does not exist until the first Auto Scaling group, and naming it as a Principal makes
+        # CreateKey fail ("Policy contains a statement with one or more invalid principals").
+        slr = only_principal(autoscaling_service_linked_role(partition, account_id), account_id)
         statements += [
             {
                 "Sid": "AutoScalingUsesKey",
                 "Effect": "Allow",
-                "Principal": {"AWS": slr},
+                "Principal": {"AWS": "*"},
                 "Action": USE_ACTIONS,
                 "Resource": "*",
+                "Condition": slr,
             },
             {
                 "Sid": "AutoScalingAttachesVolumes",
                 "Effect": "Allow",
-                "Principal": {"AWS": slr},
+                "Principal": {"AWS": "*"},
                 "Action": ["kms:CreateGrant"],
                 "Resource": "*",
-                "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+                "Condition": {**slr, "Bool": {"kms:GrantIsForAWSResource": "true"}},
             },
         ]
     elif purpose is KeyPurpose.logs:
-        statements.append(
-            {
-                "Sid": "CloudWatchLogsUsesKey",
-                "Effect": "Allow",
-                "Principal": {"Service": f"logs.{region}.amazonaws.com"},
-                "Action": [
-                    "kms:Encrypt*",
-                    "kms:Decrypt*",
-                    "kms:ReEncrypt*",
-                    "kms:GenerateDataKey*",
-                    "kms:Describe*",
-                ],
-                "Resource": "*",
-                "Condition": {
-                    "ArnLike": {
-                        "kms:EncryptionContext:aws:logs:arn": f"arn:{partition}:logs:{region}:{account_id}:*"
-                    }
-                },
-            }
-        )
+        statements += _logs_key_statements(access)
     return {"Version": VERSION, "Id": f"aiplat-{purpose.value}", "Statement": statements}
 
 
-def alias_name(name_prefix: str, purpose: KeyPurpose) -> str:
-    """``alias/<prefix>-<purpose>``; aliases may not start with ``alias/aws/`` (reserved)."""
-    alias = f"alias/{name_prefix}-{purpose.value}"
-    if alias.startswith("alias/aws"):
-        raise ValueError(f"{alias!r} is reserved for AWS managed keys; choose another name_prefix")
-    return alias
+def _logs_key_statements(access: KeyAccess) -> list[dict[str, Any]]:
+    partition, account_id, region = access.partition, access.account_id, access.region
+    groups = list(access.log_group_arns) or [f"arn:{partition}:logs:{region}:{account_id}:log-group:*"]
+    statements: list[dict[str, Any]] = [
+        {
+            # Only for our log groups: the encryption context names the group.
+            # https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
+            "Sid": "CloudWatchLogsUsesKey",
+            "Effect": "Allow",
+            "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+            "Action": [
+                "kms:Encrypt*",
+                "kms:Decrypt*",
+                "kms:ReEncrypt*",
+                "kms:GenerateDataKey*",
+                "kms:Describe*",
+            ],
+            "Resource": "*",
+            "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": groups}},
+        }
+    ]
+    if access.trail_arn:
+        trails = f"arn:{partition}:cloudtrail:*:{account_id}:trail/*"
+        # https://docs.aws.amazon.com/awscloudtrail/latest/userguide/create-kms-key-policy-for-cloudtrail.html
+        statements += [
+            {
+                "Sid": "CloudTrailEncryptsLogs",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudtrail.amazonaws.com"},
+                "Action": "kms:GenerateDataKey*",
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {"aws:SourceArn": access.trail_arn},
+                    "StringLike": {"kms:EncryptionContext:aws:cloudtrail:arn": trails},
+                },
+            },
+            {
+                "Sid": "CloudTrailDescribesKey",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudtrail.amazonaws.com"},
+                "Action": "kms:DescribeKey",
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceArn": access.trail_arn}},
+            },
+        ]
+    if access.events_publish:
+        # EventBridge publishing to an SNS topic encrypted with this key, as the SNS guide writes it (no
+        # condition: which keys reach KMS on this path is not documented, and a wrong one would silence the
+        # alerts). Who may publish is decided by the topic policy: our rule only (iam.alerts_topic_policy).
+        # https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services
+        statements.append(
+            {
+                "Sid": "EventBridgePublishesAlerts",
+                "Effect": "Allow",
+                "Principal": {"Service": "events.amazonaws.com"},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            }
+        )
+    return statements

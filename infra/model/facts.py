@@ -45,6 +45,9 @@ class InstanceFacts:
     instance_store_total_gb: int
     supported_placement_strategies: tuple[str, ...]
     architectures: tuple[str, ...]
+    # How the type can be bought: 'on-demand', 'spot', 'capacity-block' (DescribeInstanceTypes
+    # SupportedUsageClasses). Empty when the source does not say.
+    usage_classes: tuple[str, ...] = ()
 
     @property
     def has_gpus(self) -> bool:
@@ -99,6 +102,7 @@ class InstanceFacts:
             instance_store_total_gb=int(r.get("totalInstanceStorage") or 0),
             supported_placement_strategies=tuple(r.get("supportedPlacementStrategies") or ()),
             architectures=tuple(r.get("supportedArchitectures") or ()),
+            usage_classes=tuple(r.get("supportedUsagesClasses") or ()),
         )
 
     @classmethod
@@ -189,10 +193,15 @@ def get_instance_type_result(raw: Mapping[str, Any], region: str) -> dict[str, A
 
 @dataclass(frozen=True)
 class AvailabilityZone:
-    """One zone: its name (per account) and its ID (the same physical zone in every account)."""
+    """One zone: its name (per account) and its ID (the same physical zone in every account).
+
+    ``zone_type`` is ``availability-zone``, ``local-zone`` or ``wavelength-zone`` (DescribeAvailabilityZones
+    ``ZoneType``); the program asks only for ordinary availability zones.
+    """
 
     name: str
     zone_id: str
+    zone_type: str = "availability-zone"
 
 
 @dataclass(frozen=True)
@@ -221,6 +230,10 @@ class RegionFacts:
         """``us-east-1a (use1-az6)`` when the zone ID is this account's, else the name alone."""
         zone_id = next((z.zone_id for z in self.zones if z.name == name), "")
         return f"{name} ({zone_id})" if self.by_zone_id and zone_id else name
+
+    def zone_id(self, name: str) -> str:
+        """The zone ID of the zone called ``name`` in this account ('' if unknown)."""
+        return next((z.zone_id for z in self.zones if z.name == name), "")
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,16 @@ Three prefixes, each with its own name (``name_prefix`` used to mean all three):
 * ``deployment``: the config's ``name_prefix`` (``aiplat``), chosen by the user;
 * ``env_prefix``: ``<deployment>-<environment>`` (``aiplat-prod``), shared by the stacks of one
   environment (the ECR namespace, replica key aliases);
-* ``stack_prefix``: ``<env_prefix>-<role>`` (``aiplat-prod-train``), the names of one stack's resources.
+* ``stack_prefix``: ``<env_prefix>-<role>`` (``aiplat-prod-train``), the names of one stack's resources
+  that AWS keeps apart per account *and region* (cluster, log groups, KMS aliases, launch templates ...);
+* ``global_prefix``: ``<stack_prefix>-<region code>`` (``aiplat-prod-infer-ape1``), the names AWS keeps
+  once per account (IAM roles and policies, multi-region CloudTrail trails). ``prod-hk-infer`` and
+  ``prod-sg-infer`` share a stack prefix; an IAM role named from it would exist once for both regions and
+  the second stack's ``pulumi up`` would fail with ``EntityAlreadyExists``
+  (https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreateRole.html: "Role names must be unique
+  within the account").
 
+S3 bucket names are unique per partition; they carry the full region name (``s3names.py``).
 The wiring computes every fixed physical name here and hands it to the components, which never derive
 names themselves.
 """
@@ -26,7 +34,32 @@ LAUNCH_TEMPLATE_NAME_MAX = 128
 # IAM role names: 64 characters
 ROLE_NAME_MAX = 64
 
+# CloudTrail trail names: 3-128 characters.
+# https://docs.aws.amazon.com/awscloudtrail/latest/APIReference/API_CreateTrail.html
+TRAIL_NAME_MAX = 128
+# EventBridge rule names: 1-64 characters. https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutRule.html
+EVENT_RULE_NAME_MAX = 64
+# SNS topic names: up to 256 characters. https://docs.aws.amazon.com/sns/latest/api/API_CreateTopic.html
+TOPIC_NAME_MAX = 256
+
 _VALID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+# How AWS abbreviates the direction words of region names in zone IDs (``use1-az1``, ``apse1-az2``,
+# ``usgw1-az1``): the same short code names the region in our account-global names.
+_DIRECTIONS = {
+    "north": "n",
+    "south": "s",
+    "east": "e",
+    "west": "w",
+    "central": "c",
+    "northeast": "ne",
+    "northwest": "nw",
+    "southeast": "se",
+    "southwest": "sw",
+    "gov": "g",
+    "iso": "i",
+    "isob": "ib",
+}
 
 
 def fit(name: str, limit: int) -> str:
@@ -37,6 +70,22 @@ def fit(name: str, limit: int) -> str:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:6]
     return f"{name[: limit - 7].rstrip('-')}-{digest}"
+
+
+def region_code(region: str) -> str:
+    """The short code AWS uses for ``region`` in zone IDs: ``us-east-1`` -> ``use1``, ``ap-east-1`` ->
+    ``ape1``, ``ap-southeast-1`` -> ``apse1``, ``us-gov-west-1`` -> ``usgw1``.
+
+    Zone IDs are documented at https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html;
+    a test checks this function against every zone ID in the offline AWS snapshot.
+    """
+    country, *words, number = region.split("-")
+    if not words or not number.isdigit():
+        raise ValueError(f"{region!r} is not an AWS region name")
+    try:
+        return country + "".join(_DIRECTIONS[w] for w in words) + number
+    except KeyError as exc:
+        raise ValueError(f"{region!r}: no short code for {exc.args[0]!r}") from None
 
 
 def cluster_name(prefix: str) -> str:
@@ -73,6 +122,58 @@ def placement_group_name(stack_prefix: str, pool: str) -> str:
     return f"{nodegroup_name(stack_prefix, pool)}-cluster"
 
 
+def session_log_group(stack_prefix: str) -> str:
+    """The log group of the stack's Session Manager sessions."""
+    return f"/aiplat/{stack_prefix}/ssm-sessions"
+
+
+def session_document_name(stack_prefix: str) -> str:
+    """The stack's SSM Session document (names are unique per account and region; 3-128 characters)."""
+    return fit(f"{stack_prefix}-session", 128)
+
+
+def iam_role_arn(partition: str, account_id: str, name: str) -> str:
+    return f"arn:{partition}:iam::{account_id}:role/{name}"
+
+
+def log_group_arn(partition: str, region: str, account_id: str, name: str) -> str:
+    return f"arn:{partition}:logs:{region}:{account_id}:log-group:{name}"
+
+
+def trail_arn(partition: str, region: str, account_id: str, name: str) -> str:
+    return f"arn:{partition}:cloudtrail:{region}:{account_id}:trail/{name}"
+
+
+def cluster_arn(partition: str, region: str, account_id: str, name: str) -> str:
+    return f"arn:{partition}:eks:{region}:{account_id}:cluster/{name}"
+
+
+def trail_name(global_prefix: str) -> str:
+    """The stack's CloudTrail trail. A multi-region trail has a shadow copy under the same name in every
+    region, so its name is effectively account-global and carries the region code.
+    https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-concepts.html#cloudtrail-concepts-trails
+    """
+    return fit(f"{global_prefix}-trail", TRAIL_NAME_MAX)
+
+
+def event_rule_name(stack_prefix: str, purpose: str) -> str:
+    """An EventBridge rule on the default bus (names are unique per bus, account and region)."""
+    return fit(f"{stack_prefix}-{purpose}", EVENT_RULE_NAME_MAX)
+
+
+def topic_name(stack_prefix: str, purpose: str) -> str:
+    """An SNS topic (names are unique per account and region)."""
+    return fit(f"{stack_prefix}-{purpose}", TOPIC_NAME_MAX)
+
+
+def kms_alias(prefix: str, purpose: str) -> str:
+    """``alias/<prefix>-<purpose>`` (unique per account and region); ``alias/aws`` is AWS's."""
+    alias = f"alias/{prefix}-{purpose}"
+    if alias.startswith("alias/aws"):
+        raise ValueError(f"{alias!r} is reserved for AWS managed keys; choose another name_prefix")
+    return alias
+
+
 @dataclass(frozen=True)
 class StackNames:
     """The prefixes of one stack (see the module docstring)."""
@@ -91,8 +192,18 @@ class StackNames:
         return f"{self.env_prefix}-{self.role}"
 
     @property
+    def region_code(self) -> str:
+        return region_code(self.region)
+
+    @property
+    def global_prefix(self) -> str:
+        """Prefix of account-global names: the stack prefix and the region code."""
+        return f"{self.stack_prefix}-{self.region_code}"
+
+    @property
     def cluster(self) -> str:
         return cluster_name(self.stack_prefix)
 
     def role_name(self, purpose: str) -> str:
-        return role_name(self.stack_prefix, purpose)
+        """An IAM role name: account-global, so it carries the region code."""
+        return role_name(self.global_prefix, purpose)

@@ -1,5 +1,10 @@
-"""Check a deployed stack's buckets through the S3 API: they exist, are SSE-KMS with Bucket Keys,
-versioned, block all public access and refuse plain HTTP.
+"""Check a deployed stack's buckets through the S3 and KMS APIs: they exist, are SSE-KMS with Bucket Keys
+under exactly the key the program gave them, versioned, block all public access, refuse plain HTTP on the
+whole bucket (bucket and objects), and -- for the trail bucket -- have Object Lock on.
+
+Covers the train stack's own buckets, the replica buckets it owns in the inference regions (artifacts and
+their access logs) and its CloudTrail bucket. The key a bucket must use is found by its alias
+(``alias/<stack prefix>-data``, ``alias/<...>-data-replica`` in each inference region).
 
 For after ``pulumi up`` (``aiplat check-storage --stack ...``); boto3 finds credentials and the endpoint the
 usual way (``AWS_PROFILE``, ``AWS_ENDPOINT_URL``...). Tests run it against a moto server over HTTP.
@@ -8,12 +13,16 @@ usual way (``AWS_PROFILE``, ``AWS_ENDPOINT_URL``...). Tests run it against a mot
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from infra.model.config.schema import BucketPurpose, PlatformConfig, Role, StorageBackend
+from infra.model import naming, s3names
+from infra.model.config.schema import BucketPurpose, PlatformConfig, Role, StorageBackend, TrailMode
+
+Clients = Callable[[str, str], Any]  # (service, region) -> boto3 client
 
 
 @dataclass(frozen=True)
@@ -26,20 +35,87 @@ class Finding:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class ExpectedBucket:
+    """A bucket the program creates: where, what for, and the alias of the key it must be encrypted with
+    (None: SSE-S3, the access-log buckets)."""
+
+    name: str
+    region: str
+    purpose: str
+    key_alias: str | None
+    object_lock: bool = False
+    bucket_key: bool = True
+
+
 def expected_buckets(cfg: PlatformConfig) -> dict[str, BucketPurpose]:
-    """bucket name -> purpose, as the program names them for this stack (train stacks on S3 only)."""
+    """bucket name -> purpose, as the program names this stack's own buckets (train stacks on S3 only)."""
     if cfg.role != Role.train or cfg.storage.backend != StorageBackend.s3:
         return {}
     env = cfg.environment.value
     return {cfg.storage.bucket_name(p, cfg.name_prefix, env, cfg.region): p for p in BucketPurpose}
 
 
+def all_expected(cfg: PlatformConfig) -> list[ExpectedBucket]:
+    """Every bucket of the stack: its own, its replicas in the inference regions, its trail bucket."""
+    names = cfg.names
+    out: list[ExpectedBucket] = []
+    data_alias = naming.kms_alias(names.stack_prefix, "data")
+    for name, purpose in sorted(expected_buckets(cfg).items()):
+        alias = None if purpose is BucketPurpose.access_logs else data_alias
+        out.append(ExpectedBucket(name, cfg.region, purpose.value, alias))
+    if expected_buckets(cfg):
+        env = cfg.environment.value
+        replica_alias = naming.kms_alias(names.global_prefix, "data-replica")
+        for region in sorted(cfg.storage.replicate_to):
+            art = s3names.default_bucket_name(cfg.name_prefix, env, region, "artifacts")
+            logs = s3names.default_bucket_name(cfg.name_prefix, env, region, "access-logs")
+            out.append(ExpectedBucket(art, region, "replica artifacts", replica_alias))
+            out.append(ExpectedBucket(logs, region, "replica access-logs", None))
+    if cfg.security.audit.trail is TrailMode.create:
+        trail = s3names.default_bucket_name(cfg.name_prefix, cfg.environment.value, cfg.region, "cloudtrail")
+        # the logs key, without Bucket Keys (CloudTrail's own encryption context stays on every object)
+        logs_alias = naming.kms_alias(names.stack_prefix, "logs")
+        out.append(
+            ExpectedBucket(trail, cfg.region, "cloudtrail", logs_alias, object_lock=True, bucket_key=False)
+        )
+    return out
+
+
 def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def check_bucket(s3: Any, bucket: str, purpose: BucketPurpose) -> list[Finding]:
+def _key_arn(kms: Any, alias: str) -> str | None:
+    try:
+        return str(kms.describe_key(KeyId=alias)["KeyMetadata"]["Arn"])
+    except ClientError:
+        return None
+
+
+def _same_key(configured: str, arn: str) -> bool:
+    """A bucket's KMSMasterKeyID may hold the key's ARN or its id."""
+    return configured == arn or (bool(configured) and arn.endswith(f":key/{configured}"))
+
+
+def _denies_plain_http_everywhere(st: dict[str, Any], bucket: str) -> bool:
+    """A Deny of every S3 action to everyone without TLS, on the bucket and all its objects (a deny on
+    ``bucket/*`` alone would leave ListBucket and the bucket's settings reachable over HTTP)."""
+    actions = _as_list(st.get("Action"))
+    resources = [r for r in _as_list(st.get("Resource")) if isinstance(r, str) and r.startswith("arn:")]
+    suffixes = {r.split(":::", 1)[-1] for r in resources}
+    return (
+        st.get("Effect") == "Deny"
+        and st.get("Principal") in ("*", {"AWS": "*"})
+        and ("s3:*" in actions or "*" in actions)
+        and st.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") in ("false", False)
+        and {bucket, f"{bucket}/*"} <= suffixes
+    )
+
+
+def check_bucket(s3: Any, kms: Any, want: ExpectedBucket) -> list[Finding]:
     """Every check of one bucket; stops after 'exists' when it does not."""
+    bucket = want.name
     try:
         s3.head_bucket(Bucket=bucket)
     except ClientError as exc:
@@ -50,16 +126,34 @@ def check_bucket(s3: Any, bucket: str, purpose: BucketPurpose) -> list[Finding]:
         rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
         default = rules[0].get("ApplyServerSideEncryptionByDefault", {})
         algorithm = default.get("SSEAlgorithm", "")
-        if purpose == BucketPurpose.access_logs:
-            ok, want = algorithm == "AES256", "AES256 (access-log targets take SSE-S3 only)"
-        else:
-            ok = (
-                algorithm == "aws:kms"
-                and bool(default.get("KMSMasterKeyID"))
-                and bool(rules[0].get("BucketKeyEnabled"))
+        if want.key_alias is None:
+            ok, want_text = algorithm == "AES256", "AES256 (SSE-S3 by design)"
+            found.append(
+                Finding(bucket, "encryption", ok, "" if ok else f"{algorithm or 'none'}, want {want_text}")
             )
-            want = "aws:kms with a key and BucketKeyEnabled"
-        found.append(Finding(bucket, "encryption", ok, "" if ok else f"{algorithm or 'none'}, want {want}"))
+        else:
+            keyed = bool(rules[0].get("BucketKeyEnabled"))
+            ok = algorithm == "aws:kms" and keyed == want.bucket_key
+            bucket_key = "with" if want.bucket_key else "without"
+            found.append(
+                Finding(
+                    bucket,
+                    "encryption",
+                    ok,
+                    "" if ok else f"{algorithm or 'none'}, want aws:kms {bucket_key} BucketKeyEnabled",
+                )
+            )
+            arn = _key_arn(kms, want.key_alias)
+            configured = str(default.get("KMSMasterKeyID") or "")
+            same = arn is not None and _same_key(configured, arn)
+            detail = (
+                f"no key {want.key_alias} in {want.region}"
+                if arn is None
+                else ""
+                if same
+                else f"{configured or 'no key'}, want {arn} ({want.key_alias})"
+            )
+            found.append(Finding(bucket, "key", same, detail))
     except ClientError as exc:
         found.append(Finding(bucket, "encryption", False, _code(exc)))
 
@@ -75,19 +169,36 @@ def check_bucket(s3: Any, bucket: str, purpose: BucketPurpose) -> list[Finding]:
 
     try:
         policy = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
-        tls = any(
-            st.get("Effect") == "Deny"
-            and st.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") in ("false", False)
-            for st in policy.get("Statement", [])
+        tls = any(_denies_plain_http_everywhere(st, bucket) for st in _as_list(policy.get("Statement")))
+        found.append(
+            Finding(
+                bucket,
+                "TLS only",
+                tls,
+                "" if tls else "no Deny of s3:* without TLS on the bucket and bucket/*",
+            )
         )
-        found.append(Finding(bucket, "TLS only", tls, "" if tls else "no Deny on aws:SecureTransport=false"))
     except ClientError as exc:
         found.append(Finding(bucket, "TLS only", False, f"no bucket policy ({_code(exc)})"))
+
+    if want.object_lock:
+        try:
+            lock = s3.get_object_lock_configuration(Bucket=bucket)["ObjectLockConfiguration"]
+            on = lock.get("ObjectLockEnabled") == "Enabled"
+            found.append(Finding(bucket, "object lock", on, "" if on else "not enabled"))
+        except ClientError as exc:
+            found.append(Finding(bucket, "object lock", False, _code(exc)))
     return found
 
 
-def check_storage(cfg: PlatformConfig, s3: Any) -> list[Finding]:
-    """Every finding for the stack's buckets, in name order."""
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value] if value is not None else []
+
+
+def check_storage(cfg: PlatformConfig, clients: Clients) -> list[Finding]:
+    """Every finding for the stack's buckets (own, replicas, trail), each checked in its region."""
     return [
-        f for name, purpose in sorted(expected_buckets(cfg).items()) for f in check_bucket(s3, name, purpose)
+        f
+        for want in all_expected(cfg)
+        for f in check_bucket(clients("s3", want.region), clients("kms", want.region), want)
     ]

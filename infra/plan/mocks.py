@@ -76,7 +76,25 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
                 f"getAvailabilityZones: the AWS snapshot has no zones for region {region!r}"
             )
         excluded = set(args.get("excludeNames") or [])
-        zones = tuple(z for z in zones if z.name not in excluded)
+        excluded_ids = set(args.get("excludeZoneIds") or [])
+        zones = tuple(z for z in zones if z.name not in excluded and z.zone_id not in excluded_ids)
+        # The filters DescribeAvailabilityZones applies, on the snapshot's own zone data. Every zone in
+        # the snapshot is an ordinary availability zone ('opt-in-not-required' by AWS's definition).
+        fields = {
+            "zone-type": lambda z: z.zone_type,
+            "zone-name": lambda z: z.name,
+            "zone-id": lambda z: z.zone_id,
+            "opt-in-status": lambda z: (
+                "opt-in-not-required" if z.zone_type == "availability-zone" else "opted-in"
+            ),
+        }
+        for f in args.get("filters") or []:
+            if f.get("name") not in fields:
+                raise DataSourceError(
+                    f"getAvailabilityZones: filter {f.get('name')!r} is not in the snapshot"
+                )
+            get, values = fields[f["name"]], set(f.get("values") or [])
+            zones = tuple(z for z in zones if get(z) in values)
         return {
             "id": region,
             "region": region,
@@ -261,8 +279,13 @@ def _digest(args: pulumi.runtime.MockResourceArgs, n: int = 17) -> str:
 
 
 def _eks_cluster(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
-    """What CreateCluster returns that the program reads: endpoint, CA, OIDC issuer, cluster SG."""
-    oidc_id = _digest(args, 32).upper()
+    """What CreateCluster returns that the program reads: endpoint, CA, OIDC issuer, cluster SG.
+
+    EKS gives every cluster its own issuer ID, so the ID here follows the cluster's name and region (two
+    stacks' clusters never share an OIDC provider URL, which is account-wide in IAM).
+    """
+    cluster = args.inputs.get("name") or args.name
+    oidc_id = hashlib.sha256(f"{region}/{cluster}".encode()).hexdigest()[:32].upper()
     return {
         "endpoint": f"https://{oidc_id}.gr7.{region}.eks.amazonaws.com",
         "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm9mZmxpbmUtcGxhbgo="},

@@ -10,13 +10,15 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator, Sequence
 
-from infra.model.config.schema import NodePoolConfig, Placement
+from infra.model.config.schema import CapacityType, NodePoolConfig, Placement
 from infra.model.facts import InstanceFacts
 from infra.model.zones import pool_zones, vpc_zones
 from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, rule
 
 # The questions preflight asks the live account again (offerings by zone ID, EFA), with the same rules.
 PLAN_AND_PREFLIGHT = (Phase.plan, Phase.preflight)
+
+CAPACITY_BLOCKS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
 
 
 def _offered_pools(ctx: RuleContext) -> Iterator[tuple[str, NodePoolConfig, InstanceFacts]]:
@@ -207,3 +209,68 @@ def reservation_placement_group(ctx: RuleContext) -> Iterator[Finding]:
                 "but no capacity_reservation.placement_group",
                 "name the cluster placement group the reservation was created in, or set placement: auto",
             )
+
+
+@rule("reservation-one-zone", needs=[Need.facts])
+def reservation_one_zone(ctx: RuleContext) -> Iterator[Finding]:
+    """A pool on a capacity reservation or Capacity Block names exactly the reservation's zone."""
+    for name, pool, _ in _offered_pools(ctx):
+        reservation = pool.capacity_reservation
+        if reservation is None or pool.availability_zones:
+            continue  # with zones named, 'reservation-zone-matches' checks them
+        yield error(
+            at("node_pools", name, "availability_zones"),
+            f"not set, so the pool's subnets span every VPC zone offering {pool.instance_type}, but "
+            f"reservation {reservation.id} serves {reservation.availability_zone} only"
+            + (
+                " and EKS rejects a Capacity Block node group with subnets in other zones"
+                if pool.capacity_type is CapacityType.capacity_block
+                else ""
+            ),
+            f"set availability_zones: [{reservation.availability_zone}]",
+            CAPACITY_BLOCKS_DOC
+            if pool.capacity_type is CapacityType.capacity_block
+            else "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html",
+        )
+
+
+# How a pool buys its instances -> the usage class the type must list in DescribeInstanceTypes.
+_USAGE_CLASS = {CapacityType.spot: "spot", CapacityType.capacity_block: "capacity-block"}
+
+
+@rule("usage-class-offered", needs=[Need.facts])
+def usage_class_offered(ctx: RuleContext) -> Iterator[Finding]:
+    """Spot pools use a type sold as Spot; Capacity Block pools a type sold in Capacity Blocks."""
+    for name, pool, itype in _offered_pools(ctx):
+        wanted = _USAGE_CLASS.get(pool.capacity_type)
+        if wanted is None or not itype.usage_classes or wanted in itype.usage_classes:
+            continue
+        yield error(
+            at("node_pools", name, "capacity_type"),
+            f"{pool.capacity_type.value} but {pool.instance_type} is sold only as "
+            f"{', '.join(itype.usage_classes)} (DescribeInstanceTypes SupportedUsageClasses)",
+            "use on_demand or capacity_reservation, or a type that supports "
+            + ("Capacity Blocks (p4d, p5, p5en, trn1, ...)" if wanted == "capacity-block" else "Spot"),
+            CAPACITY_BLOCKS_DOC
+            if wanted == "capacity-block"
+            else "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html#managed-node-group-capacity-types",
+        )
+
+
+@rule("system-pool")
+def system_pool(ctx: RuleContext) -> Iterator[Finding]:
+    """Some pool runs system pods (CoreDNS, EBS CSI controller) from the start: gpu false, no hard taints."""
+    pools = ctx.cfg.node_pools
+    if any(p.runs_system_pods and p.desired_size >= 1 for p in pools.values()):
+        return
+    candidates = [n for n, p in pools.items() if p.runs_system_pods]
+    yield error(
+        at("node_pools"),
+        "no pool runs system pods at creation"
+        + (f" ({', '.join(candidates)} start with desired_size 0)" if candidates else "")
+        + ": CoreDNS and the EBS CSI controller do not tolerate the GPU taint, so their EKS add-ons "
+        "would never become active",
+        "add a pool with gpu: false, no NoSchedule/NoExecute taints and desired_size >= 1 "
+        "(e.g. system: {instance_type: m6i.xlarge, gpu: false, min_size: 2, desired_size: 2, max_size: 3})",
+        "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html",
+    )

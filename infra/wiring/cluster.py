@@ -11,13 +11,16 @@ from infra.components.aws.cluster import AccessEntry, EksCluster, EksClusterArgs
 from infra.components.aws.kms import KmsKeys
 from infra.components.aws.network import GpuVpc
 from infra.components.aws.nodepool import CapacityReservation, GpuNodePool, GpuNodePoolArgs, PlacementGroup
+from infra.components.aws.sessions import NodeSessions, NodeSessionsArgs
 from infra.lib import efa, nodes
 from infra.lib.namespaces import VPC_CNI_NETWORK_POLICY
 from infra.model import naming
-from infra.model.config.compute import CapacityType, NodePoolConfig
+from infra.model.config.compute import AccessPolicy, CapacityType, NodePoolConfig
 from infra.model.facts import InstanceFacts
-from infra.model.zones import pool_zones, vpc_zones
+from infra.model.zones import control_plane_zones, pool_zones
 from infra.wiring.context import StackContext
+
+BREAK_GLASS_ENTRY = "break-glass"
 
 
 @dataclass
@@ -86,7 +89,8 @@ def pool_args(
 
 def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWiring:
     cfg, names = ctx.cfg, ctx.names
-    addon_versions = cfg.cluster.addons.by_addon_name()
+    # Every add-on has a build: the rule 'addon-versions-known' refused the config otherwise.
+    addon_versions = {name: str(v) for name, v in cfg.cluster.addon_versions().items()}
     cluster = EksCluster(
         "cluster",
         EksClusterArgs(
@@ -97,23 +101,50 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
             region=cfg.region,
             partition=ctx.account.partition,
             kubernetes_version=cfg.cluster.kubernetes_version,
-            subnet_ids=[network.private_subnet_ids[az] for az in vpc_zones(cfg, ctx.facts)],
+            # Only zones where EKS accepts control-plane subnets (rule 'control-plane-zones').
+            subnet_ids=[network.private_subnet_ids[az] for az in control_plane_zones(cfg, ctx.facts)],
             endpoint_public_access_cidrs=tuple(cfg.cluster.endpoint_public_access_cidrs),
             secrets_key_arn=keys.eks_key_arn,
             logs_key_arn=keys.logs_key_arn,
             log_retention_days=cfg.cluster.log_retention_days,
             access_entries={
-                name: AccessEntry(
-                    principal_arn=e.principal_arn, policy=e.policy.value, namespaces=tuple(e.namespaces)
-                )
-                for name, e in cfg.cluster.access_entries.items()
+                **{
+                    name: AccessEntry(
+                        principal_arn=e.arn(ctx.account.partition, ctx.account.account_id),
+                        policy=e.policy.value,
+                        namespaces=tuple(e.namespaces),
+                    )
+                    for name, e in cfg.cluster.access_entries.items()
+                },
+                # The break-glass role (KeyGuard) can always reach the cluster.
+                BREAK_GLASS_ENTRY: AccessEntry(
+                    principal_arn=naming.iam_role_arn(
+                        ctx.account.partition, ctx.account.account_id, names.role_name("break-glass")
+                    ),
+                    policy=AccessPolicy.cluster_admin.value,
+                ),
             },
             addon_versions=addon_versions,
             # NetworkPolicy enforcement for the workload namespaces' policies (cluster services).
             addon_configuration={"vpc-cni": VPC_CNI_NETWORK_POLICY},
+            support_type=cfg.cluster.support_type.value,
+            deletion_protection=cfg.cluster_deletion_protection,
         ),
         opts=ctx.in_region,
     )
+
+    if cfg.security.session_manager:
+        NodeSessions(
+            "sessions",
+            NodeSessionsArgs(
+                node_role_name=cluster.node_role_name,
+                log_group_name=naming.session_log_group(names.stack_prefix),
+                document_name=naming.session_document_name(names.stack_prefix),
+                logs_key_arn=keys.logs_key_arn,
+                retention_days=cfg.security.session_log_retention_days,
+            ),
+            opts=ctx.in_region,
+        )
 
     pools: dict[str, GpuNodePool] = {}
     for pool_name, pool in cfg.node_pools.items():
@@ -140,11 +171,18 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
         EksAddonsArgs(
             ebs_csi_role_name=names.role_name("ebs-csi"),
             partition=ctx.account.partition,
+            account_id=ctx.account.account_id,
+            region=cfg.region,
             cluster_name=cluster.cluster_name,
             ebs_key_arn=keys.ebs_key_arn,
             addon_versions=addon_versions,
         ),
-        opts=pulumi.ResourceOptions(provider=ctx.provider, depends_on=list(pools.values())),
+        # Only the pools that run system pods: a GPU pool stuck on InsufficientInstanceCapacity (common for
+        # p5) must not keep CoreDNS and the EBS CSI driver from the system pool (rule 'system-pool').
+        opts=pulumi.ResourceOptions(
+            provider=ctx.provider,
+            depends_on=[p for n, p in pools.items() if cfg.node_pools[n].runs_system_pods],
+        ),
     )
 
     ctx.export("clusterName", cluster.cluster_name)

@@ -393,6 +393,14 @@ def wire_workload_identities(
                 role_arn=roles.trainer_role_arn if roles else None,
             )
         )
+        # The model publisher (python -m trainer.publish), with its own role: writes release/ only.
+        accounts.append(
+            ServiceAccountSpec(
+                namespace=st.publisher.namespace,
+                name=st.publisher.service_account,
+                role_arn=roles.publisher_role_arn if roles else None,
+            )
+        )
     accounts.append(
         ServiceAccountSpec(
             namespace=st.inference.namespace,

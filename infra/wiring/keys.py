@@ -1,19 +1,78 @@
-"""Wiring of the stack's KMS keys (data, EKS secrets, EBS, logs)."""
+"""Wiring of the stack's KMS keys (data, EKS secrets, EBS, logs) and what guards them (KeyGuard).
+
+The key policies name the key administrator and break-glass roles, the log groups and the trail by ARN;
+all of them follow from names decided here (``infra/model/naming.py``), so the keys do not wait for the
+resources they refer to (a key policy condition does not need its principal to exist).
+"""
 
 from __future__ import annotations
 
+from infra.components.aws.keyguard import KeyGuard, KeyGuardArgs
 from infra.components.aws.kms import KmsKeys, KmsKeysArgs
+from infra.lib.kms_policy import KeyAccess, KeyPurpose
+from infra.model import naming
+from infra.model.config.schema import Role, StorageBackend, TrailMode
 from infra.wiring.context import StackContext
 
 
+def key_access(ctx: StackContext, region: str | None = None) -> KeyAccess:
+    """Who may administer, delete and use the stack's keys (``region``: another region's replica keys)."""
+    cfg, names, account = ctx.cfg, ctx.names, ctx.account
+    part, acct = account.partition, account.account_id
+    home = region is None or region == cfg.region
+    groups = [naming.control_plane_log_group(names.cluster), naming.flow_log_group(names.stack_prefix)]
+    if cfg.security.session_manager:
+        groups.append(naming.session_log_group(names.stack_prefix))
+    return KeyAccess(
+        partition=part,
+        account_id=acct,
+        region=region or cfg.region,
+        key_admin_role_arn=naming.iam_role_arn(part, acct, names.role_name("key-admin")),
+        break_glass_role_arn=naming.iam_role_arn(part, acct, names.role_name("break-glass")),
+        protect=cfg.protected,
+        log_group_arns=tuple(naming.log_group_arn(part, cfg.region, acct, g) for g in groups) if home else (),
+        trail_arn=naming.trail_arn(part, cfg.region, acct, naming.trail_name(names.global_prefix))
+        if home and cfg.security.audit.trail is TrailMode.create
+        else None,
+        events_publish=home,
+    )
+
+
+def replica_regions(ctx: StackContext) -> list[str]:
+    """Regions where this stack owns keys besides its own (the artifact replicas of a train stack)."""
+    st = ctx.cfg.storage
+    if ctx.cfg.role is Role.train and st.backend is StorageBackend.s3:
+        return sorted(st.replicate_to)
+    return []
+
+
 def wire_keys(ctx: StackContext) -> KmsKeys:
+    cfg, names, account = ctx.cfg, ctx.names, ctx.account
     keys = KmsKeys(
         "kms",
         KmsKeysArgs(
-            stack_prefix=ctx.names.stack_prefix,
-            partition=ctx.account.partition,
-            account_id=ctx.account.account_id,
-            region=ctx.cfg.region,
+            stack_prefix=names.stack_prefix,
+            aliases={p.value: naming.kms_alias(names.stack_prefix, p.value) for p in KeyPurpose},
+            keyset=names.global_prefix,
+            access=key_access(ctx),
+        ),
+        opts=ctx.in_region,
+    )
+    guard = KeyGuard(
+        "keyguard",
+        KeyGuardArgs(
+            key_admin_role_name=names.role_name("key-admin"),
+            break_glass_role_name=names.role_name("break-glass"),
+            keyset=names.global_prefix,
+            account_id=account.account_id,
+            partition=account.partition,
+            region=cfg.region,
+            cluster_arn=naming.cluster_arn(account.partition, cfg.region, account.account_id, names.cluster),
+            rule_name=naming.event_rule_name(names.stack_prefix, "key-events"),
+            topic_name=naming.topic_name(names.stack_prefix, "key-alerts"),
+            topic_key_arn=keys.logs_key_arn,
+            forward_regions=replica_regions(ctx),
+            alert_emails=tuple(cfg.security.alert_emails),
         ),
         opts=ctx.in_region,
     )
@@ -26,4 +85,6 @@ def wire_keys(ctx: StackContext) -> KmsKeys:
             "logs": keys.logs_key_arn,
         },
     )
+    ctx.export("keyRoles", {"keyAdmin": guard.key_admin_role_arn, "breakGlass": guard.break_glass_role_arn})
+    ctx.export("keyAlertsTopic", guard.topic_arn)
     return keys

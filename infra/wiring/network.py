@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
+import pulumi
+
 from infra.components.aws.kms import KmsKeys
 from infra.components.aws.network import FlowLogs, GpuVpc, GpuVpcArgs
+from infra.lib import iam
 from infra.model import naming
 from infra.model.config.network import NatStrategy
 from infra.model.zones import vpc_zones
 from infra.wiring.context import StackContext
+from infra.wiring.storage import StorageWiring, trail_bucket_name
 
 
 def nat_zones(strategy: NatStrategy, zones: tuple[str, ...]) -> tuple[str, ...]:
@@ -15,8 +21,29 @@ def nat_zones(strategy: NatStrategy, zones: tuple[str, ...]) -> tuple[str, ...]:
     return {NatStrategy.none: (), NatStrategy.single: zones[:1], NatStrategy.one_per_az: zones}[strategy]
 
 
-def wire_network(ctx: StackContext, keys: KmsKeys) -> GpuVpc:
+def endpoint_buckets(ctx: StackContext, storage: StorageWiring | None) -> pulumi.Input[list[str]]:
+    """The buckets pods and nodes may reach through the S3 gateway endpoint: the stack's own (data, access
+    logs, trail), an infer stack's replica, and ``security.s3_endpoint_extra_buckets``."""
+    names: list[pulumi.Input[str]] = list(ctx.cfg.security.s3_endpoint_extra_buckets)
+    trail = trail_bucket_name(ctx)
+    if trail:
+        names.append(trail)
+    if storage is not None and storage.buckets is not None:
+        names += [storage.buckets.bucket_names[p] for p in sorted(storage.buckets.bucket_names)]
+        names.append(storage.buckets.log_bucket_name)
+    if storage is not None and storage.replica is not None:
+        names.append(storage.replica.apply(lambda r: r["bucket"]))
+    return pulumi.Output.all(*names)
+
+
+def wire_network(ctx: StackContext, keys: KmsKeys, storage: StorageWiring | None = None) -> GpuVpc:
     cfg, names = ctx.cfg, ctx.names
+    partition = ctx.account.partition
+    endpoint_policy = pulumi.Output.from_input(endpoint_buckets(ctx, storage)).apply(
+        lambda buckets: json.dumps(
+            iam.s3_endpoint_policy(bucket_names=buckets, region=cfg.region, partition=partition)
+        )
+    )
     zones = vpc_zones(cfg, ctx.facts)
     flow = cfg.network.flow_logs
     network = GpuVpc(
@@ -38,6 +65,9 @@ def wire_network(ctx: StackContext, keys: KmsKeys) -> GpuVpc:
             if flow.enabled
             else None,
             logs_key_arn=keys.logs_key_arn,
+            s3_endpoint_policy=endpoint_policy,
+            account_id=ctx.account.account_id,
+            partition=partition,
         ),
         opts=ctx.in_region,
     )

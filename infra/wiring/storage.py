@@ -24,6 +24,7 @@ from infra.components.aws.pod_iam import (
     InferenceAccess,
     PodRoles,
     PodRolesArgs,
+    PublisherAccess,
     ServiceAccountRef,
     TrainerAccess,
 )
@@ -32,10 +33,19 @@ from infra.components.aws.replication import ArtifactReplication, ArtifactReplic
 from infra.components.k8s.minio import Minio, MinioArgs, MinioWorkload
 from infra.lib import iam
 from infra.lib.namespaces import PodSecurity, pss_labels
-from infra.model import s3names
-from infra.model.config.schema import BucketPurpose, MinioMode, PodAccessConfig, Role, StorageBackend
+from infra.model import naming, s3names
+from infra.model.config.schema import (
+    BucketPurpose,
+    MinioMode,
+    PodAccessConfig,
+    Role,
+    StorageBackend,
+    TrailMode,
+)
+from infra.model.config.storage import RELEASE_PREFIX
 from infra.model.project import stack_reference_name
 from infra.wiring.context import StackContext
+from infra.wiring.keys import key_access
 
 DATA_PURPOSES = (BucketPurpose.datasets, BucketPurpose.checkpoints, BucketPurpose.artifacts)
 
@@ -49,6 +59,14 @@ class StorageWiring:
     replication: ArtifactReplication | None = None
     # infer stacks: this region's replica, read from the train stack
     replica: pulumi.Output[Any] | None = None
+
+
+def trail_bucket_name(ctx: StackContext) -> str | None:
+    """The stack's CloudTrail bucket, when it has a trail of its own (S3 names are partition-wide)."""
+    cfg = ctx.cfg
+    if cfg.security.audit.trail is not TrailMode.create:
+        return None
+    return s3names.default_bucket_name(cfg.name_prefix, cfg.environment.value, cfg.region, "cloudtrail")
 
 
 def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> StorageWiring:
@@ -89,6 +107,9 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
                     ),
                     BucketPurpose.artifacts.value: NoncurrentRule(expire_days=life.noncurrent_expire_days),
                 },
+                protect=cfg.protected,
+                min_tls=cfg.security.min_tls_version.value,
+                extra_log_sources=[n for n in [trail_bucket_name(ctx)] if n],
             ),
             opts=opts,
         )
@@ -101,6 +122,13 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
             "replication",
             ArtifactReplicationArgs(
                 env_prefix=ctx.names.env_prefix,
+                # One train stack's replica key per target region: two train stacks replicating to the
+                # same region must not share an alias, so the source stack's region code is in it.
+                replica_key_alias=naming.kms_alias(ctx.names.global_prefix, "data-replica"),
+                keyset=ctx.names.global_prefix,
+                key_access=key_access(ctx),
+                prefix=RELEASE_PREFIX,
+                min_tls=cfg.security.min_tls_version.value,
                 source_bucket_name=artifacts.bucket,
                 source_bucket_arn=artifacts.arn,
                 source_key_arn=data_key_arn,
@@ -137,6 +165,7 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
             account_id=account.account_id,
             partition=account.partition,
             replica_keys=replica_keys,
+            protect=cfg.protected,
         ),
         opts=opts,
     )
@@ -232,7 +261,7 @@ def wire_cluster_storage(
 
     if cfg.role == Role.train and storage.buckets is not None:
         arns = storage.buckets.bucket_arns
-        return PodRoles(
+        pod_roles = PodRoles(
             "pod-roles",
             PodRolesArgs(
                 stack_prefix=stack_prefix,
@@ -245,12 +274,25 @@ def wire_cluster_storage(
                     checkpoints_arn=arns[BucketPurpose.checkpoints.value],
                     artifacts_arn=arns[BucketPurpose.artifacts.value],
                 ),
+                # Publishing a model is its own step with its own role (python -m trainer.publish).
+                publisher=PublisherAccess(
+                    who=who(st.publisher),
+                    checkpoints_arn=arns[BucketPurpose.checkpoints.value],
+                    checkpoints_prefix=st.trainer.prefix,
+                    artifacts_arn=arns[BucketPurpose.artifacts.value],
+                ),
+                account_id=ctx.account.account_id,
+                region=cfg.region,
             ),
             opts=opts,
         )
+        ctx.export(
+            "podRoles", {"trainer": pod_roles.trainer_role_arn, "publisher": pod_roles.publisher_role_arn}
+        )
+        return pod_roles
     if cfg.role == Role.infer and storage.replica is not None:
         replica = storage.replica
-        return PodRoles(
+        pod_roles = PodRoles(
             "pod-roles",
             PodRolesArgs(
                 stack_prefix=stack_prefix,
@@ -260,7 +302,11 @@ def wire_cluster_storage(
                 inference=InferenceAccess(
                     who=who(st.inference), artifacts_arn=replica.apply(lambda r: r["bucketArn"])
                 ),
+                account_id=ctx.account.account_id,
+                region=cfg.region,
             ),
             opts=opts,
         )
+        ctx.export("podRoles", {"inference": pod_roles.inference_role_arn})
+        return pod_roles
     return None

@@ -13,7 +13,7 @@ TRAIL = "aws:cloudtrail/trail:Trail"
     "cloudtrail-present",
     description="The stack declares a multi-region CloudTrail trail with log file validation and KMS "
     "encryption, unless the config names where this stack's trail lives (an organization trail or another "
-    "stack).",
+    "stack): the pack config's trailElsewhere, or the stack's security.audit.trail: existing.",
     severity=HIGH,
     doc="https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-create-and-update-a-trail.html",
     unknowns="Unknown flags are violations (they are literals); an unknown KMS key counts as set.",
@@ -28,7 +28,8 @@ TRAIL = "aws:cloudtrail/trail:Trail"
     },
 )
 def cloudtrail_present(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
-    if ctx.per_stack("trailElsewhere"):
+    # named in the pack config, or in the stack's own config (security.audit.trail: existing)
+    if ctx.per_stack("trailElsewhere") or ctx.stack.trail_elsewhere:
         return
     trails = stack.of_type(TRAIL)
     good = [

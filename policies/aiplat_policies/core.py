@@ -193,6 +193,8 @@ class StackInfo:
     role: str | None = None
     environment: str | None = None
     region: str | None = None
+    # the trail that records this stack when its config says so (security.audit.trail: existing)
+    trail_elsewhere: str | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> StackInfo:
@@ -208,12 +210,16 @@ class StackInfo:
             value = platform.get(key)
             return value if isinstance(value, str) else None
 
+        audit = dig(platform, "security", "audit")
+        audit = audit if isinstance(audit, dict) else {}
+        existing = audit.get("existing_trail") if audit.get("trail") == "existing" else None
         return cls(
             name=env.get("PULUMI_STACK", ""),
             project=env.get("PULUMI_PROJECT", ""),
             role=text("role"),
             environment=text("environment"),
             region=text("region"),
+            trail_elsewhere=existing if isinstance(existing, str) and existing else None,
         )
 
 

@@ -17,6 +17,8 @@ REQUIRED_TAGS = [name for name, f in Tags.model_fields.items() if f.is_required(
 # step with pulumi-aws for every type the plans contain.
 TAGGABLE = frozenset(
     {
+        "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup",
+        "aws:ssm/document:Document",
         "aws:acm/certificate:Certificate",
         "aws:alb/listener:Listener",
         "aws:alb/loadBalancer:LoadBalancer",

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from infra.io.stackfiles import list_stacks
-from infra.plan.runner import Plan, run_plan
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from infra.plan.runner import Plan
+from tests.conftest import EXAMPLES
 
 
 @pytest.fixture(scope="module")
-def planned() -> dict[str, Plan]:
-    return {name: run_plan(name, stacks_dir=EXAMPLES) for name in list_stacks(EXAMPLES)}
+def planned(plan_example) -> dict[str, Plan]:
+    return {name: plan_example(name) for name in EXAMPLES}
 
 
 def test_examples_exist(planned) -> None:
@@ -26,6 +22,10 @@ def test_capacity_block(planned) -> None:
     ng = plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng")
     lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate", "pool-train-lt")
     assert ng.inputs["capacityType"] == "CAPACITY_BLOCK"
+    # EKS takes a Capacity Block group's type from the launch template only (capacity-blocks-mng.html)
+    assert lt.inputs["instanceType"] == plan.config["node_pools"]["train"]["instance_type"]
+    assert "instanceTypes" not in ng.inputs
+    assert [s for s in ng.inputs["subnetIds"]] == [plan.outputs["privateSubnetIds"]["us-east-1a"]]
     assert lt.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
     assert lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"] == {
         "capacityReservationId": "cr-0123456789abcdef0"
@@ -37,7 +37,9 @@ def test_capacity_block(planned) -> None:
 def test_odcr_in_its_own_placement_group(planned) -> None:
     plan = planned["odcr"]
     lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate", "pool-train-lt")
-    assert plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng").inputs["capacityType"] == "ON_DEMAND"
+    ng = plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng")
+    assert ng.inputs["capacityType"] == "ON_DEMAND"
+    assert ng.inputs["instanceTypes"] == ["p4d.24xlarge"] and "instanceType" not in lt.inputs
     assert lt.inputs["placement"] == {"groupName": "odcr-p4d-cluster"}
     assert not plan.by_type("aws:ec2/placementGroup:PlacementGroup")
     assert len(lt.inputs["networkInterfaces"]) == 4  # p4d.24xlarge: 4 EFA interfaces

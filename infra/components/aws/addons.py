@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name
 from infra.lib import eks_iam, iam
 
 POST_COMPUTE_ADDONS = ("coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent")
@@ -20,6 +21,8 @@ class EksAddonsArgs:
 
     ebs_csi_role_name: str
     partition: str = "aws"
+    account_id: str | None = None
+    region: str | None = None
     cluster_name: pulumi.Input[str]
     ebs_key_arn: pulumi.Input[str]
     addon_versions: dict[str, str] = field(default_factory=dict)
@@ -41,8 +44,18 @@ class EksAddons(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-ebs-csi-role",
             name=args.ebs_csi_role_name,
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy()),
-            opts=child,
+            # Only this cluster's EBS CSI controller, by the session tags Pod Identity sets.
+            assume_role_policy=pulumi.Output.from_input(args.cluster_name).apply(
+                lambda cluster: json.dumps(
+                    iam.pod_identity_trust_policy(
+                        account_id=args.account_id,
+                        cluster_name=cluster,
+                        namespace="kube-system",
+                        service_account=EBS_CSI_SERVICE_ACCOUNT,
+                    )
+                )
+            ),
+            opts=fixed_name(child),
         )
         for policy in eks_iam.EBS_CSI_POLICIES:
             aws.iam.RolePolicyAttachment(
@@ -55,7 +68,7 @@ class EksAddons(pulumi.ComponentResource):
             f"{name}-ebs-csi-kms",
             role=role.id,
             policy=pulumi.Output.from_input(args.ebs_key_arn).apply(
-                lambda arn: json.dumps(eks_iam.ebs_kms_policy(arn))
+                lambda arn: json.dumps(eks_iam.ebs_kms_policy(arn, args.region))
             ),
             opts=child,
         )

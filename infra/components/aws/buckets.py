@@ -9,13 +9,18 @@ buckets of inference regions (``region`` set: v7's per-resource region, same pro
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name, protected
 from infra.lib import iam
+
+# SSE-C uploads are refused by the bucket itself (new buckets do so by default since 2026; said explicitly
+# so that the setting is ours), and by the bucket policy. https://docs.aws.amazon.com/AmazonS3/latest/userguide/specifying-s3-c-encryption.html
+BLOCKED_ENCRYPTION = ["SSE-C"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,7 +37,9 @@ class BucketsArgs:
 
     ``names`` maps a purpose (``datasets``...) to the bucket's physical name; ``noncurrent`` the lifecycle of
     old versions per purpose (a purpose without an entry keeps them). ``region`` places every bucket in
-    another region than the provider's (replicas).
+    another region than the provider's (replicas). ``protect``: Pulumi protect + retain_on_delete on every
+    bucket. ``min_tls``: lowest TLS version the bucket policies accept. ``extra_log_sources``: names of other
+    buckets of the stack that log into the access-log bucket (the trail bucket).
     """
 
     names: Mapping[str, str]
@@ -44,6 +51,9 @@ class BucketsArgs:
     noncurrent: Mapping[str, NoncurrentRule] = field(default_factory=dict)
     region: str | None = None
     partition: str = "aws"
+    protect: bool = False
+    min_tls: str = "1.2"
+    extra_log_sources: Sequence[str] = ()
 
 
 class Buckets(pulumi.ComponentResource):
@@ -73,6 +83,7 @@ class Buckets(pulumi.ComponentResource):
                     apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(  # noqa: E501
                         sse_algorithm="AES256"
                     ),
+                    blocked_encryption_types=BLOCKED_ENCRYPTION,
                 )
             ],
             region=args.region,
@@ -81,12 +92,16 @@ class Buckets(pulumi.ComponentResource):
         log_versioning = self._versioning(f"{name}-access-logs", self.log_bucket, child)
         # Source ARNs follow from the names (arn:<partition>:s3:::<name>), so the log-delivery grant exists
         # before any bucket starts logging.
-        source_arns = [f"arn:{args.partition}:s3:::{n}" for n in args.names.values()]
+        source_arns = [
+            f"arn:{args.partition}:s3:::{n}" for n in (*args.names.values(), *args.extra_log_sources)
+        ]
         self.log_policy = aws.s3.BucketPolicy(
             f"{name}-access-logs-policy",
             bucket=self.log_bucket.id,
             policy=self.log_bucket.arn.apply(
-                lambda arn: json.dumps(iam.access_log_bucket_policy(arn, source_arns, args.account_id))
+                lambda arn: json.dumps(
+                    iam.access_log_bucket_policy(arn, source_arns, args.account_id, min_tls=args.min_tls)
+                )
             ),
             region=args.region,
             opts=pulumi.ResourceOptions(parent=self, depends_on=log_controls),
@@ -94,7 +109,8 @@ class Buckets(pulumi.ComponentResource):
         self._lifecycle(
             f"{name}-access-logs",
             self.log_bucket,
-            NoncurrentRule(expire_days=1),
+            # Old versions of access logs stay as long as the logs themselves (audit evidence).
+            NoncurrentRule(expire_days=args.log_expire_days),
             args.log_expire_days,
             log_versioning,
             child,
@@ -116,6 +132,7 @@ class Buckets(pulumi.ComponentResource):
                         # Bucket Keys cut KMS requests (and cost) by orders of magnitude for many objects.
                         # https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucket-key.html
                         bucket_key_enabled=True,
+                        blocked_encryption_types=BLOCKED_ENCRYPTION,
                     )
                 ],
                 region=args.region,
@@ -125,7 +142,9 @@ class Buckets(pulumi.ComponentResource):
             aws.s3.BucketPolicy(
                 f"{role}-policy",
                 bucket=bucket.id,
-                policy=bucket.arn.apply(lambda arn: json.dumps(iam.bucket_policy(arn))),
+                policy=pulumi.Output.all(bucket.arn, args.kms_key_arn).apply(
+                    lambda v: json.dumps(iam.bucket_policy(v[0], kms_key_arn=v[1], min_tls=args.min_tls))
+                ),
                 region=args.region,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=controls),
             )
@@ -159,7 +178,12 @@ class Buckets(pulumi.ComponentResource):
         )
 
     def _bucket(self, role: str, bucket_name: str, opts: pulumi.ResourceOptions) -> aws.s3.Bucket:
-        return aws.s3.Bucket(role, bucket=bucket_name, region=self._args.region, opts=opts)
+        return aws.s3.Bucket(
+            role,
+            bucket=bucket_name,
+            region=self._args.region,
+            opts=protected(fixed_name(opts), self._args.protect),
+        )
 
     def _private(
         self, role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions

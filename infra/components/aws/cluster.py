@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from infra.components.aws.options import fixed_name
 from infra.lib import eks_iam, iam
 from infra.lib.eks import CONTROL_PLANE_LOG_TYPES
 
@@ -23,7 +24,7 @@ class AccessEntry:
     """Cluster access for an IAM principal: an EKS access policy name (``AmazonEKSViewPolicy`` ...),
     scoped to ``namespaces`` or, when empty, to the whole cluster."""
 
-    principal_arn: str
+    principal_arn: pulumi.Input[str]
     policy: str
     namespaces: tuple[str, ...] = ()
 
@@ -51,6 +52,11 @@ class EksClusterArgs:
     addon_versions: dict[str, str] = field(default_factory=dict)
     # Add-on name -> its configuration values (the add-on's JSON schema, e.g. vpc-cni's enableNetworkPolicy).
     addon_configuration: dict[str, dict[str, Any]] = field(default_factory=dict)
+    support_type: str = "STANDARD"
+    deletion_protection: bool = False
+    # Whether the identity that creates the cluster becomes cluster admin (a ForceNew setting). Off: only
+    # the configured access entries (the deploying role among them) and the break-glass entry.
+    bootstrap_creator_admin: bool = False
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -69,6 +75,7 @@ class EksCluster(pulumi.ComponentResource):
     oidc_issuer: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]
     node_role_name: pulumi.Output[str]
+    cni_role_arn: pulumi.Output[str]
     cluster_security_group_id: pulumi.Output[str]
     k8s_provider: k8s.Provider
 
@@ -83,7 +90,7 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-cluster-role",
             name=args.cluster_role_name,
             assume_role_policy=json.dumps(iam.service_trust_policy("eks.amazonaws.com", tag_session=True)),
-            opts=child,
+            opts=fixed_name(child),
         )
         attachments = [
             aws.iam.RolePolicyAttachment(
@@ -97,7 +104,7 @@ class EksCluster(pulumi.ComponentResource):
             name=args.log_group_name,
             retention_in_days=args.log_retention_days,
             kms_key_id=args.logs_key_arn,
-            opts=child,
+            opts=fixed_name(child),
         )
         public = bool(args.endpoint_public_access_cidrs)
         self.cluster = aws.eks.Cluster(
@@ -119,11 +126,20 @@ class EksCluster(pulumi.ComponentResource):
             enabled_cluster_log_types=list(CONTROL_PLANE_LOG_TYPES),
             access_config=aws.eks.ClusterAccessConfigArgs(
                 authentication_mode="API",
-                bootstrap_cluster_creator_admin_permissions=True,
+                # Access is what the access entries say, not who happened to run the first `pulumi up`.
+                # https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html
+                bootstrap_cluster_creator_admin_permissions=args.bootstrap_creator_admin,
             ),
             # We install vpc-cni, kube-proxy and coredns as managed add-ons with pinned versions.
             bootstrap_self_managed_addons=False,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group, *attachments]),
+            # Said explicitly: EKS's default is EXTENDED (billed at the extended rate past standard support).
+            # https://docs.aws.amazon.com/eks/latest/userguide/disable-extended-support.html
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type=args.support_type),
+            # DeleteCluster is refused while on (also a replacement): a prod cluster is removed only after
+            # `aws eks update-cluster-config --no-deletion-protection`.
+            # https://docs.aws.amazon.com/eks/latest/userguide/deletion-protection.html
+            deletion_protection=args.deletion_protection,
+            opts=fixed_name(pulumi.ResourceOptions(parent=self, depends_on=[log_group, *attachments])),
         )
         self.cluster_name = self.cluster.name
         self.cluster_arn = self.cluster.arn
@@ -144,7 +160,7 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-node-role",
             name=args.node_role_name,
             assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
-            opts=child,
+            opts=fixed_name(child),
         )
         self.node_policy_attachments = [
             aws.iam.RolePolicyAttachment(
@@ -155,6 +171,26 @@ class EksCluster(pulumi.ComponentResource):
         self.node_role_arn = self.node_role.arn
         self.node_role_name = self.node_role.name
 
+        # vpc-cni's own role through IRSA (see eks_iam.CNI_POLICIES): only kube-system/aws-node.
+        cni_role = aws.iam.Role(
+            f"{name}-vpc-cni-role",
+            assume_role_policy=pulumi.Output.all(self.oidc_provider.arn, self.oidc_issuer).apply(
+                lambda v: json.dumps(
+                    iam.irsa_trust_policy(v[0], v[1], eks_iam.CNI_NAMESPACE, eks_iam.CNI_SERVICE_ACCOUNT)
+                )
+            ),
+            description=f"{cluster_name}: vpc-cni (kube-system/aws-node)",
+            opts=child,
+        )
+        cni_attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-vpc-cni-{policy}", role=cni_role.name, policy_arn=managed(policy), opts=child
+            )
+            for policy in eks_iam.CNI_POLICIES
+        ]
+        self.cni_role_arn = cni_role.arn
+
+        self.access_policies: list[aws.eks.AccessPolicyAssociation] = []
         for entry_name, entry in sorted(args.access_entries.items()):
             access = aws.eks.AccessEntry(
                 f"{name}-access-{entry_name}",
@@ -170,17 +206,21 @@ class EksCluster(pulumi.ComponentResource):
                 if entry.namespaces
                 else aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster")
             )
-            aws.eks.AccessPolicyAssociation(
-                f"{name}-access-{entry_name}-policy",
-                cluster_name=self.cluster.name,
-                principal_arn=access.principal_arn,
-                policy_arn=f"arn:{args.partition}:eks::aws:cluster-access-policy/{entry.policy}",
-                access_scope=scope,
-                opts=child,
+            self.access_policies.append(
+                aws.eks.AccessPolicyAssociation(
+                    f"{name}-access-{entry_name}-policy",
+                    cluster_name=self.cluster.name,
+                    principal_arn=access.principal_arn,
+                    policy_arn=f"arn:{args.partition}:eks::aws:cluster-access-policy/{entry.policy}",
+                    access_scope=scope,
+                    # one association per cluster, principal and policy: a changed scope replaces it
+                    opts=fixed_name(child),
+                )
             )
 
         self.addons: dict[str, aws.eks.Addon] = {}
         for addon in PRE_COMPUTE_ADDONS:
+            cni = addon == "vpc-cni"
             self.addons[addon] = aws.eks.Addon(
                 f"{name}-{addon}",
                 cluster_name=self.cluster.name,
@@ -191,16 +231,22 @@ class EksCluster(pulumi.ComponentResource):
                     if addon in args.addon_configuration
                     else None
                 ),
+                service_account_role_arn=cni_role.arn if cni else None,
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=cni_attachments) if cni else child,
             )
 
         kubeconfig = pulumi.Output.all(self.cluster.name, self.endpoint, self.certificate_authority).apply(
             lambda a: kubeconfig_json(a[0], a[1], a[2], args.region)
         )
+        # Nothing is applied through the provider before the access entries grant the deploying identity
+        # its access: the cluster creator is not an admin of its own (bootstrap admin off).
         self.k8s_provider = k8s.Provider(
-            f"{name}-k8s", kubeconfig=kubeconfig, enable_server_side_apply=True, opts=child
+            f"{name}-k8s",
+            kubeconfig=kubeconfig,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self.access_policies),
         )
 
         self.register_outputs(
@@ -213,6 +259,7 @@ class EksCluster(pulumi.ComponentResource):
                 "oidc_issuer": self.oidc_issuer,
                 "node_role_arn": self.node_role_arn,
                 "node_role_name": self.node_role_name,
+                "cni_role_arn": self.cni_role_arn,
                 "cluster_security_group_id": self.cluster_security_group_id,
             }
         )

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
-from infra.lib.kms_policy import DESCRIPTIONS, KeyPurpose, alias_name, key_policy
+from infra.components.aws.options import fixed_name, protected
+from infra.lib.kms_policy import DESCRIPTIONS, KeyAccess, KeyPurpose, key_policy
+
+# Tag that marks the keys of one stack: the key administrator and break-glass roles' IAM policies are
+# limited to keys carrying their stack's value (aws:ResourceTag), so they need no key ARNs.
+KEYSET_TAG = "aiplat:keyset"
 
 
 def customer_managed_key(
@@ -18,19 +24,20 @@ def customer_managed_key(
     description: str,
     alias: str,
     name_tag: str,
-    partition: str,
-    account_id: str,
-    region: str,
+    keyset: str,
+    access: KeyAccess,
     deletion_window_days: int,
     parent: pulumi.Resource,
     in_other_region: bool = False,
 ) -> aws.kms.Key:
     """A symmetric key with yearly rotation, the purpose's key policy and an alias (``<name>-alias``).
 
-    ``in_other_region`` places key and alias in ``region`` through pulumi-aws v7's per-resource region
-    argument instead of the provider's region (replica keys of other regions).
+    ``in_other_region`` places key and alias in ``access.region`` through pulumi-aws v7's per-resource
+    region argument instead of the provider's region (replica keys of other regions). ``access.protect``
+    adds Pulumi's protect and retain_on_delete: neither a ``pulumi destroy`` nor a rename schedules the
+    key's deletion.
     """
-    where = {"region": region} if in_other_region else {}
+    where = {"region": access.region} if in_other_region else {}
     opts = pulumi.ResourceOptions(parent=parent)
     key = aws.kms.Key(
         name,
@@ -40,12 +47,12 @@ def customer_managed_key(
         deletion_window_in_days=deletion_window_days,
         key_usage="ENCRYPT_DECRYPT",
         customer_master_key_spec="SYMMETRIC_DEFAULT",
-        policy=json.dumps(key_policy(purpose, partition=partition, account_id=account_id, region=region)),
-        tags={"Name": name_tag, "Purpose": purpose.value},
-        opts=opts,
+        policy=json.dumps(key_policy(purpose, access)),
+        tags={"Name": name_tag, "Purpose": purpose.value, KEYSET_TAG: keyset},
+        opts=protected(opts, access.protect),
         **where,
     )
-    aws.kms.Alias(f"{name}-alias", name=alias, target_key_id=key.key_id, opts=opts, **where)
+    aws.kms.Alias(f"{name}-alias", name=alias, target_key_id=key.key_id, opts=fixed_name(opts), **where)
     return key
 
 
@@ -53,13 +60,16 @@ def customer_managed_key(
 class KmsKeysArgs:
     """Inputs of KmsKeys.
 
-    ``deletion_window_days``: 7-30; a scheduled deletion can be cancelled within the window.
+    ``aliases``: purpose (``data``, ``eks``, ``ebs``, ``logs``) -> alias name, decided by the caller;
+    ``keyset``: the value of the ``aiplat:keyset`` tag on every key; ``access``: the key policies' roles,
+    protection and log groups; ``deletion_window_days``: 7-30, a scheduled deletion can be cancelled
+    within the window.
     """
 
     stack_prefix: str
-    partition: str
-    account_id: str
-    region: str
+    aliases: Mapping[str, str]
+    keyset: str
+    access: KeyAccess
     deletion_window_days: int = 30
 
 
@@ -81,11 +91,10 @@ class KmsKeys(pulumi.ComponentResource):
                 f"{name}-{purpose.value}",
                 purpose=purpose,
                 description=f"{args.stack_prefix}: {DESCRIPTIONS[purpose]}",
-                alias=alias_name(args.stack_prefix, purpose),
+                alias=args.aliases[purpose.value],
                 name_tag=f"{args.stack_prefix}-{purpose.value}",
-                partition=args.partition,
-                account_id=args.account_id,
-                region=args.region,
+                keyset=args.keyset,
+                access=args.access,
                 deletion_window_days=args.deletion_window_days,
                 parent=self,
             )

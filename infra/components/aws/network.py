@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name
 from infra.lib import cidr, eks_iam, iam
 
 
@@ -40,6 +41,11 @@ class GpuVpcArgs:
     interface_endpoints: tuple[str, ...] = ()
     flow_logs: FlowLogs | None = None
     logs_key_arn: pulumi.Input[str] | None = None
+    # JSON policy of the S3 gateway endpoint (None: full access, the AWS default)
+    s3_endpoint_policy: pulumi.Input[str] | None = None
+    # for the confused-deputy conditions of the flow logs role's trust
+    account_id: str | None = None
+    partition: str = "aws"
 
 
 class GpuVpc(pulumi.ComponentResource):
@@ -73,6 +79,11 @@ class GpuVpc(pulumi.ComponentResource):
             opts=child,
         )
         self.vpc_id = self.vpc.id
+        # The default security group, adopted with no rules: nothing can use it by accident (resources
+        # launched without a group land in it). https://docs.aws.amazon.com/vpc/latest/userguide/default-security-group.html
+        aws.ec2.DefaultSecurityGroup(
+            f"{name}-default-sg", vpc_id=self.vpc.id, tags={"Name": f"{p}-default-unused"}, opts=child
+        )
         # https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html#network-requirements-subnets
         # (the elb / internal-elb role tags are what the AWS Load Balancer Controller discovers subnets by)
         cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
@@ -158,6 +169,7 @@ class GpuVpc(pulumi.ComponentResource):
             service_name=f"com.amazonaws.{args.region}.s3",
             vpc_endpoint_type="Gateway",
             route_table_ids=list(self.private_route_table_ids.values()),
+            policy=args.s3_endpoint_policy,
             tags={"Name": f"{p}-s3"},
             opts=child,
         )
@@ -219,11 +231,21 @@ class GpuVpc(pulumi.ComponentResource):
             name=flow_logs.log_group_name,
             retention_in_days=flow_logs.retention_days,
             kms_key_id=args.logs_key_arn,
-            opts=child,
+            opts=fixed_name(child),
         )
         role = aws.iam.Role(
             f"{name}-flow-logs-role",
-            assume_role_policy=json.dumps(iam.service_trust_policy("vpc-flow-logs.amazonaws.com")),
+            # Confused-deputy guard: only the flow logs of our account in this region.
+            # https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html
+            assume_role_policy=json.dumps(
+                iam.service_trust_policy(
+                    "vpc-flow-logs.amazonaws.com",
+                    args.account_id,
+                    source_arn=f"arn:{args.partition}:ec2:{args.region}:{args.account_id}:vpc-flow-log/*"
+                    if args.account_id
+                    else None,
+                )
+            ),
             opts=child,
         )
         aws.iam.RolePolicy(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name
 from infra.lib.efa import EfaInterface
 from infra.lib.nodes import Taint
 
@@ -67,8 +68,10 @@ class GpuNodePoolArgs:
 class GpuNodePool(pulumi.ComponentResource):
     """A managed node group whose launch template gets the details right by construction.
 
-    IMDSv2 only, hop limit 2 so pods behind the node's network namespace still reach IMDS
-    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/configuring-IMDS-existing-instances.html);
+    IMDSv2 only with hop limit 1: a pod in its own network namespace is one hop further and gets no
+    IMDSv2 token, so it cannot read the node role's credentials (the EKS default for AL2023 managed nodes;
+    host-network pods such as vpc-cni still reach IMDS)
+    (https://docs.aws.amazon.com/eks/latest/userguide/al2023.html);
     encrypted gp3 root volume; no SSH key and no public IP; tags on instances, volumes and interfaces.
     EFA pools get every EFA interface the type has (``infra/lib/efa.py``), a self-referencing
     all-traffic security group on each, one subnet, and a cluster placement group unless a capacity
@@ -123,7 +126,11 @@ class GpuNodePool(pulumi.ComponentResource):
         if args.placement_group is not None:
             if args.placement_group.create:
                 pg = aws.ec2.PlacementGroup(
-                    f"{name}-pg", name=args.placement_group.name, strategy="cluster", tags=tags, opts=child
+                    f"{name}-pg",
+                    name=args.placement_group.name,
+                    strategy="cluster",
+                    tags=tags,
+                    opts=fixed_name(child),
                 )
                 group = pg.name
             else:
@@ -159,16 +166,24 @@ class GpuNodePool(pulumi.ComponentResource):
                 # https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
                 market = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
 
+        # A Capacity Block node group takes its instance type from the launch template and none on the
+        # node group ("InstanceType" is a required launch template value; the create request is rejected
+        # otherwise). Other pools keep the type on the node group, where EKS allows 0-20 types.
+        # https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
+        # https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html#AmazonEKS-CreateNodegroup-request-instanceTypes
+        type_in_template = args.capacity_reservation is not None and args.capacity_reservation.capacity_block
+
         user_data = args.user_data
         self.launch_template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             name=args.launch_template_name,
             description=f"aiplat node pool {args.pool_name} ({args.instance_type})",
             update_default_version=True,
+            instance_type=args.instance_type if type_in_template else None,
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 http_tokens="required",
-                http_put_response_hop_limit=2,
+                http_put_response_hop_limit=1,
             ),
             block_device_mappings=[
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
@@ -193,7 +208,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 for kind in ("instance", "volume", "network-interface")
             ],
             tags=tags,
-            opts=child,
+            opts=fixed_name(child),
         )
         self.launch_template_id = self.launch_template.id
 
@@ -205,7 +220,7 @@ class GpuNodePool(pulumi.ComponentResource):
             subnet_ids=args.subnet_ids,
             version=args.kubernetes_version,
             ami_type=args.ami_type,
-            instance_types=[args.instance_type],
+            instance_types=None if type_in_template else [args.instance_type],
             capacity_type=args.capacity_type,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=args.min_size, desired_size=args.desired_size, max_size=args.max_size
@@ -222,7 +237,9 @@ class GpuNodePool(pulumi.ComponentResource):
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
             # The cluster autoscaler owns desired size after creation.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
+            opts=fixed_name(
+                pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"])
+            ),
         )
         self.node_group_name = self.node_group.node_group_name
         outputs: dict[str, object] = {

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.options import fixed_name, protected
 from infra.lib import iam
 
 
@@ -35,6 +36,8 @@ class RegistryArgs:
     account_id: str
     partition: str
     replica_keys: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # Pulumi protect + retain_on_delete on the repositories (images survive a destroy or a rename)
+    protect: bool = False
 
 
 class Registry(pulumi.ComponentResource):
@@ -64,7 +67,7 @@ class Registry(pulumi.ComponentResource):
                         encryption_type="KMS", kms_key=args.kms_key_arn
                     )
                 ],
-                opts=child,
+                opts=protected(fixed_name(child), args.protect),
             )
             aws.ecr.LifecyclePolicy(
                 f"{name}-{repo}-lifecycle", repository=repository.name, policy=lifecycle, opts=child
@@ -94,6 +97,9 @@ class Registry(pulumi.ComponentResource):
         # The creation template needs a role when it encrypts with a customer-managed key.
         role = aws.iam.Role(
             f"{name}-template-role",
+            # AWS documents this trust without conditions; which confused-deputy keys ECR sends when it
+            # assumes a template role is not documented, so only aws:SourceAccount (as before) is used.
+            # https://docs.aws.amazon.com/AmazonECR/latest/userguide/repository-creation-templates-create-iam.html
             assume_role_policy=json.dumps(iam.service_trust_policy("ecr.amazonaws.com", args.account_id)),
             description="ECR creates replicated repositories with the replica KMS keys",
             opts=child,
@@ -127,7 +133,7 @@ class Registry(pulumi.ComponentResource):
                 ],
                 lifecycle_policy=lifecycle,
                 custom_role_arn=role.arn,
-                opts=child,
+                opts=fixed_name(child),
             )
             for region in regions
         ]

@@ -1,4 +1,6 @@
-"""ArtifactReplication: S3 replication of the artifacts bucket to each inference region.
+"""ArtifactReplication: S3 replication of published models (``release/`` of the artifacts bucket) to each
+inference region. Only ``release/`` replicates, and delete markers do not: what the training region deletes
+stays served in the inference regions until someone removes it there on purpose.
 
 The train stack owns everything replication needs: per inference region a customer-managed key (the
 replica key: objects are re-encrypted under a key of that region), a replica bucket set (artifacts + its
@@ -11,6 +13,7 @@ https://docs.aws.amazon.com/AmazonS3/latest/userguide/replication-config-for-kms
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +24,7 @@ import pulumi_aws as aws
 from infra.components.aws.buckets import Buckets, BucketsArgs, NoncurrentRule
 from infra.components.aws.kms import customer_managed_key
 from infra.lib import iam
-from infra.lib.kms_policy import KeyPurpose
+from infra.lib.kms_policy import KeyAccess, KeyPurpose
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,9 +37,19 @@ class ReplicaTarget:
 
 @dataclass(frozen=True, kw_only=True)
 class ArtifactReplicationArgs:
-    """Inputs of ArtifactReplication: the source artifacts bucket and its key, and the target regions."""
+    """Inputs of ArtifactReplication: the source artifacts bucket and its key, and the target regions.
+
+    ``replica_key_alias`` names the replica key in every target region (aliases are per region);
+    ``key_access`` the replica keys' administrators, break-glass role and protection (its ``region`` is
+    replaced by each target's); ``prefix`` is what replicates (``release``).
+    """
 
     env_prefix: str
+    replica_key_alias: str
+    keyset: str
+    key_access: KeyAccess
+    prefix: str = "release"
+    min_tls: str = "1.2"
     source_bucket_name: pulumi.Input[str]
     source_bucket_arn: pulumi.Input[str]
     source_key_arn: pulumi.Input[str]
@@ -72,11 +85,10 @@ class ArtifactReplication(pulumi.ComponentResource):
                 f"{name}-{region}-key",
                 purpose=KeyPurpose.data,
                 description=f"{args.env_prefix}: replica of model artifacts in {region}",
-                alias=f"alias/{args.env_prefix}-data-replica",
-                name_tag=f"{args.env_prefix}-data-replica",
-                partition=args.partition,
-                account_id=args.account_id,
-                region=region,
+                alias=args.replica_key_alias,
+                name_tag=args.replica_key_alias.removeprefix("alias/"),
+                keyset=args.keyset,
+                access=dataclasses.replace(args.key_access, region=region),
                 deletion_window_days=args.deletion_window_days,
                 parent=self,
                 in_other_region=True,
@@ -94,6 +106,8 @@ class ArtifactReplication(pulumi.ComponentResource):
                     log_expire_days=args.log_expire_days,
                     noncurrent={"artifacts": NoncurrentRule(expire_days=args.noncurrent_expire_days)},
                     region=region,
+                    protect=args.key_access.protect,
+                    min_tls=args.min_tls,
                 ),
                 opts=child,
             )
@@ -101,6 +115,9 @@ class ArtifactReplication(pulumi.ComponentResource):
         regions = sorted(args.targets)
         self.role = aws.iam.Role(
             f"{name}-role",
+            # aws:SourceAccount only: AWS's replication role examples do not show which other
+            # confused-deputy keys S3 sends when it assumes the role.
+            # https://docs.aws.amazon.com/AmazonS3/latest/userguide/setting-repl-config-perm-overview.html
             assume_role_policy=json.dumps(iam.service_trust_policy("s3.amazonaws.com", args.account_id)),
             description="S3 replicates model artifacts to the inference regions",
             opts=child,
@@ -118,6 +135,7 @@ class ArtifactReplication(pulumi.ComponentResource):
                         source_key_arn=v[1],
                         source_region=args.source_region,
                         destinations=[(v[2 + 2 * i], v[3 + 2 * i], r) for i, r in enumerate(regions)],
+                        prefix=args.prefix,
                     )
                 )
             ),
@@ -129,12 +147,15 @@ class ArtifactReplication(pulumi.ComponentResource):
             role=self.role.arn,
             rules=[
                 aws.s3.BucketReplicationConfigRuleArgs(
-                    id=f"artifacts-to-{region}",
+                    id=f"releases-to-{region}",
                     priority=i,
                     status="Enabled",
-                    filter=aws.s3.BucketReplicationConfigRuleFilterArgs(prefix=""),
+                    # Published models only; the trainer's runs stay in the training region.
+                    filter=aws.s3.BucketReplicationConfigRuleFilterArgs(prefix=f"{args.prefix}/"),
+                    # A delete in the training region never removes what production serves.
+                    # https://docs.aws.amazon.com/AmazonS3/latest/userguide/delete-marker-replication.html
                     delete_marker_replication=aws.s3.BucketReplicationConfigRuleDeleteMarkerReplicationArgs(
-                        status="Enabled"
+                        status="Disabled"
                     ),
                     # Only SSE-KMS objects exist in the source; S3 skips them unless this is on.
                     source_selection_criteria=aws.s3.BucketReplicationConfigRuleSourceSelectionCriteriaArgs(

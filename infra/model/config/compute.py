@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from infra.model import cidrs
+from infra.model import addon_versions, cidrs
 from infra.model.config.base import NAME_RE, Strict, check_log_retention
 
 
@@ -56,6 +56,19 @@ class AccessPolicy(StrEnum):
     admin = "AmazonEKSAdminPolicy"
     edit = "AmazonEKSEditPolicy"
     view = "AmazonEKSViewPolicy"
+
+
+class SupportType(StrEnum):
+    """EKS version support policy (``upgradePolicy.supportType``).
+
+    ``standard``: at the end of standard support EKS upgrades the control plane to the next minor.
+    ``extended``: the cluster stays on its minor for up to 12 more months, billed at the extended-support
+    rate. EKS defaults to extended when not told; we say which explicitly.
+    https://docs.aws.amazon.com/eks/latest/userguide/disable-extended-support.html
+    """
+
+    standard = "STANDARD"
+    extended = "EXTENDED"
 
 
 class TaintConfig(Strict):
@@ -132,6 +145,28 @@ class NodePoolConfig(Strict):
         100, description="Root EBS volume (gp3, encrypted with the stack's EBS key) in GiB."
     )
 
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            check_label_key(key, "label")
+            check_label_value(value, f"label {key!r}", empty_ok=False)
+        return v
+
+    @field_validator("taints")
+    @classmethod
+    def _taints(cls, v: dict[str, TaintConfig]) -> dict[str, TaintConfig]:
+        # GPU pools get one more taint (nvidia.com/gpu) from the platform.
+        if len(v) >= EKS_MAX_TAINTS:
+            raise ValueError(
+                f"{len(v)} taints but EKS allows at most {EKS_MAX_TAINTS} per node group, ours included; "
+                "remove some"
+            )
+        for key, taint in v.items():
+            check_label_key(key, "taint")
+            check_label_value(taint.value, f"taint {key!r}", empty_ok=True)
+        return v
+
     @model_validator(mode="after")
     def _efa_and_capacity(self) -> NodePoolConfig:
         if self.efa_interfaces is not None and not self.efa:
@@ -151,6 +186,12 @@ class NodePoolConfig(Strict):
         if len(set(self.availability_zones)) != len(self.availability_zones):
             raise ValueError("availability_zones names a zone twice; name each once")
         return self
+
+    @property
+    def runs_system_pods(self) -> bool:
+        """Whether CoreDNS, the EBS CSI controller and other system pods can run here: a CPU pool without
+        NoSchedule/NoExecute taints (GPU pools carry the nvidia.com/gpu taint those pods do not tolerate)."""
+        return not self.gpu and all(t.effect is TaintEffect.PreferNoSchedule for t in self.taints.values())
 
     @property
     def placement_group_wanted(self) -> bool:
@@ -175,48 +216,72 @@ class NodePoolConfig(Strict):
 
 
 class AddonVersions(Strict):
-    """EKS managed add-on versions, pinned here and nowhere else.
-
-    Check them against the cluster version with
-    `aws eks describe-addon-versions --kubernetes-version <v> --addon-name <name>` before upgrading.
-    Defaults are for Kubernetes 1.35: kube-proxy and coredns from the EKS user guide's version tables
-    (https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html, .../managing-coredns.html),
-    vpc-cni from .../managing-vpc-cni.html.
+    """EKS managed add-on builds. Unset: the default build recorded for the cluster's Kubernetes minor in
+    ``infra/model/addon_versions.py`` (the one place versions live, each with its source). A build set
+    here must be one recorded for that minor (rule ``addon-versions-known``): EKS refuses builds it does
+    not list for the cluster's version.
     """
 
-    vpc_cni: str = Field("v1.20.1-eksbuild.3", description="vpc-cni; EFA-only interfaces need a recent one.")
-    coredns: str = Field("v1.14.3-eksbuild.3", description="coredns")
-    kube_proxy: str = Field(
-        "v1.35.3-eksbuild.2", description="kube-proxy; must match the Kubernetes minor version."
-    )
-    aws_ebs_csi_driver: str = Field("v1.44.0-eksbuild.1", description="aws-ebs-csi-driver")
-    eks_pod_identity_agent: str = Field("v1.3.7-eksbuild.2", description="eks-pod-identity-agent")
-    eks_node_monitoring_agent: str = Field(
-        "v1.3.0-eksbuild.2", description="eks-node-monitoring-agent: node health for GPU auto repair."
+    vpc_cni: str | None = Field(None, description="vpc-cni build; EFA-only interfaces need a recent one.")
+    coredns: str | None = Field(None, description="coredns build.")
+    kube_proxy: str | None = Field(None, description="kube-proxy build; must match the Kubernetes minor.")
+    aws_ebs_csi_driver: str | None = Field(None, description="aws-ebs-csi-driver build.")
+    eks_pod_identity_agent: str | None = Field(None, description="eks-pod-identity-agent build.")
+    eks_node_monitoring_agent: str | None = Field(
+        None, description="eks-node-monitoring-agent build: node health for GPU auto repair."
     )
 
     @field_validator("*")
     @classmethod
-    def _version(cls, v: str) -> str:
-        if not re.fullmatch(r"v\d+\.\d+\.\d+-eksbuild\.\d+", v):
+    def _version(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"v\d+\.\d+\.\d+-eksbuild\.\d+", v):
             raise ValueError(f"{v!r} is not an EKS add-on version like 'v1.19.5-eksbuild.1'")
         return v
 
-    def by_addon_name(self) -> dict[str, str]:
-        """EKS add-on name -> version."""
-        return {name.replace("_", "-"): version for name, version in self.model_dump().items()}
+    def pinned(self) -> dict[str, str]:
+        """EKS add-on name -> build, for the builds set in the stack file."""
+        return {
+            name.replace("_", "-"): version
+            for name, version in self.model_dump().items()
+            if version is not None
+        }
+
+
+PrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")]
 
 
 class AccessEntryConfig(Strict):
-    """Cluster access for an IAM principal (EKS access entries, API authentication mode)."""
+    """Cluster access for an IAM principal (EKS access entries, API authentication mode): a role or user by
+    ARN, or a role of the stack's own account by name."""
 
-    principal_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")] = (
-        Field(description="IAM role or user ARN.")
+    principal_arn: (
+        Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")] | None
+    ) = Field(None, description="IAM role or user ARN (or role_name).")
+    role_name: Annotated[str, Field(pattern=r"^[\w+=,.@-]{1,64}$")] | None = Field(
+        None,
+        description="Name of an IAM role in the account the stack deploys into (or principal_arn), e.g. "
+        "the role that runs pulumi up.",
     )
     policy: AccessPolicy = Field(AccessPolicy.view, description="EKS access policy (cluster_admin ... view).")
     namespaces: list[str] = Field(
         default_factory=list, description="Limit the policy to these namespaces; empty = cluster."
     )
+
+    @model_validator(mode="after")
+    def _one_principal(self) -> AccessEntryConfig:
+        if (self.principal_arn is None) == (self.role_name is None):
+            raise ValueError("give exactly one of principal_arn and role_name")
+        return self
+
+    def arn(self, partition: str, account_id: str) -> str:
+        """The principal's ARN (a role_name is a role of ``account_id``)."""
+        return self.principal_arn or f"arn:{partition}:iam::{account_id}:role/{self.role_name}"
+
+
+# The most addresses the public API endpoint may be open to, all CIDRs together: a /16. Office and VPN
+# egress ranges are far smaller; anything larger is effectively public.
+MAX_PUBLIC_ENDPOINT_PREFIX = 16
+MAX_PUBLIC_ENDPOINT_ADDRESSES = 2 ** (32 - MAX_PUBLIC_ENDPOINT_PREFIX)
 
 
 class ClusterConfig(Strict):
@@ -236,10 +301,22 @@ class ClusterConfig(Strict):
         default_factory=dict, description="Access entries keyed by a short name."
     )
     log_retention_days: int = Field(90, description="Retention of the control-plane log group (days).")
+    support_type: SupportType = Field(
+        SupportType.standard,
+        description="STANDARD (upgraded by EKS at the end of standard support) or EXTENDED (stays on the "
+        "minor, extended-support fees). EKS's own default would be EXTENDED.",
+    )
+    deletion_protection: bool | None = Field(
+        None,
+        description="EKS deletion protection (DeleteCluster is refused until it is turned off); unset = on "
+        "for prod, off for dev.",
+    )
 
     @model_validator(mode="after")
     def _kube_proxy_matches(self) -> ClusterConfig:
         # kube-proxy is built per Kubernetes minor; EKS refuses another minor's build for the cluster.
+        if self.addons.kube_proxy is None:
+            return self
         minor = ".".join(self.addons.kube_proxy.removeprefix("v").split(".")[:2])
         if minor != self.kubernetes_version:
             raise ValueError(
@@ -248,6 +325,15 @@ class ClusterConfig(Strict):
                 f"pin a v{self.kubernetes_version}.x-eksbuild.N kube-proxy"
             )
         return self
+
+    def addon_versions(self) -> dict[str, str | None]:
+        """EKS add-on name -> build: the stack file's, else the default recorded for the minor (None when
+        the minor has no records; the rule ``addon-versions-known`` refuses that)."""
+        pinned = self.addons.pinned()
+        return {
+            name: pinned.get(name) or addon_versions.default_version(self.kubernetes_version, name)
+            for name in addon_versions.ADDON_NAMES
+        }
 
     @field_validator("endpoint_public_access_cidrs")
     @classmethod
@@ -262,12 +348,59 @@ class ClusterConfig(Strict):
                     f"{c!r} opens the API endpoint to the internet; "
                     "list your VPN/office CIDRs or leave it empty"
                 )
+        # Not only /0: many CIDRs that together cover a large part of the internet are as open (counted
+        # as the policy pack counts them: public addresses, overlaps once).
+        covered = cidrs.public_addresses(v)
+        if covered > MAX_PUBLIC_ENDPOINT_ADDRESSES:
+            raise ValueError(
+                f"the CIDRs together cover {covered} addresses, more than a /{MAX_PUBLIC_ENDPOINT_PREFIX} "
+                f"({MAX_PUBLIC_ENDPOINT_ADDRESSES}); list your VPN/office egress CIDRs only"
+            )
+        return v
+
+    @field_validator("access_entries")
+    @classmethod
+    def _reserved_entry(cls, v: dict[str, AccessEntryConfig]) -> dict[str, AccessEntryConfig]:
+        if "break-glass" in v:
+            raise ValueError("the access entry name 'break-glass' is the platform's own; pick another name")
         return v
 
     @field_validator("log_retention_days")
     @classmethod
     def _retention(cls, v: int) -> int:
         return check_log_retention(v)
+
+
+# Kubernetes label keys and values (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set):
+# an optional DNS-subdomain prefix and '/', then a name of alphanumerics, '-', '_', '.' that starts and ends
+# alphanumeric. The EKS API is stricter on length: keys 1-63 characters in all, label values 1-63, taint
+# values 0-63 (CreateNodegroup labelKey/labelValue/taintKey/taintValue,
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html).
+_K8S_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)"
+_K8S_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_K8S_NAME}$")
+_K8S_VALUE = re.compile(rf"^{_K8S_NAME}?$")
+EKS_LABEL_MAX = 63
+# "Maximum of 50 taints per node group" (aws.eks.NodeGroup taints, from the EKS node taints page).
+EKS_MAX_TAINTS = 50
+
+
+def check_label_key(key: str, what: str) -> str:
+    if not (1 <= len(key) <= EKS_LABEL_MAX and _K8S_KEY.match(key)):
+        raise ValueError(
+            f"{what} key {key!r} is not a Kubernetes label key of at most {EKS_LABEL_MAX} characters "
+            "(EKS limit); use e.g. 'example.com/team'"
+        )
+    return key
+
+
+def check_label_value(value: str, what: str, *, empty_ok: bool) -> str:
+    if (not value and not empty_ok) or len(value) > EKS_LABEL_MAX or not _K8S_VALUE.match(value):
+        low = 0 if empty_ok else 1
+        raise ValueError(
+            f"{what} value {value!r} must be {low}-{EKS_LABEL_MAX} characters of letters, digits, '-', '_' "
+            "and '.', starting and ending with a letter or digit (EKS and Kubernetes limits)"
+        )
+    return value
 
 
 def check_pool_name(name: str) -> str:

@@ -23,6 +23,7 @@ from infra.model.config.compute import (
     ClusterConfig,
     NodePoolConfig,
     Placement,
+    SupportType,
     TaintConfig,
     TaintEffect,
     check_pool_name,
@@ -35,6 +36,13 @@ from infra.model.config.network import (
     FlowLogTraffic,
     NatStrategy,
     NetworkConfig,
+)
+from infra.model.config.security import (
+    AuditConfig,
+    ObjectLockMode,
+    SecurityConfig,
+    TlsVersion,
+    TrailMode,
 )
 from infra.model.config.services import ClusterServicesConfig, KubernetesAccess
 from infra.model.config.storage import (
@@ -66,6 +74,7 @@ __all__ = [
     "AccessEntryConfig",
     "AccessPolicy",
     "AddonVersions",
+    "AuditConfig",
     "BandwidthCheckConfig",
     "BucketPurpose",
     "CapacityReservationConfig",
@@ -84,6 +93,7 @@ __all__ = [
     "NatStrategy",
     "NetworkConfig",
     "NodePoolConfig",
+    "ObjectLockMode",
     "Placement",
     "PlatformConfig",
     "PodAccessConfig",
@@ -91,11 +101,15 @@ __all__ = [
     "Role",
     "RunConfig",
     "RuntimeConfig",
+    "SecurityConfig",
     "StorageBackend",
     "StorageConfig",
     "Strict",
+    "SupportType",
     "TaintConfig",
     "TaintEffect",
+    "TlsVersion",
+    "TrailMode",
     "Tags",
     "TrainerChartConfig",
     "TrainingConfig",
@@ -167,6 +181,7 @@ class PlatformConfig(Strict):
     training: TrainingConfig | None = Field(
         None, description="Training on the cluster (train stacks): Kubeflow Trainer, runtime, runs."
     )
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
 
     @field_validator("region")
     @classmethod
@@ -208,6 +223,20 @@ class PlatformConfig(Strict):
         if self.region in self.storage.replicate_to:
             raise ValueError(f"storage.replicate_to includes the stack's own region {self.region}; remove it")
         return self
+
+    @property
+    def protected(self) -> bool:
+        """``security.protect``, or on for prod and off for dev when unset."""
+        if self.security.protect is not None:
+            return self.security.protect
+        return self.environment is Environment.prod
+
+    @property
+    def cluster_deletion_protection(self) -> bool:
+        """``cluster.deletion_protection``, or on for prod and off for dev when unset."""
+        if self.cluster.deletion_protection is not None:
+            return self.cluster.deletion_protection
+        return self.environment is Environment.prod
 
     @property
     def names(self) -> StackNames:

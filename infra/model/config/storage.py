@@ -160,12 +160,25 @@ class PodAccessConfig(Strict):
     )
 
 
+# Published models live under this prefix of the artifacts bucket (trainer/release.py: release/<model>/
+# <version>/); only it replicates to the inference regions, only the publisher writes it, inference reads it.
+RELEASE_PREFIX = "release"
+
+
+def in_release(prefix: str) -> bool:
+    return prefix == RELEASE_PREFIX or prefix.startswith(RELEASE_PREFIX + "/")
+
+
 def _trainer_access() -> PodAccessConfig:
     return PodAccessConfig(namespace="training", service_account="trainer", prefix="trainer")
 
 
+def _publisher_access() -> PodAccessConfig:
+    return PodAccessConfig(namespace="training", service_account="publisher", prefix=RELEASE_PREFIX)
+
+
 def _inference_access() -> PodAccessConfig:
-    return PodAccessConfig(namespace="inference", service_account="inference", prefix="trainer")
+    return PodAccessConfig(namespace="inference", service_account="inference", prefix=RELEASE_PREFIX)
 
 
 class StorageConfig(Strict):
@@ -190,8 +203,20 @@ class StorageConfig(Strict):
         description="Infer stacks only: the train stack whose artifacts replicate here "
         "(read via StackReference, so all stacks must share one state backend).",
     )
-    trainer: PodAccessConfig = Field(default_factory=_trainer_access)
-    inference: PodAccessConfig = Field(default_factory=_inference_access)
+    trainer: PodAccessConfig = Field(
+        default_factory=_trainer_access,
+        description="The trainer's service account and its prefix in the checkpoints and artifacts buckets "
+        "(never release/).",
+    )
+    publisher: PodAccessConfig = Field(
+        default_factory=_publisher_access,
+        description="The service account that publishes models (python -m trainer.publish): reads the "
+        "trainer's prefix in the checkpoints bucket, writes release/ in the artifacts bucket.",
+    )
+    inference: PodAccessConfig = Field(
+        default_factory=_inference_access,
+        description="The inference service account: reads release/ (or a prefix under it) only.",
+    )
     minio: MinioConfig | None = Field(None, description="Required with backend: minio, refused otherwise.")
 
     @field_validator("replicate_to")
@@ -203,6 +228,22 @@ class StorageConfig(Strict):
         if len(set(v)) != len(v):
             raise ValueError(f"{v} names a region twice; list each region once")
         return v
+
+    @model_validator(mode="after")
+    def _release_prefix(self) -> StorageConfig:
+        if not self.trainer.prefix or in_release(self.trainer.prefix):
+            raise ValueError(
+                f"trainer.prefix {self.trainer.prefix!r} would let training jobs write {RELEASE_PREFIX}/, "
+                "which replicates to production inference; use a prefix of its own, e.g. 'trainer'"
+            )
+        for who in ("publisher", "inference"):
+            prefix = getattr(self, who).prefix
+            if not in_release(prefix):
+                raise ValueError(
+                    f"{who}.prefix {prefix!r} is outside {RELEASE_PREFIX}/; published models live there "
+                    f"only, use {RELEASE_PREFIX!r}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _backend(self) -> StorageConfig:

@@ -23,7 +23,17 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 
 def test_every_module_in_commands_is_a_subcommand() -> None:
     assert sorted(_commands()) == sorted(
-        ["plan", "review", "preflight", "cost", "rollout", "check-storage", "config-reference", "train"]
+        [
+            "plan",
+            "review",
+            "preflight",
+            "cost",
+            "rollout",
+            "check-storage",
+            "config-reference",
+            "train",
+            "addon-versions",
+        ]
     )
 
 

@@ -138,16 +138,42 @@ def test_empty_prefix_means_whole_bucket_and_no_key_means_no_kms() -> None:
 
 
 def test_bucket_policy_denies_plain_http() -> None:
-    (st,) = iam.bucket_policy(ARTIFACTS)["Statement"]
+    st = iam.bucket_policy(ARTIFACTS)["Statement"][0]
     assert st["Effect"] == "Deny" and st["Action"] == "s3:*"
     assert st["Resource"] == [ARTIFACTS, f"{ARTIFACTS}/*"]
     assert st["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
+@pytest.mark.parametrize("tls", ["1.2", "1.3"])
+def test_bucket_policy_tls_floor_sse_c_and_the_bucket_key_only(tls: str) -> None:
+    doc = iam.bucket_policy(ARTIFACTS, kms_key_arn=KEY, min_tls=tls)
+    sids = {s["Sid"]: s for s in doc["Statement"]}
+    assert set(sids) == {
+        "DenyInsecureTransport",
+        "DenyOldTls",
+        "DenySseC",
+        "DenyOtherKmsKeys",
+        "DenyOtherEncryption",
+    }
+    assert all(s["Effect"] == "Deny" and s["Principal"] == "*" for s in doc["Statement"])
+    assert sids["DenyOldTls"]["Condition"] == {"NumericLessThan": {"s3:TlsVersion": tls}}
+    assert sids["DenyOldTls"]["Resource"] == [ARTIFACTS, f"{ARTIFACTS}/*"]
+    assert sids["DenySseC"]["Condition"] == {
+        "Null": {"s3:x-amz-server-side-encryption-customer-algorithm": "false"}
+    }
+    assert sids["DenyOtherKmsKeys"]["Condition"] == {
+        "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption-aws-kms-key-id": KEY}
+    }
+    assert sids["DenyOtherEncryption"]["Condition"] == {
+        "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": "aws:kms"}
+    }
+    assert "DenyOtherKmsKeys" not in {s["Sid"] for s in iam.bucket_policy(ARTIFACTS)["Statement"]}
+
+
 def test_access_log_policy_grants_logging_service_for_our_buckets_only() -> None:
     doc = iam.access_log_bucket_policy("arn:aws:s3:::logs", [ARTIFACTS, DATASETS], "111122223333")
-    deny, grant = doc["Statement"]
-    assert deny["Effect"] == "Deny"
+    *denies, grant = doc["Statement"]
+    assert [d["Sid"] for d in denies] == ["DenyInsecureTransport", "DenyOldTls", "DenySseC"]
     assert grant["Principal"] == {"Service": "logging.s3.amazonaws.com"}
     assert grant["Action"] == "s3:PutObject" and grant["Resource"] == ["arn:aws:s3:::logs/*"]
     assert grant["Condition"]["ArnLike"] == {"aws:SourceArn": [ARTIFACTS, DATASETS]}
@@ -162,9 +188,12 @@ def test_replication_policy(regions: list[str]) -> None:
     )
     allows = _allows(doc)
     assert ("s3:GetReplicationConfiguration", ARTIFACTS) in allows
-    assert ("s3:GetObjectVersionForReplication", f"{ARTIFACTS}/*") in allows
+    # only published models (release/) are read and replicated; delete markers are not replicated
+    assert ("s3:GetObjectVersionForReplication", f"{ARTIFACTS}/release/*") in allows
+    assert not [r for a, r in allows if r == f"{ARTIFACTS}/*"]
+    assert not [a for a, _ in allows if a == "s3:ReplicateDelete"]
     for bucket, key, region in dest:
-        assert ("s3:ReplicateObject", f"{bucket}/*") in allows
+        assert ("s3:ReplicateObject", f"{bucket}/release/*") in allows
         enc = next(s for s in doc["Statement"] if s["Resource"] == [key])
         assert enc["Action"] == ["kms:Encrypt", "kms:GenerateDataKey"]
         assert enc["Condition"]["StringLike"]["kms:ViaService"] == f"s3.{region}.amazonaws.com"
@@ -222,3 +251,150 @@ def test_minio_statements_keep_s3_grants_and_drop_kms() -> None:
         "resources": [f"{CHECKPOINTS}/t/*", f"{ARTIFACTS}/t/*"],
         "actions": iam.OBJECT_READ + iam.OBJECT_WRITE,
     } in (statements)
+
+
+def _denies(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for st in doc["Statement"]:
+        if st["Effect"] == "Deny":
+            actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+            out += [(a, r) for a in actions for r in st["Resource"]]
+    return out
+
+
+def test_trainer_never_writes_releases_even_with_a_whole_bucket_prefix() -> None:
+    for prefix in ("trainer", ""):
+        doc = iam.trainer_policy(
+            datasets_arn=DATASETS,
+            checkpoints_arn=CHECKPOINTS,
+            artifacts_arn=ARTIFACTS,
+            prefix=prefix,
+            kms_key_arns=[KEY],
+        )
+        assert ("s3:PutObject", f"{ARTIFACTS}/release/*") in _denies(doc)
+        assert ("s3:DeleteObject", f"{ARTIFACTS}/release/*") in _denies(doc)
+
+
+@pytest.mark.parametrize(
+    ("action", "resource", "allowed"),
+    [
+        ("s3:GetObject", f"{CHECKPOINTS}/trainer/*", True),
+        ("s3:PutObject", f"{CHECKPOINTS}/trainer/*", False),  # checkpoints are read-only to it
+        ("s3:PutObject", f"{ARTIFACTS}/release/*", True),
+        ("s3:DeleteObject", f"{ARTIFACTS}/release/*", False),  # a release stays
+        ("s3:PutObject", f"{ARTIFACTS}/trainer/*", False),
+        ("kms:GenerateDataKey", KEY, True),
+    ],
+)
+def test_publisher_reads_checkpoints_and_writes_releases(action: str, resource: str, allowed: bool) -> None:
+    doc = iam.publisher_policy(
+        checkpoints_arn=CHECKPOINTS,
+        checkpoints_prefix="trainer",
+        artifacts_arn=ARTIFACTS,
+        release_prefix="release",
+        kms_key_arns=[KEY],
+        account_id="111122223333",
+        region="us-east-1",
+    )
+    assert ((action, resource) in _allows(doc)) is allowed
+
+
+def test_pod_policies_are_bound_to_our_account_and_s3() -> None:
+    docs = [
+        iam.trainer_policy(
+            datasets_arn=DATASETS,
+            checkpoints_arn=CHECKPOINTS,
+            artifacts_arn=ARTIFACTS,
+            prefix="trainer",
+            kms_key_arns=[KEY],
+            account_id="111122223333",
+            region="us-east-1",
+        ),
+        iam.inference_policy(
+            artifacts_arn=ARTIFACTS,
+            prefix="release",
+            kms_key_arns=[KEY],
+            account_id="111122223333",
+            region="ap-east-1",
+        ),
+    ]
+    for doc in docs:
+        for st in doc["Statement"]:
+            if st["Effect"] != "Allow":
+                continue
+            actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+            if all(a.startswith("s3:") for a in actions):
+                assert st["Condition"]["StringEquals"]["s3:ResourceAccount"] == "111122223333"
+            else:
+                via = st["Condition"]["StringEquals"]["kms:ViaService"]
+                assert via.startswith("s3.") and via.endswith(".amazonaws.com")
+                contexts = st["Condition"]["StringLike"]["kms:EncryptionContext:aws:s3:arn"]
+                assert ARTIFACTS in contexts and f"{ARTIFACTS}/*" in contexts
+
+
+def test_pod_identity_trust_is_scoped_by_session_tags() -> None:
+    (st,) = iam.pod_identity_trust_policy(
+        account_id="1", cluster_name="c", namespace="kube-system", service_account="ebs-csi-controller-sa"
+    )["Statement"]
+    assert st["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert st["Action"] == ["sts:AssumeRole", "sts:TagSession"]
+    assert st["Condition"] == {
+        "StringEquals": {
+            "aws:SourceAccount": "1",
+            "aws:RequestTag/eks-cluster-name": "c",
+            "aws:RequestTag/kubernetes-namespace": "kube-system",
+            "aws:RequestTag/kubernetes-service-account": "ebs-csi-controller-sa",
+        }
+    }
+
+
+def test_s3_endpoint_policy_names_our_buckets_and_what_nodes_need() -> None:
+    doc = iam.s3_endpoint_policy(bucket_names=["b", "a", "b"], region="ap-east-1")
+    ours, aws_owned = doc["Statement"]
+    assert ours["Resource"] == ["arn:aws:s3:::a", "arn:aws:s3:::a/*", "arn:aws:s3:::b", "arn:aws:s3:::b/*"]
+    assert aws_owned["Action"] == ["s3:GetObject"]
+    assert aws_owned["Resource"] == [
+        "arn:aws:s3:::prod-ap-east-1-starport-layer-bucket/*",
+        "arn:aws:s3:::al2023-repos-ap-east-1-de612dc2/*",
+        "arn:aws:s3:::prod-registry-k8s-io-ap-east-1/*",
+    ]
+
+
+def test_cloudtrail_bucket_policy_only_our_trail() -> None:
+    trail = "arn:aws:cloudtrail:us-east-1:1:trail/t"
+    doc = iam.cloudtrail_bucket_policy(bucket_arn="arn:aws:s3:::tb", trail_arn=trail, account_id="1")
+    sids = {s["Sid"]: s for s in doc["Statement"]}
+    assert sids["CloudTrailAclCheck"]["Condition"] == {"StringEquals": {"aws:SourceArn": trail}}
+    write = sids["CloudTrailWrite"]
+    assert write["Resource"] == "arn:aws:s3:::tb/AWSLogs/1/*"
+    assert write["Condition"]["StringEquals"] == {
+        "s3:x-amz-acl": "bucket-owner-full-control",
+        "aws:SourceArn": trail,
+    }
+    assert "DenyInsecureTransport" in sids
+
+
+def test_session_manager_policy_is_the_minimal_agent_set() -> None:
+    doc = iam.session_manager_policy("arn:aws:logs:us-east-1:1:log-group:/aiplat/x/ssm-sessions")
+    actions = {a for st in doc["Statement"] for a in st["Action"]}
+    assert not [a for a in actions if a.startswith("ssm:Get")]  # no Parameter Store reads
+    assert "ssm:UpdateInstanceInformation" in actions and "ssmmessages:OpenDataChannel" in actions
+
+
+def test_key_admin_has_no_crypto_and_break_glass_no_use() -> None:
+    admin = iam.key_admin_policy(account_id="1", partition="aws", keyset_tag="k")
+    glass = iam.break_glass_policy(account_id="1", partition="aws", keyset_tag="k", cluster_arn="arn:c")
+    for doc in (admin, glass):
+        actions = [a for st in doc["Statement"] for a in st["Action"]]
+        assert not [
+            a
+            for a in actions
+            if a.split(":")[1].startswith(("Encrypt", "Decrypt", "ReEncrypt", "Generate", "CreateGrant", "*"))
+        ]
+    assert "kms:ScheduleKeyDeletion" not in [a for st in admin["Statement"] for a in st["Action"]]
+    scoped = [
+        st
+        for st in admin["Statement"] + glass["Statement"]
+        if "kms:DescribeKey" in st["Action"] or "kms:Describe*" in st["Action"]
+    ]
+    assert all(st["Condition"] == {"StringEquals": {"aws:ResourceTag/aiplat:keyset": "k"}} for st in scoped)

@@ -57,3 +57,16 @@ def test_unknown_instance_type_is_an_error() -> None:
 def test_unanswerable_call_names_the_call() -> None:
     with pytest.raises(DataSourceError, match="aws:ec2/getAmi:getAmi"):
         _call(AwsSnapshotMocks("us-east-1"), "aws:ec2/getAmi:getAmi", owners=["amazon"])
+
+
+def test_zone_filters_apply_to_the_snapshot_zones() -> None:
+    mocks = AwsSnapshotMocks("us-east-1")
+    token = "aws:index/getAvailabilityZones:getAvailabilityZones"
+    everything = _call(mocks, token)
+    plain = _call(mocks, token, filters=[{"name": "zone-type", "values": ["availability-zone"]}])
+    assert plain["names"] == everything["names"] == [z.name for z in awsdata.availability_zones("us-east-1")]
+    assert _call(mocks, token, filters=[{"name": "zone-type", "values": ["local-zone"]}])["names"] == []
+    no_az3 = _call(mocks, token, excludeZoneIds=["use1-az3"])
+    assert "use1-az3" not in no_az3["zoneIds"] and len(no_az3["zoneIds"]) == len(everything["zoneIds"]) - 1
+    with pytest.raises(DataSourceError, match="filter 'region-name'"):
+        _call(mocks, token, filters=[{"name": "region-name", "values": ["us-east-1"]}])

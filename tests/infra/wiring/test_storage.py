@@ -74,7 +74,7 @@ def test_infer_stack_gets_an_inference_role_on_its_replica() -> None:
     recorded = _run("prod-hk-infer", cfg)
     replica = planned_outputs("prod-us-train")["artifactReplicas"]["ap-east-1"]
     policy = _policy(recorded, "pod-roles-inference-policy")
-    assert policy["ReadArtifacts"]["Resource"] == [f"{replica['bucketArn']}/trainer/*"]
+    assert policy["ReadArtifacts"]["Resource"] == [f"{replica['bucketArn']}/release/*"]
     assert policy["DecryptArtifacts"]["Resource"] == [replica["keyArn"]]
     assert not [r for r in recorded if r.name == "pod-roles-trainer"]
 

@@ -65,6 +65,7 @@ def test_buckets_and_their_companions(plan_stack, stack: str) -> None:
         assert rule == {
             "applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": data_key},
             "bucketKeyEnabled": True,
+            "blockedEncryptionTypes": ["SSE-C"],
         }
     # server access logs can only go to an SSE-S3 bucket
     (log_rule,) = sse[names["access-logs"]]["rules"]
@@ -82,7 +83,7 @@ def test_lifecycle_follows_config(plan_stack, stack: str) -> None:
             plan, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
         ).items()
     }
-    assert sorted(rules) == sorted(names.values())
+    assert set(names.values()) <= set(rules)
     for name in names.values():
         abort = rules[name]["abort-incomplete-multipart-uploads"]
         assert abort["abortIncompleteMultipartUpload"] == {
@@ -102,6 +103,10 @@ def test_lifecycle_follows_config(plan_stack, stack: str) -> None:
     assert rules[names["access-logs"]]["expire-objects"]["expiration"] == {
         "days": life["access_log_expire_days"]
     }
+    # old versions of access logs stay as long as the logs (not one day)
+    assert rules[names["access-logs"]]["noncurrent-versions"]["noncurrentVersionExpiration"] == {
+        "noncurrentDays": life["access_log_expire_days"]
+    }
 
 
 @pytest.mark.parametrize("stack", TRAIN)
@@ -109,15 +114,20 @@ def test_access_logging(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     names = _names(plan)
     logging = _by_bucket(plan, "aws:s3/bucketLogging:BucketLogging")
-    assert sorted(logging) == sorted(names[p] for p in PURPOSES)
+    trail_bucket = plan.outputs["auditBucket"]
+    assert sorted(logging) == sorted([*(names[p] for p in PURPOSES), trail_bucket])
     for p in PURPOSES:
         assert logging[names[p]]["targetBucket"] == names["access-logs"]
         assert logging[names[p]]["targetPrefix"] == f"{names[p]}/"
+    assert logging[trail_bucket]["targetBucket"] == names["access-logs"]
     grant = json.loads(_by_bucket(plan, "aws:s3/bucketPolicy:BucketPolicy")[names["access-logs"]]["policy"])[
         "Statement"
-    ][1]
+    ][-1]
     assert grant["Principal"] == {"Service": "logging.s3.amazonaws.com"}
-    assert grant["Condition"]["ArnLike"]["aws:SourceArn"] == [f"arn:aws:s3:::{names[p]}" for p in PURPOSES]
+    assert grant["Condition"]["ArnLike"]["aws:SourceArn"] == [
+        *(f"arn:aws:s3:::{names[p]}" for p in PURPOSES),
+        f"arn:aws:s3:::{trail_bucket}",
+    ]
     assert grant["Condition"]["StringEquals"]["aws:SourceAccount"] == ACCOUNT_ID
 
 

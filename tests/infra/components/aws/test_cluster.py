@@ -7,6 +7,7 @@ import json
 import pytest
 
 from infra.components.aws.cluster import CONTROL_PLANE_LOG_TYPES
+from infra.model import addon_versions
 from tests.conftest import STACKS
 
 
@@ -38,9 +39,14 @@ def test_cluster_private_encrypted_logged(plan_stack, stack: str) -> None:
 def test_addons_pinned_from_config(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     addons = {a.inputs["addonName"]: a for a in plan.by_type("aws:eks/addon:Addon")}
-    pinned = {k.replace("_", "-"): v for k, v in plan.config["cluster"]["addons"].items()}
-    assert {n: a.inputs["addonVersion"] for n, a in addons.items()} == pinned
-    assert set(pinned) == {
+    minor = plan.config["cluster"]["kubernetes_version"]
+    pinned = {k.replace("_", "-"): v for k, v in plan.config["cluster"]["addons"].items() if v}
+    # the stack file's build, else the default recorded for the minor
+    expected = {
+        n: pinned.get(n) or addon_versions.builds(minor, n)[0].version for n in addon_versions.ADDON_NAMES
+    }
+    assert {n: a.inputs["addonVersion"] for n, a in addons.items()} == expected
+    assert set(expected) == {
         "vpc-cni",
         "coredns",
         "kube-proxy",
@@ -65,14 +71,8 @@ def test_node_role_has_only_node_policies(plan_stack, stack: str) -> None:
         for a in plan.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
         if a.name.startswith("cluster-node-")
     )
-    assert attached == sorted(
-        [
-            "AmazonEKSWorkerNodePolicy",
-            "AmazonEC2ContainerRegistryPullOnly",
-            "AmazonEKS_CNI_Policy",
-            "AmazonSSMManagedInstanceCore",
-        ]
-    )
+    # no CNI policy (vpc-cni has its own role) and no AmazonSSMManagedInstanceCore (every parameter)
+    assert attached == sorted(["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly"])
     assert json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"] == {
         "Service": "ec2.amazonaws.com"
     }
@@ -86,3 +86,38 @@ def test_kubeconfig_uses_get_token(plan_stack) -> None:
     assert exec_["command"] == "aws"
     assert exec_["args"][:2] == ["eks", "get-token"] and plan.outputs["clusterName"] in exec_["args"]
     assert kubeconfig["clusters"][0]["cluster"]["server"] == plan.outputs["clusterEndpoint"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_addons_wait_for_system_pools_only(plan_stack, stack: str) -> None:
+    # CoreDNS, the EBS CSI driver and the node monitoring agent wait for the pools that can run them; a
+    # GPU pool that never gets capacity must not hold them back.
+    plan = plan_stack(stack)
+    deps = plan.one("aiplat:addons:EksAddons").dependencies
+    pools = plan.config["node_pools"]
+    for name, pool in pools.items():
+        ng = plan.one("aws:eks/nodeGroup:NodeGroup", f"pool-{name}-ng")
+        if pool["gpu"]:
+            assert not any(f"::pool-{name}-" in d for d in deps), (name, deps)
+        else:
+            assert ng.urn in deps
+    assert any(not p["gpu"] for p in pools.values())
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_lifecycle_is_explicit(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    cluster = plan.one("aws:eks/cluster:Cluster").inputs
+    # standard support unless the stack asks for extended (EKS would default to EXTENDED)
+    assert cluster["upgradePolicy"] == {"supportType": plan.config["cluster"]["support_type"]}
+    assert plan.config["cluster"]["support_type"] == "STANDARD"
+    assert cluster["deletionProtection"] is (plan.config["environment"] == "prod")
+
+
+def test_deletion_protection_switch(stack_doc) -> None:
+    from infra.model.config.parse import parse_platform_config
+
+    raw = stack_doc("dev-us-train")["config"]["aiplat:platform"]
+    assert parse_platform_config(raw).cluster_deletion_protection is False
+    raw["cluster"]["deletion_protection"] = True
+    assert parse_platform_config(raw).cluster_deletion_protection is True

@@ -23,11 +23,30 @@ def test_keys_per_purpose(plan_stack, stack: str) -> None:
         assert key.inputs["deletionWindowInDays"] == 30
         policy = json.loads(key.inputs["policy"])
         assert policy["Statement"][0]["Principal"] == {"AWS": f"arn:aws:iam::{ACCOUNT_ID}:root"}
-    logs_policy = json.loads(keys["kms-logs"].inputs["policy"])
-    assert logs_policy["Statement"][1]["Principal"] == {"Service": f"logs.{plan.region}.amazonaws.com"}
+    logs_policy = {s["Sid"]: s for s in json.loads(keys["kms-logs"].inputs["policy"])["Statement"]}
+    logs = logs_policy["CloudWatchLogsUsesKey"]
+    assert logs["Principal"] == {"Service": f"logs.{plan.region}.amazonaws.com"}
+    # narrowed to the stack's own log groups (control plane, flow logs, sessions), found in the plan
+    groups = sorted(
+        f"arn:aws:logs:{plan.region}:{ACCOUNT_ID}:log-group:{g.inputs['name']}"
+        for g in plan.by_type("aws:cloudwatch/logGroup:LogGroup")
+    )
+    assert sorted(logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]) == groups
     aliases = sorted(
         r.inputs["name"] for r in plan.by_type("aws:kms/alias:Alias") if r.parent == component.urn
     )
     prefix = f"alias/aiplat-{plan.config['environment']}-{plan.config['role']}"
     assert aliases == sorted(f"{prefix}-{p}" for p in ("data", "ebs", "eks", "logs"))
     assert set(plan.outputs["kmsKeyArns"]) == {"data", "eks", "ebs", "logs"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_fresh_and_existing_accounts_both_deploy(plan_stack, stack: str) -> None:
+    # Fresh account: no key policy names the Auto Scaling service-linked role as a principal (CreateKey
+    # would fail). Account that has the role: nothing creates it (CreateServiceLinkedRole would fail with
+    # "Service role name AWSServiceRoleForAutoScaling has been taken in this account").
+    plan = plan_stack(stack)
+    assert not plan.by_type("aws:iam/serviceLinkedRole:ServiceLinkedRole")
+    for key in plan.by_type("aws:kms/key:Key"):
+        for st in json.loads(key.inputs["policy"])["Statement"]:
+            assert "aws-service-role" not in json.dumps(st["Principal"]), (key.name, st["Sid"])

@@ -95,5 +95,5 @@ def test_permissions() -> None:
 
 
 def test_needs_some_access() -> None:
-    with pytest.raises(Exception, match="needs trainer or inference access"):
+    with pytest.raises(Exception, match="needs trainer, publisher or inference access"):
         _run(False, False)

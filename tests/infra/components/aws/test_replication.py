@@ -21,7 +21,7 @@ def test_replica_keys_and_buckets_live_in_the_target_regions(plan_stack) -> None
         policy = json.loads(key.inputs["policy"])
         assert policy["Statement"][0]["Principal"] == {"AWS": f"arn:aws:iam::{ACCOUNT_ID}:root"}
         (alias,) = [a for a in plan.by_type("aws:kms/alias:Alias") if a.inputs.get("region") == region]
-        assert alias.inputs["name"] == "alias/aiplat-prod-data-replica"
+        assert alias.inputs["name"] == "alias/aiplat-prod-train-use1-data-replica"
     for region in targets:
         name = f"aiplat-prod-{region}-artifacts"
         (bucket,) = [b for b in plan.by_type("aws:s3/bucket:Bucket") if b.inputs["bucket"] == name]

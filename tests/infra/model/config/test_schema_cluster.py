@@ -22,8 +22,8 @@ BAD = [
     ("network.availability_zones", ["us-west-2a"], ["names 1 zones but az_count is 2", "make them agree"]),
     ("cluster.kubernetes_version", "1.3", ["aiplat:platform.cluster.kubernetes_version"]),
     (
-        "cluster.kubernetes_version",
-        "1.34",
+        "cluster",
+        {"kubernetes_version": "1.34", "addons": {"kube_proxy": "v1.35.3-eksbuild.2"}},
         [
             "aiplat:platform.cluster",
             "kube_proxy v1.35.3-eksbuild.2 is for Kubernetes 1.35",
@@ -68,7 +68,8 @@ def test_defaults_and_stack_values(stack_doc) -> None:
     assert train.efa and train.placement is Placement.auto and train.placement_group_wanted
     assert not prod.node_pools["system"].placement_group_wanted
     assert prod.cluster.endpoint_public_access_cidrs == []
-    names = AddonVersions().by_addon_name()
+    assert AddonVersions().pinned() == {}
+    names = prod.cluster.addon_versions()
     assert set(names) == {
         "vpc-cni",
         "coredns",

@@ -1,0 +1,46 @@
+"""``aiplat addon-versions``: the EKS add-on builds for a Kubernetes minor, as rows for the version table."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+
+from rich.console import Console
+
+from infra.cli.common import EXIT_FAILED, EXIT_OK, print_error
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "addon-versions",
+        help="print the EKS add-on builds of a Kubernetes minor for infra/model/addon_versions.py",
+        description="Asks DescribeAddonVersions (your AWS credentials) for every add-on the platform "
+        "installs and prints the ADDON_BUILDS entry to paste into infra/model/addon_versions.py. Exit 1 "
+        "when an add-on has no build for the minor.",
+    )
+    p.add_argument("--kubernetes-version", required=True, help="Kubernetes minor, e.g. 1.35")
+    p.add_argument("--region", default="us-east-1", help="region to ask (builds can differ per region)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from infra.ops.addon_versions import addon_builds, table_rows
+
+    try:
+        builds = addon_builds(boto3.client("eks", region_name=args.region), args.kubernetes_version)
+    except (BotoCoreError, ClientError) as exc:
+        print_error(err, None, exc, debug=args.debug)
+        return EXIT_FAILED
+    console.print(
+        table_rows(args.kubernetes_version, builds, args.region, datetime.date.today()),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    missing = [a for a, v in builds.items() if not v]
+    for addon in missing:
+        print_error(err, None, ValueError(f"{addon}: no build for {args.kubernetes_version}"), debug=False)
+    return EXIT_FAILED if missing else EXIT_OK
