@@ -4,7 +4,16 @@ Importing this package registers every rule module. Pure: rules read the config,
 stacks as data and never do I/O.
 """
 
-from infra.rules import network, pools, preflight, regions, services, stacks, training  # noqa: F401  (registration)
+from infra.rules import (  # noqa: F401  (registration)
+    inference,
+    network,
+    pools,
+    preflight,
+    regions,
+    services,
+    stacks,
+    training,
+)
 from infra.rules.base import (
     Finding,
     Level,
