@@ -152,6 +152,12 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
                     "bucketArn": rep.replica_bucket_arns[region],
                     "keyArn": rep.replica_key_arns[region],
                     "registry": out.registry.replica_registries[region],
+                    # ECR replication creates the same repositories there, with the same digests: what the
+                    # infer stacks run their images from (inference.image.digest)
+                    "repositories": {
+                        repo: f"{out.registry.replica_registries[region]}/{ctx.names.env_prefix}/{repo}"
+                        for repo in reg.repositories
+                    },
                 }
                 for region in sorted(st.replicate_to)
             },
