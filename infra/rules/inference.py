@@ -264,3 +264,26 @@ def inference_gpu_capacity(ctx: RuleContext) -> Iterator[Finding]:
             f"lower replicas.max to {gpus} or raise the pools' limits",
             NODEPOOL_DOC,
         )
+
+
+@rule("inference-image-built", needs=[Need.stacks])
+def inference_image_built(ctx: RuleContext) -> Iterator[Finding]:
+    """Without ``image.digest`` or ``image.ref`` the server runs the image the source stack builds, so the
+    source stack must build it (``images.builds.<repository>``)."""
+    inf = _serving(ctx)
+    assert ctx.stacks is not None
+    source = ctx.cfg.storage.source_stack
+    if inf is None or inf.image.digest is not None or inf.image.ref is not None or not source:
+        return
+    summary = ctx.stacks.stacks.get(source)
+    if summary is None or summary.role != "train":
+        return  # 'source-stack-replicates-here' names the problem
+    repo = inf.image.repository
+    if repo not in summary.images:
+        yield error(
+            at("inference", "image"),
+            f"{source} builds no {repo!r} image (its images.builds: {list(summary.images) or 'none'}), so "
+            "there is no image to run",
+            f"add images.builds.{repo} (dockerfile images/inference/Dockerfile) to {source}, or set "
+            "inference.image.digest or inference.image.ref",
+        )

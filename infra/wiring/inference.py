@@ -5,8 +5,9 @@ Where things come from:
 
 - model (``INFERENCE_RELEASE_ROOT``): ``s3://<replica bucket>``, ``artifactReplicas.<region>.bucket`` of
   ``storage.source_stack``;
-- image: ``artifactReplicas.<region>.repositories.<image.repository>`` at ``image.digest`` (ECR replication
-  keeps digests), or ``image.ref``;
+- image: ``artifactReplicas.<region>.repositories.<image.repository>`` at the digest of the train stack's
+  build of that repository (its ``images`` output) or at ``image.digest`` (ECR replication keeps digests),
+  or ``image.ref``;
 - service account: ``storage.inference`` (the cluster services bind it to the IRSA role reading the replica);
 - certificate: ``https.certificate_arn``, or a DNS-validated ACM certificate in ``https.dns_zone_id``;
 - ALB source addresses: the public (internet-facing) or private (internal) subnets of the VPC layout
@@ -69,26 +70,44 @@ def load_balancer_cidrs(ctx: StackContext, exposure: Exposure) -> list[str]:
     return [s.cidr for s in layout if s.tier is tier]
 
 
-def image_ref(cfg: InferenceConfig, replica: pulumi.Output[Any] | None) -> pulumi.Input[str]:
-    """The server image by digest: ``image.ref``, or the train stack's replicated repository at
-    ``image.digest``."""
+def image_ref(cfg: InferenceConfig, storage: StorageWiring) -> pulumi.Input[str]:
+    """The server image by digest: ``image.ref``; else ``image.repository``'s replica in this region at
+    ``image.digest`` or at the digest of the image the train stack built (its ``images`` output). A train
+    stack's prebuilt image from outside its own registry is not replicated: it is used as it is."""
     image = cfg.image
     if image.ref is not None:
         return image.ref
-    assert (
-        image.digest is not None and replica is not None
-    )  # schema and rule inference-needs-cluster-services
+    assert storage.replica is not None and storage.source is not None  # wire_inference checks
+    repo = image.repository
 
-    def ref(r: dict[str, Any]) -> str:
+    def replica_repository(r: dict[str, Any]) -> str:
         repos = r.get("repositories") or {}
-        if image.repository not in repos:
+        if repo not in repos:
             raise ValueError(
-                f"inference.image.repository {image.repository!r} is not replicated here by the train stack "
-                f"(it replicates {sorted(repos)}); add it to registry.repositories of storage.source_stack"
+                f"inference.image.repository {repo!r} is not replicated here by the train stack (it "
+                f"replicates {sorted(repos)}); add it to registry.repositories of storage.source_stack"
             )
-        return f"{repos[image.repository]}@{image.digest}"
+        return repos[repo]
 
-    return replica.apply(ref)
+    replica = storage.replica.apply(replica_repository)
+    if image.digest is not None:
+        return pulumi.Output.concat(replica, "@", image.digest)
+
+    def from_build(v: list[Any]) -> str:
+        local, built, home = v
+        built_ref = (built or {}).get(repo)
+        if not built_ref:
+            raise ValueError(
+                f"the train stack exports no {repo!r} image (images.builds.{repo}); set "
+                "inference.image.digest or inference.image.ref"
+            )
+        name, _, digest = str(built_ref).partition("@")
+        # built into the train stack's own repository: replicated here with the same digest
+        return f"{local}@{digest}" if name == (home or {}).get(repo) else str(built_ref)
+
+    return pulumi.Output.all(
+        replica, storage.source.get_output("images"), storage.source.get_output("repositories")
+    ).apply(from_build)
 
 
 def _server_spec(ctx: StackContext, cfg: InferenceConfig) -> inf.ServerSpec:
@@ -152,7 +171,13 @@ def wire_inference(
     services skipped). ``k8s_depends_on``: what the pods need first (the inference service account)."""
     cfg = ctx.cfg
     serving = cfg.inference
-    if cfg.role is not Role.infer or serving is None or services is None or storage.replica is None:
+    if (
+        cfg.role is not Role.infer
+        or serving is None
+        or services is None
+        or storage.replica is None
+        or storage.source is None
+    ):
         return None
     https = serving.https
     eks = cluster.cluster
@@ -193,7 +218,7 @@ def wire_inference(
     lbc = [services.load_balancer_controller] if services.load_balancer_controller else []
     server_spec = _server_spec(ctx, serving)
     namespace = cfg.storage.inference.namespace
-    image = image_ref(serving, storage.replica)
+    image = image_ref(serving, storage)
     server = InferenceServer(
         "inference",
         InferenceServerArgs(

@@ -47,8 +47,9 @@ class StorageWiring:
     buckets: Buckets | None = None
     registry: Registry | None = None
     replication: ArtifactReplication | None = None
-    # infer stacks: this region's replica, read from the train stack
+    # infer stacks: this region's replica, read from the train stack (and the reference, for other outputs)
     replica: pulumi.Output[Any] | None = None
+    source: pulumi.StackReference | None = None
 
 
 def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> StorageWiring:
@@ -63,6 +64,7 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
             ref = pulumi.StackReference(
                 stack_reference_name(pulumi.get_organization(), st.source_stack), opts=opts
             )
+            out.source = ref
             out.replica = ref.require_output("artifactReplicas").apply(lambda r: r[cfg.region])
             ctx.export("artifactsBucket", out.replica.apply(lambda r: r["bucket"]))
             ctx.export("artifactsKeyArn", out.replica.apply(lambda r: r["keyArn"]))

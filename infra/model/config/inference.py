@@ -72,16 +72,18 @@ class WafMode(StrEnum):
 class ImageConfig(Strict):
     """The server image, always by digest (a tag can be moved, a digest cannot).
 
-    ``digest``: the image ``<repository>`` of the training stack's registry, replicated by ECR to this
-    region (``artifactReplicas.<region>.repositories`` of ``storage.source_stack``), at this digest;
-    ECR replication keeps digests. ``ref``: a full prebuilt reference ``<registry>/<repo>@sha256:<hex>``
-    from anywhere the nodes can pull from. Exactly one of the two."""
+    By default the image the training stack (``storage.source_stack``) builds into its ``<repository>``
+    (its ``images`` output), run from that repository's replica in this region: ECR replication copies it
+    with the same digest (``artifactReplicas.<region>.repositories``). ``digest`` picks another image of
+    that repository (e.g. the previous one, to roll back the server); ``ref`` names a prebuilt image
+    anywhere the nodes can pull from. At most one of the two."""
 
     repository: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")] = Field(
-        "inference", description="Repository (a name in the train stack's registry.repositories)."
+        "inference", description="Repository of the train stack (a name in its registry.repositories)."
     )
     digest: Annotated[str, Field(pattern=DIGEST)] | None = Field(
-        None, description="sha256:<64 hex> of the image pushed to that repository (docker push prints it)."
+        None,
+        description="sha256:<64 hex> of an image in that repository; None: the one the train stack built.",
     )
     ref: str | None = Field(
         None, description="A prebuilt image by digest, '<registry>/<repository>@sha256:<64 hex>'."
@@ -99,9 +101,9 @@ class ImageConfig(Strict):
 
     @model_validator(mode="after")
     def _one(self) -> ImageConfig:
-        if (self.digest is None) == (self.ref is None):
+        if self.digest is not None and self.ref is not None:
             raise ValueError(
-                "set exactly one of digest (the train stack's replicated repository at that digest) and ref "
+                "set at most one of digest (an image of the train stack's replicated repository) and ref "
                 "(a full image reference by digest)"
             )
         return self
@@ -274,7 +276,9 @@ class InferenceConfig(Strict):
     pin_version: Annotated[str, Field(pattern=RELEASE_VERSION)] | None = Field(
         None, description="INFERENCE_PIN_VERSION: serve exactly this release (rollback); None: the newest."
     )
-    image: ImageConfig = Field(description="The server image, by digest.")
+    image: ImageConfig = Field(
+        default_factory=lambda: ImageConfig(), description="The server image, by digest."
+    )
     node_pools: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]] = Field(
         min_length=1,
         description="GPU pools the pods may run on (Karpenter NodePools or managed GPU node groups), by "
