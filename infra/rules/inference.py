@@ -276,7 +276,7 @@ def inference_image_built(ctx: RuleContext) -> Iterator[Finding]:
     if inf is None or inf.image.digest is not None or inf.image.ref is not None or not source:
         return
     summary = ctx.stacks.stacks.get(source)
-    if summary is None or summary.role != "train":
+    if summary is None or summary.role != "train" or ctx.cfg.region not in summary.replicate_to:
         return  # 'source-stack-replicates-here' names the problem
     repo = inf.image.repository
     if repo not in summary.images:
