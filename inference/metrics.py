@@ -37,6 +37,9 @@ LOAD_FAILURE_REASONS = (
     "pinned_missing",
 )
 RATE_WINDOW_S = 10.0
+# The per-pod load signal the HorizontalPodAutoscaler scales on (README "Inference"); the cluster's
+# autoscaler query names it too (infra/lib/inference.py IN_FLIGHT_METRIC, tied to this by a test).
+IN_FLIGHT = "inference_requests_in_flight"
 
 
 class TokenRate:
@@ -82,9 +85,7 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.in_flight = Gauge(
-            "inference_requests_in_flight", "Generations accepted and not answered yet", registry=r
-        )
+        self.in_flight = Gauge(IN_FLIGHT, "Generations accepted and not answered yet", registry=r)
         self.queue_depth = Gauge(
             "inference_queue_depth", "Accepted generations waiting for a batch slot", registry=r
         )

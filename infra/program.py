@@ -32,6 +32,7 @@ from infra.wiring.cluster_services import (
     wire_workload_identities,
 )
 from infra.wiring.context import StackContext
+from infra.wiring.inference import wire_inference
 from infra.wiring.keys import wire_keys
 from infra.wiring.monitoring import wire_monitoring
 from infra.wiring.network import wire_network
@@ -164,5 +165,8 @@ def program(
                 *([identities] if identities is not None else []),
             ],
         )
+    # Infer stacks: the model server (its pods run as the inference service account), KEDA, HTTPS; exports
+    # inferenceUrl.
+    wire_inference(stack, cluster, services, storage, k8s_depends_on=[identities] if identities else [])
     for key, value in stack.exports.items():
         pulumi.export(key, value)

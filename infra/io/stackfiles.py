@@ -165,10 +165,13 @@ def read_stack_index(stacks_dir: Path | None = None) -> StackIndex:
         section = _platform_section(stack_file(stack, folder))
         storage = section.get("storage") if isinstance(section.get("storage"), dict) else {}
         targets = storage.get("replicate_to") if isinstance(storage.get("replicate_to"), list) else []
+        images = section.get("images") if isinstance(section.get("images"), dict) else {}
+        builds = images.get("builds") if isinstance(images.get("builds"), dict) else {}
         stacks[stack] = StackSummary(
             role=str(section.get("role", "")),
             region=str(section.get("region", "")),
             environment=str(section.get("environment", "")),
             replicate_to=tuple(str(t) for t in targets),
+            images=tuple(sorted(str(b) for b in builds)),
         )
     return StackIndex(stacks)

@@ -31,6 +31,10 @@ MONITORING_API = (
     "monitoring.coreos.com/v1"  # prometheus-operator v0.93.1 CRDs (prometheus-operator-crds 31.0.1)
 )
 KPS_RELEASE = "kps"  # object names: kps-prometheus, kps-alertmanager, kps-grafana (README "Monitoring")
+# Prometheus' Service (kps values prometheus.service.port 9090) under fullnameOverride KPS_RELEASE; the
+# inference autoscaler (KEDA) queries it.
+PROMETHEUS_SERVICE = f"{KPS_RELEASE}-prometheus"
+PROMETHEUS_PORT = 9090
 CRDS_RELEASE = "prometheus-operator-crds"
 DCGM_RELEASE = "dcgm-exporter"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
@@ -122,6 +126,11 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
         "affinity": system,
     }
     return {
+        # Object names as README "Monitoring" gives them (kps-prometheus, kps-alertmanager): without it the
+        # chart's fullname helper joins release and chart name (templates/_helpers.tpl, truncated to 26
+        # characters: kps-kube-prometheus-stack-prometheus), and the Prometheus address the inference
+        # autoscaler queries (PROMETHEUS_SERVICE) would not exist.
+        "fullnameOverride": KPS_RELEASE,
         # CRDs come from the prometheus-operator-crds release (upgraded with it); this chart's crds/ copy
         # would be installed once and never upgraded.
         "crds": {"enabled": False},

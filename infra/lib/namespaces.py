@@ -16,8 +16,8 @@ agent at 169.254.170.23:80 is not admitted either: workload pods use IRSA.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -29,6 +29,10 @@ PART_OF = {"app.kubernetes.io/part-of": "aiplat"}
 # policy controller runs in the EKS control plane). aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml
 # (enableNetworkPolicy, v1.23.1); https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
 VPC_CNI_NETWORK_POLICY = {"enableNetworkPolicy": "true"}
+# The AWS Load Balancer Controller adds a readiness gate (target healthy in the ALB's target group) to pods
+# created in namespaces with this label, so a rollout never removes old pods before the ALB sends to the new
+# ones. kubernetes-sigs/aws-load-balancer-controller docs/deploy/pod_readiness_gate.md (v3.5.0)
+READINESS_GATE_LABEL = ("elbv2.k8s.aws/pod-readiness-gate-inject", "enabled")
 
 
 class PodSecurity(StrEnum):
@@ -82,6 +86,8 @@ class WorkloadNamespace:
     egress_cidrs: tuple[str, ...] = ()
     # egress to (namespace, TCP port), e.g. MinIO's S3 API
     egress_services: tuple[tuple[str, int], ...] = ()
+    # labels besides Pod Security's (e.g. the load balancer controller's readiness gate injection)
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.pod_security is not PodSecurity.restricted and not self.reason:
@@ -201,6 +207,8 @@ def workload_namespaces(
                 # the inference server names its metrics container port "metrics"
                 scrape_ports=(PortRange(port="metrics"),),
                 egress_services=tuple(s3_services),
+                # the ALB sends to the inference pods by IP: readiness gates keep rollouts gapless
+                labels=dict([READINESS_GATE_LABEL]),
             )
         )
     out.append(

@@ -207,3 +207,12 @@ class StackNames:
     def role_name(self, purpose: str) -> str:
         """An IAM role name: account-global, so it carries the region code."""
         return role_name(self.global_prefix, purpose)
+
+
+# https://docs.aws.amazon.com/waf/latest/APIReference/API_CreateWebACL.html (Name: 1-128 of [\w-])
+WEB_ACL_NAME_MAX = 128
+
+
+def web_acl_name(stack_prefix: str, purpose: str) -> str:
+    """A WAFv2 web ACL's name (unique per account, region and scope)."""
+    return fit(f"{stack_prefix}-{purpose}", WEB_ACL_NAME_MAX)

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class StackSummary:
-    """What other stacks may know of a stack: its role, region, environment and replication targets."""
+    """What other stacks may know of a stack: its role, region, environment, replication targets and the
+    images it builds (or takes prebuilt) into its registry (``images.builds``)."""
 
     role: str
     region: str
     environment: str = ""
     replicate_to: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -314,6 +314,52 @@ def _docker_image(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[st
     }
 
 
+def _acm_certificate(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    """ACM's ARN (a UUID) and the CNAME it asks for per name (RequestCertificate + DescribeCertificate's
+    ResourceRecord: ``_<token>.<domain>.`` -> ``_<token>.<id>.acm-validations.aws.``)."""
+    cert_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{region}/acm/{args.name}"))
+    names = [args.inputs.get("domainName"), *(args.inputs.get("subjectAlternativeNames") or [])]
+    token = _digest(args, 32)
+    return {
+        "arn": f"arn:{PARTITION}:acm:{region}:{ACCOUNT_ID}:certificate/{cert_id}",
+        "status": "PENDING_VALIDATION",
+        "domainValidationOptions": [
+            {
+                "domainName": n,
+                "resourceRecordName": f"_{token}.{n}.",
+                "resourceRecordType": "CNAME",
+                "resourceRecordValue": f"_{token[::-1]}.offline.acm-validations.aws.",
+            }
+            for n in names
+            if n
+        ],
+    }
+
+
+def _route53_record(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    # The provider's fqdn is the record name without the trailing dot.
+    return {"fqdn": str(args.inputs.get("name") or args.name).rstrip(".")}
+
+
+def _web_acl(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    acl_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{region}/wafv2/{args.name}"))
+    scope = "regional" if args.inputs.get("scope") == "REGIONAL" else "global"
+    name = args.inputs.get("name") or args.name
+    return {
+        "id": acl_id,
+        "arn": f"arn:{PARTITION}:wafv2:{region}:{ACCOUNT_ID}:{scope}/webacl/{name}/{acl_id}",
+    }
+
+
+def _ingress(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    """The status the AWS Load Balancer Controller writes: its ALB's DNS name
+    (``k8s-<namespace>-<ingress>-<hash>-<id>.<region>.elb.amazonaws.com``)."""
+    meta = args.inputs.get("metadata") or {}
+    name = f"k8s-{meta.get('namespace', 'default')}-{meta.get('name', args.name)}"[:24]
+    host = f"{name}-{_digest(args, 10)}-{int(_digest(args, 8), 16) % 10**10}.{region}.elb.amazonaws.com"
+    return {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
+
+
 # Per-type outputs that AWS computes and that the program reads (e.g. an EKS cluster's OIDC issuer).
 # Components register what they need here, keyed by resource type token.
 COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, Any]]] = {
@@ -329,4 +375,8 @@ COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, A
     "aws:ecr/repository:Repository": _ecr_repository,
     "random:index/randomPassword:RandomPassword": _random_password,
     "docker-build:index:Image": _docker_image,
+    "aws:acm/certificate:Certificate": _acm_certificate,
+    "aws:route53/record:Record": _route53_record,
+    "aws:wafv2/webAcl:WebAcl": _web_acl,
+    "kubernetes:networking.k8s.io/v1:Ingress": _ingress,
 }

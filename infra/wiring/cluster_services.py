@@ -67,6 +67,8 @@ class ClusterServicesWiring:
     namespaces: WorkloadNamespaces
     storage_classes: StorageClasses
     cert_manager: CertManager | None = None
+    # Ingresses wait for it: its webhooks validate Ingresses and Services and inject readiness gates.
+    load_balancer_controller: LoadBalancerController | None = None
     ready: list[pulumi.Resource] = field(default_factory=list)
 
 
@@ -113,7 +115,7 @@ def workload_namespace_specs(ctx: StackContext) -> list[NamespaceSpec]:
     return [
         NamespaceSpec(
             name=ns.name,
-            labels=namespaces.pss_labels(ns.pod_security, cfg.cluster.kubernetes_version),
+            labels={**ns.labels, **namespaces.pss_labels(ns.pod_security, cfg.cluster.kubernetes_version)},
             reason=ns.reason,
             network_policies=namespaces.network_policies(
                 ns, monitoring_namespace=cfg.cluster_services.monitoring_namespace
@@ -220,7 +222,7 @@ def wire_cluster_services(
                 system_pools=system,
             )
         )
-        LoadBalancerController(
+        out.load_balancer_controller = LoadBalancerController(
             "lbc",
             ChartArgs(
                 chart=_ref(lbc.pinned),

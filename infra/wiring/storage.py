@@ -57,8 +57,9 @@ class StorageWiring:
     buckets: Buckets | None = None
     registry: Registry | None = None
     replication: ArtifactReplication | None = None
-    # infer stacks: this region's replica, read from the train stack
+    # infer stacks: this region's replica, read from the train stack (and the reference, for other outputs)
     replica: pulumi.Output[Any] | None = None
+    source: pulumi.StackReference | None = None
 
 
 def trail_bucket_name(ctx: StackContext) -> str | None:
@@ -81,6 +82,7 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
             ref = pulumi.StackReference(
                 stack_reference_name(pulumi.get_organization(), st.source_stack), opts=opts
             )
+            out.source = ref
             out.replica = ref.require_output("artifactReplicas").apply(lambda r: r[cfg.region])
             ctx.export("artifactsBucket", out.replica.apply(lambda r: r["bucket"]))
             ctx.export("artifactsKeyArn", out.replica.apply(lambda r: r["keyArn"]))
@@ -181,6 +183,12 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
                     "bucketArn": rep.replica_bucket_arns[region],
                     "keyArn": rep.replica_key_arns[region],
                     "registry": out.registry.replica_registries[region],
+                    # ECR replication creates the same repositories there, with the same digests: what the
+                    # infer stacks run their images from (inference.image.digest)
+                    "repositories": {
+                        repo: f"{out.registry.replica_registries[region]}/{ctx.names.env_prefix}/{repo}"
+                        for repo in reg.repositories
+                    },
                 }
                 for region in sorted(st.replicate_to)
             },

@@ -53,6 +53,7 @@ def test_custom_resources_are_checked_against_models(plan_stack) -> None:
         ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"),
         ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
         ("monitoring.coreos.com/v1", "PodMonitor"),
+        ("keda.sh/v1alpha1", "ScaledObject"),
     }
     assert custom <= set(CRD_MODELS)
 

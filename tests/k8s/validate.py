@@ -17,8 +17,9 @@ How to use it (monitoring, training, inference engineers)::
 * Custom resources have no bundled schema: each (apiVersion, kind) needs a typed model of the fields we set
   (pydantic, ``extra="forbid"``), written from the CRD of the version we install and naming it. Models live
   in ``tests/k8s/crds/`` and are registered in ``CRD_MODELS`` below (Karpenter v1.14.1, cert-manager
-  v1.21.1). A new kind (e.g. a prometheus-operator ``ServiceMonitor``) without a model fails validation
-  with "no schema and no model": add ``tests/k8s/crds/<project>.py`` and register it here.
+  v1.21.1, prometheus-operator v0.93.1, KEDA v2.20.2). A new kind (e.g. a prometheus-operator
+  ``ServiceMonitor``) without a model fails validation with "no schema and no model": add
+  ``tests/k8s/crds/<project>.py`` and register it here.
 * Helm releases are not objects: their values are asserted where a wrong value breaks things silently
   (see ``tests/infra/wiring/test_cluster_services.py``).
 * Secret payloads are ``"[secret]"`` in plans; they are replaced by an empty map before validation, and
@@ -38,7 +39,7 @@ from pydantic import ValidationError as ModelError
 
 from infra.model import crds as training_crds
 from infra.plan.runner import SECRET, Plan, RecordedResource
-from tests.k8s.crds import cert_manager, karpenter, prometheus_operator
+from tests.k8s.crds import cert_manager, karpenter, keda, prometheus_operator
 
 # (apiVersion, kind) -> model of the whole object (apiVersion, kind, metadata, spec)
 CRD_MODELS: dict[tuple[str, str], type[BaseModel]] = {
@@ -48,6 +49,7 @@ CRD_MODELS: dict[tuple[str, str], type[BaseModel]] = {
     # Kubeflow Trainer v2.3.0 (ClusterTrainingRuntime, TrainJob): in the package, because `aiplat train
     # render` validates with them too
     **training_crds.MODELS,
+    **keda.MODELS,
 }
 # Pulumi types under "kubernetes:" that are not Kubernetes objects
 NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml", "kubernetes:kustomize")

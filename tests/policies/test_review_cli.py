@@ -220,6 +220,7 @@ def test_stack_file_putting_an_inference_stack_in_us_east_1_fails(tmp_path, caps
     platform = doc["config"]["aiplat:platform"]
     platform["region"] = "us-east-1"
     platform["storage"].pop("source_stack")
+    platform.pop("inference")  # serving needs a source stack (rule inference-needs-cluster-services)
     (tmp_path / "Pulumi.prod-us-infer.yaml").write_text(yaml.safe_dump(doc))
     assert main(["review", "--stack", "prod-us-infer", "--stacks-dir", str(tmp_path)]) == EXIT_POLICY
     out = capsys.readouterr().out

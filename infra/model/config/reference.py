@@ -82,7 +82,8 @@ def _constraints(field: FieldInfo) -> str:
         elif isinstance(m, MaxLen):
             parts.append(f"length <= {m.max_length}")
         elif getattr(m, "pattern", None):
-            parts.append(f"pattern `{m.pattern}`")
+            # a '|' ends a table cell even inside a code span (GitHub Flavored Markdown tables)
+            parts.append(f"pattern `{m.pattern}`".replace("|", "\\|"))
     return ", ".join(parts)
 
 

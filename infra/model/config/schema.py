@@ -28,6 +28,7 @@ from infra.model.config.compute import (
     TaintEffect,
     check_pool_name,
 )
+from infra.model.config.inference import InferenceConfig
 from infra.model.config.monitoring import MonitoringConfig
 from infra.model.config.network import (
     DEFAULT_INTERFACE_ENDPOINTS,
@@ -84,6 +85,7 @@ __all__ = [
     "Environment",
     "FlowLogTraffic",
     "FlowLogsConfig",
+    "InferenceConfig",
     "KubernetesAccess",
     "ImageBuild",
     "ImagesConfig",
@@ -182,6 +184,9 @@ class PlatformConfig(Strict):
         None, description="Training on the cluster (train stacks): Kubeflow Trainer, runtime, runs."
     )
     security: SecurityConfig = Field(default_factory=SecurityConfig)
+    inference: InferenceConfig | None = Field(
+        None, description="Infer stacks: the model server, its autoscaling and HTTPS (None: nothing served)."
+    )
 
     @field_validator("region")
     @classmethod
@@ -219,6 +224,11 @@ class PlatformConfig(Strict):
             raise ValueError(
                 "images.builds or training is set on an infer stack; images are built and pushed by the "
                 "train stack that owns the registry (they replicate to the inference regions), remove them"
+            )
+        if self.role == Role.train and self.inference is not None:
+            raise ValueError(
+                "inference is set on a train stack; models are served from the infer stacks (role: infer), "
+                "remove it here"
             )
         if self.region in self.storage.replicate_to:
             raise ValueError(f"storage.replicate_to includes the stack's own region {self.region}; remove it")

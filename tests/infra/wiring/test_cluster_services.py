@@ -23,9 +23,11 @@ POOL_LABEL = "aiplat.io/pool"
 
 def _releases(plan: Plan) -> dict[str, RecordedResource]:
     """The cluster services' releases (the monitoring stack's, in its own namespace, are tested in
-    tests/infra/wiring/test_monitoring.py)."""
-    monitoring = plan.config["cluster_services"]["monitoring_namespace"]
-    return {r.inputs["name"]: r for r in plan.by_type(RELEASE) if r.inputs["namespace"] != monitoring}
+    tests/infra/wiring/test_monitoring.py; KEDA, the inference autoscaler's, in test_inference.py)."""
+    own = {plan.config["cluster_services"]["monitoring_namespace"]}
+    if plan.config.get("inference"):
+        own.add(plan.config["inference"]["autoscaling"]["keda"]["namespace"])
+    return {r.inputs["name"]: r for r in plan.by_type(RELEASE) if r.inputs["namespace"] not in own}
 
 
 def _services(plan: Plan) -> dict:
@@ -248,6 +250,8 @@ def test_workload_namespaces_deny_by_default_and_block_imds(plan_stack, stack: s
     }
     if plan.config["role"] == "train":
         workload[storage["trainer"]["namespace"]] = "baseline"
+    if plan.config.get("inference"):  # KEDA's namespace, made by the inference wiring the same way
+        workload[plan.config["inference"]["autoscaling"]["keda"]["namespace"]] = "restricted"
     version = f"v{plan.config['cluster']['kubernetes_version']}"
     policies: dict[str, dict[str, dict]] = {}
     for p in plan.by_type("kubernetes:networking.k8s.io/v1:NetworkPolicy"):
