@@ -60,6 +60,17 @@ def _event_rule(plan: Plan, r: RecordedResource) -> Key | None:
     return (_region(plan, r), r.type, r.inputs.get("eventBusName") or "default", r.inputs["name"])
 
 
+def _dns_record(plan: Plan, r: RecordedResource) -> Key:
+    # A record set is unique per hosted zone (global, not per region), name and type.
+    return (
+        "account",
+        r.type,
+        str(r.inputs.get("zoneId")),
+        str(r.inputs.get("name")),
+        str(r.inputs.get("type")),
+    )
+
+
 # Type -> how its physical name is scoped. Scopes from the APIs' own words (research-aws-constraints §9):
 # IAM names are unique in the account, bucket names in the partition, the rest per account and region.
 KEYS: dict[str, Callable[[Plan, RecordedResource], Key | None]] = {
@@ -82,6 +93,9 @@ KEYS: dict[str, Callable[[Plan, RecordedResource], Key | None]] = {
     "aws:sns/topic:Topic": _named("name", "region"),
     "aws:sqs/queue:Queue": _named("name", "region"),
     "aws:ssm/document:Document": _named("name", "region"),
+    # regional web ACLs: unique per account, region and scope (API_CreateWebACL)
+    "aws:wafv2/webAcl:WebAcl": _named("name", "region"),
+    "aws:route53/record:Record": _dns_record,
     "aws:ecr/replicationConfiguration:ReplicationConfiguration": _singleton,
     "aws:ebs/encryptionByDefault:EncryptionByDefault": _singleton,
     "aws:ebs/defaultKmsKey:DefaultKmsKey": _singleton,
