@@ -1,9 +1,13 @@
 """Resource options for a component's children.
 
-Pulumi does not pass a component's ``depends_on`` to its children: they are registered as soon as their
-own inputs are ready (https://github.com/pulumi/pulumi/issues/8721), so a component created "after" the
-node pools would still send its Helm releases to a cluster without nodes. Components whose children must
-wait use ``child_options``, which repeats the component's ``depends_on`` on each child.
+Pulumi does not put a component's ``depends_on`` on its children. At creation the Python SDK still orders
+them (the component registers only once its dependencies are done, and a child waits for its parent's URN),
+but the engine's dependency graph holds no edge from a child to what its component depends on: deletes and
+replacements are ordered by that graph (a ``pulumi destroy`` could remove the node groups before the Helm
+releases that run on them), ``--target`` follows it, and so does the plan's recorded ``dependencies``
+(related: https://github.com/pulumi/pulumi/issues/8721, https://github.com/pulumi/pulumi/issues/7542).
+Components whose children must wait use ``child_options``, which repeats the component's ``depends_on``
+on each child, so the edge is explicit.
 """
 
 from __future__ import annotations

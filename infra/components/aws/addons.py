@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.components.aws.options import fixed_name
+from infra.components.options import child_options
 from infra.lib import eks_iam, iam
 
 POST_COMPUTE_ADDONS = ("coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent")
@@ -40,7 +41,8 @@ class EksAddons(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EksAddonsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:addons:EksAddons", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        # children repeat the component's depends_on (the system pools): see infra/components/options.py
+        child = child_options(self, opts)
         role = aws.iam.Role(
             f"{name}-ebs-csi-role",
             name=args.ebs_csi_role_name,

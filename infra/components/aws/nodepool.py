@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.components.aws.options import fixed_name
+from infra.components.options import child_options
 from infra.lib.efa import EfaInterface
 from infra.lib.nodes import Taint
 
@@ -85,7 +86,8 @@ class GpuNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:nodepool:GpuNodePool", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        # children repeat the component's depends_on (networking add-ons, node role policies)
+        child = child_options(self, opts)
         efa = bool(args.efa_interfaces)
         full_name = args.node_group_name
         tags = {**args.tags, "Name": full_name, "aiplat:pool": args.pool_name}
@@ -238,7 +240,9 @@ class GpuNodePool(pulumi.ComponentResource):
             tags=tags,
             # The cluster autoscaler owns desired size after creation.
             opts=fixed_name(
-                pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"])
+                pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(ignore_changes=["scalingConfig.desiredSize"])
+                )
             ),
         )
         self.node_group_name = self.node_group.node_group_name

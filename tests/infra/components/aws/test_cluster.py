@@ -93,15 +93,34 @@ def test_addons_wait_for_system_pools_only(plan_stack, stack: str) -> None:
     # CoreDNS, the EBS CSI driver and the node monitoring agent wait for the pools that can run them; a
     # GPU pool that never gets capacity must not hold them back.
     plan = plan_stack(stack)
-    deps = plan.one("aiplat:addons:EksAddons").dependencies
     pools = plan.config["node_pools"]
-    for name, pool in pools.items():
-        ng = plan.one("aws:eks/nodeGroup:NodeGroup", f"pool-{name}-ng")
-        if pool["gpu"]:
-            assert not any(f"::pool-{name}-" in d for d in deps), (name, deps)
-        else:
-            assert ng.urn in deps
+    # the component and each add-on itself (the engine's graph orders deletes and replacements by it)
+    waiting = [plan.one("aiplat:addons:EksAddons")] + [
+        r for r in plan.by_type("aws:eks/addon:Addon") if r.name.startswith("addons-")
+    ]
+    assert len(waiting) == 4
+    for r in waiting:
+        for name, pool in pools.items():
+            ng = plan.one("aws:eks/nodeGroup:NodeGroup", f"pool-{name}-ng")
+            if pool["gpu"]:
+                assert not any(f"::pool-{name}-" in d for d in r.dependencies), (r.name, name)
+            else:
+                assert ng.urn in r.dependencies, (r.name, name)
     assert any(not p["gpu"] for p in pools.values())
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_node_groups_wait_for_networking_addons(plan_stack, stack: str) -> None:
+    # Nodes join only once vpc-cni, kube-proxy and the pod identity agent exist: the edge is on the node
+    # group itself, not only on its component.
+    plan = plan_stack(stack)
+    networking = {r.urn for r in plan.by_type("aws:eks/addon:Addon") if r.name.startswith("cluster-")}
+    assert {r.name for r in plan.by_type("aws:eks/addon:Addon") if r.urn in networking} >= {
+        "cluster-vpc-cni",
+        "cluster-kube-proxy",
+    }
+    for ng in plan.by_type("aws:eks/nodeGroup:NodeGroup"):
+        assert networking <= set(ng.dependencies), ng.name
 
 
 @pytest.mark.parametrize("stack", STACKS)
