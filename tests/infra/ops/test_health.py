@@ -140,11 +140,9 @@ def test_healthy_stack_passes(aws: MotoServer, api: Api) -> None:
 
 def test_not_enough_ready_nodes_fails_after_the_timeout(aws: MotoServer, api: Api) -> None:
     outputs = _deploy(aws, api.url)
-    infer = outputs["nodeGroups"]["infer"]
-    api.nodes = [node(outputs["nodeGroups"]["system"]) for _ in range(2)] + [
-        node(infer),
-        node(infer, ready=False),
-    ]
+    system = outputs["nodeGroups"]["system"]
+    assert CFG.node_pools["system"].desired_size == 2
+    api.nodes = [node(system), node(system, ready=False)]
     ticks = iter([0.0, 4.0, 8.0, 12.0])  # deadline 10: checks at 4 and 8 sleep, the one at 12 gives up
     sleeps: list[float] = []
     gate = AwsHealthGate(
@@ -155,7 +153,7 @@ def test_not_enough_ready_nodes_fails_after_the_timeout(aws: MotoServer, api: Ap
     )
     checks = gate.check("prod-sg-infer", CFG, outputs)
     assert [(c.name, c.ok) for c in checks] == [("outputs", True), ("nodes", False)]  # no inference check
-    assert checks[1].detail == f"node group {infer}: 1 of {CFG.node_pools['infer'].desired_size} nodes Ready"
+    assert checks[1].detail == f"node group {system}: 1 of 2 nodes Ready"
     assert sleeps == [5, 5]  # polled until the deadline
 
 

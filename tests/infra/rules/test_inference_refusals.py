@@ -116,7 +116,7 @@ CASES = [
         _set("inference.node_pools", ["system"]),
         RULES,
         f"{INF}.node_pools.0: 'system' is a CPU pool (gpu: false): the server needs a GPU; fix: use one of "
-        "the GPU pools: gpu, infer",
+        "the GPU pools: gpu",
     ),
     (
         "unknown-pool",

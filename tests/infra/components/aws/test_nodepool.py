@@ -128,9 +128,16 @@ def test_dev_gpu_pool_is_spot_single_gpu(plan_stack) -> None:
 
 
 @pytest.mark.parametrize("stack", ["prod-hk-infer", "prod-sg-infer"])
-def test_inference_gpu_type_offered_in_region(plan_stack, stack: str) -> None:
+def test_inference_gpus_come_from_karpenter_types_offered_here(plan_stack, stack: str) -> None:
+    # No managed GPU node group idles in an inference region: the model server runs on the Karpenter
+    # NodePool, whose types are ones AWS offers in this VPC's zones, from two families or more.
     plan = plan_stack(stack)
-    gpu_pools = [p for p in plan.config["node_pools"].values() if p["gpu"]]
-    assert gpu_pools
-    for p in gpu_pools:
-        assert p["instance_type"] in awsdata.offered_in_region(plan.region)
+    assert not [p for p in plan.config["node_pools"].values() if p["gpu"]]
+    (pool,) = plan.by_type("kubernetes:karpenter.sh/v1:NodePool")
+    req = {r["key"]: r["values"] for r in pool.inputs["spec"]["template"]["spec"]["requirements"]}
+    types, zones = req["node.kubernetes.io/instance-type"], req["topology.kubernetes.io/zone"]
+    offered = awsdata.offered_by_az(plan.region)
+    for t in types:
+        assert any(t in offered[z] for z in zones), t
+        assert awsdata.instance_facts(t).gpu_count >= 1, t
+    assert len({t.split(".")[0] for t in types}) >= 2
