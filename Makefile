@@ -48,7 +48,7 @@ policies/venv/bin/python: policies/requirements.txt
 	policies/venv/bin/python -m pip install -q -r policies/requirements.txt
 	touch $@
 
-test: $(VENV)/.dev lint-docker promtool
+test: $(VENV)/.dev lint-docker promtool policy-venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
