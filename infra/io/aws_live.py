@@ -40,6 +40,7 @@ from infra.model.facts import (
     SecretsProviderFacts,
     Unreadable,
 )
+from infra.model.gpu_offers import karpenter_patterns
 from infra.model.quotas import QUOTAS
 
 Clients = Callable[[str, str], Any]
@@ -112,7 +113,8 @@ def read_region_opt_status(account: Any, region: str) -> str | Unreadable:
 
 def read_region_facts(ec2: Any, cfg: PlatformConfig) -> RegionFacts | Unreadable:
     """Zones (name and ID, this account's mapping), offerings of the config's types per zone ID mapped to
-    this account's zone names, and the types' facts."""
+    this account's zone names, the Karpenter pools' candidate types (every type of their families offered
+    in a zone), and the facts of all of them."""
     try:
         azs = ec2.describe_availability_zones(
             Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}]
@@ -128,13 +130,7 @@ def read_region_facts(ec2: Any, cfg: PlatformConfig) -> RegionFacts | Unreadable
         region_types: frozenset[str] = frozenset()
         instances: dict[str, InstanceFacts] = {}
         if types:
-            pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
-                LocationType="availability-zone-id", Filters=[{"Name": "instance-type", "Values": types}]
-            )
-            for page in pages:
-                for o in page["InstanceTypeOfferings"]:
-                    if o["Location"] in name_of:
-                        offerings[name_of[o["Location"]]].add(o["InstanceType"])
+            _add_offerings(ec2, types, name_of, offerings)
             offered = sorted({t for ts in offerings.values() for t in ts})
             if set(offered) != set(types):
                 everything = ec2.get_paginator("describe_instance_type_offerings").paginate(
@@ -148,6 +144,7 @@ def read_region_facts(ec2: Any, cfg: PlatformConfig) -> RegionFacts | Unreadable
                 instances = {
                     d["InstanceType"]: InstanceFacts.from_describe_instance_types(d) for d in described
                 }
+        instances.update(_karpenter_candidates(ec2, cfg, name_of, offerings))
     except (ClientError, BotoCoreError) as exc:
         return unreadable(
             "ec2:DescribeAvailabilityZones/DescribeInstanceTypeOfferings/DescribeInstanceTypes", exc
@@ -160,6 +157,55 @@ def read_region_facts(ec2: Any, cfg: PlatformConfig) -> RegionFacts | Unreadable
         region_types=region_types,
         by_zone_id=True,
     )
+
+
+# DescribeInstanceTypeOfferings takes the types as filter values; asked in slices of this many.
+_OFFERING_FILTER_VALUES = 100
+
+
+def _add_offerings(
+    ec2: Any, types: list[str], name_of: Mapping[str, str], offerings: dict[str, set[str]]
+) -> None:
+    """Offerings of ``types`` per zone ID, recorded under this account's zone names."""
+    for i in range(0, len(types), _OFFERING_FILTER_VALUES):
+        pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+            LocationType="availability-zone-id",
+            Filters=[{"Name": "instance-type", "Values": types[i : i + _OFFERING_FILTER_VALUES]}],
+        )
+        for page in pages:
+            for o in page["InstanceTypeOfferings"]:
+                if o["Location"] in name_of:
+                    offerings[name_of[o["Location"]]].add(o["InstanceType"])
+
+
+def _karpenter_candidates(
+    ec2: Any, cfg: PlatformConfig, name_of: Mapping[str, str], offerings: dict[str, set[str]]
+) -> dict[str, InstanceFacts]:
+    """Every type of the Karpenter pools' families offered in a zone (added to ``offerings``), with its facts:
+    what ``gpu_offer`` chooses the NodePool's types from, as the program does with the provider's answers.
+
+    The families' types come from DescribeInstanceTypes with wildcard values (``g5.*``) on its
+    ``instance-type`` filter, which the EC2 API reference documents with wildcards ("c5*"); their offerings
+    from DescribeInstanceTypeOfferings by exact name, whose ``instance-type`` filter the reference documents
+    without wildcards (and moto matches exactly). The same types and zones as the program's wildcard
+    offerings call, from calls both AWS and the emulator answer as documented.
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html
+    """
+    patterns = karpenter_patterns(cfg)
+    if not patterns:
+        return {}
+    described: dict[str, Mapping[str, Any]] = {}
+    pages = ec2.get_paginator("describe_instance_types").paginate(
+        Filters=[{"Name": "instance-type", "Values": patterns}]
+    )
+    for page in pages:
+        for d in page["InstanceTypes"]:
+            described[d["InstanceType"]] = d
+    _add_offerings(ec2, sorted(described), name_of, offerings)
+    offered = {t for ts in offerings.values() for t in ts}
+    return {
+        t: InstanceFacts.from_describe_instance_types(d) for t, d in sorted(described.items()) if t in offered
+    }
 
 
 def read_quotas(quotas: Any, codes: Iterable[str]) -> dict[str, float | Unreadable]:

@@ -10,6 +10,7 @@ there the provider's data sources answer the same questions.
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import json
 from functools import cache
@@ -18,7 +19,9 @@ from typing import Any
 
 # The mapping from DescribeInstanceTypes to the provider's shape is pure and shared with `aiplat preflight`;
 # the mocks answer getInstanceType through it.
-from infra.model.facts import AvailabilityZone, InstanceFacts, get_instance_type_result
+from infra.model.config.schema import PlatformConfig
+from infra.model.facts import AvailabilityZone, InstanceFacts, RegionFacts, get_instance_type_result
+from infra.model.gpu_offers import karpenter_patterns
 
 # The AWS snapshot: these modules only locate the data files; nothing of moto's mocking is started.
 _RESOURCES = "moto.ec2.resources"
@@ -114,4 +117,31 @@ def availability_zones(region: str) -> tuple[AvailabilityZone, ...]:
             moto_zones[n].zone_type if n in moto_zones else "availability-zone",
         )
         for n in names
+    )
+
+
+def region_facts(cfg: PlatformConfig) -> RegionFacts:
+    """The facts the program gathers for ``cfg`` (``infra/io/provider_facts.py:gather_facts``), read from the
+    snapshot directly: ordinary zones, offerings per zone of the pools' types and of every type of the
+    Karpenter pools' families (``g5.*``), and those types' facts. For pure estimates outside the program
+    (``aiplat cost``: which types a Karpenter pool may launch) and for tests."""
+    region = cfg.region
+    zones = tuple(z for z in availability_zones(region) if z.zone_type == "availability-zone")
+    by_az = offered_by_az(region)
+    types = {p.instance_type for p in cfg.node_pools.values()}
+    patterns = karpenter_patterns(cfg)
+    offerings: dict[str, frozenset[str]] = {}
+    for z in zones:
+        here = by_az.get(z.name, frozenset())
+        offerings[z.name] = frozenset(
+            t for t in here if t in types or any(fnmatch.fnmatchcase(t, p) for p in patterns)
+        )
+    offered = {t for ts in offerings.values() for t in ts}
+    instances = {t: f for t in sorted(offered) if (f := instance_facts(t, region)) is not None}
+    return RegionFacts(
+        region=region,
+        zones=zones,
+        offerings=offerings,
+        instances=instances,
+        region_types=offered_in_region(region) if not types <= offered else frozenset(),
     )

@@ -1,7 +1,8 @@
 """EC2 vCPU quotas and the vCPUs a stack's node pools may ask for. Pure.
 
 EC2 limits *running* instances per region in vCPUs, per group of instance families and per purchase
-option (On-Demand, Spot). A pool must fit at ``max_size``: the autoscaler may scale to it.
+option (On-Demand, Spot). A managed pool must fit at ``max_size``: the autoscaler may scale to it; a
+Karpenter GPU pool at its ``gpu_limit`` on the candidate type with the most vCPUs per GPU.
 (EC2 endpoints and quotas: https://docs.aws.amazon.com/general/latest/gr/ec2-service.html)
 
 Quota codes (service code ``ec2``). ``L-1216C47A`` is named on an AWS page (AWS CLI user guide, Service
@@ -14,14 +15,18 @@ Beware a wrong P code ``L-417A2355`` in some public code.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from fractions import Fraction
 
 from infra.model.config.compute import CapacityType
 from infra.model.config.schema import PlatformConfig
-from infra.model.facts import InstanceFacts
+from infra.model.config.services import CapacityKind
+from infra.model.facts import RegionFacts
+from infra.model.gpu_offers import gpu_offer
 
 
 class Purchase(StrEnum):
@@ -94,51 +99,145 @@ def purchase_of(capacity_type: CapacityType) -> Purchase:
 
 @dataclass(frozen=True)
 class VcpuDemand:
-    """The vCPUs one quota must cover, and where they come from (``node_pools.train: 4 x p5.48xlarge``)."""
+    """The vCPUs one quota must cover, where they come from (``node_pools.train: 4 x p5.48xlarge``) and the
+    config fields that bound them (``node_pools.train.max_size``,
+    ``cluster_services.karpenter.node_pools.gpu.gpu_limit``: dotted, under ``aiplat:platform``)."""
 
     quota: VcpuQuota
     vcpus: int
     sources: tuple[str, ...]
-    pools: tuple[str, ...]
+    fields: tuple[str, ...]
     # True when every contributing pool is a Capacity Block (see ``purchase_of``)
     capacity_block_only: bool = False
 
 
 @dataclass(frozen=True)
 class Unmapped:
-    """A pool whose family has no quota in ``QUOTAS``."""
+    """A pool type whose family has no quota in ``QUOTAS``; ``field`` is the config field naming it."""
 
     pool: str
     instance_type: str
+    field: str
 
 
-def vcpu_demand(
-    cfg: PlatformConfig, instances: Mapping[str, InstanceFacts]
-) -> tuple[list[VcpuDemand], list[Unmapped]]:
-    """vCPUs per quota at every pool's ``max_size``, and the pools whose quota is not in the table.
+@dataclass(frozen=True)
+class KarpenterWorstCase:
+    """A Karpenter GPU pool at its limit, per quota group: ``gpu_limit`` GPUs, all on the candidate type of
+    that group with the most vCPUs per GPU (what the group's quota must cover if Karpenter picks it)."""
 
-    Pools whose type has no facts (not offered) are skipped: the offering rules report them.
-    Extension point: when the config gains Karpenter NodePools, add their ``limits.cpu`` here as further
-    sources of the quota of their instance families, so one rule checks both.
+    pool: str
+    group: str
+    instance_type: str
+    vcpus_per_gpu: Fraction
+    gpus: int
+    # the candidate types of this group that were compared (the NodePool's instance types, ``gpu_offer``)
+    considered: tuple[str, ...]
+
+    @property
+    def vcpus(self) -> int:
+        return math.ceil(self.gpus * self.vcpus_per_gpu)
+
+    def describe(self) -> str:
+        ratio = self.vcpus_per_gpu
+        shown = str(ratio.numerator) if ratio.denominator == 1 else f"{float(ratio):g}"
+        return (
+            f"karpenter.{self.pool}: up to {self.gpus} GPUs (gpu_limit) as {self.instance_type} ({shown} "
+            f"vCPUs/GPU, the most of {', '.join(self.considered)}) = {self.vcpus} vCPUs"
+        )
+
+
+def karpenter_worst_cases(
+    cfg: PlatformConfig, facts: RegionFacts
+) -> tuple[list[KarpenterWorstCase], list[Unmapped]]:
+    """Each Karpenter pool's worst case per quota group, and its candidate types without a known quota.
+
+    Karpenter launches no node past ``spec.limits`` (``nvidia.com/gpu: gpu_limit``), so the pool holds at
+    most ``gpu_limit`` GPUs; which types carry them is Karpenter's choice among the NodePool's types. The
+    vCPUs they bring are at most ``gpu_limit`` x the largest vCPUs-per-GPU ratio of those types (an upper
+    bound: whole nodes may not reach the limit exactly). Karpenter checks limits eventually consistently,
+    so a fast scale-out can overrun them (https://karpenter.sh/v1.14/concepts/nodepools/#speclimits).
+    A pool with no candidate type has no demand: ``karpenter-gpu-types-offered`` refuses it.
+    """
+    cases: list[KarpenterWorstCase] = []
+    unmapped: list[Unmapped] = []
+    for name, pool in sorted(cfg.cluster_services.karpenter.node_pools.items()):
+        by_group: dict[str, list[str]] = {}
+        for itype in gpu_offer(cfg, facts, pool).instance_types:
+            group = _GROUPS.get(family(itype))
+            if group is None:
+                unmapped.append(
+                    Unmapped(
+                        f"karpenter.{name}",
+                        itype,
+                        f"cluster_services.karpenter.node_pools.{name}.instance_families",
+                    )
+                )
+            else:
+                by_group.setdefault(group, []).append(itype)
+        for group, types in sorted(by_group.items()):
+
+            def ratio(t: str) -> Fraction:
+                f = facts.instances[t]
+                return Fraction(f.vcpus, f.gpu_count)
+
+            # the highest ratio; among equals the first by name, so the line is stable
+            worst = min(types, key=lambda t: (-ratio(t), t))
+            cases.append(KarpenterWorstCase(name, group, worst, ratio(worst), pool.gpu_limit, tuple(types)))
+    return cases, unmapped
+
+
+def vcpu_demand(cfg: PlatformConfig, facts: RegionFacts) -> tuple[list[VcpuDemand], list[Unmapped]]:
+    """vCPUs per quota at every managed pool's ``max_size`` and every Karpenter pool's ``gpu_limit``, and the
+    types whose quota is not in the table.
+
+    Managed pools whose type has no facts (not offered) are skipped: the offering rules report them. A
+    Karpenter pool counts against the On-Demand quota, the Spot quota or both, as its ``capacity_types``
+    allow: with both, Karpenter prefers Spot but falls back to On-Demand when Spot has no capacity, so
+    either quota may have to hold the whole pool.
     """
     totals: dict[str, list] = {}
+
+    def add(quota: VcpuQuota, vcpus: int, source: str, field: str, capacity_block: bool) -> None:
+        entry = totals.setdefault(quota.code, [0, [], [], True])
+        entry[0] += vcpus
+        entry[1].append(source)
+        entry[2].append(field)
+        entry[3] = entry[3] and capacity_block
+
     unmapped: list[Unmapped] = []
     for name, pool in sorted(cfg.node_pools.items()):
-        facts = instances.get(pool.instance_type)
-        if facts is None:
+        instance = facts.instances.get(pool.instance_type)
+        if instance is None:
             continue
         quota = quota_for(pool.instance_type, purchase_of(pool.capacity_type))
         if quota is None:
-            unmapped.append(Unmapped(name, pool.instance_type))
+            unmapped.append(Unmapped(name, pool.instance_type, f"node_pools.{name}.instance_type"))
             continue
-        vcpus = pool.max_size * facts.vcpus
-        entry = totals.setdefault(quota.code, [0, [], [], True])
-        entry[0] += vcpus
-        entry[1].append(f"node_pools.{name}: {pool.max_size} x {pool.instance_type} ({facts.vcpus} vCPUs)")
-        entry[2].append(name)
-        entry[3] = entry[3] and pool.capacity_type is CapacityType.capacity_block
+        add(
+            quota,
+            pool.max_size * instance.vcpus,
+            f"node_pools.{name}: {pool.max_size} x {pool.instance_type} ({instance.vcpus} vCPUs)",
+            f"node_pools.{name}.max_size",
+            pool.capacity_type is CapacityType.capacity_block,
+        )
+    cases, karpenter_unmapped = karpenter_worst_cases(cfg, facts)
+    unmapped += karpenter_unmapped
+    for case in cases:
+        kinds = cfg.cluster_services.karpenter.node_pools[case.pool].capacity_types
+        both = len(kinds) > 1
+        for kind in kinds:
+            purchase = Purchase.spot if kind is CapacityKind.spot else Purchase.on_demand
+            quota = next(q for q in QUOTAS if q.group == case.group and q.purchase == purchase)
+            note = "; on-demand and spot both allowed: counted against both quotas" if both else ""
+            add(
+                quota,
+                case.vcpus,
+                case.describe() + note,
+                f"cluster_services.karpenter.node_pools.{case.pool}.gpu_limit",
+                False,
+            )
     demands = [
-        VcpuDemand(BY_CODE[code], vcpus, tuple(sources), tuple(pools), cb_only)
-        for code, (vcpus, sources, pools, cb_only) in sorted(totals.items())
+        VcpuDemand(BY_CODE[code], vcpus, tuple(sources), tuple(fields), cb_only)
+        for code, (vcpus, sources, fields, cb_only) in sorted(totals.items())
     ]
     return demands, unmapped

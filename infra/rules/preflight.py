@@ -103,14 +103,26 @@ def regional_sts_works(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+def _common_prefix(paths: list[list[str]]) -> list[str]:
+    """The parts every path starts with (``node_pools`` for two managed pools)."""
+    prefix: list[str] = []
+    for parts in zip(*paths, strict=False):
+        if len(set(parts)) != 1:
+            break
+        prefix.append(parts[0])
+    return prefix
+
+
 @rule("vcpu-quotas", phases=PREFLIGHT, needs=[Need.live_region, Need.facts])
 def vcpu_quotas(ctx: RuleContext) -> Iterator[Finding]:
-    """The On-Demand and Spot vCPU quotas of each family group cover every pool at max_size."""
+    """The On-Demand and Spot vCPU quotas of each family group cover every pool at max_size and every
+    Karpenter GPU pool at its gpu_limit."""
     assert ctx.live is not None and ctx.facts is not None
-    demands, unmapped = vcpu_demand(ctx.cfg, ctx.facts.instances)
+    demands, unmapped = vcpu_demand(ctx.cfg, ctx.facts)
     region = ctx.cfg.region
     for d in demands:
-        field = at("node_pools", d.pools[0], "max_size") if len(d.pools) == 1 else at("node_pools")
+        field = at(*_common_prefix([f.split(".") for f in d.fields]))
+        limits = " / ".join(dict.fromkeys(f.rsplit(".", 1)[1] for f in d.fields))
         have = ctx.live.quotas.get(d.quota.code)
         what = f"{d.quota.name} ({d.quota.code})"
         if have is None:
@@ -120,7 +132,7 @@ def vcpu_quotas(ctx: RuleContext) -> Iterator[Finding]:
         elif have < d.vcpus:
             fix = (
                 f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code "
-                f"{d.quota.code} --desired-value {d.vcpus} --region {region}, or lower max_size"
+                f"{d.quota.code} --desired-value {d.vcpus} --region {region}, or lower {limits}"
             )
             problem = f"{what} is {have:g} vCPUs but the pools need {d.vcpus}: {'; '.join(d.sources)}"
             if d.capacity_block_only:
@@ -130,10 +142,10 @@ def vcpu_quotas(ctx: RuleContext) -> Iterator[Finding]:
             else:
                 yield error(field, problem, fix, QUOTAS_DOC)
         else:
-            yield info(field, f"{what}: {d.vcpus} of {have:g} vCPUs at max_size")
+            yield info(field, f"{what}: {d.vcpus} of {have:g} vCPUs at {limits}")
     for u in unmapped:
         yield warning(
-            at("node_pools", u.pool, "instance_type"),
+            at(u.field),
             f"no vCPU quota of {u.instance_type}'s family is known to preflight",
             "check its quota in the Service Quotas console (service ec2)",
             QUOTAS_DOC,

@@ -1,7 +1,8 @@
 """Rules on the cluster services: what the charts, Karpenter and the Kubernetes API access need.
 
 Config-only rules run before the provider is configured; ``karpenter-gpu-types-offered`` needs the AWS facts
-(the types of the pools' families offered in the VPC's zones).
+(the types of the pools' families offered in the VPC's zones) and runs again in ``aiplat preflight`` on the
+account's own offerings.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from infra.model.config.schema import PlatformConfig, Role, StorageBackend
 from infra.model.config.services import KubernetesAccess
 from infra.model.gpu_offers import gpu_offer
 from infra.model.zones import vpc_zones
-from infra.rules.base import Finding, Need, RuleContext, at, error, rule
+from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, rule
 
 EFA_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html"
 ENDPOINT_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"
@@ -170,7 +171,7 @@ def karpenter_tags_allowed(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-@rule("karpenter-gpu-types-offered", needs=[Need.facts])
+@rule("karpenter-gpu-types-offered", phases=[Phase.plan, Phase.preflight], needs=[Need.facts])
 def karpenter_gpu_types_offered(ctx: RuleContext) -> Iterator[Finding]:
     """Each Karpenter pool has NVIDIA types offered in the VPC's zones; inference pools from two families."""
     assert ctx.facts is not None

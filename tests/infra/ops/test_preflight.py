@@ -281,14 +281,80 @@ def test_on_demand_quota_below_max_size(account: Account) -> None:
     )
 
 
-def test_spot_quota_below_max_size(account: Account) -> None:
+def test_spot_quota_below_max_size_and_the_karpenter_limit(account: Account) -> None:
+    """dev-us-train: the managed Spot pool at max_size and the Karpenter Spot pool at its GPU limit draw on
+    one quota; the Karpenter pool's types are the account's (its families offered in the VPC's zones)."""
     cfg = load_stack_config("dev-us-train")
     account.healthy(cfg, L_3819A6DF=4)
     row = _one(preflight_stack("dev-us-train", cfg, account), "vcpu-quotas")
+    # 2 x g5.xlarge (4 vCPUs) + 4 GPUs (gpu_limit) x 64 vCPUs per GPU (g4dn.16xlarge, g5.16xlarge and
+    # g6.16xlarge: one GPU, 64 vCPUs; the first by name is named)
+    assert row.field == "aiplat:platform"  # a managed pool and a Karpenter pool: the field of neither
     assert row.detail.startswith(
-        "All G and VT Spot Instance Requests (L-3819A6DF) is 4 vCPUs but the pools need 8"
+        "All G and VT Spot Instance Requests (L-3819A6DF) is 4 vCPUs but the pools need 264: "
+        "node_pools.gpu: 2 x g5.xlarge (4 vCPUs); karpenter.spot-gpu: up to 4 GPUs (gpu_limit) as "
+        "g4dn.16xlarge (64 vCPUs/GPU, the most of g4dn.16xlarge, g4dn.2xlarge, "
     )
-    assert "--quota-code L-3819A6DF --desired-value 8 --region us-west-2" in (row.fix or "")
+    assert row.detail.endswith("g6.8xlarge, g6.xlarge) = 256 vCPUs")
+    assert row.fix == (
+        "aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-3819A6DF "
+        "--desired-value 264 --region us-west-2, or lower max_size / gpu_limit"
+    )
+
+
+def test_g_quota_below_the_karpenter_limit_of_an_infer_stack(account: Account) -> None:
+    """prod-hk-infer has no managed GPU pool: its G quota demand is the Karpenter pool's, from the types
+    moto's ap-east-1 offers in the VPC's zones (read live: DescribeInstanceTypes with the families'
+    wildcards, DescribeInstanceTypeOfferings by zone ID)."""
+    cfg = load_stack_config("prod-hk-infer")
+    account.healthy(cfg, opt="ENABLED", L_DB2E81BA=64)
+    rows = preflight_stack("prod-hk-infer", cfg, account)
+    account.all_answered()
+    row = _one(rows, "vcpu-quotas")
+    assert row.field == "aiplat:platform.cluster_services.karpenter.node_pools.gpu.gpu_limit"
+    # 16 GPUs x 64 vCPUs per GPU: g4dn.16xlarge and g5.16xlarge carry one GPU and 64 vCPUs (the
+    # 4-GPU g5.12xlarge/g4dn.12xlarge have 12 per GPU; the 8-GPU types exceed max_gpus_per_node 4)
+    assert row.detail == (
+        "Running On-Demand G and VT instances (L-DB2E81BA) is 64 vCPUs but the pools need 1024: "
+        "karpenter.gpu: up to 16 GPUs (gpu_limit) as g4dn.16xlarge (64 vCPUs/GPU, the most of "
+        "g4dn.12xlarge, g4dn.16xlarge, g4dn.2xlarge, g4dn.4xlarge, g4dn.8xlarge, g4dn.xlarge, g5.12xlarge, "
+        "g5.16xlarge, g5.24xlarge, g5.2xlarge, g5.4xlarge, g5.8xlarge, g5.xlarge) = 1024 vCPUs"
+    )
+    assert row.fix == (
+        "aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-DB2E81BA "
+        "--desired-value 1024 --region ap-east-1, or lower gpu_limit"
+    )
+    # the Spot G quota is not asked for (the pool is on-demand only); the system pool's quota passes
+    passed = sorted(r.detail for r in rows if r.check == "vcpu-quotas" and r.status is Status.passed)
+    assert passed == [
+        "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A): 12 of 10000 vCPUs "
+        "at max_size"
+    ]
+    # the plan's rule, on the account's offerings: g5 and g4dn are offered in the VPC's zones
+    assert _one(rows, "karpenter-gpu-types-offered", Status.passed)
+
+
+def test_karpenter_pool_on_both_capacity_types_counts_against_both_quotas(account: Account) -> None:
+    raw = _raw("prod-sg-infer")
+    raw["cluster_services"]["karpenter"]["node_pools"]["gpu"]["capacity_types"] = ["on-demand", "spot"]
+    cfg = parse_platform_config(raw)
+    account.healthy(cfg, L_7212CCBC=96)
+    rows = [r for r in preflight_stack("prod-sg-infer", cfg, account) if r.check == "vcpu-quotas"]
+    failed = _one(rows, "vcpu-quotas")
+    # p4de.24xlarge: 96 vCPUs, 8 GPUs -> 16 GPUs need 192 vCPUs of the P Spot quota
+    assert failed.detail == (
+        "All P Spot Instance Requests (L-7212CCBC) is 96 vCPUs but the pools need 192: karpenter.gpu: up to "
+        "16 GPUs (gpu_limit) as p4de.24xlarge (12 vCPUs/GPU, the most of p4de.24xlarge) = 192 vCPUs; "
+        "on-demand and spot both allowed: counted against both quotas"
+    )
+    assert "--quota-code L-7212CCBC --desired-value 192 --region ap-southeast-1" in (failed.fix or "")
+    passed = {r.detail.split(":")[0] for r in rows if r.status is Status.passed}
+    assert passed == {
+        "Running On-Demand P instances (L-417A185B)",
+        "Running On-Demand G and VT instances (L-DB2E81BA)",
+        "All G and VT Spot Instance Requests (L-3819A6DF)",
+        "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A)",
+    }
 
 
 def _capacity_block() -> PlatformConfig:
