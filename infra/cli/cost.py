@@ -10,8 +10,10 @@ from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, selected_stacks
 from infra.io.stackfiles import load_stack_config
+from infra.model.config.schema import PlatformConfig
 from infra.model.cost import SIZES, Money, Option, Price, PriceTable, StackCost, Usage, estimate_stack, total
 from infra.model.errors import ConfigErrors
+from infra.model.facts import RegionFacts
 
 
 def _date(value: str) -> dt.date:
@@ -37,7 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="estimate hourly and monthly cost per node pool and per stack",
         description="Estimate each stack's cost from the price table (infra/model/data/prices.yaml: every "
         "price with its source and date): node pools at min/desired/max as configured and as if bought "
-        "On-Demand, Spot or as a Capacity Block; the EKS control plane (standard or extended support), NAT "
+        "On-Demand, Spot or as a Capacity Block; Karpenter GPU pools at min/desired/max GPUs on the types "
+        "their NodePools may launch (from the offline AWS data: min and desired = the inference Deployment's "
+        "minimum replicas on the cheapest priced type, max = the GPU limit at the dearest priced type per "
+        "GPU); the EKS control plane (standard or extended support), NAT "
         "gateways and their data processing, interface endpoints, load balancers, CloudTrail data events, "
         "and cross-region replication of the artifacts. Prices the table lacks are shown as unknown ('?'), "
         "never guessed. Exit 0, or 2 for a config error.",
@@ -104,6 +109,28 @@ def _pools(cost: StackCost) -> Table:
             *(_unit(p.prices[o].usd) for o in Option),
             *(usd(p.hourly(s)) for s in SIZES),
             usd(p.hourly().times(cost.hours_per_month)),
+        )
+    return table
+
+
+def _karpenter(cost: StackCost) -> Table:
+    table = Table(title=f"{cost.stack}: Karpenter GPU pools (USD)", title_justify="left")
+    for col in ("pool", "buy", "GPUs min/des/max", "types (priced)", "cheapest /node-h", "dearest /GPU-h"):
+        table.add_column(col, no_wrap=True)
+    for col in ("/h min", "/h desired", "/h max", "/month desired"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for k in cost.karpenter:
+        cheap, dear = k.cheapest(), k.dearest_per_gpu()
+        priced = sum(any(c.prices[o].known for o in k.options()) for c in k.candidates)
+        table.add_row(
+            k.label,
+            ", ".join(c.value for c in k.capacity_types),
+            "/".join(str(k.gpus[s]) for s in SIZES),
+            f"{len(k.candidates)} ({priced})",
+            f"{cheap[0].instance_type} {_unit(cheap[1].usd)}" if cheap else "?",
+            f"{dear[0].instance_type} {_unit((dear[1].usd or 0) / dear[0].gpus)}" if dear else "?",
+            *(usd(k.hourly(s)) for s in SIZES),
+            usd(k.hourly().times(cost.hours_per_month)),
         )
     return table
 
@@ -202,6 +229,23 @@ def _prices(costs: list[StackCost], prices: PriceTable) -> tuple[Table, Table]:
     return table, sources
 
 
+def _facts(cfg: PlatformConfig, err: Console) -> RegionFacts | None:
+    """The region's offline facts (moto's AWS snapshot, the plan extra) for the Karpenter pools' types."""
+    if not cfg.cluster_services.karpenter.node_pools:
+        return None
+    try:
+        from infra.io.snapshot import region_facts
+
+        return region_facts(cfg)
+    except ModuleNotFoundError as exc:  # the snapshot comes with the plan extra (moto)
+        err.print(
+            f"note: Karpenter pools not priced: the offline AWS data is missing ({exc}); "
+            "pip install '.[plan]'",
+            highlight=False,
+        )
+        return None
+
+
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.io.prices import load_price_table
 
@@ -221,9 +265,11 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         load_balancers=args.load_balancers,
         cloudtrail_data_events_per_month=args.cloudtrail_data_events_per_month,
     )
-    costs = [estimate_stack(stack, cfg, prices, usage) for stack, cfg in configs]
+    costs = [estimate_stack(stack, cfg, prices, usage, _facts(cfg, err)) for stack, cfg in configs]
     for cost in costs if not args.summary else []:
         console.print(_pools(cost))
+        if cost.karpenter:
+            console.print(_karpenter(cost))
         console.print(_items(cost))
         console.print(_totals(cost))
         for note in cost.notes:
@@ -235,8 +281,11 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     console.print(
         "'?' = a price the table does not have (see 'prices used'); amounts with '+?' leave those out. "
         "Spot = the highest zone price of the region; Capacity Blocks and ODCRs bill every reserved "
-        "instance (max_size). Not estimated: EBS, S3/ECR storage and requests, CloudWatch Logs, KMS, "
-        "load balancer capacity units, internet egress.",
+        "instance (max_size). Karpenter pools: GPUs at min/desired = the inference Deployment's minimum "
+        "replicas, one per node of the cheapest priced type; at max = gpu_limit at the dearest priced type "
+        "per GPU; both capacity types allowed: the cheaper at min/desired, the dearer at max; 'all capacity "
+        "block' leaves them as configured. Not estimated: EBS, S3/ECR storage and requests, CloudWatch "
+        "Logs, KMS, load balancer capacity units, internet egress.",
         highlight=False,
     )
     return EXIT_OK

@@ -6,9 +6,11 @@ can cap ``StackCost.monthly()`` per stack. A price the table does not have is *u
 names of what they could not price (``Money.unknown``) instead of guessing.
 
 What is estimated: every node pool at min/desired/max as configured and as if bought On-Demand, Spot or
-as a Capacity Block; the EKS control plane (standard or extended support on the given date); NAT gateways
-and their data processing; interface endpoints (one network interface per endpoint per zone); load
-balancers (hours only); CloudTrail data events; cross-region replication of the artifacts. Not estimated:
+as a Capacity Block; every Karpenter GPU pool at min/desired/max GPUs on its candidate types (the
+NodePool's types: ``gpu_offer`` on the region's facts; see ``KarpenterPoolCost``); the EKS control plane
+(standard or extended support on the given date); NAT gateways and their data processing; interface
+endpoints (one network interface per endpoint per zone); load balancers (hours only); CloudTrail data
+events; cross-region replication of the artifacts. Not estimated:
 EBS volumes, S3 and ECR storage and requests, CloudWatch Logs, KMS, load balancer capacity units, data
 transfer out to the internet, interface endpoint data processing.
 """
@@ -16,6 +18,7 @@ transfer out to the internet, interface endpoint data processing.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -25,8 +28,12 @@ from pydantic import Field, model_validator
 
 from infra.model.config.base import Role, Strict
 from infra.model.config.compute import CapacityType
+from infra.model.config.inference import size_bytes
 from infra.model.config.network import NatStrategy
 from infra.model.config.schema import PlatformConfig
+from infra.model.config.services import CapacityKind
+from infra.model.facts import RegionFacts
+from infra.model.gpu_offers import gpu_offer
 
 # ---------------------------------------------------------------------------------------------------------
 # The price table (the schema of prices.yaml)
@@ -248,6 +255,177 @@ class PoolCost:
         return Money.of(self.billed_nodes(size, option), self.prices[option])
 
 
+KARPENTER_OPTION = {CapacityKind.on_demand: Option.on_demand, CapacityKind.spot: Option.spot}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One instance type a Karpenter pool may launch, its GPUs, vCPUs and memory, and its price per
+    node-hour per option."""
+
+    instance_type: str
+    gpus: int
+    prices: Mapping[Option, Price]
+    vcpus: int = 0
+    memory_mib: int = 0
+
+
+@dataclass(frozen=True)
+class PodRequests:
+    """What one replica asks of its node besides the GPU: CPU in millicores, memory in MiB."""
+
+    cpu_m: int
+    memory_mib: int
+
+    def fit(self, c: Candidate) -> bool:
+        """Whether the type's capacity holds the requests (necessary, not sufficient: the kubelet reserves
+        some and the DaemonSets take theirs, so a type just above them may still be too small)."""
+        return c.vcpus * 1000 >= self.cpu_m and c.memory_mib >= self.memory_mib
+
+
+@dataclass(frozen=True)
+class KarpenterPoolCost:
+    """One Karpenter GPU pool. It has no node counts: Karpenter launches nodes for pending pods, choosing
+    among ``candidates`` (the NodePool's instance types) and the allowed capacity types, up to ``gpu_limit``
+    GPUs. So the sizes are GPU counts:
+
+    - ``min`` and ``desired``: the GPUs that are always requested (one per replica of the inference
+      Deployment at ``inference.replicas.min``, on an infer stack whose ``inference.node_pools`` lists the
+      pool first among Karpenter pools; 0 otherwise), each replica on its own node of the cheapest
+      candidate with a known price whose capacity holds the replica's CPU and memory requests (the pods
+      spread over zones; Karpenter picks the cheapest type that fits,
+      https://karpenter.sh/v1.14/concepts/scheduling/). Nothing better says what ``desired`` is (the HPA
+      follows load), so it equals ``min``.
+    - ``max``: ``gpu_limit`` GPUs at the highest price per GPU among the candidates with a known price.
+
+    Prices are those of the allowed capacity types (``capacity_types``): with both, the cheapest of the
+    On-Demand and Spot prices at min/desired (Karpenter prefers Spot) and the dearest at max (it falls back
+    to On-Demand when Spot has no capacity). Candidates without a price are never guessed: at max they make
+    the amount carry an unknown (an unpriced type may cost more per GPU); at min the note says the estimate
+    compares only the priced ones.
+    """
+
+    pool: str
+    capacity_types: tuple[CapacityKind, ...]
+    gpus: Mapping[str, int]  # min / desired / max
+    candidates: tuple[Candidate, ...]
+    region: str
+    # the replica's requests: min/desired only consider types that can hold one (None: any type)
+    pod: PodRequests | None = None
+
+    @property
+    def label(self) -> str:
+        return f"karpenter.{self.pool}"
+
+    def options(self, option: Option | None = None) -> tuple[Option, ...]:
+        """The options priced: the pool's capacity types, or only ``option`` when it is one of On-Demand and
+        Spot (Karpenter NodePools here buy no Capacity Blocks: that option leaves the pool as configured)."""
+        if option in (Option.on_demand, Option.spot):
+            return (option,)
+        return tuple(KARPENTER_OPTION[k] for k in self.capacity_types)
+
+    def _priced(self, options: tuple[Option, ...]) -> list[tuple[Candidate, Price]]:
+        return [(c, c.prices[o]) for c in self.candidates for o in options if c.prices[o].known]
+
+    def _unpriced(self, options: tuple[Option, ...]) -> list[str]:
+        return [c.instance_type for c in self.candidates if not any(c.prices[o].known for o in options)]
+
+    def _what(self, options: tuple[Option, ...]) -> str:
+        return f"{' or '.join(o.value.replace('_', '-') for o in options)}, {self.region}"
+
+    def cheapest(self, option: Option | None = None) -> tuple[Candidate, Price] | None:
+        """The candidate with the lowest known price per node-hour that holds a replica's requests (ties:
+        the first by name)."""
+        pod = self.pod
+        priced = [cp for cp in self._priced(self.options(option)) if pod is None or pod.fit(cp[0])]
+        return min(priced, key=lambda cp: (cp[1].usd, cp[0].instance_type)) if priced else None
+
+    def dearest_per_gpu(self, option: Option | None = None) -> tuple[Candidate, Price] | None:
+        """The candidate with the highest known price per GPU-hour (ties: the first by name)."""
+        priced = self._priced(self.options(option))
+        return (
+            min(priced, key=lambda cp: (-(cp[1].usd or 0) / cp[0].gpus, cp[0].instance_type))
+            if priced
+            else None
+        )
+
+    def hourly(self, size: str = "desired", option: Option | None = None) -> Money:
+        gpus = self.gpus[size]
+        if gpus == 0:
+            return Money()
+        options = self.options(option)
+        if not self.candidates:
+            return Money(0.0, (f"{self.label}: no candidate instance types known ({self.region})",))
+        unpriced = self._unpriced(options)
+        none_priced = Money(
+            0.0, (f"{self.label}: none of its {len(self.candidates)} types priced ({self._what(options)})",)
+        )
+        if size == "max":
+            pick = self.dearest_per_gpu(option)
+            if pick is None:
+                return none_priced
+            candidate, price = pick
+            amount = Money(gpus * (price.usd or 0.0) / candidate.gpus)
+            if unpriced:
+                amount = amount + Money(
+                    0.0,
+                    (
+                        f"{self.label}: {len(unpriced)} of {len(self.candidates)} types unpriced "
+                        f"({self._what(options)})",
+                    ),
+                )
+            return amount
+        pick = self.cheapest(option)
+        if pick is None:
+            return none_priced
+        candidate, price = pick
+        return Money(math.ceil(gpus / candidate.gpus) * (price.usd or 0.0))
+
+    def prices(self) -> list[Price]:
+        """The prices the estimate used (the cheapest and the dearest per GPU of each option)."""
+        out: list[Price] = []
+        for option in self.options():
+            for pick in (self.cheapest(option), self.dearest_per_gpu(option)):
+                if pick is not None:
+                    out.append(pick[1])
+        return out
+
+    def notes(self) -> list[str]:
+        unpriced = self._unpriced(self.options())
+        if not unpriced:
+            return []
+        return [
+            f"{self.label}: no price for {', '.join(unpriced)} ({self._what(self.options())}); min/desired "
+            "use the cheapest priced type, max the dearest priced per GPU (an unpriced type may cost more: "
+            "'+?')"
+        ]
+
+
+def cpu_millicores(quantity: str) -> int:
+    """``3`` -> 3000, ``2.5`` -> 2500, ``500m`` -> 500 (the CPU quantities the inference section takes)."""
+    if quantity.endswith("m"):
+        return int(quantity[:-1])
+    return round(float(quantity) * 1000)
+
+
+def pod_requests(cfg: PlatformConfig) -> PodRequests | None:
+    """The inference replica's CPU and memory requests (None without an inference section)."""
+    if cfg.inference is None:
+        return None
+    r = cfg.inference.resources
+    return PodRequests(cpu_millicores(r.cpu), size_bytes(r.memory) // 2**20)
+
+
+def karpenter_gpus(cfg: PlatformConfig, pool: str) -> int:
+    """GPUs the pool always carries: the inference Deployment's minimum replicas (one GPU each) when the
+    pool is the first Karpenter pool in ``inference.node_pools``; else 0 (nodes come and go with jobs)."""
+    if cfg.inference is None:
+        return 0
+    karpenter = cfg.cluster_services.karpenter.node_pools
+    first = next((p for p in cfg.inference.node_pools if p in karpenter), None)
+    return cfg.inference.replicas.min if first == pool else 0
+
+
 @dataclass(frozen=True)
 class LineItem:
     """A cost beside the pools: ``quantity`` x ``price``. Hourly items (per hour) are also shown per month,
@@ -275,13 +453,18 @@ class StackCost:
     pools: tuple[PoolCost, ...]
     items: tuple[LineItem, ...]
     notes: tuple[str, ...] = field(default=())
+    karpenter: tuple[KarpenterPoolCost, ...] = field(default=())
 
     def fixed_hourly(self) -> Money:
         return total(i.hourly(self.hours_per_month) for i in self.items)
 
     def hourly(self, size: str = "desired", option: Option | None = None) -> Money:
         """The stack per hour at ``size``: pools as configured (or all bought as ``option``) plus the rest."""
-        return total(p.hourly(size, option) for p in self.pools) + self.fixed_hourly()
+        return (
+            total(p.hourly(size, option) for p in self.pools)
+            + total(k.hourly(size, option) for k in self.karpenter)
+            + self.fixed_hourly()
+        )
 
     def monthly(self, size: str = "desired", option: Option | None = None) -> Money:
         return self.hourly(size, option).times(self.hours_per_month)
@@ -291,6 +474,9 @@ class StackCost:
         seen: dict[str, Price] = {}
         for p in self.pools:
             for price in p.prices.values():
+                seen.setdefault(price.label, price)
+        for k in self.karpenter:
+            for price in k.prices():
                 seen.setdefault(price.label, price)
         for i in self.items:
             seen.setdefault(i.price.label, i.price)
@@ -314,8 +500,44 @@ def nat_gateways(cfg: PlatformConfig) -> int:
     ]
 
 
-def estimate_stack(stack: str, cfg: PlatformConfig, table: PriceTable, usage: Usage) -> StackCost:
-    """The estimate of one stack (see the module docstring for what it covers)."""
+def estimate_karpenter(
+    cfg: PlatformConfig, look: Lookup, facts: RegionFacts | None
+) -> tuple[KarpenterPoolCost, ...]:
+    """Each Karpenter pool with its candidate types (none when ``facts`` is None) and their prices."""
+    out = []
+    for name, pool in sorted(cfg.cluster_services.karpenter.node_pools.items()):
+        types = gpu_offer(cfg, facts, pool).instance_types if facts is not None else ()
+        candidates = tuple(
+            Candidate(
+                t,
+                facts.instances[t].gpu_count,
+                {o: look.instance(t, o) for o in (Option.on_demand, Option.spot)},
+                vcpus=facts.instances[t].vcpus,
+                memory_mib=facts.instances[t].memory_mib,
+            )
+            for t in types
+            if facts is not None
+        )
+        gpus = karpenter_gpus(cfg, name)
+        out.append(
+            KarpenterPoolCost(
+                pool=name,
+                capacity_types=tuple(pool.capacity_types),
+                gpus={"min": gpus, "desired": gpus, "max": pool.gpu_limit},
+                candidates=candidates,
+                region=cfg.region,
+                pod=pod_requests(cfg) if gpus else None,
+            )
+        )
+    return tuple(out)
+
+
+def estimate_stack(
+    stack: str, cfg: PlatformConfig, table: PriceTable, usage: Usage, facts: RegionFacts | None = None
+) -> StackCost:
+    """The estimate of one stack (see the module docstring for what it covers). ``facts``: the region's
+    facts that name the Karpenter pools' candidate types (``gpu_offer``); without them those pools are
+    unknown amounts."""
     look = Lookup(table, cfg.region)
     pools = tuple(
         PoolCost(
@@ -383,9 +605,14 @@ def estimate_stack(stack: str, cfg: PlatformConfig, table: PriceTable, usage: Us
                 per_month=True,
             )
         )
+    karpenter = estimate_karpenter(cfg, look, facts)
     notes = [f"EKS: {why}"]
+    for k in karpenter:
+        notes += k.notes()
     if cfg.storage.replicate_to and not usage.artifact_gb_per_month:
         notes.append("replication priced at 0 GB/month: pass the artifact volume to price it")
     if nats and not usage.nat_gb_per_month:
         notes.append("NAT data processing priced at 0 GB/month: pass the volume to price it")
-    return StackCost(stack, cfg.region, table.hours_per_month, pools, tuple(items), tuple(notes))
+    return StackCost(
+        stack, cfg.region, table.hours_per_month, pools, tuple(items), tuple(notes), karpenter=karpenter
+    )

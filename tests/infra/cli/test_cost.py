@@ -44,3 +44,25 @@ def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_stack_is_a_config_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cost", "--stack", "prod-us-trian"]) == 2
     assert "did you mean 'prod-us-train'?" in capsys.readouterr().err
+
+
+def test_karpenter_pools_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    """prod-hk-infer has no managed GPU pool: its GPU cost is the Karpenter pool's row, from the candidate
+    types of the offline AWS data and the data file's prices."""
+    from infra.io import snapshot
+    from infra.model.gpu_offers import gpu_offer
+
+    assert main(["cost", "--stack", "prod-hk-infer", "--on", "2026-11-30"]) == 0
+    out = capsys.readouterr().out
+    cfg = load_stack_config("prod-hk-infer")
+    pool = cfg.cluster_services.karpenter.node_pools["gpu"]
+    types = gpu_offer(cfg, snapshot.region_facts(cfg), pool).instance_types
+    prices = {t: DATA["instances"]["ap-east-1"][t]["on_demand"]["usd"] for t in types}
+    cheapest = min(prices, key=prices.__getitem__)
+    assert cfg.inference is not None
+    row = next(line for line in out.splitlines() if "│ karpenter.gpu " in line)
+    replicas = cfg.inference.replicas.min
+    assert f"{replicas}/{replicas}/{pool.gpu_limit}" in row
+    assert f"{cheapest} {prices[cheapest]:,.4f}" in row
+    assert f"{replicas * prices[cheapest]:,.2f}" in row
+    assert "Karpenter pools: GPUs at min/desired" in " ".join(out.split())

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from infra.io import snapshot
 from infra.io.prices import load_price_table
 from infra.io.stackfiles import load_stack_config
 from infra.model.config.parse import parse_model, parse_platform_config
 from infra.model.cost import Money, Option, PriceTable, Usage, estimate_stack
 from infra.model.errors import ConfigErrors
+from infra.model.gpu_offers import gpu_offer
 from tests.conftest import REPO
 
 DATA = yaml.safe_load((REPO / "infra/model/data/prices.yaml").read_text())
@@ -160,3 +162,125 @@ def test_a_region_without_prices() -> None:
     unknown = cost.hourly().unknown
     assert "m6i.2xlarge on demand, eu-west-1" in unknown and "NAT gateway, eu-west-1" in unknown
     assert cost.hourly().usd == pytest.approx(DATA["global"]["eks_cluster_hour_standard"]["usd"])
+
+
+# -- Karpenter GPU pools -------------------------------------------------------------------------------------
+
+
+def _karpenter(stack: str, raw: dict | None = None, table: PriceTable | None = None):
+    cfg = parse_platform_config(raw) if raw is not None else load_stack_config(stack)
+    facts = snapshot.region_facts(cfg)
+    cost = estimate_stack(stack, cfg, table or load_price_table(), Usage(on=TODAY), facts)
+    pool = next(iter(cfg.cluster_services.karpenter.node_pools.values()))
+    candidates = gpu_offer(cfg, facts, pool).instance_types
+    return cfg, cost, pool, candidates, facts
+
+
+def test_karpenter_pool_min_desired_and_max_from_the_data_file() -> None:
+    """prod-hk-infer: min = desired = the inference Deployment's minimum replicas, each on a node of the
+    cheapest candidate that holds a replica; max = gpu_limit GPUs at the dearest candidate per GPU."""
+    cfg, cost, pool, candidates, facts = _karpenter("prod-hk-infer")
+    [k] = cost.karpenter
+    assert cfg.inference is not None and len(candidates) > 2
+    prices = {t: od("ap-east-1", t) for t in candidates}  # every candidate is priced in the data file
+    cheapest = min(prices.values())
+    per_gpu = max(prices[t] / facts.instances[t].gpu_count for t in candidates)
+    replicas = cfg.inference.replicas.min
+    assert k.hourly("min").usd == pytest.approx(replicas * cheapest)
+    assert k.hourly("desired") == k.hourly("min")
+    assert k.hourly("max").usd == pytest.approx(pool.gpu_limit * per_gpu)
+    assert k.hourly("max").complete
+    # the stack's desired hour: the system pool, the Karpenter pool and the fixed items
+    system = cfg.node_pools["system"]
+    assert cost.hourly("desired").usd == pytest.approx(
+        system.desired_size * od("ap-east-1", system.instance_type)
+        + replicas * cheapest
+        + cost.fixed_hourly().usd
+    )
+    # the prices used trace to the data file
+    used = {p.label: p.usd for p in cost.prices()}
+    cheap_type = min(prices, key=prices.__getitem__)
+    assert (
+        used[f"{cheap_type} on demand, ap-east-1"]
+        == DATA["instances"]["ap-east-1"][cheap_type]["on_demand"]["usd"]
+    )
+
+
+def test_karpenter_pool_on_both_capacity_types_is_cheapest_at_min_and_dearest_at_max() -> None:
+    raw = _raw("prod-sg-infer")
+    raw["cluster_services"]["karpenter"]["node_pools"]["gpu"]["capacity_types"] = ["on-demand", "spot"]
+    cfg, cost, pool, candidates, facts = _karpenter("prod-sg-infer", raw)
+    [k] = cost.karpenter
+    region = "ap-southeast-1"
+    both = {(t, o): f(region, t) for t in candidates for o, f in (("od", od), ("spot", spot))}
+    gpus = {t: facts.instances[t].gpu_count for t in candidates}
+    assert k.hourly("min").usd == pytest.approx(cfg.inference.replicas.min * min(both.values()))
+    assert k.hourly("max").usd == pytest.approx(
+        pool.gpu_limit * max(v / gpus[t] for (t, _), v in both.items())
+    )
+    # all bought one way: only that option's prices
+    assert k.hourly("min", Option.spot).usd == pytest.approx(
+        cfg.inference.replicas.min * min(spot(region, t) for t in candidates)
+    )
+    assert k.hourly("max", Option.on_demand).usd == pytest.approx(
+        pool.gpu_limit * max(od(region, t) / gpus[t] for t in candidates)
+    )
+    # Karpenter NodePools here buy no Capacity Blocks: that option leaves the pool as configured
+    assert k.hourly("max", Option.capacity_block) == k.hourly("max")
+
+
+def test_karpenter_pool_min_skips_types_too_small_for_a_replica() -> None:
+    raw = _raw("prod-hk-infer")
+    raw["inference"]["resources"] = {"cpu": "6", "memory": "40Gi"}
+    cfg, cost, _, candidates, facts = _karpenter("prod-hk-infer", raw)
+    [k] = cost.karpenter
+    fits = [
+        t for t in candidates if facts.instances[t].vcpus >= 6 and facts.instances[t].memory_mib >= 40 * 1024
+    ]
+    assert fits and set(fits) != set(candidates)
+    cheapest = min(fits, key=lambda t: od("ap-east-1", t))
+    assert k.cheapest()[0].instance_type == cheapest
+    assert k.hourly("min").usd == pytest.approx(cfg.inference.replicas.min * od("ap-east-1", cheapest))
+
+
+def test_karpenter_prices_missing_from_the_table_stay_unknown() -> None:
+    raw_table = yaml.safe_load((REPO / "infra/model/data/prices.yaml").read_text())
+    cfg = load_stack_config("prod-hk-infer")
+    facts = snapshot.region_facts(cfg)
+    candidates = gpu_offer(cfg, facts, cfg.cluster_services.karpenter.node_pools["gpu"]).instance_types
+    # take the dearest-per-GPU candidate out of the table: max is the dearest of the rest, marked unknown
+    per_gpu = {t: od("ap-east-1", t) / facts.instances[t].gpu_count for t in candidates}
+    dearest = max(per_gpu, key=per_gpu.__getitem__)
+    del raw_table["instances"]["ap-east-1"][dearest]
+    table = parse_model(raw_table, PriceTable, "prices.yaml")
+    [k] = estimate_stack("s", cfg, table, Usage(on=TODAY), facts).karpenter
+    rest = max(v for t, v in per_gpu.items() if t != dearest)
+    assert k.hourly("max").usd == pytest.approx(
+        cfg.cluster_services.karpenter.node_pools["gpu"].gpu_limit * rest
+    )
+    assert k.hourly("max").unknown == (
+        f"karpenter.gpu: 1 of {len(candidates)} types unpriced (on-demand, ap-east-1)",
+    )
+    assert any(dearest in n for n in estimate_stack("s", cfg, table, Usage(on=TODAY), facts).notes)
+    # no candidate priced at all: unknown, never zero
+    for t in candidates:
+        raw_table["instances"]["ap-east-1"].pop(t, None)
+    table = parse_model(raw_table, PriceTable, "prices.yaml")
+    [k] = estimate_stack("s", cfg, table, Usage(on=TODAY), facts).karpenter
+    label = f"karpenter.gpu: none of its {len(candidates)} types priced (on-demand, ap-east-1)"
+    assert k.hourly("min") == Money(0.0, (label,)) and k.hourly("max") == Money(0.0, (label,))
+
+
+def test_karpenter_pool_without_facts_or_replicas() -> None:
+    # no facts: which types the NodePool may launch is not known, so neither is its cost
+    cfg = load_stack_config("prod-sg-infer")
+    [k] = estimate_stack("s", cfg, load_price_table(), Usage(on=TODAY)).karpenter
+    assert k.hourly("min").unknown == ("karpenter.gpu: no candidate instance types known (ap-southeast-1)",)
+    # dev-us-train: no inference Deployment, so no GPUs at min (a known zero); spot prices at max
+    cfg, cost, pool, candidates, facts = _karpenter("dev-us-train")
+    [k] = cost.karpenter
+    assert k.gpus == {"min": 0, "desired": 0, "max": pool.gpu_limit}
+    assert k.hourly("min") == Money() and k.hourly("desired") == Money()
+    assert k.hourly("max").usd == pytest.approx(
+        pool.gpu_limit * max(spot("us-west-2", t) / facts.instances[t].gpu_count for t in candidates)
+    )
