@@ -547,3 +547,43 @@ def ng(name: str, itype: str, max_size: float) -> R:
 )
 def test_gpu_budget(check, resources, expected):
     check("gpu-budget", resources, expected)
+
+
+def nodepool(name: str, limit: float, families: list[str]) -> R:
+    return R(
+        NODE_POOL,
+        name,
+        {
+            "spec": {
+                "limits": {"nvidia.com/gpu": limit},
+                "template": {
+                    "spec": {
+                        "requirements": [
+                            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": families}
+                        ]
+                    }
+                },
+            }
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("resources", "expected"),
+    [
+        # an infer stack whose GPUs come only from Karpenter: its limit is what the budget (24) holds
+        ([nodepool("gpu", 16, ["g5", "g4dn"])], None),
+        (
+            [nodepool("gpu", 25, ["g5", "g4dn"])],
+            "stack 'prod-hk-infer' can run 25 GPUs (gpu limit 25), over its",
+        ),
+        # two GPU NodePools add up; a CPU-only NodePool's limit is not a GPU count
+        (
+            [nodepool("a", 16, ["g5"]), nodepool("b", 16, ["g4dn"]), nodepool("cpu", 64, ["m6i"])],
+            "can run 32 GPUs (a limit 16, b limit 16), over its budget of 24",
+        ),
+    ],
+    ids=["karpenter-within", "karpenter-over", "karpenter-pools-add-up"],
+)
+def test_gpu_budget_of_a_karpenter_only_stack(check, resources, expected):
+    check("gpu-budget", resources, expected, stack="prod-hk-infer", role="infer", region="ap-east-1")

@@ -69,3 +69,16 @@ def test_training_stacks_pass_the_training_pool_rules(reviews, stack) -> None:
         "training-pool-efa-security-group",
     }
     assert not [d for d in reviews[stack].diagnostics if d.policy in rules]
+
+
+@pytest.mark.parametrize("stack", ["prod-hk-infer", "prod-sg-infer"])
+def test_gpu_budget_counts_the_karpenter_nodepool_of_the_infer_stacks(plan_stack, stack) -> None:
+    """The infer stacks' only GPUs are their Karpenter NodePool's: the budget rule counts its
+    nvidia.com/gpu limit from the planned NodePool, within the default budget and over a tighter one."""
+    plan = plan_stack(stack).as_json()
+    limit = plan["config"]["cluster_services"]["karpenter"]["node_pools"]["gpu"]["gpu_limit"]
+    assert not [d for d in review_plan(plan).diagnostics if d.policy == "gpu-budget"]
+    tight = review_plan(plan, pack_config={"gpu-budget": {"maxGpus": {stack: limit - 1}}})
+    [message] = [d.message for d in tight.diagnostics if d.policy == "gpu-budget"]
+    assert f"stack '{stack}' can run {limit} GPUs (karpenter-nodepool-gpu limit {limit}), " in message
+    assert f"over its budget of {limit - 1}" in message
