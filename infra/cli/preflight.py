@@ -20,8 +20,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "preflight",
         help="check the live AWS account before pulumi up (read-only)",
         description="Read-only boto3 checks of each stack's account and region: credentials, region "
-        "enabled and its STS endpoint, instance types offered in the pools' zones (by zone ID), EFA, "
-        "On-Demand/Spot vCPU quotas at max_size, capacity reservations, EKS add-on versions, the Auto "
+        "enabled and its STS endpoint, instance types offered in the pools' zones (by zone ID), EFA, the "
+        "Karpenter pools' NVIDIA types offered in the VPC's zones, On-Demand/Spot vCPU quotas for managed "
+        "pools at max_size and Karpenter pools at their GPU limit, capacity reservations, EKS add-on "
+        "versions, the Auto "
         "Scaling service-linked role, the cluster endpoint once it exists; once per run the state backend "
         "and secrets provider of rollout.yaml. Uses your AWS credentials the usual boto3 way (AWS_PROFILE, "
         "AWS_ENDPOINT_URL...). Exit 0 when nothing fails, 1 when a check fails, 2 for a config error, 6 "
