@@ -78,12 +78,20 @@ def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
                 instances[itype] = instance_facts(itype, cfg.region, opts)
     patterns = karpenter_patterns(cfg)
     if patterns:
-        # Karpenter pools name families; EC2 filters take wildcards ("g5.*"), so one call returns every
-        # type of those families offered per zone. Their facts (GPUs, architecture) decide what fits.
-        # (wildcards in filter values: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Filtering.html)
+        # Karpenter pools name families. DescribeInstanceTypes documents wildcards for its instance-type
+        # filter ("c5*"), so it expands the families ("g5.*") into types; their offerings per zone are then
+        # asked by exact name (preflight does the same with boto3). Their facts (GPUs, architecture)
+        # decide what fits. https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html
+        family_types = aws.ec2.get_instance_types(
+            filters=[aws.ec2.GetInstanceTypesFilterArgs(name="instance-type", values=patterns)],
+            region=cfg.region,
+            opts=opts,
+        ).instance_types
         found = aws.ec2.get_instance_type_offerings(
             location_type="availability-zone",
-            filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=patterns)],
+            filters=[
+                aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=sorted(family_types))
+            ],
             region=cfg.region,
             opts=opts,
         )

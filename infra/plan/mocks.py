@@ -48,6 +48,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "aws:index/getAvailabilityZones:getAvailabilityZones": self._availability_zones,
             "aws:ec2/getInstanceType:getInstanceType": self._instance_type,
             "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": self._instance_type_offerings,
+            "aws:ec2/getInstanceTypes:getInstanceTypes": self._instance_types,
             "aws:index/getCallerIdentity:getCallerIdentity": self._caller_identity,
             "aws:index/getPartition:getPartition": self._partition,
             "aws:index/getRegion:getRegion": self._region,
@@ -111,6 +112,21 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             # What EC2 answers for an unknown type; our config validation catches it earlier.
             raise DataSourceError(f"getInstanceType: InvalidInstanceType: {itype!r} does not exist")
         return snapshot.get_instance_type_result(raw, self._region_of(args))
+
+    def _instance_types(self, args: dict[str, Any]) -> dict[str, Any]:
+        """DescribeInstanceTypes with an ``instance-type`` filter (wildcards allowed, as AWS documents):
+        every type AWS has that matches, from the snapshot; offerings are a separate call."""
+        region = self._region_of(args)
+        wanted = _filter_values(args, "instance-type")
+        other = [f.get("name") for f in args.get("filters") or [] if f.get("name") != "instance-type"]
+        if other:
+            raise DataSourceError(f"getInstanceTypes: filters {other} are not answered by the snapshot")
+        types = [
+            t
+            for t in snapshot.instance_type_names()
+            if wanted is None or any(fnmatch.fnmatchcase(t, w) for w in wanted)
+        ]
+        return {"id": region, "region": region, "instanceTypes": types}
 
     def _instance_type_offerings(self, args: dict[str, Any]) -> dict[str, Any]:
         region = self._region_of(args)

@@ -70,3 +70,17 @@ def test_zone_filters_apply_to_the_snapshot_zones() -> None:
     assert "use1-az3" not in no_az3["zoneIds"] and len(no_az3["zoneIds"]) == len(everything["zoneIds"]) - 1
     with pytest.raises(DataSourceError, match="filter 'region-name'"):
         _call(mocks, token, filters=[{"name": "region-name", "values": ["us-east-1"]}])
+
+
+def test_karpenter_families_are_expanded_before_offerings_are_asked(plan_stack) -> None:
+    # DescribeInstanceTypes documents wildcards in its instance-type filter; offerings are then asked by
+    # exact type name, as preflight does with boto3 (no reliance on wildcards in the offerings filter).
+    plan = plan_stack("prod-hk-infer")
+    expanded = [a for t, a in plan.calls if t == "aws:ec2/getInstanceTypes:getInstanceTypes"]
+    assert len(expanded) == 1
+    patterns = expanded[0]["filters"][0]["values"]
+    assert patterns and all(p.endswith(".*") for p in patterns)
+    offerings = [a for t, a in plan.calls if t == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"]
+    for args in offerings:
+        for f in args.get("filters") or []:
+            assert not any("*" in v or "?" in v for v in f["values"]), f
