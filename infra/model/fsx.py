@@ -14,7 +14,7 @@ service model):
 from __future__ import annotations
 
 from infra.model.config.fsx import FsxConfig, LustreDeploymentType
-from infra.model.config.schema import PlatformConfig
+from infra.model.config.schema import BucketPurpose, PlatformConfig
 from infra.model.facts import RegionFacts
 from infra.model.zones import pool_zones
 
@@ -51,6 +51,11 @@ def nearest_capacities(gib: int) -> tuple[int, ...]:
 def throughput_mbps(fsx: FsxConfig) -> float:
     """The file system's baseline throughput (MB/s): capacity in TiB times the per-unit throughput."""
     return fsx.storage_capacity_gib / 1024 * fsx.per_unit_storage_throughput
+
+
+def linked_bucket(cfg: PlatformConfig) -> str:
+    """The bucket the file system links: the stack's datasets bucket."""
+    return cfg.storage.bucket_name(BucketPurpose.datasets, cfg.name_prefix, cfg.environment.value, cfg.region)
 
 
 def fsx_pool(cfg: PlatformConfig) -> str | None:
