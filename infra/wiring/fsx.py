@@ -123,17 +123,16 @@ def wire_fsx(
                 ],
             ),
         )
-    ctx.export(
-        "sharedFileSystem",
-        {
-            "fileSystemId": file_system.file_system_id,
-            "dnsName": file_system.dns_name,
-            "mountName": file_system.mount_name,
-            "availabilityZone": zone,
-            "dataRepositoryPath": fsx_docs.data_repository_path(bucket, fsx.repository_prefix),
-            "fileSystemPath": fsx.file_system_path,
-            "claim": f"{cfg.storage.trainer.namespace}/{fsx_docs.CLAIM_NAME}" if volume is not None else None,
-            "mountPath": fsx.mount_path,
-        },
-    )
+    exported = {
+        "fileSystemId": file_system.file_system_id,
+        "dnsName": file_system.dns_name,
+        "mountName": file_system.mount_name,
+        "availabilityZone": zone,
+        "dataRepositoryPath": fsx_docs.data_repository_path(bucket, fsx.repository_prefix),
+        "fileSystemPath": fsx.file_system_path,
+    }
+    if volume is not None:
+        exported["claim"] = f"{cfg.storage.trainer.namespace}/{fsx_docs.CLAIM_NAME}"
+        exported["mountPath"] = fsx.mount_path
+    ctx.export("sharedFileSystem", exported)
     return FsxWiring(file_system=file_system, volume=volume)

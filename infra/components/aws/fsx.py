@@ -167,18 +167,20 @@ class SharedFileSystem(pulumi.ComponentResource):
             tags=tags,
             opts=child_options(self, opts, depends_on=depends),
         )
-        s3 = aws.fsx.DataRepositoryAssociationS3Args(
-            auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(
-                events=list(args.import_events)
+        s3 = None
+        if args.import_events or args.export_events:
+            s3 = aws.fsx.DataRepositoryAssociationS3Args(
+                auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(
+                    events=list(args.import_events)
+                )
+                if args.import_events
+                else None,
+                auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(
+                    events=list(args.export_events)
+                )
+                if args.export_events
+                else None,
             )
-            if args.import_events
-            else None,
-            auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(
-                events=list(args.export_events)
-            )
-            if args.export_events
-            else None,
-        )
         self.association = aws.fsx.DataRepositoryAssociation(
             f"{name}-dra",
             file_system_id=self.file_system.id,
