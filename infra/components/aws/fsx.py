@@ -159,8 +159,9 @@ class SharedFileSystem(pulumi.ComponentResource):
             per_unit_storage_throughput=args.per_unit_storage_throughput,
             file_system_type_version=args.file_system_type_version,
             kms_key_id=args.kms_key_arn,
-            # "Data repositories cannot be linked to file systems that have file system backups enabled"
-            # (create-dra-linked-data-repo.html); the bucket is the durable, versioned copy.
+            # The bucket is the durable, versioned copy; and "Data repositories cannot be linked to file
+            # systems that have file system backups enabled" (create-dra-linked-data-repo.md in the archived
+            # awsdocs/amazon-fsx-lustre-user-guide; whether FSx still refuses it was not confirmed).
             automatic_backup_retention_days=0,
             weekly_maintenance_start_time=args.weekly_maintenance_start_time,
             log_configuration=log_configuration,
