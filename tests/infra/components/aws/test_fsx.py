@@ -99,7 +99,7 @@ def test_file_system_as_create_file_system_needs_it(plan) -> None:
     assert fs["storageCapacity"] == 4800 and fs["perUnitStorageThroughput"] == 100
     assert fs["fileSystemTypeVersion"] == "2.12"
     assert fs["kmsKeyId"] == KEY
-    assert fs["automaticBackupRetentionDays"] == 0  # a file system with backups cannot be linked to S3
+    assert fs["automaticBackupRetentionDays"] == 0  # the bucket is the copy (and see the component)
     assert fs["weeklyMaintenanceStartTime"] == "2:04:30"
     assert fs["tags"] == {"Team": "ml", "Name": "demo-fsx"}
     # the legacy S3 link (import_path/auto_import_policy) is never used: the association is
