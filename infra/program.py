@@ -32,6 +32,7 @@ from infra.wiring.cluster_services import (
     wire_workload_identities,
 )
 from infra.wiring.context import StackContext
+from infra.wiring.fsx import wire_fsx
 from infra.wiring.inference import wire_inference
 from infra.wiring.keys import wire_keys
 from infra.wiring.monitoring import wire_monitoring
@@ -133,6 +134,8 @@ def program(
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
     services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
+    # The optional FSx for Lustre file system, linked to the datasets bucket, and its claim for the trainer.
+    fsx = wire_fsx(stack, cluster, keys, network, storage, services)
     # Prometheus, Alertmanager, Grafana, dcgm-exporter and the EFA exporter; aiplat's rules and dashboards.
     wire_monitoring(stack, cluster, services, load_monitoring_assets(cfg))
     # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists. MinIO
@@ -163,6 +166,7 @@ def program(
                 cluster.addons,
                 *services.ready,
                 *([identities] if identities is not None else []),
+                *([fsx.volume] if fsx is not None and fsx.volume is not None else []),
             ],
         )
     # Infer stacks: the model server (its pods run as the inference service account), KEDA, HTTPS; exports

@@ -8,9 +8,10 @@ A key policy may only name principals that exist when the policy is set: "The pr
 must exist and be visible to KMS" (CreateKey, https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html),
 otherwise CreateKey fails with MalformedPolicyDocumentException. A principal that may not exist yet (the
 Auto Scaling service-linked role, created with the account's first Auto Scaling group) is therefore never
-a ``Principal``: its statement has ``"Principal": {"AWS": "*"}`` and names it in the ``aws:PrincipalArn``
-condition, together with ``kms:CallerAccount`` = our account. That is the shape of AWS's own key policy
-for the EBS managed key (``Principal *`` + ``kms:CallerAccount``,
+a ``Principal``; nor are the FSx for Lustre roles ``AWSServiceRoleForFSxS3Access_<fs-id>``, created when
+a file system is first linked to a bucket. Such a statement has ``"Principal": {"AWS": "*"}`` and names the
+role in the ``aws:PrincipalArn`` condition, together with ``kms:CallerAccount`` = our account. That is the
+shape of AWS's own key policy for the EBS managed key (``Principal *`` + ``kms:CallerAccount``,
 https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-caller-account);
 conditions are evaluated per request, so the statement is valid before the role exists and takes effect
 the moment it does. Every ``*`` principal here is bound by both conditions (a test checks it).
@@ -21,6 +22,8 @@ References:
   https://docs.aws.amazon.com/autoscaling/ec2/userguide/key-policy-requirements-EBS-encryption.html
 - aws:PrincipalArn: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalarn
 - CloudWatch Logs: https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
+- FSx for Lustre linked to an SSE-KMS bucket (each file system's service-linked role uses the bucket's key
+  through S3): https://docs.aws.amazon.com/fsx/latest/LustreGuide/s3-server-side-encryption-support.html
 """
 
 from __future__ import annotations
@@ -63,6 +66,17 @@ def autoscaling_service_linked_role(partition: str, account_id: str) -> str:
     )
 
 
+def fsx_s3_access_roles(partition: str, account_id: str) -> str:
+    """An ``ArnLike`` pattern of the service-linked roles FSx for Lustre creates per file system to reach a
+    linked S3 bucket (``AWSServiceRoleForFSxS3Access_<file system id>``, path
+    ``aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/``): the role of a file system this stack has
+    not created yet, so it cannot be named (see the module docstring)."""
+    return (
+        f"arn:{partition}:iam::{account_id}:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
+        "AWSServiceRoleForFSxS3Access_fs-*"
+    )
+
+
 def only_principal(principal_arn: str, account_id: str) -> dict[str, Any]:
     """Conditions that limit a ``"Principal": {"AWS": "*"}`` statement to one principal of our account,
     whether or not it exists yet (see the module docstring)."""
@@ -81,6 +95,8 @@ class KeyAccess:
     ``log_group_arns``: the log groups CloudWatch Logs may encrypt with the logs key (encryption context).
     ``trail_arn``: the CloudTrail trail that encrypts its log files with the logs key.
     ``events_publish``: EventBridge publishes to an SNS topic encrypted with the logs key.
+    ``fsx_linked_bucket_arns``: buckets under the data key that an FSx for Lustre file system of this
+    account links (its service-linked role reads and writes their objects through S3).
     """
 
     partition: str
@@ -92,6 +108,7 @@ class KeyAccess:
     log_group_arns: tuple[str, ...] = ()
     trail_arn: str | None = None
     events_publish: bool = False
+    fsx_linked_bucket_arns: tuple[str, ...] = ()
 
 
 CRYPTO_ACTIONS = [
@@ -173,7 +190,38 @@ def key_policy(purpose: KeyPurpose, access: KeyAccess) -> dict[str, Any]:
         ]
     elif purpose is KeyPurpose.logs:
         statements += _logs_key_statements(access)
+    elif purpose is KeyPurpose.data and access.fsx_linked_bucket_arns:
+        statements.append(_fsx_linked_buckets_statement(access))
     return {"Version": VERSION, "Id": f"aiplat-{purpose.value}", "Statement": statements}
+
+
+def _fsx_linked_buckets_statement(access: KeyAccess) -> dict[str, Any]:
+    """The statement the FSx for Lustre guide gives for a file system linked to an SSE-KMS bucket, with the
+    file system's service-linked role moved from ``Principal`` into an ``aws:PrincipalArn`` condition (the
+    role appears when FSx links the file system to the bucket, after this key exists; its name holds the
+    file system id, hence ``ArnLike`` on the ``fs-*`` suffix). The encryption context is the bucket ARN, as
+    S3 Bucket Keys set it ("If you're using [...] S3 Bucket Keys enabled, set the EncryptionContext to the
+    bucket ARN, not the object ARN"), plus the object ARNs of objects written without a bucket key. Only
+    through S3 in this region (``kms:ViaService``), only our account (``kms:CallerAccount``).
+    https://docs.aws.amazon.com/fsx/latest/LustreGuide/s3-server-side-encryption-support.html
+    """
+    partition, account_id, region = access.partition, access.account_id, access.region
+    contexts = [a for arn in access.fsx_linked_bucket_arns for a in (arn, f"{arn}/*")]
+    return {
+        "Sid": "FsxLinkedBucketsUseKey",
+        "Effect": "Allow",
+        "Principal": {"AWS": "*"},
+        "Action": USE_ACTIONS,
+        "Resource": "*",
+        "Condition": {
+            "ArnLike": {"aws:PrincipalArn": fsx_s3_access_roles(partition, account_id)},
+            "StringEquals": {
+                "kms:CallerAccount": account_id,
+                "kms:ViaService": f"s3.{region}.amazonaws.com",
+            },
+            "StringLike": {"kms:EncryptionContext:aws:s3:arn": contexts},
+        },
+    }
 
 
 def _logs_key_statements(access: KeyAccess) -> list[dict[str, Any]]:

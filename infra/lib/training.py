@@ -255,6 +255,18 @@ class Toleration:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SharedVolume:
+    """A shared file system the workers mount (FSx for Lustre: ``infra/lib/fsx.py``), by its claim."""
+
+    claim_name: str
+    mount_path: str
+    read_only: bool = True
+
+
+SHARED_VOLUME = "shared-fs"
+
+
+@dataclass(frozen=True, kw_only=True)
 class RuntimeSpec:
     """Plain inputs of our ClusterTrainingRuntime (built by the wiring from config and facts)."""
 
@@ -273,6 +285,7 @@ class RuntimeSpec:
     default_config: str  # path in the image
     env_from_secret: str | None = None  # MinIO: the aiplat-s3 Secret (endpoint and credentials)
     labels: Mapping[str, str] = field(default_factory=dict)
+    shared_volume: SharedVolume | None = None
 
 
 def metrics_ports(base: int, count: int) -> list[dict[str, Any]]:
@@ -308,6 +321,21 @@ def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
     }
     if spec.env_from_secret:
         container["envFrom"] = [{"secretRef": {"name": spec.env_from_secret}}]
+    volumes: list[dict[str, Any]] = []
+    if spec.shared_volume is not None:
+        shared = spec.shared_volume
+        # The FSx for Lustre claim (read-only unless the config says otherwise). Lustre is mounted by the
+        # node (the CSI node plugin and the kernel client), so the namespace's NetworkPolicies, which apply
+        # to pod traffic, do not stand in its way.
+        container["volumeMounts"].append(
+            {"name": SHARED_VOLUME, "mountPath": shared.mount_path, "readOnly": shared.read_only}
+        )
+        volumes.append(
+            {
+                "name": SHARED_VOLUME,
+                "persistentVolumeClaim": {"claimName": shared.claim_name, "readOnly": shared.read_only},
+            }
+        )
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",  # required by podFailurePolicy (JobSet would default OnFailure)
         "serviceAccountName": spec.service_account,
@@ -332,6 +360,7 @@ def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
             # The data cache: nodeadm's RAID0 of the NVMe instance store holds the kubelet's directory,
             # so an emptyDir lives on NVMe (infra/lib/nodes.py node_user_data).
             {"name": "data-cache", "emptyDir": {"sizeLimit": f"{shape.cache_gib}Gi"}},
+            *volumes,
         ],
     }
     labels = {**PART_OF, RUNTIME_LABEL: spec.name, **spec.labels}

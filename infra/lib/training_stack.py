@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from infra.lib import training as t
+from infra.lib.fsx import CLAIM_NAME as FSX_CLAIM
 from infra.lib.nodes import GPU_TAINT_KEY
 from infra.model.busbw import threshold_for
 from infra.model.config.schema import BucketPurpose, PlatformConfig, RunConfig, StorageBackend
 from infra.model.config.training import BANDWIDTH_CHECK_NAME, TrainingConfig
 from infra.model.facts import InstanceFacts
+from infra.model.fsx import dataset_path
 from infra.model.trainer_settings import TrainerSettings
 
 # MinIO backend: the Secret with endpoint and credentials in each workload namespace (components/k8s/minio.py)
@@ -75,10 +77,27 @@ def runtime_spec(
         worker_restarts=r.worker_restarts,
         default_config=settings.image_path(t.IMAGE_WORKDIR),
         env_from_secret=MINIO_SECRET if cfg.storage.backend == StorageBackend.minio else None,
+        shared_volume=shared_volume(cfg),
     )
 
 
+def shared_volume(cfg: PlatformConfig) -> t.SharedVolume | None:
+    """The FSx for Lustre claim the workers mount, when ``cluster_services.fsx`` is on."""
+    fsx = cfg.cluster_services.fsx
+    if not fsx.enabled:
+        return None
+    return t.SharedVolume(claim_name=FSX_CLAIM, mount_path=fsx.mount_path, read_only=fsx.read_only)
+
+
 def data_uri(cfg: PlatformConfig, dataset: str) -> str:
+    """Where a run reads ``dataset`` (a prefix of the datasets bucket): the FSx for Lustre mount when the file
+    system links it and ``runs_read_datasets`` is on (the trainer reads a local directory in place), else
+    ``s3://<datasets bucket>/<dataset>`` (downloaded once into the NVMe cache)."""
+    fsx = cfg.cluster_services.fsx
+    if fsx.enabled and fsx.runs_read_datasets:
+        path = dataset_path(fsx, dataset)
+        if path is not None:
+            return path
     env = cfg.environment.value
     bucket = cfg.storage.bucket_name(BucketPurpose.datasets, cfg.name_prefix, env, cfg.region)
     return f"s3://{bucket}/{dataset}"

@@ -10,7 +10,8 @@ as a Capacity Block; every Karpenter GPU pool at min/desired/max GPUs on its can
 NodePool's types: ``gpu_offer`` on the region's facts; see ``KarpenterPoolCost``); the EKS control plane
 (standard or extended support on the given date); NAT gateways and their data processing; interface
 endpoints (one network interface per endpoint per zone); load balancers (hours only); CloudTrail data
-events; cross-region replication of the artifacts. Not estimated:
+events; cross-region replication of the artifacts; the FSx for Lustre file system's provisioned storage
+(GB-month at its deployment type and throughput tier). Not estimated:
 EBS volumes, S3 and ECR storage and requests, CloudWatch Logs, KMS, load balancer capacity units, data
 transfer out to the internet, interface endpoint data processing.
 """
@@ -602,6 +603,22 @@ def estimate_stack(
                 f"artifact replication to {destination} (GB/month)",
                 usage.artifact_gb_per_month,
                 look.transfer(destination),
+                per_month=True,
+            )
+        )
+    fsx = cfg.cluster_services.fsx
+    if fsx.enabled:
+        # FSx for Lustre bills provisioned storage per GB-month, the rate set by the throughput tier.
+        tier = f"{fsx.deployment_type.value} {fsx.per_unit_storage_throughput} MB/s/TiB"
+        items.append(
+            LineItem(
+                f"FSx for Lustre ({fsx.storage_capacity_gib} GiB, {tier})",
+                fsx.storage_capacity_gib,
+                look.regional(
+                    f"fsx_lustre_{fsx.deployment_type.value.lower()}_{fsx.per_unit_storage_throughput}_gb_month",
+                    f"FSx for Lustre {tier}",
+                    "GB-month",
+                ),
                 per_month=True,
             )
         )

@@ -127,6 +127,13 @@ def session_log_group(stack_prefix: str) -> str:
     return f"/aiplat/{stack_prefix}/ssm-sessions"
 
 
+def fsx_log_group(stack_prefix: str) -> str:
+    """The log group of a stack's FSx for Lustre data repository events. FSx requires the ``/aws/fsx``
+    prefix ("The name of the Amazon CloudWatch Logs log group must begin with the /aws/fsx prefix",
+    LustreLogCreateConfiguration.Destination)."""
+    return f"/aws/fsx/{stack_prefix}"
+
+
 def session_document_name(stack_prefix: str) -> str:
     """The stack's SSM Session document (names are unique per account and region; 3-128 characters)."""
     return fit(f"{stack_prefix}-session", 128)

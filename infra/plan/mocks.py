@@ -376,6 +376,28 @@ def _ingress(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, An
     return {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
 
 
+def _lustre_file_system(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    """What CreateFileSystem returns that the program reads (botocore fsx shapes): the id
+    (``fs-[0-9a-f]{8,}``), the DNS name (``<id>.fsx.<region>.amazonaws.com``), the Lustre mount name (1-8 of
+    ``[A-Za-z0-9_-]``; persistent file systems get a generated one, scratch_1 ``fsx``) and the ARN."""
+    fs_id = f"fs-{_digest(args)}"
+    mount = "fsx" if args.inputs.get("deploymentType") == "SCRATCH_1" else _digest(args, 8)
+    return {
+        "id": fs_id,
+        "dnsName": f"{fs_id}.fsx.{region}.amazonaws.com",
+        "mountName": mount,
+        "arn": f"arn:{PARTITION}:fsx:{region}:{ACCOUNT_ID}:file-system/{fs_id}",
+        "networkInterfaceIds": [f"eni-{_digest(args)}"],
+    }
+
+
+def _data_repository_association(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
+    """CreateDataRepositoryAssociation's id (``dra-[0-9a-f]{8,}``), which the provider also reads back as
+    ``associationId``."""
+    dra_id = f"dra-{_digest(args)}"
+    return {"id": dra_id, "associationId": dra_id}
+
+
 # Per-type outputs that AWS computes and that the program reads (e.g. an EKS cluster's OIDC issuer).
 # Components register what they need here, keyed by resource type token.
 COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, Any]]] = {
@@ -395,4 +417,6 @@ COMPUTED: dict[str, Callable[[pulumi.runtime.MockResourceArgs, str], dict[str, A
     "aws:route53/record:Record": _route53_record,
     "aws:wafv2/webAcl:WebAcl": _web_acl,
     "kubernetes:networking.k8s.io/v1:Ingress": _ingress,
+    "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre_file_system,
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": _data_repository_association,
 }

@@ -6,6 +6,7 @@ stacks as data and never do I/O.
 
 from infra.rules import (  # noqa: F401  (registration)
     cluster,
+    fsx,
     inference,
     network,
     pools,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from infra.components.aws.keyguard import KeyGuard, KeyGuardArgs
 from infra.components.aws.kms import KmsKeys, KmsKeysArgs
 from infra.lib.kms_policy import KeyAccess, KeyPurpose
+from infra.model import fsx as fsx_facts
 from infra.model import naming
 from infra.model.config.schema import Role, StorageBackend, TrailMode
 from infra.wiring.context import StackContext
@@ -23,6 +24,8 @@ def key_access(ctx: StackContext, region: str | None = None) -> KeyAccess:
     groups = [naming.control_plane_log_group(names.cluster), naming.flow_log_group(names.stack_prefix)]
     if cfg.security.session_manager:
         groups.append(naming.session_log_group(names.stack_prefix))
+    if cfg.cluster_services.fsx.enabled:
+        groups.append(naming.fsx_log_group(names.stack_prefix))
     return KeyAccess(
         partition=part,
         account_id=acct,
@@ -35,7 +38,18 @@ def key_access(ctx: StackContext, region: str | None = None) -> KeyAccess:
         if home and cfg.security.audit.trail is TrailMode.create
         else None,
         events_publish=home,
+        fsx_linked_bucket_arns=fsx_linked_buckets(ctx) if home else (),
     )
+
+
+def fsx_linked_buckets(ctx: StackContext) -> tuple[str, ...]:
+    """The datasets bucket, when an FSx for Lustre file system links it (its objects are under the data key,
+    which the file system's service-linked role must then use through S3)."""
+    cfg = ctx.cfg
+    fsx_on = cfg.cluster_services.fsx.enabled and cfg.role is Role.train
+    if not fsx_on or cfg.storage.backend is not StorageBackend.s3:
+        return ()
+    return (f"arn:{ctx.account.partition}:s3:::{fsx_facts.linked_bucket(cfg)}",)
 
 
 def replica_regions(ctx: StackContext) -> list[str]:

@@ -50,6 +50,7 @@ TAGGABLE = frozenset(
         "aws:eks/cluster:Cluster",
         "aws:eks/nodeGroup:NodeGroup",
         "aws:eks/podIdentityAssociation:PodIdentityAssociation",
+        "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation",
         "aws:fsx/lustreFileSystem:LustreFileSystem",
         "aws:guardduty/detector:Detector",
         "aws:iam/instanceProfile:InstanceProfile",

@@ -14,7 +14,7 @@ def planned(plan_example) -> dict[str, Plan]:
 
 
 def test_examples_exist(planned) -> None:
-    assert {"capacity-block", "odcr", "minio", "nat-none"} <= set(planned)
+    assert {"capacity-block", "odcr", "minio", "nat-none", "fsx"} <= set(planned)
 
 
 def test_capacity_block(planned) -> None:
@@ -59,3 +59,12 @@ def test_nat_none_has_no_default_route(planned) -> None:
     assert private and all(not r.inputs.get("routes") for r in private)
     services = {e.inputs["serviceName"] for e in plan.by_type("aws:ec2/vpcEndpoint:VpcEndpoint")}
     assert {f"com.amazonaws.us-west-2.{s}" for s in ("ecr.api", "ecr.dkr", "sts", "ec2", "s3")} <= services
+
+
+def test_fsx_beside_the_datasets_bucket(planned) -> None:
+    plan = planned["fsx"]
+    fs = plan.one("aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert fs.inputs["subnetIds"] == plan.outputs["privateSubnetIds"]["us-east-1a"]  # the EFA pool's zone
+    dra = plan.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
+    assert dra.inputs["dataRepositoryPath"] == f"s3://{plan.outputs['buckets']['datasets']}/shards/"
+    assert plan.one("kubernetes:core/v1:PersistentVolumeClaim").inputs["metadata"]["namespace"] == "training"

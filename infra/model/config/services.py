@@ -9,13 +9,14 @@ family offered in our zones? does the EFA plugin's version know our EFA types?) 
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Annotated
 
 from pydantic import Field, field_validator
 
 from infra.model.config.base import NAME_RE, Strict
+from infra.model.config.charts import ChartPin, HelmChart
+from infra.model.config.fsx import FsxConfig
 
 # Kubernetes names of namespaces (RFC 1123 label).
 NAMESPACE_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -23,63 +24,6 @@ NAMESPACE_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 _KARPENTER_DURATION = r"^(([0-9]+(s|m|h))+|Never)$"
 # disruption.budgets[].nodes (same CRD): a count or a percentage.
 _KARPENTER_BUDGET = r"^((100|[0-9]{1,2})%|[0-9]+)$"
-
-
-class HelmChart(Strict):
-    """An upstream Helm chart, by repository, name and pinned version (never a range, never 'latest')."""
-
-    repo: str
-    chart: str
-    version: str
-
-    @property
-    def oci(self) -> bool:
-        return self.repo.startswith("oci://")
-
-    @property
-    def chart_ref(self) -> str:
-        """What ``helm install`` takes as the chart: ``oci://.../<chart>`` or the bare name with a repo."""
-        return f"{self.repo.rstrip('/')}/{self.chart}" if self.oci else self.chart
-
-
-_VERSION = r"^v?\d+\.\d+\.\d+$"
-_CHART_NAME = r"^[a-z0-9][a-z0-9-]*$"
-
-
-class ChartPin(Strict):
-    """Base of a service installed from an upstream chart: ``repo``, ``chart`` and ``version`` (each
-    service declares its defaults and their source). Upgrading is changing ``version``."""
-
-    repo: str
-    chart: str
-    version: str
-
-    @field_validator("repo")
-    @classmethod
-    def _repo(cls, v: str) -> str:
-        if not re.fullmatch(r"(https://|oci://)[A-Za-z0-9.-]+(/[A-Za-z0-9._-]+)*/?", v):
-            raise ValueError(
-                f"{v!r} is not an https:// or oci:// chart repository; e.g. 'https://charts.jetstack.io'"
-            )
-        return v
-
-    @field_validator("chart")
-    @classmethod
-    def _chart_name(cls, v: str) -> str:
-        if not re.fullmatch(_CHART_NAME, v):
-            raise ValueError(f"{v!r} is not a chart name (lower-case letters, digits, '-')")
-        return v
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, v: str) -> str:
-        if not re.fullmatch(_VERSION, v):
-            raise ValueError(f"{v!r} is not an exact chart version like '1.2.3' (ranges are not pinned)")
-        return v
-
-    @property
-    def pinned(self) -> HelmChart:
-        return HelmChart(repo=self.repo, chart=self.chart, version=self.version)
 
 
 class KubernetesAccess(StrEnum):
@@ -350,8 +294,9 @@ class StorageClassConfig(Strict):
 
 
 class ClusterServicesConfig(Strict):
-    """Cluster services: namespaces and identities, device plugins, storage, load balancers, metrics,
-    certificates and node autoscaling, applied through the cluster's Kubernetes provider."""
+    """Cluster services: namespaces and identities, device plugins, storage (the default StorageClass and
+    the optional FSx for Lustre file system), load balancers, metrics, certificates and node autoscaling,
+    applied through the cluster's Kubernetes provider."""
 
     kubernetes_access: KubernetesAccess = Field(
         KubernetesAccess.in_vpc,
@@ -370,3 +315,8 @@ class ClusterServicesConfig(Strict):
     metrics_server: MetricsServerConfig = Field(default_factory=lambda: MetricsServerConfig())
     cert_manager: CertManagerConfig = Field(default_factory=lambda: CertManagerConfig())
     karpenter: KarpenterConfig = Field(default_factory=lambda: KarpenterConfig())
+    fsx: FsxConfig = Field(
+        default_factory=lambda: FsxConfig(),
+        description="Optional FSx for Lustre file system linked to the datasets bucket, mounted in the "
+        "training pods (off by default).",
+    )

@@ -15,6 +15,11 @@ ADMIN = f"arn:aws:iam::{ACCOUNT}:role/aiplat-prod-train-use1-key-admin"
 GLASS = f"arn:aws:iam::{ACCOUNT}:role/aiplat-prod-train-use1-break-glass"
 GROUPS = (f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/aws/eks/c/cluster",)
 TRAIL = f"arn:aws:cloudtrail:us-east-1:{ACCOUNT}:trail/aiplat-prod-train-use1-trail"
+DATASETS = "arn:aws:s3:::aiplat-prod-us-east-1-datasets"
+FSX_ROLES = (
+    f"arn:aws:iam::{ACCOUNT}:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
+    "AWSServiceRoleForFSxS3Access_fs-*"
+)
 ACCESS = KeyAccess(partition="aws", account_id=ACCOUNT, region="us-east-1")
 FULL = dataclasses.replace(
     ACCESS,
@@ -24,6 +29,7 @@ FULL = dataclasses.replace(
     log_group_arns=GROUPS,
     trail_arn=TRAIL,
     events_publish=True,
+    fsx_linked_bucket_arns=(DATASETS,),
 )
 SLR = f"arn:aws:iam::{ACCOUNT}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
 
@@ -47,9 +53,15 @@ def test_account_root_administers_and_wildcards_are_bound(purpose: KeyPurpose, a
         assert principal != "*"
         if principal == {"AWS": "*"}:
             if st["Effect"] == "Allow":
-                # one principal, of our account: the pattern of AWS's EBS managed key policy
+                # one principal of our account (the pattern of AWS's EBS managed key policy), or the FSx
+                # service-linked roles of our account, whose names hold file system ids not known yet
                 assert st["Condition"]["StringEquals"]["kms:CallerAccount"] == ACCOUNT
-                assert st["Condition"]["ArnEquals"]["aws:PrincipalArn"].startswith(f"arn:aws:iam::{ACCOUNT}:")
+                if "ArnLike" in st["Condition"]:
+                    assert st["Condition"]["ArnLike"] == {"aws:PrincipalArn": FSX_ROLES}
+                else:
+                    assert st["Condition"]["ArnEquals"]["aws:PrincipalArn"].startswith(
+                        f"arn:aws:iam::{ACCOUNT}:"
+                    )
             else:  # a Deny on everyone is bound to named principals too
                 assert {"ArnEquals", "ArnNotEquals"} & set(st["Condition"]), st
         else:
@@ -82,7 +94,7 @@ GUARDS = {"KeyAdministratorsNeverUseKey", "OnlyBreakGlassDeletesKey"}
     ("purpose", "access", "sids"),
     [
         (KeyPurpose.data, ACCESS, set()),
-        (KeyPurpose.data, FULL, GUARDS),
+        (KeyPurpose.data, FULL, GUARDS | {"FsxLinkedBucketsUseKey"}),
         (KeyPurpose.eks, FULL, GUARDS),
         (KeyPurpose.ebs, ACCESS, AUTO_SCALING),
         (KeyPurpose.ebs, FULL, GUARDS | AUTO_SCALING),
@@ -145,6 +157,30 @@ def test_ebs_key_grants_autoscaling_service_linked_role_by_condition() -> None:
         "StringEquals": {"kms:CallerAccount": ACCOUNT},
         "Bool": {"kms:GrantIsForAWSResource": "true"},
     }
+
+
+def test_data_key_lets_fsx_reach_the_linked_bucket_only_through_s3() -> None:
+    # The FSx for Lustre guide's statement for a file system linked to an SSE-KMS bucket
+    # (s3-server-side-encryption-support.html), the role by condition: it exists only once FSx links a file
+    # system; the bucket ARN as encryption context, which S3 Bucket Keys use, and the object ARNs.
+    stmt = _sids(key_policy(KeyPurpose.data, FULL))["FsxLinkedBucketsUseKey"]
+    assert stmt["Effect"] == "Allow" and stmt["Principal"] == {"AWS": "*"} and stmt["Resource"] == "*"
+    assert stmt["Action"] == [
+        "kms:Encrypt",
+        "kms:Decrypt",
+        "kms:ReEncrypt*",
+        "kms:GenerateDataKey*",
+        "kms:DescribeKey",
+    ]
+    assert stmt["Condition"] == {
+        "ArnLike": {"aws:PrincipalArn": FSX_ROLES},
+        "StringEquals": {"kms:CallerAccount": ACCOUNT, "kms:ViaService": "s3.us-east-1.amazonaws.com"},
+        "StringLike": {"kms:EncryptionContext:aws:s3:arn": [DATASETS, f"{DATASETS}/*"]},
+    }
+    # nothing for FSx on the other keys, nor on the data key without a linked bucket
+    for purpose in (KeyPurpose.eks, KeyPurpose.ebs, KeyPurpose.logs):
+        assert "FsxLinkedBucketsUseKey" not in _sids(key_policy(purpose, FULL))
+    assert "FsxLinkedBucketsUseKey" not in _sids(key_policy(KeyPurpose.data, ACCESS))
 
 
 def test_logs_key_is_scoped_to_our_log_groups() -> None:

@@ -1,0 +1,70 @@
+"""Upstream Helm charts in the config: a chart pinned by repository, name and exact version.
+
+``ChartPin`` is the base of every service installed from a chart (cluster services, monitoring, training,
+inference, the FSx CSI driver); each service declares its defaults and their source.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import field_validator
+
+from infra.model.config.base import Strict
+
+
+class HelmChart(Strict):
+    """An upstream Helm chart, by repository, name and pinned version (never a range, never 'latest')."""
+
+    repo: str
+    chart: str
+    version: str
+
+    @property
+    def oci(self) -> bool:
+        return self.repo.startswith("oci://")
+
+    @property
+    def chart_ref(self) -> str:
+        """What ``helm install`` takes as the chart: ``oci://.../<chart>`` or the bare name with a repo."""
+        return f"{self.repo.rstrip('/')}/{self.chart}" if self.oci else self.chart
+
+
+_VERSION = r"^v?\d+\.\d+\.\d+$"
+_CHART_NAME = r"^[a-z0-9][a-z0-9-]*$"
+
+
+class ChartPin(Strict):
+    """Base of a service installed from an upstream chart: ``repo``, ``chart`` and ``version`` (each
+    service declares its defaults and their source). Upgrading is changing ``version``."""
+
+    repo: str
+    chart: str
+    version: str
+
+    @field_validator("repo")
+    @classmethod
+    def _repo(cls, v: str) -> str:
+        if not re.fullmatch(r"(https://|oci://)[A-Za-z0-9.-]+(/[A-Za-z0-9._-]+)*/?", v):
+            raise ValueError(
+                f"{v!r} is not an https:// or oci:// chart repository; e.g. 'https://charts.jetstack.io'"
+            )
+        return v
+
+    @field_validator("chart")
+    @classmethod
+    def _chart_name(cls, v: str) -> str:
+        if not re.fullmatch(_CHART_NAME, v):
+            raise ValueError(f"{v!r} is not a chart name (lower-case letters, digits, '-')")
+        return v
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.fullmatch(_VERSION, v):
+            raise ValueError(f"{v!r} is not an exact chart version like '1.2.3' (ranges are not pinned)")
+        return v
+
+    @property
+    def pinned(self) -> HelmChart:
+        return HelmChart(repo=self.repo, chart=self.chart, version=self.version)
