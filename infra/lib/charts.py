@@ -12,32 +12,17 @@ taint added to a GPU pool never hides its GPUs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from infra.lib import karpenter as karpenter_docs
 from infra.lib import lbc_iam
 from infra.lib.nodes import EFA_LABEL, POOL_LABEL
 
+# The pinned chart a release installs (``ChartPin.pinned`` of the config): components take it from here,
+# as they import nothing from the model.
+from infra.model.config.charts import ChartRef as ChartRef
+
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
-
-
-@dataclass(frozen=True)
-class ChartRef:
-    """An upstream chart pinned by repository, name and version (``cluster_services.*.chart``)."""
-
-    repo: str
-    chart: str
-    version: str
-
-    @property
-    def oci(self) -> bool:
-        return self.repo.startswith("oci://")
-
-    @property
-    def chart_ref(self) -> str:
-        """The chart as Helm takes it: ``oci://registry/path/<chart>``, or the name with ``repo``."""
-        return f"{self.repo.rstrip('/')}/{self.chart}" if self.oci else self.chart
 
 
 # Device plugins tolerate every taint: their node affinity already confines them to GPU/EFA pools.

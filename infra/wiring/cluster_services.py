@@ -42,7 +42,7 @@ from infra.components.options import inherited_depends_on
 from infra.lib import charts, eks_iam, lbc_iam, namespaces, nodes
 from infra.lib import karpenter as karpenter_docs
 from infra.model.config.schema import Role, StorageBackend
-from infra.model.config.services import HelmChart, KubernetesAccess
+from infra.model.config.services import KubernetesAccess
 from infra.model.gpu_offers import gpu_offer
 from infra.rules.services import unreachable_endpoint_message
 from infra.wiring.cluster import ClusterWiring
@@ -70,10 +70,6 @@ class ClusterServicesWiring:
     # Ingresses wait for it: its webhooks validate Ingresses and Services and inject readiness gates.
     load_balancer_controller: LoadBalancerController | None = None
     ready: list[pulumi.Resource] = field(default_factory=list)
-
-
-def _ref(chart: HelmChart) -> charts.ChartRef:
-    return charts.ChartRef(repo=chart.repo, chart=chart.chart, version=chart.version)
 
 
 def system_pools(ctx: StackContext) -> list[str]:
@@ -188,9 +184,9 @@ def wire_cluster_services(
             "device-plugins",
             DevicePluginsArgs(
                 namespace=SYSTEM_NAMESPACE,
-                nvidia_chart=_ref(services.nvidia_device_plugin.pinned),
+                nvidia_chart=services.nvidia_device_plugin.pinned,
                 nvidia_values=charts.nvidia_device_plugin_values(gpu_pools),
-                efa_chart=_ref(services.efa_device_plugin.pinned) if efa else None,
+                efa_chart=services.efa_device_plugin.pinned if efa else None,
                 efa_values=charts.efa_device_plugin_values() if efa else None,
             ),
             opts=opts,
@@ -225,7 +221,7 @@ def wire_cluster_services(
         out.load_balancer_controller = LoadBalancerController(
             "lbc",
             ChartArgs(
-                chart=_ref(lbc.pinned),
+                chart=lbc.pinned,
                 release_name="aws-load-balancer-controller",
                 namespace=SYSTEM_NAMESPACE,
                 values=values,
@@ -237,7 +233,7 @@ def wire_cluster_services(
         MetricsServer(
             "metrics-server",
             ChartArgs(
-                chart=_ref(services.metrics_server.pinned),
+                chart=services.metrics_server.pinned,
                 release_name="metrics-server",
                 namespace=SYSTEM_NAMESPACE,
                 values=charts.metrics_server_values(
@@ -252,7 +248,7 @@ def wire_cluster_services(
         out.cert_manager = CertManager(
             "cert-manager",
             CertManagerArgs(
-                chart=_ref(cm.pinned),
+                chart=cm.pinned,
                 namespace=CERT_MANAGER_NAMESPACE,
                 # every cert-manager component runs restricted-compliant by default (its values.yaml)
                 namespace_labels=namespaces.pss_labels(
@@ -360,8 +356,8 @@ def wire_karpenter(
     return Karpenter(
         "karpenter",
         KarpenterArgs(
-            chart=_ref(kc.pinned),
-            crd_chart=_ref(kc.crd_pinned),
+            chart=kc.pinned,
+            crd_chart=kc.crd_pinned,
             namespace=SYSTEM_NAMESPACE,
             values=values,
             node_class_name=NODE_CLASS,

@@ -40,7 +40,6 @@ from infra.components.k8s.keda import Keda, KedaArgs
 from infra.lib import alb, cidr, keda, namespaces, nodes
 from infra.lib import inference as inf
 from infra.lib import monitoring as mon
-from infra.lib.charts import ChartRef
 from infra.model import naming
 from infra.model.config.inference import Exposure, InferenceConfig, WafMode
 from infra.model.config.schema import Role
@@ -139,7 +138,7 @@ def wire_keda(ctx: StackContext, cfg: InferenceConfig, opts: pulumi.ResourceOpti
     return Keda(
         "keda",
         KedaArgs(
-            chart=ChartRef(repo=chart.repo, chart=chart.chart, version=chart.version),
+            chart=chart.pinned,
             namespace=chart.namespace,
             namespace_labels=namespaces.pss_labels(
                 namespaces.PodSecurity.restricted, ctx.cfg.cluster.kubernetes_version

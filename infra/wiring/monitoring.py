@@ -21,10 +21,8 @@ import pulumi
 from infra.components.k8s.gpu_exporters import DcgmExporter, DcgmExporterArgs, EfaExporter, EfaExporterArgs
 from infra.components.k8s.monitoring import MonitoringStack, MonitoringStackArgs
 from infra.components.options import inherited_depends_on
-from infra.lib import charts
 from infra.lib import monitoring as mon
 from infra.model.config.schema import Role
-from infra.model.config.services import HelmChart
 from infra.model.monitoring import MonitoringAssets
 from infra.wiring.cluster import ClusterWiring
 from infra.wiring.cluster_services import ClusterServicesWiring, system_pools
@@ -42,10 +40,6 @@ class MonitoringWiring:
     stack: MonitoringStack
     dcgm: DcgmExporter | None
     efa: EfaExporter | None
-
-
-def _ref(chart: HelmChart) -> charts.ChartRef:
-    return charts.ChartRef(repo=chart.repo, chart=chart.chart, version=chart.version)
 
 
 def monitoring_parts(ctx: StackContext) -> tuple[list[str], list[str]]:
@@ -121,8 +115,8 @@ def wire_monitoring(
         "monitoring",
         MonitoringStackArgs(
             namespace=namespace,
-            crds_chart=_ref(mc.operator_crds.pinned),
-            stack_chart=_ref(mc.kube_prometheus_stack.pinned),
+            crds_chart=mc.operator_crds.pinned,
+            stack_chart=mc.kube_prometheus_stack.pinned,
             values=values,
             rules={name: mon.prometheus_rule_spec(assets.rules[name]) for name in rule_names},
             dashboards={name: assets.dashboards[name] for name in dashboard_names},
@@ -143,7 +137,7 @@ def wire_monitoring(
         dcgm = DcgmExporter(
             "dcgm-exporter",
             DcgmExporterArgs(
-                chart=_ref(mc.dcgm_exporter.pinned),
+                chart=mc.dcgm_exporter.pinned,
                 namespace=namespace,
                 values=mon.dcgm_exporter_values(gpu_pools=gpu_pools, counters_csv=assets.dcgm_counters),
             ),

@@ -24,7 +24,6 @@ from infra.components.k8s.training import (
 )
 from infra.lib import namespaces, training_stack
 from infra.lib import training as t
-from infra.lib.charts import ChartRef
 from infra.model.config.training import BANDWIDTH_CHECK_NAME
 from infra.model.trainer_settings import TrainerSettings
 from infra.wiring.context import StackContext
@@ -110,7 +109,7 @@ def wire_training(
     operator = KubeflowTrainer(
         "kubeflow-trainer",
         KubeflowTrainerArgs(
-            chart=ChartRef(repo=op.repo, chart=op.chart, version=op.version),
+            chart=op.pinned,
             namespace=op.namespace,
             namespace_labels={**t.PART_OF, **namespaces.pss_labels(PSS, cfg.cluster.kubernetes_version)},
             values=t.trainer_chart_values(system_pools),

@@ -1,19 +1,23 @@
 """Upstream Helm charts in the config: a chart pinned by repository, name and exact version.
 
 ``ChartPin`` is the base of every service installed from a chart (cluster services, monitoring, training,
-inference, the FSx CSI driver); each service declares its defaults and their source.
+inference, the FSx CSI driver); each service declares its defaults and their source. ``ChartPin.pinned``
+is the validated pin as plain data (``ChartRef``), which the wiring hands to the components (they take it
+from ``infra.lib.charts``).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from pydantic import field_validator
 
 from infra.model.config.base import Strict
 
 
-class HelmChart(Strict):
+@dataclass(frozen=True)
+class ChartRef:
     """An upstream Helm chart, by repository, name and pinned version (never a range, never 'latest')."""
 
     repo: str
@@ -26,7 +30,7 @@ class HelmChart(Strict):
 
     @property
     def chart_ref(self) -> str:
-        """What ``helm install`` takes as the chart: ``oci://.../<chart>`` or the bare name with a repo."""
+        """The chart as Helm takes it: ``oci://registry/path/<chart>``, or the name with ``repo``."""
         return f"{self.repo.rstrip('/')}/{self.chart}" if self.oci else self.chart
 
 
@@ -66,5 +70,6 @@ class ChartPin(Strict):
         return v
 
     @property
-    def pinned(self) -> HelmChart:
-        return HelmChart(repo=self.repo, chart=self.chart, version=self.version)
+    def pinned(self) -> ChartRef:
+        """The validated pin as plain data, for a component's Args."""
+        return ChartRef(repo=self.repo, chart=self.chart, version=self.version)

@@ -17,7 +17,8 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from infra.model.config.base import Strict
-from infra.model.config.services import NAMESPACE_PATTERN, ChartPin
+from infra.model.config.charts import ChartPin
+from infra.model.config.services import NAMESPACE_PATTERN
 
 # The server's model name rule (inference/config.py: INFERENCE_MODEL_NAME).
 MODEL_NAME = r"^[a-z0-9][a-z0-9._-]{0,62}$"

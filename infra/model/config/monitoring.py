@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from infra.model.config.base import NAME_RE, Strict
-from infra.model.config.services import ChartPin
+from infra.model.config.charts import ChartPin
 
 # Prometheus durations (https://prometheus.io/docs/prometheus/latest/configuration/configuration/#duration)
 _PROM_DURATION = r"^(([0-9]+)(y|w|d|h|m|s|ms))+$"

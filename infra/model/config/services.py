@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from infra.model.config.base import NAME_RE, Strict
-from infra.model.config.charts import ChartPin, HelmChart
+from infra.model.config.charts import ChartPin, ChartRef
 from infra.model.config.fsx import FsxConfig
 
 # Kubernetes names of namespaces (RFC 1123 label).
@@ -274,9 +274,9 @@ class KarpenterConfig(ChartPin):
         return cls._chart_name(v)
 
     @property
-    def crd_pinned(self) -> HelmChart:
+    def crd_pinned(self) -> ChartRef:
         """The CRD chart, same repository and version as the controller's (they are released together)."""
-        return HelmChart(repo=self.repo, chart=self.crd_chart, version=self.version)
+        return ChartRef(repo=self.repo, chart=self.crd_chart, version=self.version)
 
 
 class StorageClassConfig(Strict):

@@ -15,7 +15,8 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from infra.model.config.base import Strict
-from infra.model.config.services import NAMESPACE_PATTERN, ChartPin
+from infra.model.config.charts import ChartPin
+from infra.model.config.services import NAMESPACE_PATTERN
 
 # A Kubernetes object name usable as a TrainJob name (the TrainJob CRD's CEL rule at v2.3.0:
 # ``self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')`` and at most 63 characters); the
