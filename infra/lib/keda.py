@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from infra.lib import namespaces as ns
 from infra.lib.charts import pool_affinity
-from infra.lib.namespaces import IMDS_CIDR, NAMESPACE_NAME_LABEL
 
 RELEASE = "keda"
 METRICS_SERVER_PORT = 6443  # service.portHttpsTarget
@@ -38,44 +38,14 @@ def keda_values(*, system_pools: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _namespace(name: str) -> dict[str, Any]:
-    return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: name}}}
-
-
 def namespace_policies(*, vpc_cidr: str, monitoring_namespace: str, prometheus_port: int) -> dict[str, Any]:
-    """NetworkPolicy name -> spec for KEDA's namespace: default deny, DNS, HTTPS to the API server (not to
-    the instance metadata address), its own pods among themselves (metrics server -> operator gRPC), the
-    control plane (from the VPC) to the metrics server and webhooks, and the operator to Prometheus."""
+    """NetworkPolicy name -> spec for KEDA's namespace: the baseline (default deny, DNS, HTTPS to the API
+    server but not to the instance metadata address), its own pods among themselves (metrics server ->
+    operator gRPC), the control plane (from the VPC) to the metrics server and webhooks, and the operator to
+    Prometheus."""
     return {
-        "default-deny": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
-        "allow-dns": {
-            "podSelector": {},
-            "policyTypes": ["Egress"],
-            "egress": [
-                {
-                    "to": [
-                        {**_namespace("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
-                    ],
-                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-                }
-            ],
-        },
-        "allow-https-egress": {
-            "podSelector": {},
-            "policyTypes": ["Egress"],
-            "egress": [
-                {
-                    "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [IMDS_CIDR]}}],
-                    "ports": [{"protocol": "TCP", "port": 443}],
-                }
-            ],
-        },
-        "allow-same-namespace": {
-            "podSelector": {},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": [{"podSelector": {}}]}],
-            "egress": [{"to": [{"podSelector": {}}]}],
-        },
+        **ns.baseline_policies(),
+        "allow-same-namespace": ns.same_namespace_policy(),
         "allow-control-plane": {
             "podSelector": {},
             "policyTypes": ["Ingress"],
@@ -89,25 +59,10 @@ def namespace_policies(*, vpc_cidr: str, monitoring_namespace: str, prometheus_p
                 }
             ],
         },
-        "allow-to-prometheus": {
-            "podSelector": {},
-            "policyTypes": ["Egress"],
-            "egress": [
-                {
-                    "to": [_namespace(monitoring_namespace)],
-                    "ports": [{"protocol": "TCP", "port": prometheus_port}],
-                }
-            ],
-        },
+        "allow-to-prometheus": ns.egress_to_namespace_policy(monitoring_namespace, prometheus_port),
     }
 
 
 def prometheus_from_keda_policy(*, keda_namespace: str, prometheus_port: int) -> dict[str, Any]:
     """``NetworkPolicy.spec`` in the monitoring namespace (default deny there): KEDA may query Prometheus."""
-    return {
-        "podSelector": {},
-        "policyTypes": ["Ingress"],
-        "ingress": [
-            {"from": [_namespace(keda_namespace)], "ports": [{"protocol": "TCP", "port": prometheus_port}]}
-        ],
-    }
+    return ns.ingress_from_namespace_policy(keda_namespace, [{"protocol": "TCP", "port": prometheus_port}])

@@ -94,28 +94,25 @@ class WorkloadNamespace:
             raise ValueError(f"namespace {self.name}: say why it is not 'restricted'")
 
 
-def _namespace(name: str) -> dict[str, Any]:
+def namespace_selector(name: str) -> dict[str, Any]:
+    """A NetworkPolicy peer: every pod of namespace ``name`` (by the label the API server sets)."""
     return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: name}}}
 
 
-def _anywhere_but_imds() -> dict[str, Any]:
-    return {"ipBlock": {"cidr": ANYWHERE, "except": [IMDS_CIDR]}}
+def _tcp(*ports: int | str) -> list[dict[str, Any]]:
+    return [{"protocol": "TCP", "port": p} for p in ports]
 
 
-def network_policies(ns: WorkloadNamespace, *, monitoring_namespace: str) -> dict[str, dict[str, Any]]:
-    """NetworkPolicy name -> spec for ``ns``: default deny, then one allow per need.
+def baseline_policies() -> dict[str, dict[str, Any]]:
+    """The policies every namespace of ours starts with (name -> spec).
 
     - ``default-deny``: selects every pod, no rule: nothing in or out unless another policy allows it.
     - ``allow-dns``: UDP/TCP 53 to CoreDNS (``k8s-app=kube-dns`` in kube-system).
     - ``allow-https-egress``: TCP 443 anywhere but IMDS: S3 (the gateway endpoint routes to S3's public
       ranges, which a policy cannot name by prefix list), STS and ECR through the interface endpoints, and
       the EKS API (its endpoint ENIs and the ``kubernetes`` service).
-    - ``allow-same-namespace``: all traffic between the namespace's pods, where the workload needs it.
-    - ``allow-metrics-scrape``: the monitoring namespace may reach the scrape ports.
-    - ``allow-vpc-egress``: all ports to the VPC (monitoring: kubelets, node exporters, pods).
-    - ``allow-to-<ns>``: egress to another namespace's service port (MinIO).
     """
-    policies: dict[str, dict[str, Any]] = {
+    return {
         "default-deny": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
         "allow-dns": {
             "podSelector": {},
@@ -123,7 +120,10 @@ def network_policies(ns: WorkloadNamespace, *, monitoring_namespace: str) -> dic
             "egress": [
                 {
                     "to": [
-                        {**_namespace("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
+                        {
+                            **namespace_selector("kube-system"),
+                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                        }
                     ],
                     "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
                 }
@@ -132,27 +132,54 @@ def network_policies(ns: WorkloadNamespace, *, monitoring_namespace: str) -> dic
         "allow-https-egress": {
             "podSelector": {},
             "policyTypes": ["Egress"],
-            "egress": [{"to": [_anywhere_but_imds()], "ports": [{"protocol": "TCP", "port": 443}]}],
+            "egress": [{"to": [{"ipBlock": {"cidr": ANYWHERE, "except": [IMDS_CIDR]}}], "ports": _tcp(443)}],
         },
     }
+
+
+def same_namespace_policy() -> dict[str, Any]:
+    """All traffic between the namespace's own pods (``allow-same-namespace``)."""
+    return {
+        "podSelector": {},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [{"from": [{"podSelector": {}}]}],
+        "egress": [{"to": [{"podSelector": {}}]}],
+    }
+
+
+def ingress_from_namespace_policy(namespace: str, ports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ingress from every pod of ``namespace`` to ``ports`` (NetworkPolicyPort dicts)."""
+    return {
+        "podSelector": {},
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [namespace_selector(namespace)], "ports": ports}],
+    }
+
+
+def egress_to_namespace_policy(namespace: str, port: int) -> dict[str, Any]:
+    """Egress to TCP ``port`` of every pod of ``namespace``."""
+    return {
+        "podSelector": {},
+        "policyTypes": ["Egress"],
+        "egress": [{"to": [namespace_selector(namespace)], "ports": _tcp(port)}],
+    }
+
+
+def network_policies(ns: WorkloadNamespace, *, monitoring_namespace: str) -> dict[str, dict[str, Any]]:
+    """NetworkPolicy name -> spec for ``ns``: ``baseline_policies()``, then one allow per need.
+
+    - ``allow-same-namespace``: all traffic between the namespace's pods, where the workload needs it.
+    - ``allow-metrics-scrape``: the monitoring namespace may reach the scrape ports.
+    - ``allow-vpc-egress``: all ports to the VPC (monitoring: kubelets, node exporters, pods).
+    - ``allow-to-<ns>``: egress to another namespace's service port (MinIO).
+    """
+    policies = baseline_policies()
     if ns.intra_namespace:
-        policies["allow-same-namespace"] = {
-            "podSelector": {},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": [{"podSelector": {}}]}],
-            "egress": [{"to": [{"podSelector": {}}]}],
-        }
+        policies["allow-same-namespace"] = same_namespace_policy()
     if ns.scrape_ports:
-        policies["allow-metrics-scrape"] = {
-            "podSelector": {},
-            "policyTypes": ["Ingress"],
-            "ingress": [
-                {
-                    "from": [_namespace(monitoring_namespace)],
-                    "ports": [p.as_policy_port() for p in ns.scrape_ports],
-                }
-            ],
-        }
+        policies["allow-metrics-scrape"] = ingress_from_namespace_policy(
+            monitoring_namespace, [p.as_policy_port() for p in ns.scrape_ports]
+        )
     if ns.egress_cidrs:
         policies["allow-vpc-egress"] = {
             "podSelector": {},
@@ -160,11 +187,7 @@ def network_policies(ns: WorkloadNamespace, *, monitoring_namespace: str) -> dic
             "egress": [{"to": [{"ipBlock": {"cidr": c}} for c in ns.egress_cidrs]}],
         }
     for target, port in ns.egress_services:
-        policies[f"allow-to-{target}"] = {
-            "podSelector": {},
-            "policyTypes": ["Egress"],
-            "egress": [{"to": [_namespace(target)], "ports": [{"protocol": "TCP", "port": port}]}],
-        }
+        policies[f"allow-to-{target}"] = egress_to_namespace_policy(target, port)
     return policies
 
 
