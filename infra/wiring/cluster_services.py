@@ -25,8 +25,9 @@ from infra.components.aws.network import GpuVpc
 from infra.components.aws.pod_iam import PodRoles
 from infra.components.k8s.access_gate import KubernetesAccessGate, KubernetesAccessGateArgs
 from infra.components.k8s.cert_manager import CertManager, CertManagerArgs
-from infra.components.k8s.controllers import ChartArgs, LoadBalancerController, MetricsServer
+from infra.components.k8s.controllers import LoadBalancerController, MetricsServer
 from infra.components.k8s.device_plugins import DevicePlugins, DevicePluginsArgs
+from infra.components.k8s.helm import ChartArgs
 from infra.components.k8s.karpenter import Karpenter, KarpenterArgs
 from infra.components.k8s.minio import Minio
 from infra.components.k8s.namespaces import (

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from infra.components.k8s.gpu_exporters import DcgmExporter, DcgmExporterArgs, EfaExporter, EfaExporterArgs
+from infra.components.k8s.gpu_exporters import DcgmExporter, EfaExporter, EfaExporterArgs
+from infra.components.k8s.helm import ChartArgs
 from infra.components.k8s.monitoring import MonitoringStack, MonitoringStackArgs
 from infra.components.options import inherited_depends_on
 from infra.lib import monitoring as mon
@@ -136,8 +137,9 @@ def wire_monitoring(
     if gpu_pools:
         dcgm = DcgmExporter(
             "dcgm-exporter",
-            DcgmExporterArgs(
+            ChartArgs(
                 chart=mc.dcgm_exporter.pinned,
+                release_name=mon.DCGM_RELEASE,
                 namespace=namespace,
                 values=mon.dcgm_exporter_values(gpu_pools=gpu_pools, counters_csv=assets.dcgm_counters),
             ),

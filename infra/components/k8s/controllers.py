@@ -9,55 +9,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
-import pulumi
-import pulumi_kubernetes as k8s
-
-from infra.components.k8s.helm import chart_release
-from infra.components.options import child_options
-from infra.lib.charts import ChartRef
+from infra.components.k8s.helm import ChartComponent
 
 
-@dataclass(frozen=True, kw_only=True)
-class ChartArgs:
-    """A pinned chart installed as release ``release_name`` in ``namespace`` with ``values``."""
-
-    chart: ChartRef
-    release_name: str
-    namespace: str
-    values: pulumi.Input[Mapping[str, Any]]
-
-
-class LoadBalancerController(pulumi.ComponentResource):
+class LoadBalancerController(ChartComponent):
     """The AWS Load Balancer Controller (Ingress -> ALB, Service type LoadBalancer -> NLB)."""
 
-    def __init__(self, name: str, args: ChartArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("aiplat:controllers:LoadBalancerController", name, None, opts)
-        self.release: k8s.helm.v3.Release = chart_release(
-            f"{name}-release",
-            release_name=args.release_name,
-            chart=args.chart,
-            namespace=args.namespace,
-            values=args.values,
-            opts=child_options(self, opts),
-        )
-        self.register_outputs({})
+    TYPE = "aiplat:controllers:LoadBalancerController"
 
 
-class MetricsServer(pulumi.ComponentResource):
+class MetricsServer(ChartComponent):
     """metrics-server for HorizontalPodAutoscalers and ``kubectl top``."""
 
-    def __init__(self, name: str, args: ChartArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("aiplat:controllers:MetricsServer", name, None, opts)
-        self.release: k8s.helm.v3.Release = chart_release(
-            f"{name}-release",
-            release_name=args.release_name,
-            chart=args.chart,
-            namespace=args.namespace,
-            values=args.values,
-            opts=child_options(self, opts),
-        )
-        self.register_outputs({})
+    TYPE = "aiplat:controllers:MetricsServer"

@@ -8,43 +8,21 @@ script's docstring (``infra/monitoring/efa/efa_exporter.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.components.k8s.helm import chart_release
+from infra.components.k8s.helm import ChartComponent
 from infra.components.options import child_options
 from infra.lib import monitoring as mon
-from infra.lib.charts import ChartRef
 from infra.lib.namespaces import PART_OF
 
 
-@dataclass(frozen=True, kw_only=True)
-class DcgmExporterArgs:
-    """The pinned chart, its namespace and values (``mon.dcgm_exporter_values``)."""
-
-    chart: ChartRef
-    namespace: str
-    values: Mapping[str, Any]
-
-
-class DcgmExporter(pulumi.ComponentResource):
+class DcgmExporter(ChartComponent):
     """dcgm-exporter on every GPU node, with its ServiceMonitor (created by the chart)."""
 
-    def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("aiplat:exporters:DcgmExporter", name, None, opts)
-        self.release: k8s.helm.v3.Release = chart_release(
-            f"{name}-release",
-            release_name=mon.DCGM_RELEASE,
-            chart=args.chart,
-            namespace=args.namespace,
-            values=args.values,
-            opts=child_options(self, opts),
-        )
-        self.register_outputs({})
+    TYPE = "aiplat:exporters:DcgmExporter"
 
 
 @dataclass(frozen=True, kw_only=True)

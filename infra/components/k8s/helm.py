@@ -1,13 +1,16 @@
-"""One way to install an upstream chart: a ``helm.v3.Release`` pinned to repository, chart and version."""
+"""One way to install an upstream chart: a ``helm.v3.Release`` pinned to repository, chart and version;
+and the component that is nothing but such a release (``ChartComponent``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra.components.options import child_options
 from infra.lib.charts import ChartRef
 
 
@@ -39,3 +42,33 @@ def chart_release(
         atomic=True,
         opts=opts,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChartArgs:
+    """A pinned chart installed as release ``release_name`` in ``namespace`` with ``values``."""
+
+    chart: ChartRef
+    release_name: str
+    namespace: str
+    values: pulumi.Input[Mapping[str, Any]]
+
+
+class ChartComponent(pulumi.ComponentResource):
+    """A component that is one pinned Helm release, ``<name>-release``, and nothing else. Subclasses name
+    their type token in ``TYPE`` (``aiplat:<module>:<Name>``)."""
+
+    TYPE: ClassVar[str]
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: ChartArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, None, opts)
+        self.release = chart_release(
+            f"{name}-release",
+            release_name=args.release_name,
+            chart=args.chart,
+            namespace=args.namespace,
+            values=args.values,
+            opts=child_options(self, opts),
+        )
+        self.register_outputs({})
