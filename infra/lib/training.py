@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.lib.charts import pool_affinity
+from infra.lib.namespaces import PART_OF
 from infra.lib.nodes import POOL_LABEL
 from infra.model.facts import InstanceFacts
 from infra.model.trainjobs import REPLICATED_JOB, grace_period_s, pod_name_length, quantity_mib
@@ -41,7 +42,6 @@ RUNTIME_LABEL = "aiplat.io/training-runtime"
 WORKLOAD_LABEL = "aiplat.io/workload"
 WORKLOAD_TRAIN = "train"
 WORKLOAD_BANDWIDTH = "bandwidth-check"
-PART_OF = {"app.kubernetes.io/part-of": "aiplat"}
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"

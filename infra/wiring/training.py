@@ -111,7 +111,7 @@ def wire_training(
         KubeflowTrainerArgs(
             chart=op.pinned,
             namespace=op.namespace,
-            namespace_labels={**t.PART_OF, **namespaces.pss_labels(PSS, cfg.cluster.kubernetes_version)},
+            namespace_labels=namespaces.pss_labels(PSS, cfg.cluster.kubernetes_version),
             values=t.trainer_chart_values(system_pools),
         ),
         opts=k8s_opts,

@@ -15,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.components.k8s.helm import chart_release
+from infra.components.k8s.namespaces import own_namespace
 from infra.components.options import child_options
 from infra.lib import keda
 from infra.lib.charts import ChartRef
@@ -40,11 +41,10 @@ class Keda(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KedaArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:keda:Keda", name, None, opts)
-        ns = k8s.core.v1.Namespace(
+        ns = own_namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.namespace, labels={**PART_OF, **args.namespace_labels}
-            ),
+            name=args.namespace,
+            labels=args.namespace_labels,
             opts=child_options(self, opts),
         )
         policies = [

@@ -20,6 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from infra.components.k8s.namespaces import own_namespace
 from infra.components.options import child_options
 from infra.lib import iam
 
@@ -77,13 +78,7 @@ class Minio(pulumi.ComponentResource):
         super().__init__("aiplat:minio:Minio", name, None, opts)
         # children repeat the component's depends_on (the pools, namespaces, StorageClass, CA issuer)
         child = child_options(self, opts)
-        ns = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.namespace, labels={"app.kubernetes.io/part-of": "aiplat", **args.namespace_labels}
-            ),
-            opts=child,
-        )
+        ns = own_namespace(f"{name}-namespace", name=args.namespace, labels=args.namespace_labels, opts=child)
         in_ns = child_options(self, opts, depends_on=[ns])
         self.endpoint = endpoint_url(args.namespace)
 

@@ -21,6 +21,22 @@ from infra.lib.namespaces import PART_OF
 REASON_ANNOTATION = "aiplat.io/pod-security-reason"
 
 
+def own_namespace(
+    resource_name: str,
+    *,
+    name: str,
+    labels: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+    annotations: Mapping[str, str] | None = None,
+) -> k8s.core.v1.Namespace:
+    """A namespace we create: ``app.kubernetes.io/part-of: aiplat`` plus ``labels`` (Pod Security's)."""
+    return k8s.core.v1.Namespace(
+        resource_name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=name, labels={**PART_OF, **labels}, annotations=annotations),
+        opts=opts,
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class NamespaceSpec:
     """One namespace: its labels (Pod Security), why it is not ``restricted``, and NetworkPolicy specs."""
@@ -46,13 +62,11 @@ class WorkloadNamespaces(pulumi.ComponentResource):
         self.namespaces: dict[str, k8s.core.v1.Namespace] = {}
         self.policies: list[k8s.networking.v1.NetworkPolicy] = []
         for spec in args.namespaces:
-            ns = k8s.core.v1.Namespace(
+            ns = own_namespace(
                 f"{name}-{spec.name}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=spec.name,
-                    labels={**PART_OF, **spec.labels},
-                    annotations={REASON_ANNOTATION: spec.reason} if spec.reason else None,
-                ),
+                name=spec.name,
+                labels=spec.labels,
+                annotations={REASON_ANNOTATION: spec.reason} if spec.reason else None,
                 opts=child_options(self, opts),
             )
             self.namespaces[spec.name] = ns

@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.components.k8s.helm import chart_release
+from infra.components.k8s.namespaces import own_namespace
 from infra.components.options import child_options
 from infra.lib.charts import ChartRef
 
@@ -48,10 +49,8 @@ class KubeflowTrainer(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KubeflowTrainerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:training:KubeflowTrainer", name, None, opts)
-        ns = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels=dict(args.namespace_labels)),
-            opts=_child(self, opts),
+        ns = own_namespace(
+            f"{name}-namespace", name=args.namespace, labels=args.namespace_labels, opts=_child(self, opts)
         )
         # Atomic and awaited: the controller and its webhook are up before the runtime and TrainJobs,
         # which the webhook validates, are sent.
