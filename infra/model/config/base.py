@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 # The shape of an AWS region name ('us-east-1', 'ap-southeast-1', 'us-gov-west-1').
 REGION_PATTERN = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
+# An image named by digest: <registry>/<repository>@sha256:<64 hex>.
+IMAGE_BY_DIGEST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$")
 
 
 class Strict(BaseModel):
@@ -63,3 +65,13 @@ def check_log_retention(days: int) -> int:
         close = min(LOG_RETENTION_DAYS, key=lambda d: abs(d - days))
         raise ValueError(f"{days} is not a CloudWatch Logs retention period; use e.g. {close}")
     return days
+
+
+def check_image_by_digest(ref: str | None) -> str | None:
+    """A prebuilt image must be named by digest (a tag can move, a digest cannot); None passes."""
+    if ref is not None and not IMAGE_BY_DIGEST.fullmatch(ref):
+        raise ValueError(
+            f"{ref!r} is not an image named by digest; use '<registry>/<repository>@sha256:<64 hex>' "
+            "(a tag can move, a digest cannot)"
+        )
+    return ref

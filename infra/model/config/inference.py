@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from infra.model.config.base import Strict
+from infra.model.config.base import Strict, check_image_by_digest
 from infra.model.config.charts import ChartPin
 from infra.model.config.services import NAMESPACE_PATTERN
 
@@ -24,8 +24,6 @@ from infra.model.config.services import NAMESPACE_PATTERN
 MODEL_NAME = r"^[a-z0-9][a-z0-9._-]{0,62}$"
 # A release folder name written by trainer.publish (trainer/release.py), e.g. 20261130T100100Z-step4.
 RELEASE_VERSION = r"^\d{8}T\d{6}Z-step\d+$"
-# An image named by digest: <registry>/<repository>@sha256:<64 hex>.
-IMAGE_BY_DIGEST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$")
 DIGEST = r"^sha256:[0-9a-f]{64}$"
 # Kubernetes quantities this section takes (CPU: cores or millicores; sizes: binary units).
 CPU = r"^([1-9][0-9]*|[0-9]+\.[0-9]+|[1-9][0-9]*m)$"
@@ -93,12 +91,7 @@ class ImageConfig(Strict):
     @field_validator("ref")
     @classmethod
     def _by_digest(cls, v: str | None) -> str | None:
-        if v is not None and not IMAGE_BY_DIGEST.fullmatch(v):
-            raise ValueError(
-                f"{v!r} is not an image named by digest; use '<registry>/<repository>@sha256:<64 hex>' "
-                "(a tag can move, a digest cannot)"
-            )
-        return v
+        return check_image_by_digest(v)
 
     @model_validator(mode="after")
     def _one(self) -> ImageConfig:

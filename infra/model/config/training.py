@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from infra.model.config.base import Strict
+from infra.model.config.base import Strict, check_image_by_digest
 from infra.model.config.charts import ChartPin
 from infra.model.config.services import NAMESPACE_PATTERN
 
@@ -22,8 +22,6 @@ from infra.model.config.services import NAMESPACE_PATTERN
 # ``self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')`` and at most 63 characters); the
 # JobSet-derived pod names are checked by the rule 'train-job-name-fits'.
 RUN_NAME = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-# A prebuilt image named by digest: <registry>/<repository>@sha256:<64 hex>.
-IMAGE_BY_DIGEST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$")
 QUANTITY = r"^[0-9]+(Ki|Mi|Gi|Ti)$"
 
 
@@ -55,12 +53,7 @@ class ImageBuild(Strict):
     @field_validator("prebuilt")
     @classmethod
     def _by_digest(cls, v: str | None) -> str | None:
-        if v is not None and not IMAGE_BY_DIGEST.fullmatch(v):
-            raise ValueError(
-                f"{v!r} is not an image named by digest; use '<registry>/<repository>@sha256:<64 hex>' "
-                "(a tag can move, a digest cannot)"
-            )
-        return v
+        return check_image_by_digest(v)
 
 
 class ImagesConfig(Strict):
