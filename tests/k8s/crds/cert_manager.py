@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from tests.k8s.crds.base import ClusterMetadata, ObjectName, Strict
 
 CRD_VERSION = "cert-manager v1.21.1 CRDs"
 # Go durations as cert-manager parses them (time.ParseDuration units), e.g. "2160h", "87600h0m0s".
@@ -18,18 +20,10 @@ _GO_DURATION = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
 _DNS_NAME = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
 class Metadata(Strict):
-    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
+    name: ObjectName
     namespace: str | None = None
     labels: dict[str, str] = {}
-
-
-class ClusterMetadata(Metadata):
-    namespace: None = None  # ClusterIssuers are cluster-scoped
 
 
 class SelfSigned(Strict):

@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from tests.k8s.crds.base import ClusterMetadata, Strict
 
 CRD_VERSION = "karpenter v1.14.1 CRDs"
 _LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
@@ -72,15 +74,6 @@ RESTRICTED_TAGS = (
     "karpenter.sh/nodeclaim",
     "karpenter.k8s.aws/ec2nodeclass",
 )
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class Metadata(Strict):
-    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
-    labels: dict[str, str] = {}
 
 
 def _domain(key: str) -> str:
@@ -196,7 +189,7 @@ class NodePool(Strict):
     CRD_VERSION: ClassVar[str] = CRD_VERSION
     apiVersion: Literal["karpenter.sh/v1"]  # noqa: N815
     kind: Literal["NodePool"]
-    metadata: Metadata
+    metadata: ClusterMetadata
     spec: NodePoolSpec
 
 
@@ -322,7 +315,7 @@ class EC2NodeClass(Strict):
     CRD_VERSION: ClassVar[str] = CRD_VERSION
     apiVersion: Literal["karpenter.k8s.aws/v1"]  # noqa: N815
     kind: Literal["EC2NodeClass"]
-    metadata: Metadata
+    metadata: ClusterMetadata
     spec: EC2NodeClassSpec
 
 

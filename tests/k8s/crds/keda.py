@@ -13,20 +13,11 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from tests.k8s.crds.base import NamespacedMetadata, Strict
 
 CRD_VERSION = "KEDA v2.20.2 CRDs"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class Metadata(Strict):
-    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
-    namespace: Annotated[str, Field(min_length=1)]
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
 
 
 class ScaleTargetRef(Strict):
@@ -101,7 +92,7 @@ class ScaledObject(Strict):
     CRD_VERSION: ClassVar[str] = CRD_VERSION
     apiVersion: Literal["keda.sh/v1alpha1"]  # noqa: N815
     kind: Literal["ScaledObject"]
-    metadata: Metadata
+    metadata: NamespacedMetadata
     spec: ScaledObjectSpec
 
 

@@ -11,23 +11,14 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from tests.k8s.crds.base import NamespacedMetadata, Strict
 
 CRD_VERSION = "prometheus-operator v0.93.1 CRDs"
 # monitoring.coreos.com/v1 Duration: "^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?
 # (([0-9]+)s)?(([0-9]+)ms)?)$" (crd-podmonitors.yaml interval, crd-prometheusrules.yaml for)
 _DURATION = r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class Metadata(Strict):
-    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
-    namespace: Annotated[str, Field(min_length=1)]
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
 
 
 class Rule(Strict):
@@ -71,7 +62,7 @@ class PrometheusRule(Strict):
     CRD_VERSION: ClassVar[str] = CRD_VERSION
     apiVersion: Literal["monitoring.coreos.com/v1"]  # noqa: N815
     kind: Literal["PrometheusRule"]
-    metadata: Metadata
+    metadata: NamespacedMetadata
     spec: PrometheusRuleSpec
 
 
@@ -134,7 +125,7 @@ class PodMonitor(Strict):
     CRD_VERSION: ClassVar[str] = CRD_VERSION
     apiVersion: Literal["monitoring.coreos.com/v1"]  # noqa: N815
     kind: Literal["PodMonitor"]
-    metadata: Metadata
+    metadata: NamespacedMetadata
     spec: PodMonitorSpec
 
 
