@@ -10,10 +10,12 @@ Kubernetes schema, admission (Pod Security, webhooks), defaulting. One line per 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import kubernetes_validate
 from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
 from infra.model.crds import MODELS, embedded_jobs
@@ -25,23 +27,32 @@ def _ref(m: dict[str, Any]) -> str:
     return f"{m.get('apiVersion')} {m.get('kind')} {where}{meta.get('name')}"
 
 
-def _schema(manifest: dict[str, Any], version: str, ref: str) -> list[str]:
+def _schema(manifest: dict[str, Any], version: str, ref: str, no_model: str) -> list[str]:
     try:
         kubernetes_validate.validate(manifest, version, strict=True)
     except ValidationError as exc:
         path = ".".join(str(p) for p in exc.path)
         return [f"{ref} (Kubernetes {version}): {path}: {exc.message}"]
     except SchemaNotFoundError:
-        return [f"{ref}: no Kubernetes {version} schema and no model of this custom resource"]
+        return [f"{ref}: no Kubernetes {version} schema and {no_model}"]
     return []
 
 
-def validate_manifest(manifest: dict[str, Any], kubernetes_version: str) -> list[str]:
-    """Every problem of one object (empty: valid), each prefixed with the object's reference."""
+def validate_manifest(
+    manifest: dict[str, Any],
+    kubernetes_version: str,
+    *,
+    models: Mapping[tuple[str, str], type[BaseModel]] = MODELS,
+    no_model: str = "no model of this custom resource",
+) -> list[str]:
+    """Every problem of one object (empty: valid), each prefixed with the object's reference.
+
+    ``models``: (apiVersion, kind) -> typed model of the custom resources known (the tests add those of
+    the charts' CRDs); ``no_model``: what the problem says of a kind with neither schema nor model."""
     ref = _ref(manifest)
-    model = MODELS.get((manifest.get("apiVersion", ""), manifest.get("kind", "")))
+    model = models.get((manifest.get("apiVersion", ""), manifest.get("kind", "")))
     if model is None:
-        return _schema(manifest, kubernetes_version, ref)
+        return _schema(manifest, kubernetes_version, ref, no_model)
     problems: list[str] = []
     try:
         model.model_validate(manifest)
@@ -52,5 +63,6 @@ def validate_manifest(manifest: dict[str, Any], kubernetes_version: str) -> list
             for e in exc.errors(include_url=False)
         ]
     for job in embedded_jobs(manifest):
-        problems += _schema(job, kubernetes_version, f"{ref} replicated job {job['metadata']['name']}")
+        job_ref = f"{ref} replicated job {job['metadata']['name']}"
+        problems += _schema(job, kubernetes_version, job_ref, no_model)
     return problems

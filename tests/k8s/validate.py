@@ -32,11 +32,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import kubernetes_validate
-from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
 from pydantic import BaseModel
-from pydantic import ValidationError as ModelError
 
+from infra.io.kube_validate import validate_manifest
 from infra.model import crds as training_crds
 from infra.plan.runner import SECRET, Plan, RecordedResource
 from tests.k8s.crds import cert_manager, karpenter, keda, prometheus_operator
@@ -51,6 +49,7 @@ CRD_MODELS: dict[tuple[str, str], type[BaseModel]] = {
     **training_crds.MODELS,
     **keda.MODELS,
 }
+NO_MODEL = "no model in tests/k8s/crds (add one for a custom resource)"
 # Pulumi types under "kubernetes:" that are not Kubernetes objects
 NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml", "kubernetes:kustomize")
 
@@ -111,36 +110,10 @@ def kubernetes_version(plan: Plan) -> str:
     return str(plan.config["cluster"]["kubernetes_version"])
 
 
-def _model_errors(model: type[BaseModel], manifest: dict[str, Any]) -> list[str]:
-    try:
-        model.model_validate(manifest)
-    except ModelError as exc:
-        return [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)]
-    return []
-
-
 def validate_object(obj: K8sObject, version: str) -> list[str]:
-    """Problems of one object (empty: valid), each prefixed with the object's reference."""
-    key = (obj.manifest["apiVersion"], obj.manifest["kind"])
-    if key in CRD_MODELS:
-        model = CRD_MODELS[key]
-        crd = getattr(model, "CRD_VERSION", "?")
-        problems = [f"{obj.ref} ({crd}): {e}" for e in _model_errors(model, obj.manifest)]
-        # Kubernetes types embedded in a custom resource (a ClusterTrainingRuntime's Jobs) get the schema
-        for job in training_crds.embedded_jobs(obj.manifest):
-            problems += validate_object(K8sObject(manifest=job, resource=obj.resource), version)
-        return problems
-    try:
-        kubernetes_validate.validate(obj.manifest, version, strict=True)
-    except ValidationError as exc:
-        path = ".".join(str(p) for p in exc.path)
-        return [f"{obj.ref} (Kubernetes {version}): {path}: {exc.message}"]
-    except SchemaNotFoundError:
-        return [
-            f"{obj.ref}: no schema in kubernetes-validate for Kubernetes {version} and no model in "
-            "tests/k8s/crds (add one for a custom resource)"
-        ]
-    return []
+    """Problems of one object (empty: valid), each prefixed with the object's reference: the program's own
+    validator (``infra/io/kube_validate.py``) with the models of ``CRD_MODELS``."""
+    return validate_manifest(obj.manifest, version, models=CRD_MODELS, no_model=NO_MODEL)
 
 
 def validate_plan(plan: Plan, *, only: Callable[[K8sObject], bool] | None = None) -> list[str]:
