@@ -123,6 +123,15 @@ def stack_doc() -> Callable[[str], dict]:
 
 
 @pytest.fixture
+def stack_config(stack_doc) -> Callable[[str], dict]:
+    """``stack_config("prod-us-train")``: the stack file's ``aiplat:platform`` config, freshly read, for a
+    test to change."""
+    from infra.model.project import CONFIG_KEY
+
+    return lambda stack: stack_doc(stack)["config"][CONFIG_KEY]
+
+
+@pytest.fixture
 def write_stack(tmp_path: Path) -> Callable[[str, dict], Path]:
     """Write a stack document into a temporary stacks folder and return the folder."""
 

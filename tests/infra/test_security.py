@@ -322,11 +322,11 @@ def test_ebs_csi_pod_identity_is_scoped(plans, stack: str) -> None:
     }
 
 
-def test_dev_switch_protects_on_request(stack_doc) -> None:
+def test_dev_switch_protects_on_request(stack_config) -> None:
     from infra.model.config.parse import parse_platform_config
     from infra.plan.runner import run_plan
 
-    raw = stack_doc("dev-us-train")["config"]["aiplat:platform"]
+    raw = stack_config("dev-us-train")
     raw["security"] = {"protect": True}
     plan = run_plan("dev-protected", parse_platform_config(raw))
     assert all(r.options["protect"] and r.options["retainOnDelete"] for r in _precious(plan))

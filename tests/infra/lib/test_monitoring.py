@@ -8,7 +8,7 @@ import pytest
 
 from infra.lib import monitoring as mon
 from infra.lib.nodes import EFA_LABEL, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
-from tests.infra.wiring.test_cluster_services import _tolerates
+from tests.support.kubernetes import tolerates
 
 RECEIVERS = [
     mon.Receiver(name="pager", kind="webhook", severities=["critical"]),
@@ -123,15 +123,15 @@ def test_controllers_on_system_pools_exporters_on_every_tainted_node() -> None:
     assert v["alertmanager"]["alertmanagerSpec"]["affinity"] == v["grafana"]["affinity"]
     # node-exporter everywhere, whatever the taint (the GPU taint and NoExecute ones)
     ne = v["prometheus-node-exporter"]["tolerations"]
-    assert _tolerates(ne, GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule")
-    assert _tolerates(ne, "any", "thing", "NoExecute")
+    assert tolerates(ne, GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule")
+    assert tolerates(ne, "any", "thing", "NoExecute")
 
 
 def test_dcgm_exporter_on_gpu_pools_with_our_counters() -> None:
     v = mon.dcgm_exporter_values(gpu_pools=["gpu", "train"], counters_csv="DCGM_FI_DEV_GPU_TEMP, gauge, t.\n")
     assert v["customMetrics"] == "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n"
     assert "arguments" not in v  # the chart mounts customMetrics over the file its arguments name
-    assert _tolerates(v["tolerations"], GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule")
+    assert tolerates(v["tolerations"], GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule")
     (expr,) = v["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ][0]["matchExpressions"]
@@ -151,7 +151,7 @@ def test_efa_exporter_on_efa_nodes_read_only() -> None:
     )
     pod = spec["template"]["spec"]
     assert pod["nodeSelector"] == {EFA_LABEL: "true"}
-    assert _tolerates(pod["tolerations"], GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule")
+    assert tolerates(pod["tolerations"], GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule")
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
     (c,) = pod["containers"]
     assert c["command"] == ["python3", "/opt/efa-exporter/efa_exporter.py"]

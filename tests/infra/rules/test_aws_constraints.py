@@ -6,9 +6,6 @@ names the field, the value and the fix (and the AWS doc where the constraint is 
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
-
 import pytest
 
 from infra.io import snapshot as awsdata
@@ -16,6 +13,7 @@ from infra.model.config.parse import parse_platform_config
 from infra.model.errors import ConfigErrors
 from infra.model.facts import AvailabilityZone
 from infra.plan import runner
+from tests.support.config_cases import assert_refused, update_pool
 
 P = "aiplat:platform"
 CR = "cr-0123456789abcdef0"
@@ -36,10 +34,6 @@ NO_SPOT = next(
 )
 
 
-def _raw(stack_doc, stack: str = "prod-us-train") -> dict:
-    return copy.deepcopy(stack_doc(stack)["config"]["aiplat:platform"])
-
-
 def _plan(raw: dict, name: str = "bad") -> runner.Plan:
     return runner.run_plan(name, parse_platform_config(raw))
 
@@ -47,16 +41,6 @@ def _plan(raw: dict, name: str = "bad") -> runner.Plan:
 def _vpc_zones(c: dict, zones: list[str]) -> None:
     c["network"].update(availability_zones=zones, az_count=len(zones))
     c["node_pools"]["train"]["availability_zones"] = [zones[0]]
-
-
-def _train(**changes) -> Callable[[dict], None]:
-    def mutate(c: dict) -> None:
-        pool = c["node_pools"]["train"]
-        pool.update(changes)
-        for key in [k for k, v in pool.items() if v is None]:
-            del pool[key]
-
-    return mutate
 
 
 CASES = [
@@ -73,7 +57,8 @@ CASES = [
         id="one-zone",
     ),
     pytest.param(
-        _train(
+        update_pool(
+            "train",
             capacity_type="capacity_block",
             capacity_reservation={"id": CR, "availability_zone": "us-east-1a"},
             availability_zones=None,
@@ -129,28 +114,22 @@ CASES = [
 
 
 @pytest.mark.parametrize(("mutate", "expected"), CASES)
-def test_refused_before_any_cloud_resource(stack_doc, monitors, mutate, expected) -> None:
-    raw = _raw(stack_doc)
+def test_refused_before_any_cloud_resource(stack_config, monitors, mutate, expected) -> None:
+    raw = stack_config("prod-us-train")
     mutate(raw)
-    with pytest.raises(ConfigErrors) as info:
-        _plan(raw)
-    message = str(info.value)
-    assert expected in message, message
-    for monitor in monitors:
-        # nothing, or only the provider (configuration, not a cloud resource) for the rules on AWS facts
-        assert {r.type for r in monitor.recorded} <= {"pulumi:providers:aws"}
+    assert_refused(raw, expected, monitors)
 
 
-def test_capacity_block_refusal_links_the_eks_doc(stack_doc) -> None:
-    raw = _raw(stack_doc)
+def test_capacity_block_refusal_links_the_eks_doc(stack_config) -> None:
+    raw = stack_config("prod-us-train")
     CASES[2].values[0](raw)
     with pytest.raises(ConfigErrors) as info:
         _plan(raw)
     assert CB_DOC in str(info.value)
 
 
-def test_control_plane_gets_only_zones_eks_supports(stack_doc) -> None:
-    raw = _raw(stack_doc)
+def test_control_plane_gets_only_zones_eks_supports(stack_config) -> None:
+    raw = stack_config("prod-us-train")
     _vpc_zones(raw, ["us-east-1a", "us-east-1b", USE1_AZ3])
     plan = _plan(raw, "three-zones")
     private = [r for r in plan.by_type("aws:ec2/subnet:Subnet") if "-private-" in r.name]
@@ -163,8 +142,8 @@ def test_control_plane_gets_only_zones_eks_supports(stack_doc) -> None:
     assert cp_zones == {"us-east-1a", "us-east-1b"}  # nodes may use use1-az3, the control plane not
 
 
-def test_default_zones_leave_out_the_eks_unsupported_zone(stack_doc) -> None:
-    raw = _raw(stack_doc)
+def test_default_zones_leave_out_the_eks_unsupported_zone(stack_config) -> None:
+    raw = stack_config("prod-us-train")
     raw["network"]["az_count"] = 5  # us-east-1 has six zones; the sixth is use1-az3
     plan = _plan(raw, "five-zones")
     assert USE1_AZ3 not in plan.outputs["availabilityZones"]
@@ -199,8 +178,8 @@ def test_local_zones_never_reach_the_vpc(stack_doc, monkeypatch) -> None:
     ],
     ids=["unlisted-build", "unrecorded-minor"],
 )
-def test_addon_builds_must_be_recorded_for_the_minor(stack_doc, monitors, change, expected) -> None:
-    raw = _raw(stack_doc)
+def test_addon_builds_must_be_recorded_for_the_minor(stack_config, monitors, change, expected) -> None:
+    raw = stack_config("prod-us-train")
     raw["cluster"].update(change)
     with pytest.raises(ConfigErrors) as info:
         _plan(raw)
@@ -265,14 +244,14 @@ def test_unverified_builds_are_flagged_in_the_plan(plan_stack) -> None:
         "no-trail",
     ],
 )
-def test_security_config_refusals(stack_doc, path: str, value: object, expected: list[str]) -> None:
+def test_security_config_refusals(stack_config, path: str, value: object, expected: list[str]) -> None:
     from tests.conftest import assert_rejected
 
-    assert_rejected(stack_doc("prod-us-train")["config"]["aiplat:platform"], path, value, expected)
+    assert_rejected(stack_config("prod-us-train"), path, value, expected)
 
 
-def test_no_cluster_admin_entry_is_refused(stack_doc, monitors) -> None:
-    raw = _raw(stack_doc)
+def test_no_cluster_admin_entry_is_refused(stack_config, monitors) -> None:
+    raw = stack_config("prod-us-train")
     raw["cluster"]["access_entries"] = {
         "ops": {"role_name": "ops", "policy": "AmazonEKSClusterAdminPolicy", "namespaces": ["ops"]}
     }

@@ -3,32 +3,19 @@ message, before any resource (or, for the zone, before anything but the provider
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from infra.model.config.parse import parse_platform_config
-from infra.model.errors import ConfigErrors
-from infra.model.project import CONFIG_KEY
-from infra.plan import runner
 from infra.rules import Level, Phase, RuleContext, run_rules
+from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused
 
 F = "aiplat:platform.cluster_services.fsx"
-SCHEMA, RULES, FACTS = "schema", "rules", "facts"
 ON = {"enabled": True}
 
 
 def _fsx(**fields):
     def mutate(c: dict) -> None:
         c.setdefault("cluster_services", {})["fsx"] = {**ON, **fields}
-
-    return mutate
-
-
-def _both(*mutations):
-    def mutate(c: dict) -> None:
-        for m in mutations:
-            m(c)
 
     return mutate
 
@@ -79,14 +66,14 @@ CASES = [
     ),
     (
         "dev-us-train",
-        _both(_minio, _fsx(availability_zone="us-west-2a")),
+        all_of(_minio, _fsx(availability_zone="us-west-2a")),
         RULES,
         f"{F}.enabled: true but storage.backend is minio: the datasets are in MinIO, and a data repository "
         "association links an S3 bucket (s3://bucket/prefix) only",
     ),
     (
         "prod-us-train",
-        _both(_no_training, _fsx()),
+        all_of(_no_training, _fsx()),
         RULES,
         f"{F}.enabled: true but the stack has no training section: the file system is placed in the "
         "training pool's zone and mounted by the training runtime",
@@ -170,33 +157,25 @@ IDS = [
 
 
 @pytest.mark.parametrize(("stack", "mutate", "stage", "expected"), CASES, ids=IDS)
-def test_refused_before_any_resource(stack_doc, monitors, stack, mutate, stage, expected) -> None:
-    raw = copy.deepcopy(stack_doc(stack)["config"][CONFIG_KEY])
+def test_refused_before_any_resource(stack_config, monitors, stack, mutate, stage, expected) -> None:
+    raw = stack_config(stack)
     mutate(raw)
-    with pytest.raises(ConfigErrors) as info:
-        runner.run_plan("bad", parse_platform_config(raw))
-    message = str(info.value)
-    assert expected in message, message
-    registered = {SCHEMA: None, RULES: [], FACTS: ["pulumi:providers:aws"]}[stage]
-    if registered is None:
-        assert monitors == []
-    else:
-        assert [r.type for r in monitors[-1].recorded] == registered
+    assert_refused(raw, expected, monitors, stage)
 
 
-def _findings(stack_doc, stack: str, mutate) -> list:
-    raw = copy.deepcopy(stack_doc(stack)["config"][CONFIG_KEY])
+def _findings(stack_config, stack: str, mutate) -> list:
+    raw = stack_config(stack)
     mutate(raw)
     return run_rules(Phase.plan, RuleContext(parse_platform_config(raw)))
 
 
-def test_valid_settings_pass(stack_doc) -> None:
+def test_valid_settings_pass(stack_config) -> None:
     ok = _fsx(deployment_type="PERSISTENT_1", per_unit_storage_throughput=200, storage_capacity_gib=4800)
-    assert [f for f in _findings(stack_doc, "prod-us-train", ok) if f.rule.startswith("fsx-")] == []
+    assert [f for f in _findings(stack_config, "prod-us-train", ok) if f.rule.startswith("fsx-")] == []
 
 
-def test_run_outside_the_linked_prefix_warns(stack_doc) -> None:
-    findings = _findings(stack_doc, "prod-us-train", _fsx(data_repository_prefix="tokenized"))
+def test_run_outside_the_linked_prefix_warns(stack_config) -> None:
+    findings = _findings(stack_config, "prod-us-train", _fsx(data_repository_prefix="tokenized"))
     (w,) = [f for f in findings if f.rule == "fsx-runs-datasets"]
     assert w.level is Level.warning
     assert w.one_line().startswith(
@@ -205,16 +184,16 @@ def test_run_outside_the_linked_prefix_warns(stack_doc) -> None:
     )
 
 
-def test_export_without_writers_warns(stack_doc) -> None:
-    findings = _findings(stack_doc, "prod-us-train", _fsx(export_events=["NEW", "CHANGED"]))
+def test_export_without_writers_warns(stack_config) -> None:
+    findings = _findings(stack_config, "prod-us-train", _fsx(export_events=["NEW", "CHANGED"]))
     (w,) = [f for f in findings if f.rule == "fsx-export-has-writers"]
     assert w.level is Level.warning
     assert "['NEW', 'CHANGED'] but read_only is true: the training pods cannot write" in w.one_line()
     writable = _fsx(export_events=["NEW"], read_only=False)
-    assert not [f for f in _findings(stack_doc, "prod-us-train", writable) if f.rule.startswith("fsx-")]
+    assert not [f for f in _findings(stack_config, "prod-us-train", writable) if f.rule.startswith("fsx-")]
 
 
-def test_off_by_default_checks_nothing(stack_doc) -> None:
+def test_off_by_default_checks_nothing(stack_config) -> None:
     # a bad capacity on a disabled section is not a finding: nothing is created from it
     off = _fsx(enabled=False, storage_capacity_gib=3000)
-    assert not [f for f in _findings(stack_doc, "prod-us-train", off) if f.rule.startswith("fsx-")]
+    assert not [f for f in _findings(stack_config, "prod-us-train", off) if f.rule.startswith("fsx-")]

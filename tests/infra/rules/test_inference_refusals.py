@@ -3,7 +3,6 @@ autoscaler would refuse or silently get wrong: one line each (field, value, fix,
 
 from __future__ import annotations
 
-import copy
 import shutil
 from pathlib import Path
 
@@ -15,60 +14,30 @@ from infra.model.errors import ConfigErrors
 from infra.model.project import CONFIG_KEY
 from infra.plan import runner
 from infra.rules.base import Level
+from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, drop_at, set_at
 
 REPO = Path(__file__).resolve().parents[3]
 INF = "aiplat:platform.inference"
 H = f"{INF}.https"
-SCHEMA, RULES, FACTS = "schema", "rules", "facts"
 OTHER_REGION_CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
 CLOUDFRONT_ACL = (
     "arn:aws:wafv2:us-east-1:123456789012:global/webacl/edge/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
 )
 
 
-def _set(path: str, value):
-    def mutate(c: dict) -> None:
-        node = c
-        *parents, last = path.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[last] = value
-
-    return mutate
-
-
-def _drop(path: str):
-    def mutate(c: dict) -> None:
-        node = c
-        *parents, last = path.split(".")
-        for p in parents:
-            node = node[p]
-        del node[last]
-
-    return mutate
-
-
-def _both(*mutations):
-    def mutate(c: dict) -> None:
-        for m in mutations:
-            m(c)
-
-    return mutate
-
-
-NO_ZONE = _both(_drop("inference.https.dns_zone_id"), _drop("inference.https.dns_zone_name"))
+NO_ZONE = all_of(drop_at("inference.https.dns_zone_id"), drop_at("inference.https.dns_zone_name"))
 
 CASES = [
     (
         "tls12-policy",
-        _set("inference.https.tls_policy", "ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09"),
+        set_at("inference.https.tls_policy", "ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09"),
         RULES,
         f"{H}.tls_policy: ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09 is not a TLS 1.3-only security policy "
         "(clients could negotiate TLS 1.2 or older); fix: use one of ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
     ),
     (
         "controller-default-policy",
-        _set("inference.https.tls_policy", "ELBSecurityPolicy-2016-08"),
+        set_at("inference.https.tls_policy", "ELBSecurityPolicy-2016-08"),
         RULES,
         "describe-ssl-policies.html",
     ),
@@ -81,85 +50,85 @@ CASES = [
     ),
     (
         "certificate-other-region",
-        _both(NO_ZONE, _set("inference.https.certificate_arn", OTHER_REGION_CERT)),
+        all_of(NO_ZONE, set_at("inference.https.certificate_arn", OTHER_REGION_CERT)),
         RULES,
         f"{H}.certificate_arn: the certificate is in us-east-1, the load balancer in ap-east-1: an ALB takes "
         "ACM certificates of its own region only",
     ),
     (
         "domain-outside-zone",
-        _set("inference.https.domain", "hk.inference.example.org"),
+        set_at("inference.https.domain", "hk.inference.example.org"),
         RULES,
         f"{H}.domain: hk.inference.example.org is not in the zone example.com",
     ),
     (
         "domain-at-apex",
-        _set("inference.https.domain", "example.com"),
+        set_at("inference.https.domain", "example.com"),
         RULES,
         f"{H}.domain: example.com is the zone apex of example.com",
     ),
     (
         "waf-cloudfront-acl",
-        _both(_set("inference.https.waf", "arn"), _set("inference.https.waf_acl_arn", CLOUDFRONT_ACL)),
+        all_of(set_at("inference.https.waf", "arn"), set_at("inference.https.waf_acl_arn", CLOUDFRONT_ACL)),
         RULES,
         f"{H}.waf_acl_arn: the web ACL is global in us-east-1; an ALB in ap-east-1 takes only a regional "
         "WAFv2 web ACL of its own region",
     ),
     (
         "waf-arn-missing",
-        _set("inference.https.waf", "arn"),
+        set_at("inference.https.waf", "arn"),
         RULES,
         f"{H}.waf_acl_arn: waf is 'arn' but no web ACL ARN is given",
     ),
     (
         "cpu-pool",
-        _set("inference.node_pools", ["system"]),
+        set_at("inference.node_pools", ["system"]),
         RULES,
         f"{INF}.node_pools.0: 'system' is a CPU pool (gpu: false): the server needs a GPU; fix: use one of "
         "the GPU pools: gpu",
     ),
     (
         "unknown-pool",
-        _set("inference.node_pools", ["gpus"]),
+        set_at("inference.node_pools", ["gpus"]),
         RULES,
         f"{INF}.node_pools.0: 'gpus' is not a pool of this stack",
     ),
     (
         "no-monitoring",
-        _set("monitoring.enabled", False),
+        set_at("monitoring.enabled", False),
         RULES,
         "aiplat:platform.monitoring.enabled: false, but inference autoscaling reads "
         "inference_requests_in_flight from this stack's Prometheus",
     ),
     (
         "no-load-balancer-controller",
-        _set("cluster_services.load_balancer_controller.enabled", False),
+        set_at("cluster_services.load_balancer_controller.enabled", False),
         RULES,
         "aiplat:platform.cluster_services.load_balancer_controller.enabled: false, but inference is served "
         "through an ALB Ingress",
     ),
     (
         "no-source-stack",
-        _drop("storage.source_stack"),
+        drop_at("storage.source_stack"),
         RULES,
         "aiplat:platform.storage.source_stack: inference needs the model replica of a train stack",
     ),
     (
         "more-replicas-than-gpus",
-        _set("inference.replicas.max", 20),
+        set_at("inference.replicas.max", 20),
         FACTS,
         f"{INF}.replicas.max: 20 replicas need 20 GPUs, but the pools ['gpu'] hold at most 16",
     ),
     (
         "image-tag",
-        _set("inference.image", {"ref": "123456789012.dkr.ecr.ap-east-1.amazonaws.com/x/inference:latest"}),
+        set_at("inference.image", {"ref": "123456789012.dkr.ecr.ap-east-1.amazonaws.com/x/inference:latest"}),
         SCHEMA,
         f"{INF}.image.ref: '123456789012.dkr.ecr.ap-east-1.amazonaws.com/x/inference:latest' is not an image "
         "named by digest",
     ),
     (
         "image-digest-and-ref",
-        _set(
+        set_at(
             "inference.image",
             {"digest": "sha256:" + "a" * 64, "ref": "public.ecr.aws/x/inference@sha256:" + "a" * 64},
         ),
@@ -168,14 +137,14 @@ CASES = [
     ),
     (
         "zone-id-without-name",
-        _drop("inference.https.dns_zone_name"),
+        drop_at("inference.https.dns_zone_name"),
         SCHEMA,
         f"{H}: dns_zone_id and dns_zone_name go together",
     ),
-    ("one-replica", _set("inference.replicas.min", 1), SCHEMA, f"{INF}.replicas.min"),
+    ("one-replica", set_at("inference.replicas.min", 1), SCHEMA, f"{INF}.replicas.min"),
     (
         "min-above-max",
-        _set("inference.replicas", {"min": 6, "max": 4}),
+        set_at("inference.replicas", {"min": 6, "max": 4}),
         SCHEMA,
         f"{INF}.replicas: min 6 > max 4",
     ),
@@ -183,31 +152,21 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "mutate", "stage", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_refused_before_any_resource(stack_doc, monitors, name, mutate, stage, expected) -> None:
-    raw = copy.deepcopy(stack_doc("prod-hk-infer")["config"][CONFIG_KEY])
+def test_refused_before_any_resource(stack_config, monitors, name, mutate, stage, expected) -> None:
+    raw = stack_config("prod-hk-infer")
     mutate(raw)
-    with pytest.raises(ConfigErrors) as info:
-        runner.run_plan("bad", parse_platform_config(raw))
-    message = str(info.value)
-    assert expected in message, message
-    assert all(line.startswith("aiplat:platform") for line in message.splitlines()), message
-    registered = {SCHEMA: None, RULES: [], FACTS: ["pulumi:providers:aws"]}[stage]
-    if registered is None:
-        assert monitors == []
-    else:
-        # the source stack is planned first (StackReference); the last run is the refused one
-        assert [r.type for r in monitors[-1].recorded] == registered
+    assert_refused(raw, expected, monitors, stage)
 
 
-def test_inference_on_a_train_stack_is_refused(stack_doc) -> None:
-    raw = copy.deepcopy(stack_doc("prod-us-train")["config"][CONFIG_KEY])
-    raw["inference"] = copy.deepcopy(stack_doc("prod-hk-infer")["config"][CONFIG_KEY]["inference"])
+def test_inference_on_a_train_stack_is_refused(stack_config) -> None:
+    raw = stack_config("prod-us-train")
+    raw["inference"] = stack_config("prod-hk-infer")["inference"]
     with pytest.raises(ConfigErrors, match="inference is set on a train stack"):
         parse_platform_config(raw)
 
 
-def test_short_graceful_shutdown_is_a_warning(stack_doc) -> None:
-    raw = copy.deepcopy(stack_doc("prod-hk-infer")["config"][CONFIG_KEY])
+def test_short_graceful_shutdown_is_a_warning(stack_config) -> None:
+    raw = stack_config("prod-hk-infer")
     raw["inference"]["server"] = {"graceful_shutdown_s": 30, "request_timeout_s": 60}
     plan = runner.run_plan("short", parse_platform_config(raw))
     (finding,) = [f for f in plan.findings if f.rule == "inference-shutdown-covers-requests"]

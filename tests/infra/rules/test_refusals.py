@@ -6,14 +6,12 @@ under mocks: the error must name the field, the value and the fix, and nothing m
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from infra.io import snapshot as awsdata
 from infra.model.config.parse import parse_platform_config
-from infra.model.errors import ConfigErrors
 from infra.plan import runner
+from tests.support.config_cases import FACTS, RULES, SCHEMA, assert_refused, update_pool
 
 P = "aiplat:platform.node_pools"
 CR = "cr-0123456789abcdef0"
@@ -28,21 +26,13 @@ def _missing_az(itype: str) -> str:
 P4D_MISSING = _missing_az("p4d.24xlarge")
 
 
-def _train(**changes):
-    def mutate(c: dict) -> None:
-        c["node_pools"]["train"].update(changes)
-        for key, value in list(c["node_pools"]["train"].items()):
-            if value is None:
-                del c["node_pools"]["train"][key]
-
-    return mutate
-
-
 def _reserved(az: str, placement_group: str | None = "train-pg", placement: str = "cluster"):
     reservation = {"id": CR, "availability_zone": az}
     if placement_group:
         reservation["placement_group"] = placement_group
-    return _train(capacity_type="capacity_block", capacity_reservation=reservation, placement=placement)
+    return update_pool(
+        "train", capacity_type="capacity_block", capacity_reservation=reservation, placement=placement
+    )
 
 
 def _p4d_in_missing_az(c: dict) -> None:
@@ -51,30 +41,26 @@ def _p4d_in_missing_az(c: dict) -> None:
     c["node_pools"]["train"].update(instance_type="p4d.24xlarge", availability_zones=[P4D_MISSING])
 
 
-# Where a case is refused: by the schema (the program never runs), by a rule that needs no AWS facts (before
-# the provider exists) or by a rule on the AWS facts (after the provider, before any cloud resource).
-SCHEMA, RULES, FACTS = "schema", "rules", "facts"
-
 CASES = [
     (
-        _train(instance_type="g5.xlarge", gpus_per_node=None),
+        update_pool("train", instance_type="g5.xlarge", gpus_per_node=None),
         FACTS,
         f"{P}.train.efa: true but g5.xlarge does not support EFA; fix: use an EFA type",
     ),
     (
-        _train(efa_interfaces=33),
+        update_pool("train", efa_interfaces=33),
         FACTS,
         f"{P}.train.efa_interfaces: 33 but p5.48xlarge supports at most 32 EFA interfaces; "
         "fix: set efa_interfaces to at most 32",
     ),
     (
-        _train(availability_zones=["us-east-1a", "us-east-1b"]),
+        update_pool("train", availability_zones=["us-east-1a", "us-east-1b"]),
         FACTS,
         f"{P}.train.availability_zones: the pool uses EFA but spans 2 zones/subnets "
         "['us-east-1a', 'us-east-1b']",
     ),
     (
-        _train(availability_zones=None),
+        update_pool("train", availability_zones=None),
         FACTS,
         f"{P}.train.availability_zones: the pool uses EFA but spans 3 zones/subnets",
     ),
@@ -85,7 +71,7 @@ CASES = [
         "fix: use a zone that offers it",
     ),
     (
-        _train(availability_zones=["us-east-1f"]),
+        update_pool("train", availability_zones=["us-east-1f"]),
         FACTS,
         f"{P}.train.availability_zones: 'us-east-1f' is not one of the VPC's zones",
     ),
@@ -102,12 +88,12 @@ CASES = [
         "but no capacity_reservation.placement_group",
     ),
     (
-        _train(min_size=5),
+        update_pool("train", min_size=5),
         SCHEMA,
         f"{P}.train: min_size 5 is greater than max_size 4; fix: make min_size <= max_size",
     ),
     (
-        _train(gpus_per_node=4),
+        update_pool("train", gpus_per_node=4),
         FACTS,
         f"{P}.train.gpus_per_node: 4 but p5.48xlarge has 8 GPUs; fix: set gpus_per_node: 8",
     ),
@@ -117,12 +103,12 @@ CASES = [
         f"{P}.system.availability_zones: the pool uses a cluster placement group but spans",
     ),
     (
-        _train(efa=False, efa_interfaces=4),
+        update_pool("train", efa=False, efa_interfaces=4),
         SCHEMA,
         f"{P}.train: efa_interfaces is 4 but efa is false",
     ),
     (
-        _train(capacity_type="capacity_reservation"),
+        update_pool("train", capacity_type="capacity_reservation"),
         SCHEMA,
         f"{P}.train: capacity_type capacity_reservation needs capacity_reservation",
     ),
@@ -139,7 +125,7 @@ CASES = [
         "to the internet; fix: list your VPN",
     ),
     (
-        _train(instance_type="p5.48xlarg"),
+        update_pool("train", instance_type="p5.48xlarg"),
         FACTS,
         f"{P}.train.instance_type: 'p5.48xlarg' is not offered in us-east-1; fix: use one offered there, "
         "e.g. p5.48xlarge",
@@ -172,24 +158,17 @@ IDS = [
 
 
 @pytest.mark.parametrize(("mutate", "stage", "expected"), CASES, ids=IDS)
-def test_bad_pool_config_is_refused_before_any_resource(stack_doc, monitors, mutate, stage, expected) -> None:
-    raw = copy.deepcopy(stack_doc("prod-us-train")["config"]["aiplat:platform"])
+def test_bad_pool_config_is_refused_before_any_resource(
+    stack_config, monitors, mutate, stage, expected
+) -> None:
+    raw = stack_config("prod-us-train")
     mutate(raw)
-    with pytest.raises(ConfigErrors) as info:
-        runner.run_plan("bad", parse_platform_config(raw))
-    message = str(info.value)
-    assert expected in message, message
-    registered = {SCHEMA: None, RULES: [], FACTS: ["pulumi:providers:aws"]}[stage]
-    if registered is None:
-        assert monitors == []  # the schema refused it: the program never ran
-    else:
-        (monitor,) = monitors
-        # the provider is configuration, not a cloud resource
-        assert [r.type for r in monitor.recorded] == registered
+    assert_refused(raw, expected, monitors, stage)
+    assert len(monitors) <= 1  # one program run: nothing else planned first
 
 
-def test_capacity_block_pool_plans_without_created_placement_group(stack_doc) -> None:
-    raw = copy.deepcopy(stack_doc("prod-us-train")["config"]["aiplat:platform"])
+def test_capacity_block_pool_plans_without_created_placement_group(stack_config) -> None:
+    raw = stack_config("prod-us-train")
     _reserved("us-east-1a")(raw)
     plan = runner.run_plan("cb", parse_platform_config(raw))
     lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate", "pool-train-lt")
@@ -203,9 +182,10 @@ def test_capacity_block_pool_plans_without_created_placement_group(stack_doc) ->
     assert len(lt.inputs["networkInterfaces"]) == 32
 
 
-def test_odcr_with_auto_placement_uses_no_placement_group(stack_doc) -> None:
-    raw = copy.deepcopy(stack_doc("prod-us-train")["config"]["aiplat:platform"])
-    _train(
+def test_odcr_with_auto_placement_uses_no_placement_group(stack_config) -> None:
+    raw = stack_config("prod-us-train")
+    update_pool(
+        "train",
         capacity_type="capacity_reservation",
         capacity_reservation={"id": CR, "availability_zone": "us-east-1a"},
     )(raw)

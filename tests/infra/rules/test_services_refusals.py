@@ -3,7 +3,6 @@ refused before any resource; plus the two ways around a private endpoint (skip, 
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys
@@ -13,47 +12,26 @@ from pathlib import Path
 import pytest
 
 from infra.model.config.parse import parse_platform_config
-from infra.model.errors import ConfigErrors
-from infra.model.project import CONFIG_KEY
 from infra.plan import runner
+from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, set_at
 
 REPO = Path(__file__).resolve().parents[3]
 
 S = "aiplat:platform.cluster_services"
-SCHEMA, RULES, FACTS = "schema", "rules", "facts"
-
-
-def _set(path: str, value):
-    def mutate(c: dict) -> None:
-        node = c
-        *parents, last = path.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[last] = value
-
-    return mutate
-
-
-def _both(*mutations):
-    def mutate(c: dict) -> None:
-        for m in mutations:
-            m(c)
-
-    return mutate
 
 
 def _drop_system(c: dict) -> None:
     del c["node_pools"]["system"]
 
 
-MINIO = _set("storage", {"backend": "minio", "minio": {"storage_size": "100Gi", "mode": "standalone"}})
+MINIO = set_at("storage", {"backend": "minio", "minio": {"storage_size": "100Gi", "mode": "standalone"}})
 
 CASES = [
     (
         "prod-us-train",
-        _both(
-            _set("node_pools.train.instance_type", "p5en.48xlarge"),
-            _set("cluster_services.efa_device_plugin.version", "v0.5.5"),
+        all_of(
+            set_at("node_pools.train.instance_type", "p5en.48xlarge"),
+            set_at("cluster_services.efa_device_plugin.version", "v0.5.5"),
         ),
         FACTS,
         f"{S}.efa_device_plugin.version: v0.5.5 does not list p5en.48xlarge in supportedInstanceLabels, so "
@@ -62,13 +40,13 @@ CASES = [
     ),
     (
         "prod-us-train",
-        _set("cluster_services.efa_device_plugin.version", "v0.9.9"),
+        set_at("cluster_services.efa_device_plugin.version", "v0.9.9"),
         FACTS,
         f"{S}.efa_device_plugin.version: v0.9.9 is not a chart version whose instance list is recorded",
     ),
     (
         "prod-hk-infer",
-        _set("cluster_services.karpenter.node_pools.gpu.instance_families", ["g6", "g5"]),
+        set_at("cluster_services.karpenter.node_pools.gpu.instance_families", ["g6", "g5"]),
         FACTS,
         f"{S}.karpenter.node_pools.gpu.instance_families: only ['g5'] of ['g6', 'g5'] is offered in the "
         "VPC's "
@@ -76,7 +54,7 @@ CASES = [
     ),
     (
         "prod-hk-infer",
-        _set("cluster_services.karpenter.node_pools.gpu.instance_families", ["p5"]),
+        set_at("cluster_services.karpenter.node_pools.gpu.instance_families", ["p5"]),
         FACTS,
         f"{S}.karpenter.node_pools.gpu.instance_families: none of ['p5'] has an NVIDIA GPU type offered "
         "in the "
@@ -84,7 +62,7 @@ CASES = [
     ),
     (
         "prod-sg-infer",
-        _set("cluster_services.karpenter.node_pools.gpu.instance_families", ["g5g", "g4dn"]),
+        set_at("cluster_services.karpenter.node_pools.gpu.instance_families", ["g5g", "g4dn"]),
         FACTS,
         "only ['g4dn'] of ['g5g', 'g4dn'] is offered in the VPC's zones ['ap-southeast-1a', "
         "'ap-southeast-1b', "
@@ -92,20 +70,20 @@ CASES = [
     ),
     (
         "prod-us-train",
-        _set("cluster_services.kubernetes_access", "public_cidrs"),
+        set_at("cluster_services.kubernetes_access", "public_cidrs"),
         RULES,
         f"{S}.kubernetes_access: public_cidrs but cluster.endpoint_public_access_cidrs is empty",
     ),
     ("prod-us-train", _drop_system, RULES, "aiplat:platform.node_pools: no pool with gpu: false"),
     (
         "dev-us-train",
-        _both(MINIO, _set("cluster_services.kubernetes_access", "skip")),
+        all_of(MINIO, set_at("cluster_services.kubernetes_access", "skip")),
         RULES,
         f"{S}.kubernetes_access: skip but storage.backend is minio, which runs in the cluster",
     ),
     (
         "dev-us-train",
-        _both(MINIO, _set("storage.minio.tls_issuer", "letsencrypt")),
+        all_of(MINIO, set_at("storage.minio.tls_issuer", "letsencrypt")),
         RULES,
         "aiplat:platform.storage.minio.tls_issuer: 'letsencrypt' is not a ClusterIssuer this stack "
         "creates, so "
@@ -113,44 +91,44 @@ CASES = [
     ),
     (
         "dev-us-train",
-        _both(MINIO, _set("storage.minio.storage_class", "io2")),
+        all_of(MINIO, set_at("storage.minio.storage_class", "io2")),
         RULES,
         "aiplat:platform.storage.minio.storage_class: 'io2' is not a StorageClass this stack creates",
     ),
     (
         "dev-us-train",
-        _both(MINIO, _set("storage.minio.namespace", "training")),
+        all_of(MINIO, set_at("storage.minio.namespace", "training")),
         RULES,
         "aiplat:platform.storage.minio.namespace: 'training' is already a system or workload namespace",
     ),
     (
         "dev-us-train",
-        _both(MINIO, _set("cluster_services.cert_manager.enabled", False)),
+        all_of(MINIO, set_at("cluster_services.cert_manager.enabled", False)),
         RULES,
         f"{S}.cert_manager.enabled: false but MinIO's TLS certificate comes from cert-manager",
     ),
     (
         "dev-us-train",
-        _set("cluster_services.karpenter.node_pools.gpu", {"instance_families": ["g5"]}),
+        set_at("cluster_services.karpenter.node_pools.gpu", {"instance_families": ["g5"]}),
         RULES,
         f"{S}.karpenter.node_pools.gpu: is also the name of a managed node pool",
     ),
     (
         "prod-hk-infer",
-        _set("tags.extra", {"kubernetes.io/cluster/other": "owned"}),
+        set_at("tags.extra", {"kubernetes.io/cluster/other": "owned"}),
         RULES,
         "aiplat:platform.tags.extra.kubernetes.io/cluster/other: is a tag key Karpenter sets on its "
         "nodes itself",
     ),
     (
         "prod-hk-infer",
-        _set("cluster_services.karpenter.version", "1.14"),
+        set_at("cluster_services.karpenter.version", "1.14"),
         SCHEMA,
         f"{S}.karpenter.version: '1.14' is not an exact chart version like '1.2.3'",
     ),
     (
         "prod-us-train",
-        _set("cluster_services.cert_manager.repo", "http://charts.jetstack.io"),
+        set_at("cluster_services.cert_manager.repo", "http://charts.jetstack.io"),
         SCHEMA,
         f"{S}.cert_manager.repo: 'http://charts.jetstack.io' is not an https:// or oci:// chart repository",
     ),
@@ -176,34 +154,25 @@ IDS = [
 
 
 @pytest.mark.parametrize(("stack", "mutate", "stage", "expected"), CASES, ids=IDS)
-def test_refused_before_any_resource(stack_doc, monitors, stack, mutate, stage, expected) -> None:
-    raw = copy.deepcopy(stack_doc(stack)["config"][CONFIG_KEY])
+def test_refused_before_any_resource(stack_config, monitors, stack, mutate, stage, expected) -> None:
+    raw = stack_config(stack)
     mutate(raw)
-    with pytest.raises(ConfigErrors) as info:
-        runner.run_plan("bad", parse_platform_config(raw))
-    message = str(info.value)
-    assert expected in message, message
-    registered = {SCHEMA: None, RULES: [], FACTS: ["pulumi:providers:aws"]}[stage]
-    if registered is None:
-        assert monitors == []
-    else:
-        # infer stacks plan their source stack first (StackReference); the last run is the refused one
-        assert [r.type for r in monitors[-1].recorded] == registered
+    assert_refused(raw, expected, monitors, stage)
 
 
-def test_efa_chart_that_lists_the_type_plans(stack_doc) -> None:
-    raw = copy.deepcopy(stack_doc("prod-us-train")["config"][CONFIG_KEY])
-    _both(
-        _set("node_pools.train.instance_type", "p5en.48xlarge"),
-        _set("cluster_services.efa_device_plugin.version", "v0.5.6"),
+def test_efa_chart_that_lists_the_type_plans(stack_config) -> None:
+    raw = stack_config("prod-us-train")
+    all_of(
+        set_at("node_pools.train.instance_type", "p5en.48xlarge"),
+        set_at("cluster_services.efa_device_plugin.version", "v0.5.6"),
     )(raw)
     plan = runner.run_plan("ok", parse_platform_config(raw))
     (efa,) = [r for r in plan.by_type("kubernetes:helm.sh/v3:Release") if r.name == "device-plugins-efa"]
     assert efa.inputs["version"] == "v0.5.6"
 
 
-def test_skip_declares_no_kubernetes_object(stack_doc) -> None:
-    raw = copy.deepcopy(stack_doc("prod-us-train")["config"][CONFIG_KEY])
+def test_skip_declares_no_kubernetes_object(stack_config) -> None:
+    raw = stack_config("prod-us-train")
     raw["cluster_services"] = {"kubernetes_access": "skip"}
     plan = runner.run_plan("skip", parse_platform_config(raw))
     assert [r.type for r in plan.resources if r.type.startswith("kubernetes:")] == []

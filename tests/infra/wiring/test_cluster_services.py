@@ -14,6 +14,7 @@ import pytest
 from infra.io import snapshot
 from infra.plan.runner import Plan, RecordedResource, run_plan
 from tests.conftest import STACKS
+from tests.support.kubernetes import tolerates
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -47,18 +48,6 @@ def _pool_affinity(values: dict) -> set[str]:
 def _node_groups(plan: Plan, *, gpu: bool) -> list[RecordedResource]:
     pools = plan.config["node_pools"]
     return [r for r in plan.by_type(NODEGROUP) if pools[r.inputs["labels"][POOL_LABEL]]["gpu"] is gpu]
-
-
-def _tolerates(tolerations: list[dict], key: str, value: str, effect: str) -> bool:
-    """Kubernetes toleration matching (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/)."""
-    for t in tolerations:
-        if t.get("effect") not in (None, "", effect):
-            continue
-        if t.get("operator") == "Exists" and t.get("key") in (None, "", key):
-            return True
-        if t.get("operator", "Equal") == "Equal" and t.get("key") == key and t.get("value") == value:
-            return True
-    return False
 
 
 EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
@@ -104,11 +93,11 @@ def test_device_plugins_land_on_gpu_pools_only(plan_stack, stack: str) -> None:
     assert not {g.inputs["labels"][POOL_LABEL] for g in _node_groups(plan, gpu=False)} & selected
     for g in gpu_groups:  # every taint of a GPU node group is tolerated
         for t in g.inputs.get("taints") or []:
-            assert _tolerates(values["tolerations"], t["key"], t["value"], EFFECTS[t["effect"]]), (g.name, t)
+            assert tolerates(values["tolerations"], t["key"], t["value"], EFFECTS[t["effect"]]), (g.name, t)
     for pool in plan.by_type("kubernetes:karpenter.sh/v1:NodePool"):
         assert pool.inputs["spec"]["template"]["metadata"]["labels"][POOL_LABEL] in selected
         for t in pool.inputs["spec"]["template"]["spec"]["taints"]:
-            assert _tolerates(values["tolerations"], t["key"], t["value"], t["effect"])
+            assert tolerates(values["tolerations"], t["key"], t["value"], t["effect"])
     efa = _releases(plan).get("aws-efa-k8s-device-plugin")
     efa_groups = [g for g in gpu_groups if plan.config["node_pools"][g.inputs["labels"][POOL_LABEL]]["efa"]]
     assert (efa is not None) == bool(efa_groups)
@@ -120,7 +109,7 @@ def test_device_plugins_land_on_gpu_pools_only(plan_stack, stack: str) -> None:
         )
         for g in efa_groups:
             for t in g.inputs.get("taints") or []:
-                assert _tolerates(
+                assert tolerates(
                     efa.inputs["values"]["tolerations"], t["key"], t["value"], EFFECTS[t["effect"]]
                 )
 

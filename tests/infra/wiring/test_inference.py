@@ -6,16 +6,14 @@ so a change on one side that the other misses fails here."""
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from inference.metrics import IN_FLIGHT
 from infra.model.config.parse import parse_platform_config
-from infra.model.project import CONFIG_KEY
 from infra.plan.runner import Plan, RecordedResource, run_plan
 from infra.rules.inference import TLS13_ONLY_POLICIES
 from tests.k8s.validate import k8s_objects, validate_plan
+from tests.support.kubernetes import tolerates
 
 INFER = ["prod-hk-infer", "prod-sg-infer"]
 ALB = "alb.ingress.kubernetes.io/"
@@ -41,18 +39,6 @@ def _one(plan: Plan, type_: str) -> RecordedResource:
 
 def _pod(plan: Plan) -> dict:
     return _one(plan, DEPLOYMENT).inputs["spec"]["template"]["spec"]
-
-
-def _tolerates(tolerations: list[dict], key: str, value: str, effect: str) -> bool:
-    """Kubernetes toleration matching (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/)."""
-    for t in tolerations:
-        if t.get("effect") not in (None, "", effect):
-            continue
-        if t.get("operator") == "Exists" and t.get("key") in (None, "", key):
-            return True
-        if t.get("operator", "Equal") == "Equal" and t.get("key") == key and t.get("value") == value:
-            return True
-    return False
 
 
 @pytest.mark.parametrize("stack", INFER)
@@ -84,7 +70,7 @@ def test_pods_land_on_the_karpenter_gpu_pool_and_tolerate_its_taint(plan_stack, 
     for name in expr["values"]:
         template = pools[name].inputs["spec"]["template"]["spec"]
         for taint in template["taints"]:
-            assert _tolerates(pod["tolerations"], taint["key"], taint["value"], taint["effect"]), taint
+            assert tolerates(pod["tolerations"], taint["key"], taint["value"], taint["effect"]), taint
     (container,) = pod["containers"]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     # one GPU per replica fits the pool's GPU limit at the largest replica count
@@ -282,16 +268,16 @@ def test_keda_is_pinned_restricted_and_on_system_pools(plan_stack, stack: str) -
     assert any(urn.endswith("::keda-allow-control-plane") for urn in keda.dependencies)
 
 
-def _variant(stack_doc, stack: str, https: dict, **inference) -> Plan:
-    raw = copy.deepcopy(stack_doc(stack)["config"][CONFIG_KEY])
+def _variant(stack_config, stack: str, https: dict, **inference) -> Plan:
+    raw = stack_config(stack)
     raw["inference"]["https"] = {"domain": raw["inference"]["https"]["domain"], **https}
     raw["inference"].update(inference)
     return run_plan(f"{stack}-variant", parse_platform_config(raw))
 
 
-def test_internal_alb_with_an_existing_certificate_and_no_waf(stack_doc) -> None:
+def test_internal_alb_with_an_existing_certificate_and_no_waf(stack_config) -> None:
     cert = "arn:aws:acm:ap-east-1:123456789012:certificate/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
-    plan = _variant(stack_doc, "prod-hk-infer", {"certificate_arn": cert})
+    plan = _variant(stack_config, "prod-hk-infer", {"certificate_arn": cert})
     ann = _one(plan, INGRESS).inputs["metadata"]["annotations"]
     assert ann[f"{ALB}scheme"] == "internal" and ann[f"{ALB}certificate-arn"] == cert
     assert ann[f"{ALB}wafv2-acl-arn"] == "none"  # explicit, so an ACL attached earlier is removed
@@ -315,13 +301,13 @@ def test_internal_alb_with_an_existing_certificate_and_no_waf(stack_doc) -> None
     assert validate_plan(plan) == []
 
 
-def test_existing_web_acl_pinned_version_and_prebuilt_image(stack_doc) -> None:
+def test_existing_web_acl_pinned_version_and_prebuilt_image(stack_config) -> None:
     acl = (
         "arn:aws:wafv2:ap-southeast-1:123456789012:regional/webacl/edge/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
     )
     image = "public.ecr.aws/example/inference@sha256:" + "b" * 64
     plan = _variant(
-        stack_doc,
+        stack_config,
         "prod-sg-infer",
         {
             "dns_zone_id": "Z0000000000000EXAMPLE",

@@ -153,8 +153,8 @@ def test_stack_outputs_say_how_to_reach_grafana(plan_stack) -> None:
 # -- config and stack files -------------------------------------------------------------------------------
 
 
-def test_config_refusals(stack_doc) -> None:
-    raw = stack_doc("prod-us-train")["config"]["aiplat:platform"]
+def test_config_refusals(stack_config) -> None:
+    raw = stack_config("prod-us-train")
     assert_rejected(
         raw,
         "monitoring.prometheus",
@@ -172,7 +172,7 @@ def test_config_refusals(stack_doc) -> None:
     assert_rejected(raw, "monitoring.kube_prometheus_stack.version", "88.x", ["not an exact chart version"])
 
 
-def test_receiver_urls_only_as_secrets(stack_doc, write_stack) -> None:
+def test_receiver_urls_only_as_secrets(stack_doc, stack_config, write_stack) -> None:
     from infra.io.stackfiles import load_stack_config
     from infra.model.errors import ConfigErrors
 

@@ -13,7 +13,6 @@ from infra.io.stackfiles import load_stack_config
 from infra.model.config.parse import parse_platform_config
 from infra.model.config.schema import PlatformConfig
 from infra.model.facts import AccountFacts, RegionFacts
-from infra.model.project import CONFIG_KEY
 from infra.plan.mocks import ACCOUNT_ID, AwsSnapshotMocks
 from infra.plan.runner import RecordedResource, planned_outputs, run_program
 from infra.wiring.context import StackContext
@@ -79,8 +78,8 @@ def test_infer_stack_gets_an_inference_role_on_its_replica() -> None:
     assert not [r for r in recorded if r.name == "pod-roles-trainer"]
 
 
-def test_minio_backend_runs_minio_instead_of_buckets(stack_doc) -> None:
-    raw = stack_doc("dev-us-train")["config"][CONFIG_KEY]
+def test_minio_backend_runs_minio_instead_of_buckets(stack_config) -> None:
+    raw = stack_config("dev-us-train")
     raw["storage"] = {"backend": "minio", "minio": {"storage_size": "200Gi", "mode": "standalone"}}
     cfg = parse_platform_config(raw)
     recorded = _run("dev-us-train", cfg)

@@ -133,10 +133,10 @@ def test_lifecycle_is_explicit(plan_stack, stack: str) -> None:
     assert cluster["deletionProtection"] is (plan.config["environment"] == "prod")
 
 
-def test_deletion_protection_switch(stack_doc) -> None:
+def test_deletion_protection_switch(stack_config) -> None:
     from infra.model.config.parse import parse_platform_config
 
-    raw = stack_doc("dev-us-train")["config"]["aiplat:platform"]
+    raw = stack_config("dev-us-train")
     assert parse_platform_config(raw).cluster_deletion_protection is False
     raw["cluster"]["deletion_protection"] = True
     assert parse_platform_config(raw).cluster_deletion_protection is True

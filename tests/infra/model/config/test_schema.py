@@ -65,8 +65,8 @@ BAD = [
 
 
 @pytest.mark.parametrize(("path", "value", "expected"), BAD, ids=[f"{p}={v!r}"[:40] for p, v, _ in BAD])
-def test_bad_input_is_named(stack_doc, path: str, value: object, expected: list[str]) -> None:
-    assert_rejected(stack_doc("dev-us-train")["config"]["aiplat:platform"], path, value, expected)
+def test_bad_input_is_named(stack_config, path: str, value: object, expected: list[str]) -> None:
+    assert_rejected(stack_config("dev-us-train"), path, value, expected)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_bad_input_is_named(stack_doc, path: str, value: object, expected: list[
         ("foo:bar", "remove it; this project reads only aiplat:platform"),
     ],
 )
-def test_unknown_top_level_keys(stack_doc, write_stack, key: str, expected: str) -> None:
+def test_unknown_top_level_keys(stack_doc, stack_config, write_stack, key: str, expected: str) -> None:
     doc = stack_doc("dev-us-train")
     doc["config"][key] = "x"
     folder = write_stack("bad", doc)

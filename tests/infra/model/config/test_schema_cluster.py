@@ -56,13 +56,13 @@ BAD = [
 
 
 @pytest.mark.parametrize(("path", "value", "expected"), BAD, ids=[f"{p}={v!r}"[:40] for p, v, _ in BAD])
-def test_bad_value_is_named(stack_doc, path: str, value: object, expected: list[str]) -> None:
-    assert_rejected(stack_doc("dev-us-train")["config"]["aiplat:platform"], path, value, expected)
+def test_bad_value_is_named(stack_config, path: str, value: object, expected: list[str]) -> None:
+    assert_rejected(stack_config("dev-us-train"), path, value, expected)
 
 
-def test_defaults_and_stack_values(stack_doc) -> None:
-    dev = parse_platform_config(stack_doc("dev-us-train")["config"]["aiplat:platform"])
-    prod = parse_platform_config(stack_doc("prod-us-train")["config"]["aiplat:platform"])
+def test_defaults_and_stack_values(stack_config) -> None:
+    dev = parse_platform_config(stack_config("dev-us-train"))
+    prod = parse_platform_config(stack_config("prod-us-train"))
     assert dev.network.nat is NatStrategy.single and prod.network.nat is NatStrategy.one_per_az
     train = prod.node_pools["train"]
     assert train.efa and train.placement is Placement.auto and train.placement_group_wanted
