@@ -14,6 +14,7 @@ import yaml
 from infra.io.stackfiles import list_stacks
 from infra.plan.mocks import AwsSnapshotMocks
 from infra.plan.runner import Plan, run_plan, run_program
+from tests.support.config_cases import drop_at, set_at
 
 REPO = Path(__file__).resolve().parents[1]
 STACKS = list_stacks()
@@ -25,14 +26,7 @@ DELETE = object()  # value for with_value(): remove the key
 def with_value(doc: dict, path: str, value: object) -> dict:
     """A deep copy of ``doc`` with the dotted ``path`` set to ``value`` (missing parents are created)."""
     doc = copy.deepcopy(doc)
-    node = doc
-    *parents, last = path.split(".")
-    for part in parents:
-        node = node.setdefault(part, {})
-    if value is DELETE:
-        del node[last]
-    else:
-        node[last] = value
+    (drop_at(path) if value is DELETE else set_at(path, value))(doc)
     return doc
 
 
