@@ -6,7 +6,8 @@
   https://docs.aws.amazon.com/awscloudtrail/latest/userguide/logging-data-events-with-cloudtrail.html
 * The bucket: Object Lock with a default retention (nobody deletes a log file before it ends;
   GOVERNANCE or COMPLIANCE), versioning, log and digest files SSE-KMS under the logs key (also the
-  default), all public access blocked, ACLs off, a policy that lets only our trail write and refuses
+  default), all public access blocked, ACLs off (versioning, encryption and access controls are the
+  Buckets component's pieces), a policy that lets only our trail write and refuses
   plain HTTP, lifecycle expiry after the retention, server access logging into the stack's access-log
   bucket when it has one.
   https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock.html
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.buckets import block_public_access, default_encryption, enable_versioning
 from infra.components.aws.options import fixed_name, protected
 from infra.lib import iam
 
@@ -66,12 +68,7 @@ class AuditTrail(pulumi.ComponentResource):
             object_lock_enabled=True,
             opts=protected(fixed_name(child), args.protect),
         )
-        versioning = aws.s3.BucketVersioning(
-            f"{name}-bucket-versioning",
-            bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            opts=child,
-        )
+        versioning = enable_versioning(f"{name}-bucket", bucket, child)
         aws.s3.BucketObjectLockConfiguration(
             f"{name}-bucket-object-lock",
             bucket=bucket.id,
@@ -83,39 +80,12 @@ class AuditTrail(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
         )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-bucket-sse",
-            bucket=bucket.id,
-            rules=[
-                # CloudTrail encrypts log and digest files itself with the trail's key (the logs key,
-                # under its own encryption context); the bucket default is the same key for anything
-                # else, without S3 Bucket Keys, which would replace that context with the bucket's.
-                # https://docs.aws.amazon.com/awscloudtrail/latest/userguide/create-kms-key-policy-for-cloudtrail.html
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(  # noqa: E501
-                        sse_algorithm="aws:kms", kms_master_key_id=args.logs_key_arn
-                    ),
-                    bucket_key_enabled=False,
-                    blocked_encryption_types=["SSE-C"],
-                )
-            ],
-            opts=child,
-        )
-        ownership = aws.s3.BucketOwnershipControls(
-            f"{name}-bucket-ownership",
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=child,
-        )
-        block = aws.s3.BucketPublicAccessBlock(
-            f"{name}-bucket-public-access",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
+        # CloudTrail encrypts log and digest files itself with the trail's key (the logs key, under its own
+        # encryption context); the bucket default is the same key for anything else, without S3 Bucket
+        # Keys, which would replace that context with the bucket's.
+        # https://docs.aws.amazon.com/awscloudtrail/latest/userguide/create-kms-key-policy-for-cloudtrail.html
+        default_encryption(f"{name}-bucket", bucket, child, kms_key_arn=args.logs_key_arn, bucket_key=False)
+        controls = block_public_access(f"{name}-bucket", bucket, child)
         bucket_policy = aws.s3.BucketPolicy(
             f"{name}-bucket-policy",
             bucket=bucket.id,
@@ -130,7 +100,7 @@ class AuditTrail(pulumi.ComponentResource):
                     )
                 )
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[ownership, block]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=controls),
         )
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-bucket-lifecycle",

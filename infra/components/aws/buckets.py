@@ -23,6 +23,74 @@ from infra.lib import iam
 BLOCKED_ENCRYPTION = ["SSE-C"]
 
 
+def block_public_access(
+    role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions, region: str | None = None
+) -> list[pulumi.Resource]:
+    """ACLs off and all four public-access blocks on for ``bucket``; returned so its policy waits for them."""
+    ownership = aws.s3.BucketOwnershipControls(
+        f"{role}-ownership",
+        bucket=bucket.id,
+        # ACLs disabled: access is decided by policies alone.
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/about-object-ownership.html
+        rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+        region=region,
+        opts=opts,
+    )
+    block = aws.s3.BucketPublicAccessBlock(
+        f"{role}-public-access",
+        bucket=bucket.id,
+        block_public_acls=True,
+        block_public_policy=True,
+        ignore_public_acls=True,
+        restrict_public_buckets=True,
+        region=region,
+        opts=opts,
+    )
+    return [ownership, block]
+
+
+def enable_versioning(
+    role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions, region: str | None = None
+) -> aws.s3.BucketVersioning:
+    """Versioning on for ``bucket`` (lifecycle rules on noncurrent versions wait for it)."""
+    return aws.s3.BucketVersioning(
+        f"{role}-versioning",
+        bucket=bucket.id,
+        versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+        region=region,
+        opts=opts,
+    )
+
+
+def default_encryption(
+    role: str,
+    bucket: aws.s3.Bucket,
+    opts: pulumi.ResourceOptions,
+    *,
+    kms_key_arn: pulumi.Input[str] | None = None,
+    bucket_key: bool | None = None,
+    region: str | None = None,
+) -> aws.s3.BucketServerSideEncryptionConfiguration:
+    """Default encryption of ``bucket``: SSE-KMS under ``kms_key_arn`` (S3 Bucket Keys per ``bucket_key``),
+    or SSE-S3 without a key; SSE-C refused either way."""
+    by_default = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+        sse_algorithm="AES256" if kms_key_arn is None else "aws:kms", kms_master_key_id=kms_key_arn
+    )
+    return aws.s3.BucketServerSideEncryptionConfiguration(
+        f"{role}-sse",
+        bucket=bucket.id,
+        rules=[
+            aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                apply_server_side_encryption_by_default=by_default,
+                bucket_key_enabled=bucket_key,
+                blocked_encryption_types=BLOCKED_ENCRYPTION,
+            )
+        ],
+        region=region,
+        opts=opts,
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class NoncurrentRule:
     """What happens to noncurrent object versions of one bucket (days after they become noncurrent)."""
@@ -74,22 +142,9 @@ class Buckets(pulumi.ComponentResource):
         # bucket encrypted with SSE-S3 (not SSE-KMS), in the same region and account.
         # https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html
         self.log_bucket = self._bucket(f"{name}-access-logs", args.log_bucket_name, child)
-        log_controls = self._private(f"{name}-access-logs", self.log_bucket, child)
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-access-logs-sse",
-            bucket=self.log_bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(  # noqa: E501
-                        sse_algorithm="AES256"
-                    ),
-                    blocked_encryption_types=BLOCKED_ENCRYPTION,
-                )
-            ],
-            region=args.region,
-            opts=child,
-        )
-        log_versioning = self._versioning(f"{name}-access-logs", self.log_bucket, child)
+        log_controls = block_public_access(f"{name}-access-logs", self.log_bucket, child, args.region)
+        default_encryption(f"{name}-access-logs", self.log_bucket, child, region=args.region)
+        log_versioning = enable_versioning(f"{name}-access-logs", self.log_bucket, child, args.region)
         # Source ARNs follow from the names (arn:<partition>:s3:::<name>), so the log-delivery grant exists
         # before any bucket starts logging.
         source_arns = [
@@ -120,25 +175,13 @@ class Buckets(pulumi.ComponentResource):
             role = f"{name}-{purpose}"
             bucket = self._bucket(role, bucket_name, child)
             self.buckets[purpose] = bucket
-            controls = self._private(role, bucket, child)
-            aws.s3.BucketServerSideEncryptionConfiguration(
-                f"{role}-sse",
-                bucket=bucket.id,
-                rules=[
-                    aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                        apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(  # noqa: E501
-                            sse_algorithm="aws:kms", kms_master_key_id=args.kms_key_arn
-                        ),
-                        # Bucket Keys cut KMS requests (and cost) by orders of magnitude for many objects.
-                        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucket-key.html
-                        bucket_key_enabled=True,
-                        blocked_encryption_types=BLOCKED_ENCRYPTION,
-                    )
-                ],
-                region=args.region,
-                opts=child,
+            controls = block_public_access(role, bucket, child, args.region)
+            # Bucket Keys cut KMS requests (and cost) by orders of magnitude for many objects.
+            # https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucket-key.html
+            default_encryption(
+                role, bucket, child, kms_key_arn=args.kms_key_arn, bucket_key=True, region=args.region
             )
-            versioning = self._versioning(role, bucket, child)
+            versioning = enable_versioning(role, bucket, child, args.region)
             aws.s3.BucketPolicy(
                 f"{role}-policy",
                 bucket=bucket.id,
@@ -183,42 +226,6 @@ class Buckets(pulumi.ComponentResource):
             bucket=bucket_name,
             region=self._args.region,
             opts=protected(fixed_name(opts), self._args.protect),
-        )
-
-    def _private(
-        self, role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions
-    ) -> list[pulumi.Resource]:
-        """ACLs off and all four public-access blocks on; returned so the policy waits for them."""
-        ownership = aws.s3.BucketOwnershipControls(
-            f"{role}-ownership",
-            bucket=bucket.id,
-            # ACLs disabled: access is decided by policies alone.
-            # https://docs.aws.amazon.com/AmazonS3/latest/userguide/about-object-ownership.html
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            region=self._args.region,
-            opts=opts,
-        )
-        block = aws.s3.BucketPublicAccessBlock(
-            f"{role}-public-access",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            region=self._args.region,
-            opts=opts,
-        )
-        return [ownership, block]
-
-    def _versioning(
-        self, role: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions
-    ) -> aws.s3.BucketVersioning:
-        return aws.s3.BucketVersioning(
-            f"{role}-versioning",
-            bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            region=self._args.region,
-            opts=opts,
         )
 
     def _lifecycle(
