@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from infra.components.aws.irsa import irsa_role
 from infra.components.aws.options import fixed_name
 from infra.lib import eks_iam, iam
 from infra.lib.eks import CONTROL_PLANE_LOG_TYPES
@@ -172,13 +173,12 @@ class EksCluster(pulumi.ComponentResource):
         self.node_role_name = self.node_role.name
 
         # vpc-cni's own role through IRSA (see eks_iam.CNI_POLICIES): only kube-system/aws-node.
-        cni_role = aws.iam.Role(
+        cni_role = irsa_role(
             f"{name}-vpc-cni-role",
-            assume_role_policy=pulumi.Output.all(self.oidc_provider.arn, self.oidc_issuer).apply(
-                lambda v: json.dumps(
-                    iam.irsa_trust_policy(v[0], v[1], eks_iam.CNI_NAMESPACE, eks_iam.CNI_SERVICE_ACCOUNT)
-                )
-            ),
+            oidc_provider_arn=self.oidc_provider.arn,
+            oidc_issuer=self.oidc_issuer,
+            namespace=eks_iam.CNI_NAMESPACE,
+            service_account=eks_iam.CNI_SERVICE_ACCOUNT,
             description=f"{cluster_name}: vpc-cni (kube-system/aws-node)",
             opts=child,
         )

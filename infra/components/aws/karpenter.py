@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.irsa import attached_policy, irsa_role
 from infra.lib import eks_iam, iam
 from infra.lib import karpenter as docs
 
@@ -107,14 +108,14 @@ class KarpenterAws(pulumi.ComponentResource):
         )
 
         # -- controller role ------------------------------------------------------------------------------
-        trust = pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
-            lambda v: json.dumps(iam.irsa_trust_policy(v[0], v[1], args.namespace, args.service_account))
-        )
-        controller = aws.iam.Role(
+        controller = irsa_role(
             f"{name}-controller-role",
+            oidc_provider_arn=args.oidc_provider_arn,
+            oidc_issuer=args.oidc_issuer,
+            namespace=args.namespace,
+            service_account=args.service_account,
             description=f"{args.description_prefix}: Karpenter controller "
             f"({args.namespace}/{args.service_account})",
-            assume_role_policy=trust,
             opts=child,
         )
         documents = pulumi.Output.all(args.cluster_name, node_role.arn, queue.arn).apply(
@@ -135,14 +136,13 @@ class KarpenterAws(pulumi.ComponentResource):
             "ZonalShift",
             "ResourceDiscovery",
         ):
-            managed = aws.iam.Policy(
+            attached_policy(
                 f"{name}-{policy_name}",
+                role=controller,
                 description=f"{args.description_prefix}: Karpenter controller {policy_name} (v1.14 template)",
                 policy=documents.apply(lambda d, n=policy_name: json.dumps(d[n])),
+                attachment_name=f"{name}-{policy_name}-attachment",
                 opts=child,
-            )
-            aws.iam.RolePolicyAttachment(
-                f"{name}-{policy_name}-attachment", role=controller.name, policy_arn=managed.arn, opts=child
             )
         aws.iam.RolePolicy(
             f"{name}-ebs-key",

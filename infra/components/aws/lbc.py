@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_aws as aws
 
-from infra.lib import iam, lbc_iam
+from infra.components.aws.irsa import attached_policy, irsa_role
+from infra.lib import lbc_iam
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,22 +35,23 @@ class LoadBalancerControllerRole(pulumi.ComponentResource):
     ):
         super().__init__("aiplat:lbc:LoadBalancerControllerRole", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        trust = pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
-            lambda v: json.dumps(iam.irsa_trust_policy(v[0], v[1], args.namespace, args.service_account))
-        )
-        role = aws.iam.Role(
+        role = irsa_role(
             f"{name}-role",
+            oidc_provider_arn=args.oidc_provider_arn,
+            oidc_issuer=args.oidc_issuer,
+            namespace=args.namespace,
+            service_account=args.service_account,
             description=f"{args.description_prefix}: AWS Load Balancer Controller "
             f"({args.namespace}/{args.service_account})",
-            assume_role_policy=trust,
             opts=child,
         )
-        policy = aws.iam.Policy(
+        attached_policy(
             f"{name}-policy",
+            role=role,
             description=f"{args.description_prefix}: AWS Load Balancer Controller {lbc_iam.SOURCE_TAG}",
             policy=json.dumps(lbc_iam.controller_policy(args.partition)),
+            attachment_name=f"{name}-attachment",
             opts=child,
         )
-        aws.iam.RolePolicyAttachment(f"{name}-attachment", role=role.name, policy_arn=policy.arn, opts=child)
         self.role_arn = role.arn
         self.register_outputs({"role_arn": self.role_arn})

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.components.aws.irsa import irsa_role
 from infra.lib import iam
 
 
@@ -139,12 +140,12 @@ class PodRoles(pulumi.ComponentResource):
         self, role: str, args: PodRolesArgs, who: ServiceAccountRef, doc: pulumi.Output[str]
     ) -> aws.iam.Role:
         child = pulumi.ResourceOptions(parent=self)
-        trust = pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
-            lambda v: json.dumps(iam.irsa_trust_policy(v[0], v[1], who.namespace, who.service_account))
-        )
-        r = aws.iam.Role(
+        r = irsa_role(
             role,
-            assume_role_policy=trust,
+            oidc_provider_arn=args.oidc_provider_arn,
+            oidc_issuer=args.oidc_issuer,
+            namespace=who.namespace,
+            service_account=who.service_account,
             description=f"{args.stack_prefix}: pods of {who.namespace}/{who.service_account}",
             max_session_duration=3600,
             opts=child,
