@@ -38,7 +38,24 @@ def _join(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
-class LocalBlobs:
+class _HashedReads:
+    """Reads both stores serve the same way, on top of their streaming ``open``."""
+
+    def open(self, key: str) -> contextlib.AbstractContextManager[BinaryIO]:
+        raise NotImplementedError
+
+    def download(self, key: str, dst: str | os.PathLike[str]) -> tuple[str, int]:
+        """Copy ``key`` to a local path while hashing it; returns (sha256, size)."""
+        with self.open(key) as src, open(dst, "wb") as out:
+            return sha256_stream(src, out.write)
+
+    def sha256(self, key: str) -> str:
+        """Hex sha256 of one file or object, streamed."""
+        with self.open(key) as f:
+            return sha256_stream(f)[0]
+
+
+class LocalBlobs(_HashedReads):
     """Keys are paths under a local or shared directory (NVMe, FSx for Lustre, EFS)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -124,16 +141,6 @@ class LocalBlobs:
         with f:
             yield f
 
-    def download(self, key: str, dst: str | os.PathLike[str]) -> tuple[str, int]:
-        """Copy ``key`` to a local path while hashing it; returns (sha256, size)."""
-        with self.open(key) as src, open(dst, "wb") as out:
-            return sha256_stream(src, out.write)
-
-    def sha256(self, key: str) -> str:
-        """Hex sha256 of one file, streamed."""
-        with self.open(key) as f:
-            return sha256_stream(f)[0]
-
     def list(self, prefix: str = "") -> dict[str, int]:
         """``{key relative to prefix: size}`` of every file below ``prefix`` (recursive)."""
         base = self.root / prefix
@@ -175,7 +182,7 @@ _TRANSIENT = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout",
               "ServiceUnavailable", "503", "500"}  # fmt: skip
 
 
-class S3Blobs:
+class S3Blobs(_HashedReads):
     """Keys below ``s3://bucket/prefix`` through boto3 (standard retry mode; ``max_attempts`` tries per
     request, 0 = boto3's default or ``AWS_MAX_ATTEMPTS``)."""
 
@@ -315,16 +322,6 @@ class S3Blobs:
                 yield body
         finally:
             body.close()
-
-    def download(self, key: str, dst: str | os.PathLike[str]) -> tuple[str, int]:
-        """Copy ``key`` to a local path while hashing it; returns (sha256, size)."""
-        with self.open(key) as src, open(dst, "wb") as out:
-            return sha256_stream(src, out.write)
-
-    def sha256(self, key: str) -> str:
-        """Hex sha256 of one object, streamed."""
-        with self.open(key) as f:
-            return sha256_stream(f)[0]
 
     def list(self, prefix: str = "") -> dict[str, int]:
         """``{key relative to prefix: size}`` of every object below ``prefix``."""
