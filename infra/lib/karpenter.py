@@ -40,6 +40,18 @@ def _ec2(partition: str, region: str, resource: str, account: str = "*") -> str:
     return f"arn:{partition}:ec2:{region}:{account}:{resource}"
 
 
+# The template's six controller policies, by name: the keys of ``controller_policies`` (the component
+# declares one managed policy per name before the documents, which wait for ARNs, are known).
+CONTROLLER_POLICY_NAMES = (
+    "NodeLifecycle",
+    "IAMIntegration",
+    "EKSIntegration",
+    "Interruption",
+    "ZonalShift",
+    "ResourceDiscovery",
+)
+
+
 def controller_policies(
     *,
     partition: str,

@@ -128,14 +128,7 @@ class KarpenterAws(pulumi.ComponentResource):
                 queue_arn=v[2],
             )
         )
-        for policy_name in (
-            "NodeLifecycle",
-            "IAMIntegration",
-            "EKSIntegration",
-            "Interruption",
-            "ZonalShift",
-            "ResourceDiscovery",
-        ):
+        for policy_name in docs.CONTROLLER_POLICY_NAMES:
             attached_policy(
                 f"{name}-{policy_name}",
                 role=controller,

@@ -46,6 +46,7 @@ def test_karpenter_policies_fit_and_are_scoped_to_the_cluster() -> None:
         "ZonalShift",
         "ResourceDiscovery",
     }
+    assert tuple(docs) == karpenter.CONTROLLER_POLICY_NAMES  # the component declares these
     assert all(_size(d) < MANAGED_POLICY_MAX for d in docs.values())
     assert sum(_size(d) for d in docs.values()) > MANAGED_POLICY_MAX  # they could not be one policy
     lifecycle = {s["Sid"]: s for s in docs["NodeLifecycle"]["Statement"]}
