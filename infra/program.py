@@ -32,12 +32,12 @@ from infra.wiring.cluster_services import (
     wire_workload_identities,
 )
 from infra.wiring.context import StackContext
+from infra.wiring.data_stores import wire_cluster_storage, wire_storage
 from infra.wiring.fsx import wire_fsx
 from infra.wiring.inference import wire_inference
 from infra.wiring.keys import wire_keys
 from infra.wiring.monitoring import wire_monitoring
 from infra.wiring.network import wire_network
-from infra.wiring.storage import wire_cluster_storage, wire_storage
 from infra.wiring.training import wire_images, wire_training
 
 FindingSink = Callable[[Finding], None]

@@ -15,7 +15,7 @@ from infra.components.aws.kms import KmsKeys
 from infra.model import naming
 from infra.model.config.schema import TrailMode
 from infra.wiring.context import StackContext
-from infra.wiring.storage import StorageWiring, trail_bucket_name
+from infra.wiring.data_stores import StorageWiring, trail_bucket_name
 
 
 def wire_audit(ctx: StackContext, keys: KmsKeys, storage: StorageWiring) -> AuditTrail | None:

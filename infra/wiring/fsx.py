@@ -25,7 +25,7 @@ from infra.model.config.fsx import LustreLogLevel
 from infra.wiring.cluster import ClusterWiring
 from infra.wiring.cluster_services import SYSTEM_NAMESPACE, ClusterServicesWiring, system_pools
 from infra.wiring.context import StackContext
-from infra.wiring.storage import StorageWiring
+from infra.wiring.data_stores import StorageWiring
 
 
 @dataclass

@@ -47,7 +47,7 @@ from infra.model.zones import vpc_zones
 from infra.wiring.cluster import ClusterWiring
 from infra.wiring.cluster_services import ClusterServicesWiring, system_pools
 from infra.wiring.context import StackContext
-from infra.wiring.storage import StorageWiring
+from infra.wiring.data_stores import StorageWiring
 
 
 @dataclass

@@ -13,7 +13,7 @@ from infra.model import naming
 from infra.model.config.network import NatStrategy
 from infra.model.zones import vpc_zones
 from infra.wiring.context import StackContext
-from infra.wiring.storage import StorageWiring, trail_bucket_name
+from infra.wiring.data_stores import StorageWiring, trail_bucket_name
 
 
 def nat_zones(strategy: NatStrategy, zones: tuple[str, ...]) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from infra.lib import training as t
 from infra.model.config.training import BANDWIDTH_CHECK_NAME
 from infra.model.trainer_settings import TrainerSettings
 from infra.wiring.context import StackContext
-from infra.wiring.storage import StorageWiring
+from infra.wiring.data_stores import StorageWiring
 
 # The namespace of the Trainer's controller runs only the controller and JobSet's, both of which the
 # charts configure for the restricted profile (non-root, no capabilities, RuntimeDefault seccomp:

@@ -1,4 +1,4 @@
-"""Wiring of the storage components for one stack (creates components only).
+"""Wiring of the data stores for one stack, from the ``storage`` section (creates components only).
 
 Train stacks (``backend: s3``): ``Buckets`` (datasets, checkpoints, artifacts, access logs), ``Registry``
 (ECR) and, with ``storage.replicate_to``, ``ArtifactReplication`` to the inference regions. Infer stacks read

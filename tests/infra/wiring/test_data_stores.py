@@ -16,7 +16,7 @@ from infra.model.facts import AccountFacts, RegionFacts
 from infra.plan.mocks import ACCOUNT_ID, AwsSnapshotMocks
 from infra.plan.runner import RecordedResource, planned_outputs, run_program
 from infra.wiring.context import StackContext
-from infra.wiring.storage import wire_cluster_storage, wire_storage
+from infra.wiring.data_stores import wire_cluster_storage, wire_storage
 
 ISSUER = "oidc.eks.us-east-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
 OIDC_ARN = f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{ISSUER}"
