@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.moto_server import MotoServer
+from trainer.tools.moto_server import MotoServer
 
 
 @pytest.fixture(scope="module")

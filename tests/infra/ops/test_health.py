@@ -17,7 +17,7 @@ from infra.io.cluster_health import TOKEN_PREFIX, eks_token
 from infra.io.stackfiles import load_stack_config
 from infra.model.rollout import HealthGateConfig
 from infra.ops.health import AwsHealthGate, nodes_check, outputs_check
-from tests.support.moto_server import MotoServer
+from trainer.tools.moto_server import MotoServer
 
 
 class Api:

@@ -25,8 +25,8 @@ from infra.model.quotas import QUOTAS
 from infra.model.rollout import RolloutConfig
 from infra.ops.preflight import CheckRow, Status, preflight, preflight_project, preflight_stack
 from tests.conftest import REPO
-from tests.support.moto_server import MotoServer
 from tests.support.stubbing import OperationStubber
+from trainer.tools.moto_server import MotoServer
 
 CR = "cr-0123456789abcdef0"
 ROLLOUT = RolloutConfig(
