@@ -2,7 +2,8 @@
 
 Each builder names the chart version whose ``values.yaml`` it was written against; keys not set here keep
 the chart's defaults. The values that silently break things when wrong (selectors, tolerations, service
-account names, role ARNs) are asserted in ``tests/infra/lib/test_charts.py``.
+account names, role ARNs) are asserted on the planned releases in
+``tests/infra/wiring/test_cluster_services.py``.
 
 Placement: controllers run on the system pools (``aiplat.io/pool In [<pools with gpu: false>]``), never on
 GPU nodes; device plugins run only on the GPU (NVIDIA) or EFA pools and tolerate every taint there, so a

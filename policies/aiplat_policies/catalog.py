@@ -5,8 +5,8 @@ AWS's numbers: ``gpus`` is the GPU count of DescribeInstanceTypes (``GpuInfo.Gpu
 ``efa_interfaces`` the EFA interfaces a launch template can attach
 (``infra.model.facts.InstanceFacts.efa_interface_limit``: one per network card, at most
 ``EfaInfo.MaximumEfaInterfaces``), as the AWS data bundled in moto 5.2.5 reports them.
-tests/policies/test_catalog.py checks every row against that data through the same InstanceFacts the plan
-uses. Add a row for a new GPU type (the test tells you if a number is wrong).
+tests/policies/test_pack.py (test_catalog_is_aws_data) checks every row against that data through the same
+InstanceFacts the plan uses. Add a row for a new GPU type (the test tells you if a number is wrong).
 https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html
 """
 

@@ -1,7 +1,8 @@
 """EFA counters for Prometheus: reads the EFA driver's hardware counters from sysfs at every scrape.
 
-Runs as a DaemonSet on EFA nodes (``infra/components/k8s/efa_exporter.py``), the script mounted from a
-ConfigMap into a stock Python image; standard library only, so there is no image of ours to build.
+Runs as a DaemonSet on EFA nodes (``EfaExporter``, ``infra/components/k8s/gpu_exporters.py``), the script
+mounted from a ConfigMap into a stock Python image; standard library only, so there is no image of ours to
+build.
 
 Why not node-exporter: its ``infiniband`` collector (procfs ``sysfs/class_infiniband.go``) keeps only a
 fixed list of mlx5 counter names and silently drops every EFA counter (node_exporter PR #3670, which adds
