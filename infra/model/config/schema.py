@@ -1,9 +1,10 @@
 """The stack config schema.
 
-A stack file holds data only; everything it may say is declared here and in the section modules
-(``base``, ``network``, ``compute``, ``storage``, ``services``), with units, defaults and what
-conflicts with what.
-Unknown keys are rejected (see ``loader.py`` for the did-you-mean hint). Checks that need AWS facts
+A stack file holds data only; everything it may say is declared here and in the section modules beside
+this one (``network``, ``compute``, ``storage``, ``security``, ``services``, ``monitoring``, ``training``,
+``inference``, ``fsx``; shared pieces in ``base`` and ``charts``), with units, defaults and what conflicts
+with what.
+Unknown keys are rejected (``parse.py`` adds the did-you-mean hint). Checks that need AWS facts
 (is this type offered in that AZ?) are rules (``infra/rules/``) and run before any resource is created.
 """
 
