@@ -56,11 +56,6 @@ class CheckpointManifest:
     metrics: dict[str, Any] | None
     raw: dict[str, Any]
 
-    @property
-    def total_bytes(self) -> int:
-        """Sum of the file sizes."""
-        return sum(f.size for f in self.files.values())
-
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)

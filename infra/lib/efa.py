@@ -56,11 +56,6 @@ def max_efa_interfaces(facts: InstanceFacts) -> int:
     return facts.efa_interface_limit
 
 
-def uses_efa_only(facts: InstanceFacts) -> bool:
-    """Whether the family's further interfaces are ``efa-only`` (the P5 layout)."""
-    return family(facts.instance_type).startswith(_EFA_ONLY_FAMILY_PREFIXES)
-
-
 def _card_accepts(facts: InstanceFacts, index: int, interface_type: str) -> bool:
     for card in facts.network_cards:
         if card.index == index and card.interface_types:

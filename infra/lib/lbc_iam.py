@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 SOURCE_TAG = "v3.5.0"
-SOURCE_COMMIT = "11eb202c97e4ae2ee45e0658c4cde9a4b59f33d4"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
 POLICY: dict[str, Any] = {

@@ -18,7 +18,6 @@ from infra.model.trainer_settings import TrainerSettings
 
 # MinIO backend: the Secret with endpoint and credentials in each workload namespace (components/k8s/minio.py)
 MINIO_SECRET = "aiplat-s3"
-IMAGE_PLACEHOLDER = "(the runtime's image)"
 
 
 def _training(cfg: PlatformConfig) -> TrainingConfig:

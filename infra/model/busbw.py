@@ -70,11 +70,6 @@ class BusbwThreshold:
     message_bytes: int
     basis: str  # how the number was derived, with its source
 
-    @property
-    def expected_gbps(self) -> float | None:
-        p = PUBLISHED.get(self.instance_type)
-        return p.busbw_gbps if p else None
-
 
 def network_gbytes_per_s(facts: InstanceFacts) -> float:
     """The node's baseline network bandwidth in GB/s (sum over its network cards, AWS data)."""

@@ -12,9 +12,6 @@ from collections.abc import Iterable
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-WORLD_V4 = "0.0.0.0/0"
-WORLD_V6 = "::/0"
-
 
 def network(cidr: str) -> Network | None:
     """The network of ``cidr`` (host bits allowed, as AWS accepts them), or None if it is not a CIDR."""

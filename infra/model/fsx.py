@@ -19,9 +19,6 @@ from infra.model.facts import RegionFacts
 from infra.model.zones import pool_zones
 
 CREATE_FILE_SYSTEM_DOC = "https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html"
-CREATE_DRA_DOC = (
-    "https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateDataRepositoryAssociation.html"
-)
 
 # MB/s/TiB per deployment type (SSD).
 THROUGHPUT_TIERS: dict[LustreDeploymentType, tuple[int, ...]] = {

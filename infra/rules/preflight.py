@@ -30,7 +30,6 @@ REGIONS_DOC = "https://docs.aws.amazon.com/accounts/latest/reference/manage-acct
 QUOTAS_DOC = "https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html"
 RESERVATIONS_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-using.html"
 ADDONS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html"
-SLR_DOC = "https://docs.aws.amazon.com/autoscaling/ec2/userguide/autoscaling-service-linked-role.html"
 ENDPOINT_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"
 BACKEND_DOC = "https://www.pulumi.com/docs/iac/concepts/state-and-backends/"
 SECRETS_DOC = "https://www.pulumi.com/docs/iac/concepts/secrets/"

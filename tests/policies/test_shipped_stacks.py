@@ -17,7 +17,6 @@ from tests.conftest import STACKS
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EVERY = (*STACKS, *list_stacks(EXAMPLES))
 PROD = {"prod-us-train", "prod-hk-infer", "prod-sg-infer", "capacity-block", "odcr"}
-WITH_BUCKETS = {"dev-us-train", "prod-us-train", "capacity-block", "nat-none", "odcr"}
 
 # rule -> (why it fails today and which stream fixes it, the stacks it fails on)
 EXPECTED: dict[str, tuple[str, set[str]]] = {
