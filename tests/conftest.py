@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pulumi
@@ -15,6 +15,7 @@ from infra.io.stackfiles import list_stacks
 from infra.plan.mocks import AwsSnapshotMocks
 from infra.plan.runner import Plan, run_plan, run_program
 from tests.support.config_cases import drop_at, set_at
+from trainer.tools.moto_server import MotoServer
 
 REPO = Path(__file__).resolve().parents[1]
 STACKS = list_stacks()
@@ -104,6 +105,21 @@ def monitors(monkeypatch: pytest.MonkeyPatch) -> list:
 
     monkeypatch.setattr(runner.RecordingMonitor, "__init__", spy)
     return created
+
+
+@pytest.fixture()
+def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
+    """A running moto S3 server, emptied; ``AWS_*`` variables point boto3, the S3 connector and child
+    processes at it."""
+    s3 = MotoServer()
+    for k, v in s3.env().items():
+        monkeypatch.setenv(k, v)
+    s3.start()
+    s3.reset()  # moto keeps its backends in this process across servers: start each test from an empty S3
+    try:
+        yield s3
+    finally:
+        s3.stop()
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ import pytest
 from tests.trainer._support import make_corpus
 from trainer.release import WEIGHTS, Release, publish
 from trainer.tools.make_shards import encode, write_shards
-from trainer.tools.moto_server import MotoServer
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "gpt-debug"
@@ -105,17 +104,3 @@ def flip_byte(path: Path) -> None:
 def corrupt_release(root: Path, version: str) -> None:
     """A weights file whose bytes no longer match the manifest."""
     flip_byte(version_dir(root, version) / WEIGHTS)
-
-
-@pytest.fixture()
-def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
-    """A running moto S3 server, emptied; ``AWS_*`` variables point boto3 (here and in children) at it."""
-    s3 = MotoServer()
-    for k, v in s3.env().items():
-        monkeypatch.setenv(k, v)
-    s3.start()
-    s3.reset()  # moto keeps its backends in this process across servers: start each test from an empty S3
-    try:
-        yield s3
-    finally:
-        s3.stop()

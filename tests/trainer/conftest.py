@@ -18,7 +18,6 @@ from trainer.distributed import DistInfo, destroy_distributed, init_distributed
 from trainer.loop import Trainer
 from trainer.tools.commands import DEBUG_CONFIG
 from trainer.tools.make_shards import encode, write_shards
-from trainer.tools.moto_server import MotoServer
 
 
 @pytest.fixture(scope="session")
@@ -58,20 +57,6 @@ def shards_dir(trainer_tmp_root: Path) -> Path:
     out = trainer_tmp_root / "shards"
     write_shards(encode(make_corpus()), out, shard_tokens=40_000)
     return out
-
-
-@pytest.fixture()
-def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
-    """A running moto S3 server, emptied; ``AWS_*`` variables point boto3 and the S3 connector at it."""
-    s3 = MotoServer()
-    for k, v in s3.env().items():
-        monkeypatch.setenv(k, v)
-    s3.start()
-    s3.reset()  # moto keeps its backends in this process across servers: start from an empty S3
-    try:
-        yield s3
-    finally:
-        s3.stop()
 
 
 @pytest.fixture()
