@@ -138,6 +138,30 @@ def test_nodes_no_ssh(check, resource, expected):
 GPU_TAINT = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
 
 
+def nodepool(
+    name: str,
+    limit: float | None = None,
+    families: list[str] | None = None,
+    *,
+    categories: list[str] | None = None,
+    taints: list[dict] | None = None,
+) -> R:
+    """A Karpenter NodePool requiring ``families`` and/or ``categories`` (neither: no requirement), with a
+    GPU ``limit`` and ``taints`` where given."""
+    requirements = [
+        {"key": f"karpenter.k8s.aws/instance-{key}", "operator": "In", "values": values}
+        for key, values in (("family", families), ("category", categories))
+        if values
+    ]
+    template: dict = {"requirements": requirements}
+    if taints is not None:
+        template["taints"] = taints
+    spec: dict = {"template": {"spec": template}}
+    if limit is not None:
+        spec["limits"] = {"nvidia.com/gpu": limit}
+    return R(NODE_POOL, name, {"spec": spec})
+
+
 @pytest.mark.parametrize(
     ("resource", "expected"),
     [
@@ -163,48 +187,11 @@ GPU_TAINT = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
         ),
         (R(NG, "gpu", {"instanceTypes": ["p5.48xlarge"]}), "lacks the nvidia.com/gpu"),
         (
-            R(
-                NODE_POOL,
-                "gpu",
-                {
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "requirements": [
-                                    {
-                                        "key": "karpenter.k8s.aws/instance-family",
-                                        "operator": "In",
-                                        "values": ["g5", "g6"],
-                                    }
-                                ]
-                            }
-                        }
-                    }
-                },
-            ),
+            nodepool("gpu", families=["g5", "g6"]),
             "GPU NodePool lacks the nvidia.com/gpu:NoSchedule taint",
         ),
         (
-            R(
-                NODE_POOL,
-                "gpu",
-                {
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "requirements": [
-                                    {
-                                        "key": "karpenter.k8s.aws/instance-category",
-                                        "operator": "In",
-                                        "values": ["g"],
-                                    }
-                                ],
-                                "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
-                            }
-                        }
-                    }
-                },
-            ),
+            nodepool("gpu", categories=["g"], taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]),
             None,
         ),
     ],
@@ -407,53 +394,17 @@ ALLOW = "instance-type-allowlist"
         ("prod-us-train", R(LT, "lt", {"instanceType": "p5en.48xlarge"}), None),
         (
             "prod-hk-infer",
-            R(NODE_POOL, "np", {"spec": {"template": {"spec": {"requirements": []}}}}),
+            nodepool("np"),
             "does not limit instance types or families",
         ),
         (
             "prod-hk-infer",
-            R(
-                NODE_POOL,
-                "np",
-                {
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "requirements": [
-                                    {
-                                        "key": "karpenter.k8s.aws/instance-family",
-                                        "operator": "In",
-                                        "values": ["g5", "g6e"],
-                                    }
-                                ]
-                            }
-                        }
-                    }
-                },
-            ),
+            nodepool("np", families=["g5", "g6e"]),
             None,
         ),
         (
             "prod-hk-infer",
-            R(
-                NODE_POOL,
-                "np",
-                {
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "requirements": [
-                                    {
-                                        "key": "karpenter.k8s.aws/instance-family",
-                                        "operator": "In",
-                                        "values": ["p5"],
-                                    }
-                                ]
-                            }
-                        }
-                    }
-                },
-            ),
+            nodepool("np", families=["p5"]),
             "instance types ['p5'] are not allowed",
         ),
     ],
@@ -493,52 +444,13 @@ def ng(name: str, itype: str, max_size: float) -> R:
         ([ng("train", "p5.48xlarge", UNKNOWN)], "node group 'train': GPU count unknown"),
         ([ng("new", "g7.xlarge", 1)], "GPU count unknown (types ['g7.xlarge']"),
         (
-            [
-                R(
-                    NODE_POOL,
-                    "np",
-                    {
-                        "spec": {
-                            "template": {
-                                "spec": {
-                                    "requirements": [
-                                        {
-                                            "key": "karpenter.k8s.aws/instance-category",
-                                            "operator": "In",
-                                            "values": ["g"],
-                                        }
-                                    ]
-                                }
-                            }
-                        }
-                    },
-                )
-            ],
+            [nodepool("np", categories=["g"])],
             "GPU NodePool 'np' sets no spec.limits['nvidia.com/gpu']",
         ),
         (
             [
                 ng("train", "p5.48xlarge", 3),
-                R(
-                    NODE_POOL,
-                    "np",
-                    {
-                        "spec": {
-                            "limits": {"nvidia.com/gpu": 16},
-                            "template": {
-                                "spec": {
-                                    "requirements": [
-                                        {
-                                            "key": "karpenter.k8s.aws/instance-category",
-                                            "operator": "In",
-                                            "values": ["g"],
-                                        }
-                                    ]
-                                }
-                            },
-                        }
-                    },
-                ),
+                nodepool("np", 16, categories=["g"]),
             ],
             "can run 40 GPUs (train 3x8, np limit 16)",
         ),
@@ -547,25 +459,6 @@ def ng(name: str, itype: str, max_size: float) -> R:
 )
 def test_gpu_budget(check, resources, expected):
     check("gpu-budget", resources, expected)
-
-
-def nodepool(name: str, limit: float, families: list[str]) -> R:
-    return R(
-        NODE_POOL,
-        name,
-        {
-            "spec": {
-                "limits": {"nvidia.com/gpu": limit},
-                "template": {
-                    "spec": {
-                        "requirements": [
-                            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": families}
-                        ]
-                    }
-                },
-            }
-        },
-    )
 
 
 @pytest.mark.parametrize(
