@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.monitoring.test_metric_names import MON, fake_sysfs, load_efa_exporter
+from trainer.ports import free_port
 
 SCRIPT = MON / "efa" / "efa_exporter.py"
 
@@ -24,12 +24,6 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         for fam in text_string_to_metric_families(text)
         for s in fam.samples
     }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_counters_per_device_and_port(tmp_path: Path) -> None:
