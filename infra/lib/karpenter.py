@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.lib.iam import Policy, policy
+from infra.lib.iam import VERSION, Policy, policy
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
@@ -297,7 +297,7 @@ def controller_policies(
 def interruption_queue_policy(queue_arn: str) -> Policy:
     """EventBridge (and SQS) may send to the queue; nothing may use it without TLS (template's policy)."""
     return {
-        "Version": "2012-10-17",
+        "Version": VERSION,
         "Id": "EC2InterruptionPolicy",
         "Statement": [
             {
