@@ -97,15 +97,12 @@ def data_uri(cfg: PlatformConfig, dataset: str) -> str:
         path = dataset_path(fsx, dataset)
         if path is not None:
             return path
-    env = cfg.environment.value
-    bucket = cfg.storage.bucket_name(BucketPurpose.datasets, cfg.name_prefix, env, cfg.region)
-    return f"s3://{bucket}/{dataset}"
+    return f"s3://{cfg.bucket_name(BucketPurpose.datasets)}/{dataset}"
 
 
 def checkpoint_uri(cfg: PlatformConfig, run_name: str) -> str:
     """Checkpoints under the trainer's prefix (its pod role may write only there), one folder per run."""
-    env = cfg.environment.value
-    bucket = cfg.storage.bucket_name(BucketPurpose.checkpoints, cfg.name_prefix, env, cfg.region)
+    bucket = cfg.bucket_name(BucketPurpose.checkpoints)
     prefix = cfg.storage.trainer.prefix.strip("/")
     return f"s3://{bucket}/{prefix}/runs/{run_name}"
 

@@ -52,7 +52,7 @@ def throughput_mbps(fsx: FsxConfig) -> float:
 
 def linked_bucket(cfg: PlatformConfig) -> str:
     """The bucket the file system links: the stack's datasets bucket."""
-    return cfg.storage.bucket_name(BucketPurpose.datasets, cfg.name_prefix, cfg.environment.value, cfg.region)
+    return cfg.bucket_name(BucketPurpose.datasets)
 
 
 def fsx_pool(cfg: PlatformConfig) -> str | None:

@@ -25,6 +25,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from infra.model.s3names import default_bucket_name
+
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html (name: 1-100 characters)
 CLUSTER_NAME_MAX = 100
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html (nodegroupName: 1-63)
@@ -214,6 +216,11 @@ class StackNames:
     def role_name(self, purpose: str) -> str:
         """An IAM role name: account-global, so it carries the region code."""
         return role_name(self.global_prefix, purpose)
+
+    def bucket(self, purpose: str, region: str | None = None) -> str:
+        """The derived S3 bucket name for ``purpose`` in ``region`` (default: the stack's region); a stack's
+        own data buckets may be renamed in the config (``PlatformConfig.bucket_name``)."""
+        return default_bucket_name(self.deployment, self.environment, region or self.region, purpose)
 
 
 # https://docs.aws.amazon.com/waf/latest/APIReference/API_CreateWebACL.html (Name: 1-128 of [\w-])

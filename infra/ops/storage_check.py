@@ -19,7 +19,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from infra.model import naming, s3names
+from infra.model import naming
 from infra.model.config.schema import BucketPurpose, PlatformConfig, Role, StorageBackend, TrailMode
 
 Clients = Callable[[str, str], Any]  # (service, region) -> boto3 client
@@ -52,8 +52,7 @@ def expected_buckets(cfg: PlatformConfig) -> dict[str, BucketPurpose]:
     """bucket name -> purpose, as the program names this stack's own buckets (train stacks on S3 only)."""
     if cfg.role != Role.train or cfg.storage.backend != StorageBackend.s3:
         return {}
-    env = cfg.environment.value
-    return {cfg.storage.bucket_name(p, cfg.name_prefix, env, cfg.region): p for p in BucketPurpose}
+    return {cfg.bucket_name(p): p for p in BucketPurpose}
 
 
 def all_expected(cfg: PlatformConfig) -> list[ExpectedBucket]:
@@ -65,15 +64,14 @@ def all_expected(cfg: PlatformConfig) -> list[ExpectedBucket]:
         alias = None if purpose is BucketPurpose.access_logs else data_alias
         out.append(ExpectedBucket(name, cfg.region, purpose.value, alias))
     if expected_buckets(cfg):
-        env = cfg.environment.value
         replica_alias = naming.kms_alias(names.global_prefix, "data-replica")
         for region in sorted(cfg.storage.replicate_to):
-            art = s3names.default_bucket_name(cfg.name_prefix, env, region, "artifacts")
-            logs = s3names.default_bucket_name(cfg.name_prefix, env, region, "access-logs")
+            art = names.bucket("artifacts", region)
+            logs = names.bucket("access-logs", region)
             out.append(ExpectedBucket(art, region, "replica artifacts", replica_alias))
             out.append(ExpectedBucket(logs, region, "replica access-logs", None))
     if cfg.security.audit.trail is TrailMode.create:
-        trail = s3names.default_bucket_name(cfg.name_prefix, cfg.environment.value, cfg.region, "cloudtrail")
+        trail = names.bucket("cloudtrail")
         # the logs key, without Bucket Keys (CloudTrail's own encryption context stays on every object)
         logs_alias = naming.kms_alias(names.stack_prefix, "logs")
         out.append(

@@ -33,7 +33,7 @@ from infra.components.aws.replication import ArtifactReplication, ArtifactReplic
 from infra.components.k8s.minio import Minio, MinioArgs, MinioWorkload
 from infra.lib import iam
 from infra.lib.namespaces import PodSecurity, pss_labels
-from infra.model import naming, s3names
+from infra.model import naming
 from infra.model.config.schema import (
     BucketPurpose,
     MinioMode,
@@ -67,7 +67,7 @@ def trail_bucket_name(ctx: StackContext) -> str | None:
     cfg = ctx.cfg
     if cfg.security.audit.trail is not TrailMode.create:
         return None
-    return s3names.default_bucket_name(cfg.name_prefix, cfg.environment.value, cfg.region, "cloudtrail")
+    return cfg.names.bucket("cloudtrail")
 
 
 def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> StorageWiring:
@@ -75,7 +75,6 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
     cfg, account, opts = ctx.cfg, ctx.account, ctx.in_region
     out = StorageWiring()
     st = cfg.storage
-    env = cfg.environment.value
     life = st.lifecycle
     if cfg.role == Role.infer:
         if st.source_stack:
@@ -90,12 +89,12 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
         return out
 
     if st.backend == StorageBackend.s3:
-        names = {p.value: st.bucket_name(p, cfg.name_prefix, env, cfg.region) for p in DATA_PURPOSES}
+        names = {p.value: cfg.bucket_name(p) for p in DATA_PURPOSES}
         out.buckets = Buckets(
             "storage",
             BucketsArgs(
                 names=names,
-                log_bucket_name=st.bucket_name(BucketPurpose.access_logs, cfg.name_prefix, env, cfg.region),
+                log_bucket_name=cfg.bucket_name(BucketPurpose.access_logs),
                 kms_key_arn=data_key_arn,
                 account_id=account.account_id,
                 partition=account.partition,
@@ -137,10 +136,8 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
                 source_region=cfg.region,
                 targets={
                     region: ReplicaTarget(
-                        bucket_name=s3names.default_bucket_name(cfg.name_prefix, env, region, "artifacts"),
-                        log_bucket_name=s3names.default_bucket_name(
-                            cfg.name_prefix, env, region, "access-logs"
-                        ),
+                        bucket_name=ctx.names.bucket("artifacts", region),
+                        log_bucket_name=ctx.names.bucket("access-logs", region),
                     )
                     for region in st.replicate_to
                 },
@@ -213,7 +210,6 @@ def wire_cluster_storage(
     """
     cfg, opts = ctx.cfg, ctx.in_region
     st = cfg.storage
-    env = cfg.environment.value
     stack_prefix = ctx.names.stack_prefix
 
     def who(access: PodAccessConfig) -> ServiceAccountRef:
@@ -224,7 +220,7 @@ def wire_cluster_storage(
     if st.backend == StorageBackend.minio:
         assert st.minio is not None  # the schema requires it with backend: minio
         purposes = DATA_PURPOSES if cfg.role == Role.train else (BucketPurpose.artifacts,)
-        names = {p.value: st.bucket_name(p, cfg.name_prefix, env, cfg.region) for p in purposes}
+        names = {p.value: cfg.bucket_name(p) for p in purposes}
         arn = {p: f"arn:aws:s3:::{n}" for p, n in names.items()}
         workloads = {
             "inference": MinioWorkload(

@@ -253,3 +253,7 @@ class PlatformConfig(Strict):
     def names(self) -> StackNames:
         """The stack's name prefixes (``infra/model/naming.py``)."""
         return StackNames(self.name_prefix, self.environment.value, self.role.value, self.region)
+
+    def bucket_name(self, purpose: BucketPurpose) -> str:
+        """The name of this stack's ``purpose`` bucket: ``storage.bucket_names`` or the derived one."""
+        return self.storage.bucket_name(purpose, self.name_prefix, self.environment.value, self.region)
