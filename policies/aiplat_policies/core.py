@@ -17,6 +17,7 @@ registering the rule (``aiplat_policies.pack`` imports them all).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -195,6 +196,8 @@ class StackInfo:
     region: str | None = None
     # the trail that records this stack when its config says so (security.audit.trail: existing)
     trail_elsewhere: str | None = None
+    # the stack's whole aiplat:platform document (rules that need the config itself, e.g. cost-cap)
+    platform: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> StackInfo:
@@ -220,6 +223,7 @@ class StackInfo:
             environment=text("environment"),
             region=text("region"),
             trail_elsewhere=existing if isinstance(existing, str) and existing else None,
+            platform=platform or None,
         )
 
 
@@ -370,7 +374,7 @@ class Rule:
     def _stack_info(self, urn: str) -> StackInfo:
         info = StackInfo.from_environment()
         if not info.name and urn:
-            info = StackInfo(stack_of_urn(urn), info.project, info.role, info.environment, info.region)
+            info = dataclasses.replace(info, name=stack_of_urn(urn))
         return info
 
     def policy(self) -> Policy:

@@ -1,0 +1,160 @@
+"""What a stack may cost: its estimated monthly cost at max size under a cap per stack (pack config).
+
+The estimate is ``aiplat cost``'s (``infra.model.cost.estimate_stack`` over the price table
+``infra/model/data/prices.yaml``), computed from the stack's own config, which the engine hands every
+policy pack in ``PULUMI_CONFIG`` (``StackInfo.platform``). The one thing the config does not say is which
+instance types a Karpenter pool may launch (``aiplat cost`` asks AWS's facts); here they are read from the
+NodePool in the plan (its ``node.kubernetes.io/instance-type`` requirement) with the GPU counts of
+``catalog.py``.
+
+The cap bounds the worst case the stack can reach: every node pool at ``max_size`` as configured (a
+Capacity Block or ODCR bills every reserved instance anyway), every Karpenter GPU pool at its GPU limit on
+its dearest priced type per GPU, and the fixed costs (EKS, NAT gateways, interface endpoints, the load
+balancer). Usage-driven items (NAT and replication traffic, CloudTrail data events) are priced at zero
+volume: the cap is on what the stack's size commits to, not on traffic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+
+from infra.io.prices import load_price_table
+from infra.model.config.parse import parse_platform_config
+from infra.model.cost import Candidate, Lookup, Money, Option, StackCost, Usage, estimate_stack
+from infra.model.errors import PlatformError
+
+from . import catalog
+from .core import MEDIUM, Ctx, Stack, Violation, dig, stack_rule, violation
+from .nodes import NODE_POOL, karpenter_requirements
+
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+
+# Monthly USD each stack may reach at max size: the estimate of the stack files as shipped, rounded up with
+# room to grow (2026-11-30, prices.yaml: dev-us-train $6,049, prod-us-train $162,251 (four p5.48xlarge),
+# prod-hk-infer $78,931 and prod-sg-infer $71,847 (16 GPUs at the dearest priced g4dn/g5 type per GPU)).
+# '*' covers other stacks; the examples reach at most $81,393 (fsx: p5.48xlarge nodes).
+DEFAULT_MAX_MONTHLY_USD = {
+    "dev-us-train": 8_000,
+    "prod-us-train": 210_000,
+    "prod-hk-infer": 90_000,
+    "prod-sg-infer": 90_000,
+    "*": 100_000,
+}
+UNPRICED = ("ignore", "violation")
+
+
+def karpenter_candidates(stack: Stack, look: Lookup) -> dict[str, tuple[tuple[Candidate, ...], list[str]]]:
+    """NodePool name -> (the candidates with GPU counts from the catalog, the types the catalog lacks)."""
+    out: dict[str, tuple[tuple[Candidate, ...], list[str]]] = {}
+    for pool in stack.of_type(NODE_POOL):
+        name = dig(pool.props, "metadata", "name")
+        if not isinstance(name, str):
+            continue
+        types = sorted(
+            {
+                str(t)
+                for op, values in karpenter_requirements(pool).get(INSTANCE_TYPE, [])
+                if op == "In"
+                for t in values
+            }
+        )
+        known = [t for t in types if t in catalog.CATALOG and catalog.CATALOG[t].gpus > 0]
+        candidates = tuple(
+            Candidate(
+                t, catalog.CATALOG[t].gpus, {o: look.instance(t, o) for o in (Option.on_demand, Option.spot)}
+            )
+            for t in known
+        )
+        out[name] = (candidates, [t for t in types if t not in known])
+    return out
+
+
+def estimate(stack: Stack, ctx: Ctx) -> tuple[StackCost, list[str]]:
+    """The stack's estimate from its config and the plan's NodePools, and the Karpenter types without a GPU
+    count in the catalog. Raises PlatformError (ConfigErrors) when the config does not parse."""
+    cfg = parse_platform_config(dict(ctx.stack.platform or {}))
+    table = load_price_table()
+    cost = estimate_stack(ctx.stack.name, cfg, table, Usage(on=ctx.today))
+    found = karpenter_candidates(stack, Lookup(table, cfg.region))
+    missing: list[str] = []
+    pools = []
+    for k in cost.karpenter:
+        candidates, lacking = found.get(k.pool, ((), []))
+        missing += [f"karpenter.{k.pool}: {t}" for t in lacking]
+        # pod=None: only the max size is capped, which needs no fit of the replica's requests
+        pools.append(dataclasses.replace(k, candidates=candidates, pod=None))
+    return dataclasses.replace(cost, karpenter=tuple(pools)), missing
+
+
+def usd(amount: float) -> str:
+    return f"${amount:,.0f}"
+
+
+@stack_rule(
+    "cost-cap",
+    description="The stack's estimated monthly cost at max size (node pools at max_size, Karpenter GPU pools "
+    "at their GPU limit, EKS, NAT gateways, interface endpoints, load balancer) stays under its cap (config "
+    "maxMonthlyUsd, per stack with '*' as the fallback), priced from the table of 'aiplat cost'.",
+    severity=MEDIUM,
+    doc="https://aws.amazon.com/ec2/pricing/on-demand/",
+    unknowns="The estimate comes from the stack's config, not from resource properties, so values unknown at "
+    "preview do not reach it; a missing or invalid config is a violation. Prices the table does not have are "
+    "left out and named: with unpriced 'ignore' (default: the shipped table lacks some regional prices) the "
+    "priced part, a lower bound, is compared with the cap; with 'violation' any unpriced item is one.",
+    config={
+        "maxMonthlyUsd": {
+            "type": "object",
+            "additionalProperties": {"type": "number"},
+            "default": DEFAULT_MAX_MONTHLY_USD,
+            "description": "Stack name -> most USD per month at max size; '*' for other stacks.",
+        },
+        "unpriced": {
+            "type": "string",
+            "enum": list(UNPRICED),
+            "default": "ignore",
+            "description": "An item without a price: 'ignore' (cap the priced part) or 'violation'.",
+        },
+    },
+)
+def cost_cap(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
+    cap = ctx.per_stack("maxMonthlyUsd")
+    if cap is None:
+        yield violation(
+            f"no monthly cost cap for stack {ctx.stack.name!r}",
+            "add it (or '*') to the cost-cap maxMonthlyUsd config",
+        )
+        return
+    if not isinstance(ctx.stack.platform, Mapping):
+        yield violation(
+            f"stack {ctx.stack.name!r}: the pack was given no aiplat:platform config, so its cost cannot be "
+            "estimated",
+            "run the pack through 'pulumi preview --policy-pack policies' on an aiplat stack (the CLI passes "
+            "the stack's config) or 'aiplat review'",
+        )
+        return
+    try:
+        cost, missing = estimate(stack, ctx)
+    except PlatformError as exc:
+        yield violation(
+            f"stack {ctx.stack.name!r}: its config does not validate, so its cost cannot be estimated: {exc}",
+            "fix the stack config ('aiplat plan --stack' names the field)",
+        )
+        return
+    monthly: Money = cost.monthly("max")
+    unpriced = list(monthly.unknown) + missing
+    left_out = f" (left out, no price or GPU count: {'; '.join(unpriced)})" if unpriced else ""
+    if monthly.usd > float(cap):
+        yield violation(
+            f"stack {ctx.stack.name!r} can cost {usd(monthly.usd)}/month at max size{left_out}, "
+            f"over its cap of {usd(float(cap))}",
+            "lower max_size / Karpenter gpu_limit ('aiplat cost --stack' shows each pool), or raise "
+            f"maxMonthlyUsd[{ctx.stack.name!r}] in the pack config",
+        )
+    elif unpriced and ctx.config.get("unpriced") == "violation":
+        yield violation(
+            f"stack {ctx.stack.name!r}: {usd(monthly.usd)}/month at max size is under its cap of "
+            f"{usd(float(cap))}, but the estimate could not price {'; '.join(unpriced)}",
+            "add the missing prices to infra/model/data/prices.yaml (with their source), or set the cost-cap "
+            "config unpriced: ignore",
+        )

@@ -1,0 +1,87 @@
+"""cost-cap: the pack estimates a stack's monthly cost at max size from its config with the cost model of
+``aiplat cost`` and refuses a stack over its cap."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+
+import pytest
+
+from infra.io.prices import load_price_table
+from infra.io.snapshot import region_facts
+from infra.model.config.parse import parse_platform_config
+from infra.model.cost import Usage, estimate_stack
+from infra.review import review_plan
+from tests.conftest import STACKS
+
+RULE = "cost-cap"
+
+
+def cost_messages(plan: dict, config: dict | None = None) -> list[str]:
+    review = review_plan(plan, pack_config={RULE: config} if config is not None else None)
+    return [d.message for d in review.diagnostics if d.policy == RULE]
+
+
+def amount(message: str) -> float:
+    return float(message.split("can cost $", 1)[1].split("/month", 1)[0].replace(",", ""))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_pack_prices_the_stack_as_aiplat_cost_does_at_max(plan_stack, stack) -> None:
+    """The pack reads Karpenter's candidate types from the planned NodePool and their GPUs from its catalog;
+    ``aiplat cost`` reads both from AWS's facts. At max size the two give the same amount, under the
+    shipped cap, and a cap one dollar below it is refused with that amount."""
+    plan = plan_stack(stack).as_json()
+    cfg = parse_platform_config(plan["config"])
+    expected = estimate_stack(
+        stack, cfg, load_price_table(), Usage(on=dt.date.today()), region_facts(cfg)
+    ).monthly("max")
+    assert expected.usd > 0
+    assert cost_messages(plan) == []  # the default cap holds the shipped stack
+    [message] = cost_messages(plan, {"maxMonthlyUsd": {stack: int(expected.usd) - 1}})
+    assert amount(message) == pytest.approx(round(expected.usd), abs=0.5)
+    assert f"over its cap of ${int(expected.usd) - 1:,}" in message
+    assert "fix: lower max_size / Karpenter gpu_limit" in message
+    for label in expected.unknown:  # what the table cannot price is named, not guessed
+        assert label in message
+
+
+def test_a_larger_pool_raises_the_estimate_by_its_nodes(plan_stack) -> None:
+    """One more p5.48xlarge at max size on prod-us-train costs 730 h x its On-Demand price more."""
+    plan = copy.deepcopy(plan_stack("prod-us-train").as_json())
+    [pool] = [n for n, p in plan["config"]["node_pools"].items() if p["instance_type"] == "p5.48xlarge"]
+    base = amount(cost_messages(plan, {"maxMonthlyUsd": {"*": 1}})[0])
+    plan["config"]["node_pools"][pool]["max_size"] += 1
+    more = amount(cost_messages(plan, {"maxMonthlyUsd": {"*": 1}})[0])
+    table = load_price_table()
+    price = table.instances["us-east-1"]["p5.48xlarge"].on_demand.usd
+    assert more - base == pytest.approx(table.hours_per_month * price, abs=1)
+
+
+def test_unpriced_items_are_a_violation_only_when_configured(plan_stack) -> None:
+    plan = plan_stack("prod-hk-infer").as_json()  # ap-east-1: NAT, endpoint and ALB prices are missing
+    assert cost_messages(plan) == []
+    [message] = cost_messages(plan, {"unpriced": "violation"})
+    assert "but the estimate could not price" in message and "NAT gateway, ap-east-1" in message
+
+
+def test_no_cap_for_the_stack_is_a_violation(plan_stack) -> None:
+    plan = plan_stack("dev-us-train").as_json()
+    [message] = cost_messages(plan, {"maxMonthlyUsd": {"prod-us-train": 1}})
+    assert "no monthly cost cap for stack 'dev-us-train'" in message
+
+
+def test_a_config_that_does_not_validate_is_a_violation(plan_stack) -> None:
+    plan = copy.deepcopy(plan_stack("dev-us-train").as_json())
+    plan["config"]["node_pools"]["system"]["max_size"] = "many"
+    [message] = cost_messages(plan)
+    assert "its config does not validate, so its cost cannot be estimated" in message
+    assert "node_pools.system.max_size" in message
+
+
+def test_no_platform_config_is_a_violation(plan_stack) -> None:
+    plan = copy.deepcopy(plan_stack("dev-us-train").as_json())
+    plan["config"] = {}
+    [message] = cost_messages(plan)
+    assert "the pack was given no aiplat:platform config" in message
