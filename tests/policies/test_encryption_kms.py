@@ -114,6 +114,15 @@ EBS = "ebs-cmk-encryption"
             "parameters: volume not encrypted",
         ),
         (
+            # parameters built in one apply over a value of this update: unknown as a whole at preview
+            R(
+                "kubernetes:storage.k8s.io/v1:StorageClass",
+                "gp3",
+                {"provisioner": "ebs.csi.aws.com", "parameters": UNKNOWN},
+            ),
+            "parameters: volume not encrypted (encrypted=<unknown at preview>)",
+        ),
+        (
             R(
                 "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",
                 "gpu",
@@ -138,6 +147,7 @@ EBS = "ebs-cmk-encryption"
         "volume-plain",
         "storageclass-cmk",
         "storageclass-plain",
+        "storageclass-unknown-parameters",
         "nodeclass-cmk",
         "nodeclass-default",
     ],
