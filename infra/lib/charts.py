@@ -75,13 +75,16 @@ def load_balancer_controller_values(
     *,
     cluster_name: str,
     region: str,
-    vpc_id: str,
-    role_arn: str,
+    vpc_id: Any,
+    role_arn: Any,
     replicas: int,
     ssl_policy: str,
     system_pools: Sequence[str],
 ) -> dict[str, Any]:
     """aws/eks-charts ``stable/aws-load-balancer-controller`` 3.5.0 values.
+
+    ``vpc_id`` and ``role_arn`` are placed as they are (strings, or values known only at deploy time that
+    the wiring passes without an apply, so every other value stays known at preview).
 
     ``region`` and ``vpcId`` are set because pods cannot read them from instance metadata (IMDS hop limit 1
     and the NetworkPolicies); the service account (chart-created, fixed name) carries the IRSA role whose
@@ -137,14 +140,17 @@ def cert_manager_values(*, system_pools: Sequence[str]) -> dict[str, Any]:
 def karpenter_values(
     *,
     cluster_name: str,
-    cluster_endpoint: str,
-    interruption_queue: str,
-    role_arn: str,
+    cluster_endpoint: Any,
+    interruption_queue: Any,
+    role_arn: Any,
     region: str,
     replicas: int,
     system_pools: Sequence[str],
 ) -> dict[str, Any]:
     """aws/karpenter-provider-aws ``charts/karpenter`` 1.14.1 values.
+
+    The endpoint, queue and role ARN are placed as they are (strings, or deploy-time values passed without
+    an apply, so every other value stays known at preview).
 
     The chart's default affinity (``karpenter.sh/nodepool DoesNotExist``: never on a node it manages, one
     replica per host) is kept and pinned to the system pools. ``AWS_REGION`` is set because the
