@@ -7,6 +7,7 @@ from pulumi_policy import Policy
 from . import (  # noqa: F401  (each import registers its rules)
     audit,
     capacity,
+    deferred,
     ecr,
     eks,
     encryption,

@@ -308,7 +308,6 @@ WILD = {"Sid": "Everyone", "Effect": "Allow", "Principal": "*", "Action": "kms:D
             None,
         ),
         (R(KEY, "key", {"policy": key_policy(WILD | {"Principal": {"AWS": ["*"]}})}), "to any principal"),
-        (R(KEY, "key", {"policy": UNKNOWN}), "the policy document is unknown at preview"),
         (
             R(
                 "aws:s3/bucketPolicy:BucketPolicy",
@@ -347,7 +346,6 @@ WILD = {"Sid": "Everyone", "Effect": "Allow", "Principal": "*", "Action": "kms:D
         "wildcard",
         "wildcard-scoped",
         "wildcard-list",
-        "unknown",
         "bucket-deny",
         "bucket-public",
     ],
