@@ -90,9 +90,24 @@ def load_balancer_controller_values(
     and the NetworkPolicies); the service account (chart-created, fixed name) carries the IRSA role whose
     policy is ``lbc_iam.POLICY``. The container security context adds what PSS ``restricted`` asks for
     beyond the chart's default (drop ALL, RuntimeDefault seccomp).
+
+    ``enableServiceMutatorWebhook`` is off. At 3.5.0 it defaults to ``true`` with
+    ``serviceMutatorWebhookConfig.failurePolicy: Fail`` (chart ``values.yaml`` l.484-490), and
+    ``templates/webhook.yaml`` l.104-146 then registers ``mservice.elbv2.k8s.aws`` for CREATE of every
+    ``Service`` in the cluster (only the controller's own are excluded). Helm installs that
+    MutatingWebhookConfiguration before the controller pods are ready, so while they start (and whenever
+    both replicas are down) every Service create fails with "no endpoints available"; the other Helm
+    releases (cert-manager, metrics-server, monitoring, KEDA, Karpenter, Trainer) create Services
+    concurrently and would roll back. The webhook only makes this controller the default for new
+    ``type: LoadBalancer`` Services, and the platform creates none: inference is exposed through an
+    Ingress (ALB), every Service we declare or configure is ClusterIP, and the policy pack's
+    ``k8s-no-loadbalancer-monitoring`` refuses LoadBalancer Services for the monitoring stack.
+    Source: aws/eks-charts ``stable/aws-load-balancer-controller`` at 3.5.0 (commit 5239609,
+    https://github.com/aws/eks-charts/blob/master/stable/aws-load-balancer-controller/values.yaml).
     """
     return {
         "clusterName": cluster_name,
+        "enableServiceMutatorWebhook": False,
         "region": region,
         "vpcId": vpc_id,
         "replicaCount": replicas,
