@@ -61,7 +61,7 @@ class ServerConfig:
     cache_dir: str = "/var/cache/inference"
     poll_interval_s: float = 30.0  # seconds between looks at release/ for a newer version
     device: str = "auto"  # auto: cuda when a GPU is visible, else cpu
-    dtype: str = "auto"  # auto: bfloat16 on cuda, float32 on cpu
+    dtype: str = "auto"  # auto: bfloat16 on cuda >= sm_80, float16 on older GPUs, float32 on cpu
     max_batch: int = 16  # rows generated together (one forward per step for all of them)
     max_wait_ms: float = 5.0  # an idle batcher waits this long for more requests before starting a batch
     max_queue: int = 256  # requests waiting for a batch slot; beyond it new requests get 503

@@ -68,14 +68,31 @@ class LoadedModel:
         return int(self.release.config.seq_len)
 
 
+# bfloat16 tensor-core math starts with Ampere (compute capability 8.0: A10G on g5, A100 on p4d/p4de, H100
+# on p5); Turing (T4 on g4dn, 7.5) and Volta (V100, 7.0) only have float16 tensor cores, and PyTorch's
+# flash / memory-efficient SDPA kernels take bfloat16 only from sm_80, so bfloat16 there runs emulated or
+# on the math fallback. https://docs.nvidia.com/cuda/cuda-c-programming-guide/#compute-capabilities
+# https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html
+BF16_MIN_CAPABILITY = (8, 0)
+
+
+def auto_dtype(device: str) -> str:
+    """The dtype ``auto`` means on ``device``: float32 on cpu; on cuda bfloat16 from compute capability
+    8.0 (:data:`BF16_MIN_CAPABILITY`), float16 below it (review finding F11: T4 nodes in the infer pools)."""
+    if device != "cuda":
+        return "float32"
+    return "bfloat16" if torch.cuda.get_device_capability() >= BF16_MIN_CAPABILITY else "float16"
+
+
 def resolve_device(device: str, dtype: str) -> tuple[torch.device, torch.dtype]:
-    """``auto`` picks cuda when a GPU is visible; :class:`ValueError` when cuda is asked for and absent."""
+    """``auto`` picks cuda when a GPU is visible; :class:`ValueError` when cuda is asked for and absent.
+    An ``auto`` dtype follows :func:`auto_dtype`."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
         raise ValueError("no GPU is visible to torch (request nvidia.com/gpu and use the CUDA image)")
     if dtype == "auto":
-        dtype = "bfloat16" if device == "cuda" else "float32"
+        dtype = auto_dtype(device)
     return torch.device(device), DTYPES[dtype]
 
 

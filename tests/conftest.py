@@ -90,6 +90,22 @@ def plan_example() -> Callable[[str], Plan]:
     return get
 
 
+@pytest.fixture(scope="session")
+def plan_first_preview() -> Callable[[str], Plan]:
+    """``plan_first_preview("prod-us-train")``: what the first ``pulumi preview`` of the new stack sends
+    (``run_plan(first_preview=True)``: every input computed from another resource's output unknown); a
+    stack of ``STACKS`` or of ``EXAMPLES`` (cached per session)."""
+    cache: dict[str, Plan] = {}
+
+    def get(stack: str) -> Plan:
+        if stack not in cache:
+            stacks_dir = None if stack in STACKS else EXAMPLES_DIR
+            cache[stack] = run_plan(stack, stacks_dir=stacks_dir, first_preview=True)
+        return cache[stack]
+
+    return get
+
+
 @pytest.fixture
 def monitors(monkeypatch: pytest.MonkeyPatch) -> list:
     """Every RecordingMonitor the plan runner creates during the test, to see what was registered

@@ -13,6 +13,7 @@ from infra.io.stackfiles import display_path, load_stack_config, stack_file
 from infra.model.errors import ConfigErrors, PlatformError
 
 DEFAULT_OUT = Path("build/plan")
+FIRST_PREVIEW_OUT = Path("build/plan-first-preview")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +27,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_stack_selection(p)
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default build/plan)")
     p.add_argument("--no-tree", action="store_true", help="print only the counts, not the resource tree")
+    p.add_argument(
+        "--first-preview",
+        action="store_true",
+        help="record what the first `pulumi preview` of a new stack sends (every output of a resource not "
+        "yet created unknown), default out build/plan-first-preview; review it with `aiplat review --plan`",
+    )
     p.set_defaults(run=run)
 
 
@@ -37,24 +44,25 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     if not stacks:
         err.print("no stacks found", style="red")
         return EXIT_CONFIG
+    out = FIRST_PREVIEW_OUT if args.first_preview and args.out == DEFAULT_OUT else args.out
     failed = 0
     for stack in stacks:
         started = time.perf_counter()
         try:
             cfg = load_stack_config(stack, args.stacks_dir)
             with console.status(f"planning {stack} ..."):
-                plan = run_plan(stack, cfg, args.stacks_dir)
+                plan = run_plan(stack, cfg, args.stacks_dir, first_preview=args.first_preview)
         except PlatformError as exc:
             if isinstance(exc, ConfigErrors):
                 exc = exc.with_source(display_path(stack_file(stack, args.stacks_dir)))
             failed = failed or exc.exit_code
             print_error(err, stack, exc, debug=args.debug)
             # a stale plan for this stack must not survive a failed one
-            (args.out / f"{stack}.json").unlink(missing_ok=True)
+            (out / f"{stack}.json").unlink(missing_ok=True)
             continue
         for finding in plan.findings:
             print_warning(err, stack, finding.one_line())
         print_plan(plan, console, tree=not args.no_tree)
-        path = write_plan(plan, args.out)
+        path = write_plan(plan, out)
         console.print(f"wrote {path} ({len(plan.resources)} resources, {time.perf_counter() - started:.1f}s)")
     return failed

@@ -48,9 +48,10 @@ def _string_map(values: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in values.items())
 
 
-def ingress_annotations(s: IngressSpec, *, certificate_arn: str, waf_acl_arn: str | None) -> dict[str, str]:
+def ingress_annotations(s: IngressSpec, *, certificate_arn: Any, waf_acl_arn: Any | None) -> dict[str, Any]:
     """Every annotation of the inference Ingress (all strings, as the API requires); ``waf_acl_arn`` None
-    detaches any web ACL."""
+    detaches any web ACL. The two ARNs are placed as they are (strings, or deploy-time values passed
+    without an apply, so the TLS policy and listeners stay known to the policy pack at preview)."""
     annotations = {
         "scheme": "internet-facing" if s.internet_facing else "internal",
         # Pod IPs as targets: the ALB sends straight to the pods (readiness gates work only with ip).

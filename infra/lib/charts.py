@@ -75,21 +75,39 @@ def load_balancer_controller_values(
     *,
     cluster_name: str,
     region: str,
-    vpc_id: str,
-    role_arn: str,
+    vpc_id: Any,
+    role_arn: Any,
     replicas: int,
     ssl_policy: str,
     system_pools: Sequence[str],
 ) -> dict[str, Any]:
     """aws/eks-charts ``stable/aws-load-balancer-controller`` 3.5.0 values.
 
+    ``vpc_id`` and ``role_arn`` are placed as they are (strings, or values known only at deploy time that
+    the wiring passes without an apply, so every other value stays known at preview).
+
     ``region`` and ``vpcId`` are set because pods cannot read them from instance metadata (IMDS hop limit 1
     and the NetworkPolicies); the service account (chart-created, fixed name) carries the IRSA role whose
     policy is ``lbc_iam.POLICY``. The container security context adds what PSS ``restricted`` asks for
     beyond the chart's default (drop ALL, RuntimeDefault seccomp).
+
+    ``enableServiceMutatorWebhook`` is off. At 3.5.0 it defaults to ``true`` with
+    ``serviceMutatorWebhookConfig.failurePolicy: Fail`` (chart ``values.yaml`` l.484-490), and
+    ``templates/webhook.yaml`` l.104-146 then registers ``mservice.elbv2.k8s.aws`` for CREATE of every
+    ``Service`` in the cluster (only the controller's own are excluded). Helm installs that
+    MutatingWebhookConfiguration before the controller pods are ready, so while they start (and whenever
+    both replicas are down) every Service create fails with "no endpoints available"; the other Helm
+    releases (cert-manager, metrics-server, monitoring, KEDA, Karpenter, Trainer) create Services
+    concurrently and would roll back. The webhook only makes this controller the default for new
+    ``type: LoadBalancer`` Services, and the platform creates none: inference is exposed through an
+    Ingress (ALB), every Service we declare or configure is ClusterIP, and the policy pack's
+    ``k8s-no-loadbalancer-monitoring`` refuses LoadBalancer Services for the monitoring stack.
+    Source: aws/eks-charts ``stable/aws-load-balancer-controller`` at 3.5.0 (commit 5239609,
+    https://github.com/aws/eks-charts/blob/master/stable/aws-load-balancer-controller/values.yaml).
     """
     return {
         "clusterName": cluster_name,
+        "enableServiceMutatorWebhook": False,
         "region": region,
         "vpcId": vpc_id,
         "replicaCount": replicas,
@@ -137,14 +155,17 @@ def cert_manager_values(*, system_pools: Sequence[str]) -> dict[str, Any]:
 def karpenter_values(
     *,
     cluster_name: str,
-    cluster_endpoint: str,
-    interruption_queue: str,
-    role_arn: str,
+    cluster_endpoint: Any,
+    interruption_queue: Any,
+    role_arn: Any,
     region: str,
     replicas: int,
     system_pools: Sequence[str],
 ) -> dict[str, Any]:
     """aws/karpenter-provider-aws ``charts/karpenter`` 1.14.1 values.
+
+    The endpoint, queue and role ARN are placed as they are (strings, or deploy-time values passed without
+    an apply, so every other value stays known at preview).
 
     The chart's default affinity (``karpenter.sh/nodepool DoesNotExist``: never on a node it manages, one
     replica per host) is kept and pinned to the system pools. ``AWS_REGION`` is set because the

@@ -64,15 +64,16 @@ def csi_driver_values(*, region: str, pools: Sequence[str]) -> dict[str, Any]:
 
 def persistent_volume(
     *,
-    file_system_id: str,
-    dns_name: str,
-    mount_name: str,
+    file_system_id: Any,
+    dns_name: Any,
+    mount_name: Any,
     capacity_gib: int,
     claim_namespace: str,
     labels: dict[str, str],
 ) -> dict[str, Any]:
     """The static PersistentVolume of the file system (``metadata`` and ``spec``), pre-bound to our claim
-    (``claimRef``) so no other claim takes it; ``Retain``: deleting the claim leaves the file system alone."""
+    (``claimRef``) so no other claim takes it; ``Retain``: deleting the claim leaves the file system alone.
+    The file system's id, DNS and mount names are placed as they are (strings, or deploy-time values)."""
     return {
         "metadata": {"name": VOLUME_NAME, "labels": labels},
         "spec": {

@@ -320,14 +320,18 @@ def interruption_queue_policy(queue_arn: str) -> Policy:
 
 @dataclass(frozen=True, kw_only=True)
 class NodeClassSpec:
-    """What the EC2NodeClass says: AMI, node role, where nodes go, their disks and metadata options."""
+    """What the EC2NodeClass says: AMI, node role, where nodes go, their disks and metadata options.
+
+    The role name, security group ids and key ARN are placed in the spec as they are: strings, or values
+    known only at deploy time that the wiring passes without an apply, so the literal fields (IMDS,
+    encryption, tags) stay known to the policy pack at preview."""
 
     ami_alias: str
-    node_role_name: str
+    node_role_name: Any
     subnet_tags: Mapping[str, str]
-    security_group_ids: Sequence[str]
+    security_group_ids: Sequence[Any]
     root_volume_gib: int
-    ebs_key_arn: str
+    ebs_key_arn: Any
     tags: Mapping[str, str]
 
 

@@ -141,6 +141,14 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
             # The admission webhook is called by the EKS control plane, which the monitoring namespace's
             # default-deny NetworkPolicy does not let in; rules are checked by promtool in make test.
             "admissionWebhooks": {"enabled": False},
+            # ... and with it off nothing creates the Secret <fullname>-admission (only the webhook's
+            # createSecret Job or admissionWebhooks.certManager do), while tls.enabled (default true) mounts
+            # it into the operator: the pod would stay ContainerCreating ("secret kps-admission not found")
+            # and the atomic release roll back. Without the webhook the operator needs no TLS: it serves
+            # metrics over HTTP on 8080. kube-prometheus-stack 88.5.3 values.yaml prometheusOperator.tls and
+            # templates/prometheus-operator/deployment.yaml (volume tls-secret; --web.listen-address=:8080
+            # when tls is off); prometheus-community/helm-charts issues #418, #1438, #6586 (review F8).
+            "tls": {"enabled": False},
             "affinity": system,
         },
         "prometheus": {"prometheusSpec": prometheus_spec},

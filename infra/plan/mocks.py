@@ -237,6 +237,25 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         return name, {"name": name, "outputs": self.stack_outputs[stack], "secretOutputNames": []}
 
 
+class FirstPreviewMocks(AwsSnapshotMocks):
+    """The first ``pulumi preview`` of a new stack: nothing exists yet, so nothing a provider computes on
+    create (ids, ARNs, an EKS cluster's OIDC issuer) is known; only the inputs the program gave are.
+
+    Run with ``preview=True``: the SDK then resolves every output the engine did not send as unknown and
+    echoes the known inputs (pulumi/runtime/rpc.py ``resolve_outputs``: "We're previewing ... inform the
+    Output that the value isn't known"; an empty id is unknown, resource.py), exactly as a provider's
+    preview of a create leaves computed attributes unknown. Every input computed from such an output (an
+    IRSA trust policy, a policy naming a key ARN) then reaches the engine as the unknown sentinel, where a
+    policy pack sees it. Data calls are answered as in a plan (the engine answers them at preview too);
+    a StackReference reads a stack that exists already (an earlier rollout wave), so it answers in full.
+    """
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.typ == "pulumi:pulumi:StackReference":
+            return super().new_resource(args)
+        return "", {}
+
+
 def _s3_bucket(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
     name = args.inputs.get("bucket") or args.name
     return {

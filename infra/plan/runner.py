@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import set_root_resource
@@ -29,7 +30,7 @@ from pulumi.runtime.stack import run_in_stack
 from infra.io.stackfiles import default_stacks_dir, load_stack_config, read_stack_index, stack_file
 from infra.model.config.schema import PlatformConfig
 from infra.model.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
-from infra.plan.mocks import AwsSnapshotMocks
+from infra.plan.mocks import AwsSnapshotMocks, FirstPreviewMocks
 from infra.rules import Finding
 
 SECRET = "[secret]"
@@ -41,8 +42,13 @@ _OUTPUTS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def _scrub(value: Any) -> Any:
-    """Plain JSON values; secrets replaced so that no secret reaches a plan file or a log."""
+    """Plain JSON values; secrets replaced so that no secret reaches a plan file or a log; a value unknown
+    at preview (first-preview plans only) as the engine's unknown sentinel, what a policy pack receives."""
+    if isinstance(value, Unknown):
+        return rpc.UNKNOWN
     if rpc.is_rpc_secret(value):
+        if isinstance(rpc.unwrap_rpc_secret(value), Unknown):
+            return rpc.UNKNOWN
         return SECRET
     if isinstance(value, dict):
         if rpc._special_sig_key in value:  # resource references, assets, archives
@@ -215,12 +221,22 @@ def plan_config(cfg: PlatformConfig) -> tuple[dict[str, str], list[str]]:
     return config, secrets
 
 
-def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | None = None) -> Plan:
+def run_plan(
+    stack: str,
+    cfg: PlatformConfig | None = None,
+    stacks_dir: Path | None = None,
+    *,
+    first_preview: bool = False,
+) -> Plan:
     """Validate the stack's config, then run the program under mocks and return what it registered.
 
     ``stacks_dir`` is the folder of stack files the plan is made from (default: the project's ``stacks/``);
     the program's cross-stack rules see exactly those stacks. Raises ConfigErrors (from the schema or from
     the rules) before any resource is registered.
+
+    ``first_preview``: record what the first ``pulumi preview`` of a new stack sends instead (nothing
+    exists yet: every input computed from another resource's output is unknown, ``FirstPreviewMocks``), the
+    plan a policy pack must not be blocked by.
     """
     from infra import program
 
@@ -231,7 +247,8 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
     # (a source stack without a file is the rule 'source-stack-replicates-here's to report)
     if cfg.storage.source_stack and stack_file(cfg.storage.source_stack, stacks_dir).exists():
         referenced[cfg.storage.source_stack] = planned_outputs(cfg.storage.source_stack, stacks_dir)
-    mocks = AwsSnapshotMocks(cfg.region, stack_outputs=referenced)
+    mock_type = FirstPreviewMocks if first_preview else AwsSnapshotMocks
+    mocks = mock_type(cfg.region, stack_outputs=referenced)
     findings: list[Finding] = []
     config, secret_keys = plan_config(cfg)
     monitor = run_program(
@@ -246,6 +263,7 @@ def run_plan(stack: str, cfg: PlatformConfig | None = None, stacks_dir: Path | N
         mocks=mocks,
         config=config,
         secret_keys=secret_keys,
+        preview=first_preview,
     )
     return Plan(
         stack=stack,
@@ -267,10 +285,12 @@ def run_program(
     mocks: AwsSnapshotMocks,
     config: dict[str, str] | None = None,
     secret_keys: list[str] | None = None,
+    preview: bool = False,
 ) -> RecordingMonitor:
     """Run ``fn`` as a Pulumi program under ``mocks`` and return the monitor that recorded it.
 
-    ``run_plan`` runs the real program through it; tests run single components the same way.
+    ``run_plan`` runs the real program through it; tests run single components the same way. ``preview``:
+    run as ``pulumi preview`` does (outputs the mocks leave out are unknown).
     """
     monitor = RecordingMonitor(mocks)
     # Everything the runtime schedules must live on one event loop: set it before set_mocks, which
@@ -283,7 +303,7 @@ def run_program(
             mocks,
             project=PROJECT,
             stack=stack,
-            preview=False,
+            preview=preview,
             monitor=monitor,
             organization=DEFAULT_ORGANIZATION,
         )

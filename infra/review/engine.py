@@ -90,16 +90,16 @@ class StackReview:
         return {s: ds for s, ds in groups.items() if ds}
 
 
-def engine_environment(plan: Mapping[str, Any]) -> dict[str, str]:
+def engine_environment(plan: Mapping[str, Any], *, dry_run: bool = True) -> dict[str, str]:
     """The environment the Pulumi CLI gives a policy pack process for this stack (``constructEnv``): the
     stack's config as ``PULUMI_CONFIG`` (object values as JSON strings), project, stack, organization, and
-    ``PULUMI_DRY_RUN`` (a preview)."""
+    ``PULUMI_DRY_RUN`` ("true" in a preview, "false" for the pack the update itself loads)."""
     return {
         "PULUMI_CONFIG": json.dumps({CONFIG_KEY: json.dumps(plan.get("config") or {})}),
         "PULUMI_PROJECT": str(plan["project"]),
         "PULUMI_STACK": str(plan["stack"]),
         "PULUMI_ORGANIZATION": DEFAULT_ORGANIZATION,
-        "PULUMI_DRY_RUN": "true",
+        "PULUMI_DRY_RUN": "true" if dry_run else "false",
     }
 
 
@@ -181,12 +181,15 @@ def review_plan(
     pack: PackProject | Path | None = None,
     pack_config: Mapping[str, Any] | None = None,
     pack_python: Path | None = None,
+    dry_run: bool = True,
 ) -> StackReview:
     """Review ``plan`` (a dict as ``aiplat plan`` writes it) with the policy pack in ``pack`` (default: the
     project's ``policies/``). ``pack_config``: a ``--policy-pack-config`` document. ``pack_python``: run the
-    pack as its own process with that Python (its virtualenv), else in this process."""
+    pack as its own process with that Python (its virtualenv), else in this process. ``dry_run``: a preview
+    (the default, what ``aiplat review`` and ``pulumi preview`` run); False: as the pack the update loads
+    sees it (``PULUMI_DRY_RUN=false``), where rules no longer leave unknown documents to the update."""
     project = pack if isinstance(pack, PackProject) else read_pack_project(pack or default_pack_dir())
-    env = engine_environment(plan)
+    env = engine_environment(plan, dry_run=dry_run)
     analyzer: Analyzer = (
         PackProcess(project, env, pack_python) if pack_python else InProcessPack(project, env)
     )
@@ -200,7 +203,7 @@ def review_plan(
                 stack=str(plan["stack"]),
                 project=str(plan["project"]),
                 organization=DEFAULT_ORGANIZATION,
-                dry_run=True,
+                dry_run=dry_run,
                 config={CONFIG_KEY: json.dumps(plan.get("config") or {})},
                 tags={"pulumi:project": str(plan["project"]), "pulumi:runtime": "python"},
             )

@@ -208,16 +208,16 @@ def wire_cluster_services(
             ),
             opts=ctx.in_region,
         )
-        values = pulumi.Output.all(role.role_arn, network.vpc_id).apply(
-            lambda v: charts.load_balancer_controller_values(
-                cluster_name=names.cluster,
-                region=cfg.region,
-                vpc_id=v[1],
-                role_arn=v[0],
-                replicas=lbc.replicas,
-                ssl_policy=lbc.default_ssl_policy,
-                system_pools=system,
-            )
+        # Outputs go in as leaves, not through one apply: at a first preview the role ARN and VPC id are
+        # unknown, and an apply would hide every literal value (defaultSSLPolicy, ...) from the policy pack.
+        values = charts.load_balancer_controller_values(
+            cluster_name=names.cluster,
+            region=cfg.region,
+            vpc_id=network.vpc_id,
+            role_arn=role.role_arn,
+            replicas=lbc.replicas,
+            ssl_policy=lbc.default_ssl_policy,
+            system_pools=system,
         )
         out.load_balancer_controller = LoadBalancerController(
             "lbc",
@@ -301,34 +301,31 @@ def wire_karpenter(
         ),
         opts=ctx.in_region,
     )
-    values = pulumi.Output.all(aws_side.controller_role_arn, aws_side.queue_name, eks.endpoint).apply(
-        lambda v: charts.karpenter_values(
-            cluster_name=names.cluster,
-            cluster_endpoint=v[2],
-            interruption_queue=v[1],
-            role_arn=v[0],
-            region=cfg.region,
-            replicas=kc.replicas,
-            system_pools=system,
-        )
+    # Outputs go in as leaves (not through one apply): at a first preview the ARNs, the queue, the endpoint
+    # and the security group are unknown, and an apply would hide the whole document from the policy pack
+    # (IMDS, encryption and tags of the EC2NodeClass are literals it checks at preview).
+    values = charts.karpenter_values(
+        cluster_name=names.cluster,
+        cluster_endpoint=eks.endpoint,
+        interruption_queue=aws_side.queue_name,
+        role_arn=aws_side.controller_role_arn,
+        region=cfg.region,
+        replicas=kc.replicas,
+        system_pools=system,
     )
-    node_class = pulumi.Output.all(
-        aws_side.node_role_name, eks.cluster_security_group_id, keys.ebs_key_arn
-    ).apply(
-        lambda v: karpenter_docs.ec2_node_class_spec(
-            karpenter_docs.NodeClassSpec(
-                ami_alias=kc.ami_alias,
-                node_role_name=v[0],
-                # the private subnets of this cluster (tags set by GpuVpc for the load balancer controller)
-                subnet_tags={
-                    "kubernetes.io/role/internal-elb": "1",
-                    f"kubernetes.io/cluster/{names.cluster}": "shared",
-                },
-                security_group_ids=[v[1]],
-                root_volume_gib=max(p.root_volume_gib for p in kc.node_pools.values()),
-                ebs_key_arn=v[2],
-                tags=cfg.tags.as_dict(),
-            )
+    node_class = karpenter_docs.ec2_node_class_spec(
+        karpenter_docs.NodeClassSpec(
+            ami_alias=kc.ami_alias,
+            node_role_name=aws_side.node_role_name,
+            # the private subnets of this cluster (tags set by GpuVpc for the load balancer controller)
+            subnet_tags={
+                "kubernetes.io/role/internal-elb": "1",
+                f"kubernetes.io/cluster/{names.cluster}": "shared",
+            },
+            security_group_ids=[eks.cluster_security_group_id],
+            root_volume_gib=max(p.root_volume_gib for p in kc.node_pools.values()),
+            ebs_key_arn=keys.ebs_key_arn,
+            tags=cfg.tags.as_dict(),
         )
     )
     pools = {}

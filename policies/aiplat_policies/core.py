@@ -11,6 +11,18 @@ ADVISORY "can't run policy" diagnostic: a mandatory rule would pass silently. Ru
 proxy: ``plain()`` copies the properties and puts ``UNKNOWN`` where the engine sent an unknown, so every
 rule decides, and its ``unknowns`` text (in the README) says how.
 
+Deferred documents. A policy document computed from resources of the same update (an IRSA trust policy
+names the cluster's OIDC issuer, which exists only after CreateCluster; a role policy names a key ARN) is
+unknown at preview, on every new stack. A rule that reads such a document declares ``defers``; at preview
+(``PULUMI_DRY_RUN=true``) it skips the unknown document instead of failing the preview, and the advisory rule
+``checked-at-update`` lists each one so the preview shows what was not reviewed. The engine runs the pack
+again during the update with resolved inputs: resource rules before it creates or updates each resource
+(pulumi/pulumi pkg/resource/deploy/step_generator.go, ``generateSteps``: "Send the resource off to any
+Analyzers before being operated on", then "If the resource isn't valid, don't proceed any further";
+analyze_snapshot.go ``analyzeResource``: a mandatory diagnostic makes the resource invalid unless dryRun),
+stack rules on the final outputs at the end of the update (step_generator.go ``AnalyzeResources``; a
+mandatory one fails the update). Outside a preview an unknown document stays a violation.
+
 Nothing here starts the policy server: importing a rule module is cheap and side-effect free apart from
 registering the rule (``aiplat_policies.pack`` imports them all).
 """
@@ -198,6 +210,9 @@ class StackInfo:
     trail_elsewhere: str | None = None
     # the stack's whole aiplat:platform document (rules that need the config itself, e.g. cost-cap)
     platform: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    # PULUMI_DRY_RUN: True in a preview, False during an update, None when the engine did not say
+    # (pulumi/pulumi pkg/engine/update.go passes opts.DryRun to every policy pack it loads)
+    dry_run: bool | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> StackInfo:
@@ -224,6 +239,7 @@ class StackInfo:
             region=text("region"),
             trail_elsewhere=existing if isinstance(existing, str) and existing else None,
             platform=platform or None,
+            dry_run={"true": True, "false": False}.get(env.get("PULUMI_DRY_RUN", "")),
         )
 
 
@@ -331,6 +347,12 @@ class Ctx:
     stack: StackInfo
     today: dt.date
 
+    @property
+    def at_preview(self) -> bool:
+        """Whether this run is a preview (``PULUMI_DRY_RUN=true``): the only time a rule may leave an unknown
+        document to ``checked-at-update``. Unsure (no PULUMI_DRY_RUN) counts as not a preview."""
+        return self.stack.dry_run is True
+
     def per_stack(self, key: str) -> Any:
         """``config[key][<stack>]``, else ``config[key]["*"]``: settings that differ per stack."""
         table = self.config.get(key) or {}
@@ -358,6 +380,16 @@ class Rule:
     config: Mapping[str, Mapping[str, Any]]
     check: Callable[..., Iterable[Violation]]
     module: str
+    # where (property paths) of the documents of a resource that this rule leaves to the update when they
+    # are unknown at preview; None: the rule defers nothing
+    defers: Callable[[Res], list[str]] | None = None
+
+    @property
+    def checked_when(self) -> str:
+        """When the engine runs this rule on resolved values during ``pulumi up``."""
+        if self.kind == "resource":
+            return "during the update, before the resource is created or changed"
+        return "at the end of the update, on the stack's final state"
 
     def defaults(self) -> dict[str, Any]:
         return {k: v["default"] for k, v in self.config.items() if "default" in v}
@@ -438,6 +470,7 @@ def _decorator(kind: str, name: str, **spec: Any) -> Callable[[Callable[..., Any
                 config=spec.get("config") or {},
                 check=check,
                 module=check.__module__.rsplit(".", 1)[-1],
+                defers=spec.get("defers"),
             )
         )
         return check
@@ -455,8 +488,12 @@ def resource_rule(
     types: Iterable[str],
     enforcement: EnforcementLevel = MANDATORY,
     config: Mapping[str, Mapping[str, Any]] | None = None,
+    defers: Callable[[Res], list[str]] | None = None,
 ) -> Callable[[ResourceCheck], ResourceCheck]:
-    """Register a resource rule: ``check(resource, ctx)`` runs for each resource of ``types``."""
+    """Register a resource rule: ``check(resource, ctx)`` runs for each resource of ``types``.
+
+    ``defers(resource)``: the documents of a resource the rule skips when they are unknown at preview
+    (``checked-at-update`` reports them)."""
     return _decorator(
         "resource",
         name,
@@ -467,6 +504,7 @@ def resource_rule(
         types=types,
         enforcement=enforcement,
         config=config,
+        defers=defers,
     )
 
 
@@ -479,8 +517,11 @@ def stack_rule(
     unknowns: str,
     enforcement: EnforcementLevel = MANDATORY,
     config: Mapping[str, Mapping[str, Any]] | None = None,
+    defers: Callable[[Res], list[str]] | None = None,
 ) -> Callable[[StackCheck], StackCheck]:
-    """Register a stack rule: ``check(stack, ctx)`` sees every resource with its dependencies."""
+    """Register a stack rule: ``check(stack, ctx)`` sees every resource with its dependencies.
+
+    ``defers(resource)``: as for resource rules, per resource of the stack."""
     return _decorator(
         "stack",
         name,
@@ -490,6 +531,21 @@ def stack_rule(
         unknowns=unknowns,
         enforcement=enforcement,
         config=config,
+        defers=defers,
+    )
+
+
+def deferred_unknowns(what: str, *, kind: str = "resource") -> str:
+    """The README's "unknown at preview" text of a rule that defers ``what`` (e.g. "document")."""
+    when = (
+        "before it creates or changes the resource"
+        if kind == "resource"
+        else "on the stack's final state at the end of the update"
+    )
+    return (
+        f"Deferred: at preview an unknown {what} (built from resources of the same update) is skipped and "
+        f"listed by checked-at-update; the update runs the rule on the resolved {what}, {when}. Outside a "
+        f"preview an unknown {what} is a violation."
     )
 
 

@@ -145,8 +145,10 @@ def ebs_cmk_encryption(r: Res, ctx: Ctx) -> Iterator[Violation]:
     elif r.type == EBS_STORAGE_CLASS:
         if r.get("provisioner") != "ebs.csi.aws.com":
             return
-        params = r.get("parameters") or {}
-        blocks = [("parameters", {"encrypted": params.get("encrypted"), "kmsKeyId": params.get("kmsKeyId")})]
+        params = r.get("parameters")
+        blocks = [
+            ("parameters", {"encrypted": dig(params, "encrypted"), "kmsKeyId": dig(params, "kmsKeyId")})
+        ]
     elif r.type == EC2_NODE_CLASS:
         blocks = [
             (

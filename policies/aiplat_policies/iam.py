@@ -16,6 +16,7 @@ from .core import (
     Res,
     Violation,
     as_list,
+    deferred_unknowns,
     dig,
     resource_rule,
     violation,
@@ -53,9 +54,29 @@ def identity_documents(r: Res) -> list[tuple[str, Any]]:
 
 
 def _unknown(where: str) -> Violation:
+    """An unknown document outside a preview: nothing will review it, so it is refused."""
     return violation(
-        f"{where} is unknown at preview and cannot be reviewed", "build the document from known names"
+        f"{where} is unknown outside a preview and cannot be reviewed", "build the document from known values"
     )
+
+
+def unknown_identity_documents(r: Res) -> list[str]:
+    """Where the identity policy documents of ``r`` that are unknown are (deferred at preview)."""
+    return [where for where, stmts in identity_documents(r) if stmts is UNKNOWN]
+
+
+def unknown_identity_documents_or_arns(r: Res) -> list[str]:
+    """As ``unknown_identity_documents``, plus an attachment's unknown policy ARN (a policy of this
+    update)."""
+    arn = ["policyArn"] if r.type in ATTACHMENTS and r.get("policyArn") is UNKNOWN else []
+    return unknown_identity_documents(r) + arn
+
+
+def unknown_trust_policy(r: Res) -> list[str]:
+    """``["assumeRolePolicy"]`` when a role's trust policy is unknown (deferred at preview)."""
+    if r.type == ROLE and iamdoc.statements(r.get("assumeRolePolicy")) is UNKNOWN:
+        return ["assumeRolePolicy"]
+    return []
 
 
 @resource_rule(
@@ -65,18 +86,21 @@ def _unknown(where: str) -> Violation:
     severity=CRITICAL,
     doc="https://docs.aws.amazon.com/IAM/latest/UserGuide/best-practices.html#grant-least-privilege",
     types=(*IDENTITY_POLICIES, ROLE, *ATTACHMENTS),
-    unknowns="An unknown document is a violation (cannot be reviewed); an unknown managed policy ARN is a "
-    "violation.",
+    unknowns=deferred_unknowns("document or attached policy ARN"),
+    defers=unknown_identity_documents_or_arns,
 )
 def iam_no_admin(r: Res, ctx: Ctx) -> Iterator[Violation]:
     if r.type in ATTACHMENTS:
         arn = r.get("policyArn")
+        if arn is UNKNOWN and ctx.at_preview:
+            return  # a policy of this update (AWS managed policy ARNs are literals): checked-at-update
         if arn is UNKNOWN or (isinstance(arn, str) and arn.rsplit("/", 1)[-1] in ADMIN_MANAGED):
             yield violation(f"attaches {arn}", "attach a policy with only the actions the role needs")
         return
     for where, stmts in identity_documents(r):
         if stmts is UNKNOWN:
-            yield _unknown(where)
+            if not ctx.at_preview:
+                yield _unknown(where)
             continue
         for stmt in stmts:
             if iamdoc.allows(stmt) and any(a in ("*", "*:*") for a in iamdoc.actions(stmt)):
@@ -94,12 +118,14 @@ def iam_no_admin(r: Res, ctx: Ctx) -> Iterator[Violation]:
     severity=HIGH,
     doc="https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_use_passrole.html",
     types=(*IDENTITY_POLICIES, ROLE),
-    unknowns="An unknown document is a violation (cannot be reviewed).",
+    unknowns=deferred_unknowns("document"),
+    defers=unknown_identity_documents,
 )
 def iam_no_passrole_wildcard(r: Res, ctx: Ctx) -> Iterator[Violation]:
     for where, stmts in identity_documents(r):
         if stmts is UNKNOWN:
-            yield _unknown(where)
+            if not ctx.at_preview:
+                yield _unknown(where)
             continue
         for stmt in stmts:
             passes = any(iamdoc.action_matches(a, "iam:PassRole") for a in iamdoc.actions(stmt))
@@ -132,12 +158,14 @@ def _has_condition(stmt: dict[str, Any], suffix: str, *, exact: bool) -> bool:
     severity=HIGH,
     doc="https://docs.aws.amazon.com/eks/latest/userguide/associate-service-account-role.html",
     types=(ROLE,),
-    unknowns="An unknown trust policy is a violation (cannot be reviewed).",
+    unknowns=deferred_unknowns("trust policy"),
+    defers=unknown_trust_policy,
 )
 def iam_trust_scoped(r: Res, ctx: Ctx) -> Iterator[Violation]:
     stmts = iamdoc.statements(r.get("assumeRolePolicy"))
     if stmts is UNKNOWN:
-        yield _unknown("the trust policy")
+        if not ctx.at_preview:
+            yield _unknown("the trust policy")
         return
     for stmt in stmts:
         if not iamdoc.allows(stmt):
@@ -184,7 +212,8 @@ DEPUTY_SERVICES = [
     enforcement=ADVISORY,
     doc="https://docs.aws.amazon.com/IAM/latest/UserGuide/confused-deputy.html",
     types=(ROLE,),
-    unknowns="An unknown trust policy is a violation (cannot be reviewed).",
+    unknowns=deferred_unknowns("trust policy"),
+    defers=unknown_trust_policy,
     config={
         "services": {
             "type": "array",
@@ -197,7 +226,8 @@ DEPUTY_SERVICES = [
 def iam_trust_confused_deputy(r: Res, ctx: Ctx) -> Iterator[Violation]:
     stmts = iamdoc.statements(r.get("assumeRolePolicy"))
     if stmts is UNKNOWN:
-        yield _unknown("the trust policy")
+        if not ctx.at_preview:
+            yield _unknown("the trust policy")
         return
     services = set(ctx.config["services"])
     for stmt in stmts:

@@ -5,7 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from . import iamdoc
-from .core import CRITICAL, MEDIUM, UNKNOWN, Ctx, Res, Violation, number, resource_rule, truthy, violation
+from .core import (
+    CRITICAL,
+    MEDIUM,
+    UNKNOWN,
+    Ctx,
+    Res,
+    Violation,
+    deferred_unknowns,
+    number,
+    resource_rule,
+    truthy,
+    violation,
+)
 
 KEY = "aws:kms/key:Key"
 
@@ -77,6 +89,14 @@ POLICY_PROPS = {
 }
 
 
+def unknown_resource_policy(r: Res) -> list[str]:
+    """``[<property>]`` when a resource policy's document is unknown (deferred at preview)."""
+    prop = POLICY_PROPS.get(r.type)
+    if prop is not None and iamdoc.statements(r.get(prop)) is UNKNOWN:
+        return [prop]
+    return []
+
+
 @resource_rule(
     "no-wildcard-principal",
     description="Resource policies (KMS keys, buckets, repositories, topics, queues, log groups) allow no "
@@ -84,16 +104,18 @@ POLICY_PROPS = {
     severity=CRITICAL,
     doc="https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_principal.html",
     types=tuple(POLICY_PROPS),
-    unknowns="An unknown policy document is a violation: the statements cannot be reviewed (build the "
-    "document from names known at preview).",
+    unknowns=deferred_unknowns("policy document"),
+    defers=unknown_resource_policy,
 )
 def no_wildcard_principal(r: Res, ctx: Ctx) -> Iterator[Violation]:
     prop = POLICY_PROPS[r.type]
     stmts = iamdoc.statements(r.get(prop))
     if stmts is UNKNOWN:
-        yield violation(
-            f"the {prop} document is unknown at preview", "build it from names known before deployment"
-        )
+        if not ctx.at_preview:
+            yield violation(
+                f"the {prop} document is unknown outside a preview and cannot be reviewed",
+                "build it from known values",
+            )
         return
     for i, stmt in enumerate(stmts):
         if not iamdoc.allows(stmt):

@@ -18,6 +18,7 @@ from .core import (
     Stack,
     Violation,
     as_list,
+    deferred_unknowns,
     dig,
     json_doc,
     resource_rule,
@@ -128,6 +129,33 @@ def _listen_ports(annotations: dict[str, Any]) -> list[str]:
     return protocols
 
 
+def unknown_annotations(r: Res) -> list[str]:
+    """``["metadata.annotations"]`` for an Ingress, or a Service that may be a LoadBalancer, whose
+    annotations are unknown as a whole (built with one apply over a value of this update): deferred at
+    preview, since they decide the load balancer's TLS policy."""
+    if r.get("metadata", "annotations") is not UNKNOWN:
+        return []
+    if r.type == INGRESS or (r.type == SERVICE and r.get("spec", "type") in ("LoadBalancer", UNKNOWN)):
+        return ["metadata.annotations"]
+    return []
+
+
+def _annotations(r: Res, ctx: Ctx) -> tuple[dict[str, Any] | None, list[Violation]]:
+    """The annotations of ``r``; None (and, outside a preview, a violation) when they are unknown."""
+    ann = r.get("metadata", "annotations")
+    if ann is UNKNOWN:
+        if ctx.at_preview:
+            return None, []  # checked-at-update lists it; the update checks the resolved annotations
+        return None, [
+            violation(
+                f"the annotations of {r.label} are unknown outside a preview and cannot be reviewed",
+                "build the annotations with known values",
+                r.urn,
+            )
+        ]
+    return (ann if isinstance(ann, dict) else {}), []
+
+
 @stack_rule(
     "k8s-load-balancer-tls13",
     description="Ingresses and LoadBalancer Services served by the AWS Load Balancer Controller use a TLS "
@@ -135,15 +163,20 @@ def _listen_ports(annotations: dict[str, Any]) -> list[str]:
     "own default is ELBSecurityPolicy-2016-08), and Ingresses with an HTTP listener redirect it to HTTPS.",
     severity=HIGH,
     doc="https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/ingress/annotations/#ssl-policy",
-    unknowns="Unknown annotations are violations (they are literals).",
+    unknowns=deferred_unknowns("annotations map", kind="stack")
+    + " An unknown annotation value counts as set (a certificate ARN of this update); an unknown policy "
+    "annotation is a violation.",
     config=POLICY_CONFIG,
+    defers=unknown_annotations,
 )
 def k8s_load_balancer_tls13(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     allowed = list(ctx.config["allowedPolicies"])
     default = controller_default_policy(stack) or ELB_DEFAULT_POLICY
     for ing in stack.of_type(INGRESS):
-        ann = ing.get("metadata", "annotations") or {}
-        ann = ann if isinstance(ann, dict) else {}
+        ann, refused = _annotations(ing, ctx)
+        yield from refused
+        if ann is None:
+            continue
         cls = ing.get("spec", "ingressClassName") or ann.get("kubernetes.io/ingress.class")
         if cls not in ("alb", UNKNOWN) and not any(k.startswith(ALB) for k in ann):
             continue
@@ -163,9 +196,11 @@ def k8s_load_balancer_tls13(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
                 ing.urn,
             )
     for svc in stack.of_type(SERVICE):
-        ann = svc.get("metadata", "annotations") or {}
-        ann = ann if isinstance(ann, dict) else {}
-        if svc.get("spec", "type") != "LoadBalancer" or ann.get(f"{NLB}ssl-cert") is None:
+        if not unknown_annotations(svc) and svc.get("spec", "type") != "LoadBalancer":
+            continue
+        ann, refused = _annotations(svc, ctx)
+        yield from refused
+        if ann is None or svc.get("spec", "type") != "LoadBalancer" or ann.get(f"{NLB}ssl-cert") is None:
             continue
         policy = ann.get(f"{NLB}ssl-negotiation-policy", ELB_DEFAULT_POLICY)
         if policy not in allowed:

@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (each import registers its rules)
     audit,
     capacity,
     cost,
+    deferred,
     ecr,
     eks,
     encryption,

@@ -87,9 +87,9 @@ ECR_REPLICATION = "aws:ecr/replicationConfiguration:ReplicationConfiguration"
     "declares (so their region is known).",
     severity=CRITICAL,
     doc="https://docs.aws.amazon.com/AmazonS3/latest/userguide/replication.html",
-    unknowns="A destination bucket is found by its ARN's name or by property dependency; a destination "
-    "that is "
-    "not in the stack, or an unknown region, is a violation.",
+    unknowns="A destination bucket is found by its ARN's name; an ARN unknown at preview (a bucket of the "
+    "same update) by property dependency: every bucket the rules were computed from must be in an allowed "
+    "region. A destination that is not in the stack, or an unknown region, is a violation.",
     config=REPLICATION_CONFIG,
 )
 def data_residency_replication(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
@@ -103,10 +103,14 @@ def data_residency_replication(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
             name = bucket_name_of_arn(arn)
             target = [b for b in buckets if name is not None and b.get("bucket") == name]
             if not target and arn is UNKNOWN:
-                target = deps[:1] if len(deps) == 1 else []
-            region = region_of(target[0]) if target else None
-            if not target or region is UNKNOWN or region not in allowed:
-                where = region if target else "a bucket outside this stack (region unknown)"
+                # The ARN of a bucket this update creates is unknown at preview (on a new stack, every
+                # replica bucket's). It can only come from a resource the rules were computed from: when
+                # every such bucket is in an allowed region, so is this rule's destination.
+                target = deps
+            regions = [region_of(b) for b in target]
+            bad = [x for x in regions if x is UNKNOWN or x not in allowed]
+            if not target or bad:
+                where = bad[0] if target else "a bucket outside this stack (region unknown)"
                 yield violation(f"S3 replication rule {dig(rule, 'id')!r} goes to {where}", fix, config.urn)
     for config in stack.of_type(ECR_REPLICATION):
         for rule in as_list(config.get("replicationConfiguration", "rules")):

@@ -23,6 +23,7 @@ from .core import (
     Stack,
     Violation,
     as_list,
+    deferred_unknowns,
     dig,
     number,
     stack_rule,
@@ -117,6 +118,23 @@ def _policy_statements(bucket: Res, stack: Stack) -> list[dict[str, Any]] | Any:
     return stmts
 
 
+def unknown_bucket_policy(r: Res) -> list[str]:
+    """``["policy"]`` when a bucket policy's document is unknown (deferred at preview)."""
+    if r.type in POLICY_TYPES and iamdoc.statements(r.get("policy")) is UNKNOWN:
+        return ["policy"]
+    return []
+
+
+def _unknown_policy(bucket: Res, ctx: Ctx, fix: str) -> Iterator[Violation]:
+    """Outside a preview an unknown bucket policy is refused; at preview checked-at-update lists it."""
+    if not ctx.at_preview:
+        yield violation(
+            f"the policy of bucket {bucket.name!r} is unknown outside a preview and cannot be reviewed",
+            fix,
+            bucket.urn,
+        )
+
+
 def _false(value: Any) -> bool:
     return value is False or (isinstance(value, str) and value.lower() == "false")
 
@@ -127,8 +145,9 @@ def _false(value: Any) -> bool:
     "the bucket and its objects.",
     severity=HIGH,
     doc="https://docs.aws.amazon.com/AmazonS3/latest/userguide/security-best-practices.html#transit",
-    unknowns="An unknown policy document is a violation (it cannot be reviewed; build it from the bucket's "
-    "configured name). An unknown bucket name needs a statement naming a bucket and its objects.",
+    unknowns=deferred_unknowns("policy document", kind="stack")
+    + " An unknown bucket name needs a statement naming a bucket and its objects.",
+    defers=unknown_bucket_policy,
 )
 def s3_tls_only(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     fix = (
@@ -138,7 +157,7 @@ def s3_tls_only(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     for bucket in stack.of_type(*BUCKET_TYPES):
         stmts = _policy_statements(bucket, stack)
         if stmts is UNKNOWN:
-            yield violation(f"the policy of bucket {bucket.name!r} is unknown at preview", fix, bucket.urn)
+            yield from _unknown_policy(bucket, ctx, fix)
             continue
         ok = any(
             _denies_everyone(s, bucket)
@@ -156,7 +175,8 @@ def s3_tls_only(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     description="Every bucket policy denies TLS versions below the floor (s3:TlsVersion, 1.2 by default).",
     severity=MEDIUM,
     doc="https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html#example-object-tls-version",
-    unknowns="An unknown policy document is a violation (it cannot be reviewed).",
+    unknowns=deferred_unknowns("policy document", kind="stack"),
+    defers=unknown_bucket_policy,
     config={
         "minTlsVersion": {
             "type": "number",
@@ -175,7 +195,7 @@ def s3_tls_floor(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     for bucket in stack.of_type(*BUCKET_TYPES):
         stmts = _policy_statements(bucket, stack)
         if stmts is UNKNOWN:
-            yield violation(f"the policy of bucket {bucket.name!r} is unknown at preview", fix, bucket.urn)
+            yield from _unknown_policy(bucket, ctx, fix)
             continue
         ok = False
         for s in stmts:

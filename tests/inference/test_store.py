@@ -12,7 +12,7 @@ import torch
 
 from inference.config import ServerConfig
 from inference.metrics import Metrics
-from inference.store import ModelStore
+from inference.store import ModelStore, resolve_device
 from tests.inference.conftest import MODEL, Publisher, corrupt_release, version_dir
 from trainer.hashing import MANIFEST
 from trainer.release import CONFIG, WEIGHTS, load_model
@@ -258,3 +258,39 @@ def test_weights_that_give_nan_are_refused_and_not_cached(checkpoints: Path, wor
         "the weights give non-finite logits (NaN/inf) on a warm-up step"
     )
     assert sorted(p.name for p in (work / "cache").iterdir()) == [v1.version]
+
+
+@pytest.mark.parametrize(
+    ("capability", "expected"),
+    [
+        ((7, 0), torch.float16),  # V100
+        ((7, 5), torch.float16),  # T4 (g4dn)
+        ((8, 0), torch.bfloat16),  # A100 (p4d/p4de)
+        ((8, 6), torch.bfloat16),  # A10G (g5)
+        ((9, 0), torch.bfloat16),  # H100 (p5)
+    ],
+)
+def test_auto_dtype_on_cuda_follows_the_compute_capability(
+    monkeypatch: pytest.MonkeyPatch, capability: tuple[int, int], expected: torch.dtype
+) -> None:
+    """Review finding F11: bfloat16 only where the GPU has bfloat16 tensor cores (sm_80+), float16 below
+    (the T4s the infer stacks' Karpenter pools include); an explicit dtype is kept as asked."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    for device in ("auto", "cuda"):
+        assert resolve_device(device, "auto") == (torch.device("cuda"), expected)
+    assert resolve_device("cuda", "bfloat16")[1] == torch.bfloat16
+    assert resolve_device("cpu", "auto") == (torch.device("cpu"), torch.float32)
+
+
+def test_auto_dtype_without_a_gpu_is_float32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU visible: cpu and float32, and the capability is never asked (it would raise without CUDA)."""
+
+    def no_cuda(device: object = None) -> tuple[int, int]:
+        raise AssertionError("capability asked without a GPU")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", no_cuda)
+    assert resolve_device("auto", "auto") == (torch.device("cpu"), torch.float32)
+    with pytest.raises(ValueError, match="no GPU is visible"):
+        resolve_device("cuda", "auto")

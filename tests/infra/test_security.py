@@ -271,6 +271,22 @@ def test_bucket_policies_tls_sse_c_and_key(plans, stack: str) -> None:
 
 
 @pytest.mark.parametrize("stack", ALL)
+def test_s3_endpoint_lets_us_east_1_nodes_pull_from_quay(plans, stack: str) -> None:
+    """Review finding F3: in us-east-1 quay.io redirects blob GETs straight to its S3 bucket, which the
+    gateway endpoint carries; only there does the endpoint policy name the registries' buckets."""
+    plan = plans[stack]
+    s3 = next(
+        e for e in plan.by_type("aws:ec2/vpcEndpoint:VpcEndpoint") if e.inputs["vpcEndpointType"] == "Gateway"
+    )
+    aws_owned = _statements(s3)["AwsBucketsNodesRead"]["Resource"]
+    registries = {"arn:aws:s3:::quayio-production-s3/*", "arn:aws:s3:::docker-images-prod/*"}
+    if plan.region == "us-east-1":
+        assert registries <= set(aws_owned)
+    else:
+        assert not registries & set(aws_owned)
+
+
+@pytest.mark.parametrize("stack", ALL)
 def test_network_guards(plans, stack: str) -> None:
     plan = plans[stack]
     sg = plan.one("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup").inputs

@@ -100,8 +100,11 @@ def make_plan(
     }
 
 
-def review(resources: Iterable[R], pack_config: dict | None = None, **plan_kw: Any) -> StackReview:
-    return review_plan(make_plan(resources, **plan_kw), pack_config=pack_config)
+def review(
+    resources: Iterable[R], pack_config: dict | None = None, *, dry_run: bool = True, **plan_kw: Any
+) -> StackReview:
+    """Review a synthetic plan as a preview (``dry_run``, the default) or as the update's own run does."""
+    return review_plan(make_plan(resources, **plan_kw), pack_config=pack_config, dry_run=dry_run)
 
 
 def messages(result: StackReview, policy: str) -> list[str]:
@@ -111,7 +114,8 @@ def messages(result: StackReview, policy: str) -> list[str]:
 @pytest.fixture
 def check():
     """``check(policy, resources, expected)``: ``expected`` None means the policy reports nothing; a string
-    means it reports a violation containing it (with a fix and the rule's doc link)."""
+    means it reports a violation containing it (with a fix and the rule's doc link). ``dry_run=False``
+    reviews as the pack the update loads does (``PULUMI_DRY_RUN=false``)."""
     from aiplat_policies.pack import rules
 
     docs = {r.name: r.doc for r in rules()}

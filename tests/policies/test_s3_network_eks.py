@@ -144,11 +144,6 @@ def test_compliant_bucket_passes(check, policy):
             {"policy": policy_with(TLS_ONLY | {"Resource": ARNS[1:]})},
             "accepts requests without TLS",
         ),
-        (
-            "s3-tls-only",
-            {"policy": settings("bucketPolicy:BucketPolicy", "policy", {"policy": UNKNOWN})},
-            "the policy of bucket 'data' is unknown at preview",
-        ),
         ("s3-tls-floor", {"policy": policy_with(TLS_ONLY)}, "bucket 'data' accepts TLS older than 1.2"),
         (
             "s3-tls-floor",
@@ -194,7 +189,6 @@ def test_compliant_bucket_passes(check, policy):
         "tls-no-policy",
         "tls-no-statement",
         "tls-objects-only",
-        "tls-unknown-policy",
         "floor-missing",
         "floor-too-low",
         "versioning-missing",

@@ -353,7 +353,6 @@ def doc(*statements: dict) -> str:
             ),
             None,
         ),
-        (R(ROLE_POLICY, "p", {"policy": UNKNOWN}), "policy is unknown at preview and cannot be reviewed"),
         (
             R(
                 "aws:iam/role:Role",
@@ -368,7 +367,7 @@ def doc(*statements: dict) -> str:
             "inlinePolicies[0] statement",
         ),
     ],
-    ids=["scoped", "star", "star-star", "admin-attached", "managed-ok", "unknown", "inline"],
+    ids=["scoped", "star", "star-star", "admin-attached", "managed-ok", "inline"],
 )
 def test_iam_no_admin(check, resource, expected):
     check("iam-no-admin", [resource], expected)

@@ -11,7 +11,7 @@ https://www.pulumi.com/registry/packages/docker-build/api-docs/image/
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -36,12 +36,15 @@ class ImageBuildSpec:
 @dataclass(frozen=True, kw_only=True)
 class ContainerImagesArgs:
     """``builds``: repository -> image to build; ``prebuilt``: repository -> image by digest (not built);
-    ``registry_id``: the account whose ECR the builds push to; ``build_on_preview``: build during previews."""
+    ``registry_id``: the account whose ECR the builds push to; ``build_on_preview``: build during previews;
+    ``push_after``: what every push waits for (the registry's replication setup: ECR replicates only
+    images pushed after it exists)."""
 
     builds: Mapping[str, ImageBuildSpec] = field(default_factory=dict)
     prebuilt: Mapping[str, str] = field(default_factory=dict)
     registry_id: str = ""
     build_on_preview: bool = False
+    push_after: Sequence[pulumi.Resource] = ()
 
 
 class ContainerImages(pulumi.ComponentResource):
@@ -76,7 +79,7 @@ class ContainerImages(pulumi.ComponentResource):
                             password=pulumi.Output.secret(token.password),
                         )
                     ],
-                    opts=pulumi.ResourceOptions(parent=self),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.push_after)),
                 )
                 self.images[repo] = image
                 # By digest, never by tag: the workload runs exactly what was built.

@@ -46,6 +46,9 @@ class Registry(pulumi.ComponentResource):
     repository_urls: dict[str, pulumi.Output[str]]
     repository_arns: dict[str, pulumi.Output[str]]
     replica_registries: dict[str, str]
+    # What must exist before the first push for the image to reach the replicas (empty without
+    # replication): the replication configuration and the creation-template role's policy.
+    replication_ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: RegistryArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:registry:Registry", name, None, opts)
@@ -77,8 +80,9 @@ class Registry(pulumi.ComponentResource):
         self.replica_registries = {
             region: f"{args.account_id}.dkr.ecr.{region}.amazonaws.com" for region in args.replica_keys
         }
+        self.replication_ready = []
         if args.replica_keys:
-            self._replicate(name, args, lifecycle, child)
+            self.replication_ready = self._replicate(name, args, lifecycle, child)
 
         self.repository_urls = {r: repo.repository_url for r, repo in self.repositories.items()}
         self.repository_arns = {r: repo.arn for r, repo in self.repositories.items()}
@@ -92,7 +96,9 @@ class Registry(pulumi.ComponentResource):
 
     def _replicate(
         self, name: str, args: RegistryArgs, lifecycle: str, child: pulumi.ResourceOptions
-    ) -> None:
+    ) -> list[pulumi.Resource]:
+        """Creation templates, their role and the replication configuration; returns what a push must
+        wait for (``replication_ready``)."""
         regions = sorted(args.replica_keys)
         # The creation template needs a role when it encrypts with a customer-managed key.
         role = aws.iam.Role(
@@ -108,7 +114,7 @@ class Registry(pulumi.ComponentResource):
             f"arn:{args.partition}:ecr:{region}:{args.account_id}:repository/{args.namespace}/*"
             for region in regions
         ]
-        aws.iam.RolePolicy(
+        role_policy = aws.iam.RolePolicy(
             f"{name}-template-role-policy",
             role=role.id,
             policy=pulumi.Output.all(*[args.replica_keys[r] for r in regions]).apply(
@@ -138,7 +144,7 @@ class Registry(pulumi.ComponentResource):
             for region in regions
         ]
         # One replication configuration per registry (account and region): it belongs to the train stack.
-        aws.ecr.ReplicationConfiguration(
+        replication = aws.ecr.ReplicationConfiguration(
             f"{name}-replication",
             replication_configuration=aws.ecr.ReplicationConfigurationReplicationConfigurationArgs(
                 rules=[
@@ -157,6 +163,12 @@ class Registry(pulumi.ComponentResource):
                     )
                 ]
             ),
-            # Templates first, or the first replicated images land in repositories without them.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=templates),
+            # Templates (and their role's policy, which ECR needs to create a repository with the replica
+            # key) first, or the first replicated images land in repositories without them, or fail.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*templates, role_policy]),
         )
+        # By default ECR replicates only images pushed after the replication configuration is applied
+        # (older ones need a manual replication backfill); our tags are immutable content hashes, so an
+        # image pushed before it is never pushed again and never reaches the replicas on its own.
+        # https://docs.aws.amazon.com/AmazonECR/latest/userguide/replication-backfill.html
+        return [replication, role_policy]

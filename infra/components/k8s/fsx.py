@@ -56,16 +56,16 @@ class LustreVolume(pulumi.ComponentResource):
             values=args.driver_values,
             opts=child_options(self, opts),
         )
-        pv = pulumi.Output.all(args.file_system_id, args.dns_name, args.mount_name).apply(
-            lambda v: docs.persistent_volume(
-                file_system_id=v[0],
-                dns_name=v[1],
-                mount_name=v[2],
-                capacity_gib=args.capacity_gib,
-                claim_namespace=args.claim_namespace,
-                labels=labels,
-            )["spec"]
-        )
+        # Outputs as leaves, not through one apply: at a first preview the file system's id, DNS name and
+        # mount name are unknown, and the rest of the spec stays known (and reviewable) at preview.
+        pv = docs.persistent_volume(
+            file_system_id=args.file_system_id,
+            dns_name=args.dns_name,
+            mount_name=args.mount_name,
+            capacity_gib=args.capacity_gib,
+            claim_namespace=args.claim_namespace,
+            labels=labels,
+        )["spec"]
         self.volume = k8s.core.v1.PersistentVolume(
             f"{name}-pv",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=docs.VOLUME_NAME, labels=labels),

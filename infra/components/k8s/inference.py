@@ -69,8 +69,10 @@ class InferenceServer(pulumi.ComponentResource):
             spec=inf.load_balancer_ingress_policy(args.load_balancer_cidrs),
             opts=child_options(self, opts),
         )
-        annotations = pulumi.Output.all(args.certificate_arn, args.waf_acl_arn).apply(
-            lambda v: alb.ingress_annotations(args.ingress, certificate_arn=v[0], waf_acl_arn=v[1])
+        # ARNs as leaves, not through an apply: at a first preview the certificate's ARN is unknown, and an
+        # apply would hide every annotation (TLS policy, listeners) from the policy pack.
+        annotations = alb.ingress_annotations(
+            args.ingress, certificate_arn=args.certificate_arn, waf_acl_arn=args.waf_acl_arn
         )
         self.ingress = k8s.networking.v1.Ingress(
             f"{name}-ingress",

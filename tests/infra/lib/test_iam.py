@@ -360,6 +360,25 @@ def test_s3_endpoint_policy_names_our_buckets_and_what_nodes_need() -> None:
     ]
 
 
+def test_s3_endpoint_policy_in_us_east_1_reads_the_public_registries_s3_backends() -> None:
+    """Review finding F3: quay.io redirects us-east-1 clients straight to its S3 bucket (and Docker Hub's
+    backend is an S3 bucket there); the gateway endpoint's policy must let nodes read them in us-east-1."""
+    (aws_owned,) = iam.s3_endpoint_policy(bucket_names=[], region="us-east-1")["Statement"]
+    assert aws_owned["Action"] == ["s3:GetObject"]
+    assert "arn:aws:s3:::quayio-production-s3/*" in aws_owned["Resource"]
+    assert "arn:aws:s3:::docker-images-prod/*" in aws_owned["Resource"]
+    assert "arn:aws:s3:::prod-us-east-1-starport-layer-bucket/*" in aws_owned["Resource"]
+
+
+@pytest.mark.parametrize("region", ["us-west-2", "ap-east-1", "ap-southeast-1", "eu-west-1"])
+def test_s3_endpoint_policy_elsewhere_is_not_widened_for_us_east_1_buckets(region: str) -> None:
+    """A gateway endpoint carries only same-region S3 traffic: the us-east-1 buckets are never read
+    through another region's endpoint, so its policy does not name them."""
+    (aws_owned,) = iam.s3_endpoint_policy(bucket_names=[], region=region)["Statement"]
+    assert len(aws_owned["Resource"]) == 3
+    assert not any("quayio" in r or "docker-images" in r for r in aws_owned["Resource"])
+
+
 def test_cloudtrail_bucket_policy_only_our_trail() -> None:
     trail = "arn:aws:cloudtrail:us-east-1:1:trail/t"
     doc = iam.cloudtrail_bucket_policy(bucket_arn="arn:aws:s3:::tb", trail_arn=trail, account_id="1")

@@ -79,6 +79,23 @@ def test_crds_come_from_their_own_release_and_eks_internals_are_not_scraped() ->
     assert v["prometheusOperator"]["admissionWebhooks"] == {"enabled": False}
 
 
+def test_operator_tls_secret_has_a_creator() -> None:
+    """kube-prometheus-stack 88.5.3 (tag commit ea930bae): with prometheusOperator.tls.enabled (default
+    true) the operator Deployment mounts Secret <fullname>-admission (templates/prometheus-operator/
+    deployment.yaml, volume tls-secret); only admission-webhooks/job-patch/job-createSecret.yaml
+    (admissionWebhooks.enabled and patch.enabled, default true, and not certManager) or certmanager.yaml
+    (admissionWebhooks.certManager.enabled) create it. The pair of values we set must not mount a Secret
+    nobody creates (review finding F8)."""
+    op = values()["prometheusOperator"]
+    webhooks = op.get("admissionWebhooks", {})
+    mounts_secret = op.get("tls", {}).get("enabled", True)
+    cert_manager = webhooks.get("certManager", {}).get("enabled", False)
+    job_creates = webhooks.get("enabled", True) and webhooks.get("patch", {}).get("enabled", True)
+    assert not mounts_secret or job_creates or cert_manager
+    # what the values say today: no webhook, so no TLS on the operator (it serves HTTP on 8080)
+    assert (webhooks["enabled"], op["tls"]["enabled"]) == (False, False)
+
+
 def test_storage_retention_and_cluster_label() -> None:
     spec = values()["prometheus"]["prometheusSpec"]
     claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]

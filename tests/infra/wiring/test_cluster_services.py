@@ -365,3 +365,31 @@ def test_minio_gets_what_it_needs_from_the_services() -> None:
         assert by_name[f"namespaces-{ns}-allow-to-minio"].inputs["spec"]["egress"][0]["ports"] == [
             {"protocol": "TCP", "port": 9000}
         ]
+
+
+def _service_types(value: object) -> list[str]:
+    """Every ``type`` under a ``service``/``Service``-ish key in chart values (``service.type``,
+    ``consoleService.type``, ``grafana.service.type``...)."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "service" in str(key).lower() and isinstance(item, dict) and isinstance(item.get("type"), str):
+                found.append(item["type"])
+            found.extend(_service_types(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_service_types(item))
+    return found
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_lbc_service_mutator_webhook_is_off_and_nothing_needs_it(plan_stack, stack: str) -> None:
+    """Review finding F5: chart 3.5.0's ``mservice.elbv2.k8s.aws`` webhook (failurePolicy Fail, every
+    Service CREATE) would fail the other releases' Services while the controller starts. It only serves
+    ``type: LoadBalancer`` Services, and the plan declares and configures none."""
+    plan = plan_stack(stack)
+    lbc = _releases(plan)["aws-load-balancer-controller"].inputs["values"]
+    assert lbc["enableServiceMutatorWebhook"] is False
+    declared = [r.inputs.get("spec", {}).get("type") for r in plan.by_type("kubernetes:core/v1:Service")]
+    configured = [t for r in plan.by_type(RELEASE) for t in _service_types(r.inputs.get("values", {}))]
+    assert "LoadBalancer" not in declared + configured

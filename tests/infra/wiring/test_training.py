@@ -202,3 +202,20 @@ def test_trainer_chart_is_pinned(plan_stack) -> None:
 def test_infer_stacks_build_no_images(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     assert not [r for r in plan.resources if r.type in (IMAGE, RUNTIME, TRAINJOB)]
+
+
+def test_images_are_pushed_after_ecr_replication_is_configured(plan_stack) -> None:
+    """Review finding F10: ECR replicates only images pushed after the replication configuration exists
+    (and the creation template needs its role's policy to create the replica repository), so every push
+    waits for both, and the configuration waits for the templates and that policy."""
+    plan = plan_stack("prod-us-train")
+    (replication,) = plan.by_type("aws:ecr/replicationConfiguration:ReplicationConfiguration")
+    (role_policy,) = [
+        r for r in plan.by_type("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("template-role-policy")
+    ]
+    templates = plan.by_type("aws:ecr/repositoryCreationTemplate:RepositoryCreationTemplate")
+    assert templates and {t.urn for t in templates} | {role_policy.urn} <= set(replication.dependencies)
+    images = plan.by_type(IMAGE)
+    assert images
+    for image in images:
+        assert {replication.urn, role_policy.urn} <= set(image.dependencies), image.name
