@@ -22,6 +22,7 @@ from infra.ops.rollout import HealthGate, RolloutResult, StackEvent, StackRunner
 
 STYLE = {
     State.healthy: "green",
+    State.awaiting_release: "yellow",
     State.previewed: "green",
     State.not_started: "dim",
     State.blocked: "bold red",
@@ -36,10 +37,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "Drive the stacks of --env through the Pulumi Automation API in the waves of rollout.yaml "
             "(prod: prod-us-train, then prod-hk-infer and prod-sg-infer in parallel). Per stack: preview "
             "with the policy packs (a mandatory violation stops), up, then the health gate (outputs "
-            "present, node groups and nodes Ready, the inference endpoint's health check answers). The "
-            "first failure stops the rollout with a summary of what changed and what did not. State "
-            "backend and secrets provider come from rollout.yaml. Needs the Pulumi CLI. Exit 0 all "
-            "healthy, 1 a stack failed, 2 config error, 4 no Pulumi CLI, 5 a mandatory policy violation."
+            "present, node groups and nodes Ready, the inference Deployment rolled out and its endpoint's "
+            "health check answers; an infer stack whose servers wait for a first model release passes as "
+            "'deployed, no model release yet'). The first failure stops the rollout with a summary of "
+            "what changed and what did not. State backend and secrets provider come from rollout.yaml. "
+            "Needs the Pulumi CLI. Exit 0 all healthy (or deployed with no model release yet), 1 a stack "
+            "failed, 2 config error, 4 no Pulumi CLI, 5 a mandatory policy violation."
         ),
     )
     p.add_argument(
@@ -144,6 +147,13 @@ def execute(
     console.print(
         f"changed: {', '.join(changed) or 'nothing'}; not changed: {', '.join(untouched) or 'none'}"
     )
+    awaiting = [r.stack for r in result.by_state(State.awaiting_release)]
+    if awaiting:
+        console.print(
+            f"deployed, no model release yet: {', '.join(awaiting)}; they serve once a model is trained, "
+            "published and replicated to their region (README: Train -> Publish -> Replicate -> Serve)",
+            style="yellow",
+        )
     if result.stopped_at is not None:
         skipped = [r.stack for r in result.by_state(State.not_started)]
         console.print(

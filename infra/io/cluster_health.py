@@ -1,5 +1,6 @@
 """Read-only calls the rollout's health gate makes after ``up``: EKS node groups, the Kubernetes API's node
-list, and the inference endpoint's health check.
+list, the inference Deployment and its pods, the model releases in the region's replica bucket, and the
+inference endpoint's health check.
 
 The Kubernetes API is reached with an EKS bearer token: a presigned STS ``GetCallerIdentity`` URL carrying
 the ``x-k8s-aws-id: <cluster>`` header, base64url-encoded after ``k8s-aws-v1.`` (the format
@@ -14,7 +15,9 @@ import base64
 import json
 import ssl
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,14 +75,53 @@ def _context(ca_pem: str | None) -> ssl.SSLContext | None:
     return ssl.create_default_context(cadata=ca_pem) if ca_pem else None
 
 
-def list_nodes(endpoint: str, token: str, ca_pem: str | None, timeout: float) -> list[dict[str, Any]]:
-    """``GET /api/v1/nodes`` (the items). Raises OSError / ValueError when the API does not answer."""
+def _get(endpoint: str, path: str, token: str, ca_pem: str | None, timeout: float) -> dict[str, Any]:
+    """``GET <endpoint><path>`` as JSON. Raises OSError (urllib's HTTPError for a status) / ValueError."""
     request = urllib.request.Request(
-        endpoint.rstrip("/") + "/api/v1/nodes",
+        endpoint.rstrip("/") + path,
         headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=timeout, context=_context(ca_pem)) as response:
-        return list(json.loads(response.read())["items"])
+        return dict(json.loads(response.read()))
+
+
+def list_nodes(endpoint: str, token: str, ca_pem: str | None, timeout: float) -> list[dict[str, Any]]:
+    """``GET /api/v1/nodes`` (the items). Raises OSError / ValueError when the API does not answer."""
+    return list(_get(endpoint, "/api/v1/nodes", token, ca_pem, timeout)["items"])
+
+
+def read_deployment(
+    endpoint: str, token: str, ca_pem: str | None, timeout: float, namespace: str, name: str
+) -> dict[str, Any] | None:
+    """``GET /apis/apps/v1/namespaces/<ns>/deployments/<name>``; None when it does not exist (404).
+    Raises OSError / ValueError when the API does not answer."""
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+    try:
+        return _get(endpoint, path, token, ca_pem, timeout)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise
+
+
+def list_pods(
+    endpoint: str, token: str, ca_pem: str | None, timeout: float, namespace: str, labels: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """``GET /api/v1/namespaces/<ns>/pods?labelSelector=k=v,...`` (the items)."""
+    selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    path = f"/api/v1/namespaces/{namespace}/pods?" + urllib.parse.urlencode({"labelSelector": selector})
+    return list(_get(endpoint, path, token, ca_pem, timeout)["items"])
+
+
+def release_folders(s3: Any, bucket: str, prefix: str) -> list[str]:
+    """The folder names right under ``s3://<bucket>/<prefix>/`` (ListObjectsV2 with a delimiter), as the
+    inference server lists ``release/<model>/`` for versions (trainer/release.py list_versions). Raises
+    ClientError / BotoCoreError when S3 refuses or does not answer."""
+    base = prefix.rstrip("/") + "/"
+    names: list[str] = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=base, Delimiter="/"):
+        names += [p["Prefix"][len(base) :].rstrip("/") for p in page.get("CommonPrefixes", [])]
+    return sorted(names)
 
 
 def http_status(url: str, timeout: float) -> tuple[int | None, str]:

@@ -5,15 +5,30 @@
 2. **nodes**: every node group of the ``nodeGroups`` output is ACTIVE without health issues, and the
    Kubernetes API lists at least its desired number of Ready nodes (label ``eks.amazonaws.com/nodegroup``),
    polled until ``nodes_ready_timeout_s``;
-3. **inference** (infer stacks): ``GET <inferenceUrl><inference_health_path>`` answers 200.
-The judging is pure (``outputs_check``, ``nodes_check``); the calls are in ``infra/io/cluster_health.py``.
+3. **inference-rollout** (infer stacks with an ``inference`` section): the server's Deployment rolled out
+   as ``kubectl rollout status`` judges it, polled until the stack's ``first_load_timeout_s``. pulumi does
+   not wait for it (``pulumi.com/skipAwait``, finding F6), so this is where a broken rollout (image pull,
+   crash loop, no GPU capacity, progress deadline exceeded) fails. One outcome is not a failure: the
+   server's pods are up (running, past their startup probe) but not ready, and the region's replica bucket
+   has no release under ``release/<model>/``: the server's ``/readyz`` is 503 "no release under ... yet"
+   until the first model is trained, published and replicated (inference/store.py). The gate reports it as
+   **no model release yet** (``GateCheck.awaiting``; the stack's state is ``awaiting release``), and the
+   endpoint check is skipped, since nothing can answer it before then. The gate lists the bucket itself:
+   a not-ready pod's ``/readyz`` body reaches neither the ALB (its health check is ``/readyz``) nor the
+   kubelet's probe events (they carry the status code only).
+4. **inference** (after a finished rollout): ``GET <inferenceUrl><inference_health_path>`` answers 200.
+The judging is pure (``outputs_check``, ``nodes_check``, ``rollout_status``, ``pod_problem``,
+``inference_rollout_check``); the calls are in ``infra/io/cluster_health.py``.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.io.aws_live import Clients
 from infra.io.cluster_health import (
@@ -22,14 +37,23 @@ from infra.io.cluster_health import (
     eks_token,
     http_status,
     list_nodes,
+    list_pods,
     nodegroup_health,
+    read_deployment,
+    release_folders,
 )
+from infra.lib import inference as inf
 from infra.model.config.base import Role
+from infra.model.config.inference import RELEASE_VERSION
 from infra.model.config.schema import PlatformConfig
+from infra.model.config.storage import RELEASE_PREFIX
 from infra.model.rollout import HealthGateConfig
 from infra.ops.rollout import GateCheck
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"  # set by EKS on managed node group nodes
+NO_RELEASE = "no model release yet"
+# What a stack that passed with NO_RELEASE waits for (GateCheck.awaiting).
+AWAITING_RELEASE = "a model release"
 
 
 def required_outputs(cfg: PlatformConfig, health: HealthGateConfig) -> list[str]:
@@ -74,6 +98,97 @@ def nodes_check(groups: list[NodeGroupHealth], nodes: list[Mapping[str, Any]]) -
     return GateCheck("nodes", True, "Ready: " + ", ".join(seen) if seen else "no node groups")
 
 
+def rollout_status(deployment: Mapping[str, Any]) -> tuple[str, str]:
+    """("done" | "waiting" | "timed out", why) for a Deployment, judged as ``kubectl rollout status`` does
+    (kubectl/pkg/polymorphichelpers/rollout_status.go, DeploymentStatusViewer): the controller saw the
+    current spec, the progress deadline did not pass, every replica runs the new template, old ones are gone
+    and the new ones are available."""
+    meta, spec, status = (deployment.get(k) or {} for k in ("metadata", "spec", "status"))
+    if meta.get("generation", 0) > status.get("observedGeneration", 0):
+        return "waiting", "the Deployment controller has not seen the current spec yet"
+    progressing = next((c for c in status.get("conditions", []) if c.get("type") == "Progressing"), {})
+    if progressing.get("reason") == "ProgressDeadlineExceeded":
+        return "timed out", f"exceeded its progress deadline ({progressing.get('message', '')})"
+    replicas = spec.get("replicas")
+    updated = status.get("updatedReplicas", 0)
+    available = status.get("availableReplicas", 0)
+    if replicas is not None and updated < replicas:
+        return "waiting", f"{updated} of {replicas} new replicas updated"
+    if status.get("replicas", 0) > updated:
+        return "waiting", f"{status['replicas'] - updated} old replicas pending termination"
+    if available < updated:
+        return "waiting", f"{available} of {updated} updated replicas available"
+    return "done", f"{available} of {updated} replicas available"
+
+
+def pod_problem(pod: Mapping[str, Any]) -> str | None:
+    """None when the pod's server is up (running, past its startup probe; ready or not), else why not:
+    unscheduled, waiting (image pull, crash loop...) or still starting."""
+    name = pod.get("metadata", {}).get("name", "?")
+    status = pod.get("status", {})
+    for c in status.get("conditions", []):
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return f"{name}: not scheduled: {c.get('reason', '')}: {c.get('message', '')}".rstrip(": ")
+    server = next((c for c in status.get("containerStatuses", []) if c.get("name") == inf.CONTAINER), None)
+    if server is None:
+        return f"{name}: {status.get('phase', 'Pending')}, container {inf.CONTAINER} not created yet"
+    state = server.get("state", {})
+    if "waiting" in state:
+        w = state["waiting"]
+        return f"{name}: {w.get('reason', 'waiting')}: {w.get('message', '')}".rstrip(": ")
+    if "terminated" in state:
+        return f"{name}: container exited ({state['terminated'].get('reason', '')})"
+    if not server.get("started"):
+        return f"{name}: starting (startup probe on {inf.LIVENESS_PATH} not passed yet)"
+    return None
+
+
+def inference_rollout_check(
+    deployment: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+    versions: Sequence[str] | None,
+    *,
+    where: str,
+    pin_version: str | None = None,
+) -> tuple[GateCheck, bool]:
+    """The inference Deployment's rollout and whether that judgment is settled (False: poll again).
+
+    ``versions``: the release versions under ``where`` (the replica bucket's ``release/<model>/``), None
+    when they could not be listed. Rolled out: passed. Not rolled out, every pod's server up but no
+    release there: passed with ``awaiting`` (nothing to serve yet is not a failed deploy). A pinned version
+    that is not there while others are: failed (the server will not load another). Progress deadline
+    exceeded: failed. Anything else: not settled."""
+    name = "inference-rollout"
+    if deployment is None:
+        return GateCheck(name, False, f"Deployment {inf.NAME} does not exist"), True
+    state, why = rollout_status(deployment)
+    if state == "done":
+        return GateCheck(name, True, f"rolled out: {why}"), True
+    problems = [p for p in (pod_problem(pod) for pod in pods) if p]
+    servers_up = bool(pods) and not problems
+    if versions is not None and servers_up:
+        if not versions:
+            return GateCheck(
+                name,
+                True,
+                f"{NO_RELEASE}: nothing under {where}; {len(pods)} pod(s) up and polling for it, not ready "
+                "(and the endpoint not checked) until a release is published and replicated there",
+                awaiting=AWAITING_RELEASE,
+            ), True
+        if pin_version and pin_version not in versions:
+            newest = sorted(versions)[-1]
+            return GateCheck(
+                name,
+                False,
+                f"inference.pin_version {pin_version} is not under {where} (newest there: {newest}); "
+                "the server serves nothing until it is: fix the pin or replicate that version",
+            ), True
+    detail = "; ".join([why, *problems] if pods else [why, "no pods yet"])
+    if versions is not None and not versions:
+        detail += f"; {NO_RELEASE} under {where}"
+    return GateCheck(name, False, detail), state == "timed out"
+
+
 class AwsHealthGate:
     """``HealthGate`` against the deployed stack, with the credentials of ``clients``."""
 
@@ -105,6 +220,49 @@ class AwsHealthGate:
                 return check
             self.sleep(self.health.poll_interval_s)
 
+    def _releases(self, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> tuple[list[str] | None, str]:
+        """Release versions in the region's replica bucket (as the server lists them), and where."""
+        assert cfg.inference is not None
+        prefix = f"{RELEASE_PREFIX}/{cfg.inference.model_name}"
+        bucket = outputs.get("artifactsBucket")
+        if not bucket:
+            return None, f"{prefix}/ (no artifactsBucket output)"
+        where = f"s3://{bucket}/{prefix}/"
+        try:
+            folders = release_folders(self.clients("s3", cfg.region), str(bucket), prefix)
+        except (ClientError, BotoCoreError):
+            return None, where
+        return [f for f in folders if re.match(RELEASE_VERSION, f)], where
+
+    def _inference_rollout(self, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> GateCheck:
+        assert cfg.inference is not None
+        cluster, ns = str(outputs["clusterName"]), cfg.storage.inference.namespace
+        eks = self.clients("eks", cfg.region)
+        deadline = self.clock() + cfg.inference.server.first_load_timeout_s
+        while True:
+            try:
+                endpoint, ca = cluster_access(eks, cluster)
+                token = eks_token(self.clients("sts", cfg.region), cluster)
+                timeout = self.health.http_timeout_s
+                deployment = read_deployment(endpoint, token, ca, timeout, ns, inf.NAME)
+                pods: list[dict[str, Any]] = []
+                versions, where = None, ""
+                if deployment is not None and rollout_status(deployment)[0] != "done":
+                    # not rolled out: why not (the pods), and is there anything to serve (the releases)
+                    pods = list_pods(endpoint, token, ca, timeout, ns, inf.SELECTOR)
+                    versions, where = self._releases(cfg, outputs)
+                check, settled = inference_rollout_check(
+                    deployment, pods, versions, where=where, pin_version=cfg.inference.pin_version
+                )
+            except (OSError, ValueError, KeyError) as exc:
+                check, settled = (
+                    GateCheck("inference-rollout", False, f"the Kubernetes API did not answer: {exc}"),
+                    False,
+                )
+            if settled or self.clock() >= deadline:
+                return check
+            self.sleep(self.health.poll_interval_s)
+
     def _inference(self, outputs: Mapping[str, Any]) -> GateCheck:
         url = str(outputs[self.health.inference_url_output]).rstrip("/") + self.health.inference_health_path
         status, why = http_status(url, self.health.http_timeout_s)
@@ -117,6 +275,8 @@ class AwsHealthGate:
         if not checks[0].ok:
             return checks
         checks.append(self._nodes(cfg, outputs))
-        if cfg.role is Role.infer and checks[-1].ok:
+        if cfg.role is Role.infer and cfg.inference is not None and checks[-1].ok:
+            checks.append(self._inference_rollout(cfg, outputs))
+        if cfg.role is Role.infer and checks[-1].ok and not checks[-1].awaiting:
             checks.append(self._inference(outputs))
         return checks

@@ -2,9 +2,11 @@
 
 For each stack of a wave (the wave's stacks in parallel): preview with the policy packs and stop on a
 mandatory violation, ``up``, then the health gate (outputs present, node groups and nodes ready, the
-inference endpoint answers). The next wave starts only when every stack of this one passed; the first
-failure stops the rollout, and the result says which stacks changed (with their change counts), which
-failed and which were never started. ``dry_run`` previews only.
+inference Deployment rolled out and its endpoint answers). An infer stack whose servers are up but have no
+model release to load yet passes as ``awaiting_release`` (a new platform before its first publish), not
+failed. The next wave starts only when every stack of this one passed; the first failure stops the
+rollout, and the result says which stacks changed (with their change counts), which failed and which were
+never started. ``dry_run`` previews only.
 
 The stacks are driven through ``StackRunner`` (the Automation API in production,
 ``infra/ops/automation.py``) and checked through ``HealthGate`` (``infra/ops/health.py``), two narrow
@@ -76,9 +78,13 @@ class StackRunner(Protocol):
 
 @dataclass(frozen=True)
 class GateCheck:
+    """One check of the health gate. ``awaiting``: the check passed, but the stack waits for something
+    outside the deploy before it serves (e.g. "a model release" on a new platform, finding F6)."""
+
     name: str
     ok: bool
     detail: str
+    awaiting: str = ""
 
 
 class HealthGate(Protocol):
@@ -95,9 +101,12 @@ class State(StrEnum):
     up_failed = "update failed"
     gate_failed = "health gate failed"
     healthy = "deployed and healthy"
+    # deployed, its gate passed, but it serves nothing until what a check awaits exists (no model release
+    # yet on a new platform): not a failed deploy, so the next wave goes on
+    awaiting_release = "deployed, no model release yet"
 
 
-PASSED = (State.previewed, State.healthy)
+PASSED = (State.previewed, State.healthy, State.awaiting_release)
 
 
 @dataclass
@@ -178,7 +187,10 @@ def deploy_stack(
         return result
     on_state(stack, "checking health")
     result.gate = tuple(gate.check(stack, cfg, up.outputs))
-    result.state = State.healthy if all(c.ok for c in result.gate) else State.gate_failed
+    if not all(c.ok for c in result.gate):
+        result.state = State.gate_failed
+    else:
+        result.state = State.awaiting_release if any(c.awaiting for c in result.gate) else State.healthy
     return result
 
 

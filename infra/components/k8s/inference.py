@@ -5,7 +5,9 @@ HorizontalPodAutoscaler.
 Order matters twice. The Ingress (and so the controller's TargetGroupBinding) exists before the pods, because
 the load balancer controller adds its readiness gate only to pods created after that
 (docs/deploy/pod_readiness_gate.md, v3.5.0: "create ingress or service before pod"). The ScaledObject comes
-after the Deployment and KEDA's CRDs. Documents from ``infra/lib/inference.py`` and ``infra/lib/alb.py``.
+after the Deployment and KEDA's CRDs. pulumi does not wait for the Deployment's pods (``SKIP_AWAIT``): they
+wait for a model release that may not exist yet; the rollout gate judges them. Documents from
+``infra/lib/inference.py`` and ``infra/lib/alb.py``.
 """
 
 from __future__ import annotations
@@ -21,8 +23,16 @@ from infra.lib import alb
 from infra.lib import inference as inf
 
 KEDA_API = "keda.sh/v1alpha1"  # ScaledObject of KEDA 2.20 (keda/templates/crds/crd-scaledobjects.yaml)
-# pulumi's wait for the Deployment: a little past its progressDeadlineSeconds, which fails the rollout first
-ROLLOUT_WAIT_MARGIN_S = 300
+# pulumi-kubernetes waits for a Deployment until its new ReplicaSet is available unless the object carries
+# this annotation set to "true" (provider/pkg/metadata/overrides.go SkipAwaitLogic; added in
+# https://github.com/pulumi/pulumi-kubernetes/pull/417): then the create/update is done once the API server
+# accepted the object, and the resources that depend on it (the ScaledObject) go ahead. Finding F6: the
+# server's pods are ready only once a verified release is in the region's replica bucket (inference/app.py
+# /readyz), which a new platform does not have before its first training run is published and replicated,
+# so awaiting them failed the first `pulumi up` of every infer stack with ProgressDeadlineExceeded. The
+# rollout's health gate judges the Deployment instead (infra/ops/health.py), and tells "no model release
+# yet" apart from a broken rollout.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,11 +93,11 @@ class InferenceServer(pulumi.ComponentResource):
         spec = pulumi.Output.all(args.image, args.release_root).apply(
             lambda v: inf.deployment_spec(args.server, image=v[0], release_root=v[1])
         )
-        wait = f"{args.server.first_load_timeout_s + ROLLOUT_WAIT_MARGIN_S}s"
-        deployment_opts = child_options(self, opts, depends_on=[self.ingress, self.policy])
-        deployment_opts.custom_timeouts = pulumi.CustomTimeouts(create=wait, update=wait)
         self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment", metadata=meta(), spec=spec, opts=deployment_opts
+            f"{name}-deployment",
+            metadata=meta(dict(SKIP_AWAIT)),
+            spec=spec,
+            opts=child_options(self, opts, depends_on=[self.ingress, self.policy]),
         )
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(), spec=inf.pdb_spec(), opts=child_options(self, opts)

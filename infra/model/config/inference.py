@@ -192,7 +192,8 @@ class ServerConfig(Strict):
     first_load_timeout_s: Annotated[int, Field(ge=300, le=7200)] = Field(
         1800,
         description="How long a new pod may take to become ready (GPU node launch, image pull, model "
-        "download and load): the Deployment's progressDeadlineSeconds and pulumi's wait.",
+        "download and load): the Deployment's progressDeadlineSeconds and how long aiplat rollout's "
+        "health gate waits for the rollout (pulumi does not wait for it).",
     )
 
 

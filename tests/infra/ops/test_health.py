@@ -1,5 +1,6 @@
-"""The rollout's health gate: EKS node groups from a moto server, the Kubernetes node list and the inference
-health check from local HTTP servers (free ports, stopped in teardown)."""
+"""The rollout's health gate: EKS node groups and the replica bucket's releases from a moto server, the
+Kubernetes node list, the inference Deployment and its pods, and the inference health check from local HTTP
+servers (free ports, stopped in teardown)."""
 
 from __future__ import annotations
 
@@ -16,27 +17,132 @@ import pytest
 from infra.io.cluster_health import TOKEN_PREFIX, eks_token
 from infra.io.stackfiles import load_stack_config
 from infra.model.rollout import HealthGateConfig
-from infra.ops.health import AwsHealthGate, nodes_check, outputs_check
+from infra.ops.health import (
+    AwsHealthGate,
+    inference_rollout_check,
+    nodes_check,
+    outputs_check,
+    pod_problem,
+    rollout_status,
+)
 from trainer.tools.moto_server import MotoServer
+
+NS = "inference"
+DEPLOYMENT_PATH = f"/apis/apps/v1/namespaces/{NS}/deployments/inference"
+PODS_PATH = f"/api/v1/namespaces/{NS}/pods"
+
+
+def deployment(
+    *,
+    generation: int = 1,
+    observed: int = 1,
+    replicas: int = 2,
+    updated: int = 2,
+    available: int = 2,
+    total: int | None = None,
+    deadline_exceeded: bool = False,
+) -> dict[str, Any]:
+    """A Deployment as the API server returns it (only the fields kubectl's rollout status reads)."""
+    progressing = (
+        {
+            "type": "Progressing",
+            "status": "False",
+            "reason": "ProgressDeadlineExceeded",
+            "message": 'ReplicaSet "inference-5d9c" has timed out progressing.',
+        }
+        if deadline_exceeded
+        else {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"}
+    )
+    return {
+        "metadata": {"name": "inference", "namespace": NS, "generation": generation},
+        "spec": {"replicas": replicas},
+        "status": {
+            "observedGeneration": observed,
+            "replicas": updated if total is None else total,
+            "updatedReplicas": updated,
+            "availableReplicas": available,
+            "conditions": [progressing],
+        },
+    }
+
+
+ROLLED_OUT = deployment()
+# First deploy on a new platform: two pods, neither ready (no release to load).
+NOT_READY = deployment(available=0)
+
+
+def pod(name: str, state: str = "up") -> dict[str, Any]:
+    """A server pod: ``up`` (running, past its startup probe, not ready), ``starting`` (startup probe not
+    passed), ``crashloop``, ``unschedulable``."""
+    if state == "unschedulable":
+        return {
+            "metadata": {"name": name},
+            "status": {
+                "phase": "Pending",
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+                    }
+                ],
+            },
+        }
+    container: dict[str, Any] = {"name": "server", "ready": False, "restartCount": 0}
+    if state == "crashloop":
+        container |= {
+            "started": False,
+            "restartCount": 5,
+            "state": {
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": "back-off 5m0s restarting failed container=server",
+                }
+            },
+        }
+    else:
+        container |= {"started": state == "up", "state": {"running": {"startedAt": "2026-11-30T05:00:00Z"}}}
+    return {
+        "metadata": {"name": name},
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "PodScheduled", "status": "True"}],
+            "containerStatuses": [container],
+        },
+    }
 
 
 class Api:
-    """A local stand-in for the Kubernetes API (``/api/v1/nodes``) and the inference server (``/healthz``)."""
+    """A local stand-in for the Kubernetes API (nodes, the inference Deployment and its pods) and the
+    inference server (``/healthz``)."""
 
     def __init__(self) -> None:
         self.nodes: list[dict[str, Any]] = []
+        self.deployment: dict[str, Any] | None = ROLLED_OUT
+        self.pods: list[dict[str, Any]] = [pod("inference-a"), pod("inference-b")]
         self.health_status = 200
         self.tokens: list[str] = []
+        self.pod_queries: list[str] = []
         api = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                if self.path == "/api/v1/nodes":
+                path, _, query = self.path.partition("?")
+                if path.startswith("/api"):  # the Kubernetes API (/api, /apis) wants the EKS token
                     auth = self.headers.get("Authorization", "")
                     api.tokens.append(auth)
                     if not auth.startswith(f"Bearer {TOKEN_PREFIX}"):
                         return self._send(401, {"kind": "Status", "reason": "Unauthorized"})
+                if path == "/api/v1/nodes":
                     return self._send(200, {"kind": "NodeList", "items": api.nodes})
+                if path == DEPLOYMENT_PATH:
+                    if api.deployment is None:
+                        return self._send(404, {"kind": "Status", "reason": "NotFound"})
+                    return self._send(200, api.deployment)
+                if path == PODS_PATH:
+                    api.pod_queries.append(urllib.parse.unquote(query))
+                    return self._send(200, {"kind": "PodList", "items": api.pods})
                 if self.path == "/healthz":
                     return self._send(api.health_status, {"ok": api.health_status == 200})
                 return self._send(404, {})
@@ -115,7 +221,28 @@ def _deploy(aws: MotoServer, api_url: str) -> dict[str, Any]:
         "nodeGroups": groups,
         "vpcId": "vpc-1",
         "inferenceUrl": api_url,
+        "artifactsBucket": REPLICA,
     }
+
+
+REPLICA = "aiplat-prod-artifacts-ap-southeast-1"  # a name for the emulator; the gate reads the output
+RELEASE = "20261130T080000Z-step3000"
+
+
+def _replica(aws: MotoServer, *versions: str) -> None:
+    """The region's replica bucket with ``versions`` of the stack's model under release/."""
+    s3 = aws.client("s3", CFG.region)
+    s3.create_bucket(Bucket=REPLICA, CreateBucketConfiguration={"LocationConstraint": CFG.region})
+    for v in versions:
+        for f in ("model.safetensors", "config.json", "manifest.json"):
+            s3.put_object(Bucket=REPLICA, Key=f"release/{CFG.inference.model_name}/{v}/{f}", Body=b"x")
+    # not a version: the server and the gate both skip folders that do not match the version pattern
+    s3.put_object(Bucket=REPLICA, Key=f"release/{CFG.inference.model_name}/tmp/readme", Body=b"x")
+
+
+def _nodes_ready(api: Api, outputs: dict[str, Any]) -> None:
+    for p, group in outputs["nodeGroups"].items():
+        api.nodes += [node(group) for _ in range(CFG.node_pools[p].desired_size)]
 
 
 def test_outputs_check() -> None:
@@ -128,9 +255,17 @@ def test_healthy_stack_passes(aws: MotoServer, api: Api) -> None:
     outputs = _deploy(aws, api.url)
     for pool, group in outputs["nodeGroups"].items():
         api.nodes += [node(group) for _ in range(CFG.node_pools[pool].desired_size)]
+    _replica(aws, RELEASE)
     checks = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)
-    assert [(c.name, c.ok) for c in checks] == [("outputs", True), ("nodes", True), ("inference", True)]
-    assert checks[2].detail == f"GET {api.url}/healthz: 200"
+    assert [(c.name, c.ok, c.awaiting) for c in checks] == [
+        ("outputs", True, ""),
+        ("nodes", True, ""),
+        ("inference-rollout", True, ""),
+        ("inference", True, ""),
+    ]
+    assert checks[2].detail == "rolled out: 2 of 2 replicas available"
+    assert checks[3].detail == f"GET {api.url}/healthz: 200"
+    assert api.pod_queries == []  # a finished rollout needs no look at the pods
     # the API server got an EKS token: a presigned STS GetCallerIdentity URL signed with the cluster header
     url = base64.urlsafe_b64decode(api.tokens[0].removeprefix(f"Bearer {TOKEN_PREFIX}") + "==").decode()
     query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
@@ -199,3 +334,167 @@ def test_token_is_for_the_cluster(aws: MotoServer) -> None:
     url = base64.urlsafe_b64decode(token.removeprefix(TOKEN_PREFIX) + "==").decode()
     assert url.startswith(aws.endpoint)  # signed for the configured STS endpoint
     assert "X-Amz-Expires=60" in url
+
+
+class FakeTime:
+    """A clock that moves only when the gate sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.now += s
+
+    def clock(self) -> float:
+        return self.now
+
+
+WHERE = f"s3://{REPLICA}/release/{CFG.inference.model_name}/"
+
+
+def _gate(aws: MotoServer, t: FakeTime) -> AwsHealthGate:
+    health = HealthGateConfig(nodes_ready_timeout_s=0, http_timeout_s=2, poll_interval_s=300)
+    return AwsHealthGate(health, aws.client, sleep=t.sleep, clock=t.clock)
+
+
+def test_first_deploy_without_a_model_release_is_awaiting_not_failed(aws: MotoServer, api: Api) -> None:
+    """F6: a new platform has nothing under release/<model>/ in the replica bucket; the servers run and poll
+    for it, not ready. The gate passes the stack as waiting for a release, at once, without the endpoint
+    check (nothing can answer it yet)."""
+    outputs = _deploy(aws, api.url)
+    _nodes_ready(api, outputs)
+    _replica(aws)  # the bucket exists (the train stack made it), no release in it
+    api.deployment, api.health_status = NOT_READY, 503
+    t = FakeTime()
+    checks = _gate(aws, t).check("prod-sg-infer", CFG, outputs)
+    assert [(c.name, c.ok) for c in checks] == [
+        ("outputs", True),
+        ("nodes", True),
+        ("inference-rollout", True),
+    ]
+    assert checks[2].awaiting == "a model release"
+    assert checks[2].detail == (
+        f"no model release yet: nothing under {WHERE}; 2 pod(s) up and polling for it, not ready (and the "
+        "endpoint not checked) until a release is published and replicated there"
+    )
+    assert t.sleeps == []  # settled: a release will not appear while the gate waits
+    assert api.pod_queries == ["labelSelector=app.kubernetes.io/name=inference-server"]
+
+
+def test_a_release_there_and_pods_never_ready_fails_after_the_first_load_timeout(
+    aws: MotoServer, api: Api
+) -> None:
+    outputs = _deploy(aws, api.url)
+    _nodes_ready(api, outputs)
+    _replica(aws, RELEASE)
+    api.deployment = NOT_READY
+    t = FakeTime()
+    checks = _gate(aws, t).check("prod-sg-infer", CFG, outputs)
+    assert [(c.name, c.ok, c.awaiting) for c in checks][-1] == ("inference-rollout", False, "")
+    assert checks[-1].detail == "0 of 2 updated replicas available"
+    assert sum(t.sleeps) == CFG.inference.server.first_load_timeout_s  # polled until then
+
+
+def test_crash_looping_servers_are_a_failure_even_without_a_release(aws: MotoServer, api: Api) -> None:
+    outputs = _deploy(aws, api.url)
+    _nodes_ready(api, outputs)
+    _replica(aws)
+    api.deployment = NOT_READY
+    api.pods = [pod("inference-a", "crashloop"), pod("inference-b")]
+    t = FakeTime()
+    check = _gate(aws, t).check("prod-sg-infer", CFG, outputs)[-1]
+    assert (check.name, check.ok, check.awaiting) == ("inference-rollout", False, "")
+    assert check.detail == (
+        "0 of 2 updated replicas available; inference-a: CrashLoopBackOff: back-off 5m0s restarting failed "
+        f"container=server; no model release yet under {WHERE}"
+    )
+    assert t.sleeps  # not settled at the first look: the gate waited for it
+
+
+def test_progress_deadline_exceeded_fails_at_once_with_the_pods_reason(aws: MotoServer, api: Api) -> None:
+    outputs = _deploy(aws, api.url)
+    _nodes_ready(api, outputs)
+    _replica(aws, RELEASE)
+    api.deployment = deployment(available=0, deadline_exceeded=True)
+    api.pods = [pod("inference-a", "unschedulable")]
+    t = FakeTime()
+    check = _gate(aws, t).check("prod-sg-infer", CFG, outputs)[-1]
+    assert not check.ok and t.sleeps == []
+    assert check.detail == (
+        'exceeded its progress deadline (ReplicaSet "inference-5d9c" has timed out progressing.); '
+        "inference-a: not scheduled: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    )
+
+
+def test_no_deployment_fails(aws: MotoServer, api: Api) -> None:
+    outputs = _deploy(aws, api.url)
+    _nodes_ready(api, outputs)
+    api.deployment = None
+    check = _gate(aws, FakeTime()).check("prod-sg-infer", CFG, outputs)[-1]
+    assert (check.name, check.ok, check.detail) == (
+        "inference-rollout",
+        False,
+        "Deployment inference does not exist",
+    )
+
+
+@pytest.mark.parametrize(
+    ("d", "state", "why"),
+    [
+        (
+            deployment(generation=3, observed=2),
+            "waiting",
+            "the Deployment controller has not seen the current spec yet",
+        ),
+        (deployment(updated=1, available=1), "waiting", "1 of 2 new replicas updated"),
+        (deployment(total=3), "waiting", "1 old replicas pending termination"),
+        (deployment(available=1), "waiting", "1 of 2 updated replicas available"),
+        (
+            deployment(available=0, deadline_exceeded=True),
+            "timed out",
+            'exceeded its progress deadline (ReplicaSet "inference-5d9c" has timed out progressing.)',
+        ),
+        (deployment(), "done", "2 of 2 replicas available"),
+    ],
+)
+def test_rollout_status_as_kubectl_judges_it(d: dict[str, Any], state: str, why: str) -> None:
+    assert rollout_status(d) == (state, why)
+
+
+@pytest.mark.parametrize(
+    ("state", "problem"),
+    [
+        ("up", None),
+        ("starting", "p: starting (startup probe on /healthz not passed yet)"),
+        ("crashloop", "p: CrashLoopBackOff: back-off 5m0s restarting failed container=server"),
+        (
+            "unschedulable",
+            "p: not scheduled: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+        ),
+    ],
+)
+def test_pod_problem(state: str, problem: str | None) -> None:
+    assert pod_problem(pod("p", state)) == problem
+
+
+def test_starting_servers_without_a_release_are_not_settled_yet() -> None:
+    check, settled = inference_rollout_check(NOT_READY, [pod("a", "starting")], [], where=WHERE)
+    assert not check.ok and not settled and not check.awaiting
+
+
+def test_a_pinned_version_that_is_not_there_fails() -> None:
+    check, settled = inference_rollout_check(
+        NOT_READY, [pod("a")], [RELEASE], where=WHERE, pin_version="20261001T000000Z-step100"
+    )
+    assert settled and not check.ok
+    assert check.detail == (
+        f"inference.pin_version 20261001T000000Z-step100 is not under {WHERE} (newest there: {RELEASE}); "
+        "the server serves nothing until it is: fix the pin or replicate that version"
+    )
+
+
+def test_an_unlisted_bucket_is_never_taken_for_no_release() -> None:
+    check, settled = inference_rollout_check(NOT_READY, [pod("a")], None, where=WHERE)
+    assert not check.ok and not settled and not check.awaiting

@@ -68,15 +68,24 @@ class FakeRunner:
 
 
 class FakeGate:
-    def __init__(self, fail: set[str] | None = None) -> None:
+    """``fail``: stacks whose nodes check fails; ``no_release``: infer stacks whose servers are up with no
+    model release to load (the gate's inference-rollout check passes, awaiting one)."""
+
+    def __init__(self, fail: set[str] | None = None, no_release: set[str] | None = None) -> None:
         self.fail = fail or set()
+        self.no_release = no_release or set()
         self.checked: list[str] = []
 
     def check(self, stack: str, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> list[GateCheck]:
         self.checked.append(stack)
         assert outputs["clusterName"] == f"{stack}-cluster"  # the gate sees what up returned
         ok = stack not in self.fail
-        return [GateCheck("nodes", ok, "Ready: 2/2" if ok else "train 0 of 2 nodes Ready")]
+        checks = [GateCheck("nodes", ok, "Ready: 2/2" if ok else "train 0 of 2 nodes Ready")]
+        if stack in self.no_release:
+            checks.append(
+                GateCheck("inference-rollout", True, "no model release yet: ...", awaiting="a model release")
+            )
+        return checks
 
 
 def test_prod_waves_from_rollout_yaml() -> None:
@@ -138,6 +147,26 @@ def test_health_gate_failure_stops_the_next_wave() -> None:
     assert not any(s != "prod-us-train" for _, s in runner.calls)
 
 
+def test_no_model_release_yet_is_deployed_not_failed_and_the_rollout_goes_on() -> None:
+    """F6: an infer stack on a new platform has nothing to serve yet; that is its own state, and the next
+    wave still deploys (only a failure stops the rollout)."""
+    waves = [["prod-hk-infer"], ["prod-sg-infer"]]  # an order only for this test
+    runner = FakeRunner()
+    result = run_rollout(waves, CONFIGS, runner, FakeGate(no_release={"prod-hk-infer"}))
+    assert result.results["prod-hk-infer"].state is State.awaiting_release
+    assert result.results["prod-sg-infer"].state is State.healthy
+    assert ("up", "prod-sg-infer") in runner.calls
+    assert result.ok and result.stopped_at is None
+
+
+def test_a_failed_check_beside_an_awaiting_one_fails_the_gate() -> None:
+    result = run_rollout(
+        PROD, CONFIGS, FakeRunner(), FakeGate(fail={"prod-hk-infer"}, no_release={"prod-hk-infer"})
+    )
+    assert result.results["prod-hk-infer"].state is State.gate_failed
+    assert not result.ok and result.stopped_at == 1
+
+
 def test_preview_error_is_not_a_policy_block() -> None:
     result = run_rollout(PROD, CONFIGS, FakeRunner(fail={"prod-us-train": "preview"}), FakeGate())
     assert result.results["prod-us-train"].state is State.preview_failed
@@ -165,6 +194,17 @@ def test_an_unexpected_error_is_recorded_for_its_stack() -> None:
             ["changed: prod-us-train, prod-hk-infer, prod-sg-infer; not changed: none"],
         ),
         (
+            {},
+            "no release in sg",
+            0,
+            [
+                "│ prod-sg-infer │ deployed, no model release yet │",
+                "inference-rollout: no model release yet",
+                "deployed, no model release yet: prod-sg-infer; they serve once a model is trained, "
+                "published and replicated",
+            ],
+        ),
+        (
             {"prod-us-train": "policy"},
             set(),
             5,
@@ -190,7 +230,8 @@ def test_cli_summary_and_exit_code(fail, gate_fail, code, lines, capsys) -> None
     from rich.console import Console
 
     console = Console(width=300, force_terminal=False)
-    assert execute(PROD, CONFIGS, FakeRunner(fail=fail), FakeGate(gate_fail), console, dry_run=False) == code
+    gate = FakeGate(no_release={"prod-sg-infer"}) if gate_fail == "no release in sg" else FakeGate(gate_fail)
+    assert execute(PROD, CONFIGS, FakeRunner(fail=fail), gate, console, dry_run=False) == code
     out = " ".join(capsys.readouterr().out.split())
     for line in lines:
         assert line in out, out

@@ -244,6 +244,22 @@ def test_waf_dns_and_ordering(plan_stack, stack: str) -> None:
 
 
 @pytest.mark.parametrize("stack", INFER)
+def test_deployment_is_not_awaited_and_what_hangs_off_it_is_declared(plan_stack, stack: str) -> None:
+    """F6: on a fresh platform no release exists yet, so the pods cannot become ready; pulumi must not wait
+    for them (ProgressDeadlineExceeded would fail ``up`` and leave the ScaledObject uncreated). The rollout
+    gate judges the Deployment instead (infra/ops/health.py)."""
+    plan = plan_stack(stack)
+    deployment = _one(plan, DEPLOYMENT)
+    assert deployment.inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    # the objects around it are still declared, the ScaledObject still after the Deployment, and none of
+    # them is awaited on the Deployment's readiness any more (the annotation is on the Deployment only)
+    scaled = _one(plan, SCALED_OBJECT)
+    assert deployment.urn in scaled.dependencies
+    for type_ in (PDB, INGRESS, SERVICE, SCALED_OBJECT):
+        assert "pulumi.com/skipAwait" not in (_one(plan, type_).inputs["metadata"].get("annotations") or {})
+
+
+@pytest.mark.parametrize("stack", INFER)
 def test_keda_is_pinned_restricted_and_on_system_pools(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     chart = plan.config["inference"]["autoscaling"]["keda"]
