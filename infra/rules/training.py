@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from infra.model import naming
+from infra.model.config.compute import CapacityType
 from infra.model.config.training import BANDWIDTH_CHECK_NAME
 from infra.model.trainjobs import grace_period_s, pod_name_length, quantity_mib
 from infra.rules.base import Finding, Need, RuleContext, at, error, rule, warning
@@ -15,6 +17,9 @@ SPOT_NOTICE = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance
 GRACE_DOC = "https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/#hook-handler-execution"
 EMPTYDIR_DOC = "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"
 SPOT_NOTICE_S = 120
+# desiredSize: "Whenever this parameter changes, the number of worker nodes in the node group is updated"
+SCALING_DOC = "https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html"
+CAPACITY_BLOCKS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
 
 
 def _jobs(ctx: RuleContext) -> Iterator[tuple[tuple[str, ...], str, int]]:
@@ -87,18 +92,48 @@ def job_names(ctx: RuleContext) -> Iterator[Finding]:
 
 @rule("train-job-nodes-fit-pool")
 def job_nodes(ctx: RuleContext) -> Iterator[Finding]:
-    """A TrainJob asks for no more nodes than the pool can have; one pod per node."""
+    """A TrainJob asks for no more nodes than the pool has (its desired_size: nothing scales managed node
+    groups); one pod per node. A Capacity Block pool below the run is a warning: it is scaled up when its
+    block starts."""
     t = ctx.cfg.training
     if t is None or t.runtime.pool not in ctx.cfg.node_pools:
         return
-    pool = ctx.cfg.node_pools[t.runtime.pool]
+    name_of_pool = t.runtime.pool
+    pool = ctx.cfg.node_pools[name_of_pool]
     for path, name, nodes in _jobs(ctx):
         if nodes > pool.max_size:
             yield error(
                 at(*path),
-                f"{name} wants {nodes} nodes but pool {t.runtime.pool!r} has max_size {pool.max_size}; its "
+                f"{name} wants {nodes} nodes but pool {name_of_pool!r} has max_size {pool.max_size}; its "
                 "pods would stay Pending",
-                f"use at most {pool.max_size} nodes or raise node_pools.{t.runtime.pool}.max_size",
+                f"use at most {pool.max_size} nodes or raise node_pools.{name_of_pool}.max_size",
+            )
+        elif nodes > pool.desired_size and pool.capacity_type is CapacityType.capacity_block:
+            # No instance can launch before the block starts, so the pool waits at 0 (README "Node pools in
+            # a real account"); the run is declared suspended and started by hand once the nodes are there.
+            yield warning(
+                at(*path),
+                f"{name} wants {nodes} nodes but Capacity Block pool {name_of_pool!r} has desired_size "
+                f"{pool.desired_size}: its pods stay Pending until the pool is scaled up",
+                f"when the block starts, set node_pools.{name_of_pool}.desired_size to {nodes} (at most the "
+                "block's instance count) and run pulumi up",
+                CAPACITY_BLOCKS_DOC,
+            )
+        elif nodes > pool.desired_size:
+            # Managed node groups keep desired_size nodes: no cluster autoscaler is deployed, Karpenter
+            # launches only its own NodePools' nodes, and the runtime's pods require aiplat.io/pool=<this
+            # pool>, which Karpenter's nodes never carry.
+            cluster = ctx.cfg.names.cluster
+            group = naming.nodegroup_name(ctx.cfg.names.stack_prefix, name_of_pool)
+            yield error(
+                at(*path),
+                f"{name} wants {nodes} nodes but pool {name_of_pool!r} has desired_size {pool.desired_size} "
+                "and nothing scales managed node groups (no cluster autoscaler), so "
+                f"{nodes - pool.desired_size} of its pods would stay Pending",
+                f"set node_pools.{name_of_pool}.desired_size to {nodes} and run pulumi up, or scale the "
+                f"group now with aws eks update-nodegroup-config --cluster-name {cluster} --nodegroup-name "
+                f"{group} --scaling-config desiredSize={nodes}",
+                SCALING_DOC,
             )
     bc = t.bandwidth_check
     if bc.enabled and bc.nodes == 1 and pool.efa:

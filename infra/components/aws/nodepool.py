@@ -238,12 +238,13 @@ class GpuNodePool(pulumi.ComponentResource):
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
-            # The cluster autoscaler owns desired size after creation.
-            opts=fixed_name(
-                pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(ignore_changes=["scalingConfig.desiredSize"])
-                )
-            ),
+            # desired_size is authoritative: no cluster autoscaler scales managed node groups here (Karpenter
+            # launches its own nodes, never these), so every pulumi up applies the config's size. A pool is
+            # grown by raising desired_size (or, between deploys, with aws eks update-nodegroup-config, which
+            # a later pulumi up --refresh resets). NodegroupScalingConfig: "Whenever this parameter changes,
+            # the number of worker nodes in the node group is updated to the specified size."
+            # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html
+            opts=fixed_name(child),
         )
         self.node_group_name = self.node_group.node_group_name
         outputs: dict[str, object] = {

@@ -102,7 +102,9 @@ class NodePoolConfig(Strict):
     )
     min_size: Annotated[int, Field(ge=0)] = Field(0, description="Fewest nodes (at most max_size).")
     desired_size: Annotated[int, Field(ge=0)] = Field(
-        1, description="Nodes at creation, within min_size..max_size; the autoscaler owns it afterwards."
+        1,
+        description="Nodes the pool runs, within min_size..max_size; every pulumi up applies it (no cluster "
+        "autoscaler: raise it to grow the pool; a Capacity Block pool stays at 0 until its block starts).",
     )
     max_size: Annotated[int, Field(ge=1)] = Field(
         1, description="Most nodes; size vCPU quotas and capacity reservations for this number."

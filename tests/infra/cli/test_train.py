@@ -6,6 +6,9 @@ import yaml
 
 from infra.cli.main import main
 from infra.io.kube_validate import validate_manifest
+from tests.conftest import REPO
+
+STACKS_DIR = REPO / "stacks"
 
 
 def test_render_prints_a_trainjob_that_validates(capsys) -> None:
@@ -18,14 +21,14 @@ def test_render_prints_a_trainjob_that_validates(capsys) -> None:
             "--config",
             "trainer/configs/gpt2_124m.toml",
             "--nodes",
-            "4",
+            "2",
         ]
     )
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = yaml.safe_load(out)
     assert doc["kind"] == "TrainJob" and doc["metadata"]["name"] == "gpt2-124m"
-    assert doc["spec"]["trainer"]["numNodes"] == 4 and doc["spec"]["trainer"]["numProcPerNode"] == 8
+    assert doc["spec"]["trainer"]["numNodes"] == 2 and doc["spec"]["trainer"]["numProcPerNode"] == 8
     assert doc["spec"]["suspend"] is False
     # the dataset of the stack's run with the same config; checkpoints under the trainer's prefix
     assert (
@@ -62,8 +65,33 @@ def test_render_needs_a_config_inside_the_image(capsys, tmp_path) -> None:
     assert code == 2 and "not under trainer/" in err
 
 
-def test_bandwidth_check_on_dev_has_no_efa_and_a_network_threshold(capsys) -> None:
+def test_render_refuses_more_nodes_than_the_pool_runs(capsys) -> None:
+    # prod-us-train's pool runs desired_size 2 (max_size 4): nothing scales it, so 3 pods means one Pending
+    code = main(
+        ["train", "render", "-s", "prod-us-train", "--config", "trainer/configs/gpt2_124m.toml"]
+        + ["--nodes", "3"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert "gpt2-124m wants 3 nodes but pool 'train' has desired_size 2" in err
+
+
+def test_bandwidth_check_on_dev_needs_the_pool_scaled_to_two_nodes(capsys) -> None:
     code = main(["train", "bandwidth-check", "-s", "dev-us-train", "--name", "bw-1"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert "bandwidth-check wants 2 nodes but pool 'gpu' has desired_size 1" in err
+    assert "set node_pools.gpu.desired_size to 2 and run pulumi up" in err
+
+
+def test_bandwidth_check_on_dev_has_no_efa_and_a_network_threshold(capsys, tmp_path) -> None:
+    # the operator's way: dev's gpu pool scaled to the check's 2 nodes in the stack file
+    raw = yaml.safe_load((STACKS_DIR / "Pulumi.dev-us-train.yaml").read_text())
+    raw["config"]["aiplat:platform"]["node_pools"]["gpu"]["desired_size"] = 2
+    (tmp_path / "Pulumi.dev-us-train.yaml").write_text(yaml.safe_dump(raw))
+    code = main(
+        ["train", "bandwidth-check", "-s", "dev-us-train", "--stacks-dir", str(tmp_path), "--name", "bw-1"]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = yaml.safe_load(out)

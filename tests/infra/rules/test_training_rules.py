@@ -33,6 +33,19 @@ CASES = [
         "aiplat:platform.images.builds.notarepo: no ECR repository 'notarepo'",
     ),
     (_run(nodes=5), f"{T}.runs.gpt2-124m.nodes: gpt2-124m wants 5 nodes but pool 'train' has max_size 4"),
+    # Nothing scales a managed node group (no cluster autoscaler): the pool has desired_size nodes.
+    (
+        _run(nodes=3),
+        f"{T}.runs.gpt2-124m.nodes: gpt2-124m wants 3 nodes but pool 'train' has desired_size 2 and nothing "
+        "scales managed node groups (no cluster autoscaler), so 1 of its pods would stay Pending; fix: set "
+        "node_pools.train.desired_size to 3 and run pulumi up, or scale the group now with aws eks "
+        "update-nodegroup-config --cluster-name aiplat-prod-train --nodegroup-name "
+        "aiplat-prod-train-train --scaling-config desiredSize=3",
+    ),
+    (
+        set_at("training.bandwidth_check.nodes", 4),
+        f"{T}.bandwidth_check.nodes: bandwidth-check wants 4 nodes but pool 'train' has desired_size 2",
+    ),
     (
         lambda c: c["training"]["runs"].update({"r" * 50: dict(c["training"]["runs"]["gpt2-124m"])}),
         "gives pod names of 65 characters; JobSet refuses more than 63",
@@ -118,3 +131,25 @@ def test_prebuilt_image_is_used_by_digest_without_a_build(stack_config) -> None:
         "spec"
     ]
     assert pod["containers"][0]["image"] == ref
+
+
+def test_capacity_block_pool_below_the_run_warns_to_scale_up_when_the_block_starts(stack_config) -> None:
+    # A Capacity Block pool stays at desired_size 0 until its block starts (nodes cannot launch before):
+    # the plan goes on and says what to do then.
+    raw = stack_config("prod-us-train")
+    raw["node_pools"]["train"].update(
+        capacity_type="capacity_block",
+        capacity_reservation={"id": "cr-0123456789abcdef0", "availability_zone": "us-east-1a"},
+        placement="auto",
+        min_size=0,
+        desired_size=0,
+    )
+    plan = runner.run_plan("cb", parse_platform_config(raw))
+    assert plan.resources
+    warnings = [f.one_line() for f in plan.findings if f.rule == "train-job-nodes-fit-pool"]
+    assert (
+        f"{T}.runs.gpt2-124m.nodes: gpt2-124m wants 2 nodes but Capacity Block pool 'train' has "
+        "desired_size 0: its pods stay Pending until the pool is scaled up; fix: when the block starts, set "
+        "node_pools.train.desired_size to 2 (at most the block's instance count) and run pulumi up"
+    ) in " ".join(warnings), warnings
+    assert not [f for f in plan.findings if f.level == "error"]

@@ -57,6 +57,16 @@ def test_launch_template_basics(plan_stack, stack: str, pool: str) -> None:
 
 
 @pytest.mark.parametrize(("stack", "pool"), POOLS)
+def test_desired_size_is_applied_by_every_pulumi_up(plan_stack, stack: str, pool: str) -> None:
+    # No cluster autoscaler scales managed node groups here, so the config's desired_size is the pool's
+    # size: an ignoreChanges on it would leave a raised desired_size (or a Capacity Block pool scaled up
+    # when its block starts) unapplied forever.
+    cfg, _, ng = _pool(plan_stack(stack), pool)
+    assert ng.inputs["scalingConfig"]["desiredSize"] == cfg["desired_size"]
+    assert not [c for c in ng.options["ignoreChanges"] if "desired" in c.lower()]
+
+
+@pytest.mark.parametrize(("stack", "pool"), POOLS)
 def test_gpu_pools_taint_and_ami(plan_stack, stack: str, pool: str) -> None:
     plan = plan_stack(stack)
     cfg, lt, ng = _pool(plan, pool)
