@@ -1,10 +1,12 @@
-"""Rules on the VPC's zones, checked against the region's facts (names, and zone IDs where AWS documents a
-constraint by ID)."""
+"""Rules on the VPC: its zones, checked against the region's facts (names, and zone IDs where AWS documents a
+constraint by ID), and what a VPC without NAT can reach."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from infra.model.config.network import NatStrategy
+from infra.model.config.services import KubernetesAccess
 from infra.model.zones import (
     EKS_MIN_CONTROL_PLANE_ZONES,
     EKS_NETWORK_DOC,
@@ -16,6 +18,35 @@ from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, rule
 
 # Zone names are per account: preflight checks them against the live account too.
 PLAN_AND_PREFLIGHT = (Phase.plan, Phase.preflight)
+# "Your cluster must pull images from a container registry that's in your VPC."
+PRIVATE_CLUSTERS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html"
+# Where the cluster services' charts pull from at their pinned versions (none of our values re-points an
+# image): cert-manager, kube-prometheus-stack and MinIO quay.io; metrics-server, kube-state-metrics and
+# JobSet registry.k8s.io; the NVIDIA device plugin and DCGM exporter nvcr.io; the load balancer controller,
+# Karpenter and the FSx CSI driver public.ecr.aws (ECR Public, not served by the ecr.api/ecr.dkr endpoints);
+# KEDA and the Kubeflow Trainer ghcr.io; Grafana docker.io; and the EFA plugin AWS's ECR in us-west-2
+# (another region's registry, which this VPC's endpoints do not serve either).
+PUBLIC_REGISTRIES = ("quay.io", "registry.k8s.io", "nvcr.io", "public.ecr.aws", "ghcr.io", "docker.io")
+
+
+@rule("nat-none-no-public-images")
+def nat_none_no_public_images(ctx: RuleContext) -> Iterator[Finding]:
+    """Without NAT, nodes pull only from ECR through the VPC endpoints: the cluster services (public images)
+    need a NAT gateway, or the Kubernetes side off (``kubernetes_access: skip``)."""
+    cfg = ctx.cfg
+    access = cfg.cluster_services.kubernetes_access
+    if cfg.network.nat is not NatStrategy.none or access is KubernetesAccess.skip:
+        return
+    yield error(
+        at("network", "nat"),
+        f"none, but cluster_services.kubernetes_access is {access.value}: the cluster services' Helm charts "
+        f"pull their images from public registries ({', '.join(PUBLIC_REGISTRIES)}) that a VPC without a NAT "
+        "gateway cannot reach (the ECR endpoints serve private ECR only), so every release would wait in "
+        "ImagePullBackOff",
+        "set network.nat: single (or one_per_az), or cluster_services.kubernetes_access: skip for an "
+        "AWS-only stack (mirroring the images through ECR pull-through cache rules is not supported yet)",
+        PRIVATE_CLUSTERS_DOC,
+    )
 
 
 @rule("vpc-zones-exist", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])

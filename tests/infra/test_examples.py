@@ -61,6 +61,19 @@ def test_nat_none_has_no_default_route(planned) -> None:
     assert {f"com.amazonaws.us-west-2.{s}" for s in ("ecr.api", "ecr.dkr", "sts", "ec2", "s3")} <= services
 
 
+def test_nat_none_is_the_aws_only_variant(planned) -> None:
+    # Without egress, only images in the account's ECR can be pulled; the cluster services' charts pull
+    # from public registries, so this stack declares nothing in the cluster (kubernetes_access: skip).
+    plan = planned["nat-none"]
+    assert plan.config["cluster_services"]["kubernetes_access"] == "skip"
+    assert plan.by_type("aws:eks/cluster:Cluster") and plan.by_type("aws:eks/nodeGroup:NodeGroup")
+    in_cluster = [r.type for r in plan.resources if r.type.startswith("kubernetes:")]
+    assert in_cluster == [], in_cluster
+    # what nodes still pull comes from ECR: the EKS add-ons (AWS's regional ECR) reach it through the
+    # endpoints; nothing else is installed
+    assert {a.inputs["addonName"] for a in plan.by_type("aws:eks/addon:Addon")} >= {"vpc-cni", "coredns"}
+
+
 def test_fsx_beside_the_datasets_bucket(planned) -> None:
     plan = planned["fsx"]
     fs = plan.one("aws:fsx/lustreFileSystem:LustreFileSystem")

@@ -16,8 +16,9 @@ class NatStrategy(StrEnum):
     """How private subnets reach the internet.
 
     ``none``: no NAT gateway (nodes reach AWS only through VPC endpoints; images from public registries
-    cannot be pulled); ``single``: one NAT gateway in the first AZ (cheap, one AZ's outage cuts egress
-    everywhere); ``one_per_az``: a NAT gateway per AZ (production).
+    cannot be pulled, so the cluster services must be off: ``cluster_services.kubernetes_access: skip``,
+    rule ``nat-none-no-public-images``); ``single``: one NAT gateway in the first AZ (cheap, one AZ's outage
+    cuts egress everywhere); ``one_per_az``: a NAT gateway per AZ (production).
     """
 
     none = "none"
@@ -82,7 +83,11 @@ class NetworkConfig(Strict):
         description="The VPC's zones by name; empty = the region's first az_count zones. When set, its "
         "length must equal az_count. Name a zone here to pin an EFA pool to it.",
     )
-    nat: NatStrategy = Field(NatStrategy.one_per_az, description="NAT gateways: none, single, one_per_az.")
+    nat: NatStrategy = Field(
+        NatStrategy.one_per_az,
+        description="NAT gateways: none, single, one_per_az. none pulls images only from the account's ECR, "
+        "so it needs cluster_services.kubernetes_access: skip (the cluster services' images are public).",
+    )
     interface_endpoints: list[str] = Field(
         default_factory=lambda: list(DEFAULT_INTERFACE_ENDPOINTS),
         description="AWS services reached through interface VPC endpoints (service short names, e.g. "

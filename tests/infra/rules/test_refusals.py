@@ -119,6 +119,19 @@ CASES = [
         "['ecr.api', 'ecr.dkr', 'sts', 'ec2']",
     ),
     (
+        # the endpoints are all there, but every cluster-service chart pulls from a public registry
+        lambda c: c["network"].update(nat="none"),
+        RULES,
+        "aiplat:platform.network.nat: none, but cluster_services.kubernetes_access is in_vpc: the "
+        "cluster services' Helm charts pull their images from public registries (quay.io, "
+        "registry.k8s.io, nvcr.io, public.ecr.aws, ghcr.io, docker.io) that a VPC without a NAT gateway "
+        "cannot reach (the ECR endpoints serve private ECR only), so every release would wait in "
+        "ImagePullBackOff; fix: set network.nat: single (or one_per_az), or "
+        "cluster_services.kubernetes_access: skip for an AWS-only stack (mirroring the images through "
+        "ECR pull-through cache rules is not supported yet) (see "
+        "https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html)",
+    ),
+    (
         lambda c: c["cluster"].update(endpoint_public_access_cidrs=["0.0.0.0/0"]),
         SCHEMA,
         "aiplat:platform.cluster.endpoint_public_access_cidrs: '0.0.0.0/0' opens the API endpoint "
@@ -151,6 +164,7 @@ IDS = [
     "efa-interfaces-without-efa",
     "reservation-missing",
     "nat-none-no-endpoints",
+    "nat-none-public-images",
     "public-endpoint-world",
     "type-misspelt",
     "region-misspelt",
