@@ -18,6 +18,7 @@ from typing import Any
 from infra.lib import karpenter as karpenter_docs
 from infra.lib import lbc_iam
 from infra.lib.nodes import EFA_LABEL, POOL_LABEL
+from infra.model import allocatable
 
 # The pinned chart a release installs (``ChartPin.pinned`` of the config): components take it from here,
 # as they import nothing from the model.
@@ -192,9 +193,10 @@ def karpenter_values(
         },
         "controller": {
             "env": [{"name": "AWS_REGION", "value": region}],
+            # counted by the rule minio-fits-system-pools, which reads the same constant
             "resources": {
-                "requests": {"cpu": "1", "memory": "1Gi"},
-                "limits": {"cpu": "1", "memory": "1Gi"},
+                "requests": dict(allocatable.KARPENTER_CONTROLLER_RESOURCES),
+                "limits": dict(allocatable.KARPENTER_CONTROLLER_RESOURCES),
             },
         },
     }

@@ -48,6 +48,10 @@ class InstanceFacts:
     # How the type can be bought: 'on-demand', 'spot', 'capacity-block' (DescribeInstanceTypes
     # SupportedUsageClasses). Empty when the source does not say.
     usage_classes: tuple[str, ...] = ()
+    # Private IPv4 addresses per network interface (NetworkInfo.Ipv4AddressesPerInterface): with the VPC
+    # CNI it sets how many pods a node takes, and so the memory the kubelet reserves. 0: the source does
+    # not say.
+    ipv4_addresses_per_interface: int = 0
 
     @property
     def has_gpus(self) -> bool:
@@ -103,6 +107,7 @@ class InstanceFacts:
             supported_placement_strategies=tuple(r.get("supportedPlacementStrategies") or ()),
             architectures=tuple(r.get("supportedArchitectures") or ()),
             usage_classes=tuple(r.get("supportedUsagesClasses") or ()),
+            ipv4_addresses_per_interface=int(r.get("maximumIpv4AddressesPerInterface") or 0),
         )
 
     @classmethod

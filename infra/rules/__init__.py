@@ -14,6 +14,7 @@ from infra.rules import (  # noqa: F401  (registration)
     regions,
     services,
     stacks,
+    storage,
     training,
 )
 from infra.rules.base import (

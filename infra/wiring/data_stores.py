@@ -37,12 +37,13 @@ from infra.model import naming
 from infra.model.config.schema import (
     BucketPurpose,
     MinioMode,
+    PlatformConfig,
     PodAccessConfig,
     Role,
     StorageBackend,
     TrailMode,
 )
-from infra.model.config.storage import RELEASE_PREFIX
+from infra.model.config.storage import RELEASE_PREFIX, MinioResources
 from infra.model.project import stack_reference_name
 from infra.wiring.context import StackContext
 from infra.wiring.keys import key_access
@@ -193,6 +194,17 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
     return out
 
 
+def minio_resources(r: MinioResources) -> dict[str, dict[str, str]]:
+    """The chart's ``resources`` from ``storage.minio.resources`` (the limit defaults to the request)."""
+    limits = {"memory": r.memory_limit, **({"cpu": r.limits.cpu} if r.limits.cpu else {})}
+    return {"requests": {"cpu": r.requests.cpu, "memory": r.requests.memory}, "limits": limits}
+
+
+def minio_pools(cfg: PlatformConfig) -> list[str]:
+    """The pools MinIO runs on: those that run system pods (gpu: false, no NoSchedule/NoExecute taint)."""
+    return sorted(name for name, pool in cfg.node_pools.items() if pool.runs_system_pods)
+
+
 def wire_cluster_storage(
     ctx: StackContext,
     storage: StorageWiring,
@@ -259,6 +271,9 @@ def wire_cluster_storage(
                 namespace_labels=pss_labels(PodSecurity.baseline, cfg.cluster.kubernetes_version),
                 buckets=names,
                 workloads=workloads,
+                resources=minio_resources(st.minio.resources),
+                # the pools the plan checked MinIO fits on (rule minio-fits-system-pools)
+                pools=minio_pools(cfg),
             ),
             opts=pulumi.ResourceOptions(provider=k8s_provider, depends_on=list(k8s_depends_on)),
         )

@@ -50,6 +50,14 @@ def test_minio_instead_of_buckets(planned) -> None:
     assert not plan.by_type("aws:s3/bucket:Bucket")
     release = plan.one("kubernetes:helm.sh/v3:Release", "minio-release")
     assert release.inputs["chart"] == "minio" and release.inputs["values"]["replicas"] == 4
+    values = release.inputs["values"]
+    # not the chart's 16Gi per pod (4 of them fit on no pair of m6i.2xlarge): the schema's default, checked
+    # by the rule minio-fits-system-pools, and only on the pool that plan checked
+    assert values["resources"]["requests"]["memory"] == "2Gi"
+    (term,) = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert term["matchExpressions"] == [{"key": "aiplat.io/pool", "operator": "In", "values": ["system"]}]
 
 
 def test_nat_none_has_no_default_route(planned) -> None:

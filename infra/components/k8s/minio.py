@@ -13,7 +13,7 @@ The Kubernetes provider comes in through ``opts.provider`` (the EKS component's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -22,7 +22,7 @@ import pulumi_random as random
 
 from infra.components.k8s.namespaces import own_namespace
 from infra.components.options import child_options
-from infra.lib import iam
+from infra.lib import charts, iam
 
 RELEASE = "minio"  # release name = chart name, so the service is called "minio"
 ROOT_USER = "aiplat-root"  # a user name, not a credential; the password is generated
@@ -60,6 +60,11 @@ class MinioArgs:
     namespace_labels: Mapping[str, str] = field(default_factory=dict)
     buckets: Mapping[str, str]
     workloads: Mapping[str, MinioWorkload] = field(default_factory=dict)
+    # the chart's ``resources`` ({"requests": {...}, "limits": {...}}), required: Helm merges our values
+    # into the chart's, so an empty map would keep its default of 16Gi per pod
+    resources: Mapping[str, Mapping[str, str]]
+    # node pools (aiplat.io/pool) the pods are pinned to: the system pools the plan checked they fit on
+    pools: Sequence[str] = ()
 
 
 def endpoint_url(namespace: str) -> str:
@@ -144,6 +149,9 @@ class Minio(pulumi.ComponentResource):
             "mode": args.mode,
             "replicas": args.replicas,
             "existingSecret": "minio-root",
+            # replaces chart 5.4.0's requests.memory: 16Gi (rule minio-fits-system-pools checks the fit)
+            "resources": {k: dict(v) for k, v in args.resources.items()},
+            **({"affinity": charts.pool_affinity(args.pools)} if args.pools else {}),
             "tls": {
                 "enabled": True,
                 "certSecret": TLS_SECRET,

@@ -98,6 +98,68 @@ class MinioMode(StrEnum):
 
 
 _QUANTITY = re.compile(r"^[1-9][0-9]*(Mi|Gi|Ti|Pi)$")
+_MEMORY = r"^[1-9][0-9]*(Mi|Gi)$"
+_CPU = r"^([1-9][0-9]*m|[1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)$"
+
+
+def _mib(quantity: str) -> int:
+    return int(quantity[:-2]) * (1024 if quantity.endswith("Gi") else 1)
+
+
+class MinioRequests(Strict):
+    """What the scheduler reserves for each MinIO pod."""
+
+    cpu: Annotated[str, Field(pattern=_CPU)] = Field(
+        "500m", description="CPU request per pod (Kubernetes quantity, e.g. '500m' or '2')."
+    )
+    memory: Annotated[str, Field(pattern=_MEMORY)] = Field(
+        "2Gi",
+        description="Memory request per pod (Mi or Gi). The plan refuses requests that do not fit on the "
+        "pools that run MinIO (rule minio-fits-system-pools).",
+    )
+
+
+class MinioLimits(Strict):
+    """Limits of each MinIO pod. MinIO sizes its concurrent-request pool from its memory limit."""
+
+    memory: Annotated[str, Field(pattern=_MEMORY)] | None = Field(
+        None,
+        description="Memory limit per pod, at least requests.memory; unset: equal to it. MinIO admits 90% of "
+        "it divided by (1 MiB + 32 KiB) x drives + 2 MiB per request: 2Gi and 4 drives, about 300 concurrent "
+        "requests.",
+    )
+    cpu: Annotated[str, Field(pattern=_CPU)] | None = Field(
+        None, description="CPU limit per pod; unset: none (erasure coding bursts would be throttled)."
+    )
+
+
+class MinioResources(Strict):
+    """Requests and limits of each MinIO pod, replacing the chart's default.
+
+    Chart 5.4.0 requests 16Gi per pod (``resources.requests.memory: 16Gi``, helm/minio/values.yaml at
+    minio/minio 43a740296, "update helm release v5.4.0"): 4 pods would want 64 GiB, more than a system pool
+    of two m6i.2xlarge offers. The defaults here fit beside the cluster services on two m6i.xlarge: 2Gi
+    (request = limit, so the scheduler's count is what the pod may use) and half a CPU. MinIO reads its
+    cgroup memory limit and sizes its request pool from it (cmd/handler-api.go and availableMemory at
+    RELEASE.2024-12-18T13-15-44Z, the chart's image), so a larger store raises both together.
+    """
+
+    requests: MinioRequests = Field(default_factory=lambda: MinioRequests())
+    limits: MinioLimits = Field(default_factory=lambda: MinioLimits())
+
+    @property
+    def memory_limit(self) -> str:
+        """The memory limit: limits.memory, or the request when unset."""
+        return self.limits.memory or self.requests.memory
+
+    @model_validator(mode="after")
+    def _limit_covers_request(self) -> MinioResources:
+        if self.limits.memory is not None and _mib(self.limits.memory) < _mib(self.requests.memory):
+            raise ValueError(
+                f"limits.memory {self.limits.memory} is below requests.memory {self.requests.memory}; "
+                "Kubernetes refuses a limit below the request: raise the limit or lower the request"
+            )
+        return self
 
 
 class MinioConfig(Strict):
@@ -125,6 +187,10 @@ class MinioConfig(Strict):
         "aiplat-ca",
         description="cert-manager ClusterIssuer that signs MinIO's TLS certificate "
         "(cert-manager must be installed in the cluster).",
+    )
+    resources: MinioResources = Field(
+        default_factory=lambda: MinioResources(),
+        description="Requests and limits per MinIO pod (replacing the chart's 16Gi memory request).",
     )
 
     @field_validator("storage_size")

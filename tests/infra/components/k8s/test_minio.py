@@ -17,6 +17,7 @@ from infra.model.config.schema import MinioConfig
 from infra.plan import mocks as mocks_module
 from infra.plan.mocks import AwsSnapshotMocks
 from infra.plan.runner import SECRET, Plan, run_program
+from infra.wiring.data_stores import minio_resources
 from tests.conftest import STACKS
 
 REPO = Path(__file__).resolve().parents[3]
@@ -58,6 +59,8 @@ def minio_plan() -> tuple[Plan, list[str], str]:
                 tls_issuer=cfg.tls_issuer,
                 region="us-east-1",
                 buckets=BUCKETS,
+                resources=minio_resources(cfg.resources),
+                pools=["system"],
                 workloads={
                     "trainer": MinioWorkload(namespace="training", policy=trainer),
                     "inference": MinioWorkload(
@@ -108,6 +111,15 @@ def test_release_is_pinned_and_serves_tls(minio_plan) -> None:
     }
     assert values["persistence"]["size"] == "500Gi"
     assert values["existingSecret"] == "minio-root"
+    # the schema's default replaces the chart's 16Gi request; the limit defaults to the request
+    assert values["resources"] == {
+        "requests": {"cpu": "500m", "memory": "2Gi"},
+        "limits": {"memory": "2Gi"},
+    }
+    terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "aiplat.io/pool", "operator": "In", "values": ["system"]}]}
+    ]
     assert sorted(b["name"] for b in values["buckets"]) == sorted(BUCKETS.values())
     assert all(b["versioning"] is True and b["policy"] == "none" for b in values["buckets"])
     # users get their password from a Secret, never from values
