@@ -284,6 +284,8 @@ class RuntimeSpec:
     worker_restarts: int
     default_config: str  # path in the image
     env_from_secret: str | None = None  # MinIO: the aiplat-s3 Secret (endpoint and credentials)
+    # MinIO: the Secret whose ca.crt is the private CA of MinIO's certificate (added to the trust store)
+    trust_ca_secret: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     shared_volume: SharedVolume | None = None
 
@@ -293,6 +295,52 @@ def metrics_ports(base: int, count: int) -> list[dict[str, Any]]:
     if base == 0:
         return []
     return [{"name": f"metrics-{i}", "containerPort": base + i, "protocol": "TCP"} for i in range(count)]
+
+
+SYSTEM_CA_DIR = "/etc/ssl/certs"
+SYSTEM_CA_FILE = f"{SYSTEM_CA_DIR}/ca-certificates.crt"  # Ubuntu's bundle (ca-certificates), our image's base
+TRUST_VOLUME = "trust-store"
+EXTRA_CA_VOLUME = "extra-ca"
+EXTRA_CA_DIR = "/etc/aiplat/extra-ca"
+
+
+def trust_bundle(image: str, ca_secret: str, container: dict[str, Any], volumes: list[dict[str, Any]]):
+    """Trust ``ca_secret``'s ca.crt (MinIO's private CA) beside the public CAs, for every client the trainer
+    has: returns the init container and adds the mounts, env and volumes to ``container`` / ``volumes``.
+
+    boto3 reads ``AWS_CA_BUNDLE`` (https://docs.aws.amazon.com/sdkref/latest/guide/feature-gltr-settings.html
+    ``ca_bundle``), Python's ssl ``SSL_CERT_FILE``; s3torchconnector (the checkpoints) has no CA setting
+    (awslabs/s3-connector-for-pytorch issue #409) and its CRT client reads only fixed system paths, first
+    ``/etc/ssl/certs`` and ``/etc/ssl/certs/ca-certificates.crt`` (aws-c-io ``source/s2n/
+    s2n_tls_channel_handler.c``, s_determine_default_pki_dir / _ca_file; ``AWS_CA_BUNDLE`` is ignored). So
+    an init container (the same image) writes the image's bundle plus the CA into an emptyDir mounted over
+    ``/etc/ssl/certs``, and both variables name that file: public endpoints still verify, and so does MinIO.
+    """
+    bundle = f"/etc/aiplat/{TRUST_VOLUME}/ca-certificates.crt"
+    script = f"cat {SYSTEM_CA_FILE} {EXTRA_CA_DIR}/ca.crt > {bundle}"
+    volumes += [
+        {
+            "name": EXTRA_CA_VOLUME,
+            "secret": {"secretName": ca_secret, "items": [{"key": "ca.crt", "path": "ca.crt"}]},
+        },
+        {"name": TRUST_VOLUME, "emptyDir": {"sizeLimit": "16Mi"}},
+    ]
+    container["volumeMounts"].append({"name": TRUST_VOLUME, "mountPath": SYSTEM_CA_DIR, "readOnly": True})
+    container["env"] += [
+        {"name": "AWS_CA_BUNDLE", "value": SYSTEM_CA_FILE},
+        {"name": "SSL_CERT_FILE", "value": SYSTEM_CA_FILE},
+    ]
+    return {
+        "name": "trust-store",
+        "image": image,
+        "command": ["/bin/sh", "-c", script],
+        "volumeMounts": [
+            {"name": EXTRA_CA_VOLUME, "mountPath": EXTRA_CA_DIR, "readOnly": True},
+            {"name": TRUST_VOLUME, "mountPath": f"/etc/aiplat/{TRUST_VOLUME}"},
+        ],
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+        "securityContext": dict(container["securityContext"]),
+    }
 
 
 def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
@@ -322,6 +370,9 @@ def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
     if spec.env_from_secret:
         container["envFrom"] = [{"secretRef": {"name": spec.env_from_secret}}]
     volumes: list[dict[str, Any]] = []
+    init_containers = []
+    if spec.trust_ca_secret:
+        init_containers.append(trust_bundle(spec.image, spec.trust_ca_secret, container, volumes))
     if spec.shared_volume is not None:
         shared = spec.shared_volume
         # The FSx for Lustre claim (read-only unless the config says otherwise). Lustre is mounted by the
@@ -351,6 +402,7 @@ def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
         },
         "tolerations": [t.as_dict() for t in spec.tolerations],
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        **({"initContainers": init_containers} if init_containers else {}),
         "containers": [container],
         "volumes": [
             # NCCL's shared-memory transport and torch's inter-process buffers; memory-backed, counted

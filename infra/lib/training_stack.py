@@ -18,6 +18,7 @@ from infra.model.trainer_settings import TrainerSettings
 
 # MinIO backend: the Secret with endpoint and credentials in each workload namespace (components/k8s/minio.py)
 MINIO_SECRET = "aiplat-s3"
+MINIO_CA_SECRET = "aiplat-minio-ca"  # infra/components/k8s/minio.py CA_SECRET: ca.crt of MinIO's CA
 
 
 def _training(cfg: PlatformConfig) -> TrainingConfig:
@@ -76,6 +77,7 @@ def runtime_spec(
         worker_restarts=r.worker_restarts,
         default_config=settings.image_path(t.IMAGE_WORKDIR),
         env_from_secret=MINIO_SECRET if cfg.storage.backend == StorageBackend.minio else None,
+        trust_ca_secret=MINIO_CA_SECRET if cfg.storage.backend == StorageBackend.minio else None,
         shared_volume=shared_volume(cfg),
     )
 

@@ -155,5 +155,7 @@ def wire_training(
 def _with_image(doc: dict, image: pulumi.Output[str]) -> dict:
     """The runtime document with the trainer image (a digest known only once the image is built)."""
     pod = doc["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    pod["containers"][0]["image"] = image
+    # every container runs the trainer image: the node and the init container that builds the trust store
+    for container in [*pod.get("initContainers", []), *pod["containers"]]:
+        container["image"] = image
     return doc

@@ -89,3 +89,42 @@ def test_fsx_beside_the_datasets_bucket(planned) -> None:
     dra = plan.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
     assert dra.inputs["dataRepositoryPath"] == f"s3://{plan.outputs['buckets']['datasets']}/shards/"
     assert plan.one("kubernetes:core/v1:PersistentVolumeClaim").inputs["metadata"]["namespace"] == "training"
+
+
+def test_minio_training_trusts_minios_ca(planned) -> None:
+    """F7: the trainer reaches MinIO over https signed by the private ClusterIssuer; its pods get that CA."""
+    plan = planned["minio"]
+    release = plan.one("kubernetes:helm.sh/v3:Release", "minio-release")
+    serving = plan.one("kubernetes:cert-manager.io/v1:Certificate", "minio-certificate").inputs["spec"]
+    trust = plan.one("kubernetes:cert-manager.io/v1:Certificate", "minio-trainer-ca").inputs
+    # the same issuer as MinIO's serving certificate, in the trainer's namespace, into the Secret it mounts
+    assert trust["spec"]["issuerRef"] == serving["issuerRef"]
+    assert trust["metadata"]["namespace"] == plan.config["storage"].get("trainer", {}).get(
+        "namespace", "training"
+    )
+    runtime = plan.one("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime").inputs
+    job = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in job["volumes"]}
+    secret_volume = next(v for v in volumes.values() if "secret" in v)
+    assert secret_volume["secret"]["secretName"] == trust["spec"]["secretName"]
+    (init,) = job["initContainers"]
+    (node,) = job["containers"]
+    assert init["image"] == node["image"]
+    env = {e["name"]: e.get("value") for e in node["env"]}
+    # boto3 (AWS_CA_BUNDLE), Python ssl (SSL_CERT_FILE) and the CRT client (fixed path) read the same file,
+    # in the directory the init container's bundle is mounted over
+    mounts = {m["mountPath"]: m["name"] for m in node["volumeMounts"]}
+    assert env["AWS_CA_BUNDLE"] == env["SSL_CERT_FILE"] == "/etc/ssl/certs/ca-certificates.crt"
+    assert "emptyDir" in volumes[mounts["/etc/ssl/certs"]]
+    written = {m["name"]: m["mountPath"] for m in init["volumeMounts"]}
+    assert f"> {written[mounts['/etc/ssl/certs']]}/ca-certificates.crt" in init["command"][-1]
+    assert f"{written[secret_volume['name']]}/ca.crt" in init["command"][-1]
+    assert release.inputs["values"]["tls"]["enabled"] is True
+
+
+def test_minio_example_objects_validate(planned) -> None:
+    """Every Kubernetes object of the MinIO + training example (the trust Certificate, the runtime with its
+    init container) validates against the cluster version's schema / the CRD models."""
+    from tests.k8s.validate import validate_plan
+
+    assert validate_plan(planned["minio"]) == []

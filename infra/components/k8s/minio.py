@@ -25,6 +25,8 @@ from infra.components.options import child_options
 from infra.lib import charts, iam
 
 RELEASE = "minio"  # release name = chart name, so the service is called "minio"
+# Secret in each workload namespace whose ca.crt is the CA of MinIO's certificate (mounted by the workloads)
+CA_SECRET = "aiplat-minio-ca"
 ROOT_USER = "aiplat-root"  # a user name, not a credential; the password is generated
 TLS_SECRET = "minio-tls"
 
@@ -123,6 +125,28 @@ class Minio(pulumi.ComponentResource):
                 opts=child,
             )
             self.workload_secret_names[w] = s.metadata.name
+            # The CA that signs MinIO's certificate, for the workload to trust: a Certificate from the same
+            # ClusterIssuer in the workload's namespace. cert-manager's CA issuer writes the issuing CA into
+            # the Secret's ca.crt (https://cert-manager.io/docs/configuration/ca/), and renews it, without a
+            # copy of the root's Secret or another controller (trust-manager). The key pair it also holds
+            # authenticates nothing: MinIO asks no client certificate.
+            k8s.apiextensions.CustomResource(
+                f"{name}-{w}-ca",
+                api_version="cert-manager.io/v1",
+                kind="Certificate",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=CA_SECRET, namespace=workload.namespace),
+                spec={
+                    "secretName": CA_SECRET,
+                    "commonName": f"aiplat-{w}-minio-trust",
+                    "issuerRef": {
+                        "name": args.tls_issuer,
+                        "kind": "ClusterIssuer",
+                        "group": "cert-manager.io",
+                    },
+                    "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+                },
+                opts=child,
+            )
 
         # cert-manager issues and renews the serving certificate; the chart mounts the Secret.
         # https://cert-manager.io/docs/usage/certificate/

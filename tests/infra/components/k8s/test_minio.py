@@ -128,7 +128,7 @@ def test_release_is_pinned_and_serves_tls(minio_plan) -> None:
         set(u) == {"accessKey", "existingSecret", "existingSecretKey", "policy"} for u in values["users"]
     )
     assert "rootPassword" not in values and "rootUser" not in values
-    cert = plan.one("kubernetes:cert-manager.io/v1:Certificate").inputs
+    cert = plan.one("kubernetes:cert-manager.io/v1:Certificate", "minio-certificate").inputs
     assert cert["spec"]["secretName"] == "minio-tls"
     assert cert["spec"]["issuerRef"]["name"] == "aiplat-ca"
     assert "minio.minio.svc.cluster.local" in cert["spec"]["dnsNames"]
@@ -162,3 +162,18 @@ def test_no_generated_secret_in_plan_config_or_log(minio_plan, plan_stack) -> No
 def test_minio_config_needs_storage_size() -> None:
     with pytest.raises(ValueError, match="storage_size"):
         MinioConfig()  # type: ignore[call-arg]
+
+
+def test_each_workload_namespace_gets_the_ca(minio_plan) -> None:
+    """F7: a Certificate from MinIO's issuer in each workload namespace: its Secret's ca.crt is the CA."""
+    from infra.lib.training_stack import MINIO_CA_SECRET
+
+    plan, _, _ = minio_plan
+    serving = plan.one("kubernetes:cert-manager.io/v1:Certificate", "minio-certificate").inputs["spec"]
+    trust = [
+        r.inputs for r in plan.by_type("kubernetes:cert-manager.io/v1:Certificate") if r.name.endswith("-ca")
+    ]
+    assert sorted(c["metadata"]["namespace"] for c in trust) == ["inference", "training"]
+    assert all(c["spec"]["issuerRef"] == serving["issuerRef"] for c in trust)
+    # the name the training runtime mounts
+    assert {c["spec"]["secretName"] for c in trust} == {MINIO_CA_SECRET}
