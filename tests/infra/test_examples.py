@@ -99,9 +99,8 @@ def test_minio_training_trusts_minios_ca(planned) -> None:
     trust = plan.one("kubernetes:cert-manager.io/v1:Certificate", "minio-trainer-ca").inputs
     # the same issuer as MinIO's serving certificate, in the trainer's namespace, into the Secret it mounts
     assert trust["spec"]["issuerRef"] == serving["issuerRef"]
-    assert trust["metadata"]["namespace"] == plan.config["storage"].get("trainer", {}).get(
-        "namespace", "training"
-    )
+    credentials = plan.one("kubernetes:core/v1:Secret", "minio-trainer-s3").inputs["metadata"]
+    assert trust["metadata"]["namespace"] == credentials["namespace"]
     runtime = plan.one("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime").inputs
     job = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in job["volumes"]}
