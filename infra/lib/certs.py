@@ -38,3 +38,15 @@ def ca_certificate_spec(
 
 def ca_issuer_spec(secret_name: str) -> dict[str, Any]:
     return {"ca": {"secretName": secret_name}}
+
+
+def leaf_certificate_spec(*, secret_name: str, issuer: str, names: dict[str, Any]) -> dict[str, Any]:
+    """A certificate the CA ClusterIssuer signs into ``secret_name`` (with the CA in its ``ca.crt``):
+    ECDSA P-256, a new key on each renewal; ``names``: its ``commonName`` and/or ``dnsNames``.
+    https://cert-manager.io/docs/usage/certificate/"""
+    return {
+        "secretName": secret_name,
+        **names,
+        "issuerRef": issuer_ref(issuer),
+        "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+    }

@@ -22,7 +22,7 @@ import pulumi_random as random
 
 from infra.components.k8s.namespaces import own_namespace
 from infra.components.options import child_options
-from infra.lib import charts, iam
+from infra.lib import certs, charts, iam
 
 RELEASE = "minio"  # release name = chart name, so the service is called "minio"
 # Secret in each workload namespace whose ca.crt is the CA of MinIO's certificate (mounted by the workloads)
@@ -72,6 +72,26 @@ class MinioArgs:
 def endpoint_url(namespace: str) -> str:
     """The in-cluster HTTPS endpoint of the S3 API."""
     return f"https://{RELEASE}.{namespace}.svc.cluster.local:9000"
+
+
+def certificate(
+    resource_name: str,
+    *,
+    namespace: str,
+    secret: str,
+    issuer: str,
+    names: dict[str, object],
+    opts: pulumi.ResourceOptions,
+) -> k8s.apiextensions.CustomResource:
+    """A cert-manager Certificate (``certs.leaf_certificate_spec``) from the ClusterIssuer ``issuer``."""
+    return k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version=certs.API_VERSION,
+        kind="Certificate",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=secret, namespace=namespace),
+        spec=certs.leaf_certificate_spec(secret_name=secret, issuer=issuer, names=names),
+        opts=opts,
+    )
 
 
 class Minio(pulumi.ComponentResource):
@@ -130,41 +150,29 @@ class Minio(pulumi.ComponentResource):
             # the Secret's ca.crt (https://cert-manager.io/docs/configuration/ca/), and renews it, without a
             # copy of the root's Secret or another controller (trust-manager). The key pair it also holds
             # authenticates nothing: MinIO asks no client certificate.
-            k8s.apiextensions.CustomResource(
+            certificate(
                 f"{name}-{w}-ca",
-                api_version="cert-manager.io/v1",
-                kind="Certificate",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=CA_SECRET, namespace=workload.namespace),
-                spec={
-                    "secretName": CA_SECRET,
-                    "commonName": f"aiplat-{w}-minio-trust",
-                    "issuerRef": {
-                        "name": args.tls_issuer,
-                        "kind": "ClusterIssuer",
-                        "group": "cert-manager.io",
-                    },
-                    "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
-                },
+                namespace=workload.namespace,
+                secret=CA_SECRET,
+                issuer=args.tls_issuer,
+                names={"commonName": f"aiplat-{w}-minio-trust"},
                 opts=child,
             )
 
         # cert-manager issues and renews the serving certificate; the chart mounts the Secret.
         # https://cert-manager.io/docs/usage/certificate/
-        cert = k8s.apiextensions.CustomResource(
+        cert = certificate(
             f"{name}-certificate",
-            api_version="cert-manager.io/v1",
-            kind="Certificate",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=TLS_SECRET, namespace=args.namespace),
-            spec={
-                "secretName": TLS_SECRET,
-                "issuerRef": {"name": args.tls_issuer, "kind": "ClusterIssuer", "group": "cert-manager.io"},
+            namespace=args.namespace,
+            secret=TLS_SECRET,
+            issuer=args.tls_issuer,
+            names={
                 "dnsNames": [
                     f"{RELEASE}.{args.namespace}.svc",
                     f"{RELEASE}.{args.namespace}.svc.cluster.local",
                     # the headless service of distributed mode: pods talk to each other over TLS too
                     f"*.{RELEASE}-svc.{args.namespace}.svc.cluster.local",
-                ],
-                "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+                ]
             },
             opts=in_ns,
         )

@@ -75,3 +75,8 @@ def check_image_by_digest(ref: str | None) -> str | None:
             "(a tag can move, a digest cannot)"
         )
     return ref
+
+
+# A Kubernetes CPU quantity as the config takes it: whole or decimal cores, or millicores.
+# https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/
+CPU_QUANTITY = r"^([1-9][0-9]*|[0-9]+\.[0-9]+|[1-9][0-9]*m)$"

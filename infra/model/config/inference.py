@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from infra.model.config.base import Strict, check_image_by_digest
+from infra.model.config.base import CPU_QUANTITY, Strict, check_image_by_digest
 from infra.model.config.charts import ChartPin
 from infra.model.config.services import NAMESPACE_PATTERN
 
@@ -26,7 +26,7 @@ MODEL_NAME = r"^[a-z0-9][a-z0-9._-]{0,62}$"
 RELEASE_VERSION = r"^\d{8}T\d{6}Z-step\d+$"
 DIGEST = r"^sha256:[0-9a-f]{64}$"
 # Kubernetes quantities this section takes (CPU: cores or millicores; sizes: binary units).
-CPU = r"^([1-9][0-9]*|[0-9]+\.[0-9]+|[1-9][0-9]*m)$"
+CPU = CPU_QUANTITY
 SIZE = r"^[1-9][0-9]*(Mi|Gi|Ti)$"
 # A DNS name (RFC 1123 labels, lower case), at least two labels, at most 253 characters (the length is
 # checked with max_length: pydantic's regex engine has no look-ahead).

@@ -9,7 +9,8 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from infra.model import s3names
-from infra.model.config.base import REGION_PATTERN, Strict
+from infra.model.config.base import CPU_QUANTITY, REGION_PATTERN, Strict
+from infra.model.trainjobs import quantity_mib
 
 
 class StorageBackend(StrEnum):
@@ -99,17 +100,12 @@ class MinioMode(StrEnum):
 
 _QUANTITY = re.compile(r"^[1-9][0-9]*(Mi|Gi|Ti|Pi)$")
 _MEMORY = r"^[1-9][0-9]*(Mi|Gi)$"
-_CPU = r"^([1-9][0-9]*m|[1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)$"
-
-
-def _mib(quantity: str) -> int:
-    return int(quantity[:-2]) * (1024 if quantity.endswith("Gi") else 1)
 
 
 class MinioRequests(Strict):
     """What the scheduler reserves for each MinIO pod."""
 
-    cpu: Annotated[str, Field(pattern=_CPU)] = Field(
+    cpu: Annotated[str, Field(pattern=CPU_QUANTITY)] = Field(
         "500m", description="CPU request per pod (Kubernetes quantity, e.g. '500m' or '2')."
     )
     memory: Annotated[str, Field(pattern=_MEMORY)] = Field(
@@ -128,7 +124,7 @@ class MinioLimits(Strict):
         "it divided by (1 MiB + 32 KiB) x drives + 2 MiB per request: 2Gi and 4 drives, about 300 concurrent "
         "requests.",
     )
-    cpu: Annotated[str, Field(pattern=_CPU)] | None = Field(
+    cpu: Annotated[str, Field(pattern=CPU_QUANTITY)] | None = Field(
         None, description="CPU limit per pod; unset: none (erasure coding bursts would be throttled)."
     )
 
@@ -154,7 +150,8 @@ class MinioResources(Strict):
 
     @model_validator(mode="after")
     def _limit_covers_request(self) -> MinioResources:
-        if self.limits.memory is not None and _mib(self.limits.memory) < _mib(self.requests.memory):
+        limit = self.limits.memory
+        if limit is not None and quantity_mib(limit) < quantity_mib(self.requests.memory):
             raise ValueError(
                 f"limits.memory {self.limits.memory} is below requests.memory {self.requests.memory}; "
                 "Kubernetes refuses a limit below the request: raise the limit or lower the request"
