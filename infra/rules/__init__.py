@@ -22,11 +22,10 @@ from infra.rules.base import (
     Level,
     Need,
     Phase,
-    Report,
     Rule,
     RuleContext,
     registered,
     run_rules,
 )
 
-__all__ = ["Finding", "Level", "Need", "Phase", "Report", "Rule", "RuleContext", "registered", "run_rules"]
+__all__ = ["Finding", "Level", "Need", "Phase", "Rule", "RuleContext", "registered", "run_rules"]

@@ -10,11 +10,11 @@ the same rule is never written twice. Pure: no I/O, no Pulumi.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from infra.model.config.schema import PlatformConfig
-from infra.model.errors import ConfigError, ConfigErrors
+from infra.model.errors import ConfigError
 from infra.model.facts import LiveFacts, RegionFacts
 from infra.model.project import CONFIG_KEY
 from infra.model.stacks import StackIndex
@@ -164,22 +164,3 @@ def run_rules(phase: Phase, ctx: RuleContext, *, requiring: Need | None = None) 
     facts and runs ``requiring=Need.facts``.
     """
     return [f for r in applicable(phase, ctx, requiring=requiring) for f in check_rule(r, ctx)]
-
-
-@dataclass
-class Report:
-    """The findings of one run, split by level."""
-
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.level is Level.error]
-
-    @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.level is Level.warning]
-
-    def raise_errors(self) -> None:
-        if self.errors:
-            raise ConfigErrors([f.as_config_error() for f in self.errors])
