@@ -29,12 +29,12 @@ from pydantic import Field, model_validator
 
 from infra.model.config.base import Role, Strict
 from infra.model.config.compute import CapacityType
-from infra.model.config.inference import size_bytes
 from infra.model.config.network import NatStrategy
 from infra.model.config.schema import PlatformConfig
 from infra.model.config.services import CapacityKind
 from infra.model.facts import RegionFacts
 from infra.model.gpu_offers import gpu_offer
+from infra.model.trainjobs import quantity_mib
 
 # ---------------------------------------------------------------------------------------------------------
 # The price table (the schema of prices.yaml)
@@ -414,7 +414,7 @@ def pod_requests(cfg: PlatformConfig) -> PodRequests | None:
     if cfg.inference is None:
         return None
     r = cfg.inference.resources
-    return PodRequests(cpu_millicores(r.cpu), size_bytes(r.memory) // 2**20)
+    return PodRequests(cpu_millicores(r.cpu), quantity_mib(r.memory))
 
 
 def karpenter_gpus(cfg: PlatformConfig, pool: str) -> int:

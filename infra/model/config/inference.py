@@ -10,7 +10,6 @@ node pools named here, the certificate's region, the TLS policy, monitoring) are
 from __future__ import annotations
 
 import ipaddress
-import re
 from enum import StrEnum
 from typing import Annotated
 
@@ -19,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from infra.model.config.base import CPU_QUANTITY, Strict, check_image_by_digest
 from infra.model.config.charts import ChartPin
 from infra.model.config.services import NAMESPACE_PATTERN
+from infra.model.trainjobs import quantity_mib
 
 # The server's model name rule (inference/config.py: INFERENCE_MODEL_NAME).
 MODEL_NAME = r"^[a-z0-9][a-z0-9._-]{0,62}$"
@@ -39,15 +39,12 @@ ELB_POLICY = r"^ELBSecurityPolicy-[A-Za-z0-9-]+$"
 # The TLS 1.3-only policy with hybrid post-quantum key exchange (ML-KEM), on ALB and NLB:
 # https://docs.aws.amazon.com/elasticloadbalancing/latest/application/describe-ssl-policies.html
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09"
-SIZE_FACTORS = {"Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 
 
 def size_bytes(quantity: str) -> int:
-    """Bytes of a ``SIZE`` quantity such as ``20Gi``."""
-    m = re.fullmatch(r"(\d+)(Mi|Gi|Ti)", quantity)
-    if m is None:
-        raise ValueError(f"{quantity!r} is not a size like 20Gi")
-    return int(m.group(1)) * SIZE_FACTORS[m.group(2)]
+    """Bytes of a ``SIZE`` quantity such as ``20Gi``, read by the model's one quantity parser
+    (``trainjobs.quantity_mib``, exact for the Mi/Gi/Ti that ``SIZE`` allows)."""
+    return quantity_mib(quantity) * 2**20
 
 
 class Exposure(StrEnum):
