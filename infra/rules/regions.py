@@ -8,18 +8,22 @@ from collections.abc import Iterator
 from infra.rules.base import Finding, Need, RuleContext, at, error, rule
 
 
-def _unknown(region: str, known: frozenset[str]) -> str:
+def _closest(region: str, known: frozenset[str]) -> str | None:
+    """A hint naming the region names closest to ``region``, if any."""
     close = difflib.get_close_matches(region, sorted(known), n=3)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return f"{region!r} is not an AWS region{hint}"
+    return f"did you mean {', '.join(repr(c) for c in close)}?" if close else None
 
 
 @rule("region-known", needs=[Need.regions])
 def region_known(ctx: RuleContext) -> Iterator[Finding]:
     """The stack's region is an AWS region."""
-    if ctx.cfg.region not in ctx.regions:
-        problem, _, hint = _unknown(ctx.cfg.region, ctx.regions).partition("; ")
-        yield error(at("region"), problem, hint or "use an AWS region name such as 'us-east-1'")
+    region = ctx.cfg.region
+    if region not in ctx.regions:
+        yield error(
+            at("region"),
+            f"{region!r} is not an AWS region",
+            _closest(region, ctx.regions) or "use an AWS region name such as 'us-east-1'",
+        )
 
 
 @rule("replication-regions-known", needs=[Need.regions])
@@ -29,6 +33,6 @@ def replication_regions_known(ctx: RuleContext) -> Iterator[Finding]:
         if region not in ctx.regions:
             yield error(
                 at("storage", "replicate_to", str(i)),
-                _unknown(region, ctx.regions).partition("; ")[0],
+                f"{region!r} is not an AWS region",
                 "use an inference stack's region",
             )
