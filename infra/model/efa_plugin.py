@@ -12,7 +12,6 @@ drops, from ``git log -p -- stable/aws-efa-k8s-device-plugin/values.yaml``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 SOURCE = "https://github.com/aws/eks-charts/blob/master/stable/aws-efa-k8s-device-plugin/values.yaml"
@@ -514,32 +513,29 @@ VERSIONS: tuple[ChartVersion, ...] = (
 )
 
 
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version))
+def _cumulative() -> dict[str, frozenset[str]]:
+    """Each version's instance list, in ``VERSIONS``' release order: the previous version's list with the
+    version's additions and removals (the order is checked by tests/infra/model/test_efa_plugin.py)."""
+    lists: dict[str, frozenset[str]] = {}
+    types: frozenset[str] = frozenset()
+    for v in VERSIONS:
+        types = (types | set(v.added)) - set(v.removed)
+        lists[v.version] = types
+    return lists
+
+
+_LISTS = _cumulative()
 
 
 def known_versions() -> tuple[str, ...]:
-    return tuple(v.version for v in VERSIONS)
+    return tuple(_LISTS)
 
 
 def supported_types(version: str) -> frozenset[str] | None:
     """The instance types chart ``version`` schedules on, or None for a version not recorded here."""
-    if version not in known_versions():
-        return None
-    types: set[str] = set()
-    for v in VERSIONS:
-        types |= set(v.added)
-        types -= set(v.removed)
-        if v.version == version:
-            return frozenset(types)
-    raise AssertionError("unreachable")
+    return _LISTS.get(version)
 
 
 def minimum_version(instance_types: set[str] | frozenset[str]) -> str | None:
     """The oldest recorded chart version that lists every one of ``instance_types`` (None: no version)."""
-    for v in sorted(VERSIONS, key=lambda c: _key(c.version)):
-        supported = supported_types(v.version)
-        assert supported is not None
-        if set(instance_types) <= supported:
-            return v.version
-    return None
+    return next((version for version, types in _LISTS.items() if instance_types <= types), None)

@@ -3,9 +3,18 @@ for a set of EFA types."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from infra.model import efa_plugin
+
+
+def test_versions_are_recorded_in_release_order() -> None:
+    # each version's list is the previous one's plus its changes, and the minimum version is the first
+    # that lists a type: both read VERSIONS in order
+    numbers = [tuple(int(p) for p in re.findall(r"\d+", v)) for v in efa_plugin.known_versions()]
+    assert len(numbers) > 1 and all(a < b for a, b in zip(numbers, numbers[1:], strict=False))
 
 
 @pytest.mark.parametrize(
