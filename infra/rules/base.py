@@ -35,6 +35,10 @@ class Phase(StrEnum):
     policy = "policy"
 
 
+# The rules that ask what preflight asks the live account again (offerings by zone ID, EFA, zone names).
+PLAN_AND_PREFLIGHT = (Phase.plan, Phase.preflight)
+
+
 class Need(StrEnum):
     """What a rule reads besides the config."""
 

@@ -1,5 +1,6 @@
 """Rules on the VPC: its zones, checked against the region's facts (names, and zone IDs where AWS documents a
-constraint by ID), and what a VPC without NAT can reach."""
+constraint by ID), and what a VPC without NAT can reach. Zone names are per account: the zone rules run in
+preflight against the live account too."""
 
 from __future__ import annotations
 
@@ -14,10 +15,8 @@ from infra.model.zones import (
     control_plane_zones,
     vpc_zones,
 )
-from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, rule
+from infra.rules.base import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
 
-# Zone names are per account: preflight checks them against the live account too.
-PLAN_AND_PREFLIGHT = (Phase.plan, Phase.preflight)
 # "Your cluster must pull images from a container registry that's in your VPC."
 PRIVATE_CLUSTERS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html"
 # Where the cluster services' charts pull from at their pinned versions (none of our values re-points an

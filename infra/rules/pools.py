@@ -13,10 +13,7 @@ from collections.abc import Iterator, Sequence
 from infra.model.config.schema import CapacityType, NodePoolConfig, Placement
 from infra.model.facts import InstanceFacts
 from infra.model.zones import pool_zones, vpc_zones
-from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, rule
-
-# The questions preflight asks the live account again (offerings by zone ID, EFA), with the same rules.
-PLAN_AND_PREFLIGHT = (Phase.plan, Phase.preflight)
+from infra.rules.base import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
 
 CAPACITY_BLOCKS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
 

@@ -14,7 +14,7 @@ from infra.model.config.schema import PlatformConfig, Role, StorageBackend
 from infra.model.config.services import KubernetesAccess
 from infra.model.gpu_offers import gpu_offer
 from infra.model.zones import vpc_zones
-from infra.rules.base import Finding, Need, Phase, RuleContext, at, error, rule
+from infra.rules.base import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
 
 EFA_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html"
 ENDPOINT_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"
@@ -171,7 +171,7 @@ def karpenter_tags_allowed(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-@rule("karpenter-gpu-types-offered", phases=[Phase.plan, Phase.preflight], needs=[Need.facts])
+@rule("karpenter-gpu-types-offered", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def karpenter_gpu_types_offered(ctx: RuleContext) -> Iterator[Finding]:
     """Each Karpenter pool has NVIDIA types offered in the VPC's zones; inference pools from two families."""
     assert ctx.facts is not None

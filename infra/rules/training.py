@@ -11,6 +11,7 @@ from infra.model.config.compute import CapacityType
 from infra.model.config.training import BANDWIDTH_CHECK_NAME
 from infra.model.trainjobs import grace_period_s, pod_name_length, quantity_mib
 from infra.rules.base import Finding, Need, RuleContext, at, error, rule, warning
+from infra.rules.pools import CAPACITY_BLOCKS_DOC
 
 JOBSET_WEBHOOK = "https://github.com/kubernetes-sigs/jobset/blob/v0.12.0/pkg/webhooks/jobset_webhook.go"
 SPOT_NOTICE = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html"
@@ -19,7 +20,6 @@ EMPTYDIR_DOC = "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"
 SPOT_NOTICE_S = 120
 # desiredSize: "Whenever this parameter changes, the number of worker nodes in the node group is updated"
 SCALING_DOC = "https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html"
-CAPACITY_BLOCKS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
 
 
 def _jobs(ctx: RuleContext) -> Iterator[tuple[tuple[str, ...], str, int]]:
