@@ -233,7 +233,7 @@ class RegionFacts:
 
     def zone_label(self, name: str) -> str:
         """``us-east-1a (use1-az6)`` when the zone ID is this account's, else the name alone."""
-        zone_id = next((z.zone_id for z in self.zones if z.name == name), "")
+        zone_id = self.zone_id(name)
         return f"{name} ({zone_id})" if self.by_zone_id and zone_id else name
 
     def zone_id(self, name: str) -> str:

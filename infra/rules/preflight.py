@@ -190,10 +190,9 @@ def _reservation_problems(ctx: RuleContext, pool_name: str, r: ReservationFacts)
             f"{pool.instance_type} but reservation {r.id} is for {r.instance_type}",
             f"set instance_type: {r.instance_type}, or use a reservation for {pool.instance_type}",
         )
-    by_name = {z.name: z.zone_id for z in ctx.facts.zones}
     by_id = {z.zone_id: z.name for z in ctx.facts.zones}
     here = by_id.get(r.availability_zone_id, r.availability_zone)
-    pool_ids = {by_name.get(az) for az in (pool.availability_zones or [cr.availability_zone])}
+    pool_ids = {ctx.facts.zone_id(az) for az in (pool.availability_zones or [cr.availability_zone])}
     if r.availability_zone_id not in pool_ids or cr.availability_zone != here:
         yield error(
             at("node_pools", pool_name, "capacity_reservation", "availability_zone"),
