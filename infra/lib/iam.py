@@ -350,6 +350,25 @@ def access_log_bucket_policy(
     )
 
 
+def account_root(partition: str, account_id: str) -> str:
+    """The account root principal: in a trust or key policy it delegates to the account's IAM policies."""
+    return f"arn:{partition}:iam::{account_id}:root"
+
+
+def account_trust_policy(*, partition: str, account_id: str) -> Policy:
+    """Trust for the account root: who may assume the role is decided by IAM policies in the account.
+
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_create_for-user.html
+    """
+    return policy(
+        {
+            "Effect": "Allow",
+            "Principal": {"AWS": account_root(partition, account_id)},
+            "Action": "sts:AssumeRole",
+        }
+    )
+
+
 def service_trust_policy(
     service: str,
     account_id: str | None = None,

@@ -43,6 +43,7 @@ def _all_docs() -> list[dict[str, Any]]:
         iam.bucket_policy(ARTIFACTS),
         iam.access_log_bucket_policy("arn:aws:s3:::logs", [ARTIFACTS], "111122223333"),
         iam.service_trust_policy("s3.amazonaws.com", "111122223333"),
+        iam.account_trust_policy(partition="aws", account_id="111122223333"),
         iam.replication_policy(
             source_bucket_arn=ARTIFACTS,
             source_key_arn=KEY,
@@ -330,6 +331,16 @@ def test_pod_policies_are_bound_to_our_account_and_s3() -> None:
                 assert via.startswith("s3.") and via.endswith(".amazonaws.com")
                 contexts = st["Condition"]["StringLike"]["kms:EncryptionContext:aws:s3:arn"]
                 assert ARTIFACTS in contexts and f"{ARTIFACTS}/*" in contexts
+
+
+@pytest.mark.parametrize("partition", ["aws", "aws-cn"])
+def test_account_trust_is_the_account_root_only(partition: str) -> None:
+    (st,) = iam.account_trust_policy(partition=partition, account_id="111122223333")["Statement"]
+    assert st == {
+        "Effect": "Allow",
+        "Principal": {"AWS": f"arn:{partition}:iam::111122223333:root"},
+        "Action": "sts:AssumeRole",
+    }
 
 
 def test_pod_identity_trust_is_scoped_by_session_tags() -> None:
