@@ -312,14 +312,16 @@ def deny_other_kms_keys(bucket_arn: str, key_arn: str) -> list[dict[str, Any]]:
     ]
 
 
+def _baseline_denials(bucket_arn: str, min_tls: str) -> list[dict[str, Any]]:
+    """The denials every bucket policy of the stack starts with: no plain HTTP, no TLS below ``min_tls``,
+    no SSE-C uploads."""
+    return [deny_insecure_transport(bucket_arn), deny_old_tls(bucket_arn, min_tls), deny_sse_c(bucket_arn)]
+
+
 def bucket_policy(bucket_arn: str, *, kms_key_arn: str | None = None, min_tls: str = "1.2") -> Policy:
     """Policy of a data bucket: TLS only, TLS ``min_tls`` at least, no SSE-C, and (with ``kms_key_arn``) no
     other key or encryption than the bucket's."""
-    statements = [
-        deny_insecure_transport(bucket_arn),
-        deny_old_tls(bucket_arn, min_tls),
-        deny_sse_c(bucket_arn),
-    ]
+    statements = _baseline_denials(bucket_arn, min_tls)
     if kms_key_arn is not None:
         statements += deny_other_kms_keys(bucket_arn, kms_key_arn)
     return policy(*statements)
@@ -333,9 +335,7 @@ def access_log_bucket_policy(
     https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html#grant-log-delivery-permissions-general
     """
     return policy(
-        deny_insecure_transport(log_bucket_arn),
-        deny_old_tls(log_bucket_arn, min_tls),
-        deny_sse_c(log_bucket_arn),
+        *_baseline_denials(log_bucket_arn, min_tls),
         {
             "Sid": "S3ServerAccessLogsPolicy",
             "Effect": "Allow",
@@ -589,9 +589,7 @@ def cloudtrail_bucket_policy(
     """
     source = {"StringEquals": {"aws:SourceArn": trail_arn}}
     return policy(
-        deny_insecure_transport(bucket_arn),
-        deny_old_tls(bucket_arn, min_tls),
-        deny_sse_c(bucket_arn),
+        *_baseline_denials(bucket_arn, min_tls),
         {
             "Sid": "CloudTrailAclCheck",
             "Effect": "Allow",

@@ -392,7 +392,9 @@ def test_s3_endpoint_policy_elsewhere_is_not_widened_for_us_east_1_buckets(regio
 
 def test_cloudtrail_bucket_policy_only_our_trail() -> None:
     trail = "arn:aws:cloudtrail:us-east-1:1:trail/t"
-    doc = iam.cloudtrail_bucket_policy(bucket_arn="arn:aws:s3:::tb", trail_arn=trail, account_id="1")
+    doc = iam.cloudtrail_bucket_policy(
+        bucket_arn="arn:aws:s3:::tb", trail_arn=trail, account_id="1", min_tls="1.3"
+    )
     sids = {s["Sid"]: s for s in doc["Statement"]}
     assert sids["CloudTrailAclCheck"]["Condition"] == {"StringEquals": {"aws:SourceArn": trail}}
     write = sids["CloudTrailWrite"]
@@ -402,6 +404,9 @@ def test_cloudtrail_bucket_policy_only_our_trail() -> None:
         "aws:SourceArn": trail,
     }
     assert "DenyInsecureTransport" in sids
+    # the same TLS floor and SSE-C refusal as the data and access-log buckets
+    assert sids["DenyOldTls"]["Condition"] == {"NumericLessThan": {"s3:TlsVersion": "1.3"}}
+    assert sids["DenySseC"]["Resource"] == ["arn:aws:s3:::tb/*"]
 
 
 def test_session_manager_policy_is_the_minimal_agent_set() -> None:
