@@ -580,7 +580,7 @@ def s3_endpoint_policy(*, bucket_names: Sequence[str], region: str, partition: s
 
 
 def cloudtrail_bucket_policy(
-    *, bucket_arn: str, trail_arn: str, account_id: str, partition: str = "aws", min_tls: str = "1.2"
+    *, bucket_arn: str, trail_arn: str, account_id: str, min_tls: str = "1.2"
 ) -> Policy:
     """Policy of the trail bucket: CloudTrail (for our trail only) checks the ACL and writes under
     ``AWSLogs/<account>/``; TLS only.
