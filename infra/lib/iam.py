@@ -312,14 +312,16 @@ def deny_other_kms_keys(bucket_arn: str, key_arn: str) -> list[dict[str, Any]]:
     ]
 
 
+def _baseline_denials(bucket_arn: str, min_tls: str) -> list[dict[str, Any]]:
+    """The denials every bucket policy of the stack starts with: no plain HTTP, no TLS below ``min_tls``,
+    no SSE-C uploads."""
+    return [deny_insecure_transport(bucket_arn), deny_old_tls(bucket_arn, min_tls), deny_sse_c(bucket_arn)]
+
+
 def bucket_policy(bucket_arn: str, *, kms_key_arn: str | None = None, min_tls: str = "1.2") -> Policy:
     """Policy of a data bucket: TLS only, TLS ``min_tls`` at least, no SSE-C, and (with ``kms_key_arn``) no
     other key or encryption than the bucket's."""
-    statements = [
-        deny_insecure_transport(bucket_arn),
-        deny_old_tls(bucket_arn, min_tls),
-        deny_sse_c(bucket_arn),
-    ]
+    statements = _baseline_denials(bucket_arn, min_tls)
     if kms_key_arn is not None:
         statements += deny_other_kms_keys(bucket_arn, kms_key_arn)
     return policy(*statements)
@@ -333,9 +335,7 @@ def access_log_bucket_policy(
     https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html#grant-log-delivery-permissions-general
     """
     return policy(
-        deny_insecure_transport(log_bucket_arn),
-        deny_old_tls(log_bucket_arn, min_tls),
-        deny_sse_c(log_bucket_arn),
+        *_baseline_denials(log_bucket_arn, min_tls),
         {
             "Sid": "S3ServerAccessLogsPolicy",
             "Effect": "Allow",
@@ -347,6 +347,25 @@ def access_log_bucket_policy(
                 "StringEquals": {"aws:SourceAccount": account_id},
             },
         },
+    )
+
+
+def account_root(partition: str, account_id: str) -> str:
+    """The account root principal: in a trust or key policy it delegates to the account's IAM policies."""
+    return f"arn:{partition}:iam::{account_id}:root"
+
+
+def account_trust_policy(*, partition: str, account_id: str) -> Policy:
+    """Trust for the account root: who may assume the role is decided by IAM policies in the account.
+
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_create_for-user.html
+    """
+    return policy(
+        {
+            "Effect": "Allow",
+            "Principal": {"AWS": account_root(partition, account_id)},
+            "Action": "sts:AssumeRole",
+        }
     )
 
 
@@ -561,7 +580,7 @@ def s3_endpoint_policy(*, bucket_names: Sequence[str], region: str, partition: s
 
 
 def cloudtrail_bucket_policy(
-    *, bucket_arn: str, trail_arn: str, account_id: str, partition: str = "aws", min_tls: str = "1.2"
+    *, bucket_arn: str, trail_arn: str, account_id: str, min_tls: str = "1.2"
 ) -> Policy:
     """Policy of the trail bucket: CloudTrail (for our trail only) checks the ACL and writes under
     ``AWSLogs/<account>/``; TLS only.
@@ -570,9 +589,7 @@ def cloudtrail_bucket_policy(
     """
     source = {"StringEquals": {"aws:SourceArn": trail_arn}}
     return policy(
-        deny_insecure_transport(bucket_arn),
-        deny_old_tls(bucket_arn, min_tls),
-        deny_sse_c(bucket_arn),
+        *_baseline_denials(bucket_arn, min_tls),
         {
             "Sid": "CloudTrailAclCheck",
             "Effect": "Allow",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.lib.namespaces import PART_OF
+from infra.lib.nodes import GPU_RESOURCE
 from infra.model.config.inference import size_bytes
 
 NAME = "inference"  # Deployment, Service, PDB, ScaledObject, HPA and Ingress
@@ -34,7 +35,6 @@ READINESS_PATH = "/readyz"
 CACHE_DIR = "/var/cache/inference"
 TMP_DIR = "/tmp"
 RUN_AS = 10001  # the image's user (images/inference/Dockerfile)
-GPU = "nvidia.com/gpu"
 # The gauge the autoscaler reads, per pod: generations accepted and not answered yet (queued + generating).
 IN_FLIGHT_METRIC = "inference_requests_in_flight"
 # Seconds between SIGTERM's end of the server's shutdown and SIGKILL: uvicorn's lifespan shutdown (stop the
@@ -128,8 +128,13 @@ def probes() -> dict[str, dict[str, Any]]:
 def pod_spec(s: ServerSpec, *, image: str, release_root: str) -> dict[str, Any]:
     """The pod template's spec: restricted Pod Security, one GPU on the listed pools, spread over zones."""
     taint_key, taint_value = s.gpu_taint
-    requests = {"cpu": s.cpu, "memory": s.memory, GPU: "1", "ephemeral-storage": ephemeral_storage(s)}
-    limits = {"memory": s.memory, GPU: "1", "ephemeral-storage": ephemeral_storage(s)}
+    requests = {
+        "cpu": s.cpu,
+        "memory": s.memory,
+        GPU_RESOURCE: "1",
+        "ephemeral-storage": ephemeral_storage(s),
+    }
+    limits = {"memory": s.memory, GPU_RESOURCE: "1", "ephemeral-storage": ephemeral_storage(s)}
     if s.cpu_limit is not None:
         limits["cpu"] = s.cpu_limit
     spread = [

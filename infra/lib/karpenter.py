@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.lib.iam import VERSION, Policy, policy
+from infra.lib.nodes import GPU_RESOURCE
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
@@ -423,7 +424,7 @@ def node_pool_spec(s: NodePoolSpec) -> dict[str, Any]:
                 "expireAfter": s.expire_after,
             },
         },
-        "limits": {"nvidia.com/gpu": str(s.gpu_limit)},
+        "limits": {GPU_RESOURCE: str(s.gpu_limit)},
         "disruption": {
             "consolidationPolicy": s.consolidation_policy,
             "consolidateAfter": s.consolidate_after,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from infra.lib.iam import VERSION
+from infra.lib.iam import VERSION, account_root
 
 KEY_ADMIN_ACTIONS = ["kms:*"]  # the account root's statement: IAM decides (AWS's default key policy)
 USE_ACTIONS = ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"]
@@ -53,10 +53,6 @@ DESCRIPTIONS = {
     KeyPurpose.ebs: "EBS volumes of EKS nodes",
     KeyPurpose.logs: "CloudWatch Logs (VPC flow logs, EKS control plane)",
 }
-
-
-def account_root(partition: str, account_id: str) -> str:
-    return f"arn:{partition}:iam::{account_id}:root"
 
 
 def autoscaling_service_linked_role(partition: str, account_id: str) -> str:

@@ -12,6 +12,8 @@ from infra.model.facts import InstanceFacts
 # https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "true"
+# The extended resource the NVIDIA device plugin advertises: what GPU pods request and Karpenter limits.
+GPU_RESOURCE = "nvidia.com/gpu"
 # Label the EFA device plugin selects nodes by.
 EFA_LABEL = "vpc.amazonaws.com/efa.present"
 POOL_LABEL = "aiplat.io/pool"

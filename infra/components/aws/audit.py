@@ -95,7 +95,6 @@ class AuditTrail(pulumi.ComponentResource):
                         bucket_arn=arn,
                         trail_arn=args.trail_arn,
                         account_id=args.account_id,
-                        partition=args.partition,
                         min_tls=args.min_tls,
                     )
                 )

@@ -26,8 +26,28 @@ from infra.components.options import child_options
 from infra.lib.fsx import LUSTRE_PORTS
 
 
-def _ports(low: int, high: int) -> str:
-    return f"{low}" if low == high else f"{low}-{high}"
+def _lustre_rules(
+    rule: type[aws.vpc.SecurityGroupIngressRule] | type[aws.vpc.SecurityGroupEgressRule],
+    resource_prefix: str,
+    group: pulumi.Input[str],
+    peer: pulumi.Input[str],
+    direction: str,
+    opts: pulumi.ResourceOptions,
+) -> None:
+    """One ``rule`` (ingress or egress) of ``group`` per Lustre port range, with ``peer``'s group;
+    ``direction`` ("from x"/"to x") ends each rule's description."""
+    for low, high in LUSTRE_PORTS:
+        ports = f"{low}" if low == high else f"{low}-{high}"
+        rule(
+            f"{resource_prefix}-{low}",
+            security_group_id=group,
+            referenced_security_group_id=peer,
+            ip_protocol="tcp",
+            from_port=low,
+            to_port=high,
+            description=f"Lustre TCP {ports} {direction}",
+            opts=opts,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,41 +117,22 @@ class SharedFileSystem(pulumi.ComponentResource):
             (f"client{i}", g) for i, g in enumerate(args.client_security_group_ids)
         ]
         for peer, group in peers:
-            for low, high in LUSTRE_PORTS:
-                ports = _ports(low, high)
-                aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-in-{peer}-{low}",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=group,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"Lustre TCP {ports} from {peer}",
-                    opts=child,
-                )
-                aws.vpc.SecurityGroupEgressRule(
-                    f"{name}-out-{peer}-{low}",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=group,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"Lustre TCP {ports} to {peer}",
-                    opts=child,
-                )
+            _lustre_rules(
+                aws.vpc.SecurityGroupIngressRule, f"{name}-in-{peer}", sg.id, group, f"from {peer}", child
+            )
+            _lustre_rules(
+                aws.vpc.SecurityGroupEgressRule, f"{name}-out-{peer}", sg.id, group, f"to {peer}", child
+            )
         # The clients' side: Lustre traffic from the file servers (their egress is already open).
         for i, group in enumerate(args.client_security_group_ids):
-            for low, high in LUSTRE_PORTS:
-                aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-client{i}-from-fsx-{low}",
-                    security_group_id=group,
-                    referenced_security_group_id=sg.id,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"Lustre TCP {_ports(low, high)} from FSx {args.name_tag}",
-                    opts=child,
-                )
+            _lustre_rules(
+                aws.vpc.SecurityGroupIngressRule,
+                f"{name}-client{i}-from-fsx",
+                group,
+                sg.id,
+                f"from FSx {args.name_tag}",
+                child,
+            )
 
         depends: list[pulumi.Resource] = []
         if args.log is not None:

@@ -67,53 +67,26 @@ class KeyGuard(pulumi.ComponentResource):
     def __init__(self, name: str, args: KeyGuardArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:keyguard:KeyGuard", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        root = json.dumps(
-            iam.policy(
-                {
-                    "Effect": "Allow",
-                    "Principal": {"AWS": f"arn:{args.partition}:iam::{args.account_id}:root"},
-                    "Action": "sts:AssumeRole",
-                }
-            )
-        )
-        admin = aws.iam.Role(
+        admin = self._account_role(
             f"{name}-key-admin",
-            name=args.key_admin_role_name,
-            assume_role_policy=root,
+            args,
+            role_name=args.key_admin_role_name,
             description="Administers the stack's KMS keys; never uses them",
-            max_session_duration=3600,
-            opts=fixed_name(child),
-        )
-        aws.iam.RolePolicy(
-            f"{name}-key-admin-policy",
-            role=admin.id,
-            policy=json.dumps(
-                iam.key_admin_policy(
-                    account_id=args.account_id, partition=args.partition, keyset_tag=args.keyset
-                )
+            policy=iam.key_admin_policy(
+                account_id=args.account_id, partition=args.partition, keyset_tag=args.keyset
             ),
-            opts=child,
         )
-        glass = aws.iam.Role(
+        glass = self._account_role(
             f"{name}-break-glass",
-            name=args.break_glass_role_name,
-            assume_role_policy=root,
+            args,
+            role_name=args.break_glass_role_name,
             description="Break glass: the only principal that may delete or disable protected keys",
-            max_session_duration=3600,
-            opts=fixed_name(child),
-        )
-        aws.iam.RolePolicy(
-            f"{name}-break-glass-policy",
-            role=glass.id,
-            policy=json.dumps(
-                iam.break_glass_policy(
-                    account_id=args.account_id,
-                    partition=args.partition,
-                    keyset_tag=args.keyset,
-                    cluster_arn=args.cluster_arn,
-                )
+            policy=iam.break_glass_policy(
+                account_id=args.account_id,
+                partition=args.partition,
+                keyset_tag=args.keyset,
+                cluster_arn=args.cluster_arn,
             ),
-            opts=child,
         )
         self.key_admin_role_arn = admin.arn
         self.break_glass_role_arn = glass.arn
@@ -196,3 +169,22 @@ class KeyGuard(pulumi.ComponentResource):
                 "topic_arn": self.topic_arn,
             }
         )
+
+    def _account_role(
+        self, resource_name: str, args: KeyGuardArgs, *, role_name: str, description: str, policy: iam.Policy
+    ) -> aws.iam.Role:
+        """A role named ``role_name`` that the account root trusts (IAM policies in the account decide who
+        assumes it), with ``policy`` inline (``<resource_name>-policy``)."""
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            resource_name,
+            name=role_name,
+            assume_role_policy=json.dumps(
+                iam.account_trust_policy(partition=args.partition, account_id=args.account_id)
+            ),
+            description=description,
+            max_session_duration=3600,
+            opts=fixed_name(child),
+        )
+        aws.iam.RolePolicy(f"{resource_name}-policy", role=role.id, policy=json.dumps(policy), opts=child)
+        return role

@@ -43,6 +43,7 @@ def _all_docs() -> list[dict[str, Any]]:
         iam.bucket_policy(ARTIFACTS),
         iam.access_log_bucket_policy("arn:aws:s3:::logs", [ARTIFACTS], "111122223333"),
         iam.service_trust_policy("s3.amazonaws.com", "111122223333"),
+        iam.account_trust_policy(partition="aws", account_id="111122223333"),
         iam.replication_policy(
             source_bucket_arn=ARTIFACTS,
             source_key_arn=KEY,
@@ -332,6 +333,16 @@ def test_pod_policies_are_bound_to_our_account_and_s3() -> None:
                 assert ARTIFACTS in contexts and f"{ARTIFACTS}/*" in contexts
 
 
+@pytest.mark.parametrize("partition", ["aws", "aws-cn"])
+def test_account_trust_is_the_account_root_only(partition: str) -> None:
+    (st,) = iam.account_trust_policy(partition=partition, account_id="111122223333")["Statement"]
+    assert st == {
+        "Effect": "Allow",
+        "Principal": {"AWS": f"arn:{partition}:iam::111122223333:root"},
+        "Action": "sts:AssumeRole",
+    }
+
+
 def test_pod_identity_trust_is_scoped_by_session_tags() -> None:
     (st,) = iam.pod_identity_trust_policy(
         account_id="1", cluster_name="c", namespace="kube-system", service_account="ebs-csi-controller-sa"
@@ -381,7 +392,9 @@ def test_s3_endpoint_policy_elsewhere_is_not_widened_for_us_east_1_buckets(regio
 
 def test_cloudtrail_bucket_policy_only_our_trail() -> None:
     trail = "arn:aws:cloudtrail:us-east-1:1:trail/t"
-    doc = iam.cloudtrail_bucket_policy(bucket_arn="arn:aws:s3:::tb", trail_arn=trail, account_id="1")
+    doc = iam.cloudtrail_bucket_policy(
+        bucket_arn="arn:aws:s3:::tb", trail_arn=trail, account_id="1", min_tls="1.3"
+    )
     sids = {s["Sid"]: s for s in doc["Statement"]}
     assert sids["CloudTrailAclCheck"]["Condition"] == {"StringEquals": {"aws:SourceArn": trail}}
     write = sids["CloudTrailWrite"]
@@ -391,6 +404,9 @@ def test_cloudtrail_bucket_policy_only_our_trail() -> None:
         "aws:SourceArn": trail,
     }
     assert "DenyInsecureTransport" in sids
+    # the same TLS floor and SSE-C refusal as the data and access-log buckets
+    assert sids["DenyOldTls"]["Condition"] == {"NumericLessThan": {"s3:TlsVersion": "1.3"}}
+    assert sids["DenySseC"]["Resource"] == ["arn:aws:s3:::tb/*"]
 
 
 def test_session_manager_policy_is_the_minimal_agent_set() -> None:
