@@ -77,6 +77,17 @@ def system_pools(ctx: StackContext) -> list[str]:
     return sorted(name for name, pool in ctx.cfg.node_pools.items() if not pool.gpu)
 
 
+def gpu_pools(ctx: StackContext) -> list[str]:
+    """The GPU pools, managed and Karpenter's: where the NVIDIA device plugin and dcgm-exporter run."""
+    managed = [name for name, pool in ctx.cfg.node_pools.items() if pool.gpu]
+    return sorted(managed + list(ctx.cfg.cluster_services.karpenter.node_pools))
+
+
+def has_efa(ctx: StackContext) -> bool:
+    """Whether a pool has EFA (the EFA device plugin, exporter, rules and dashboard go with it)."""
+    return any(pool.efa for pool in ctx.cfg.node_pools.values())
+
+
 def _checked_endpoint(ctx: StackContext, endpoint: pulumi.Output[str], probe: EndpointProbe | None):
     """The endpoint, resolved only after ``probe`` found it reachable (no probe: as it is)."""
     if probe is None:
@@ -178,15 +189,15 @@ def wire_cluster_services(
     out.ready = [gate, ns, storage_classes]
 
     # -- device plugins: NVIDIA on every GPU pool (managed and Karpenter), EFA where a pool has EFA ------
-    gpu_pools = sorted([n for n, p in cfg.node_pools.items() if p.gpu] + list(services.karpenter.node_pools))
-    efa = any(p.efa for p in cfg.node_pools.values())
-    if gpu_pools:
+    gpus = gpu_pools(ctx)
+    efa = has_efa(ctx)
+    if gpus:
         DevicePlugins(
             "device-plugins",
             DevicePluginsArgs(
                 namespace=SYSTEM_NAMESPACE,
                 nvidia_chart=services.nvidia_device_plugin.pinned,
-                nvidia_values=charts.nvidia_device_plugin_values(gpu_pools),
+                nvidia_values=charts.nvidia_device_plugin_values(gpus),
                 efa_chart=services.efa_device_plugin.pinned if efa else None,
                 efa_values=charts.efa_device_plugin_values() if efa else None,
             ),
