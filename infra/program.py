@@ -161,9 +161,7 @@ def program(
             k8s_provider=cluster.cluster.k8s_provider,
             system_pools=system,
             k8s_depends_on=[
-                *(cluster.pools[p] for p in system),
-                cluster.addons,
-                *services.ready,
+                *services.after_ready,
                 *([identities] if identities is not None else []),
                 *([fsx.volume] if fsx is not None and fsx.volume is not None else []),
             ],

@@ -67,10 +67,18 @@ class ClusterServicesWiring:
     gate: KubernetesAccessGate
     namespaces: WorkloadNamespaces
     storage_classes: StorageClasses
+    # The system pools and the add-ons that need nodes (CoreDNS), never a GPU pool: what every Kubernetes
+    # object of the stack waits for.
+    after_nodes: list[pulumi.Resource]
     cert_manager: CertManager | None = None
     # Ingresses wait for it: its webhooks validate Ingresses and Services and inject readiness gates.
     load_balancer_controller: LoadBalancerController | None = None
     ready: list[pulumi.Resource] = field(default_factory=list)
+
+    @property
+    def after_ready(self) -> list[pulumi.Resource]:
+        """What the workloads on the cluster wait for: ``after_nodes``, then the services in ``ready``."""
+        return [*self.after_nodes, *self.ready]
 
 
 def system_pools(ctx: StackContext) -> list[str]:
@@ -185,7 +193,9 @@ def wire_cluster_services(
         ),
         opts=opts,
     )
-    out = ClusterServicesWiring(gate=gate, namespaces=ns, storage_classes=storage_classes)
+    out = ClusterServicesWiring(
+        gate=gate, namespaces=ns, storage_classes=storage_classes, after_nodes=after_nodes
+    )
     out.ready = [gate, ns, storage_classes]
 
     # -- device plugins: NVIDIA on every GPU pool (managed and Karpenter), EFA where a pool has EFA ------

@@ -67,10 +67,7 @@ def wire_monitoring(
     namespace = cfg.cluster_services.monitoring_namespace
     eks = cluster.cluster
     system = system_pools(ctx)
-    opts = pulumi.ResourceOptions(
-        provider=eks.k8s_provider,
-        depends_on=[cluster.pools[p] for p in system] + [cluster.addons, *services.ready],
-    )
+    opts = pulumi.ResourceOptions(provider=eks.k8s_provider, depends_on=services.after_ready)
     am = mc.alertmanager
     receivers = [
         mon.Receiver(
