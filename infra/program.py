@@ -6,6 +6,7 @@ index of the folder it planned from. Nothing here runs at import time.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 
 import pulumi
@@ -112,9 +113,7 @@ def program(
         "aws", region=cfg.region, default_tags=aws.ProviderDefaultTagsArgs(tags=cfg.tags.as_dict())
     )
     facts = gather_facts(cfg, provider)
-    ctx = RuleContext(
-        cfg, stack=ctx.stack, facts=facts, stacks=ctx.stacks, regions=ctx.regions, trainer=trainer
-    )
+    ctx = dataclasses.replace(ctx, facts=facts)
     report(run_rules(Phase.plan, ctx, requiring=Need.facts), on_finding)
 
     stack = StackContext(cfg=cfg, facts=facts, account=account_facts(provider), provider=provider)
@@ -162,9 +161,7 @@ def program(
             k8s_provider=cluster.cluster.k8s_provider,
             system_pools=system,
             k8s_depends_on=[
-                *(cluster.pools[p] for p in system),
-                cluster.addons,
-                *services.ready,
+                *services.after_ready,
                 *([identities] if identities is not None else []),
                 *([fsx.volume] if fsx is not None and fsx.volume is not None else []),
             ],

@@ -67,14 +67,33 @@ class ClusterServicesWiring:
     gate: KubernetesAccessGate
     namespaces: WorkloadNamespaces
     storage_classes: StorageClasses
+    # The system pools and the add-ons that need nodes (CoreDNS), never a GPU pool: what every Kubernetes
+    # object of the stack waits for.
+    after_nodes: list[pulumi.Resource]
     cert_manager: CertManager | None = None
     # Ingresses wait for it: its webhooks validate Ingresses and Services and inject readiness gates.
     load_balancer_controller: LoadBalancerController | None = None
     ready: list[pulumi.Resource] = field(default_factory=list)
 
+    @property
+    def after_ready(self) -> list[pulumi.Resource]:
+        """What the workloads on the cluster wait for: ``after_nodes``, then the services in ``ready``."""
+        return [*self.after_nodes, *self.ready]
+
 
 def system_pools(ctx: StackContext) -> list[str]:
     return sorted(name for name, pool in ctx.cfg.node_pools.items() if not pool.gpu)
+
+
+def gpu_pools(ctx: StackContext) -> list[str]:
+    """The GPU pools, managed and Karpenter's: where the NVIDIA device plugin and dcgm-exporter run."""
+    managed = [name for name, pool in ctx.cfg.node_pools.items() if pool.gpu]
+    return sorted(managed + list(ctx.cfg.cluster_services.karpenter.node_pools))
+
+
+def has_efa(ctx: StackContext) -> bool:
+    """Whether a pool has EFA (the EFA device plugin, exporter, rules and dashboard go with it)."""
+    return any(pool.efa for pool in ctx.cfg.node_pools.values())
 
 
 def _checked_endpoint(ctx: StackContext, endpoint: pulumi.Output[str], probe: EndpointProbe | None):
@@ -174,19 +193,21 @@ def wire_cluster_services(
         ),
         opts=opts,
     )
-    out = ClusterServicesWiring(gate=gate, namespaces=ns, storage_classes=storage_classes)
+    out = ClusterServicesWiring(
+        gate=gate, namespaces=ns, storage_classes=storage_classes, after_nodes=after_nodes
+    )
     out.ready = [gate, ns, storage_classes]
 
     # -- device plugins: NVIDIA on every GPU pool (managed and Karpenter), EFA where a pool has EFA ------
-    gpu_pools = sorted([n for n, p in cfg.node_pools.items() if p.gpu] + list(services.karpenter.node_pools))
-    efa = any(p.efa for p in cfg.node_pools.values())
-    if gpu_pools:
+    gpus = gpu_pools(ctx)
+    efa = has_efa(ctx)
+    if gpus:
         DevicePlugins(
             "device-plugins",
             DevicePluginsArgs(
                 namespace=SYSTEM_NAMESPACE,
                 nvidia_chart=services.nvidia_device_plugin.pinned,
-                nvidia_values=charts.nvidia_device_plugin_values(gpu_pools),
+                nvidia_values=charts.nvidia_device_plugin_values(gpus),
                 efa_chart=services.efa_device_plugin.pinned if efa else None,
                 efa_values=charts.efa_device_plugin_values() if efa else None,
             ),

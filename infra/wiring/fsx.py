@@ -23,7 +23,7 @@ from infra.model import fsx as fsx_facts
 from infra.model import naming
 from infra.model.config.fsx import LustreLogLevel
 from infra.wiring.cluster import ClusterWiring
-from infra.wiring.cluster_services import SYSTEM_NAMESPACE, ClusterServicesWiring, system_pools
+from infra.wiring.cluster_services import SYSTEM_NAMESPACE, ClusterServicesWiring
 from infra.wiring.context import StackContext
 from infra.wiring.data_stores import StorageWiring
 
@@ -96,7 +96,6 @@ def wire_fsx(
     )
     volume = None
     if services is not None:
-        system = system_pools(ctx)
         volume = LustreVolume(
             "fsx-volume",
             LustreVolumeArgs(
@@ -112,12 +111,7 @@ def wire_fsx(
             ),
             opts=pulumi.ResourceOptions(
                 provider=eks.k8s_provider,
-                depends_on=[
-                    *(cluster.pools[p] for p in system),
-                    cluster.addons,
-                    services.gate,
-                    services.namespaces,
-                ],
+                depends_on=[*services.after_nodes, services.gate, services.namespaces],
             ),
         )
     exported = {

@@ -180,7 +180,7 @@ def wire_inference(
         return None
     https = serving.https
     eks = cluster.cluster
-    after_services = [cluster.pools[p] for p in system_pools(ctx)] + [cluster.addons, *services.ready]
+    after_services = services.after_ready
 
     certificate = None
     if https.certificate_arn is not None:

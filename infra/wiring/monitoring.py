@@ -26,7 +26,7 @@ from infra.lib import monitoring as mon
 from infra.model.config.schema import Role
 from infra.model.monitoring import MonitoringAssets
 from infra.wiring.cluster import ClusterWiring
-from infra.wiring.cluster_services import ClusterServicesWiring, system_pools
+from infra.wiring.cluster_services import ClusterServicesWiring, gpu_pools, has_efa, system_pools
 from infra.wiring.context import StackContext
 
 # The inference server's metrics port name (cluster-services' inference namespace lets the monitoring
@@ -45,9 +45,8 @@ class MonitoringWiring:
 
 def monitoring_parts(ctx: StackContext) -> tuple[list[str], list[str]]:
     """(rule files, dashboards) this stack deploys (see the module's table)."""
-    cfg = ctx.cfg
-    efa = any(p.efa for p in cfg.node_pools.values())
-    workload = "training" if cfg.role is Role.train else "inference"
+    efa = has_efa(ctx)
+    workload = "training" if ctx.cfg.role is Role.train else "inference"
     rules = ["gpu", "node", *(["efa"] if efa else []), workload]
     dashboards = ["gpu", *(["efa"] if efa else []), workload]
     return rules, dashboards
@@ -68,10 +67,7 @@ def wire_monitoring(
     namespace = cfg.cluster_services.monitoring_namespace
     eks = cluster.cluster
     system = system_pools(ctx)
-    opts = pulumi.ResourceOptions(
-        provider=eks.k8s_provider,
-        depends_on=[cluster.pools[p] for p in system] + [cluster.addons, *services.ready],
-    )
+    opts = pulumi.ResourceOptions(provider=eks.k8s_provider, depends_on=services.after_ready)
     am = mc.alertmanager
     receivers = [
         mon.Receiver(
@@ -130,23 +126,21 @@ def wire_monitoring(
     after_crds = pulumi.ResourceOptions(
         provider=eks.k8s_provider, depends_on=[*inherited_depends_on(opts), stack.crds]
     )
-    gpu_pools = sorted(
-        [n for n, p in cfg.node_pools.items() if p.gpu] + list(cfg.cluster_services.karpenter.node_pools)
-    )
+    gpus = gpu_pools(ctx)
     dcgm = None
-    if gpu_pools:
+    if gpus:
         dcgm = DcgmExporter(
             "dcgm-exporter",
             ChartArgs(
                 chart=mc.dcgm_exporter.pinned,
                 release_name=mon.DCGM_RELEASE,
                 namespace=namespace,
-                values=mon.dcgm_exporter_values(gpu_pools=gpu_pools, counters_csv=assets.dcgm_counters),
+                values=mon.dcgm_exporter_values(gpu_pools=gpus, counters_csv=assets.dcgm_counters),
             ),
             opts=after_crds,
         )
     efa = None
-    if any(p.efa for p in cfg.node_pools.values()):
+    if has_efa(ctx):
         efa = EfaExporter(
             "efa-exporter",
             EfaExporterArgs(
