@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from infra.cli.common import EXIT_CONFIG, add_stack_selection, print_error, print_warning, selected_stacks
-from infra.io.stackfiles import display_path, load_stack_config, stack_file
+from infra.io.stackfiles import display_path, stack_file
 from infra.model.errors import ConfigErrors, PlatformError
 
 DEFAULT_OUT = Path("build/plan")
@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.plan.render import print_plan
-    from infra.plan.runner import run_plan, write_plan
+    from infra.plan.runner import run_plan, stack_file_plan, write_plan
 
     stacks = selected_stacks(args)
     if not stacks:
@@ -49,9 +49,13 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     for stack in stacks:
         started = time.perf_counter()
         try:
-            cfg = load_stack_config(stack, args.stacks_dir)
             with console.status(f"planning {stack} ..."):
-                plan = run_plan(stack, cfg, args.stacks_dir, first_preview=args.first_preview)
+                plan = (
+                    run_plan(stack, stacks_dir=args.stacks_dir, first_preview=True)
+                    if args.first_preview
+                    # once per run: a source stack another stack's StackReference planned is not planned again
+                    else stack_file_plan(stack, args.stacks_dir)
+                )
         except PlatformError as exc:
             if isinstance(exc, ConfigErrors):
                 exc = exc.with_source(display_path(stack_file(stack, args.stacks_dir)))

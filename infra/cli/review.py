@@ -12,7 +12,7 @@ from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, EXIT_POLICY, print_error
 from infra.io.policypack import default_pack_dir, read_json, read_pack_project, read_plan
-from infra.io.stackfiles import display_path, list_stacks, load_stack_config, stack_file
+from infra.io.stackfiles import display_path, list_stacks, stack_file
 from infra.model.errors import ConfigErrors, PlatformError
 
 STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "unspecified": "white"}
@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _plans(args: argparse.Namespace, err: Console, console: Console) -> tuple[list[dict], int]:
     """The plans to review (planning stacks as needed) and the exit code of what could not be planned."""
-    from infra.plan.runner import run_plan
+    from infra.plan.runner import stack_file_plan
 
     if args.plan:
         return [read_plan(path) for path in args.plan], EXIT_OK
@@ -61,9 +61,8 @@ def _plans(args: argparse.Namespace, err: Console, console: Console) -> tuple[li
     plans, failed = [], EXIT_OK
     for stack in stacks:
         try:
-            cfg = load_stack_config(stack, args.stacks_dir)
             with console.status(f"planning {stack} ..."):
-                plans.append(run_plan(stack, cfg, args.stacks_dir).as_json())
+                plans.append(stack_file_plan(stack, args.stacks_dir).as_json())
         except PlatformError as exc:
             if isinstance(exc, ConfigErrors):
                 exc = exc.with_source(display_path(stack_file(stack, args.stacks_dir)))
