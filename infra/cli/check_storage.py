@@ -25,9 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
-    import boto3
     from botocore.exceptions import BotoCoreError
 
+    from infra.io.aws_live import boto3_clients
     from infra.ops.storage_check import check_storage
 
     try:
@@ -36,15 +36,8 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         print_error(err, args.stack, exc, debug=args.debug)
         return exc.exit_code
     try:
-        clients: dict[tuple[str, str], object] = {}
-
-        def client(service: str, region: str) -> object:
-            if (service, region) not in clients:
-                clients[(service, region)] = boto3.client(service, region_name=region)
-            return clients[(service, region)]
-
         with console.status(f"checking {args.stack}'s buckets ..."):
-            findings = check_storage(cfg, client)
+            findings = check_storage(cfg, boto3_clients())
     except BotoCoreError as exc:  # no credentials, endpoint unreachable
         print_error(err, args.stack, exc, debug=args.debug)
         return EXIT_AWS

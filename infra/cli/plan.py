@@ -5,12 +5,23 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from infra.cli.common import EXIT_CONFIG, add_stack_selection, print_error, print_warning, selected_stacks
-from infra.io.stackfiles import display_path, load_stack_config, stack_file
+from infra.cli.common import (
+    EXIT_CONFIG,
+    EXIT_OK,
+    add_stack_selection,
+    print_error,
+    print_warning,
+    selected_stacks,
+)
+from infra.io.stackfiles import display_path, stack_file
 from infra.model.errors import ConfigErrors, PlatformError
+
+if TYPE_CHECKING:  # the runner imports the Pulumi SDK: only when a command plans
+    from infra.plan.runner import Plan
 
 DEFAULT_OUT = Path("build/plan")
 FIRST_PREVIEW_OUT = Path("build/plan-first-preview")
@@ -36,9 +47,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def plan_stack(
+    stack: str, args: argparse.Namespace, console: Console, err: Console, *, first_preview: bool = False
+) -> tuple[Plan | None, int]:
+    """The plan of ``stack`` in ``args.stacks_dir`` and EXIT_OK, or None and the exit code of why not
+    (printed, one line per problem, attributed to the stack file). ``aiplat plan`` and ``review`` plan so."""
+    from infra.plan.runner import run_plan, stack_file_plan
+
+    try:
+        with console.status(f"planning {stack} ..."):
+            if first_preview:
+                return run_plan(stack, stacks_dir=args.stacks_dir, first_preview=True), EXIT_OK
+            # once per run: a source stack another stack's StackReference planned is not planned again
+            return stack_file_plan(stack, args.stacks_dir), EXIT_OK
+    except PlatformError as exc:
+        if isinstance(exc, ConfigErrors):
+            exc = exc.with_source(display_path(stack_file(stack, args.stacks_dir)))
+        print_error(err, stack, exc, debug=args.debug)
+        return None, exc.exit_code
+
+
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.plan.render import print_plan
-    from infra.plan.runner import run_plan, write_plan
+    from infra.plan.runner import write_plan
 
     stacks = selected_stacks(args)
     if not stacks:
@@ -48,15 +79,9 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     failed = 0
     for stack in stacks:
         started = time.perf_counter()
-        try:
-            cfg = load_stack_config(stack, args.stacks_dir)
-            with console.status(f"planning {stack} ..."):
-                plan = run_plan(stack, cfg, args.stacks_dir, first_preview=args.first_preview)
-        except PlatformError as exc:
-            if isinstance(exc, ConfigErrors):
-                exc = exc.with_source(display_path(stack_file(stack, args.stacks_dir)))
-            failed = failed or exc.exit_code
-            print_error(err, stack, exc, debug=args.debug)
+        plan, code = plan_stack(stack, args, console, err, first_preview=args.first_preview)
+        if plan is None:
+            failed = failed or code
             # a stale plan for this stack must not survive a failed one
             (out / f"{stack}.json").unlink(missing_ok=True)
             continue

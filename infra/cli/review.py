@@ -11,9 +11,10 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, EXIT_POLICY, print_error
+from infra.cli.plan import plan_stack
 from infra.io.policypack import default_pack_dir, read_json, read_pack_project, read_plan
-from infra.io.stackfiles import display_path, list_stacks, load_stack_config, stack_file
-from infra.model.errors import ConfigErrors, PlatformError
+from infra.io.stackfiles import list_stacks
+from infra.model.errors import PlatformError
 
 STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "unspecified": "white"}
 
@@ -53,22 +54,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _plans(args: argparse.Namespace, err: Console, console: Console) -> tuple[list[dict], int]:
     """The plans to review (planning stacks as needed) and the exit code of what could not be planned."""
-    from infra.plan.runner import run_plan
-
     if args.plan:
         return [read_plan(path) for path in args.plan], EXIT_OK
     stacks = list_stacks(args.stacks_dir) if args.all else list(args.stack)
     plans, failed = [], EXIT_OK
     for stack in stacks:
-        try:
-            cfg = load_stack_config(stack, args.stacks_dir)
-            with console.status(f"planning {stack} ..."):
-                plans.append(run_plan(stack, cfg, args.stacks_dir).as_json())
-        except PlatformError as exc:
-            if isinstance(exc, ConfigErrors):
-                exc = exc.with_source(display_path(stack_file(stack, args.stacks_dir)))
-            failed = failed or exc.exit_code
-            print_error(err, stack, exc, debug=args.debug)
+        plan, code = plan_stack(stack, args, console, err)
+        if plan is None:
+            failed = failed or code
+        else:
+            plans.append(plan.as_json())
     if not stacks:
         err.print("no stacks found", style="red")
         failed = EXIT_CONFIG

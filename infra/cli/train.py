@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from infra.cli.common import EXIT_CONFIG, EXIT_OK, print_error, print_warning
+from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, print_warning
 from infra.io.stackfiles import load_stack_config
 from infra.io.trainer_configs import REPO, training_settings
 from infra.lib import training_stack
@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Print a TrainJob (YAML) for `kubectl apply -f -`. Exit 0, or 2 when the stack, the "
         "trainer config or the run is refused (one line each).",
     )
-    _common(r)
+    add_stack_selection(r, many=False)
     r.add_argument(
         "--config",
         required=True,
@@ -67,15 +67,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Print the all-reduce bandwidth check as a TrainJob (YAML) for `kubectl create -f -`; it "
         "fails below the instance type's threshold (infra/model/busbw.py).",
     )
-    _common(b)
+    add_stack_selection(b, many=False)
     b.add_argument("--nodes", type=int, help="nodes to span (default: training.bandwidth_check.nodes)")
     b.add_argument("--name", help="TrainJob name (default: bandwidth-check-<UTC time>)")
     b.set_defaults(run=run_bandwidth)
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--stack", "-s", required=True, help="stack name, e.g. prod-us-train")
-    p.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
 
 
 def _facts(cfg: PlatformConfig) -> InstanceFacts:

@@ -261,13 +261,11 @@ def read_addon_versions(
     out: dict[str, tuple[AddonVersion, ...] | Unreadable] = {}
     for name in sorted(set(names)):
         versions: list[AddonVersion] = []
-        token: str | None = None
+        pages = eks.get_paginator("describe_addon_versions").paginate(
+            kubernetesVersion=kubernetes_version, addonName=name
+        )
         try:
-            while True:
-                kwargs: dict[str, Any] = {"kubernetesVersion": kubernetes_version, "addonName": name}
-                if token:
-                    kwargs["nextToken"] = token
-                page = eks.describe_addon_versions(**kwargs)
+            for page in pages:
                 for addon in page.get("addons", []):
                     if addon.get("addonName") != name:
                         continue
@@ -277,9 +275,6 @@ def read_addon_versions(
                             for c in v.get("compatibilities", [])
                         )
                         versions.append(AddonVersion(v["addonVersion"], default))
-                token = page.get("nextToken")
-                if not token:
-                    break
         except (ClientError, BotoCoreError) as exc:
             out[name] = unreadable(f"eks:DescribeAddonVersions {name}", exc)
             continue

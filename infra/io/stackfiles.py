@@ -34,22 +34,23 @@ def project_root(start: Path | None = None) -> Path:
     return _PACKAGE_ROOT
 
 
-def _project_name(path: Path) -> str | None:
+def _mapping(path: Path) -> dict[str, Any]:
+    """The YAML mapping in ``path``; empty when the file is unreadable, not YAML or not a mapping."""
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError):
-        return None
-    return doc.get("name") if isinstance(doc, dict) else None
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _project_name(path: Path) -> str | None:
+    return _mapping(path).get("name")
 
 
 def default_stacks_dir() -> Path:
     """``stackConfigDir`` of the project's ``Pulumi.yaml`` (``stacks``)."""
     root = project_root()
-    try:
-        doc = yaml.safe_load((root / "Pulumi.yaml").read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        doc = {}
-    return root / str(doc.get("stackConfigDir") or ".")
+    return root / str(_mapping(root / "Pulumi.yaml").get("stackConfigDir") or ".")
 
 
 def stack_file(stack: str, stacks_dir: Path | None = None) -> Path:
@@ -146,11 +147,7 @@ def load_stack_config(stack: str, stacks_dir: Path | None = None) -> PlatformCon
 
 
 def _platform_section(path: Path) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return {}
-    section = (doc.get("config") or {}).get(CONFIG_KEY) if isinstance(doc, dict) else None
+    section = (_mapping(path).get("config") or {}).get(CONFIG_KEY)
     return section if isinstance(section, dict) else {}
 
 

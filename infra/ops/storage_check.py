@@ -13,16 +13,14 @@ usual way (``AWS_PROFILE``, ``AWS_ENDPOINT_URL``...). Tests run it against a mot
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from infra.io.aws_live import Clients
 from infra.model import naming
 from infra.model.config.schema import BucketPurpose, PlatformConfig, Role, StorageBackend, TrailMode
-
-Clients = Callable[[str, str], Any]  # (service, region) -> boto3 client
 
 
 @dataclass(frozen=True)

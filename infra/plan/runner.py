@@ -27,7 +27,13 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
-from infra.io.stackfiles import default_stacks_dir, load_stack_config, read_stack_index, stack_file
+from infra.io.stackfiles import (
+    default_stacks_dir,
+    list_stacks,
+    load_stack_config,
+    read_stack_index,
+    stack_file,
+)
 from infra.model.config.schema import PlatformConfig
 from infra.model.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
 from infra.plan.mocks import AwsSnapshotMocks, FirstPreviewMocks
@@ -37,8 +43,6 @@ SECRET = "[secret]"
 # What the offline plan hands the program for a Pulumi secret the stack reads (Alertmanager receiver URLs,
 # set with `pulumi config set --secret` for a real stack); it is marked secret, so it never reaches a plan.
 PLAN_SECRET_VALUE = "https://plan.invalid/secret"
-
-_OUTPUTS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def _scrub(value: Any) -> Any:
@@ -316,13 +320,33 @@ def run_program(
     return monitor
 
 
+_PLAN_CACHE: dict[tuple[str, str, str], Plan] = {}
+
+
+def _stacks_key(stack: str, stacks_dir: Path) -> tuple[str, str, str]:
+    """The folder, the stack and a hash of every stack file there: what a plan reads from the folder (its own
+    file, the neighbours the cross-stack rules see, the source stack its StackReference reads)."""
+    folder = stacks_dir.resolve()
+    digest = hashlib.sha256()
+    for name in list_stacks(folder):
+        digest.update(f"{name}\0".encode() + stack_file(name, folder).read_bytes() + b"\0")
+    return str(folder), stack, digest.hexdigest()
+
+
+def stack_file_plan(stack: str, stacks_dir: Path | None = None) -> Plan:
+    """The plan of ``stack``'s file, made once per content of its stacks folder: a StackReference to it
+    reads its outputs, and ``aiplat plan``/``review`` of several stacks reuse it (a source stack is planned
+    once)."""
+    stacks_dir = stacks_dir or default_stacks_dir()
+    key = _stacks_key(stack, stacks_dir)
+    if key not in _PLAN_CACHE:
+        _PLAN_CACHE[key] = run_plan(stack, stacks_dir=stacks_dir)
+    return _PLAN_CACHE[key]
+
+
 def planned_outputs(stack: str, stacks_dir: Path | None = None) -> dict[str, Any]:
-    """The outputs of ``stack``'s plan (cached per stack file content): what a StackReference would read."""
-    path = stack_file(stack, stacks_dir or default_stacks_dir())
-    key = (str(path), hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "")
-    if key not in _OUTPUTS_CACHE:
-        _OUTPUTS_CACHE[key] = run_plan(stack, stacks_dir=stacks_dir).outputs
-    return _OUTPUTS_CACHE[key]
+    """The outputs of ``stack``'s plan (``stack_file_plan``): what a StackReference would read."""
+    return stack_file_plan(stack, stacks_dir).outputs
 
 
 def write_plan(plan: Plan, out_dir: Path) -> Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+
 import pulumi
 import pytest
 
@@ -84,3 +86,8 @@ def test_karpenter_families_are_expanded_before_offerings_are_asked(plan_stack) 
     for args in offerings:
         for f in args.get("filters") or []:
             assert not any("*" in v or "?" in v for v in f["values"]), f
+    # one of them asks for every type of the families the snapshot has, by name
+    names = awsdata.instance_type_names()
+    family = sorted(t for t in names if any(fnmatch.fnmatchcase(t, p) for p in patterns))
+    asked = [f["values"] for a in offerings for f in a.get("filters") or [] if f["name"] == "instance-type"]
+    assert family in asked

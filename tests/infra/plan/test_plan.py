@@ -60,6 +60,29 @@ def test_facts_come_from_data_calls(plan_stack) -> None:
     assert sorted(asked) == sorted({p["instance_type"] for p in plan.config["node_pools"].values()})
 
 
+def test_cli_plans_a_source_stack_once(tmp_path, monitors, monkeypatch) -> None:
+    """The infer stacks' StackReference plans prod-us-train; its own plan in the same run is that plan."""
+    from infra.plan import runner
+
+    monkeypatch.setattr(runner, "_PLAN_CACHE", {})  # nothing planned before this run
+    stacks = ["prod-hk-infer", "prod-sg-infer", "prod-us-train"]
+    assert main(["plan", *(f"--stack={s}" for s in stacks), "--out", str(tmp_path), "--no-tree"]) == 0
+    planned = sorted(m.recorded[0].urn.removeprefix("urn:pulumi:").split("::")[0] for m in monitors)
+    assert planned == stacks
+    assert sorted(p.stem for p in tmp_path.glob("*.json")) == stacks
+
+
+def test_a_stack_plan_is_reused_until_its_stacks_folder_changes(stack_doc, write_stack, monitors) -> None:
+    from infra.plan.runner import stack_file_plan
+
+    folder = write_stack("dev-us-train", stack_doc("dev-us-train"))
+    first = stack_file_plan("dev-us-train", folder)
+    assert stack_file_plan("dev-us-train", folder) is first and len(monitors) == 1
+    # a new neighbour: the cross-stack rules see another stack index, so the stack is planned again
+    write_stack("prod-us-train", stack_doc("prod-us-train"))
+    assert stack_file_plan("dev-us-train", folder) is not first and len(monitors) == 2
+
+
 def test_cli_writes_plan_json(tmp_path, capsys) -> None:
     assert main(["plan", "--stack", "dev-us-train", "--out", str(tmp_path), "--no-tree"]) == 0
     doc = json.loads((tmp_path / "dev-us-train.json").read_text())
