@@ -21,10 +21,9 @@ from .core import (
     stack_rule,
     violation,
 )
+from .kubernetes import GPU as GPU_RESOURCE
 from .nodes import NODE_POOL, karpenter_is_gpu, karpenter_requirements, node_group_types
 from .training import templates_of
-
-GPU_RESOURCE = "nvidia.com/gpu"
 
 # What the shipped stacks and examples use, per stack; "*" for any other stack. Shell patterns. The GPU
 # families follow each stack file's node pools and Karpenter instance_families (prod-sg-infer keeps p4de as

@@ -27,6 +27,7 @@ from .core import (
     truthy,
     violation,
 )
+from .nodes import EC2_NODE_CLASS
 
 SSE_TYPES = (
     "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
@@ -117,7 +118,6 @@ def _ebs_blocks(r: Res) -> list[tuple[str, object]]:
 
 EBS_DOC = "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-encryption.html"
 EBS_STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
-EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 
 @resource_rule(

@@ -27,6 +27,7 @@ from .core import (
     stack_rule,
     violation,
 )
+from .kubernetes import RELEASE, SERVICE
 
 # What ELB (API, CloudFormation, the LB controller) uses when no policy is named.
 ELB_DEFAULT_POLICY = "ELBSecurityPolicy-2016-08"
@@ -95,8 +96,6 @@ def lb_http_redirect_only(r: Res, ctx: Ctx) -> Iterator[Violation]:
 
 
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
-SERVICE = "kubernetes:core/v1:Service"
-RELEASE = "kubernetes:helm.sh/v3:Release"
 INGRESS_CLASS_PARAMS = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
 LBC_CHART = "aws-load-balancer-controller"
 ALB = "alb.ingress.kubernetes.io/"

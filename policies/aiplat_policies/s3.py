@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import iamdoc
+from .audit import TRAIL
 from .aws import BUCKET_TYPES, bucket_of, linked
 from .core import (
     CRITICAL,
@@ -46,7 +47,6 @@ OBJECT_LOCK_TYPES = (
     "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration",
     "aws:s3/bucketObjectLockConfigurationV2:BucketObjectLockConfigurationV2",
 )
-TRAIL = "aws:cloudtrail/trail:Trail"
 PAB_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 
 

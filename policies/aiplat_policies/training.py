@@ -33,12 +33,11 @@ from .core import (
     truthy,
     violation,
 )
+from .network import INGRESS_RULE, SG_RULE
 from .nodes import node_group_types
 
 PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
-INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 
 MIN_GPUS = {
     "minGpus": {
