@@ -173,9 +173,7 @@ def karpenter_is_gpu(r: Res) -> bool:
     ):
         for op, values in reqs.get(key, []):
             # a category ('g'), a family ('g5') or a type ('g5.xlarge'): its family decides
-            if op == "In" and any(
-                catalog.family(str(v)).startswith(catalog.GPU_FAMILY_PREFIXES) for v in values
-            ):
+            if op == "In" and any(catalog.is_gpu_family(str(v)) for v in values):
                 return True
     return False
 
