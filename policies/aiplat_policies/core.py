@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -216,31 +217,43 @@ class StackInfo:
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> StackInfo:
+        """The stack of ``env`` (default ``os.environ``). Parsed once per distinct environment: every rule
+        asks for it on every resource it checks, and PULUMI_CONFIG holds the whole stack config."""
         env = os.environ if env is None else env
-        try:
-            config = json.loads(env.get("PULUMI_CONFIG") or "{}")
-        except ValueError:
-            config = {}
-        platform = json_doc(config.get(CONFIG_KEY)) if isinstance(config, dict) else None
-        platform = platform if isinstance(platform, dict) else {}
-
-        def text(key: str) -> str | None:
-            value = platform.get(key)
-            return value if isinstance(value, str) else None
-
-        audit = dig(platform, "security", "audit")
-        audit = audit if isinstance(audit, dict) else {}
-        existing = audit.get("existing_trail") if audit.get("trail") == "existing" else None
-        return cls(
-            name=env.get("PULUMI_STACK", ""),
-            project=env.get("PULUMI_PROJECT", ""),
-            role=text("role"),
-            environment=text("environment"),
-            region=text("region"),
-            trail_elsewhere=existing if isinstance(existing, str) and existing else None,
-            platform=platform or None,
-            dry_run={"true": True, "false": False}.get(env.get("PULUMI_DRY_RUN", "")),
+        return _stack_info(
+            env.get("PULUMI_STACK", ""),
+            env.get("PULUMI_PROJECT", ""),
+            env.get("PULUMI_CONFIG") or "{}",
+            env.get("PULUMI_DRY_RUN", ""),
         )
+
+
+@functools.lru_cache(maxsize=8)
+def _stack_info(name: str, project: str, config_json: str, dry_run: str) -> StackInfo:
+    try:
+        config = json.loads(config_json)
+    except ValueError:
+        config = {}
+    platform = json_doc(config.get(CONFIG_KEY)) if isinstance(config, dict) else None
+    platform = platform if isinstance(platform, dict) else {}
+
+    def text(key: str) -> str | None:
+        value = platform.get(key)
+        return value if isinstance(value, str) else None
+
+    audit = dig(platform, "security", "audit")
+    audit = audit if isinstance(audit, dict) else {}
+    existing = audit.get("existing_trail") if audit.get("trail") == "existing" else None
+    return StackInfo(
+        name=name,
+        project=project,
+        role=text("role"),
+        environment=text("environment"),
+        region=text("region"),
+        trail_elsewhere=existing if isinstance(existing, str) and existing else None,
+        platform=platform or None,
+        dry_run={"true": True, "false": False}.get(dry_run),
+    )
 
 
 @dataclass
