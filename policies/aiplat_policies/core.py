@@ -34,7 +34,7 @@ import datetime as dt
 import functools
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,10 +93,6 @@ class _Unknown:
 
 
 UNKNOWN: Any = _Unknown()
-
-
-def is_unknown(value: Any) -> bool:
-    return value is UNKNOWN
 
 
 def plain(value: Any) -> Any:
@@ -334,9 +330,6 @@ class Stack:
     def of_type(self, *types: str) -> list[Res]:
         return [r for r in self.resources if r.type in types]
 
-    def by_urn(self, urn: str) -> Res | None:
-        return next((r for r in self.resources if r.urn == urn), None)
-
 
 @dataclass(frozen=True)
 class Violation:
@@ -565,22 +558,3 @@ def deferred_unknowns(what: str, *, kind: str = "resource") -> str:
 def registered() -> list[Rule]:
     """Every registered rule, in registration order."""
     return list(_RULES.values())
-
-
-def first(items: Iterable[Any]) -> Any:
-    return next(iter(items), None)
-
-
-def names(resources: Iterable[Res]) -> str:
-    return ", ".join(repr(r.name) for r in resources)
-
-
-def walk(value: Any) -> Iterator[Any]:
-    """Every value nested in ``value`` (itself included), depth first."""
-    yield value
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from walk(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from walk(v)
