@@ -33,7 +33,7 @@ from .core import (
     truthy,
     violation,
 )
-from .network import INGRESS_RULE, SG_RULE
+from .network import ALL_PROTOCOLS, INGRESS_RULE, SG_RULE
 from .nodes import node_group_types
 
 PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
@@ -228,7 +228,7 @@ def _targets(rule: Res, prop: str, sg: Res) -> bool:
 
 
 def _all_traffic(protocol: Any) -> bool:
-    return str(protocol).lower() in ("-1", "all")
+    return str(protocol).lower() in ALL_PROTOCOLS
 
 
 def self_referencing(sg: Res, stack: Stack) -> bool:
