@@ -79,8 +79,8 @@ def is_aws_managed_key(key: Any) -> bool:
     return isinstance(key, str) and ("alias/aws/" in key)
 
 
-def key_is_customer_managed(r: Res, prop: str, value: Any) -> bool:
-    """Whether ``value`` (an input ``prop`` of ``r``) names a customer managed key.
+def key_is_customer_managed(value: Any) -> bool:
+    """Whether a key input names a customer managed key (None, unset: no).
 
     A known value must be a key id, key ARN or alias that is not ``alias/aws/...``. An unknown value is a
     customer managed key: it is computed from a resource of this update (AWS managed keys are literal

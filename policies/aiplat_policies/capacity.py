@@ -21,10 +21,16 @@ from .core import (
     stack_rule,
     violation,
 )
-from .nodes import NODE_POOL, karpenter_is_gpu, karpenter_requirements, node_group_types
+from .kubernetes import GPU as GPU_RESOURCE
+from .nodes import (
+    INSTANCE_FAMILY_KEY,
+    INSTANCE_TYPE_KEY,
+    NODE_POOL,
+    karpenter_allowed,
+    karpenter_is_gpu,
+    node_group_types,
+)
 from .training import templates_of
-
-GPU_RESOURCE = "nvidia.com/gpu"
 
 # What the shipped stacks and examples use, per stack; "*" for any other stack. Shell patterns. The GPU
 # families follow each stack file's node pools and Karpenter instance_families (prod-sg-infer keeps p4de as
@@ -63,16 +69,6 @@ def _allowed(itype: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(itype, p) for p in patterns)
 
 
-def karpenter_types(r: Res) -> tuple[list[str], list[str]]:
-    """(instance types, families) a NodePool's requirements limit it to (``In`` requirements)."""
-    reqs = karpenter_requirements(r)
-    types = [str(v) for op, vs in reqs.get("node.kubernetes.io/instance-type", []) if op == "In" for v in vs]
-    families = [
-        str(v) for op, vs in reqs.get("karpenter.k8s.aws/instance-family", []) if op == "In" for v in vs
-    ]
-    return types, families
-
-
 @resource_rule(
     "instance-type-allowlist",
     description="Node groups, launch templates, instances and Karpenter NodePools use only the instance "
@@ -99,7 +95,8 @@ def instance_type_allowlist(r: Res, ctx: Ctx) -> Iterator[Violation]:
         "in the pack config"
     )
     if r.type == NODE_POOL:
-        types, families = karpenter_types(r)
+        types = karpenter_allowed(r, INSTANCE_TYPE_KEY)
+        families = karpenter_allowed(r, INSTANCE_FAMILY_KEY)
         if not types and not families:
             yield violation(
                 "the NodePool does not limit instance types or families",

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from infra.lib.efa import family
+
 # Instance families with GPUs (first letters of the family): g (graphics/inference), p (training), gr.
 GPU_FAMILY_PREFIXES = ("g", "p")
 
@@ -64,11 +66,6 @@ CATALOG: dict[str, InstanceType] = {
     "p5en.48xlarge": InstanceType(gpus=8, efa_interfaces=16),
     "p6-b200.48xlarge": InstanceType(gpus=8, efa_interfaces=8),
 }
-
-
-def family(instance_type: str) -> str:
-    """``p5en`` for ``p5en.48xlarge``."""
-    return instance_type.split(".", 1)[0]
 
 
 def is_gpu_family(instance_type: str) -> bool:

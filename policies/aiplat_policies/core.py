@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,10 +93,6 @@ class _Unknown:
 
 
 UNKNOWN: Any = _Unknown()
-
-
-def is_unknown(value: Any) -> bool:
-    return value is UNKNOWN
 
 
 def plain(value: Any) -> Any:
@@ -216,31 +213,43 @@ class StackInfo:
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> StackInfo:
+        """The stack of ``env`` (default ``os.environ``). Parsed once per distinct environment: every rule
+        asks for it on every resource it checks, and PULUMI_CONFIG holds the whole stack config."""
         env = os.environ if env is None else env
-        try:
-            config = json.loads(env.get("PULUMI_CONFIG") or "{}")
-        except ValueError:
-            config = {}
-        platform = json_doc(config.get(CONFIG_KEY)) if isinstance(config, dict) else None
-        platform = platform if isinstance(platform, dict) else {}
-
-        def text(key: str) -> str | None:
-            value = platform.get(key)
-            return value if isinstance(value, str) else None
-
-        audit = dig(platform, "security", "audit")
-        audit = audit if isinstance(audit, dict) else {}
-        existing = audit.get("existing_trail") if audit.get("trail") == "existing" else None
-        return cls(
-            name=env.get("PULUMI_STACK", ""),
-            project=env.get("PULUMI_PROJECT", ""),
-            role=text("role"),
-            environment=text("environment"),
-            region=text("region"),
-            trail_elsewhere=existing if isinstance(existing, str) and existing else None,
-            platform=platform or None,
-            dry_run={"true": True, "false": False}.get(env.get("PULUMI_DRY_RUN", "")),
+        return _stack_info(
+            env.get("PULUMI_STACK", ""),
+            env.get("PULUMI_PROJECT", ""),
+            env.get("PULUMI_CONFIG") or "{}",
+            env.get("PULUMI_DRY_RUN", ""),
         )
+
+
+@functools.lru_cache(maxsize=8)
+def _stack_info(name: str, project: str, config_json: str, dry_run: str) -> StackInfo:
+    try:
+        config = json.loads(config_json)
+    except ValueError:
+        config = {}
+    platform = json_doc(config.get(CONFIG_KEY)) if isinstance(config, dict) else None
+    platform = platform if isinstance(platform, dict) else {}
+
+    def text(key: str) -> str | None:
+        value = platform.get(key)
+        return value if isinstance(value, str) else None
+
+    audit = dig(platform, "security", "audit")
+    audit = audit if isinstance(audit, dict) else {}
+    existing = audit.get("existing_trail") if audit.get("trail") == "existing" else None
+    return StackInfo(
+        name=name,
+        project=project,
+        role=text("role"),
+        environment=text("environment"),
+        region=text("region"),
+        trail_elsewhere=existing if isinstance(existing, str) and existing else None,
+        platform=platform or None,
+        dry_run={"true": True, "false": False}.get(dry_run),
+    )
 
 
 @dataclass
@@ -320,9 +329,6 @@ class Stack:
 
     def of_type(self, *types: str) -> list[Res]:
         return [r for r in self.resources if r.type in types]
-
-    def by_urn(self, urn: str) -> Res | None:
-        return next((r for r in self.resources if r.urn == urn), None)
 
 
 @dataclass(frozen=True)
@@ -552,22 +558,3 @@ def deferred_unknowns(what: str, *, kind: str = "resource") -> str:
 def registered() -> list[Rule]:
     """Every registered rule, in registration order."""
     return list(_RULES.values())
-
-
-def first(items: Iterable[Any]) -> Any:
-    return next(iter(items), None)
-
-
-def names(resources: Iterable[Res]) -> str:
-    return ", ".join(repr(r.name) for r in resources)
-
-
-def walk(value: Any) -> Iterator[Any]:
-    """Every value nested in ``value`` (itself included), depth first."""
-    yield value
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from walk(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from walk(v)

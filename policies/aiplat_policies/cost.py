@@ -26,9 +26,7 @@ from infra.model.errors import PlatformError
 
 from . import catalog
 from .core import MEDIUM, Ctx, Stack, Violation, dig, stack_rule, violation
-from .nodes import NODE_POOL, karpenter_requirements
-
-INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+from .nodes import INSTANCE_TYPE_KEY, NODE_POOL, karpenter_allowed
 
 # Monthly USD each stack may reach at max size: the estimate of the stack files as shipped, rounded up with
 # room to grow (2026-11-30, prices.yaml: dev-us-train $6,049, prod-us-train $162,251 (four p5.48xlarge),
@@ -51,14 +49,7 @@ def karpenter_candidates(stack: Stack, look: Lookup) -> dict[str, tuple[tuple[Ca
         name = dig(pool.props, "metadata", "name")
         if not isinstance(name, str):
             continue
-        types = sorted(
-            {
-                str(t)
-                for op, values in karpenter_requirements(pool).get(INSTANCE_TYPE, [])
-                if op == "In"
-                for t in values
-            }
-        )
+        types = sorted(set(karpenter_allowed(pool, INSTANCE_TYPE_KEY)))
         known = [t for t in types if t in catalog.CATALOG and catalog.CATALOG[t].gpus > 0]
         candidates = tuple(
             Candidate(

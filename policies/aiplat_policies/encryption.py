@@ -27,6 +27,7 @@ from .core import (
     truthy,
     violation,
 )
+from .nodes import EC2_NODE_CLASS
 
 SSE_TYPES = (
     "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
@@ -92,7 +93,7 @@ def s3_bucket_cmk_encryption(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
         if not kms:
             shown = [str(a) for a in algorithms]
             yield violation(f"bucket {bucket.name!r} uses {shown} instead of SSE-KMS", fix, bucket.urn)
-        elif not all(key_is_customer_managed(bucket, "rules", dig(d, "kmsMasterKeyId")) for d in kms):
+        elif not all(key_is_customer_managed(dig(d, "kmsMasterKeyId")) for d in kms):
             keys = [dig(d, "kmsMasterKeyId") for d in kms]
             yield violation(
                 f"bucket {bucket.name!r} uses SSE-KMS with the AWS managed key (kms_master_key_id {keys})",
@@ -117,7 +118,6 @@ def _ebs_blocks(r: Res) -> list[tuple[str, object]]:
 
 EBS_DOC = "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-encryption.html"
 EBS_STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
-EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 
 @resource_rule(
@@ -178,7 +178,7 @@ def ebs_cmk_encryption(r: Res, ctx: Ctx) -> Iterator[Violation]:
         key = dig(ebs, "kmsKeyId")
         if encrypted is not True:
             yield violation(f"{where}: volume not encrypted (encrypted={encrypted})", fix)
-        elif key is None or not key_is_customer_managed(r, "", key):
+        elif not key_is_customer_managed(key):
             yield violation(f"{where}: encrypted with the default EBS key (kms key {key})", fix)
 
 
@@ -200,7 +200,7 @@ def eks_secrets_encryption(r: Res, ctx: Ctx) -> Iterator[Violation]:
             f"secrets are not envelope-encrypted (encryptionConfig {config})",
             "set encryption_config with resources ['secrets'] and the stack's EKS key",
         )
-    elif not key_is_customer_managed(r, "encryptionConfig", key):
+    elif not key_is_customer_managed(key):
         yield violation(f"secrets key {key!r} is not a customer managed key", "use the stack's EKS key")
 
 
@@ -223,7 +223,7 @@ def ecr_cmk_encryption(r: Res, ctx: Ctx) -> Iterator[Violation]:
     fix = "set encryption_configurations [{encryption_type: 'KMS', kms_key: <the stack's data key>}]"
     if kind not in ("KMS", "KMS_DSSE"):
         yield violation(f"images are encrypted with {kind or 'AES256 (the default)'}, not KMS", fix)
-    elif key is None or not key_is_customer_managed(r, "encryptionConfigurations", key):
+    elif not key_is_customer_managed(key):
         yield violation(f"KMS encryption with the AWS managed key aws/ecr (kms_key {key})", fix)
 
 
@@ -237,7 +237,7 @@ def ecr_cmk_encryption(r: Res, ctx: Ctx) -> Iterator[Violation]:
 )
 def log_group_cmk_encryption(r: Res, ctx: Ctx) -> Iterator[Violation]:
     key = r.get("kmsKeyId")
-    if key is None or not key_is_customer_managed(r, "kmsKeyId", key):
+    if not key_is_customer_managed(key):
         yield violation(
             f"log group {r.get('name') or r.name!r} is not encrypted with a customer managed key",
             "set kms_key_id to the stack's logs key (its policy must let logs.<region>.amazonaws.com use it)",
@@ -272,5 +272,5 @@ def fsx_cmk_encryption(r: Res, ctx: Ctx) -> Iterator[Violation]:
                 "use deployment_type PERSISTENT_2 (or PERSISTENT_1) with kms_key_id set to the stack's key",
             )
             return
-    if key is None or not key_is_customer_managed(r, "kmsKeyId", key):
+    if not key_is_customer_managed(key):
         yield violation("no customer managed key (kms_key_id unset: the FSx default key)", "set kms_key_id")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from infra.rules.inference import TLS13_ONLY_POLICIES
+
 from .core import (
     HIGH,
     UNKNOWN,
@@ -25,15 +27,8 @@ from .core import (
     stack_rule,
     violation,
 )
+from .kubernetes import RELEASE, SERVICE
 
-# The TLS 1.3-only ELB security policies (AWS CDK SslPolicy TLS13_13*; Security Hub ELB.17).
-# https://docs.aws.amazon.com/elasticloadbalancing/latest/application/describe-ssl-policies.html
-TLS13_POLICIES = [
-    "ELBSecurityPolicy-TLS13-1-3-2021-06",
-    "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04",
-    "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
-    "ELBSecurityPolicy-TLS13-1-3-FIPS-PQ-2025-09",
-]
 # What ELB (API, CloudFormation, the LB controller) uses when no policy is named.
 ELB_DEFAULT_POLICY = "ELBSecurityPolicy-2016-08"
 LISTENERS = ("aws:lb/listener:Listener", "aws:alb/listener:Listener")
@@ -41,7 +36,8 @@ POLICY_CONFIG = {
     "allowedPolicies": {
         "type": "array",
         "items": {"type": "string"},
-        "default": TLS13_POLICIES,
+        # the TLS 1.3-only policies the plan's inference-tls13-only rule accepts (one list for both)
+        "default": list(TLS13_ONLY_POLICIES),
         "description": "ELB security policies accepted on TLS/HTTPS listeners.",
     }
 }
@@ -100,8 +96,6 @@ def lb_http_redirect_only(r: Res, ctx: Ctx) -> Iterator[Violation]:
 
 
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
-SERVICE = "kubernetes:core/v1:Service"
-RELEASE = "kubernetes:helm.sh/v3:Release"
 INGRESS_CLASS_PARAMS = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
 LBC_CHART = "aws-load-balancer-controller"
 ALB = "alb.ingress.kubernetes.io/"

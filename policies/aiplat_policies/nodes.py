@@ -33,6 +33,9 @@ from .network import SG_TYPES, ingress_of
 
 EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+# NodePool requirement keys (well-known labels): https://karpenter.sh/docs/concepts/scheduling/#well-known-labels
+INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
+INSTANCE_FAMILY_KEY = "karpenter.k8s.aws/instance-family"
 IMDS_HOP_LIMIT = 1
 
 
@@ -160,22 +163,21 @@ def karpenter_requirements(r: Res) -> dict[str, list[tuple[str, list[Any]]]]:
     return out
 
 
+def karpenter_allowed(r: Res, key: str) -> list[str]:
+    """The values a NodePool's ``In`` requirements on ``key`` allow (instance types, families ...)."""
+    return [str(v) for op, values in karpenter_requirements(r).get(key, []) if op == "In" for v in values]
+
+
 def karpenter_is_gpu(r: Res) -> bool:
     """Whether a NodePool may launch GPU instances (GPU count, category, family or type requirements)."""
     reqs = karpenter_requirements(r)
     for op, values in reqs.get("karpenter.k8s.aws/instance-gpu-count", []):
         if op in ("Gt", "Exists") or (op == "In" and any(str(v) != "0" for v in values)):
             return True
-    for key in (
-        "karpenter.k8s.aws/instance-category",
-        "karpenter.k8s.aws/instance-family",
-        "node.kubernetes.io/instance-type",
-    ):
+    for key in ("karpenter.k8s.aws/instance-category", INSTANCE_FAMILY_KEY, INSTANCE_TYPE_KEY):
         for op, values in reqs.get(key, []):
             # a category ('g'), a family ('g5') or a type ('g5.xlarge'): its family decides
-            if op == "In" and any(
-                catalog.family(str(v)).startswith(catalog.GPU_FAMILY_PREFIXES) for v in values
-            ):
+            if op == "In" and any(catalog.is_gpu_family(str(v)) for v in values):
                 return True
     return False
 

@@ -46,9 +46,8 @@ def splice(readme: str) -> str:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    text = splice(readme.read_text())
     if "--write" in sys.argv:
-        readme.write_text(text)
+        readme = Path(__file__).resolve().parents[1] / "README.md"
+        readme.write_text(splice(readme.read_text()))
     else:
         sys.stdout.write(markdown() + "\n")

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import iamdoc
+from .audit import TRAIL
 from .aws import BUCKET_TYPES, bucket_of, linked
 from .core import (
     CRITICAL,
@@ -46,7 +47,6 @@ OBJECT_LOCK_TYPES = (
     "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration",
     "aws:s3/bucketObjectLockConfigurationV2:BucketObjectLockConfigurationV2",
 )
-TRAIL = "aws:cloudtrail/trail:Trail"
 PAB_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 
 
@@ -135,10 +135,6 @@ def _unknown_policy(bucket: Res, ctx: Ctx, fix: str) -> Iterator[Violation]:
         )
 
 
-def _false(value: Any) -> bool:
-    return value is False or (isinstance(value, str) and value.lower() == "false")
-
-
 @stack_rule(
     "s3-tls-only",
     description="Every bucket policy denies requests that do not use TLS (aws:SecureTransport false), for "
@@ -162,7 +158,9 @@ def s3_tls_only(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
         ok = any(
             _denies_everyone(s, bucket)
             and any(
-                _false(v) for op, v in iamdoc.condition_keys(s).get("aws:securetransport", []) if op == "Bool"
+                truthy(v) is False
+                for op, v in iamdoc.condition_keys(s).get("aws:securetransport", [])
+                if op == "Bool"
             )
             for s in stmts
         )

@@ -9,6 +9,7 @@ from infra.model.config.schema import Tags
 
 from .aws import LAUNCH_TEMPLATE, default_tags
 from .core import MEDIUM, UNKNOWN, Ctx, Res, Violation, as_list, dig, resource_rule, violation
+from .nodes import EC2_NODE_CLASS
 
 # The keys every stack file must set (the required fields of the config's Tags model).
 REQUIRED_TAGS = [name for name, f in Tags.model_fields.items() if f.is_required()]
@@ -76,9 +77,6 @@ TAGGABLE = frozenset(
 # What a node's launch template must tag: the instances and volumes it launches are billed, and the
 # provider's default tags do not reach resources that EC2 Auto Scaling creates.
 LAUNCHED = ("instance", "volume")
-# Karpenter tags the instances, volumes and interfaces it launches with its EC2NodeClass's spec.tags only.
-# https://karpenter.sh/docs/concepts/nodeclasses/#spectags
-EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 
 def _missing(keys: Any, required: list[str]) -> list[str]:
@@ -109,6 +107,8 @@ def _missing(keys: Any, required: list[str]) -> list[str]:
 def required_cost_tags(r: Res, ctx: Ctx) -> Iterator[Violation]:
     required = list(ctx.config["requiredTags"])
     if r.type == EC2_NODE_CLASS:
+        # Karpenter tags the instances, volumes and interfaces it launches with the EC2NodeClass's spec.tags
+        # only. https://karpenter.sh/docs/concepts/nodeclasses/#spectags
         tags = r.get("spec", "tags")
         lacking = _missing(tags if isinstance(tags, dict) else UNKNOWN if tags is UNKNOWN else {}, required)
         if lacking:

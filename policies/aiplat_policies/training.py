@@ -33,12 +33,11 @@ from .core import (
     truthy,
     violation,
 )
+from .network import ALL_PROTOCOLS, INGRESS_RULE, SG_RULE
 from .nodes import node_group_types
 
 PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
-INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 
 MIN_GPUS = {
     "minGpus": {
@@ -146,21 +145,9 @@ def training_pool_placement(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     groups = stack.of_type(PLACEMENT_GROUP)
     for pool in training_pools(stack, ctx):
         reserved = any(
-            dig(
-                t.props,
-                "capacityReservationSpecification",
-                "capacityReservationTarget",
-                "capacityReservationId",
-            )
-            is not None
-            or dig(
-                t.props,
-                "capacityReservationSpecification",
-                "capacityReservationTarget",
-                "capacityReservationResourceGroupArn",
-            )
-            is not None
+            t.get("capacityReservationSpecification", "capacityReservationTarget", key) is not None
             for t in pool.templates
+            for key in ("capacityReservationId", "capacityReservationResourceGroupArn")
         )
         if reserved:
             continue
@@ -214,16 +201,8 @@ def training_pool_efa_interfaces(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
         for t in pool.templates or [None]:
             interfaces = as_list(t.get("networkInterfaces")) if t is not None else []
             actual = {
-                (
-                    number(dig(n, "networkCardIndex", default=0.0)),
-                    number(dig(n, "deviceIndex", default=0.0)),
-                    dig(n, "interfaceType"),
-                )
+                (_index(n, "networkCardIndex"), _index(n, "deviceIndex"), dig(n, "interfaceType"))
                 for n in interfaces
-            }
-            actual = {
-                (int(c) if isinstance(c, float) else c, int(d) if isinstance(d, float) else d, k)
-                for c, d, k in actual
             }
             if actual != expected:
                 have = len([a for a in actual if a[2] in (EFA, EFA_ONLY)])
@@ -238,35 +217,36 @@ def training_pool_efa_interfaces(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
                 )
 
 
+def _index(interface: Any, key: str) -> Any:
+    """A launch template interface's card or device index as an int (0 when unset; unknown stays)."""
+    value = number(dig(interface, key, default=0.0))
+    return int(value) if isinstance(value, float) else value
+
+
 def _targets(rule: Res, prop: str, sg: Res) -> bool:
     return sg in rule.depends_on(prop)
 
 
 def _all_traffic(protocol: Any) -> bool:
-    return str(protocol).lower() in ("-1", "all")
+    return str(protocol).lower() in ALL_PROTOCOLS
 
 
 def self_referencing(sg: Res, stack: Stack) -> bool:
     """Whether ``sg`` allows all traffic in from and out to itself (inline or as rule resources)."""
-    inline_in = any(
-        truthy(dig(i, "self")) is True and _all_traffic(dig(i, "protocol"))
-        for i in as_list(sg.get("ingress"))
-    )
-    inline_out = any(
-        truthy(dig(e, "self")) is True and _all_traffic(dig(e, "protocol")) for e in as_list(sg.get("egress"))
-    )
-    ingress = inline_in or any(
-        _targets(r, "securityGroupId", sg)
-        and _targets(r, "referencedSecurityGroupId", sg)
-        and _all_traffic(r.get("ipProtocol"))
-        for r in stack.of_type(INGRESS_RULE)
-    )
-    egress = inline_out or any(
-        _targets(r, "securityGroupId", sg)
-        and _targets(r, "referencedSecurityGroupId", sg)
-        and _all_traffic(r.get("ipProtocol"))
-        for r in stack.of_type(EGRESS_RULE)
-    )
+
+    def allows_itself(inline: str, rule_type: str) -> bool:
+        return any(
+            truthy(dig(i, "self")) is True and _all_traffic(dig(i, "protocol"))
+            for i in as_list(sg.get(inline))
+        ) or any(
+            _targets(r, "securityGroupId", sg)
+            and _targets(r, "referencedSecurityGroupId", sg)
+            and _all_traffic(r.get("ipProtocol"))
+            for r in stack.of_type(rule_type)
+        )
+
+    ingress = allows_itself("ingress", INGRESS_RULE)
+    egress = allows_itself("egress", EGRESS_RULE)
     for r in stack.of_type(SG_RULE):
         if (
             _targets(r, "securityGroupId", sg)

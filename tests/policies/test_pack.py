@@ -222,9 +222,32 @@ def test_unknown_values_never_degrade_to_the_sdk_advisory(plan_stack, depth) -> 
     assert literals | documents <= {d.policy for d in update.mandatory}
 
 
-def test_diagnostics_carry_severity_and_level(plan_stack) -> None:
-    result = review_plan(plan_stack("dev-us-train").as_json())
+def test_diagnostics_carry_severity_and_level() -> None:
+    """Each diagnostic carries its own rule's severity and level. The shipped stacks pass the pack (no
+    diagnostic to look at), so the plan has violations of rules that differ in both: kms-key-rotation
+    (mandatory, medium), no-wildcard-principal (mandatory, critical), iam-trust-confused-deputy (advisory)."""
+    from tests.policies.conftest import R, review
+
+    def doc(principal: object) -> str:
+        return json.dumps(
+            {"Statement": [{"Effect": "Allow", "Principal": principal, "Action": "sts:AssumeRole"}]}
+        )
+
+    result = review(
+        [
+            R("aws:kms/key:Key", "key", {"enableKeyRotation": False, "policy": doc("*")}),
+            R(
+                "aws:iam/role:Role",
+                "flow-logs",
+                {"assumeRolePolicy": doc({"Service": "vpc-flow-logs.amazonaws.com"})},
+            ),
+        ]
+    )
     by_rule = {r.name: r for r in rules()}
+    assert {"kms-key-rotation", "no-wildcard-principal", "iam-trust-confused-deputy"} <= {
+        d.policy for d in result.diagnostics
+    }
+    assert len({(d.severity, d.enforcement) for d in result.diagnostics}) >= 3
     for d in result.diagnostics:
         assert d.severity == by_rule[d.policy].severity.value
         assert d.enforcement == by_rule[d.policy].enforcement.value

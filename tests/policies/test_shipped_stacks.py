@@ -5,7 +5,9 @@ fails here."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,11 +28,16 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def reviews(plan_stack) -> dict[str, StackReview]:
-    out = {stack: review_plan(plan_stack(stack).as_json()) for stack in STACKS}
+def plans(plan_stack) -> dict[str, dict[str, Any]]:
+    out = {stack: plan_stack(stack).as_json() for stack in STACKS}
     for stack in list_stacks(EXAMPLES):
-        out[stack] = review_plan(run_plan(stack, stacks_dir=EXAMPLES).as_json())
+        out[stack] = run_plan(stack, stacks_dir=EXAMPLES).as_json()
     return out
+
+
+@pytest.fixture(scope="module")
+def reviews(plans) -> dict[str, StackReview]:
+    return {stack: review_plan(plan) for stack, plan in plans.items()}
 
 
 def test_every_shipped_stack_and_example_is_reviewed(reviews) -> None:
@@ -57,10 +64,22 @@ def test_no_policy_errors_or_unexpected_advisories(reviews) -> None:
         assert {d.policy for d in r.advisory} <= {"iam-trust-confused-deputy"}, (stack, r.advisory)
 
 
+def _without_placement(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan without placement groups, and launch templates without placement or reservation."""
+    doc = copy.deepcopy(plan)
+    doc["resources"] = [r for r in doc["resources"] if r["type"] != "aws:ec2/placementGroup:PlacementGroup"]
+    for r in doc["resources"]:
+        if r["type"] == "aws:ec2/launchTemplate:LaunchTemplate":
+            r["inputs"].pop("placement", None)
+            r["inputs"].pop("capacityReservationSpecification", None)
+    return doc
+
+
 @pytest.mark.parametrize("stack", ["prod-us-train", "capacity-block", "odcr"])
-def test_training_stacks_pass_the_training_pool_rules(reviews, stack) -> None:
+def test_training_stacks_pass_the_training_pool_rules(plans, reviews, stack) -> None:
     """The p5/p4d pools are training pools and satisfy every training-pool rule (a regression in the
-    node pool component shows up here)."""
+    node pool component shows up here). That they are training pools is checked too (the rules would pass
+    a plan where they found none): without its placement, the pool is refused by name."""
     rules = {
         "training-pool-single-zone",
         "training-pool-placement",
@@ -68,6 +87,9 @@ def test_training_stacks_pass_the_training_pool_rules(reviews, stack) -> None:
         "training-pool-efa-security-group",
     }
     assert not [d for d in reviews[stack].diagnostics if d.policy in rules]
+    unplaced = review_plan(_without_placement(plans[stack]))
+    refused = [d.resource for d in unplaced.mandatory if d.policy == "training-pool-placement"]
+    assert refused == ["NodeGroup pool-train-ng"]
 
 
 @pytest.mark.parametrize("stack", ["prod-hk-infer", "prod-sg-infer"])
