@@ -475,6 +475,8 @@ class Checkpointer:
                     self._replaceable.add(cand.step)
                     self._checked[cand.step] = reason
                 continue
+            if self.info.is_main:
+                self._checked[cand.step] = ""  # verified just now: pruning need not read it again
             if load:
                 self._load(cand)
             return Restored(cand, nfiles, nbytes, notes)
