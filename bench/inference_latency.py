@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from trainer.distributed import free_port  # noqa: E402
+from trainer.ports import free_port  # noqa: E402
 from trainer.tools.make_shards import encode, write_shards  # noqa: E402
 
 MODEL = "bench"

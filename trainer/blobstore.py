@@ -87,10 +87,6 @@ class LocalBlobs(_HashedReads):
         except OSError as exc:  # EIO, ESTALE, ENOSPC...: the filesystem, not the input
             raise StoreUnavailable(f"{self.url(key)}: {exc.strerror or exc}") from exc
 
-    def exists(self) -> bool:
-        """True when the root directory exists."""
-        return self.root.is_dir()
-
     def check(self) -> None:
         """Raise if the store cannot be used (a missing root is fine: it is created on first write)."""
         with self._errors(""):
@@ -281,10 +277,6 @@ class S3Blobs(_HashedReads):
             if "AccessDenied" in text or "NoSuchBucket" in text:
                 raise BadInput(f"{where}: {text}") from exc
             raise StoreUnavailable(f"{where}: {text}") from exc
-
-    def exists(self) -> bool:
-        """True when anything is stored below the root."""
-        return bool(self.list_dirs()) or bool(self._list_page(self.prefix))
 
     def check(self) -> None:
         """One LIST request: raises :class:`BadInput` (no bucket, denied) or :class:`StoreUnavailable`."""

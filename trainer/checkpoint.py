@@ -132,15 +132,22 @@ def check_saved_step(store: Store, m: CheckpointManifest, wait_s: float = 0) -> 
         raise ManifestError(f"saved state is step {saved}, folder and manifest say {m.step}")
 
 
+def validated_manifest(store: Store, step: int, verify_hashes: bool) -> CheckpointManifest:
+    """The manifest of ``step`` if the checkpoint is complete and intact (checked in this process); else
+    :class:`ManifestError` with the reason."""
+    m = inspect_checkpoint(store, step)
+    if verify_hashes:
+        for name, entry in sorted(m.files.items()):
+            if store.sha256(step, name, m.attempt) != entry.sha256:
+                raise ManifestError(f"{name} sha256 mismatch")
+    check_saved_step(store, m)
+    return m
+
+
 def validate_checkpoint(store: Store, step: int, verify_hashes: bool) -> str:
     """ "" if the checkpoint at ``step`` is complete and intact (in this process), else the reason."""
     try:
-        m = inspect_checkpoint(store, step)
-        if verify_hashes:
-            for name, entry in sorted(m.files.items()):
-                if store.sha256(step, name, m.attempt) != entry.sha256:
-                    return f"{name} sha256 mismatch"
-        check_saved_step(store, m)
+        validated_manifest(store, step, verify_hashes)
     except ManifestError as exc:
         return str(exc)
     return ""
@@ -468,6 +475,8 @@ class Checkpointer:
                     self._replaceable.add(cand.step)
                     self._checked[cand.step] = reason
                 continue
+            if self.info.is_main:
+                self._checked[cand.step] = ""  # verified just now: pruning need not read it again
             if load:
                 self._load(cand)
             return Restored(cand, nfiles, nbytes, notes)
@@ -607,10 +616,10 @@ def open_committed(uri: str, step: int | None = None) -> CommittedCheckpoint:
     if step is not None and step not in steps:
         raise BadInput(f"no checkpoint for step {step} under {root} (found steps {steps[-5:]})")
     for s in [step] if step is not None else reversed(steps):
-        reason = validate_checkpoint(store, s, verify_hashes=True)
-        if not reason:
-            return CommittedCheckpoint(store, inspect_checkpoint(store, s))
-        if step is not None:
-            raise BadInput(f"{store.uri(s)} is not a committed checkpoint: {reason}")
-        log.warning("skipping checkpoint %s: %s", store.uri(s), reason)
+        try:
+            return CommittedCheckpoint(store, validated_manifest(store, s, verify_hashes=True))
+        except ManifestError as exc:
+            if step is not None:
+                raise BadInput(f"{store.uri(s)} is not a committed checkpoint: {exc}") from None
+            log.warning("skipping checkpoint %s: %s", store.uri(s), exc)
     raise BadInput(f"no committed checkpoint under {root}")

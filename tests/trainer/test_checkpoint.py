@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tests.trainer._support import Job
+from trainer import checkpoint
 from trainer.checkpoint import validate_checkpoint
 from trainer.checkpoint_store import LocalStore, step_dir_name
 from trainer.distributed import DistInfo
@@ -64,6 +65,35 @@ def test_manifest_lists_every_file_with_checksum(info: DistInfo, work_dir: Path)
         assert meta["sha256"] == store.sha256(1, name, ck.attempt) == sha256_file(d / name)
     assert res.bytes == sum(m["size"] for m in manifest["files"].values())
     ck.close()
+
+
+def test_pruning_after_a_resume_does_not_check_the_resumed_checkpoint_again(
+    info: DistInfo, work_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery verified the checkpoint it resumed from; the first prune reads only older folders."""
+    job = Job(0)
+    ck = job.ckpt(str(work_dir), info, keep=5, async_save=False)
+    for s in (1, 2):
+        job.step()
+        assert ck.save(s, blocking=True).committed  # type: ignore[union-attr]
+    ck.close()
+    other = Job(1)
+    ck2 = other.ckpt(str(work_dir), info, keep=5, async_save=False)
+    restored = ck2.restore()
+    assert restored is not None and restored.manifest.step == 2
+    inspected: list[int] = []
+    real = checkpoint.inspect_checkpoint
+
+    def counted(store: Any, step: int) -> Any:
+        inspected.append(step)
+        return real(store, step)
+
+    monkeypatch.setattr(checkpoint, "inspect_checkpoint", counted)
+    other.step()
+    assert ck2.save(3, blocking=True).committed  # type: ignore[union-attr]
+    assert inspected == [1]  # 2 was verified by the resume, 3 was just written
+    assert LocalStore(str(work_dir)).list_steps() == [1, 2, 3]
+    ck2.close()
 
 
 def test_keeps_newest_k_and_drops_partial_leftovers(info: DistInfo, work_dir: Path) -> None:

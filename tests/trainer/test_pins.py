@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import tomllib
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -48,15 +47,19 @@ def test_trainer_extra_repeats_the_pin_file() -> None:
     assert {"torch", "numpy", "prometheus-client", "s3torchconnector", "boto3", "safetensors"} <= set(pins())
 
 
-@pytest.mark.parametrize("name", sorted(pins()))
-def test_test_environment_runs_the_pinned_version(name: str) -> None:
-    req = pins()[name]
+def check_installed(name: str, req: Requirement) -> None:
+    """Fail unless the installed distribution ``name`` satisfies the pin ``req``."""
     try:
         installed = Version(version(name))
     except PackageNotFoundError:
         pytest.fail(f"{name} is pinned in {PINS.name} but not installed: pip install -e '.[trainer]'")
     # The CPU wheel is "2.13.0+cpu": the local label names the build, the version is the pin's.
     assert Version(installed.public) in req.specifier, f"{name}: test env has {installed}, pin is {req}"
+
+
+@pytest.mark.parametrize("name", sorted(pins()))
+def test_test_environment_runs_the_pinned_version(name: str) -> None:
+    check_installed(name, pins()[name])
 
 
 def test_dockerfile_installs_exactly_the_pin_file() -> None:
@@ -78,7 +81,11 @@ def test_dockerfile_installs_exactly_the_pin_file() -> None:
     assert f"{cuda.group(1)}{cuda.group(2)}" == index.group(1)
 
 
-def test_a_drifted_pin_is_caught(tmp_path: Path) -> None:
-    """Control: the version comparison above fails for a pin the environment does not have."""
+def test_a_drifted_pin_is_caught() -> None:
+    """Control: the check above fails for a pin the environment does not have, and for one not installed."""
     req = Requirement(f"torch=={Version(version('torch')).major}.0.0")
     assert Version(Version(version("torch")).public) not in req.specifier
+    with pytest.raises(AssertionError, match="torch: test env has"):
+        check_installed("torch", req)
+    with pytest.raises(pytest.fail.Exception, match="not installed"):
+        check_installed("aiplat-no-such-dist", Requirement("aiplat-no-such-dist==1.0"))

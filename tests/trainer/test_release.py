@@ -14,7 +14,7 @@ import torch
 from safetensors import safe_open
 
 from tests.trainer._support import PY, REPO, Job, base_env
-from trainer.checkpoint_store import step_dir_name
+from trainer.checkpoint_store import LocalStore, step_dir_name
 from trainer.distributed import DistInfo
 from trainer.errors import BadInput, StoreUnavailable
 from trainer.loop import Trainer
@@ -270,6 +270,24 @@ def test_publish_refuses_uncommitted_and_bad_names(info: DistInfo, work_dir: Pat
         publish(str(work_dir / "empty"), None, str(work_dir / "rel"), "gpt-debug")
     # The newest folder is partial: publishing without --step falls back to the newest committed one.
     assert publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug").step == 2
+
+
+def test_publish_reads_and_lists_the_checkpoint_once(
+    info: DistInfo, work_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Validating the checkpoint yields the manifest publish uses: no second read and listing of it."""
+    train_and_save(info, str(work_dir / "ckpt"), [2])
+    calls: list[tuple[str, int]] = []
+    for method in ("read_bytes", "list_files"):
+        real = getattr(LocalStore, method)
+
+        def counted(self: LocalStore, *a: Any, _m: str = method, _real: Any = real, **kw: Any) -> Any:
+            calls.append((_m, a[0]))  # (method, step)
+            return _real(self, *a, **kw)
+
+        monkeypatch.setattr(LocalStore, method, counted)
+    assert publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(1)).step == 2
+    assert sorted(calls) == [("list_files", 2), ("read_bytes", 2)]
 
 
 def test_publish_cli_exit_codes(info: DistInfo, work_dir: Path) -> None:
