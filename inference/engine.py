@@ -163,17 +163,20 @@ def sample(
     """One token per row: greedy where ``temperature <= 0``, else softmax sampling at that temperature
     among the ``top_k`` most likely tokens (0 = all). Ids ``>= vocab`` (the embedding's padding rows beyond
     the tokenizer's vocabulary) are never chosen."""
+    # Decided on the tensors as given (the batcher's are on the host), before moving them: deciding on
+    # the GPU would wait for the forward that produced ``logits`` at every step.
+    all_greedy, any_top_k = bool((temperature <= 0).all()), bool((top_k > 0).any())
     logits = logits.float()
     if vocab < logits.shape[-1]:
         beyond = torch.arange(logits.shape[-1], device=logits.device) >= vocab
         logits = logits.masked_fill(beyond, float("-inf"))
+    greedy = logits.argmax(dim=-1)
+    if all_greedy:
+        return greedy
     temperature = temperature.to(logits.device)
     top_k = top_k.to(logits.device)
-    greedy = logits.argmax(dim=-1)
-    if bool((temperature <= 0).all()):
-        return greedy
     scaled = logits / temperature.clamp(min=1e-6)[:, None]
-    if bool((top_k > 0).any()):
+    if any_top_k:
         k = torch.where(top_k > 0, top_k, vocab).clamp(1, vocab)
         kth = scaled.sort(dim=-1, descending=True).values.gather(1, (k - 1)[:, None])
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
