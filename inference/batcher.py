@@ -146,7 +146,7 @@ class Batcher:
                     self.metrics.queue_depth.dec()
             except queue.Empty:
                 break
-        return [j for j in jobs if not j.future.done()]  # dropped while queued (timed out)
+        return jobs
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -160,7 +160,6 @@ class Batcher:
                     self.metrics.queue_depth.dec()
                     deadline = time.monotonic() + self.cfg.max_wait_ms / 1000
                     jobs = [first, *self._take_up_to(self.cfg.max_batch - 1, deadline)]
-                    jobs = [j for j in jobs if not j.future.done()]
                     model = self.current()
                     if model is None:
                         for job in jobs:
@@ -187,7 +186,10 @@ class Batcher:
 
     def _prefill(self, model: LoadedModel, jobs: list[Job]) -> _Running | None:
         fits = []
-        for job in jobs:  # checked by the handler against the model of that moment; a swap can intervene
+        for job in jobs:
+            if job.future.done():  # abandoned while queued (timed out)
+                continue
+            # The handler checked this against the model of that moment; a swap can intervene.
             if len(job.prompt) + job.max_new_tokens > model.context:
                 job.fail(
                     ValueError(f"prompt + max_new_tokens is over the model's context of {model.context}")

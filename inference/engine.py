@@ -119,13 +119,13 @@ def prefill(model: torch.nn.Module, prompts: list[list[int]], *, all_logits: boo
     ``(B, T, vocab)``, with ``all_logits``), and the cache to continue from.
     """
     dev = model.wte.weight.device
-    lens = torch.tensor([len(p) for p in prompts], device=dev)
-    if bool((lens < 1).any()):
+    sizes = [len(p) for p in prompts]
+    if min(sizes) < 1:
         raise ValueError("every prompt needs at least one token")
-    width = int(lens.max())
-    idx = torch.zeros(len(prompts), width, dtype=torch.long, device=dev)
-    for row, p in enumerate(prompts):
-        idx[row, width - len(p) :] = torch.tensor(p, dtype=torch.long, device=dev)
+    width = max(sizes)
+    # Built on the host and copied once: no per-row copy, no device sync to read the lengths back.
+    idx = torch.tensor([[0] * (width - len(p)) + p for p in prompts], dtype=torch.long, device=dev)
+    lens = torch.tensor(sizes, device=dev)
     pad = width - lens
     cols = torch.arange(width, device=dev)
     pos = (cols[None, :] - pad[:, None]).clamp(min=0)
@@ -163,17 +163,20 @@ def sample(
     """One token per row: greedy where ``temperature <= 0``, else softmax sampling at that temperature
     among the ``top_k`` most likely tokens (0 = all). Ids ``>= vocab`` (the embedding's padding rows beyond
     the tokenizer's vocabulary) are never chosen."""
+    # Decided on the tensors as given (the batcher's are on the host), before moving them: deciding on
+    # the GPU would wait for the forward that produced ``logits`` at every step.
+    all_greedy, any_top_k = bool((temperature <= 0).all()), bool((top_k > 0).any())
     logits = logits.float()
     if vocab < logits.shape[-1]:
         beyond = torch.arange(logits.shape[-1], device=logits.device) >= vocab
         logits = logits.masked_fill(beyond, float("-inf"))
+    greedy = logits.argmax(dim=-1)
+    if all_greedy:
+        return greedy
     temperature = temperature.to(logits.device)
     top_k = top_k.to(logits.device)
-    greedy = logits.argmax(dim=-1)
-    if bool((temperature <= 0).all()):
-        return greedy
     scaled = logits / temperature.clamp(min=1e-6)[:, None]
-    if bool((top_k > 0).any()):
+    if any_top_k:
         k = torch.where(top_k > 0, top_k, vocab).clamp(1, vocab)
         kth = scaled.sort(dim=-1, descending=True).values.gather(1, (k - 1)[:, None])
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))

@@ -52,16 +52,22 @@ class TokenRate:
 
     def add(self, n: int, now: float | None = None) -> None:
         """Record ``n`` tokens generated at ``now`` (monotonic seconds)."""
+        now = time.monotonic() if now is None else now
         with self._lock:
-            self._events.append((time.monotonic() if now is None else now, n))
+            self._events.append((now, n))
+            self._expire(now)  # here too, not only on a scrape: unscraped, the window would grow forever
 
     def value(self, now: float | None = None) -> float:
         """The rate over the window ending at ``now``."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            while self._events and self._events[0][0] < now - self.window_s:
-                self._events.popleft()
+            self._expire(now)
             return sum(n for _, n in self._events) / self.window_s
+
+    def _expire(self, now: float) -> None:
+        """Drop the events older than the window ending at ``now`` (the caller holds the lock)."""
+        while self._events and self._events[0][0] < now - self.window_s:
+            self._events.popleft()
 
 
 class Metrics:

@@ -186,3 +186,21 @@ def test_no_model_loaded_fails_the_request(models: tuple[LoadedModel, LoadedMode
             j.future.result(10)
     finally:
         h.batcher.stop()
+
+
+def test_request_abandoned_while_queued_is_never_prefilled(models: tuple[LoadedModel, LoadedModel]) -> None:
+    """A request that timed out before the worker took it (here the first one it takes) costs no row."""
+    m = models[0]
+    h = Harness(m, max_batch=8, max_wait_ms=50)
+    gone, kept = job(m, "the", 3), job(m, "a", 3)
+    for j in (gone, kept):
+        h.batcher.submit(j)
+    assert gone.future.cancel()  # what a request timeout does
+    h.batcher.start()
+    try:
+        assert len(kept.future.result(30).tokens) == 3
+    finally:
+        h.batcher.stop()
+    assert gone.out == []
+    assert h.sample("inference_batch_size_count", {"phase": "prefill"}) == 1
+    assert h.sample("inference_batch_size_sum", {"phase": "prefill"}) == 1  # kept only

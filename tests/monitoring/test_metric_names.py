@@ -217,9 +217,9 @@ def test_trainer_list_matches_the_trainer() -> None:
 
 
 def test_inference_list_matches_the_inference_server() -> None:
-    # inference/ is another stream's branch (inference-server); this runs once it is merged.
-    module = pytest.importorskip("inference.metrics", reason="inference/ not on this branch yet")
-    metrics = module.Metrics()
+    from inference.metrics import Metrics
+
+    metrics = Metrics()
     metrics.serving("model", "v1", 1)
     metrics.requests.labels("200").inc()
     metrics.batch_size.labels("decode").observe(1)

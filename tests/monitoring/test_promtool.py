@@ -115,12 +115,16 @@ def test_alert_labels_and_annotations() -> None:
 def test_descriptions_name_the_node_and_gpu_they_are_about() -> None:
     """Where a firing alert carries a node or gpu label (as promtool saw it), its description says it."""
     rules = alerts()
+    about = ("node", "gpu", "device", "pod", "trainjob", "persistentvolumeclaim")
+    checked = set()
     for _, name, case in cases():
         for alert in case.get("exp_alerts") or []:
             description = rules[name]["annotations"]["description"]
-            for label in ("node", "gpu", "device", "pod", "trainjob", "persistentvolumeclaim"):
+            for label in about:
                 if label in alert["exp_labels"]:
                     assert f"$labels.{label}" in description, f"{name}: description omits {label}"
+                    checked.add(label)
+    assert checked == set(about), "no firing case carries some of these labels: the check saw nothing"
 
 
 def _anchor(heading: str) -> str:
