@@ -18,7 +18,7 @@ from infra.model.trainer_settings import TrainerSettings
 
 # MinIO backend: the Secret with endpoint and credentials in each workload namespace (components/k8s/minio.py)
 MINIO_SECRET = "aiplat-s3"
-MINIO_CA_SECRET = "aiplat-minio-ca"  # infra/components/k8s/minio.py CA_SECRET: ca.crt of MinIO's CA
+MINIO_CA_SECRET = "aiplat-minio-ca"  # its ca.crt: MinIO's CA, from a Certificate per namespace (minio.py)
 
 
 def _training(cfg: PlatformConfig) -> TrainingConfig:

@@ -40,7 +40,6 @@ def wire_audit(ctx: StackContext, keys: KmsKeys, storage: StorageWiring) -> Audi
             trail_arn=naming.trail_arn(account.partition, cfg.region, account.account_id, trail_name),
             bucket_name=bucket_name,
             account_id=account.account_id,
-            partition=account.partition,
             logs_key_arn=keys.logs_key_arn,
             retention_days=audit.retention_days,
             object_lock_mode=audit.object_lock_mode.value,

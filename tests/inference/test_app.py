@@ -18,7 +18,7 @@ import uvicorn
 from inference.app import Service, create_app
 from inference.config import ServerConfig
 from tests.inference.conftest import MODEL, Publisher
-from trainer.distributed import free_port
+from trainer.ports import free_port
 
 
 @contextmanager

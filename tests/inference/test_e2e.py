@@ -23,7 +23,7 @@ import pytest
 from tests.inference.conftest import MODEL, REPO, Publisher, child_env, train
 from tests.inference.importguard import build_site
 from tests.inference.test_app import call, metric
-from trainer.distributed import free_port
+from trainer.ports import free_port
 from trainer.release import MANIFEST, WEIGHTS, publish
 from trainer.tools.moto_server import MotoServer
 

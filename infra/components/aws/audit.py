@@ -41,7 +41,6 @@ class AuditTrailArgs:
     trail_arn: str
     bucket_name: str
     account_id: str
-    partition: str
     logs_key_arn: pulumi.Input[str]
     retention_days: int
     object_lock_mode: str

@@ -22,11 +22,11 @@ import pulumi_random as random
 
 from infra.components.k8s.namespaces import own_namespace
 from infra.components.options import child_options
-from infra.lib import certs, charts, iam
+from infra.lib import certs, charts, iam, training_stack
 
 RELEASE = "minio"  # release name = chart name, so the service is called "minio"
 # Secret in each workload namespace whose ca.crt is the CA of MinIO's certificate (mounted by the workloads)
-CA_SECRET = "aiplat-minio-ca"
+CA_SECRET = training_stack.MINIO_CA_SECRET
 ROOT_USER = "aiplat-root"  # a user name, not a credential; the password is generated
 TLS_SECRET = "minio-tls"
 
@@ -134,7 +134,9 @@ class Minio(pulumi.ComponentResource):
         for w, workload in sorted(args.workloads.items()):
             s = k8s.core.v1.Secret(
                 f"{name}-{w}-s3",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name="aiplat-s3", namespace=workload.namespace),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=training_stack.MINIO_SECRET, namespace=workload.namespace
+                ),
                 type="Opaque",
                 string_data={
                     "AWS_ENDPOINT_URL": self.endpoint,
