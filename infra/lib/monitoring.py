@@ -53,7 +53,8 @@ EFA_EXPORTER_PORT = 9809
 # Kubeflow Trainer runs a TrainJob as a JobSet; JobSet labels every pod with the JobSet's (= the TrainJob's)
 # name (kubernetes-sigs/jobset api/jobset/v1alpha2 JobSetNameKey).
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-# The trainer serves one registry per local rank on 9400 + LOCAL_RANK (trainer/config.py MetricsConfig).
+# The trainer serves one registry per local rank on metrics.port_base + LOCAL_RANK: the ports of
+# SCRAPED_METRICS_PORTS (tests/infra/lib/test_monitoring.py checks the regex matches exactly those).
 TRAINER_PORT_REGEX = "940[0-7]"
 # kps default rules that aiplat's rules (infra/monitoring/rules/node.yaml) replace: one problem, one page.
 REPLACED_DEFAULT_ALERTS = (

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The ports the platform scrapes the trainer on: metrics.port_base + LOCAL_RANK with the trainer's default
+# base 9400 (trainer/config.py MetricsConfig), 9400-9407 for 8 GPUs per node. The PodMonitor
+# (lib/monitoring.TRAINER_PORT_REGEX) and the training namespace's NetworkPolicy admit these; the rule
+# trainer-configs-load refuses a runtime config whose ports fall outside them.
+SCRAPED_METRICS_PORTS = (9400, 9407)
+
 
 @dataclass(frozen=True)
 class TrainerSettings:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from infra.model import naming
 from infra.model.config.compute import CapacityType
 from infra.model.config.training import BANDWIDTH_CHECK_NAME
+from infra.model.trainer_settings import SCRAPED_METRICS_PORTS
 from infra.model.trainjobs import grace_period_s, pod_name_length, quantity_mib
 from infra.rules.base import Finding, Need, RuleContext, at, error, rule, warning
 from infra.rules.pools import CAPACITY_BLOCKS_DOC
@@ -146,10 +147,12 @@ def job_nodes(ctx: RuleContext) -> Iterator[Finding]:
 
 @rule("trainer-configs-load", needs=[Need.trainer])
 def trainer_configs(ctx: RuleContext) -> Iterator[Finding]:
-    """Every trainer config the stack names loads with the trainer's own validation."""
+    """Every trainer config the stack names loads with the trainer's own validation; the runtime's mounts
+    its cache at an absolute path and serves metrics on the ports the platform scrapes."""
     t = ctx.cfg.training
     if t is None or ctx.trainer is None:
         return
+    low, high = SCRAPED_METRICS_PORTS
     for key, s in ctx.trainer.items():
         if s.error:
             field = (
@@ -158,7 +161,18 @@ def trainer_configs(ctx: RuleContext) -> Iterator[Finding]:
                 else at("training", *key.split(".", 1), "config")
             )
             yield error(field, f"{s.path}: {s.error}", "fix the trainer config or its overrides")
-        elif key == "runtime" and not s.cache_dir.startswith("/"):
+            continue
+        if key != "runtime":
+            continue  # runs are compared with the runtime (runs-match-runtime)
+        if s.metrics_port_base not in (0, low):
+            yield error(
+                at("training", "runtime", "trainer_config"),
+                f"{s.path}: metrics.port_base {s.metrics_port_base}: the trainer serves on port_base + "
+                f"LOCAL_RANK, but the PodMonitor and the training namespace's NetworkPolicy admit only "
+                f"{low}-{high}, so nothing would be scraped",
+                f"use metrics.port_base = {low} (or 0 for no metrics endpoint)",
+            )
+        if not s.cache_dir.startswith("/"):
             yield error(
                 at("training", "runtime", "trainer_config"),
                 f"{s.path}: data.cache_dir {s.cache_dir!r} is relative; the runtime mounts the NVMe cache "

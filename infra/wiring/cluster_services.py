@@ -45,6 +45,7 @@ from infra.lib import karpenter as karpenter_docs
 from infra.model.config.schema import Role, StorageBackend
 from infra.model.config.services import KubernetesAccess
 from infra.model.gpu_offers import gpu_offer
+from infra.model.trainer_settings import SCRAPED_METRICS_PORTS
 from infra.rules.services import unreachable_endpoint_message
 from infra.wiring.cluster import ClusterWiring
 from infra.wiring.context import StackContext
@@ -52,9 +53,6 @@ from infra.wiring.context import StackContext
 SYSTEM_NAMESPACE = "kube-system"
 CERT_MANAGER_NAMESPACE = "cert-manager"
 NODE_CLASS = "aiplat"
-# The trainer serves Prometheus metrics on metrics.port_base + LOCAL_RANK (trainer/config.py, README
-# "Trainer"): 9400-9407 with 8 GPUs per node.
-TRAINER_METRICS_PORTS = (9400, 9407)
 MINIO_S3_PORT = 9000
 
 EndpointProbe = Callable[[str], "str | None"]
@@ -125,7 +123,7 @@ def workload_namespace_specs(ctx: StackContext) -> list[NamespaceSpec]:
         inference=st.inference.namespace,
         monitoring=cfg.cluster_services.monitoring_namespace,
         vpc_cidr=cfg.network.vpc_cidr,
-        trainer_metrics_ports=TRAINER_METRICS_PORTS,
+        trainer_metrics_ports=SCRAPED_METRICS_PORTS,
         s3_services=s3_services,
     )
     return [

@@ -261,3 +261,15 @@ def test_rule_spec_keeps_the_groups() -> None:
     assert mon.prometheus_rule_spec(doc) == doc
     with pytest.raises(ValueError, match="non-empty 'groups'"):
         mon.prometheus_rule_spec({"groups": []})
+
+
+def test_trainer_port_regex_admits_exactly_the_scraped_ports() -> None:
+    """Prometheus anchors relabel regexes: the PodMonitor keeps exactly the ports the platform scrapes
+    (SCRAPED_METRICS_PORTS, which the NetworkPolicy admits and the rule trainer-configs-load holds)."""
+    import re
+
+    from infra.model.trainer_settings import SCRAPED_METRICS_PORTS
+
+    low, high = SCRAPED_METRICS_PORTS
+    kept = [p for p in range(1, 65536) if re.fullmatch(mon.TRAINER_PORT_REGEX, str(p))]
+    assert kept == list(range(low, high + 1))

@@ -8,7 +8,10 @@ import pytest
 
 from infra.model.config.parse import parse_platform_config
 from infra.model.errors import ConfigErrors
+from infra.model.trainer_settings import TrainerSettings
 from infra.plan import runner
+from infra.rules.base import RuleContext
+from infra.rules.training import trainer_configs
 from tests.support.config_cases import assert_refused, set_at
 
 T = "aiplat:platform.training"
@@ -153,3 +156,25 @@ def test_capacity_block_pool_below_the_run_warns_to_scale_up_when_the_block_star
         "node_pools.train.desired_size to 2 (at most the block's instance count) and run pulumi up"
     ) in " ".join(warnings), warnings
     assert not [f for f in plan.findings if f.level == "error"]
+
+
+@pytest.mark.parametrize(("port_base", "refused"), [(9400, False), (0, False), (9500, True), (9401, True)])
+def test_runtime_metrics_ports_must_be_the_scraped_ones(stack_config, port_base: int, refused: bool) -> None:
+    """The PodMonitor and the training NetworkPolicy admit 9400-9407: a runtime config serving elsewhere
+    would be scraped by nothing (runs are held to the runtime's base by runs-match-runtime)."""
+    cfg = parse_platform_config(stack_config("prod-us-train"))
+    runtime = TrainerSettings(
+        path="trainer/configs/x.toml",
+        cache_dir="/mnt/nvme/d",
+        shutdown_window_s=110,
+        metrics_port_base=port_base,
+    )
+    messages = [f.problem for f in trainer_configs(RuleContext(cfg=cfg, trainer={"runtime": runtime}))]
+    if refused:
+        assert messages == [
+            f"trainer/configs/x.toml: metrics.port_base {port_base}: the trainer serves on port_base + "
+            "LOCAL_RANK, but the PodMonitor and the training namespace's NetworkPolicy admit only 9400-9407, "
+            "so nothing would be scraped"
+        ]
+    else:
+        assert messages == []
