@@ -32,6 +32,7 @@ from infra.model.config.compute import CapacityType
 from infra.model.config.network import NatStrategy
 from infra.model.config.schema import PlatformConfig
 from infra.model.config.services import CapacityKind
+from infra.model.eks import CALENDAR, in_standard_support
 from infra.model.facts import RegionFacts
 from infra.model.gpu_offers import gpu_offer
 from infra.model.trainjobs import quantity_mib
@@ -71,11 +72,6 @@ class InstanceEntry(Strict):
     capacity_block: PriceEntry | None = None
 
 
-class SupportEnd(Strict):
-    date: dt.date
-    source: str
-
-
 class PriceTable(Strict):
     """``prices.yaml``: every price with its source; the sources with their dates."""
 
@@ -86,14 +82,12 @@ class PriceTable(Strict):
     global_: dict[str, PriceEntry] = Field(alias="global")
     regional: dict[str, dict[str, PriceEntry]]
     transfer_gb: dict[str, dict[str, PriceEntry]]
-    eks_standard_support_ends: dict[str, SupportEnd]
 
     @model_validator(mode="after")
     def _sources_known(self) -> PriceTable:
         used = [e.source for e in self.global_.values()]
         used += [e.source for r in self.regional.values() for e in r.values()]
         used += [e.source for r in self.transfer_gb.values() for e in r.values()]
-        used += [e.source for e in self.eks_standard_support_ends.values()]
         for region in self.instances.values():
             for entry in region.values():
                 used += [p.source for p in (entry.on_demand, entry.spot, entry.capacity_block) if p]
@@ -484,15 +478,17 @@ class StackCost:
         return list(seen.values())
 
 
-def eks_support(cfg: PlatformConfig, table: PriceTable, on: dt.date) -> tuple[str, str]:
-    """('standard' | 'extended' | 'unknown', why) for the cluster's Kubernetes version on ``on``."""
+def eks_support(cfg: PlatformConfig, on: dt.date) -> tuple[str, str]:
+    """('standard' | 'extended' | 'unknown', why) for the cluster's Kubernetes version on ``on``, from the
+    EKS version calendar the rules and the policy pack use (``infra.model.eks``)."""
     version = cfg.cluster.kubernetes_version
-    end = table.eks_standard_support_ends.get(version)
-    if end is None:
-        return "unknown", f"no standard-support end date for Kubernetes {version} in the price table"
-    if on >= end.date:
-        return "extended", f"Kubernetes {version} left standard support on {end.date.isoformat()}"
-    return "standard", f"Kubernetes {version} is in standard support until {end.date.isoformat()}"
+    entry = CALENDAR.get(version)
+    if entry is None:
+        return "unknown", f"no standard-support end date for Kubernetes {version} in infra/model/eks.py"
+    end = entry.standard_until.isoformat()
+    if in_standard_support(version, on):
+        return "standard", f"Kubernetes {version} is in standard support until {end}"
+    return "extended", f"Kubernetes {version} left standard support on {end}"
 
 
 def nat_gateways(cfg: PlatformConfig) -> int:
@@ -550,7 +546,7 @@ def estimate_stack(
         )
         for name, pool in sorted(cfg.node_pools.items())
     )
-    support, why = eks_support(cfg, table, usage.on)
+    support, why = eks_support(cfg, usage.on)
     eks_price = (
         look.global_(f"eks_cluster_hour_{support}", f"EKS cluster, {support} support", "cluster-hour")
         if support != "unknown"

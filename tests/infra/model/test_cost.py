@@ -14,6 +14,7 @@ from infra.io.prices import load_price_table
 from infra.io.stackfiles import load_stack_config
 from infra.model.config.parse import parse_model, parse_platform_config
 from infra.model.cost import Money, Option, PriceTable, Usage, estimate_stack
+from infra.model.eks import CALENDAR
 from infra.model.errors import ConfigErrors
 from infra.model.gpu_offers import gpu_offer
 from tests.conftest import REPO
@@ -138,11 +139,14 @@ def test_load_balancers_default_to_one_per_infer_stack() -> None:
 
 
 def test_extended_support_after_the_end_of_standard_support() -> None:
+    """AWS: "Once a version is past the end of standard support date, it enters extended support"
+    (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): the end date itself is still
+    standard, as the rules and the policy pack read the same calendar (infra/model/eks.py)."""
     cfg = load_stack_config("prod-us-train")
     table = load_price_table()
-    end = dt.date.fromisoformat(DATA["eks_standard_support_ends"]["1.35"]["date"])
-    before = estimate_stack("s", cfg, table, Usage(on=end - dt.timedelta(days=1)))
-    after = estimate_stack("s", cfg, table, Usage(on=end))
+    end = CALENDAR["1.35"].standard_until
+    before = estimate_stack("s", cfg, table, Usage(on=end))
+    after = estimate_stack("s", cfg, table, Usage(on=end + dt.timedelta(days=1)))
     eks = [next(i for i in c.items if i.name == "EKS control plane") for c in (before, after)]
     assert eks[0].price.usd == DATA["global"]["eks_cluster_hour_standard"]["usd"]
     assert eks[1].price.usd == DATA["global"]["eks_cluster_hour_extended"]["usd"]
