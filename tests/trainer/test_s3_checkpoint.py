@@ -135,4 +135,8 @@ def test_sigterm_during_an_outage_exits_5_not_143(
     assert rc == exitcodes.PREEMPTED_SAVE_FAILED, out[-3000:]
     assert "Traceback" not in out
     pre = [read_events(d / f"log_rank{r}.jsonl", "preempted") for r in (0, 1)]
-    assert pre[0] and pre[0][0]["step"] == pre[1][0]["step"] and pre[0][0]["committed"] == 3
+    # The newest checkpoint committed before the store went away: 3, or a later one when a save landed
+    # while the server was stopping (stop() takes longer than one checkpoint interval on a loaded machine).
+    committed = committed_steps(d)
+    assert pre[0] and pre[0][0]["step"] == pre[1][0]["step"] and pre[0][0]["committed"] == max(committed) >= 3
+    assert pre[0][0]["step"] not in committed  # the preemption save itself was not committed
