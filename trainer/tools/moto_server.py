@@ -15,6 +15,7 @@ from typing import Any
 from trainer.ports import free_port
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+READY_PATH = "/moto-api/config"  # a few hundred bytes whatever the server holds
 
 
 class MotoServer:
@@ -46,16 +47,20 @@ class MotoServer:
             "AWS_EC2_METADATA_DISABLED": "true",
         }
 
-    def start(self, timeout: float = 20) -> MotoServer:
+    def start(self, timeout: float = 60) -> MotoServer:
         """Start the server and return once it answers (raises after ``timeout`` seconds)."""
         from moto.server import ThreadedMotoServer
 
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
+        # The probe asks for moto's small, state-free config document (not /moto-api/data.json, the whole
+        # emulator state, which grows over a test session), and each try may take what is left of the
+        # deadline: on a machine whose cores are busy the first answer can take seconds.
         deadline = time.monotonic() + timeout
         while True:
             try:
-                urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=1).read()
+                left = max(deadline - time.monotonic(), 1.0)
+                urllib.request.urlopen(f"{self.endpoint}{READY_PATH}", timeout=left).read()
                 return self
             except OSError:
                 if time.monotonic() > deadline:
@@ -72,7 +77,7 @@ class MotoServer:
     def reset(self) -> None:
         """Empty every moto backend of this process (an empty account)."""
         req = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")
-        urllib.request.urlopen(req, timeout=10).read()
+        urllib.request.urlopen(req, timeout=60).read()  # resets every backend: slow when busy
 
     def client(self, service: str = "s3", region: str | None = None) -> Any:
         """A boto3 client for ``service`` on this server (in ``region``, default the server's)."""
