@@ -92,8 +92,9 @@ def servers() -> Iterator[list[Server]]:
 def replicate(s3: Any, src: str, dst: str, version: str, corrupt: str = "") -> None:
     """What S3 replication of the release/ prefix does, one object at a time; ``corrupt`` names a file whose
     bytes get damaged on the way. Real replication has no order; here the manifest goes last so that the
-    server sees each release once, complete, and the failure count below is exact (a manifest that arrives
-    before the weights is tests/inference/test_store.py's partial-replication case)."""
+    server never verifies a release whose manifest names files not yet copied (a manifest that arrives before
+    the weights is tests/inference/test_store.py's partial-replication case); it can still list a folder
+    that is half copied and skip that listing."""
     prefix = f"release/{MODEL}/{version}/"
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=src, Prefix=prefix)["Contents"])
     keys.sort(key=lambda k: k.endswith(MANIFEST))
@@ -110,6 +111,11 @@ def generate(base: str, prompt: str = "the quick", n: int = 8, temperature: floa
         f"{base}/v1/generate", {"prompt": prompt, "max_new_tokens": n, "temperature": temperature}
     )
     return status, body
+
+
+def failures(base: str) -> float:
+    """The server's own count of invalid releases."""
+    return metric(base, "inference_model_load_failures_total", {"reason": "invalid_release"}) or 0
 
 
 def wait_for(pred: Any, timeout: float, what: str) -> Any:
@@ -159,12 +165,9 @@ def test_train_publish_replicate_serve_corrupt_then_swap(
         "s3://us-ckpt/runs/e2e", 4, "s3://us-artifacts", MODEL, now=published + timedelta(minutes=1)
     )
     replicate(s3, "us-artifacts", "hk-models", bad.version, corrupt=WEIGHTS)
+    corrupt_line = f"release {MODEL}/{bad.version} skipped: {WEIGHTS}: sha256 does not match {MANIFEST}"
     wait_for(
-        lambda: (
-            metric(server.base, "inference_model_load_failures_total", {"reason": "invalid_release"}) == 1
-        ),
-        30,
-        "the corrupt release to be rejected",
+        lambda: corrupt_line in (work / "server.log").read_text(), 60, "the corrupt release to be rejected"
     )
     status, _, ready = call(f"{server.base}/readyz")
     assert (status, ready) == (200, {"ready": True, "model_name": MODEL, "model_version": v1})
@@ -178,8 +181,11 @@ def test_train_publish_replicate_serve_corrupt_then_swap(
     status, body = generate(server.base)
     assert status == 200 and body["model_version"] == v1
     log = (work / "server.log").read_text()
-    assert f"release {MODEL}/{bad.version} skipped: {WEIGHTS}: sha256 does not match {MANIFEST}" in log
     assert "Traceback" not in log
+    # A poll can also catch a version folder mid-replication (no manifest yet) and skip that listing, so on a
+    # busy machine the count can be more than the one corrupt release.
+    rejected = failures(server.base)
+    assert rejected >= 1
     assert server.proc is not None and server.proc.poll() is None
 
     # 5. A newer good release is swapped in while clients keep sending requests: none fails.
@@ -218,7 +224,9 @@ def test_train_publish_replicate_serve_corrupt_then_swap(
         assert versions[0] == v1 and versions[-1] == good.version
         assert versions == sorted(versions, key=lambda v: v == good.version)
     assert metric(server.base, "inference_model_loads_total") == 2
-    assert metric(server.base, "inference_model_load_failures_total", {"reason": "invalid_release"}) == 1
+    assert failures(server.base) >= rejected  # partial copies of the good release may add skips, ...
+    log = (work / "server.log").read_text()
+    assert f"release {MODEL}/{good.version} skipped: {WEIGHTS}" not in log  # ... never of its complete files
     assert (
         metric(
             server.base, "inference_model_info", {"model_name": MODEL, "version": good.version, "step": "4"}
