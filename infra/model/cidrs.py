@@ -49,3 +49,21 @@ def public_addresses(cidrs: Iterable[str]) -> int:
         same = [n for n in nets if n.version == version]
         total += sum(n.num_addresses for n in ipaddress.collapse_addresses(same))  # type: ignore[arg-type]
     return total
+
+
+# The most public addresses the EKS API endpoint may be open to, all CIDRs together: a /20. Office and VPN
+# egress ranges are far smaller; anything wider is effectively public. The schema and the pack's
+# eks-private-endpoint rule both judge by endpoint_span_problem(), so `aiplat plan` and `aiplat review` agree.
+MAX_PUBLIC_ENDPOINT_PREFIX = 20
+MAX_PUBLIC_ENDPOINT_ADDRESSES = 2 ** (32 - MAX_PUBLIC_ENDPOINT_PREFIX)
+
+
+def endpoint_span_problem(cidrs: Iterable[str], limit: int = MAX_PUBLIC_ENDPOINT_ADDRESSES) -> str | None:
+    """Why ``cidrs`` open the public API endpoint too wide (more than ``limit`` public addresses), or None."""
+    ranges = list(cidrs)
+    span = public_addresses(ranges)
+    if span <= limit:
+        return None
+    prefix = 32 - (limit.bit_length() - 1) if limit & (limit - 1) == 0 else None
+    most = f"a /{prefix} ({limit})" if prefix is not None else f"{limit:g}"
+    return f"the public endpoint CIDRs {ranges} cover {span} public addresses, more than {most}"

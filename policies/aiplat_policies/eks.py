@@ -24,8 +24,9 @@ CLUSTER = "aws:eks/cluster:Cluster"
     config={
         "maxPublicAddresses": {
             "type": "number",
-            "default": 4096,
-            "description": "Most public addresses the public endpoint CIDRs may cover together (a /20).",
+            "default": cidrs.MAX_PUBLIC_ENDPOINT_ADDRESSES,
+            "description": "Most public addresses the public endpoint CIDRs may cover together (the "
+            "schema's limit, infra.model.cidrs).",
         }
     },
 )
@@ -54,15 +55,13 @@ def eks_private_endpoint(r: Res, ctx: Ctx) -> Iterator[Violation]:
         )
         return
     world = [str(c) for c in ranges if c is UNKNOWN or cidrs.is_world(str(c))]
-    span = cidrs.public_addresses(str(c) for c in ranges if c is not UNKNOWN)
     if world:
         yield violation(f"the public endpoint admits {world}", "list only your VPN/office CIDRs")
-    elif span > ctx.config["maxPublicAddresses"]:
-        yield violation(
-            f"the public endpoint CIDRs {ranges} cover {span} public addresses "
-            f"(more than {ctx.config['maxPublicAddresses']:g})",
-            "narrow public_access_cidrs to your VPN/office egress ranges, or make the endpoint private",
-        )
+    elif problem := cidrs.endpoint_span_problem(
+        [str(c) for c in ranges], int(ctx.config["maxPublicAddresses"])
+    ):
+        fix = "narrow public_access_cidrs to your VPN/office egress ranges, or make the endpoint private"
+        yield violation(problem, fix)
 
 
 @resource_rule(

@@ -436,6 +436,39 @@ def test_eks_private_endpoint(check, vpc, expected):
     check("eks-private-endpoint", [cluster(vpc)], expected)
 
 
+@pytest.mark.parametrize(
+    ("ranges", "refused"),
+    [
+        (["52.0.0.0/18"], True),  # 16,384 addresses: wider than any office or VPN egress
+        (["52.0.0.0/20"], False),
+        (["52.0.0.0/21", "54.0.0.0/21"], False),
+        (["52.0.0.0/21", "54.0.0.0/20"], True),  # together wider than a /20
+        (["10.0.0.0/8", "52.0.0.0/22"], False),  # private space does not count
+    ],
+    ids=["slash-18", "slash-20", "two-21s", "21-and-20", "private-plus-22"],
+)
+def test_public_endpoint_width_gets_one_verdict_from_plan_and_review(stack_config, ranges, refused):
+    """The schema (aiplat plan) and eks-private-endpoint (aiplat review) judge by one function and one
+    limit, so a CIDR list passes both or fails both."""
+    from infra.model.config.parse import parse_platform_config
+    from infra.model.errors import ConfigErrors
+    from tests.conftest import with_value
+    from tests.policies.conftest import messages, review
+
+    raw = with_value(stack_config("prod-us-train"), "cluster.endpoint_public_access_cidrs", ranges)
+    try:
+        parse_platform_config(raw)
+        plan_problem = ""
+    except ConfigErrors as exc:
+        plan_problem = str(exc)
+    vpc = {"endpointPrivateAccess": True, "endpointPublicAccess": True, "publicAccessCidrs": ranges}
+    review_problems = messages(review([cluster(vpc)]), "eks-private-endpoint")
+    assert bool(plan_problem) is bool(review_problems) is refused, (plan_problem, review_problems)
+    if refused:
+        (problem,) = review_problems
+        assert problem.split("; fix: ")[0] in plan_problem
+
+
 def test_eks_control_plane_logs(check):
     logs = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     check("eks-control-plane-logs", [cluster(enabledClusterLogTypes=logs)], None)

@@ -280,12 +280,6 @@ class AccessEntryConfig(Strict):
         return self.principal_arn or f"arn:{partition}:iam::{account_id}:role/{self.role_name}"
 
 
-# The most addresses the public API endpoint may be open to, all CIDRs together: a /16. Office and VPN
-# egress ranges are far smaller; anything larger is effectively public.
-MAX_PUBLIC_ENDPOINT_PREFIX = 16
-MAX_PUBLIC_ENDPOINT_ADDRESSES = 2 ** (32 - MAX_PUBLIC_ENDPOINT_PREFIX)
-
-
 class ClusterConfig(Strict):
     """The EKS cluster."""
 
@@ -350,14 +344,10 @@ class ClusterConfig(Strict):
                     f"{c!r} opens the API endpoint to the internet; "
                     "list your VPN/office CIDRs or leave it empty"
                 )
-        # Not only /0: many CIDRs that together cover a large part of the internet are as open (counted
-        # as the policy pack counts them: public addresses, overlaps once).
-        covered = cidrs.public_addresses(v)
-        if covered > MAX_PUBLIC_ENDPOINT_ADDRESSES:
-            raise ValueError(
-                f"the CIDRs together cover {covered} addresses, more than a /{MAX_PUBLIC_ENDPOINT_PREFIX} "
-                f"({MAX_PUBLIC_ENDPOINT_ADDRESSES}); list your VPN/office egress CIDRs only"
-            )
+        # Not only /0: many CIDRs that together cover a large part of the internet are as open (the pack's
+        # eks-private-endpoint rule judges by the same function).
+        if problem := cidrs.endpoint_span_problem(v):
+            raise ValueError(f"{problem}; list your VPN/office egress CIDRs only")
         return v
 
     @field_validator("access_entries")

@@ -206,7 +206,7 @@ def test_unverified_builds_are_flagged_in_the_plan(plan_stack) -> None:
             ["1.0.0.0/16", "2.0.0.0/16"],
             [
                 "cluster.endpoint_public_access_cidrs",
-                "together cover 131072 addresses, more than a /16 (65536)",
+                "cover 131072 public addresses, more than a /20 (4096)",
             ],
         ),
         (
