@@ -15,6 +15,7 @@ import io
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from trainer.hashing import MANIFEST, sha256_stream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+LAST_TRY_S = 1.0  # what a bounded try gets at least (retry_unavailable)
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -366,18 +368,52 @@ def open_blobs(uri: str, *, region: str = "", endpoint: str = "", max_attempts: 
     return LocalBlobs(uri)
 
 
-def retry_unavailable(fn: Callable[[], T], wait_s: float, what: str, knob: str = "store_wait_s") -> T:
+def call_within(fn: Callable[[], T], timeout_s: float) -> T:
+    """``fn()`` on a daemon thread, waited for at most ``timeout_s``; raises :class:`StoreUnavailable` when
+    it has not returned by then (its own errors pass through). A store that holds a request answers nothing
+    until boto3's read timeout, times its retries (minutes); this bounds the caller, and the thread left
+    blocked in a socket does not keep the process alive."""
+    box: list[Any] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box.append((True, fn()))
+        except BaseException as exc:  # handed to the caller's thread
+            box.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=target, daemon=True, name="store-call").start()
+    if not done.wait(timeout_s):
+        raise StoreUnavailable(f"no answer within {timeout_s:.1f}s (the store holds the request)")
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+def retry_unavailable(
+    fn: Callable[[], T], wait_s: float, what: str, knob: str = "store_wait_s", *, bounded: bool = True
+) -> T:
     """Call ``fn``; while it raises :class:`StoreUnavailable`, retry with exponential backoff (0.5 s doubling,
     at most 15 s apart) for up to ``wait_s`` seconds, then raise one :class:`StoreUnavailable` naming
     ``what`` (e.g. ``"data.source=s3://..."``), the time waited and the setting that sets it (``knob``).
-    Other errors pass through at once."""
+    Other errors pass through at once.
+
+    With ``bounded`` (small requests: reads, listings, checks) a try that hangs is cut off at the deadline
+    (:func:`call_within`), so the whole call takes about ``wait_s`` however the store fails; streaming
+    transfers of any size (shard downloads, hashing checkpoint files) pass ``bounded=False`` and rely on the
+    client's read timeout, which fires when the stream stalls. ``wait_s=0`` is one unbounded try."""
     deadline = time.monotonic() + wait_s
     delay = 0.5
     attempt = 0
     while True:
         attempt += 1
+        left = deadline - time.monotonic()
         try:
-            return fn()
+            # The last try, after a backoff that used up the time, still gets a moment to answer.
+            return call_within(fn, max(left, LAST_TRY_S)) if bounded and wait_s > 0 else fn()
         except StoreUnavailable as exc:
             left = deadline - time.monotonic()
             if left <= 0:

@@ -102,6 +102,8 @@ def inspect_checkpoint(store: Store, step: int) -> CheckpointManifest:
         raise ManifestError(f"no {MANIFEST} (the save did not finish)") from None
     m = parse_manifest(raw, step)
     present = store.list_files(step, m.attempt)
+    if m.attempt and not present:  # else the first file named would be reported, e.g. ".metadata missing"
+        raise ManifestError(f"attempt folder {m.attempt}/ is missing or empty (named in {MANIFEST})")
     for name, entry in sorted(m.files.items()):
         if name not in present:
             raise ManifestError(f"{name} missing")
@@ -238,9 +240,9 @@ class Checkpointer:
         """How long to retry an unreachable store before giving up (``checkpoint.store_wait_s``)."""
         return self.cfg.store_wait_s
 
-    def _retry(self, fn: Callable[[], Any]) -> Any:
+    def _retry(self, fn: Callable[[], Any], *, bounded: bool = True) -> Any:
         assert self.store is not None
-        return retry_unavailable(fn, self.wait_s, f"checkpoint.uri={self.store.root}", KNOB)
+        return retry_unavailable(fn, self.wait_s, f"checkpoint.uri={self.store.root}", KNOB, bounded=bounded)
 
     # ----------------------------------------------------------------------------------------- state
     def _state(self, step: int) -> dict[str, Any]:
@@ -507,7 +509,8 @@ class Checkpointer:
         bad, err, nbytes = [], "", 0
         for name in mine:
             try:
-                sha = self._retry(lambda n=name: store.sha256(m.step, n, m.attempt))  # type: ignore[misc]
+                # Streamed, any size: a stall ends at the client's read timeout, not at a total bound.
+                sha = self._retry(lambda n=name: store.sha256(m.step, n, m.attempt), bounded=False)  # type: ignore[misc]
             except BlobNotFound:
                 bad.append(f"{name} missing")
                 continue

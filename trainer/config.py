@@ -170,6 +170,10 @@ class CheckpointConfig:
     # when a save would not fit in it.
     shutdown_window_s: float = 30.0
     store_wait_s: float = 120.0  # at start, retry a store that does not answer this long (then exit 4)
+    # Seconds each side write (the run record; anything that is not the checkpoint) may take; it runs off
+    # the training thread, and at shutdown one still unfinished after this long is abandoned with a warning.
+    # Below shutdown_window_s, so that waiting for the last one still fits in it (trainer/sidewrites.py).
+    side_write_timeout_s: float = 10.0
     # Resume rules: a checkpoint of another dataset (index fingerprint) or another global batch
     # (micro_batch x grad_accum x world size) is refused unless allowed here; then the change is logged.
     allow_dataset_change: bool = False
@@ -191,6 +195,13 @@ class CheckpointConfig:
             self.shutdown_window_s > 0, "checkpoint.shutdown_window_s", self.shutdown_window_s, "must be > 0"
         )
         _require(self.store_wait_s >= 0, "checkpoint.store_wait_s", self.store_wait_s, "must be >= 0 seconds")
+        _require(
+            0 < self.side_write_timeout_s < self.shutdown_window_s,
+            "checkpoint.side_write_timeout_s",
+            self.side_write_timeout_s,
+            f"must be > 0 and below checkpoint.shutdown_window_s={self.shutdown_window_s:g} (the shutdown "
+            "waits this long for the last run record), e.g. 10",
+        )
         _require(
             "release" not in self.uri.replace("\\", "/").split("/"),
             "checkpoint.uri",

@@ -336,8 +336,13 @@ def fetch_shards(
             continue
         part = local / f".{shard['file']}.part"
         try:
+            # Streamed, any size: a stall ends at the client's read timeout, not at a total bound.
             sha, _ = retry_unavailable(
-                lambda s=shard, p=part: blobs.download(s["file"], p), wait_s, where, "data.store_wait_s"
+                lambda s=shard, p=part: blobs.download(s["file"], p),
+                wait_s,
+                where,
+                "data.store_wait_s",
+                bounded=False,
             )
         except BlobNotFound:
             raise BadInput(f"{where}: {shard['file']} is missing (named in {INDEX_FILE})") from None

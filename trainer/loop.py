@@ -32,6 +32,7 @@ from trainer.metrics import Metrics, peak_flops
 from trainer.model import GPT
 from trainer.runrecord import RunRecord, node_name
 from trainer.schedule import lr_lambda
+from trainer.sidewrites import SideWrite, SideWriter
 from trainer.signals import StopFlags
 
 log = logging.getLogger("trainer")
@@ -127,6 +128,8 @@ class Trainer:
         self.flops_per_token = self.raw_model.flops_per_token()
         self.step = 0
         self.record: RunRecord | None = None
+        # Run records and other writes that are not the checkpoint: off the training thread (rank 0).
+        self.side_writes = SideWriter(cfg.checkpoint.side_write_timeout_s) if self.info.is_main else None
         self.committed_steps: list[int] = []  # by this attempt
         self.exit_message = ""  # why run() returned what it returned (for the launcher)
         self.last_rec: dict[str, Any] | None = None
@@ -241,8 +244,9 @@ class Trainer:
                     self.failed_save = r
 
     def run(self) -> int:
-        """Train to ``train.steps``; returns the process exit code (``trainer/exitcodes.py``). Rank 0 writes
-        the run record (``trainer/runrecord.py``) once training starts and again when this returns."""
+        """Train to ``train.steps``; returns the process exit code (``trainer/exitcodes.py``). Rank 0 queues
+        the run record (``trainer/runrecord.py``) once training starts and again before this returns; the
+        code never depends on those writes (:meth:`finish_side_writes` waits for them, boundedly)."""
         code = self._run()
         if self.record is not None:
             last = self.ckpt.last_committed_step
@@ -261,12 +265,17 @@ class Trainer:
             )
         return code
 
+    def finish_side_writes(self) -> list[SideWrite]:
+        """Wait for the queued run-record writes, each up to ``checkpoint.side_write_timeout_s`` after it
+        was queued; returns the ones abandoned (one warning line each was logged). Idempotent."""
+        return self.side_writes.close() if self.side_writes is not None else []
+
     def _start_record(self, resumed_from: int | None) -> None:
         cfg, info = self.cfg, self.info
         nodes: list[Any] = [node_name()] * info.world_size
         if info.world_size > 1:  # every rank takes part: one small all-gather of host names
             dist.all_gather_object(nodes, node_name())
-        if not info.is_main:
+        if self.side_writes is None:  # not rank 0
             return
         c = cfg.checkpoint
         self.record = RunRecord.open(
@@ -292,11 +301,13 @@ class Trainer:
                 "checkpoints": {"uri": c.uri, "committed": [], "latest": None},
                 "artifacts": {"metrics_log": cfg.metrics.log_file.replace("{rank}", "0") or None},
             },
+            self.side_writes,
             region=c.s3_region,
             endpoint=c.s3_endpoint,
             max_attempts=c.s3_max_attempts,
         )
-        if self.record is not None and self.record.start():
+        if self.record is not None:
+            self.record.start()
             self.metrics.event("run_record", uri=self.record.uri)
 
     def _run(self) -> int:
@@ -407,7 +418,9 @@ class Trainer:
         return exitcodes.PREEMPTED_SAVE_FAILED
 
     def close(self) -> None:
-        """Stop background threads; destroy the process group if this trainer created it."""
+        """Finish the side writes (bounded), stop background threads; destroy the process group if this
+        trainer created it."""
+        self.finish_side_writes()
         self.loader.close()
         self.ckpt.close()
         if self.info.owns_group:

@@ -67,8 +67,8 @@ def newest_checkpoint(cfg: JobConfig) -> CheckpointManifest | None:
     store = make_store(c.uri, c.s3_region, c.s3_endpoint, c.s3_max_attempts)
     what = f"checkpoint.uri={store.root}"
 
-    def retry(fn: Callable[[], T]) -> T:
-        return retry_unavailable(fn, c.store_wait_s, what, KNOB)
+    def retry(fn: Callable[[], T], bounded: bool = True) -> T:
+        return retry_unavailable(fn, c.store_wait_s, what, KNOB, bounded=bounded)
 
     for step in reversed(retry(store.list_steps)):
         try:
@@ -76,7 +76,8 @@ def newest_checkpoint(cfg: JobConfig) -> CheckpointManifest | None:
             check_saved_step(store, m, c.store_wait_s)
             if m.step >= cfg.train.steps and c.verify_on_load:
                 for name, entry in sorted(m.files.items()):
-                    sha = retry(lambda n=name, m=m: store.sha256(m.step, n, m.attempt))  # type: ignore[misc]
+                    # Streamed, any size: bounded by the client's read timeout (retry_unavailable).
+                    sha = retry(lambda n=name, m=m: store.sha256(m.step, n, m.attempt), False)  # type: ignore[misc]
                     if sha != entry.sha256:
                         raise ManifestError(f"{name} sha256 mismatch")
             return m

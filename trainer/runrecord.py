@@ -3,7 +3,10 @@
 Rank 0 writes ``<checkpoint.uri>/run-records/<attempt>.json`` when training starts (``"status":
 "running"``) and replaces it when ``Trainer.run`` returns (``"finished"``, with the exit code and reason).
 An attempt whose record still says ``running`` ended without reaching that point (a crash, a kill, or an
-error before training started is in the pod's log instead). The record sits next to the checkpoints, under
+error before training started is in the pod's log instead), or its store did not answer: records are side
+writes (``trainer/sidewrites.py``), queued to a background thread and abandoned with a warning when not
+written within ``checkpoint.side_write_timeout_s``, so a store that hangs never holds up a step or the
+shutdown. The record sits next to the checkpoints, under
 the run's prefix, so the same IAM grant and lifecycle cover it; it is never written under ``release/``.
 
 Fields: ``config`` (the whole job config), ``image_digest`` (``$AIPLAT_IMAGE_DIGEST``, set by the
@@ -17,7 +20,6 @@ committed, the newest), ``artifacts`` (this record, the metrics log), start/end 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import socket
 from datetime import UTC, datetime
@@ -25,8 +27,7 @@ from typing import Any
 
 from trainer import exitcodes
 from trainer.blobstore import Blobs, open_blobs
-
-log = logging.getLogger(__name__)
+from trainer.sidewrites import SideWrite, SideWriter
 
 FORMAT = "aiplat-run-record-v1"
 PREFIX = "run-records"
@@ -44,11 +45,13 @@ def utc_now() -> str:
 
 
 class RunRecord:
-    """The record of one attempt; only rank 0 creates one. Writes are best effort: a failure is logged,
-    training goes on (the checkpoints are what the run cannot do without)."""
+    """The record of one attempt; only rank 0 creates one. Writes are best effort and asynchronous
+    (``writer``): a failure is logged, training goes on (the checkpoints are what the run cannot do
+    without)."""
 
-    def __init__(self, store: Blobs, attempt: str, fields: dict[str, Any]) -> None:
+    def __init__(self, store: Blobs, attempt: str, fields: dict[str, Any], writer: SideWriter) -> None:
         self.store = store
+        self.writer = writer
         self.key = f"{attempt}.json"
         self.uri = store.url(self.key)
         self.doc: dict[str, Any] = {
@@ -65,27 +68,30 @@ class RunRecord:
 
     @classmethod
     def open(
-        cls, checkpoint_uri: str, attempt: str, fields: dict[str, Any], **store_args: Any
+        cls,
+        checkpoint_uri: str,
+        attempt: str,
+        fields: dict[str, Any],
+        writer: SideWriter,
+        **store_args: Any,
     ) -> RunRecord | None:
         """A record under ``checkpoint_uri`` (``None`` when checkpointing is off: there is no run prefix)."""
         if not checkpoint_uri:
             return None
-        return cls(open_blobs(checkpoint_uri, **store_args).child(PREFIX), attempt, fields)
+        return cls(open_blobs(checkpoint_uri, **store_args).child(PREFIX), attempt, fields, writer)
 
-    def write(self) -> bool:
-        """Write the current document; False (and a warning) if the store refused."""
-        try:
-            self.store.write(self.key, json.dumps(self.doc, indent=1, default=str).encode())
-            return True
-        except Exception as exc:
-            log.warning("could not write the run record %s: %s", self.uri, exc)
-            return False
+    def write(self) -> SideWrite:
+        """Queue a write of the document as it is now; returns at once (the writer logs a failure)."""
+        data = json.dumps(self.doc, indent=1, default=str).encode()
+        return self.writer.submit(
+            f"the run record {self.uri} ({self.doc['status']})", lambda: self.store.write(self.key, data)
+        )
 
-    def start(self) -> bool:
+    def start(self) -> SideWrite:
         """The record at the start of training."""
         return self.write()
 
-    def finish(self, code: int, reason: str, **fields: Any) -> bool:
+    def finish(self, code: int, reason: str, **fields: Any) -> SideWrite:
         """The record at the end: exit code and reason, end time, and ``fields`` (steps, final metrics,
         checkpoints...)."""
         self.doc.update(fields)

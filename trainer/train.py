@@ -52,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         # would only SIGKILL us after its shutdown timeout, delaying the elastic restart.
         traceback.print_exc()
         _exit_now(exitcodes.CRASH, f"{type(exc).__name__}: {exc}")
-    trainer.close()
+    # The outcome first: closing waits (boundedly) for run-record writes, which may outlast the launcher's
+    # shutdown window on a store that hangs; the code must not depend on them (trainer/sidewrites.py).
     write_outcome(code, trainer.exit_message or exitcodes.name(code))
+    trainer.close()
     return code
 
 

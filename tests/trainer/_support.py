@@ -15,7 +15,8 @@ from typing import Any
 
 import torch
 
-from trainer.checkpoint import Checkpointer
+from trainer.checkpoint import Checkpointer, validate_checkpoint
+from trainer.checkpoint_store import LocalStore, step_dir_name
 from trainer.config import CheckpointConfig, ModelConfig
 from trainer.distributed import DistInfo
 from trainer.hashing import MANIFEST
@@ -138,6 +139,29 @@ def wait_for(pred: Any, timeout: float, what: str) -> Any:
             return val
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def ok(r: subprocess.CompletedProcess[str]) -> None:
+    """Assert a job exited 0, showing the ends of its output if not."""
+    assert r.returncode == 0, f"rc={r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
+
+
+def logged_steps(run_dir: Path, rank: int = 0) -> list[int]:
+    """Steps a rank logged (``step`` events), in order."""
+    return [e["step"] for e in read_events(run_dir / f"log_rank{rank}.jsonl", "step")]
+
+
+# The ``reference`` fixture's run (tests/trainer/conftest.py): 2 ranks, REF_STEPS steps, a checkpoint
+# every REF_INTERVAL; an interrupted run of the same config must end with the same tensors, bit for bit.
+REF_STEPS = 12
+REF_INTERVAL = 3
+
+
+def final_tensors(run_dir: Path, step: int) -> dict[str, torch.Tensor]:
+    """Tensors of the verified local checkpoint ``run_dir/ckpt`` at ``step``."""
+    d = run_dir / "ckpt" / step_dir_name(step)
+    assert not validate_checkpoint(LocalStore(str(run_dir / "ckpt")), step, True)
+    return load_checkpoint_tensors(d)
 
 
 def load_checkpoint_tensors(ckpt_dir: Path) -> dict[str, torch.Tensor]:

@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from tests.trainer._support import make_corpus, run_overrides
+from tests.trainer._support import (
+    REF_INTERVAL,
+    REF_STEPS,
+    logged_steps,
+    make_corpus,
+    ok,
+    run_job,
+    run_overrides,
+)
 from trainer.config import load_config
 from trainer.distributed import DistInfo, destroy_distributed, init_distributed
 from trainer.loop import Trainer
@@ -57,6 +65,15 @@ def shards_dir(trainer_tmp_root: Path) -> Path:
     out = trainer_tmp_root / "shards"
     write_shards(encode(make_corpus()), out, shard_tokens=40_000)
     return out
+
+
+@pytest.fixture(scope="session")
+def reference(trainer_tmp_root: Path, shards_dir: Path) -> Path:
+    """An uninterrupted 2-rank run of REF_STEPS steps, checkpoint every REF_INTERVAL."""
+    d = trainer_tmp_root / "reference"
+    ok(run_job(2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL)))
+    assert logged_steps(d) == list(range(1, REF_STEPS + 1))
+    return d
 
 
 @pytest.fixture()

@@ -47,6 +47,12 @@ def test_shipped_gpt2_config_is_valid() -> None:
         (["checkpoint.uri=gs://bucket/x"], "checkpoint.uri", "s3://bucket/prefix"),
         (["checkpoint.uri=s3://artifacts/release/gpt"], "checkpoint.uri", "only under its runs prefix"),
         (["checkpoint.async_save=maybe"], "checkpoint.async_save", "true or false"),
+        (["checkpoint.side_write_timeout_s=0"], "checkpoint.side_write_timeout_s", "must be > 0"),
+        (
+            ["checkpoint.shutdown_window_s=20", "checkpoint.side_write_timeout_s=25"],
+            "checkpoint.side_write_timeout_s",
+            "below checkpoint.shutdown_window_s=20",
+        ),
         (["metrics.port_base=70000"], "metrics.port_base", "TCP port"),
         (["optim.lr=-1"], "optim.lr", "must be > 0"),
     ],

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,8 +13,12 @@ import pytest
 import torch
 
 from tests.trainer._support import (
+    REF_INTERVAL,
+    REF_STEPS,
     assert_bitwise_equal,
-    load_checkpoint_tensors,
+    final_tensors,
+    logged_steps,
+    ok,
     read_events,
     run_job,
     run_overrides,
@@ -24,7 +27,6 @@ from tests.trainer._support import (
     wait_for,
 )
 from trainer import exitcodes
-from trainer.checkpoint import validate_checkpoint
 from trainer.checkpoint_store import LocalStore, step_dir_name
 from trainer.config import ModelConfig
 from trainer.loop import Trainer
@@ -32,35 +34,9 @@ from trainer.model import GPT
 
 pytestmark = pytest.mark.timeout(240)
 
-REF_STEPS = 12
-REF_INTERVAL = 3
-
-
-def ok(r: subprocess.CompletedProcess[str]) -> None:
-    assert r.returncode == 0, f"rc={r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
-
-
-def logged_steps(run_dir: Path, rank: int = 0) -> list[int]:
-    return [e["step"] for e in read_events(run_dir / f"log_rank{rank}.jsonl", "step")]
-
-
-def final_tensors(run_dir: Path, step: int) -> dict[str, torch.Tensor]:
-    d = run_dir / "ckpt" / step_dir_name(step)
-    assert not validate_checkpoint(LocalStore(str(run_dir / "ckpt")), step, True)
-    return load_checkpoint_tensors(d)
-
 
 def model_only(t: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v for k, v in t.items() if k.startswith("model.")}
-
-
-@pytest.fixture(scope="module")
-def reference(trainer_tmp_root: Path, shards_dir: Path) -> Path:
-    """An uninterrupted 2-rank run of REF_STEPS steps, checkpoint every REF_INTERVAL."""
-    d = trainer_tmp_root / "reference"
-    ok(run_job(2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL)))
-    assert logged_steps(d) == list(range(1, REF_STEPS + 1))
-    return d
 
 
 def test_ddp_two_ranks_match_one_process_and_accumulation_matches_big_batch(

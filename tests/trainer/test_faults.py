@@ -89,6 +89,22 @@ def test_manifest_with_wrong_types_is_skipped_with_its_reason(
     ck.close()
 
 
+# ---------------------------------------------------------- a manifest naming an attempt folder that is gone
+def test_missing_attempt_folder_is_named_in_the_skip_reason(
+    info: DistInfo, work_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: the reason was ".metadata missing", as if one file of the step folder were gone."""
+    two_checkpoints(info, work_dir)
+    attempt = json.loads(manifest_path(work_dir, 2).read_text())["attempt"]
+    shutil.rmtree(work_dir / step_dir_name(2) / attempt)
+    ck = Job(3).ckpt(str(work_dir), info)
+    with caplog.at_level(logging.WARNING):
+        assert ck.find_latest_valid() == 1
+    [line] = skip_warnings(caplog)
+    assert step_dir_name(2) in line and f"attempt folder {attempt}/ is missing" in line, line
+    ck.close()
+
+
 # ------------------------------------------- a folder whose manifest and state disagree; keep counts verified
 def test_folder_whose_state_is_another_step_is_skipped_and_takes_no_keep_slot(
     info: DistInfo, work_dir: Path, caplog: pytest.LogCaptureFixture
@@ -262,7 +278,12 @@ def test_shutdown_window_warning_counts_what_a_sigterm_would_cost(
     make_trainer: Callable[..., Trainer], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Before: the warning compared one save with the window, half of what SIGTERM can cost."""
-    t = make_trainer(train__steps=3, checkpoint__interval=1, checkpoint__shutdown_window_s=0.001)
+    t = make_trainer(
+        train__steps=3,
+        checkpoint__interval=1,
+        checkpoint__shutdown_window_s=0.001,
+        checkpoint__side_write_timeout_s=0.0005,  # must stay inside the window
+    )
     with caplog.at_level(logging.WARNING):
         assert t.run() == exitcodes.OK
     lines = [r.getMessage() for r in caplog.records if "checkpoint.shutdown_window_s" in r.getMessage()]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.trainer._support import read_events
+from tests.trainer._support import read_events, wait_for
 from trainer import exitcodes
 from trainer.checkpoint_store import LocalStore
 from trainer.hashing import MANIFEST, sha256_file
@@ -31,12 +31,13 @@ def test_record_at_start_and_end(
     step = t.train_step
 
     def train_step(micro: Any) -> Any:
-        if not seen:  # the first step: the start record is already there
-            seen.extend(records(work_dir / "ckpt"))
+        if not seen:  # the first step: the start record was queued before it (written in the background)
+            seen.extend(wait_for(lambda: records(work_dir / "ckpt"), 60, "the start record"))
         return step(micro)
 
     t.train_step = train_step  # type: ignore[method-assign]
     assert t.run() == exitcodes.OK
+    assert t.finish_side_writes() == []  # nothing abandoned: the end record is written
     [during] = seen
     assert during["status"] == "running" and during["exit"] is None and during["ended_utc"] is None
     [rec] = records(work_dir / "ckpt")
@@ -77,8 +78,10 @@ def test_each_attempt_has_its_record_with_its_exit(
 
     first.train_step = train_step  # type: ignore[method-assign]
     assert first.run() == exitcodes.PREEMPTED
+    assert first.finish_side_writes() == []
     second = make_trainer(train__steps=10, checkpoint__interval=5)
     assert second.run() == exitcodes.OK
+    assert second.finish_side_writes() == []
     by_attempt = {r["attempt"]: r for r in records(work_dir / "ckpt")}
     a, b = by_attempt[first.ckpt.attempt], by_attempt[second.ckpt.attempt]
     assert (a["exit"]["code"], a["exit"]["name"]) == (143, "preempted")
