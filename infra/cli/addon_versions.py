@@ -7,6 +7,7 @@ import datetime
 
 from rich.console import Console
 
+from infra.cli.arguments import aws_region, kubernetes_minor
 from infra.cli.common import EXIT_AWS, EXIT_FAILED, EXIT_OK, print_error
 
 
@@ -19,8 +20,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "when an add-on has no build for the minor, 2 for a bad argument, 6 when the credentials are "
         "missing, expired or refused or AWS does not answer.",
     )
-    p.add_argument("--kubernetes-version", required=True, help="Kubernetes minor, e.g. 1.35")
-    p.add_argument("--region", default="us-east-1", help="region to ask (builds can differ per region)")
+    p.add_argument(
+        "--kubernetes-version", required=True, type=kubernetes_minor, help="Kubernetes minor, e.g. 1.35"
+    )
+    p.add_argument(
+        "--region", default="us-east-1", type=aws_region, help="region to ask (builds can differ per region)"
+    )
     p.set_defaults(run=run)
 
 
