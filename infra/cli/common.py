@@ -19,7 +19,7 @@ EXIT_CONFIG = 2  # a stack config or rollout.yaml is invalid, or a bad argument 
 EXIT_DATA = 3  # a data call the offline AWS data cannot answer
 EXIT_TOOL = 4  # a required tool is missing (the Pulumi CLI)
 EXIT_POLICY = 5  # a mandatory policy violation (review) stopped the rollout or failed the review
-EXIT_AWS = 6  # AWS could not be reached or refused the credentials before any check ran
+EXIT_AWS = 6  # AWS could not be reached, or the credentials are missing, expired or refused
 EXIT_INTERNAL = 70  # a bug: an error no command expected (sysexits EX_SOFTWARE); --debug shows the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C
 
@@ -30,7 +30,7 @@ EXIT_CODES = {
     EXIT_DATA: "a data call the offline AWS data cannot answer (plan)",
     EXIT_TOOL: "a required tool is missing (the Pulumi CLI)",
     EXIT_POLICY: "a mandatory policy violation: aiplat review failed, or it stopped the rollout",
-    EXIT_AWS: "AWS could not be reached or refused the credentials",
+    EXIT_AWS: "AWS could not be reached, or the credentials are missing, expired or refused",
     EXIT_INTERNAL: "an unexpected error (a bug); run with --debug for the traceback",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
@@ -85,3 +85,47 @@ def exit_code(exc: BaseException) -> int:
 def exit_codes_epilog() -> str:
     """The exit-code table for ``aiplat --help``."""
     return "exit codes:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())
+
+
+DEBUG_HELP = "show tracebacks for errors (before or after the command)"
+
+
+def add_global_flags(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` on the top parser and on every command and subcommand, so it may come before or after
+    the command. A command's copy defaults to SUPPRESS: absent there, it leaves the top parser's value."""
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    _add_to_commands(parser)
+
+
+def _add_to_commands(parser: argparse.ArgumentParser) -> None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in dict.fromkeys(action.choices.values()):  # aliases share one parser
+                command.add_argument(
+                    "--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP
+                )
+                _add_to_commands(command)
+
+
+def version() -> str:
+    """The installed package's version (``pyproject.toml`` ``project.version``)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("aiplat")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        return str(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"])
+
+
+def user_error(exc: BaseException) -> PlatformError | None:
+    """An exception no command caught that is still the user's to fix, not a bug: missing, expired or
+    refused AWS credentials from any command that calls AWS (one message and exit 6 everywhere)."""
+    if "botocore" not in sys.modules:  # nothing called AWS
+        return None
+    from infra.io.aws_credentials import credentials_error
+
+    return credentials_error(exc)

@@ -23,7 +23,16 @@ from infra.cli import (
     rollout,
     train,
 )
-from infra.cli.common import EXIT_INTERRUPTED, consoles, exit_code, exit_codes_epilog, print_error
+from infra.cli.common import (
+    EXIT_INTERRUPTED,
+    add_global_flags,
+    consoles,
+    exit_code,
+    exit_codes_epilog,
+    print_error,
+    user_error,
+    version,
+)
 from infra.model.errors import PlatformError
 
 COMMANDS = (plan, review, preflight, cost, rollout, check_storage, config_reference, train, addon_versions)
@@ -38,10 +47,11 @@ def parser() -> argparse.ArgumentParser:
         epilog=exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    p.add_argument("--version", action="version", version=f"aiplat {version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="<command>")
     for command in COMMANDS:
         command.add_parser(sub)
+    add_global_flags(p)
     return p
 
 
@@ -57,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         print_error(err, None, exc, debug=args.debug)
         return exit_code(exc)
     except Exception as exc:  # a bug: say so, the traceback with --debug
+        if (user := user_error(exc)) is not None:
+            print_error(err, None, user, debug=args.debug)
+            return exit_code(user)
         print_error(err, None, exc, debug=args.debug)
         if not args.debug:
             err.print(

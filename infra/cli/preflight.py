@@ -26,8 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "versions, the Auto "
         "Scaling service-linked role, the cluster endpoint once it exists; once per run the state backend "
         "and secrets provider of rollout.yaml. Uses your AWS credentials the usual boto3 way (AWS_PROFILE, "
-        "AWS_ENDPOINT_URL...). Exit 0 when nothing fails, 1 when a check fails, 2 for a config error, 6 "
-        "when the credentials do not work.",
+        "AWS_ENDPOINT_URL...). A check that could not run (an API denied, a region that does not answer) is "
+        "'skip' with the reason. Exit 0 when nothing fails, 1 when a check fails, 2 for a config error, 6 "
+        "when the credentials are missing, expired or refused.",
     )
     add_stack_selection(p)
     p.add_argument(
@@ -37,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from infra.io.aws_live import boto3_clients
+    from infra.io.aws_credentials import require_credentials
+    from infra.io.aws_live import boto3_clients, home_region
     from infra.ops.preflight import PROJECT, Status, preflight
 
     try:
@@ -46,12 +48,15 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     except ConfigErrors as exc:
         print_error(err, None, exc, debug=args.debug)
         return exc.exit_code
+    clients = boto3_clients()
+    for home in sorted({home_region(cfg.region) for _, cfg in stacks}):
+        require_credentials(clients("sts", home))  # else one line and exit 6, as every AWS command
     if rollout is None:
         err.print(f"warning: {rollout_file()} not found: state backend and secrets provider not checked")
     with console.status("preflight ...") as status:
         report = preflight(
             stacks,
-            boto3_clients(),
+            clients,
             rollout=rollout,
             on_stack=lambda stack: status.update(f"preflight {stack}: asking AWS ..."),
         )

@@ -26,7 +26,9 @@ from urllib.parse import parse_qs, urlparse
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from infra.io.aws_credentials import require_credentials
 from infra.model.config.schema import PlatformConfig
+from infra.model.errors import AwsCredentialsError
 from infra.model.facts import (
     AddonVersion,
     AvailabilityZone,
@@ -102,6 +104,17 @@ def read_identity(sts: Any) -> CallerIdentity | Unreadable:
     except (ClientError, BotoCoreError) as exc:
         return unreadable("sts:GetCallerIdentity", exc)
     return CallerIdentity(account=r["Account"], arn=r["Arn"])
+
+
+def read_credentials(sts: Any) -> CallerIdentity | Unreadable:
+    """Who the credentials are; when they are missing, expired or refused, the same words every command
+    uses for that (``infra/io/aws_credentials.py``)."""
+    try:
+        return require_credentials(sts)
+    except AwsCredentialsError as exc:
+        return Unreadable("sts:GetCallerIdentity", exc.problem)
+    except (ClientError, BotoCoreError) as exc:
+        return unreadable("sts:GetCallerIdentity", exc)
 
 
 def read_region_opt_status(account: Any, region: str) -> str | Unreadable:
@@ -351,7 +364,7 @@ def gather_live_facts(
     """Everything preflight asks the account about one stack. Stops early when the credentials or the
     region do not work (every further call would fail the same way)."""
     region, home = cfg.region, home_region(cfg.region)
-    identity = read_identity(clients("sts", home))
+    identity = read_credentials(clients("sts", home))
     if isinstance(identity, Unreadable):
         return LiveFacts(region=region, identity=identity), None
     opt_status = read_region_opt_status(clients("account", home), region)

@@ -36,6 +36,10 @@ CALENDAR: dict[str, EksVersion] = {
     )
 }
 
+# The shape of a Kubernetes minor as EKS names it ('1.35'): the config's cluster.kubernetes_version and the
+# CLI's --kubernetes-version.
+KUBERNETES_MINOR = r"^1\.\d{2}$"
+
 # The EKS upgrade policy values (UpgradePolicyRequest.supportType); EKS uses EXTENDED when none is set.
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_UpgradePolicyRequest.html
 SUPPORT_STANDARD = "STANDARD"

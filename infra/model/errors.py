@@ -86,3 +86,23 @@ class ReviewInputError(PlatformError):
     """A saved plan, the policy pack or its config cannot be read (``aiplat review``)."""
 
     exit_code = 2
+
+
+# One fix for every command that calls AWS without working credentials (preflight, addon-versions,
+# check-storage, ...): https://boto3.amazonaws.com/v1/documentation/api/latest/guide/credentials.html
+CREDENTIALS_FIX = (
+    "sign in for the target account (aws sso login --profile NAME and export AWS_PROFILE=NAME, or set "
+    "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN), then run the command again"
+)
+CREDENTIALS_DOC = "https://boto3.amazonaws.com/v1/documentation/api/latest/guide/credentials.html"
+
+
+class AwsCredentialsError(PlatformError):
+    """The AWS credentials are missing, expired or refused: nothing that calls AWS can run (exit 6,
+    ``EXIT_AWS``). ``problem`` says which, in a few words with AWS's own error."""
+
+    exit_code = 6
+
+    def __init__(self, problem: str):
+        self.problem = problem
+        super().__init__(f"AWS credentials: {problem}; fix: {CREDENTIALS_FIX} (see {CREDENTIALS_DOC})")

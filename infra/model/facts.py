@@ -358,6 +358,11 @@ class LiveFacts:
     cluster: ClusterEndpointFacts | Unreadable | None = None
 
     @property
+    def credentials_work(self) -> bool:
+        """sts:GetCallerIdentity answered: the account-wide facts were read."""
+        return isinstance(self.identity, CallerIdentity)
+
+    @property
     def region_usable(self) -> bool:
         enabled = self.region_opt_status in (None, "ENABLED", "ENABLED_BY_DEFAULT") or isinstance(
             self.region_opt_status, Unreadable

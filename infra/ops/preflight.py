@@ -3,7 +3,8 @@
 Gathers the live facts of each stack's region (``infra/io/aws_live.py``, boto3), runs every rule registered
 for the preflight phase on them (``infra/rules/preflight.py``, and the plan rules that ask the same
 question: offerings by zone ID, EFA), and turns the findings into rows: ``pass`` (with what was seen),
-``warn``, ``fail`` (with the fix) or ``skip`` (with why). Once per run, the state backend and the secrets
+``warn``, ``fail`` (with the fix) or ``skip`` (with why: a denied call, or inputs that were not read; a
+check that did not run is never a pass). Once per run, the state backend and the secrets
 provider of ``rollout.yaml`` are checked.
 """
 
@@ -23,7 +24,7 @@ from infra.io.aws_live import (
 )
 from infra.io.regions import known_regions
 from infra.model.config.schema import PlatformConfig
-from infra.model.facts import CallerIdentity, LiveFacts, RegionFacts, Unreadable
+from infra.model.facts import LiveFacts, RegionFacts, Unreadable
 from infra.model.rollout import RolloutConfig
 from infra.rules import Finding, Level, Phase, RuleContext
 from infra.rules.base import applicable, check_rule, registered
@@ -39,7 +40,12 @@ class Status(StrEnum):
     skip = "skip"
 
 
-_STATUS = {Level.info: Status.passed, Level.warning: Status.warn, Level.error: Status.fail}
+_STATUS = {
+    Level.info: Status.passed,
+    Level.warning: Status.warn,
+    Level.error: Status.fail,
+    Level.skipped: Status.skip,
+}
 
 
 @dataclass(frozen=True)
@@ -74,13 +80,14 @@ def _row(scope: str, finding: Finding, check: str) -> CheckRow:
 
 
 def _why_skipped(live: LiveFacts, facts: RegionFacts | Unreadable | None) -> str:
-    if not isinstance(live.identity, CallerIdentity):
-        return "the credentials do not work"
+    """Why a rule whose inputs preflight could not read did not run."""
+    if not live.credentials_work:
+        return "not run: the AWS credentials do not work (credentials-work)"
     if not live.region_usable:
-        return f"{live.region} does not answer for these credentials"
+        return f"not run: {live.region} does not answer for these credentials"
     if isinstance(facts, Unreadable):
-        return f"zones and instance types could not be read ({facts})"
-    return "their inputs are missing"
+        return f"not run: zones and instance types could not be read ({facts})"
+    return "not run: its inputs were not read"
 
 
 def preflight_stack(
@@ -102,11 +109,13 @@ def preflight_stack(
         if not findings:
             rows.append(CheckRow(stack, r.name, Status.passed, "", r.description.replace("``", "")))
         rows.extend(_row(stack, f, r.name) for f in findings)
-    skipped = [r.name for r in registered().values() if Phase.preflight in r.phases and r not in ran]
-    if skipped:
-        rows.append(
-            CheckRow(stack, "skipped", Status.skip, "", f"{', '.join(skipped)}: {_why_skipped(live, facts)}")
-        )
+    # a check whose inputs were not read is a skip row of its own, with the reason: never a pass
+    why = _why_skipped(live, facts)
+    rows.extend(
+        CheckRow(stack, r.name, Status.skip, "", why)
+        for r in registered().values()
+        if Phase.preflight in r.phases and r not in ran
+    )
     return rows
 
 

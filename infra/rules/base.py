@@ -22,11 +22,13 @@ from infra.model.trainer_settings import TrainerSettings
 
 
 class Level(StrEnum):
-    """``error`` stops the plan; ``warning`` is printed and the plan goes on; ``info`` is a note."""
+    """``error`` stops the plan; ``warning`` is printed and the plan goes on; ``info`` is a note;
+    ``skipped`` says a check could not run and why (preflight: never shown as a pass)."""
 
     error = "error"
     warning = "warning"
     info = "info"
+    skipped = "skipped"  # the check did not run (an input it needs was not read): the finding says why
 
 
 class Phase(StrEnum):
@@ -45,7 +47,8 @@ class Need(StrEnum):
     facts = "facts"  # RegionFacts: zones, offerings, instance types
     stacks = "stacks"  # StackIndex: the project's other stacks
     regions = "regions"  # the AWS region names
-    account = "account"  # LiveFacts: the live account (preflight): credentials, region opt-in
+    account = "account"  # LiveFacts: the live account (preflight), whether or not the credentials work
+    credentials = "credentials"  # LiveFacts whose credentials work: region opt-in, IAM
     live_region = "live_region"  # LiveFacts of a region that answers: quotas, reservations, add-ons...
     trainer = "trainer"  # TrainerSettings of the trainer config files the stack names
 
@@ -81,6 +84,11 @@ def info(field: str, problem: str, fix: str | None = None, doc: str | None = Non
     return Finding(Level.info, field, problem, fix, doc)
 
 
+def skipped(field: str, why: str, fix: str | None = None, doc: str | None = None) -> Finding:
+    """A check that did not run: why (an API that was denied, an input not read), and how to let it run."""
+    return Finding(Level.skipped, field, why, fix, doc)
+
+
 def at(*parts: str) -> str:
     """``aiplat:platform.<parts...>``: the dotted field name errors use."""
     return ".".join([CONFIG_KEY, *parts])
@@ -105,6 +113,7 @@ class RuleContext:
             Need.stacks: self.stacks is not None,
             Need.regions: bool(self.regions),
             Need.account: self.live is not None,
+            Need.credentials: self.live is not None and self.live.credentials_work,
             Need.live_region: self.live is not None and self.live.region_usable,
             Need.trainer: self.trainer is not None,
         }[need]

@@ -4,7 +4,8 @@ Each rule reads ``ctx.live`` (``LiveFacts``, read with boto3 by ``infra/io/aws_l
 needs instance types and zones, ``ctx.facts`` read from the same account. Questions the plan already asks
 (is the type offered in the pool's zones, EFA support and interface counts) are the plan rules, registered
 for the preflight phase too (``infra/rules/pools.py``). A check that passes yields an ``info`` finding that
-says what it saw; a call AWS refused yields a warning naming the permission, never a silent pass.
+says what it saw; a check that could not run (a call AWS refused, a fact not read) yields ``skipped`` with
+the reason and, for a denied call, the permission to add: never a silent pass.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from infra.model.config.compute import CapacityType
+from infra.model.errors import CREDENTIALS_DOC, CREDENTIALS_FIX
 from infra.model.facts import (
     BackendFacts,
     CallerIdentity,
@@ -21,11 +23,22 @@ from infra.model.facts import (
     Unreadable,
 )
 from infra.model.quotas import vcpu_demand
-from infra.rules.base import Finding, Level, Need, Phase, RuleContext, at, error, info, rule, warning
+from infra.rules.base import (
+    Finding,
+    Level,
+    Need,
+    Phase,
+    RuleContext,
+    at,
+    error,
+    info,
+    rule,
+    skipped,
+    warning,
+)
 
 PREFLIGHT = [Phase.preflight]
 
-CREDENTIALS_DOC = "https://boto3.amazonaws.com/v1/documentation/api/latest/guide/credentials.html"
 REGIONS_DOC = "https://docs.aws.amazon.com/accounts/latest/reference/manage-acct-regions.html"
 QUOTAS_DOC = "https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html"
 RESERVATIONS_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-using.html"
@@ -36,7 +49,8 @@ SECRETS_DOC = "https://www.pulumi.com/docs/iac/concepts/secrets/"
 
 
 def _not_checked(field: str, what: str, failure: Unreadable, permission: str) -> Finding:
-    return warning(field, f"{what} not checked: {failure}", f"allow {permission} for these credentials")
+    """A check that did not run because its call failed (a partial policy denies it, most often)."""
+    return skipped(field, f"{what} not checked: {failure}", f"allow {permission} for these credentials")
 
 
 @rule("credentials-work", phases=PREFLIGHT, needs=[Need.account])
@@ -47,20 +61,17 @@ def credentials_work(ctx: RuleContext) -> Iterator[Finding]:
     if isinstance(who, CallerIdentity):
         yield info("credentials", f"account {who.account} as {who.arn}")
     else:
-        yield error(
-            "credentials",
-            f"no usable AWS credentials ({who})",
-            "sign in for the target account (aws sso login, AWS_PROFILE=...) and run preflight again",
-            CREDENTIALS_DOC,
-        )
+        # the words every command uses for unusable credentials (infra/io/aws_credentials.py)
+        yield error("credentials", f"AWS credentials: {who.error}", CREDENTIALS_FIX, CREDENTIALS_DOC)
 
 
-@rule("region-enabled", phases=PREFLIGHT, needs=[Need.account])
+@rule("region-enabled", phases=PREFLIGHT, needs=[Need.credentials])
 def region_enabled(ctx: RuleContext) -> Iterator[Finding]:
     """The stack's region is enabled for the account (opt-in regions such as ap-east-1 are not by default)."""
     assert ctx.live is not None
     status, region = ctx.live.region_opt_status, ctx.cfg.region
     if status is None:
+        yield skipped(at("region"), f"the opt-in status of {region} was not read")
         return
     if isinstance(status, Unreadable):
         yield _not_checked(at("region"), f"opt-in status of {region}", status, "account:GetRegionOptStatus")
@@ -82,13 +93,16 @@ def region_enabled(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
-@rule("regional-sts-works", phases=PREFLIGHT, needs=[Need.account])
+@rule("regional-sts-works", phases=PREFLIGHT, needs=[Need.credentials])
 def regional_sts_works(ctx: RuleContext) -> Iterator[Finding]:
     """The credentials work against the STS endpoint of the stack's region."""
     assert ctx.live is not None
     who, region = ctx.live.regional_identity, ctx.cfg.region
     if who is None:
-        return  # not asked: no credentials, or the region is not enabled (those rules say so)
+        yield skipped(
+            at("region"), f"sts.{region} not asked: {region} is not enabled for this account (region-enabled)"
+        )
+        return
     if isinstance(who, CallerIdentity):
         yield info(at("region"), f"sts.{region} answers for account {who.account}")
     else:
@@ -302,14 +316,15 @@ def addon_versions_listed(ctx: RuleContext) -> Iterator[Finding]:
             yield info(field, f"{addon} {pinned} is listed for Kubernetes {k8s}{note}")
 
 
-@rule("autoscaling-service-linked-role", phases=PREFLIGHT, needs=[Need.account])
+@rule("autoscaling-service-linked-role", phases=PREFLIGHT, needs=[Need.credentials])
 def autoscaling_service_linked_role(ctx: RuleContext) -> Iterator[Finding]:
     """AWSServiceRoleForAutoScaling exists before the EBS key policy names it."""
     assert ctx.live is not None
     exists = ctx.live.autoscaling_role
-    if exists is None:
-        return
     field = "iam:AWSServiceRoleForAutoScaling"
+    if exists is None:
+        yield skipped(field, "the role was not read")
+        return
     if isinstance(exists, Unreadable):
         yield _not_checked(field, "the Auto Scaling service-linked role", exists, "iam:GetRole")
     elif exists:

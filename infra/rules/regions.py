@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from infra.rules.base import Finding, Need, RuleContext, at, error, rule
 
 
-def _closest(region: str, known: frozenset[str]) -> str | None:
+def region_hint(region: str, known: frozenset[str]) -> str | None:
     """A hint naming the region names closest to ``region``, if any."""
     close = difflib.get_close_matches(region, sorted(known), n=3)
     return f"did you mean {', '.join(repr(c) for c in close)}?" if close else None
@@ -22,7 +22,7 @@ def region_known(ctx: RuleContext) -> Iterator[Finding]:
         yield error(
             at("region"),
             f"{region!r} is not an AWS region",
-            _closest(region, ctx.regions) or "use an AWS region name such as 'us-east-1'",
+            region_hint(region, ctx.regions) or "use an AWS region name such as 'us-east-1'",
         )
 
 

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from infra.model import addon_versions, cidrs
 from infra.model.config.base import NAME_RE, Strict, check_log_retention
+from infra.model.eks import KUBERNETES_MINOR
 
 
 class CapacityType(StrEnum):
@@ -285,7 +286,7 @@ class ClusterConfig(Strict):
 
     # 1.35 is in EKS standard support until 2027-03; older minors cost extended-support fees.
     # https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html
-    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field(
+    kubernetes_version: Annotated[str, Field(pattern=KUBERNETES_MINOR)] = Field(
         "1.35", description="Kubernetes minor version, e.g. '1.35'."
     )
     endpoint_public_access_cidrs: list[str] = Field(

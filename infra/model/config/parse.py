@@ -7,9 +7,12 @@ offline ``aiplat plan`` reads the stack file (``infra/io/stackfiles.py``). Both 
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
+import json
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -17,6 +20,8 @@ from pydantic import BaseModel, ValidationError
 from infra.model.config.schema import PlatformConfig
 from infra.model.errors import ConfigError, ConfigErrors
 from infra.model.project import CONFIG_KEY
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -87,13 +92,71 @@ def _to_config_errors(
                     _format(loc, prefix), f"{err['input']!r} is not allowed", f"use one of {expected}"
                 )
             )
+        elif kind in _QUOTED and isinstance(err["input"], str):
+            errors.append(_quoted(_format(loc, prefix), err["input"], kind))
         else:
-            errors.append(
-                ConfigError(
-                    _format(loc, prefix), f"{err['input']!r}: {err['msg'].lower()}", "correct the value"
-                )
-            )
+            # only the first letter is lowered: the message may quote a pattern (\S and \s differ)
+            msg = err["msg"][:1].lower() + err["msg"][1:]
+            errors.append(ConfigError(_format(loc, prefix), f"{err['input']!r}: {msg}", "correct the value"))
     return errors
+
+
+# Strict types a YAML string reaches when a number or a boolean was quoted: what each one wants, and
+# whether the unquoted text is such a value.
+_QUOTED: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "int_type": ("an integer", lambda v: type(v) is int),
+    "float_type": ("a number", lambda v: type(v) in (int, float)),
+    "bool_type": ("true or false", lambda v: type(v) is bool),
+}
+
+
+def _quoted(field: str, value: str, kind: str) -> ConfigError:
+    """A quoted number or boolean (``"3"``): refused, with the value to write instead when it is one."""
+    wanted, fits = _QUOTED[kind]
+    try:
+        unquoted = json.loads(value)
+    except ValueError:
+        unquoted = None
+    key = field.rsplit(".", 1)[-1]
+    fix = (
+        f"write it without quotes ({key}: {json.dumps(unquoted)})"
+        if fits(unquoted)
+        else f"write {wanted} without quotes"
+    )
+    return ConfigError(field, f"{value!r} is a string, but {wanted} is expected", fix)
+
+
+def _as_json(raw: Any) -> str:
+    """``raw`` as JSON text, which pydantic's strict JSON mode validates: a quoted number stays a string
+    (refused where an integer is asked for) while strings still name enums. YAML dates become ISO text."""
+
+    def other(value: Any) -> Any:
+        if isinstance(value, dt.date):
+            return value.isoformat()
+        raise TypeError(f"{value!r} ({type(value).__name__})")
+
+    return json.dumps(raw, default=other)
+
+
+def _validate(model: type[M], raw: Any, prefix: str) -> M:
+    """``raw`` validated strictly (pydantic strict mode on its JSON text): no string-to-number coercion.
+    https://docs.pydantic.dev/latest/concepts/strict_mode/"""
+    try:
+        text = _as_json(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigErrors(
+            [
+                ConfigError(
+                    prefix,
+                    f"holds a value that is not text, a number, a list or a mapping: {exc}",
+                    "quote it as a string",
+                )
+            ]
+        ) from None
+    try:
+        return model.model_validate_json(text, strict=True)
+    except ValidationError as exc:
+        raise ConfigErrors(_to_config_errors(exc, model, prefix)) from None
 
 
 def parse_platform_config(raw: Any) -> PlatformConfig:
@@ -102,13 +165,7 @@ def parse_platform_config(raw: Any) -> PlatformConfig:
         raise ConfigErrors(
             [ConfigError(CONFIG_KEY, "must be a mapping", "see docs/config.md for the schema")]
         )
-    try:
-        return PlatformConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigErrors(_to_config_errors(exc)) from None
-
-
-M = TypeVar("M", bound=BaseModel)
+    return _validate(PlatformConfig, raw, CONFIG_KEY)
 
 
 def parse_model(raw: Any, model: type[M], prefix: str) -> M:
@@ -116,7 +173,4 @@ def parse_model(raw: Any, model: type[M], prefix: str) -> M:
     one-line errors; ``prefix`` names the file or key the fields live under."""
     if not isinstance(raw, dict):
         raise ConfigErrors([ConfigError(prefix, "must be a mapping", "see README 'Operations'")])
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigErrors(_to_config_errors(exc, model, prefix)) from None
+    return _validate(model, raw, prefix)

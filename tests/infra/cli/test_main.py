@@ -14,6 +14,7 @@ from infra.model.errors import (
     PolicyViolationError,
     ToolMissingError,
 )
+from tests.conftest import REPO
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
@@ -94,3 +95,60 @@ def test_a_user_error_keeps_its_code_without_traceback(monkeypatch, capsys) -> N
     assert main.main(["boom"]) == common.EXIT_TOOL
     err = capsys.readouterr().err
     assert err.strip() == "error: install it"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import tomllib
+
+    with pytest.raises(SystemExit) as exc:
+        main.main(["--version"])
+    assert exc.value.code == 0
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert capsys.readouterr().out.strip() == f"aiplat {pyproject['project']['version']}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--debug", "plan", "--stack", "dev-us-train"],
+        ["plan", "--stack", "dev-us-train", "--debug"],
+        ["plan", "--debug", "--stack", "dev-us-train"],
+        ["train", "render", "--stack", "dev-us-train", "--config", "c.toml", "--nodes", "1", "--debug"],
+    ],
+)
+def test_debug_before_or_after_the_command(argv: list[str]) -> None:
+    assert main.parser().parse_args(argv).debug is True
+    assert main.parser().parse_args([a for a in argv if a != "--debug"]).debug is False
+
+
+def test_debug_after_the_command_shows_the_traceback(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(main, "COMMANDS", (*main.COMMANDS, _failing_command(RuntimeError("it broke"))))
+    assert main.main(["boom", "--debug"]) == common.EXIT_INTERNAL
+    assert "Traceback" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--kubernetes-version", "banana"],
+            "argument --kubernetes-version: 'banana' is not a Kubernetes minor version; use a minor such as",
+        ),
+        (
+            ["--kubernetes-version", "v1.35"],
+            "argument --kubernetes-version: 'v1.35' is not a Kubernetes minor version; did you mean '1.35'?",
+        ),
+        (
+            ["--kubernetes-version", "1.35", "--region", "us-east-9"],
+            "argument --region: 'us-east-9' is not an AWS region; did you mean 'us-east-2', 'us-east-1'",
+        ),
+    ],
+)
+def test_bad_arguments_are_refused_with_a_hint(
+    args: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main.main(["addon-versions", *args])
+    assert exc.value.code == common.EXIT_CONFIG
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"aiplat addon-versions: error: {expected}"), last

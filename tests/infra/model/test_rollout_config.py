@@ -13,7 +13,7 @@ from infra.io.stackfiles import list_stacks, load_stack_config
 from infra.model.config.base import Environment
 from infra.model.config.parse import parse_model
 from infra.model.errors import ConfigErrors
-from infra.model.rollout import RolloutConfig, plan_waves
+from infra.model.rollout import SECRETS_PATTERN, RolloutConfig, plan_waves
 from tests.conftest import REPO
 
 RAW = yaml.safe_load((REPO / "rollout.yaml").read_text())
@@ -42,7 +42,19 @@ def test_shipped_file_is_valid() -> None:
     ("key", "value", "expected"),
     [
         ("backend_url", "my-bucket", "rollout.yaml.backend_url: 'my-bucket': string should match pattern"),
-        ("secrets_provider", "kms:foo", "rollout.yaml.secrets_provider: 'kms:foo': string should match"),
+        # the pattern as written: \S (no whitespace) must not be shown as \s (whitespace)
+        (
+            "secrets_provider",
+            "kms:foo",
+            f"rollout.yaml.secrets_provider: 'kms:foo': string should match pattern '{SECRETS_PATTERN}'; "
+            "fix: correct the value",
+        ),
+        (
+            "health",
+            {"nodes_ready_timeout_s": "900"},
+            "rollout.yaml.health.nodes_ready_timeout_s: '900' is a string, but an integer is expected; "
+            "fix: write it without quotes (nodes_ready_timeout_s: 900)",
+        ),
         (
             "polcy_packs",
             ["policies"],

@@ -241,10 +241,11 @@ def test_opt_in_region_not_enabled(account: Account) -> None:
     row = _one(rows, "region-enabled")
     assert row.detail == "ap-east-1 is DISABLED for this account (an opt-in region)"
     assert row.fix == "aws account enable-region --region-name ap-east-1, then wait until it is ENABLED"
-    skipped = _one(rows, "skipped", Status.skip)
-    assert (
-        "vcpu-quotas" in skipped.detail
-        and "ap-east-1 does not answer for these credentials" in skipped.detail
+    # each check that could not run is a skip row of its own, with the reason
+    skipped = {r.check: r.detail for r in rows if r.status is Status.skip}
+    assert skipped["vcpu-quotas"] == "not run: ap-east-1 does not answer for these credentials"
+    assert skipped["regional-sts-works"] == (
+        "sts.ap-east-1 not asked: ap-east-1 is not enabled for this account (region-enabled)"
     )
 
 
@@ -498,12 +499,93 @@ def test_project_backend_and_secrets_key(account: Account) -> None:
     assert secrets.status is Status.fail and secrets.detail.endswith(f"(key {key} is Disabled)")
 
 
-def test_no_credentials(account: Account, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+def _signed_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No credentials anywhere boto3 looks (environment, shared files; instance metadata is off)."""
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+
+
+def _only_credentials_fail(rows: list[CheckRow], problem: str) -> None:
+    """credentials-work fails with ``problem`` and the one fix; every other check is a skip, none a pass."""
+    failed = _one(rows, "credentials-work")
+    assert failed.detail == problem
+    assert failed.fix and failed.fix.startswith("sign in for the target account (aws sso login")
+    assert [r for r in rows if r.status is Status.passed] == []
+    others = {r.check: r.detail for r in rows if r.check != "credentials-work"}
+    # the checks that reported 'pass' without running before; every one says why it did not run
+    assert {"region-enabled", "regional-sts-works", "autoscaling-service-linked-role", "vcpu-quotas"} <= set(
+        others
+    )
+    assert set(others.values()) == {"not run: the AWS credentials do not work (credentials-work)"}
+    assert all(r.status is Status.skip for r in rows if r.check != "credentials-work")
+
+
+def test_no_credentials_fails_one_check_and_skips_the_rest(
+    aws: MotoServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from infra.io.aws_live import boto3_clients
+
+    _signed_out(monkeypatch, tmp_path)
+    rows = preflight_stack("prod-us-train", load_stack_config("prod-us-train"), boto3_clients())
+    _only_credentials_fail(rows, "AWS credentials: none found (Unable to locate credentials)")
+
+
+def test_expired_credentials_fail_one_check_and_skip_the_rest(account: Account) -> None:
+    # moto accepts any session token; the expired one is STS's documented error, answered by the Stubber
+    account.stub("sts", "us-east-1", "GetCallerIdentity").add_client_error(
+        "get_caller_identity",
+        service_error_code="ExpiredToken",
+        service_message="The security token included in the request is expired",
+        http_status_code=403,
+    )
+    rows = preflight_stack("prod-us-train", load_stack_config("prod-us-train"), account)
+    account.all_answered()
+    _only_credentials_fail(
+        rows,
+        "AWS credentials: they have expired (ExpiredToken: The security token included in the request is "
+        "expired)",
+    )
+
+
+def test_one_api_denied_is_a_skip_naming_the_permission(account: Account) -> None:
+    """Partial permissions: iam:GetRole denied. That check is a skip with the permission to add (not a
+    pass, not a failure of the stack); every other check still runs."""
+    cfg = load_stack_config("prod-us-train")
+    account.opt_status(cfg.region, "ENABLED_BY_DEFAULT")
+    account.quotas(cfg.region)
+    account.addons(cfg)
+    # moto does not enforce IAM policies by default: the denial is the Stubber's, in IAM's error shape
+    account.stub("iam", "us-east-1", "GetRole").add_client_error(
+        "get_role",
+        service_error_code="AccessDenied",
+        service_message="User: arn:aws:iam::123456789012:user/dev is not authorized to perform: iam:GetRole "
+        "on resource: role AWSServiceRoleForAutoScaling",
+        http_status_code=403,
+        expected_params={"RoleName": "AWSServiceRoleForAutoScaling"},
+    )
+    rows = preflight_stack("prod-us-train", cfg, account)
+    account.all_answered()
+    row = _one(rows, "autoscaling-service-linked-role", Status.skip)
+    assert row.detail == (
+        "the Auto Scaling service-linked role not checked: iam:GetRole: AccessDenied: User: "
+        "arn:aws:iam::123456789012:user/dev is not authorized to perform: iam:GetRole on resource: role "
+        "AWSServiceRoleForAutoScaling"
+    )
+    assert row.fix == "allow iam:GetRole for these credentials"
+    assert [r.check for r in rows if r.status is not Status.passed] == ["autoscaling-service-linked-role"]
+    assert _one(rows, "credentials-work", Status.passed) and _one(rows, "region-enabled", Status.passed)
+
+
+def test_cli_without_credentials_prints_one_line_and_exits_6(
+    aws: MotoServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _signed_out(monkeypatch, tmp_path)
     assert main(["preflight", "--stack", "prod-sg-infer"]) == 6  # EXIT_AWS: nothing else could be checked
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: AWS credentials: none found (Unable to locate credentials); fix: ")
+    assert len(captured.err.splitlines()) == 1 and "pass" not in captured.out
 
 
 def test_cli_table_and_exit_codes(
@@ -516,7 +598,11 @@ def test_cli_table_and_exit_codes(
     out = " ".join(capsys.readouterr().out.split())
     # a fresh account: the missing Auto Scaling role is a note (the EBS key names it only in a condition)
     assert "autoscaling-service-linked-role │ pass" in out
-    assert "account:GetRegionOptStatus: 404: the endpoint does not implement this API" in out
+    # an API the endpoint lacks: the check did not run, a skip with the reason
+    assert (
+        "region-enabled │ skip │ aiplat:platform.region │ opt-in status of ap-southeast-1 not checked: "
+        "account:GetRegionOptStatus: 404: the endpoint does not implement this API"
+    ) in out
 
     account("iam", "us-east-1").create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com")
     account("s3", "us-east-1").create_bucket(Bucket="aiplat-pulumi-state")

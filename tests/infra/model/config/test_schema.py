@@ -61,6 +61,25 @@ BAD = [
     ),
     ("node_pools.gpu.desired_size", 5, ["desired_size 5 is outside min_size..max_size (0..2)"]),
     ("node_pools.GPU_Pool", {"instance_type": "g5.xlarge"}, ["pool name 'GPU_Pool'", "lower-case"]),
+    # a quoted number is a string, not coerced (pydantic's strict mode)
+    (
+        "node_pools.gpu.max_size",
+        "3",
+        [
+            "aiplat:platform.node_pools.gpu.max_size: '3' is a string, but an integer is expected; "
+            "fix: write it without quotes (max_size: 3)"
+        ],
+    ),
+    (
+        "network.az_count",
+        "three",
+        ["network.az_count: 'three' is a string", "write an integer without quotes"],
+    ),
+    (
+        "training.bandwidth_check.enabled",
+        "false",
+        ["bandwidth_check.enabled: 'false' is a string, but true or false is expected", "(enabled: false)"],
+    ),
 ]
 
 

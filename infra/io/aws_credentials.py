@@ -1,0 +1,83 @@
+"""Missing, expired or refused AWS credentials, told apart from every other AWS error.
+
+Every command that calls AWS reports them the same way: ``AwsCredentialsError`` (one line with the fix,
+exit 6). A missing permission (``AccessDenied``) is not a credentials problem: the credentials work, one
+API is denied, and the caller says which permission to add.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    CredentialRetrievalError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    ProfileNotFound,
+    SSOError,
+    TokenRetrievalError,
+)
+
+from infra.model.errors import AwsCredentialsError
+from infra.model.facts import CallerIdentity
+
+# Error codes AWS answers when the credentials themselves are expired or unknown, from the errors common
+# to all AWS APIs (https://docs.aws.amazon.com/awsconsolehelpdocs/latest/gsg/common-errors.html); STS and
+# the Query APIs spell the expired one ExpiredToken, EC2 answers AuthFailure, S3 InvalidAccessKeyId.
+EXPIRED_CODES = frozenset({"ExpiredToken", "ExpiredTokenException", "TokenRefreshRequired"})
+REFUSED_CODES = frozenset(
+    {
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "InvalidAccessKeyId",
+        "InvalidToken",
+        "SignatureDoesNotMatch",
+        "IncompleteSignature",
+        "MissingAuthenticationToken",
+        "AuthFailure",
+    }
+)
+
+
+def credentials_problem(exc: BaseException) -> str | None:
+    """What is wrong with the credentials, in a few words with AWS's error; None when ``exc`` is some
+    other error (a denied API, an endpoint that does not answer, a bug)."""
+    if isinstance(exc, NoCredentialsError | PartialCredentialsError):
+        return f"none found ({exc})"
+    if isinstance(exc, ProfileNotFound):
+        return f"no such profile ({exc})"
+    if isinstance(exc, SSOError | TokenRetrievalError):
+        return f"the SSO session has expired or is invalid ({exc})"
+    if isinstance(exc, CredentialRetrievalError):
+        return f"they could not be retrieved ({exc})"
+    if isinstance(exc, ClientError):
+        err = exc.response.get("Error", {})
+        code, message = str(err.get("Code", "")), " ".join(str(err.get("Message", "")).split())
+        if code in EXPIRED_CODES:
+            return f"they have expired ({code}: {message})"
+        if code in REFUSED_CODES:
+            return f"AWS refused them ({code}: {message})"
+    return None
+
+
+def credentials_error(exc: BaseException) -> AwsCredentialsError | None:
+    """``exc`` as the one credentials error every command reports, or None when it is another error."""
+    if isinstance(exc, AwsCredentialsError):
+        return exc
+    problem = credentials_problem(exc)
+    return AwsCredentialsError(problem) if problem else None
+
+
+def require_credentials(sts: Any) -> CallerIdentity:
+    """Who the credentials are (``sts:GetCallerIdentity``, which needs no permission); raises
+    ``AwsCredentialsError`` when they are missing, expired or refused. Other AWS errors propagate."""
+    try:
+        r = sts.get_caller_identity()
+    except (ClientError, BotoCoreError) as exc:
+        refused = credentials_error(exc)
+        if refused is not None:
+            raise refused from exc
+        raise
+    return CallerIdentity(account=r["Account"], arn=r["Arn"])
