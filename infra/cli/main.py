@@ -17,6 +17,7 @@ from infra.cli import (
     check_storage,
     config_reference,
     cost,
+    facts,
     plan,
     preflight,
     review,
@@ -26,7 +27,18 @@ from infra.cli import (
 from infra.cli.common import EXIT_INTERRUPTED, consoles, exit_code, exit_codes_epilog, print_error
 from infra.model.errors import PlatformError
 
-COMMANDS = (plan, review, preflight, cost, rollout, check_storage, config_reference, train, addon_versions)
+COMMANDS = (
+    plan,
+    review,
+    preflight,
+    cost,
+    rollout,
+    check_storage,
+    config_reference,
+    train,
+    addon_versions,
+    facts,
+)
 
 
 def parser() -> argparse.ArgumentParser:
