@@ -20,6 +20,7 @@ from infra.cli import (
     facts,
     plan,
     preflight,
+    prices,
     review,
     rollout,
     train,
@@ -38,6 +39,7 @@ COMMANDS = (
     train,
     addon_versions,
     facts,
+    prices,
 )
 
 

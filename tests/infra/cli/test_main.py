@@ -34,6 +34,7 @@ def test_every_module_in_commands_is_a_subcommand() -> None:
             "train",
             "addon-versions",
             "facts",
+            "prices",
         ]
     )
 
