@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from infra.io.build_context import image_tags
 from infra.io.monitoring import load_monitoring_assets
-from infra.io.provider_facts import account_facts, gather_facts
+from infra.io.provider_facts import LIVE_SOURCE, account_facts, gather_facts
 from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
 from infra.io.trainer_configs import training_settings
@@ -90,11 +90,14 @@ def program(
     stacks: StackIndex | None = None,
     on_finding: FindingSink = _log_finding,
     endpoint_probe: EndpointProbe | None | object = _DEFAULT,
+    facts_source: str = LIVE_SOURCE,
 ) -> None:
     """Declare one stack. ``stacks``: the project's stacks for the cross-stack rules (default: the stack
     files of the project's ``stackConfigDir``); ``on_finding`` receives the rules' warnings;
     ``endpoint_probe`` checks the Kubernetes API endpoint before any Kubernetes object (default: a TCP
-    connection under ``pulumi up``, none under preview; the offline plan passes None)."""
+    connection under ``pulumi up``, none under preview; the offline plan passes None); ``facts_source``
+    names the data the provider's data sources answer from (the offline plan names its own), for the
+    messages of refusals on AWS facts."""
     cfg = read_config()
     # The trainer config files the training section names, read with the trainer's own loader.
     trainer = training_settings(cfg)
@@ -112,7 +115,7 @@ def program(
     provider = aws.Provider(
         "aws", region=cfg.region, default_tags=aws.ProviderDefaultTagsArgs(tags=cfg.tags.as_dict())
     )
-    facts = gather_facts(cfg, provider)
+    facts = gather_facts(cfg, provider, source=facts_source)
     ctx = dataclasses.replace(ctx, facts=facts)
     report(run_rules(Phase.plan, ctx, requiring=Need.facts), on_finding)
 

@@ -4,16 +4,31 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, selected_stacks
-from infra.io.stackfiles import load_stack_config
+from infra.io.stackfiles import load_stack_config, read_stack_index
 from infra.model.config.schema import PlatformConfig
-from infra.model.cost import SIZES, Money, Option, Price, PriceTable, StackCost, Usage, estimate_stack, total
+from infra.model.cost import (
+    SIZES,
+    Money,
+    Option,
+    Price,
+    PriceTable,
+    SourceKind,
+    StackCost,
+    Usage,
+    estimate_stack,
+    total,
+)
 from infra.model.errors import ConfigErrors
 from infra.model.facts import RegionFacts
+from infra.rules import run_rules
+from infra.rules.base import Level, Phase, RuleContext
 
 
 def _date(value: str) -> dt.date:
@@ -45,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "GPU); the EKS control plane (standard or extended support), NAT "
         "gateways and their data processing, interface endpoints, load balancers, CloudTrail data events, "
         "and cross-region replication of the artifacts. Prices the table lacks are shown as unknown ('?'), "
-        "never guessed. Exit 0, or 2 for a config error.",
+        "never guessed. Prices whose only source is a third-party blog are marked. Exit 0, or 2 for a config "
+        "error or a stack the plan refuses.",
     )
     add_stack_selection(p)
     p.add_argument(
@@ -85,6 +101,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="price the EKS support level on this date (today)",
     )
     p.add_argument("--summary", action="store_true", help="only the summary and the prices used")
+    p.add_argument("--json", action="store_true", help="print the estimates as one JSON document")
     p.set_defaults(run=run)
 
 
@@ -137,11 +154,11 @@ def _karpenter(cost: StackCost) -> Table:
 
 def _items(cost: StackCost) -> Table:
     table = Table(title=f"{cost.stack}: other costs (USD)", title_justify="left")
-    table.add_column("item")
-    table.add_column("quantity", justify="right")
-    table.add_column("unit price", justify="right")
-    table.add_column("/h", justify="right")
-    table.add_column("/month", justify="right")
+    table.add_column("item", overflow="fold")
+    table.add_column("quantity", justify="right", overflow="fold")
+    table.add_column("unit price", justify="right", overflow="fold")
+    table.add_column("/h", justify="right", overflow="fold")
+    table.add_column("/month", justify="right", overflow="fold")
     for i in cost.items:
         per = "per month" if i.per_month else "per hour"
         table.add_row(
@@ -216,31 +233,147 @@ def _prices(costs: list[StackCost], prices: PriceTable) -> tuple[Table, Table]:
         for p in c.prices():
             seen.setdefault(p.label, p)
     for p in seen.values():
-        table.add_row(p.label, _unit(p.usd), p.unit, p.source, p.note or ("" if p.known else "unknown"))
+        source = f"{p.source} ({BLOG})" if _blog(prices, p) else p.source
+        table.add_row(p.label, _unit(p.usd), p.unit, source, p.note or ("" if p.known else "unknown"))
     sources = Table(title="sources", title_justify="left")
-    for col in ("source", "published", "what"):
+    for col in ("source", "kind", "published", "what"):
         sources.add_column(col, overflow="fold")
     sources.add_column("address", overflow="fold", no_wrap=True)  # whole when the terminal is wide enough
     sources.add_column("note", overflow="fold")
     for key in sorted({p.source for p in seen.values()}):
         src = prices.sources.get(key)
         if src is not None:
-            sources.add_row(key, src.published or "undated", src.what, src.url, src.note)
+            sources.add_row(key, src.kind.value, src.published or "undated", src.what, src.url, src.note)
     return table, sources
 
 
+BLOG = "third-party blog only"
+
+
+def _blog(prices: PriceTable, price: Price) -> bool:
+    """Whether a known price's only source is a third-party blog (marked wherever it is shown)."""
+    src = prices.sources.get(price.source)
+    return price.known and src is not None and src.kind is SourceKind.third_party_blog
+
+
+def _show(console: Console, table: Table) -> None:
+    """``table`` as is when it fits the terminal; else one two-column block per row (header: value), so
+    that no instance type or amount is cut on a narrow (80-column) terminal."""
+    # measured as if the terminal had no edge: rich caps a table's measure at the width it is given
+    natural = console.measure(table, options=console.options.update_width(100_000)).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    columns = table.columns
+    for row in zip(*(list(c.cells) for c in columns), strict=True):
+        block = Table(title=f"{table.title}: {row[0]}", title_justify="left", show_header=False)
+        block.add_column(no_wrap=True)
+        block.add_column(overflow="fold")
+        for column, cell in zip(columns[1:], row[1:], strict=True):
+            block.add_row(column.header, cell)
+        console.print(block)
+
+
+def _money(m: Money) -> dict[str, Any]:
+    return {"usd": round(m.usd, 6), "unknown": list(m.unknown)}
+
+
+def _price(p: Price, prices: PriceTable) -> dict[str, Any]:
+    src = prices.sources.get(p.source)
+    return {
+        "label": p.label,
+        "usd": p.usd,
+        "unit": p.unit,
+        "source": p.source,
+        "source_kind": src.kind.value if src else None,
+        "note": p.note,
+    }
+
+
+def as_json(costs: list[StackCost], prices: PriceTable) -> dict[str, Any]:
+    """The estimates as data: per stack the pools, Karpenter pools, other items and totals (hourly and
+    monthly per size, as configured and per way to buy), then every price used with its source."""
+    stacks = []
+    for c in costs:
+        stacks.append(
+            {
+                "stack": c.stack,
+                "region": c.region,
+                "pools": [
+                    {
+                        "pool": p.pool,
+                        "instance_type": p.instance_type,
+                        "capacity_type": p.capacity_type.value,
+                        "nodes": dict(p.nodes),
+                        "hourly": {s: _money(p.hourly(s)) for s in SIZES},
+                        "prices": {o.value: _price(p.prices[o], prices) for o in Option},
+                    }
+                    for p in c.pools
+                ],
+                "karpenter": [
+                    {
+                        "pool": k.label,
+                        "gpus": dict(k.gpus),
+                        "instance_types": [x.instance_type for x in k.candidates],
+                        "hourly": {s: _money(k.hourly(s)) for s in SIZES},
+                    }
+                    for k in c.karpenter
+                ],
+                "items": [
+                    {
+                        "item": i.name,
+                        "quantity": i.quantity,
+                        "per_month": i.per_month,
+                        "monthly": _money(i.monthly(c.hours_per_month)),
+                        "price": _price(i.price, prices),
+                    }
+                    for i in c.items
+                ],
+                "totals": {
+                    (o.value if o else "as_configured"): {
+                        "hourly": {s: _money(c.hourly(s, o)) for s in SIZES},
+                        "monthly": {s: _money(c.monthly(s, o)) for s in SIZES},
+                    }
+                    for o in (None, *Option)
+                },
+                "notes": list(c.notes),
+            }
+        )
+    used = {p.source for c in costs for p in c.prices()}
+    return {
+        "prices_read": prices.read,
+        "hours_per_month": prices.hours_per_month,
+        "stacks": stacks,
+        "sources": {
+            k: prices.sources[k].model_dump(mode="json") for k in sorted(used) if k in prices.sources
+        },
+    }
+
+
+def _refusals(
+    stack: str, cfg: PlatformConfig, facts: RegionFacts | None, args: argparse.Namespace
+) -> list[str]:
+    """The errors the plan's rules find (those on AWS facts when the offline data is there): a stack the
+    plan refuses is not priced."""
+    from infra.io.regions import known_regions
+
+    ctx = RuleContext(
+        cfg, stack=stack, facts=facts, stacks=read_stack_index(args.stacks_dir), regions=known_regions()
+    )
+    return [f.one_line() for f in run_rules(Phase.plan, ctx) if f.level is Level.error]
+
+
 def _facts(cfg: PlatformConfig, err: Console) -> RegionFacts | None:
-    """The region's offline facts (moto's AWS snapshot, the plan extra) for the Karpenter pools' types."""
-    if not cfg.cluster_services.karpenter.node_pools:
-        return None
+    """The region's offline facts (a refreshed facts file or moto's AWS snapshot, the plan extra): the
+    Karpenter pools' types, and what the rules on AWS facts judge."""
     try:
         from infra.io.snapshot import region_facts
 
         return region_facts(cfg)
     except ModuleNotFoundError as exc:  # the snapshot comes with the plan extra (moto)
         err.print(
-            f"note: Karpenter pools not priced: the offline AWS data is missing ({exc}); "
-            "pip install '.[plan]'",
+            f"note: Karpenter pools not priced and the rules on AWS facts not run: the offline AWS data is "
+            f"missing ({exc}); pip install '.[plan]'",
             highlight=False,
         )
         return None
@@ -265,19 +398,39 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         load_balancers=args.load_balancers,
         cloudtrail_data_events_per_month=args.cloudtrail_data_events_per_month,
     )
-    costs = [estimate_stack(stack, cfg, prices, usage, _facts(cfg, err)) for stack, cfg in configs]
+    costs, refused = [], False
+    for stack, cfg in configs:
+        facts = _facts(cfg, err)
+        errors = _refusals(stack, cfg, facts, args)
+        for line in errors:
+            err.print(f"error: {stack}: {line}", style="red", markup=False, highlight=False, soft_wrap=True)
+        refused = refused or bool(errors)
+        costs.append(estimate_stack(stack, cfg, prices, usage, facts))
+    if refused:
+        err.print("error: not priced: the plan refuses these stacks (fix them first)", style="red")
+        return EXIT_CONFIG
+    if args.json:
+        console.out(json.dumps(as_json(costs, prices), indent=1), highlight=False)  # never wrapped
+        return EXIT_OK
     for cost in costs if not args.summary else []:
-        console.print(_pools(cost))
+        _show(console, _pools(cost))
         if cost.karpenter:
-            console.print(_karpenter(cost))
+            _show(console, _karpenter(cost))
         console.print(_items(cost))
-        console.print(_totals(cost))
+        _show(console, _totals(cost))
         for note in cost.notes:
             console.print(f"  note: {note}", highlight=False)
         console.print()
-    console.print(_summary(costs))
+    _show(console, _summary(costs))
     for table in _prices(costs, prices):
         console.print(table)
+    blogs = sorted({p.label for c in costs for p in c.prices() if _blog(prices, p)})
+    if blogs:
+        console.print(
+            f"marked: {len(blogs)} prices come from a {BLOG} ({', '.join(blogs)}); "
+            "check them on AWS's pricing pages before relying on them",
+            highlight=False,
+        )
     console.print(
         "'?' = a price the table does not have (see 'prices used'); amounts with '+?' leave those out. "
         "Spot = the highest zone price of the region; Capacity Blocks and ODCRs bill every reserved "

@@ -17,8 +17,10 @@ from infra.cli import (
     check_storage,
     config_reference,
     cost,
+    facts,
     plan,
     preflight,
+    prices,
     review,
     rollout,
     train,
@@ -35,7 +37,19 @@ from infra.cli.common import (
 )
 from infra.model.errors import PlatformError
 
-COMMANDS = (plan, review, preflight, cost, rollout, check_storage, config_reference, train, addon_versions)
+COMMANDS = (
+    plan,
+    review,
+    preflight,
+    cost,
+    rollout,
+    check_storage,
+    config_reference,
+    train,
+    addon_versions,
+    facts,
+    prices,
+)
 
 
 def parser() -> argparse.ArgumentParser:

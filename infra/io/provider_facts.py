@@ -12,10 +12,12 @@ import pulumi_aws as aws
 
 from infra.model.config.schema import PlatformConfig
 from infra.model.facts import AccountFacts, AvailabilityZone, InstanceFacts, RegionFacts
-from infra.model.gpu_offers import karpenter_patterns
+from infra.model.gpu_offers import GPU_FAMILY_PATTERNS, karpenter_patterns
 
 GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
 ZONE_TYPE = "availability-zone"
+# Under ``pulumi up`` the provider answers with what AWS says now.
+LIVE_SOURCE = "AWS, as the provider's data sources answered in this run"
 
 
 def instance_facts(instance_type: str, region: str, opts: pulumi.InvokeOptions) -> InstanceFacts:
@@ -35,9 +37,25 @@ def account_facts(provider: aws.Provider) -> AccountFacts:
     return AccountFacts(identity.account_id, partition.partition)
 
 
-def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
-    """Ask AWS (or the offline snapshot) about the region, every instance type the config names and every
-    type of the Karpenter pools' families offered in the region's zones."""
+def _gpu_suggestions(
+    cfg: PlatformConfig, region_types: frozenset[str], opts: pulumi.InvokeOptions
+) -> dict[str, InstanceFacts]:
+    """Facts of the region's types in the GPU families (``GPU_FAMILY_PATTERNS``), those with GPUs: what a
+    GPU pool whose type is not offered is offered instead. DescribeInstanceTypes has no GPU filter, so the
+    name patterns narrow the question and each type's facts decide."""
+    names = aws.ec2.get_instance_types(
+        filters=[aws.ec2.GetInstanceTypesFilterArgs(name="instance-type", values=list(GPU_FAMILY_PATTERNS))],
+        region=cfg.region,
+        opts=opts,
+    ).instance_types
+    facts = (instance_facts(t, cfg.region, opts) for t in sorted(set(names) & region_types))
+    return {f.instance_type: f for f in facts if f.has_gpus}
+
+
+def gather_facts(cfg: PlatformConfig, provider: aws.Provider, *, source: str = LIVE_SOURCE) -> RegionFacts:
+    """Ask AWS (or the offline data) about the region, every instance type the config names and every
+    type of the Karpenter pools' families offered in the region's zones. ``source`` names what answers
+    (the offline plan passes its data's label), for the messages of refusals on these facts."""
     opts = pulumi.InvokeOptions(provider=provider)
     # Ordinary availability zones only. DescribeAvailabilityZones also returns the Local and Wavelength
     # Zones the account has opted into ("us-west-2-lax-1a" sorts before "us-west-2a"); a VPC spread over
@@ -57,6 +75,7 @@ def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
     offerings: dict[str, set[str]] = {z.name: set() for z in zones}
     instances: dict[str, InstanceFacts] = {}
     region_types: frozenset[str] = frozenset()
+    suggestions: dict[str, InstanceFacts] = {}
     if types:
         found = aws.ec2.get_instance_type_offerings(
             location_type="availability-zone",
@@ -73,6 +92,8 @@ def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
                 location_type="region", region=cfg.region, opts=opts
             )
             region_types = frozenset(everything.instance_types)
+            if any(p.gpu and p.instance_type not in offered for p in cfg.node_pools.values()):
+                suggestions = _gpu_suggestions(cfg, region_types, opts)
         for itype in types:
             if itype in offered:
                 instances[itype] = instance_facts(itype, cfg.region, opts)
@@ -105,4 +126,6 @@ def gather_facts(cfg: PlatformConfig, provider: aws.Provider) -> RegionFacts:
         offerings={az: frozenset(ts) for az, ts in offerings.items()},
         instances=instances,
         region_types=region_types,
+        source=source,
+        suggestions=suggestions,
     )

@@ -6,6 +6,10 @@ GPU counts, EFA support, maximum EFA interfaces, network cards and offerings are
 
 moto is an extra of the offline plan (``pip install '.[plan]'``); ``pulumi up`` never imports this module:
 there the provider's data sources answer the same questions.
+
+``offline_aws(region)`` is what the offline plan and ``aiplat cost`` read: a refreshed facts file for the
+region when ``aiplat facts refresh`` wrote one (``infra/io/facts_file.py``), else this snapshot; its
+``label`` names the data and its date for the messages of fact-based refusals.
 """
 
 from __future__ import annotations
@@ -13,18 +17,35 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import json
+from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from importlib import metadata, resources
 from typing import Any
 
 # The mapping from DescribeInstanceTypes to the provider's shape is pure and shared with `aiplat preflight`;
 # the mocks answer getInstanceType through it.
+from infra.io.facts_file import FactsFile, read_facts_file
 from infra.model.config.schema import PlatformConfig
 from infra.model.facts import AvailabilityZone, InstanceFacts, RegionFacts, get_instance_type_result
 from infra.model.gpu_offers import karpenter_patterns
 
 # The AWS snapshot: these modules only locate the data files; nothing of moto's mocking is started.
 _RESOURCES = "moto.ec2.resources"
+
+# When each moto release's snapshot was built: the date of its data files in the release's wheel
+# (moto-5.2.5-py3-none-any.whl: 2026-10-27). moto refreshes these files from AWS once a month (its
+# "chore: update EC2 Instance Offerings/Types" commits, https://github.com/getmoto/moto), so the data is
+# from that month or the one before. A moto version not listed here has its date shown as unknown.
+SNAPSHOT_BUILT = {"5.2.5": "2026-10-27"}
+
+
+def snapshot_label(region: str) -> str:
+    """Which data answered, for messages: moto's version, the snapshot's date, how to get fresher facts."""
+    version = metadata.version("moto")
+    built = SNAPSHOT_BUILT.get(version)
+    when = f"built {built}" if built else "date unknown (not in infra/io/snapshot.py SNAPSHOT_BUILT)"
+    refresh = f"aiplat facts refresh --region {region}"
+    return f"moto {version}'s bundled AWS snapshot, {when}; current facts: {refresh}"
 
 
 def _resource(*parts: str) -> Any:
@@ -120,14 +141,63 @@ def availability_zones(region: str) -> tuple[AvailabilityZone, ...]:
     )
 
 
+@dataclass(frozen=True)
+class OfflineAws:
+    """The offline answers for one region: its refreshed facts file when there is one, else moto's snapshot.
+
+    The same questions the provider's data sources answer under ``pulumi up`` (zones, offerings per region
+    and per zone, instance type facts), from one of the two sources, named by ``label``."""
+
+    region: str
+    file: FactsFile | None = None
+
+    @property
+    def label(self) -> str:
+        return self.file.label if self.file else snapshot_label(self.region)
+
+    def availability_zones(self) -> tuple[AvailabilityZone, ...]:
+        return self.file.zones if self.file else availability_zones(self.region)
+
+    def describe_instance_type(self, instance_type: str) -> dict[str, Any] | None:
+        if self.file:
+            raw = self.file.instance_types.get(instance_type)
+            return dict(raw) if raw is not None else None
+        return describe_instance_type(instance_type)
+
+    def instance_type_names(self) -> tuple[str, ...]:
+        return tuple(sorted(self.file.instance_types)) if self.file else instance_type_names()
+
+    def offered_in_region(self) -> frozenset[str]:
+        return self.file.region_offerings if self.file else offered_in_region(self.region)
+
+    def offered_by_az(self) -> dict[str, frozenset[str]]:
+        if self.file:
+            return dict(sorted(self.file.zone_offerings.items()))
+        return offered_by_az(self.region)
+
+    def instance_facts(self, instance_type: str) -> InstanceFacts | None:
+        raw = self.describe_instance_type(instance_type)
+        return (
+            InstanceFacts.from_get_instance_type(get_instance_type_result(raw, self.region)) if raw else None
+        )
+
+
+def offline_aws(region: str) -> OfflineAws:
+    """The region's offline AWS data: the refreshed facts file (``aiplat facts refresh``) if one covers the
+    region, else moto's snapshot."""
+    return OfflineAws(region, read_facts_file(region))
+
+
 def region_facts(cfg: PlatformConfig) -> RegionFacts:
     """The facts the program gathers for ``cfg`` (``infra/io/provider_facts.py:gather_facts``), read from the
-    snapshot directly: ordinary zones, offerings per zone of the pools' types and of every type of the
-    Karpenter pools' families (``g5.*``), and those types' facts. For pure estimates outside the program
-    (``aiplat cost``: which types a Karpenter pool may launch) and for tests."""
+    offline data directly (``offline_aws``: a refreshed facts file or the snapshot): ordinary zones,
+    offerings per zone of the pools' types and of every type of the Karpenter pools' families (``g5.*``),
+    and those types' facts. For pure estimates outside the program (``aiplat cost``: which types a
+    Karpenter pool may launch) and for tests."""
     region = cfg.region
-    zones = tuple(z for z in availability_zones(region) if z.zone_type == "availability-zone")
-    by_az = offered_by_az(region)
+    data = offline_aws(region)
+    zones = tuple(z for z in data.availability_zones() if z.zone_type == "availability-zone")
+    by_az = data.offered_by_az()
     types = {p.instance_type for p in cfg.node_pools.values()}
     patterns = karpenter_patterns(cfg)
     offerings: dict[str, frozenset[str]] = {}
@@ -137,11 +207,12 @@ def region_facts(cfg: PlatformConfig) -> RegionFacts:
             t for t in here if t in types or any(fnmatch.fnmatchcase(t, p) for p in patterns)
         )
     offered = {t for ts in offerings.values() for t in ts}
-    instances = {t: f for t in sorted(offered) if (f := instance_facts(t, region)) is not None}
+    instances = {t: f for t in sorted(offered) if (f := data.instance_facts(t)) is not None}
     return RegionFacts(
         region=region,
         zones=zones,
         offerings=offerings,
         instances=instances,
-        region_types=offered_in_region(region) if not types <= offered else frozenset(),
+        region_types=data.offered_in_region() if not types <= offered else frozenset(),
+        source=data.label,
     )

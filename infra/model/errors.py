@@ -18,7 +18,8 @@ class ConfigError(PlatformError):
 
     ``field`` is a dotted path from the stack file (``aiplat:platform.node_pools.gpu.instance_type``),
     ``problem`` says what is wrong with the value, ``fix`` what to do about it and ``doc`` where the
-    constraint is documented (an AWS or Kubernetes page), when it comes from outside this project.
+    constraint is documented (an AWS or Kubernetes page), when it comes from outside this project;
+    ``data`` names the AWS data a refusal on AWS facts was judged on, and its date (printed last).
     """
 
     exit_code = 2
@@ -31,23 +32,26 @@ class ConfigError(PlatformError):
         *,
         source: str | None = None,
         doc: str | None = None,
+        data: str | None = None,
     ):
         self.field = field
         self.problem = problem
         self.fix = fix
         self.source = source
         self.doc = doc
+        self.data = data
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
         where = f"{self.source}: " if self.source else ""
         fix = f"; fix: {self.fix}" if self.fix else ""
         doc = f" (see {self.doc})" if self.doc else ""
-        return f"{where}{self.field}: {self.problem}{fix}{doc}"
+        data = f" [data: {self.data}]" if self.data else ""
+        return f"{where}{self.field}: {self.problem}{fix}{doc}{data}"
 
     def with_source(self, source: str) -> ConfigError:
         """The same error, attributed to a stack file."""
-        return ConfigError(self.field, self.problem, self.fix, source=source, doc=self.doc)
+        return ConfigError(self.field, self.problem, self.fix, source=source, doc=self.doc, data=self.data)
 
 
 class ConfigErrors(PlatformError):

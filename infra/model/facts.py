@@ -2,7 +2,8 @@
 
 The program fetches these facts through the AWS provider's data sources (``infra/io/provider_facts.py``);
 the offline plan answers the same data sources from the AWS snapshot bundled in moto
-(``infra/io/snapshot.py``). Both end in the types below, so the rules never know which source answered.
+(``infra/io/snapshot.py``: a refreshed facts file or moto's snapshot). Both end in the types below; the
+rules judge them alike, and ``RegionFacts.source`` names the data in the messages of fact-based refusals.
 """
 
 from __future__ import annotations
@@ -223,6 +224,12 @@ class RegionFacts:
     # True when the offerings were read per zone ID and mapped to this account's zone names (``aiplat
     # preflight``); the offline snapshot only guesses the name -> ID pairing, so messages leave IDs out.
     by_zone_id: bool = False
+    # Which data answered and its date ("moto 5.2.5's bundled AWS snapshot (built ...)", a refreshed facts
+    # file, the provider), named by every refusal on these facts; "" where the caller says it elsewhere.
+    source: str = ""
+    # Facts of the region's GPU types, fetched only when a GPU pool names a type not offered: the
+    # suggestions for such a pool are types with GPUs.
+    suggestions: Mapping[str, InstanceFacts] = field(default_factory=dict)
 
     def azs_offering(self, instance_type: str) -> tuple[str, ...]:
         return tuple(az for az, types in sorted(self.offerings.items()) if instance_type in types)

@@ -2,8 +2,8 @@
 
 Resource registrations are answered with their inputs plus the identifiers AWS would compute (id, arn);
 the values are placeholders, the *shape* is what the real provider returns. Data calls (availability
-zones, instance types, offerings, caller identity, partition, region) are answered from the snapshot
-(``infra/io/snapshot.py``).
+zones, instance types, offerings, caller identity, partition, region) are answered from the region's
+offline AWS data (``infra/io/snapshot.py:offline_aws``: a refreshed facts file, else moto's snapshot).
 A data call we cannot answer raises ``DataSourceError`` naming the call, so nothing silently receives an
 empty answer.
 """
@@ -44,6 +44,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         # referenced stack -> its planned outputs (answers pulumi.StackReference)
         self.stack_outputs = dict(stack_outputs or {})
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self._data: dict[str, snapshot.OfflineAws] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "aws:index/getAvailabilityZones:getAvailabilityZones": self._availability_zones,
             "aws:ec2/getInstanceType:getInstanceType": self._instance_type,
@@ -69,12 +70,24 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
     def _region_of(self, args: dict[str, Any]) -> str:
         return args.get("region") or self.region
 
+    def data(self, region: str | None = None) -> snapshot.OfflineAws:
+        """The offline AWS data of ``region`` (the stack's by default), read once per plan."""
+        region = region or self.region
+        if region not in self._data:
+            self._data[region] = snapshot.offline_aws(region)
+        return self._data[region]
+
+    @property
+    def facts_source(self) -> str:
+        """Which data answers the stack region's data calls, and its date (for the rules' messages)."""
+        return self.data().label
+
     def _availability_zones(self, args: dict[str, Any]) -> dict[str, Any]:
         region = self._region_of(args)
-        zones = snapshot.availability_zones(region)
+        zones = self.data(region).availability_zones()
         if not zones:
             raise DataSourceError(
-                f"getAvailabilityZones: the AWS snapshot has no zones for region {region!r}"
+                f"getAvailabilityZones: {self.data(region).label} has no zones for region {region!r}"
             )
         excluded = set(args.get("excludeNames") or [])
         excluded_ids = set(args.get("excludeZoneIds") or [])
@@ -107,7 +120,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
 
     def _instance_type(self, args: dict[str, Any]) -> dict[str, Any]:
         itype = args.get("instanceType", "")
-        raw = snapshot.describe_instance_type(itype)
+        raw = self.data(self._region_of(args)).describe_instance_type(itype)
         if raw is None:
             # What EC2 answers for an unknown type; our config validation catches it earlier.
             raise DataSourceError(f"getInstanceType: InvalidInstanceType: {itype!r} does not exist")
@@ -123,7 +136,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             raise DataSourceError(f"getInstanceTypes: filters {other} are not answered by the snapshot")
         types = [
             t
-            for t in snapshot.instance_type_names()
+            for t in self.data(region).instance_type_names()
             if wanted is None or any(fnmatch.fnmatchcase(t, w) for w in wanted)
         ]
         return {"id": region, "region": region, "instanceTypes": types}
@@ -138,9 +151,9 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         wanted = _filter_values(args, "instance-type")
         locations = _filter_values(args, "location")
         if location_type == "region":
-            rows = [(t, region) for t in sorted(snapshot.offered_in_region(region))]
+            rows = [(t, region) for t in sorted(self.data(region).offered_in_region())]
         else:
-            rows = [(t, az) for az, types in snapshot.offered_by_az(region).items() for t in sorted(types)]
+            rows = [(t, az) for az, types in self.data(region).offered_by_az().items() for t in sorted(types)]
         # EC2 filter values match exactly or with the wildcards * and ?, as AWS documents for Describe*
         # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Filtering.html).
         rows = [

@@ -262,6 +262,7 @@ def run_plan(
             stacks=read_stack_index(stacks_dir),
             on_finding=findings.append,
             endpoint_probe=None,
+            facts_source=mocks.facts_source,
         ),
         stack=stack,
         mocks=mocks,

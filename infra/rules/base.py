@@ -63,12 +63,14 @@ class Finding:
     fix: str | None = None
     doc: str | None = None
     rule: str = ""
+    # the AWS data a refusal on AWS facts was judged on, and its date (``RegionFacts.source``)
+    data: str = ""
 
     def one_line(self) -> str:
         return self.as_config_error().one_line()
 
     def as_config_error(self) -> ConfigError:
-        return ConfigError(self.field, self.problem, self.fix, doc=self.doc)
+        return ConfigError(self.field, self.problem, self.fix, doc=self.doc, data=self.data or None)
 
 
 def error(field: str, problem: str, fix: str | None = None, doc: str | None = None) -> Finding:
@@ -165,8 +167,13 @@ def applicable(phase: Phase, ctx: RuleContext, *, requiring: Need | None = None)
 
 
 def check_rule(r: Rule, ctx: RuleContext) -> list[Finding]:
-    """One rule's findings, each tagged with the rule's name."""
-    return [replace(f, rule=r.name) for f in r.check(ctx)]
+    """One rule's findings, each tagged with the rule's name; a refusal by a rule on AWS facts also names
+    the data that answered and its date (``RegionFacts.source``), so a stale snapshot is visible."""
+    source = ctx.facts.source if ctx.facts is not None and Need.facts in r.needs else ""
+    return [
+        replace(f, rule=r.name, data=source) if source and f.level is Level.error else replace(f, rule=r.name)
+        for f in r.check(ctx)
+    ]
 
 
 def run_rules(phase: Phase, ctx: RuleContext, *, requiring: Need | None = None) -> list[Finding]:

@@ -34,11 +34,17 @@ def instance_type_offered(ctx: RuleContext) -> Iterator[Finding]:
     for name, pool in ctx.cfg.node_pools.items():
         if ctx.facts.azs_offering(pool.instance_type):
             continue
-        close = difflib.get_close_matches(pool.instance_type, sorted(ctx.facts.region_types), n=3, cutoff=0.5)
+        # A GPU pool is offered GPU types only (their facts, fetched for this message); a CPU pool, the
+        # region's types that are not known to have GPUs.
+        gpu_types = {t for t, f in ctx.facts.suggestions.items() if f.has_gpus}
+        pool_of = gpu_types if pool.gpu else ctx.facts.region_types - gpu_types
+        close = difflib.get_close_matches(pool.instance_type, sorted(pool_of), n=3, cutoff=0.5)
+        kind = "GPU type" if pool.gpu else "type"
         fix = (
-            f"use one offered there, e.g. {', '.join(close)}"
+            f"use a {kind} offered there, e.g. {', '.join(close)}"
             if close
-            else "pick a type offered in the region"
+            else f"pick a {kind} offered in the region"
+            + (f" ({', '.join(sorted(pool_of)[:8])}{', ...' if len(pool_of) > 8 else ''})" if pool_of else "")
         )
         yield error(
             at("node_pools", name, "instance_type"),

@@ -66,3 +66,66 @@ def test_karpenter_pools_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
     assert f"{cheapest} {prices[cheapest]:,.4f}" in row
     assert f"{replicas * prices[cheapest]:,.2f}" in row
     assert "Karpenter pools: GPUs at min/desired" in " ".join(out.split())
+
+
+def _eu_stack(tmp_path, gpu_type: str):
+    """dev-us-train moved to eu-west-1 with ``gpu_type`` on its GPU pool (valid config, a plan question)."""
+    doc = yaml.safe_load((REPO / "stacks" / "Pulumi.dev-us-train.yaml").read_text())
+    doc["config"]["aiplat:platform"]["region"] = "eu-west-1"
+    doc["config"]["aiplat:platform"]["node_pools"]["gpu"]["instance_type"] = gpu_type
+    (tmp_path / "Pulumi.eu-dev.yaml").write_text(yaml.safe_dump(doc))
+    return str(tmp_path)
+
+
+def test_a_stack_the_plan_refuses_is_not_priced_exit_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _eu_stack(tmp_path, "g6e.12xlarge")  # not offered in eu-west-1 (moto's snapshot)
+    assert main(["cost", "--stack", "eu-dev", "--stacks-dir", folder]) == 2
+    captured = capsys.readouterr()
+    assert (
+        "error: eu-dev: aiplat:platform.node_pools.gpu.instance_type: 'g6e.12xlarge' is not offered in "
+        in (captured.err)
+    )
+    assert "[data: moto " in captured.err
+    assert "all stacks" not in captured.out  # nothing priced
+
+
+def test_cost_json_is_the_estimate_as_data(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    args = ["cost", "--stack", "prod-us-train", "--on", "2026-11-30", "--artifact-gb-per-month", "1000"]
+    assert main([*args, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (stack,) = doc["stacks"]
+    train = next(p for p in stack["pools"] if p["pool"] == "train")
+    cfg = load_stack_config("prod-us-train").node_pools["train"]
+    p5 = DATA["instances"]["us-east-1"]["p5.48xlarge"]["on_demand"]["usd"]
+    assert train["instance_type"] == "p5.48xlarge"
+    assert train["nodes"] == {"min": cfg.min_size, "desired": cfg.desired_size, "max": cfg.max_size}
+    assert train["prices"]["on_demand"]["usd"] == p5
+    assert train["prices"]["on_demand"]["source_kind"] == DATA["sources"]["karpenter"]["kind"]
+    assert train["hourly"]["desired"]["usd"] == pytest.approx(cfg.desired_size * p5)
+    transfer = "data transfer us-east-1 -> ap-east-1"
+    assert transfer in stack["totals"]["as_configured"]["monthly"]["max"]["unknown"]
+    assert doc["sources"]["karpenter"]["url"] == DATA["sources"]["karpenter"]["url"]
+
+
+def test_cost_fits_80_columns_without_cutting_instance_types(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["cost", "--all", "--on", "2026-11-30"]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    words = set(out.replace("│", " ").split())
+    for stack in ("prod-us-train", "prod-sg-infer", "dev-us-train", "prod-hk-infer"):
+        for pool in load_stack_config(stack).node_pools.values():
+            assert pool.instance_type in words, (stack, pool.instance_type)
+
+
+def test_prices_from_third_party_blogs_are_marked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cost", "--stack", "prod-sg-infer", "--on", "2026-11-30"]) == 0
+    out = capsys.readouterr().out
+    nat = DATA["regional"]["ap-southeast-1"]["nat_gateway_hour"]["source"]
+    assert DATA["sources"][nat]["kind"] == "third-party-blog"
+    row = next(line for line in out.splitlines() if line.startswith("│ NAT gateway, ap-southeast-1 "))
+    assert f"{nat} (third-party blog only)" in row
+    assert "marked: " in out and "NAT gateway, ap-southeast-1" in out.split("marked: ", 1)[1]

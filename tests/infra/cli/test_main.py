@@ -34,6 +34,8 @@ def test_every_module_in_commands_is_a_subcommand() -> None:
             "config-reference",
             "train",
             "addon-versions",
+            "facts",
+            "prices",
         ]
     )
 

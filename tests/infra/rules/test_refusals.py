@@ -140,8 +140,8 @@ CASES = [
     (
         update_pool("train", instance_type="p5.48xlarg"),
         FACTS,
-        f"{P}.train.instance_type: 'p5.48xlarg' is not offered in us-east-1; fix: use one offered there, "
-        "e.g. p5.48xlarge",
+        f"{P}.train.instance_type: 'p5.48xlarg' is not offered in us-east-1; fix: use a GPU type offered "
+        "there, e.g. p5.48xlarge",
     ),
     (
         lambda c: c.update(region="us-est-1"),
