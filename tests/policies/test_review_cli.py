@@ -41,7 +41,7 @@ def plan_file(
     if key not in _SAVED:
         out = tmp_path / "planned"
         extra = ["--stacks-dir", str(stacks_dir)] if stacks_dir else []
-        assert main(["plan", "--stack", stack, *extra, "--out", str(out), "--no-tree"]) == 0
+        assert main(["plan", "--stack", stack, *extra, "--out", str(out)]) == 0
         _SAVED[key] = (out / f"{stack}.json").read_text()
     doc = json.loads(_SAVED[key])
     if mutate:
