@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, EXIT_POLICY, print_error
-from infra.cli.plan import plan_stack, refuse_name_clashes
+from infra.cli.plan import plan_stack, print_findings, refuse_name_clashes
 from infra.io.policypack import default_pack_dir, read_json, read_pack_project, read_plan
 from infra.io.stackfiles import list_stacks
 from infra.model.errors import PlatformError
@@ -70,7 +70,9 @@ def _plans(args: argparse.Namespace, err: Console, console: Console) -> tuple[li
             planned[stack] = plan
     # what aiplat plan refuses is not reviewed: a stack whose names another stack of the folder uses
     refused = refuse_name_clashes(planned, args, console, err)
-    plans = [p.as_json() for s, p in planned.items() if s not in refused]
+    kept = {s: p for s, p in planned.items() if s not in refused}
+    print_findings(err, {s: p.findings for s, p in kept.items()})
+    plans = [p.as_json() for p in kept.values()]
     failed = failed or (EXIT_CONFIG if refused else EXIT_OK)
     if not stacks:
         err.print("no stacks found", style="red")
@@ -81,10 +83,11 @@ def _plans(args: argparse.Namespace, err: Console, console: Console) -> tuple[li
 EXAMPLES = 3  # resources and messages a policy's row quotes without --verbose
 
 
-def _examples(items: list[str], what: str) -> str:
+def _examples(items: list[str]) -> str:
+    """The first few items, one per line, and how many more there are."""
     shown = "\n".join(items[:EXAMPLES])
     more = len(items) - EXAMPLES
-    return f"{shown}\n... and {more} more {what} (--verbose)" if more > 0 else shown
+    return f"{shown}\n+{more} more (--verbose)" if more > 0 else shown
 
 
 def print_review(review, console: Console, *, verbose: bool = False) -> None:  # noqa: ANN001 (StackReview)
@@ -111,8 +114,9 @@ def print_review(review, console: Console, *, verbose: bool = False) -> None:  #
                 for d in g.diagnostics:
                     table.add_row(level, d.policy, d.resource or "(stack)", d.message)
             else:
-                resources = _examples(g.resources(), "resources")
-                table.add_row(level, g.policy, str(g.count), resources, _examples(g.messages(), "messages"))
+                table.add_row(
+                    level, g.policy, str(g.count), _examples(g.resources()), _examples(g.messages())
+                )
         console.print(table)
 
 
