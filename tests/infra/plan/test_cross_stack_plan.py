@@ -10,6 +10,7 @@ import pytest
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK
 from infra.cli.main import main
+from infra.io.stackfiles import list_stacks
 from infra.model.project import CONFIG_KEY
 
 
@@ -71,19 +72,20 @@ def test_a_second_stack_with_the_same_names_is_refused(stack_doc, write_stack, t
 
 
 def test_shared_warnings_print_once_and_each_stack_gets_a_summary(tmp_path, capsys) -> None:
-    stacks = ["dev-us-train", "prod-us-train"]
-    assert main(["plan", *(f"--stack={s}" for s in stacks), "--out", str(tmp_path)]) == EXIT_OK
+    # what `make plan` runs
+    assert main(["plan", "--all", "--out", str(tmp_path)]) == EXIT_OK
+    stacks = list_stacks()
     captured = capsys.readouterr()
     warnings = captured.err.splitlines()
     assert warnings and len(warnings) == len(set(warnings))
-    # an add-on build both stacks use: one line naming both, not one per stack
+    # an add-on build every stack uses: one line naming them all, not one per stack
     addon = [w for w in warnings if "cluster.addons.vpc_cni" in w]
-    assert len(addon) == 1 and addon[0].startswith("warning: dev-us-train, prod-us-train: ")
+    assert len(addon) == 1 and addon[0].startswith(f"warning: {', '.join(stacks)}: "), addon
     out = captured.out.splitlines()
     assert len(out) == 2 * len(stacks), captured.out
     assert out[0].startswith("dev-us-train (us-west-2, train): ") and "resources" in out[0]
     assert out[1].strip().startswith(f"wrote {tmp_path / 'dev-us-train.json'}")
-    assert out[2].startswith("prod-us-train (us-east-1, train): ")
+    assert out[2].startswith("prod-hk-infer (ap-east-1, infer): ")
 
     # the tree on request
     assert main(["plan", "--stack", "dev-us-train", "--out", str(tmp_path), "--tree"]) == EXIT_OK

@@ -85,7 +85,7 @@ def test_a_stack_plan_is_reused_until_its_stacks_folder_changes(stack_doc, write
 
 
 def test_cli_writes_plan_json(tmp_path, capsys) -> None:
-    assert main(["plan", "--stack", "dev-us-train", "--out", str(tmp_path)]) == 0
+    assert main(["plan", "--stack", "dev-us-train", "--out", str(tmp_path), "--counts"]) == 0
     doc = json.loads((tmp_path / "dev-us-train.json").read_text())
     assert set(doc) == {"stack", "project", "region", "config", "resources", "outputs"}
     assert doc["stack"] == "dev-us-train" and doc["project"] == "aiplat" and doc["region"] == "us-west-2"
