@@ -34,9 +34,12 @@ $(VENV)/.dev: pyproject.toml images/trainer/requirements.txt $(VENV)/.base $(VEN
 STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 
 # Plan every stack, then review the saved plans with the policy pack (exit 5 on a mandatory violation).
+# Two lines per stack and one row per policy; `make plan PLAN_FLAGS=--tree REVIEW_FLAGS=--verbose` for all.
+PLAN_FLAGS ?=
+REVIEW_FLAGS ?=
 plan: $(VENV)/.base $(VENV)/.policy
-	$(BIN)/aiplat plan --all
-	$(BIN)/aiplat review $(foreach s,$(STACKS),--plan build/plan/$(s).json)
+	$(BIN)/aiplat plan --all $(PLAN_FLAGS)
+	$(BIN)/aiplat review $(REVIEW_FLAGS) $(foreach s,$(STACKS),--plan build/plan/$(s).json)
 
 review: $(VENV)/.base $(VENV)/.policy
 	$(BIN)/aiplat review --all

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, EXIT_POLICY, print_error
-from infra.cli.plan import plan_stack
+from infra.cli.plan import plan_stack, print_findings, refuse_name_clashes
 from infra.io.policypack import default_pack_dir, read_json, read_pack_project, read_plan
 from infra.io.stackfiles import list_stacks
 from infra.model.errors import PlatformError
@@ -25,8 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="review stacks' offline plans with the policy pack (policies/)",
         description="Run the CrossGuard policy pack against the offline plan of each stack through the "
         "analyzer calls the Pulumi engine makes during a preview (Analyze per resource, AnalyzeStack). "
-        "Prints violations by severity; exit 5 on any mandatory violation, 2 on an invalid stack config, "
-        "plan file or pack config.",
+        "Prints one row per policy with the count and a few examples (--verbose: every violation); "
+        "exit 5 on any mandatory violation, 2 on an invalid stack config (or a name another stack of the "
+        "folder uses), plan file or pack config.",
     )
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--stack", "-s", action="append", help="stack to plan and review (repeatable)")
@@ -49,6 +50,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="run the pack as its own process with this Python (e.g. policies/venv/bin/python), as the "
         "Pulumi CLI does; default: in this process",
     )
+    p.add_argument(
+        "--verbose", "-v", action="store_true", help="every violation on its own row, not one row per policy"
+    )
     p.set_defaults(run=run)
 
 
@@ -57,37 +61,62 @@ def _plans(args: argparse.Namespace, err: Console, console: Console) -> tuple[li
     if args.plan:
         return [read_plan(path) for path in args.plan], EXIT_OK
     stacks = list_stacks(args.stacks_dir) if args.all else list(args.stack)
-    plans, failed = [], EXIT_OK
+    planned, failed = {}, EXIT_OK
     for stack in stacks:
         plan, code = plan_stack(stack, args, console, err)
         if plan is None:
             failed = failed or code
         else:
-            plans.append(plan.as_json())
+            planned[stack] = plan
+    # what aiplat plan refuses is not reviewed: a stack whose names another stack of the folder uses
+    refused = refuse_name_clashes(planned, args, console, err)
+    kept = {s: p for s, p in planned.items() if s not in refused}
+    print_findings(err, {s: p.findings for s, p in kept.items()})
+    plans = [p.as_json() for p in kept.values()]
+    failed = failed or (EXIT_CONFIG if refused else EXIT_OK)
     if not stacks:
         err.print("no stacks found", style="red")
         failed = EXIT_CONFIG
     return plans, failed
 
 
-def print_review(review, console: Console) -> None:  # noqa: ANN001 (StackReview, imported lazily)
+EXAMPLES = 3  # resources and messages a policy's row quotes without --verbose
+
+
+def _examples(items: list[str]) -> str:
+    """The first few items, one per line, and how many more there are."""
+    shown = "\n".join(items[:EXAMPLES])
+    more = len(items) - EXAMPLES
+    return f"{shown}\n+{more} more (--verbose)" if more > 0 else shown
+
+
+def print_review(review, console: Console, *, verbose: bool = False) -> None:  # noqa: ANN001 (StackReview)
+    """The verdict, then a table per severity: one row per policy with the count, a few resources and its
+    distinct messages; ``verbose``: one row per violation."""
     verdict = "[green]passes[/]" if review.passed else "[bold red]fails[/]"
     console.print(
         f"[bold]{review.stack}[/]: {verdict} {review.pack}@{review.version}: "
         f"{len(review.mandatory)} mandatory, {len(review.advisory)} advisory violations "
         f"({review.policies} policies, {review.resources} resources)"
     )
-    for severity, diagnostics in review.by_severity().items():
-        table = Table(
-            title=f"{severity} ({len(diagnostics)})", title_style=STYLE.get(severity, ""), expand=True
-        )
+    for severity, groups in review.by_policy().items():
+        total = sum(g.count for g in groups)
+        table = Table(title=f"{severity} ({total})", title_style=STYLE.get(severity, ""), expand=True)
         table.add_column("level", no_wrap=True)
         table.add_column("policy", no_wrap=True)
+        if not verbose:
+            table.add_column("count", justify="right", no_wrap=True)
         table.add_column("resource", overflow="fold", max_width=36)
         table.add_column("message", overflow="fold", ratio=1)
-        for d in diagnostics:
-            level = "[bold red]mandatory[/]" if d.mandatory else "advisory"
-            table.add_row(level, d.policy, d.resource or "(stack)", d.message)
+        for g in groups:
+            level = "[bold red]mandatory[/]" if g.mandatory else "advisory"
+            if verbose:
+                for d in g.diagnostics:
+                    table.add_row(level, d.policy, d.resource or "(stack)", d.message)
+            else:
+                table.add_row(
+                    level, g.policy, str(g.count), _examples(g.resources()), _examples(g.messages())
+                )
         console.print(table)
 
 
@@ -113,7 +142,7 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
             status = status or exc.exit_code
             continue
         reviews.append(review)
-        print_review(review, console)
+        print_review(review, console, verbose=args.verbose)
         console.print(f"reviewed {review.stack} in {time.perf_counter() - started:.1f}s\n")
     if len(reviews) > 1:
         summary = Table(title="policy review")

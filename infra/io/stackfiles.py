@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from infra.model.config.monitoring import RECEIVER_SECRET_PREFIX
+from infra.model.config.network import NetworkConfig
 from infra.model.config.parse import parse_platform_config
 from infra.model.config.schema import PlatformConfig
 from infra.model.errors import ConfigError, ConfigErrors
@@ -152,7 +153,7 @@ def _platform_section(path: Path) -> dict[str, Any]:
 
 
 def read_stack_index(stacks_dir: Path | None = None) -> StackIndex:
-    """Role, region and replication targets of every stack file in the folder.
+    """Role, region, replication targets, VPC CIDR and source stack of every stack file in the folder.
 
     Read tolerantly: a broken neighbour is reported by its own plan, not by the stacks that look at it.
     """
@@ -164,11 +165,15 @@ def read_stack_index(stacks_dir: Path | None = None) -> StackIndex:
         targets = storage.get("replicate_to") if isinstance(storage.get("replicate_to"), list) else []
         images = section.get("images") if isinstance(section.get("images"), dict) else {}
         builds = images.get("builds") if isinstance(images.get("builds"), dict) else {}
+        network = section.get("network") if isinstance(section.get("network"), dict) else {}
         stacks[stack] = StackSummary(
             role=str(section.get("role", "")),
             region=str(section.get("region", "")),
             environment=str(section.get("environment", "")),
             replicate_to=tuple(str(t) for t in targets),
             images=tuple(sorted(str(b) for b in builds)),
+            # unset: the schema's default, which that stack's VPC gets
+            vpc_cidr=str(network.get("vpc_cidr") or NetworkConfig.model_fields["vpc_cidr"].default),
+            source_stack=str(storage.get("source_stack") or ""),
         )
     return StackIndex(stacks)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
@@ -51,3 +53,20 @@ def print_plan(plan: Plan, console: Console, *, tree: bool = True) -> None:
         for key, value in sorted(plan.outputs.items()):
             outputs.add_row(key, str(value))
         console.print(outputs)
+
+
+def summary_line(plan: Plan) -> str:
+    """``dev-us-train (us-west-2, train): 239 resources, 3 node groups, cluster aiplat-dev-train``."""
+    groups = len(plan.by_type("aws:eks/nodeGroup:NodeGroup"))
+    cluster = plan.outputs.get("clusterName")
+    role = plan.config.get("role", "")
+    parts = [f"{len(plan.resources)} resources", f"{groups} node group{'s' if groups != 1 else ''}"]
+    if cluster:
+        parts.append(f"cluster {cluster}")
+    return f"{plan.stack} ({plan.region}, {role}): {', '.join(parts)}"
+
+
+def print_summary(plan: Plan, console: Console, *, path: Path, seconds: float) -> None:
+    """Two lines per stack: what it creates, and where the plan went."""
+    console.print(f"[bold]{summary_line(plan)}[/]", highlight=False)
+    console.print(f"  wrote {path} ({seconds:.1f}s)", highlight=False)

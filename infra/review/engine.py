@@ -58,6 +58,29 @@ class Diagnostic:
         return f"{qualified.rsplit(':', 1)[-1]} {name}"
 
 
+@dataclass(frozen=True)
+class PolicyFindings:
+    """Every violation of one policy (at one enforcement level) in one stack: what the review prints as
+    one row, with the count and a few examples."""
+
+    policy: str
+    severity: str
+    mandatory: bool
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.diagnostics)
+
+    def resources(self) -> list[str]:
+        """The resources it names, each once, in order (``(stack)`` for a stack-level violation)."""
+        return list(dict.fromkeys(d.resource or "(stack)" for d in self.diagnostics))
+
+    def messages(self) -> list[str]:
+        """The distinct messages, in order: one when every resource has the same problem."""
+        return list(dict.fromkeys(d.message for d in self.diagnostics))
+
+
 @dataclass
 class StackReview:
     """The pack's verdict on one stack's plan."""
@@ -88,6 +111,19 @@ class StackReview:
         for d in sorted(self.diagnostics, key=lambda d: (not d.mandatory, d.policy, d.urn)):
             groups.setdefault(d.severity, []).append(d)
         return {s: ds for s, ds in groups.items() if ds}
+
+    def by_policy(self) -> dict[str, list[PolicyFindings]]:
+        """Severity -> one ``PolicyFindings`` per policy and enforcement level (mandatory first)."""
+        out: dict[str, list[PolicyFindings]] = {}
+        for severity, diagnostics in self.by_severity().items():
+            groups: dict[tuple[bool, str], list[Diagnostic]] = {}
+            for d in diagnostics:
+                groups.setdefault((d.mandatory, d.policy), []).append(d)
+            out[severity] = [
+                PolicyFindings(policy, severity, mandatory, tuple(ds))
+                for (mandatory, policy), ds in groups.items()
+            ]
+        return out
 
 
 def engine_environment(plan: Mapping[str, Any], *, dry_run: bool = True) -> dict[str, str]:

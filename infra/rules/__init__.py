@@ -5,6 +5,7 @@ stacks as data and never do I/O.
 """
 
 from infra.rules import (  # noqa: F401  (registration)
+    allowlists,
     cluster,
     fsx,
     inference,

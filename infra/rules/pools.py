@@ -277,3 +277,37 @@ def system_pool(ctx: RuleContext) -> Iterator[Finding]:
         "(e.g. system: {instance_type: m6i.xlarge, gpu: false, min_size: 2, desired_size: 2, max_size: 3})",
         "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html",
     )
+
+
+# EKS service quotas (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html): "Nodes per
+# managed node group: 450" and "Managed node groups per cluster: 30", both per Region and adjustable. A
+# larger max_size makes CreateNodegroup/UpdateNodegroupConfig fail, so the plan refuses it at the default.
+SERVICE_QUOTAS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html"
+NODES_PER_MANAGED_NODE_GROUP = 450
+MANAGED_NODE_GROUPS_PER_CLUSTER = 30
+
+
+@rule("node-group-size-quota")
+def node_group_size_quota(ctx: RuleContext) -> Iterator[Finding]:
+    """Each pool's sizes, and the number of pools, fit EKS's managed node group quotas."""
+    for name, pool in ctx.cfg.node_pools.items():
+        for size in ("max_size", "desired_size", "min_size"):
+            value = getattr(pool, size)
+            if value > NODES_PER_MANAGED_NODE_GROUP:
+                yield error(
+                    at("node_pools", name, size),
+                    f"{value} is more than EKS's quota 'Nodes per managed node group' "
+                    f"({NODES_PER_MANAGED_NODE_GROUP})",
+                    f"set {size} to at most {NODES_PER_MANAGED_NODE_GROUP}, or split the pool into several",
+                    SERVICE_QUOTAS_DOC,
+                )
+                break  # min <= desired <= max: the largest one says it
+    count = len(ctx.cfg.node_pools)
+    if count > MANAGED_NODE_GROUPS_PER_CLUSTER:
+        yield error(
+            at("node_pools"),
+            f"{count} pools, more than EKS's quota 'Managed node groups per cluster' "
+            f"({MANAGED_NODE_GROUPS_PER_CLUSTER})",
+            f"merge pools to at most {MANAGED_NODE_GROUPS_PER_CLUSTER}",
+            SERVICE_QUOTAS_DOC,
+        )

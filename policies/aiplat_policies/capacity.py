@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterator
 from typing import Any
+
+from infra.model.allowlists import INSTANCE_TYPES_BY_STACK, as_json, type_allowed
 
 from . import catalog
 from .aws import INSTANCE, LAUNCH_TEMPLATE, NODE_GROUP
@@ -32,28 +33,6 @@ from .nodes import (
 )
 from .training import templates_of
 
-# What the shipped stacks and examples use, per stack; "*" for any other stack. Shell patterns. The GPU
-# families follow each stack file's node pools and Karpenter instance_families (prod-sg-infer keeps p4de as
-# the fallback when g4dn is short there, stacks/Pulumi.prod-sg-infer.yaml); training types only in train
-# stacks.
-DEFAULT_ALLOWED_TYPES = {
-    "dev-us-train": ["m6i.*", "g4dn.*", "g5.*", "g6.*"],
-    "prod-us-train": ["m6i.*", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge"],
-    "prod-hk-infer": ["m6i.*", "g4dn.*", "g5.*", "g6.*", "g6e.*"],
-    "prod-sg-infer": ["m6i.*", "g4dn.*", "g5.*", "g6.*", "g6e.*", "p4de.24xlarge"],
-    "*": [
-        "m6i.*",
-        "m7i.*",
-        "c6i.*",
-        "g4dn.*",
-        "g5.*",
-        "g6.*",
-        "g6e.*",
-        "p4d.24xlarge",
-        "p5.48xlarge",
-        "p5en.48xlarge",
-    ],
-}
 # GPUs each stack may run: its node groups at max size plus its Karpenter GPU limit, as the stack files size
 # them today (dev: 2 + 4; inference: 6 + 16; training: 4 x 8), rounded up to leave room for one more node.
 DEFAULT_GPU_BUDGET = {
@@ -63,10 +42,6 @@ DEFAULT_GPU_BUDGET = {
     "prod-sg-infer": 24,
     "*": 16,
 }
-
-
-def _allowed(itype: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(itype, p) for p in patterns)
 
 
 @resource_rule(
@@ -83,7 +58,7 @@ def _allowed(itype: str, patterns: list[str]) -> bool:
         "allowedInstanceTypes": {
             "type": "object",
             "additionalProperties": {"type": "array", "items": {"type": "string"}},
-            "default": DEFAULT_ALLOWED_TYPES,
+            "default": as_json(INSTANCE_TYPES_BY_STACK),
             "description": "Stack name -> allowed instance types (shell patterns); '*' for other stacks.",
         }
     },
@@ -103,14 +78,16 @@ def instance_type_allowlist(r: Res, ctx: Ctx) -> Iterator[Violation]:
                 "add an 'In' requirement on "
                 "node.kubernetes.io/instance-type or karpenter.k8s.aws/instance-family",
             )
-        bad = [t for t in types if not _allowed(t, patterns)]
-        bad += [f for f in families if not _allowed(f"{f}.x", [p.split(".")[0] + ".x" for p in patterns])]
+        bad = [t for t in types if not type_allowed(t, patterns)]
+        bad += [f for f in families if not type_allowed(f"{f}.x", [p.split(".")[0] + ".x" for p in patterns])]
     elif r.type == NODE_GROUP:
-        bad = [t for t in node_group_types(r) if t is UNKNOWN or not _allowed(str(t), patterns)]
+        bad = [t for t in node_group_types(r) if t is UNKNOWN or not type_allowed(str(t), patterns)]
     else:
         itype = r.get("instanceType")
         bad = (
-            [itype] if itype is not None and (itype is UNKNOWN or not _allowed(str(itype), patterns)) else []
+            [itype]
+            if itype is not None and (itype is UNKNOWN or not type_allowed(str(itype), patterns))
+            else []
         )
     if bad:
         yield violation(

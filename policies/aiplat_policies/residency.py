@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from infra.model.allowlists import REGIONS_BY_ROLE, REPLICATION_REGIONS, allowed_regions, as_json
+
 from .aws import AWS_PROVIDER, BUCKET_TYPES, bucket_name_of_arn, region_of, stack_role_problem
 from .core import (
     CRITICAL,
@@ -26,16 +28,13 @@ REGIONS_CONFIG = {
     "allowedRegions": {
         "type": "object",
         "additionalProperties": {"type": "array", "items": {"type": "string"}},
-        "default": {
-            "train": ["us-east-1", "us-west-2", "eu-west-1"],
-            "infer": ["ap-east-1", "ap-southeast-1"],
-        },
+        "default": as_json(REGIONS_BY_ROLE),
         "description": "Stack role (train, infer) -> regions its resources may be created in.",
     },
     "replicationRegions": {
         "type": "array",
         "items": {"type": "string"},
-        "default": ["ap-east-1", "ap-southeast-1"],
+        "default": list(REPLICATION_REGIONS),
         "description": "Regions artifacts and images may be replicated to (and replicas created in).",
     },
 }
@@ -66,9 +65,7 @@ def data_residency_regions(r: Res, ctx: Ctx) -> Iterator[Violation]:
     if problem:
         yield violation(problem, "set aiplat:platform.role in the stack's config")
         return
-    allowed = list(ctx.config["allowedRegions"].get(ctx.stack.role, []))
-    if ctx.stack.role == "train":
-        allowed += [x for x in ctx.config["replicationRegions"] if x not in allowed]
+    allowed = allowed_regions(ctx.stack.role, ctx.config["allowedRegions"], ctx.config["replicationRegions"])
     if region is UNKNOWN or region not in allowed:
         yield violation(
             f"created in {region}, which is not allowed for {ctx.stack.role} stacks ({allowed})",

@@ -6,6 +6,7 @@ SSH or drops bucket encryption: those come from a code change, which shows up in
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def plan_file(
     if key not in _SAVED:
         out = tmp_path / "planned"
         extra = ["--stacks-dir", str(stacks_dir)] if stacks_dir else []
-        assert main(["plan", "--stack", stack, *extra, "--out", str(out), "--no-tree"]) == 0
+        assert main(["plan", "--stack", stack, *extra, "--out", str(out)]) == 0
         _SAVED[key] = (out / f"{stack}.json").read_text()
     doc = json.loads(_SAVED[key])
     if mutate:
@@ -223,11 +224,26 @@ def test_stack_file_putting_an_inference_stack_in_us_east_1_fails(tmp_path, caps
     platform.pop("inference")  # serving needs a source stack (rule inference-needs-cluster-services)
     (tmp_path / "Pulumi.prod-us-infer.yaml").write_text(yaml.safe_dump(doc))
     assert main(["review", "--stack", "prod-us-infer", "--stacks-dir", str(tmp_path)]) == EXIT_POLICY
-    out = capsys.readouterr().out
-    assert "data-residency-regions" in out
+    captured = capsys.readouterr()
+    out = captured.out
+    message = "created in us-east-1, which is not allowed for infer stacks (['ap-east-1', 'ap-southeast-1'])"
+    # one row for the policy, with the count and the message once (not one row per resource)
+    assert out.count("data-residency-regions") == 1 and out.count(message) == 1
+    count = int(re.search(r"data-residency-regions\s*│\s*(\d+)\s*│", out).group(1))
+    assert count > 100
+    assert re.search(r"\+\d+ more \(--verbose\)", out)
+    # the plan said it once, on the field, from the same allowlist
+    assert captured.err.count("is outside the regions the policy pack allows") == 1
     assert (
-        "created in us-east-1, which is not allowed for infer stacks (['ap-east-1', 'ap-southeast-1'])" in out
-    )
+        "warning: prod-us-infer: aiplat:platform.region: us-east-1 is outside the regions the policy pack "
+        "allows for infer stacks (ap-east-1, ap-southeast-1): aiplat review refuses every resource of the "
+        "stack (data-residency-regions)"
+    ) in captured.err
+    # --verbose: every violation on its own row
+    args = ["review", "--stack", "prod-us-infer", "--stacks-dir", str(tmp_path), "--verbose"]
+    assert main(args) == EXIT_POLICY
+    verbose = capsys.readouterr().out
+    assert verbose.count(message) == count
 
 
 def test_pack_config_file_changes_levels_and_settings(tmp_path, capsys) -> None:

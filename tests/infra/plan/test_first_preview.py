@@ -67,7 +67,7 @@ def test_no_document_is_hidden_behind_one_apply(plan_stack, plan_example, plan_f
 
 
 def test_cli_writes_a_first_preview_plan(tmp_path) -> None:
-    args = ["plan", "--stack", "prod-hk-infer", "--first-preview", "--out", str(tmp_path), "--no-tree"]
+    args = ["plan", "--stack", "prod-hk-infer", "--first-preview", "--out", str(tmp_path)]
     assert main(args) == 0
     doc = json.loads((tmp_path / "prod-hk-infer.json").read_text())
     roles = {r["name"]: r for r in doc["resources"] if r["type"] == "aws:iam/role:Role"}

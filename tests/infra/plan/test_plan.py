@@ -61,14 +61,15 @@ def test_facts_come_from_data_calls(plan_stack) -> None:
 
 
 def test_cli_plans_a_source_stack_once(tmp_path, monitors, monkeypatch) -> None:
-    """The infer stacks' StackReference plans prod-us-train; its own plan in the same run is that plan."""
+    """The infer stacks' StackReference plans prod-us-train; its own plan in the same run is that plan, and
+    the neighbour planned for the name check (dev-us-train) is planned once too."""
     from infra.plan import runner
 
     monkeypatch.setattr(runner, "_PLAN_CACHE", {})  # nothing planned before this run
     stacks = ["prod-hk-infer", "prod-sg-infer", "prod-us-train"]
-    assert main(["plan", *(f"--stack={s}" for s in stacks), "--out", str(tmp_path), "--no-tree"]) == 0
+    assert main(["plan", *(f"--stack={s}" for s in stacks), "--out", str(tmp_path)]) == 0
     planned = sorted(m.recorded[0].urn.removeprefix("urn:pulumi:").split("::")[0] for m in monitors)
-    assert planned == stacks
+    assert planned == sorted([*stacks, "dev-us-train"])
     assert sorted(p.stem for p in tmp_path.glob("*.json")) == stacks
 
 
@@ -84,7 +85,7 @@ def test_a_stack_plan_is_reused_until_its_stacks_folder_changes(stack_doc, write
 
 
 def test_cli_writes_plan_json(tmp_path, capsys) -> None:
-    assert main(["plan", "--stack", "dev-us-train", "--out", str(tmp_path), "--no-tree"]) == 0
+    assert main(["plan", "--stack", "dev-us-train", "--out", str(tmp_path), "--counts"]) == 0
     doc = json.loads((tmp_path / "dev-us-train.json").read_text())
     assert set(doc) == {"stack", "project", "region", "config", "resources", "outputs"}
     assert doc["stack"] == "dev-us-train" and doc["project"] == "aiplat" and doc["region"] == "us-west-2"

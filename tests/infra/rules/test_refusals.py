@@ -148,6 +148,20 @@ CASES = [
         RULES,
         "aiplat:platform.region: 'us-est-1' is not an AWS region; fix: did you mean 'us-west-1', 'us-east-1'",
     ),
+    (
+        # the case: a CPU pool far beyond EKS's "Nodes per managed node group" quota
+        update_pool("system", max_size=10000),
+        RULES,
+        f"{P}.system.max_size: 10000 is more than EKS's quota 'Nodes per managed node group' (450); "
+        "fix: set max_size to at most 450, or split the pool into several",
+    ),
+    (
+        lambda c: c["node_pools"].update(
+            {f"cpu{i}": {"instance_type": "m6i.xlarge", "gpu": False} for i in range(29)}
+        ),
+        RULES,
+        f"{P}: 31 pools, more than EKS's quota 'Managed node groups per cluster' (30)",
+    ),
 ]
 IDS = [
     "efa-unsupported",
@@ -168,6 +182,8 @@ IDS = [
     "public-endpoint-world",
     "type-misspelt",
     "region-misspelt",
+    "pool-size-over-quota",
+    "pools-over-quota",
 ]
 
 

@@ -1,0 +1,54 @@
+"""Warnings for what the policy pack's default allowlists (``infra/model/allowlists.py``) would refuse: the
+plan says it once, on the config field, before ``aiplat review`` repeats it on every resource."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from infra.model.allowlists import REPLICATION_REGIONS, allowed_regions, instance_types_for, type_allowed
+from infra.rules.base import Finding, Need, RuleContext, at, rule, warning
+
+# Where the allowlists are described and how a review may change them.
+ALLOWLISTS_DOC = "policies/README.md#allowlists"
+
+
+@rule("region-in-pack-allowlist", needs=[Need.regions])
+def region_in_pack_allowlist(ctx: RuleContext) -> Iterator[Finding]:
+    """The stack's region, and its replication targets, are ones the policy pack allows for its role."""
+    cfg, role = ctx.cfg, ctx.cfg.role.value
+    allowed = allowed_regions(role)
+    if cfg.region in ctx.regions and cfg.region not in allowed:
+        yield warning(
+            at("region"),
+            f"{cfg.region} is outside the regions the policy pack allows for {role} stacks "
+            f"({', '.join(allowed)}): aiplat review refuses every resource of the stack "
+            "(data-residency-regions)",
+            f"use one of {', '.join(allowed)}, or allow {cfg.region} in the pack config "
+            f"(data-residency-regions.allowedRegions.{role}, see {ALLOWLISTS_DOC})",
+        )
+    for i, region in enumerate(cfg.storage.replicate_to):
+        if region in ctx.regions and region not in REPLICATION_REGIONS:
+            yield warning(
+                at("storage", "replicate_to", str(i)),
+                f"{region} is not a replication region the policy pack allows "
+                f"({', '.join(REPLICATION_REGIONS)}): aiplat review refuses the replication "
+                "(data-residency-replication)",
+                f"replicate to one of those, or allow {region} in the pack config "
+                f"(data-residency-replication.replicationRegions, see {ALLOWLISTS_DOC})",
+            )
+
+
+@rule("instance-type-in-pack-allowlist")
+def instance_type_in_pack_allowlist(ctx: RuleContext) -> Iterator[Finding]:
+    """Every node pool's instance type is one the policy pack allows for the stack."""
+    patterns = instance_types_for(ctx.stack)
+    for name, pool in ctx.cfg.node_pools.items():
+        if not type_allowed(pool.instance_type, patterns):
+            yield warning(
+                at("node_pools", name, "instance_type"),
+                f"{pool.instance_type} is not an instance type the policy pack allows in stack "
+                f"{ctx.stack or '(this stack)'} ({', '.join(patterns)}): aiplat review refuses its node "
+                "group (instance-type-allowlist)",
+                f"use one of those, or allow it in the pack config "
+                f"(instance-type-allowlist.allowedInstanceTypes, see {ALLOWLISTS_DOC})",
+            )
