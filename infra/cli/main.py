@@ -4,7 +4,7 @@ Parse, then load and validate, then act. Each command is a module of this packag
 (its arguments, a help line and a description) and ``run`` (what it does); this module only dispatches.
 User errors print one line per problem and no traceback (``--debug`` shows it); an error no command expected
 is a bug and says so. Exit codes are listed in ``infra/cli/common.py`` (``EXIT_CODES``), ``aiplat --help``
-and the README.
+and the docs site's exit-code page (``aiplat docs --write``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from infra.cli import (
     check_storage,
     config_reference,
     cost,
+    docs,
     plan,
     preflight,
     review,
@@ -26,7 +27,18 @@ from infra.cli import (
 from infra.cli.common import EXIT_INTERRUPTED, consoles, exit_code, exit_codes_epilog, print_error
 from infra.model.errors import PlatformError
 
-COMMANDS = (plan, review, preflight, cost, rollout, check_storage, config_reference, train, addon_versions)
+COMMANDS = (
+    plan,
+    review,
+    preflight,
+    cost,
+    rollout,
+    check_storage,
+    config_reference,
+    docs,
+    train,
+    addon_versions,
+)
 
 
 def parser() -> argparse.ArgumentParser:

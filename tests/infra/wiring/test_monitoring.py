@@ -1,6 +1,7 @@
 """The monitoring stack in every stack's plan: releases pinned from config and ordered (CRDs first), the rule
-files deployed unchanged as PrometheusRules, dashboards and PodMonitors per role, secrets that never show,
-the exporters where their hardware is; and the config and stack-file refusals around receivers."""
+files deployed as PrometheusRules (as they are, plus each alert's runbook URL), dashboards and PodMonitors per
+role, secrets that never show, the exporters where their hardware is; and the config and stack-file refusals
+around receivers."""
 
 from __future__ import annotations
 
@@ -67,7 +68,14 @@ def test_rule_files_deployed_as_prometheus_rules(plan_stack, stack: str) -> None
     for name in expected:
         doc = yaml.safe_load((REPO / "infra" / "monitoring" / "rules" / f"{name}.yaml").read_text())
         obj = rules[f"aiplat-{name}"]
-        assert obj["spec"] == {"groups": doc["groups"]}
+        # the file's groups as they are, each alert with its runbook on the docs site (monitoring.docs_url)
+        deployed = obj["spec"]["groups"]
+        for group in deployed:
+            for rule in group["rules"]:
+                if "alert" in rule:
+                    url = rule["annotations"].pop("runbook_url")
+                    assert url == f"{plan.config['monitoring']['docs_url']}runbooks/{rule['alert']}/"
+        assert deployed == doc["groups"]
         assert obj["metadata"]["labels"][mon.SELECT_LABEL[0]] == mon.SELECT_LABEL[1]
         assert obj["metadata"]["namespace"] == plan.config["cluster_services"]["monitoring_namespace"]
 
