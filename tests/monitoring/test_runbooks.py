@@ -68,3 +68,11 @@ def test_every_planned_alert_links_to_its_runbook_page(plan_stack, site, stack: 
                     assert page.read_text().startswith(f"# {rule['alert']}\n")
                     seen.add(rule["alert"])
     assert seen  # every stack deploys alerts
+
+
+def test_docs_url_must_be_a_base_url() -> None:
+    """Runbook URLs are appended to it, so it must be http(s) and end in '/'."""
+    assert MonitoringConfig(docs_url="https://docs.example.org/aiplat/").docs_url.endswith("/aiplat/")
+    for bad in ("https://docs.example.org/aiplat", "docs.example.org/", "https:// x/"):
+        with pytest.raises(ValueError, match="docs_url"):
+            MonitoringConfig(docs_url=bad)
