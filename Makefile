@@ -6,6 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# mkdocs-material prints a banner about MkDocs 2 on every build; it is not a warning of ours.
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: plan review test lint lint-docker fmt clean train-local bench-trainer bench-inference promtool policy-venv
 
@@ -20,13 +22,13 @@ $(VENV)/.base: pyproject.toml | $(BIN)/python
 # The policy pack's SDK for `aiplat review` and the tests. pulumi-policy 1.21.0 pins protobuf~=5.29.5, but
 # its code runs on the protobuf 6 that pulumi 3.272 brings (the tests drive it through the pack, in process
 # and over gRPC), so it goes in without its dependencies; the version is the one policies/requirements.txt
-# pins for the pack's own venv (README "Policy pack").
+# pins for the pack's own venv (docs/policy-pack.md).
 $(VENV)/.policy: policies/requirements.txt $(VENV)/.base
 	$(PIP) install -q --no-deps $$(grep '^pulumi-policy==' policies/requirements.txt)
 	touch $@
 
 # Tests need the dev tools, the trainer's and the inference server's stacks (CPU torch from the local wheel,
-# see README), and the policy pack's SDK.
+# see docs/trainer.md), and the policy pack's SDK.
 $(VENV)/.dev: pyproject.toml images/trainer/requirements.txt $(VENV)/.base $(VENV)/.policy
 	$(PIP) install -q -e '.[dev,trainer,inference]'
 	touch $@
@@ -51,9 +53,12 @@ policies/venv/bin/python: policies/requirements.txt
 	policies/venv/bin/python -m pip install -q -r policies/requirements.txt
 	touch $@
 
+# The docs site: a broken link, a missing anchor or a page left out of the nav fails the build; the
+# generated pages' staleness is a test (tests/infra/cli/test_docs.py).
 test: $(VENV)/.dev lint-docker promtool policy-venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mkdocs build --strict --site-dir build/site
 	$(BIN)/python -m pytest -q
 
 # promtool checks and unit-tests the alert rules (tests/monitoring): the Debian package `prometheus` ships it.

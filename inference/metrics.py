@@ -37,7 +37,7 @@ LOAD_FAILURE_REASONS = (
     "pinned_missing",
 )
 RATE_WINDOW_S = 10.0
-# The per-pod load signal the HorizontalPodAutoscaler scales on (README "Inference"); the cluster's
+# The per-pod load signal the HorizontalPodAutoscaler scales on (docs/inference/server.md); the cluster's
 # autoscaler query names it too (infra/lib/inference.py IN_FLIGHT_METRIC, tied to this by a test).
 IN_FLIGHT = "inference_requests_in_flight"
 

@@ -12,7 +12,8 @@ from rich.console import Console
 from infra.io.stackfiles import list_stacks
 from infra.model.errors import PlatformError
 
-# Exit codes every command uses (README "Command line"); each means one thing across commands.
+# Exit codes every command uses (docs/reference/exit-codes.md, generated); each means one thing
+# across commands.
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check failed (check-storage, preflight), a stack failed to deploy or its health gate
 EXIT_CONFIG = 2  # a stack config or rollout.yaml is invalid, or a bad argument (argparse uses 2 too)

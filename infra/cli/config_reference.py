@@ -1,4 +1,5 @@
-"""``aiplat config-reference``: the stack config reference generated from the schema (docs/config.md)."""
+"""``aiplat config-reference``: the stack config reference generated from the schema
+(``docs/reference/config.md``; ``aiplat docs --write`` writes it with the site's other generated pages)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "config-reference",
         help="print the stack config reference generated from the schema",
-        description="Print the reference, write it (--write docs/config.md), or exit 1 when a file is not "
-        "what the schema generates (--check docs/config.md).",
+        description="Print the reference, write it (--write docs/reference/config.md), or exit 1 when a file "
+        "is not what the schema generates (--check docs/reference/config.md).",
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--write", type=Path, metavar="FILE", help="write the reference to FILE")

@@ -4,7 +4,7 @@ Parse, then load and validate, then act. Each command is a module of this packag
 (its arguments, a help line and a description) and ``run`` (what it does); this module only dispatches.
 User errors print one line per problem and no traceback (``--debug`` shows it); an error no command expected
 is a bug and says so. Exit codes are listed in ``infra/cli/common.py`` (``EXIT_CODES``), ``aiplat --help``
-and the README.
+and the docs site's exit-code page (``aiplat docs --write``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from infra.cli import (
     check_storage,
     config_reference,
     cost,
+    docs,
     facts,
     plan,
     preflight,
@@ -45,6 +46,7 @@ COMMANDS = (
     rollout,
     check_storage,
     config_reference,
+    docs,
     train,
     addon_versions,
     facts,

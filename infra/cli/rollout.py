@@ -151,7 +151,7 @@ def execute(
     if awaiting:
         console.print(
             f"deployed, no model release yet: {', '.join(awaiting)}; they serve once a model is trained, "
-            "published and replicated to their region (README: Train -> Publish -> Replicate -> Serve)",
+            "published and replicated to their region (docs/how-to/promote-rollback.md)",
             style="yellow",
         )
     if result.stopped_at is not None:

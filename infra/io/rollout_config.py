@@ -24,7 +24,7 @@ def load_rollout_config(path: Path | None = None) -> RolloutConfig:
         raise ConfigErrors(
             [
                 ConfigError(
-                    source, "not found", "create it (backend_url, secrets_provider); see README 'Operations'"
+                    source, "not found", "create it (backend_url, secrets_provider); see docs/operations.md"
                 )
             ]
         )

@@ -2,12 +2,12 @@
 ScaledObject that owns its HorizontalPodAutoscaler, and the NetworkPolicy that lets the ALB in. Pure, no
 Pulumi.
 
-What the server expects is in ``inference/serve.py``'s docstring (README "Inference"): one port, 8080, for
-the API, the probes and ``/metrics``; ``/healthz`` for liveness (never looks at the model), ``/readyz`` for
-readiness; user 10001 on a read-only root filesystem with two writable ``emptyDir`` mounts; SIGTERM drains
-for ``INFERENCE_DRAIN_DELAY_S`` then waits ``INFERENCE_GRACEFUL_SHUTDOWN_S`` for requests in flight. The
-``infra`` package may not import ``inference`` (separate programs), so the names it exports are repeated
-here and tied to the server's own by tests (``tests/infra/lib/test_inference.py``).
+What the server expects is in ``inference/serve.py``'s docstring (docs/inference/server.md): one port,
+8080, for the API, the probes and ``/metrics``; ``/healthz`` for liveness (never looks at the model),
+``/readyz`` for readiness; user 10001 on a read-only root filesystem with two writable ``emptyDir``
+mounts; SIGTERM drains for ``INFERENCE_DRAIN_DELAY_S`` then waits ``INFERENCE_GRACEFUL_SHUTDOWN_S`` for
+requests in flight. The ``infra`` package may not import ``inference`` (separate programs), so the names
+it exports are repeated here and tied to the server's own by tests (``tests/infra/lib/test_inference.py``).
 """
 
 from __future__ import annotations

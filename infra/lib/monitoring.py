@@ -30,7 +30,9 @@ SELECT = {SELECT_LABEL[0]: SELECT_LABEL[1]}
 MONITORING_API = (
     "monitoring.coreos.com/v1"  # prometheus-operator v0.93.1 CRDs (prometheus-operator-crds 31.0.1)
 )
-KPS_RELEASE = "kps"  # object names: kps-prometheus, kps-alertmanager, kps-grafana (README "Monitoring")
+KPS_RELEASE = (
+    "kps"  # object names: kps-prometheus, kps-alertmanager, kps-grafana (docs/platform/monitoring.md)
+)
 # Prometheus' Service (kps values prometheus.service.port 9090) under fullnameOverride KPS_RELEASE; the
 # inference autoscaler (KEDA) queries it.
 PROMETHEUS_SERVICE = f"{KPS_RELEASE}-prometheus"
@@ -127,9 +129,9 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
         "affinity": system,
     }
     return {
-        # Object names as README "Monitoring" gives them (kps-prometheus, kps-alertmanager): without it the
-        # chart's fullname helper joins release and chart name (templates/_helpers.tpl, truncated to 26
-        # characters: kps-kube-prometheus-stack-prometheus), and the Prometheus address the inference
+        # Object names as docs/platform/monitoring.md gives them (kps-prometheus, kps-alertmanager): without
+        # it the chart's fullname helper joins release and chart name (templates/_helpers.tpl, truncated to
+        # 26 characters: kps-kube-prometheus-stack-prometheus), and the Prometheus address the inference
         # autoscaler queries (PROMETHEUS_SERVICE) would not exist.
         "fullnameOverride": KPS_RELEASE,
         # CRDs come from the prometheus-operator-crds release (upgraded with it); this chart's crds/ copy
@@ -167,7 +169,7 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
                 "userKey": "admin-user",
                 "passwordKey": "admin-password",
             },
-            # no load balancer, no ingress: reach it with kubectl port-forward (README "Monitoring")
+            # no load balancer, no ingress: reach it with kubectl port-forward (docs/platform/monitoring.md)
             "service": {"type": "ClusterIP"},
             "ingress": {"enabled": False},
             "sidecar": {
@@ -324,12 +326,39 @@ def dcgm_exporter_values(*, gpu_pools: Sequence[str], counters_csv: str) -> dict
     }
 
 
-def prometheus_rule_spec(rule_file: Mapping[str, Any]) -> dict[str, Any]:
-    """A PrometheusRule's spec from a Prometheus rule file (``groups:`` as promtool reads it)."""
+# Where an alert's runbook lives under the docs site: docs/runbooks/<alert>.md, which MkDocs serves at
+# runbooks/<alert>/ (use_directory_urls, its default).
+RUNBOOKS_PATH = "runbooks"
+
+
+def runbook_url(docs_url: str, alert: str) -> str:
+    """The runbook page of ``alert`` on the docs site at ``docs_url`` (``monitoring.docs_url``)."""
+    return f"{docs_url}{RUNBOOKS_PATH}/{alert}/"
+
+
+def prometheus_rule_spec(rule_file: Mapping[str, Any], docs_url: str) -> dict[str, Any]:
+    """A PrometheusRule's spec from a Prometheus rule file (``groups:`` as promtool reads it), every alert
+    annotated with its ``runbook_url`` on the docs site at ``docs_url``. The URL is derived from the alert's
+    name here only, so a rule file that sets one itself is refused."""
     groups = rule_file.get("groups")
     if not isinstance(groups, list) or not groups:
         raise ValueError("a rule file needs a non-empty 'groups' list")
-    return {"groups": [dict(g) for g in groups]}
+    out = []
+    for group in groups:
+        rules = []
+        for rule in group.get("rules", []):
+            if "alert" in rule:
+                annotations = dict(rule.get("annotations") or {})
+                if "runbook_url" in annotations:
+                    raise ValueError(
+                        f"alert {rule['alert']}: runbook_url is set from monitoring.docs_url; remove it from "
+                        "the rule file"
+                    )
+                annotations["runbook_url"] = runbook_url(docs_url, rule["alert"])
+                rule = {**rule, "annotations": annotations}
+            rules.append(rule)
+        out.append({**group, "rules": rules})
+    return {"groups": out}
 
 
 def trainer_pod_monitor_spec(namespace: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ for that minor (not verifiable from here) -- the plan then warns, and the build 
 ``aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>`` before ``pulumi up``.
 Builds are also region- and partition-specific.
 
-Updating (one step, README "Add-on versions"): run ``aiplat addon-versions --kubernetes-version <minor>``
+Updating (one step, docs/how-to/upgrade.md): run ``aiplat addon-versions --kubernetes-version <minor>``
 with AWS credentials; it queries DescribeAddonVersions and prints the rows for this table (with the date
 and region it asked), to paste below. The first build of each add-on is the default.
 """

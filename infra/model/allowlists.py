@@ -2,7 +2,7 @@
 instance types of each stack. Pure data, one source: the pack's config defaults
 (``policies/aiplat_policies/residency.py``, ``capacity.py``) and the warnings of ``aiplat plan``
 (``infra/rules/allowlists.py``) read these. A ``--policy-pack-config`` file may change them for a review
-(``policies/README.md``, "Allowlists").
+(``docs/policy-pack.md``, "Allowlists").
 """
 
 from __future__ import annotations

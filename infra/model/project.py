@@ -9,6 +9,9 @@ from __future__ import annotations
 PROJECT = "aiplat"
 CONFIG_NAMESPACE = PROJECT
 CONFIG_KEY = f"{CONFIG_NAMESPACE}:platform"
+# The documentation site (mkdocs.yml ``site_url``, a test keeps them equal): the default base of every
+# alert's runbook URL (``monitoring.docs_url``).
+DOCS_URL = "https://aiplat.github.io/aiplat/"
 # What self-managed (DIY) backends call every organization; Pulumi Cloud uses the account's org name.
 DEFAULT_ORGANIZATION = "organization"
 # Keys a stack file may hold besides ours. The AWS provider is configured explicitly from

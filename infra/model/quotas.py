@@ -90,9 +90,9 @@ def quota_for(instance_type: str, purchase: Purchase) -> VcpuQuota | None:
 def purchase_of(capacity_type: CapacityType) -> Purchase:
     """Spot pools draw on the Spot quota; On-Demand, ODCR and Capacity Block pools on the On-Demand one.
 
-    ODCR instances are On-Demand instances, counted here against the On-Demand quota (as the README's
-    quota table does). Whether instances in a Capacity Block draw on it is not stated in the sources this
-    project has, so preflight only warns when a capacity_block pool would not fit.
+    ODCR instances are On-Demand instances, counted here against the On-Demand quota (as the quota table of
+    docs/platform/node-pools.md does). Whether instances in a Capacity Block draw on it is not stated in the
+    sources this project has, so preflight only warns when a capacity_block pool would not fit.
     """
     return Purchase.spot if capacity_type is CapacityType.spot else Purchase.on_demand
 

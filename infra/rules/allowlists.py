@@ -9,7 +9,7 @@ from infra.model.allowlists import REPLICATION_REGIONS, allowed_regions, instanc
 from infra.rules.base import Finding, Need, RuleContext, at, rule, warning
 
 # Where the allowlists are described and how a review may change them.
-ALLOWLISTS_DOC = "policies/README.md#allowlists"
+ALLOWLISTS_DOC = "docs/policy-pack.md#allowlists"
 
 
 @rule("region-in-pack-allowlist", needs=[Need.regions])

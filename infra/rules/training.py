@@ -110,8 +110,9 @@ def job_nodes(ctx: RuleContext) -> Iterator[Finding]:
                 f"use at most {pool.max_size} nodes or raise node_pools.{name_of_pool}.max_size",
             )
         elif nodes > pool.desired_size and pool.capacity_type is CapacityType.capacity_block:
-            # No instance can launch before the block starts, so the pool waits at 0 (README "Node pools in
-            # a real account"); the run is declared suspended and started by hand once the nodes are there.
+            # No instance can launch before the block starts, so the pool waits at 0
+            # (docs/platform/node-pools.md, "Pool size"); the run is declared suspended and started by hand
+            # once the nodes are there.
             yield warning(
                 at(*path),
                 f"{name} wants {nodes} nodes but Capacity Block pool {name_of_pool!r} has desired_size "

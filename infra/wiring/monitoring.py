@@ -115,7 +115,7 @@ def wire_monitoring(
             crds_chart=mc.operator_crds.pinned,
             stack_chart=mc.kube_prometheus_stack.pinned,
             values=values,
-            rules={name: mon.prometheus_rule_spec(assets.rules[name]) for name in rule_names},
+            rules={name: mon.prometheus_rule_spec(assets.rules[name], mc.docs_url) for name in rule_names},
             dashboards={name: assets.dashboards[name] for name in dashboard_names},
             pod_monitors=pod_monitors,
             receiver_urls={name: assets.receiver_urls[name] for name in sorted(am.receivers)},

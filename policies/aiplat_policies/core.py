@@ -9,7 +9,7 @@ Unknowns. During ``pulumi preview`` a property computed from another resource's 
 sentinel; reading it through pulumi-policy's proxy raises ``UnknownValueError``, which the SDK turns into ONE
 ADVISORY "can't run policy" diagnostic: a mandatory rule would pass silently. Rules here never read the
 proxy: ``plain()`` copies the properties and puts ``UNKNOWN`` where the engine sent an unknown, so every
-rule decides, and its ``unknowns`` text (in the README) says how.
+rule decides, and its ``unknowns`` text (in the rule reference, ``docs/reference/policies.md``) says how.
 
 Deferred documents. A policy document computed from resources of the same update (an IRSA trust policy
 names the cluster's OIDC issuer, which exists only after CreateCluster; a role policy names a key ARN) is
@@ -373,7 +373,7 @@ StackCheck = Callable[[Stack, Ctx], Iterable[Violation]]
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule of the pack and everything the pack, the README and the review need to know about it."""
+    """One rule of the pack and everything the pack, the rule reference and the review need to know of it."""
 
     name: str
     description: str
@@ -542,7 +542,7 @@ def stack_rule(
 
 
 def deferred_unknowns(what: str, *, kind: str = "resource") -> str:
-    """The README's "unknown at preview" text of a rule that defers ``what`` (e.g. "document")."""
+    """The rule reference's "unknown at preview" text of a rule that defers ``what`` (e.g. "document")."""
     when = (
         "before it creates or changes the resource"
         if kind == "resource"

@@ -1,5 +1,5 @@
-"""Security, proven on every plan (stacks/ and examples/): each test is one line of the table in README
-"Security", checked on what the real program registered.
+"""Security, proven on every plan (stacks/ and examples/): each test is one line of
+docs/platform/security.md, checked on what the real program registered.
 
 No pod borrows the node's credentials; nothing precious goes with a routine change; every access is on an
 audit trail; a training job cannot publish to production.

@@ -1,6 +1,7 @@
 """The alert rules under promtool: every rule file parses (``promtool check rules``), every unit test file
-passes (``promtool test rules``), and every alert has a firing and a quiet case, a severity, and a summary,
-description and README runbook that name what the alert is about.
+passes (``promtool test rules``), and every alert has a firing and a quiet case, a severity, and a summary
+and description that name what the alert is about (its runbook URL is the program's:
+``tests/monitoring/test_runbooks.py``).
 
 promtool comes from the Debian package ``prometheus`` (2.42 on bookworm): ``make test`` installs it when
 missing. Where it is absent these tests fail (they do not skip), so a CI without it cannot pass silently.
@@ -8,7 +9,6 @@ missing. Where it is absent these tests fail (they do not skip), so a CI without
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -102,14 +102,12 @@ def test_every_alert_has_a_firing_and_a_quiet_case() -> None:
 
 
 def test_alert_labels_and_annotations() -> None:
-    readme = (REPO / "README.md").read_text()
-    anchors = {_anchor(h) for h in re.findall(r"^#{2,6} (.+)$", readme, flags=re.M)}
     for name, rule in alerts().items():
         assert rule["labels"]["severity"] in SEVERITIES, name
         annotations = rule["annotations"]
-        assert {"summary", "description", "runbook_url"} <= set(annotations), name
-        assert annotations["runbook_url"] == f"README.md#{name.lower()}", name
-        assert name.lower() in anchors, f"{name}: no README section '{name}' (runbook)"
+        assert {"summary", "description"} <= set(annotations), name
+        # the program adds runbook_url from monitoring.docs_url (infra/lib/monitoring.py), never the file
+        assert "runbook_url" not in annotations, name
 
 
 def test_descriptions_name_the_node_and_gpu_they_are_about() -> None:
@@ -125,9 +123,3 @@ def test_descriptions_name_the_node_and_gpu_they_are_about() -> None:
                     assert f"$labels.{label}" in description, f"{name}: description omits {label}"
                     checked.add(label)
     assert checked == set(about), "no firing case carries some of these labels: the check saw nothing"
-
-
-def _anchor(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to dashes."""
-    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
-    return text.replace(" ", "-")

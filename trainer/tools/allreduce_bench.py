@@ -252,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif not passed:
             print(
                 f"error: bus bandwidth {last.busbw_gbps:.2f} GB/s at {last.bytes} bytes is below "
-                f"{args.min_busbw} GB/s (README 'Training on the cluster': what to check when it is low)",
+                f"{args.min_busbw} GB/s (docs/platform/training.md, 'Bandwidth check': what to check "
+                "when it is low)",
                 file=sys.stderr,
             )
     return exitcodes.OK if passed else BELOW_THRESHOLD

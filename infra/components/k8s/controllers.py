@@ -3,7 +3,7 @@
 - Load balancer controller: https://docs.aws.amazon.com/eks/latest/userguide/aws-load-balancer-controller.html
   (its IRSA role is ``infra/components/aws/lbc.py``; subnets carry the ``kubernetes.io/role/elb`` and
   ``internal-elb`` tags it discovers them by). The chart's ``crds/`` folder is installed on first install
-  only; README "Cluster services" says how to upgrade the CRDs with a new version.
+  only; docs/platform/cluster-services.md says how to upgrade the CRDs with a new version.
 - metrics-server: the ``metrics.k8s.io`` API that HorizontalPodAutoscalers read.
 """
 

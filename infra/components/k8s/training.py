@@ -42,7 +42,7 @@ class KubeflowTrainer(pulumi.ComponentResource):
     """Kubeflow Trainer v2 (controller, webhooks, the three CRDs) with JobSet, from the pinned OCI chart.
 
     The Trainer CRDs are chart templates since v2.3.0 (upgraded with the release); JobSet's CRD sits in
-    the subchart's ``crds/`` directory, which Helm installs once and never upgrades (README: bumping JobSet).
+    the subchart's ``crds/`` directory, which Helm installs once and never upgrades (docs/how-to/upgrade.md).
     """
 
     release: k8s.helm.v3.Release

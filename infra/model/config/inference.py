@@ -260,7 +260,8 @@ class HttpsConfig(Strict):
 
 
 class InferenceConfig(Strict):
-    """Model serving (infer stacks): the inference server on GPU nodes behind HTTPS (README "Inference")."""
+    """Model serving (infer stacks): the inference server on GPU nodes behind HTTPS
+    (docs/inference/cluster.md)."""
 
     model_name: Annotated[str, Field(pattern=MODEL_NAME)] = Field(
         description="INFERENCE_MODEL_NAME: the --model-name releases are published under."

@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from infra.model.config.base import NAME_RE, Strict
 from infra.model.config.charts import ChartPin
+from infra.model.project import DOCS_URL
 
 # Prometheus durations (https://prometheus.io/docs/prometheus/latest/configuration/configuration/#duration)
 _PROM_DURATION = r"^(([0-9]+)(y|w|d|h|m|s|ms))+$"
@@ -183,7 +184,7 @@ class AlertmanagerSettings(Strict):
 
 
 class MonitoringConfig(Strict):
-    """The monitoring stack (README "Monitoring"), in ``cluster_services.monitoring_namespace``."""
+    """The monitoring stack (docs/platform/monitoring.md), in ``cluster_services.monitoring_namespace``."""
 
     enabled: bool = Field(True, description="Install the monitoring stack.")
     kube_prometheus_stack: KubePrometheusStackChart = Field(
@@ -201,6 +202,12 @@ class MonitoringConfig(Strict):
     )
     prometheus: PrometheusSettings = Field(default_factory=lambda: PrometheusSettings())
     alertmanager: AlertmanagerSettings = Field(default_factory=lambda: AlertmanagerSettings())
+    docs_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/[^\s]*)?/$")] = Field(
+        DOCS_URL,
+        description="Base URL of the documentation site, ending in '/'. Every alert's runbook_url is "
+        "<docs_url>runbooks/<alert name>/ (one page per alert), a link a pager or chat client opens; point "
+        "it at your own build of docs/ (`mkdocs build`) to serve runbooks you changed.",
+    )
 
     @model_validator(mode="after")
     def _retention_fits(self) -> MonitoringConfig:

@@ -163,7 +163,7 @@ def parse_platform_config(raw: Any) -> PlatformConfig:
     """Validate the value of ``aiplat:platform``; raise ConfigErrors naming every bad field."""
     if not isinstance(raw, dict):
         raise ConfigErrors(
-            [ConfigError(CONFIG_KEY, "must be a mapping", "see docs/config.md for the schema")]
+            [ConfigError(CONFIG_KEY, "must be a mapping", "see docs/reference/config.md for the schema")]
         )
     return _validate(PlatformConfig, raw, CONFIG_KEY)
 
@@ -172,5 +172,5 @@ def parse_model(raw: Any, model: type[M], prefix: str) -> M:
     """Validate ``raw`` against another strict model of the project (e.g. ``rollout.yaml``), with the same
     one-line errors; ``prefix`` names the file or key the fields live under."""
     if not isinstance(raw, dict):
-        raise ConfigErrors([ConfigError(prefix, "must be a mapping", "see README 'Operations'")])
+        raise ConfigErrors([ConfigError(prefix, "must be a mapping", "see docs/operations.md")])
     return _validate(model, raw, prefix)

@@ -1,7 +1,7 @@
-"""The config reference (``docs/config.md``), generated from the schema's fields and docstrings.
+"""The config reference (``docs/reference/config.md``), generated from the schema's fields and docstrings.
 
-Pure: returns Markdown. ``aiplat config-reference --write docs/config.md`` writes it and ``make test``
-fails when the file is not what the schema generates (a field added without regenerating the docs).
+Pure: returns Markdown. ``aiplat docs --write`` writes it with the site's other generated pages and
+``make test`` fails when the file is not what the schema generates (a field added without regenerating).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from infra.model.project import CONFIG_KEY
 
 HEADER = f"""# Stack config reference
 
-Generated from the schema (`infra/model/config/`) by `aiplat config-reference --write docs/config.md`;
-`make test` fails when this file is stale. Every stack file holds one key, `{CONFIG_KEY}`. Unknown keys are
+Generated from the schema (`infra/model/config/`) by `aiplat docs --write`; `make test` fails when this
+page is stale. Every stack file holds one key, `{CONFIG_KEY}`. Unknown keys are
 refused with a did-you-mean hint; maps keyed by name (`node_pools.<name>`) keep resource names stable.
 Checks that need AWS facts (is the type offered in the zone? how many EFA interfaces does it take?) run as
 rules before any resource is declared (`infra/rules/`).

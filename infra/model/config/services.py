@@ -2,7 +2,7 @@
 
 One place for every upstream chart (repository, chart, pinned version, with the source and date of each
 default in its description) and the per-service settings. Upgrading a service is changing its ``version``
-here (README "Cluster services" says what else each upgrade needs). Checks against AWS facts (is a GPU
+here (docs/platform/cluster-services.md says what else each upgrade needs). Checks against AWS facts (is a GPU
 family offered in our zones? does the EFA plugin's version know our EFA types?) are rules
 (``infra/rules/services.py``).
 """

@@ -61,8 +61,7 @@ class ImagesConfig(Strict):
 
     Each image is tagged with a hash of its build context (files after .dockerignore, Dockerfile, build
     arguments, platform), so a code change gives a new tag in the immutable repositories, and workloads
-    refer to it by digest. `pulumi up` needs a Docker engine with BuildKit where it runs (README
-    "Training on the cluster").
+    refer to it by digest. `pulumi up` needs a Docker engine with BuildKit where it runs (docs/deploy.md).
     """
 
     build_on_preview: bool = Field(
@@ -79,7 +78,7 @@ class ImagesConfig(Strict):
 
 class TrainerChartConfig(ChartPin):
     """The Kubeflow Trainer v2 chart (controller, CRDs, and JobSet as a subchart). Upgrading is changing
-    ``version``; JobSet's CRD is not upgraded by Helm (README "Training on the cluster")."""
+    ``version``; JobSet's CRD is not upgraded by Helm (docs/platform/training.md)."""
 
     repo: str = Field(
         "oci://ghcr.io/kubeflow/charts",
@@ -168,7 +167,8 @@ class RunConfig(Strict):
     )
     suspend: bool = Field(
         True,
-        description="Create the TrainJob suspended; start it with one command after `pulumi up` (README). "
+        description="Create the TrainJob suspended; start it with one command after `pulumi up` "
+        "(docs/how-to/run-training.md). "
         "A run that starts during the first deploy would find no dataset and fail for good.",
     )
 

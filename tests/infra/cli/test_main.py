@@ -32,6 +32,7 @@ def test_every_module_in_commands_is_a_subcommand() -> None:
             "rollout",
             "check-storage",
             "config-reference",
+            "docs",
             "train",
             "addon-versions",
             "facts",

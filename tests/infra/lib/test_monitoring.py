@@ -256,11 +256,35 @@ def test_unknown_receiver_kind_is_refused() -> None:
         am_config([mon.Receiver(name="x", kind="email", severities=["critical"])])
 
 
-def test_rule_spec_keeps_the_groups() -> None:
-    doc = {"groups": [{"name": "g", "rules": [{"alert": "A", "expr": "up == 0"}]}]}
-    assert mon.prometheus_rule_spec(doc) == doc
+def test_rule_spec_keeps_the_groups_and_links_each_alert_to_its_runbook() -> None:
+    record = {"record": "r:up", "expr": "up"}
+    doc = {
+        "groups": [
+            {
+                "name": "g",
+                "interval": "1m",
+                "rules": [record, {"alert": "A", "expr": "up == 0", "annotations": {"summary": "s"}}],
+            }
+        ]
+    }
+    spec = mon.prometheus_rule_spec(doc, "https://docs.example.org/aiplat/")
+    group = spec["groups"][0]
+    assert (group["name"], group["interval"], group["rules"][0]) == ("g", "1m", record)
+    assert group["rules"][1]["annotations"] == {
+        "summary": "s",
+        "runbook_url": "https://docs.example.org/aiplat/runbooks/A/",
+    }
+    assert "runbook_url" not in doc["groups"][0]["rules"][1]["annotations"]  # the file's data is not changed
     with pytest.raises(ValueError, match="non-empty 'groups'"):
-        mon.prometheus_rule_spec({"groups": []})
+        mon.prometheus_rule_spec({"groups": []}, "https://x/")
+
+
+def test_rule_file_with_its_own_runbook_url_is_refused() -> None:
+    doc = {
+        "groups": [{"name": "g", "rules": [{"alert": "A", "expr": "1", "annotations": {"runbook_url": "u"}}]}]
+    }
+    with pytest.raises(ValueError, match="alert A: runbook_url is set from monitoring.docs_url"):
+        mon.prometheus_rule_spec(doc, "https://x/")
 
 
 def test_trainer_port_regex_admits_exactly_the_scraped_ports() -> None:

@@ -30,11 +30,11 @@ def test_a_region_outside_the_allowlist_is_warned(stack_config) -> None:
         "(us-east-1, us-west-2, eu-west-1, ap-east-1, ap-southeast-1): aiplat review refuses every resource "
         "of the stack (data-residency-regions); fix: use one of us-east-1, us-west-2, eu-west-1, ap-east-1, "
         "ap-southeast-1, or allow eu-central-1 in the pack config "
-        "(data-residency-regions.allowedRegions.train, see policies/README.md#allowlists)",
+        "(data-residency-regions.allowedRegions.train, see docs/policy-pack.md#allowlists)",
         "aiplat:platform.storage.replicate_to.1: eu-west-2 is not a replication region the policy pack "
         "allows (ap-east-1, ap-southeast-1): aiplat review refuses the replication "
         "(data-residency-replication); fix: replicate to one of those, or allow eu-west-2 in the pack config "
-        "(data-residency-replication.replicationRegions, see policies/README.md#allowlists)",
+        "(data-residency-replication.replicationRegions, see docs/policy-pack.md#allowlists)",
     ]
 
 

@@ -1,6 +1,7 @@
 """The monitoring stack in every stack's plan: releases pinned from config and ordered (CRDs first), the rule
-files deployed unchanged as PrometheusRules, dashboards and PodMonitors per role, secrets that never show,
-the exporters where their hardware is; and the config and stack-file refusals around receivers."""
+files deployed as PrometheusRules (as they are, plus each alert's runbook URL), dashboards and PodMonitors per
+role, secrets that never show, the exporters where their hardware is; and the config and stack-file refusals
+around receivers."""
 
 from __future__ import annotations
 
@@ -67,7 +68,27 @@ def test_rule_files_deployed_as_prometheus_rules(plan_stack, stack: str) -> None
     for name in expected:
         doc = yaml.safe_load((REPO / "infra" / "monitoring" / "rules" / f"{name}.yaml").read_text())
         obj = rules[f"aiplat-{name}"]
-        assert obj["spec"] == {"groups": doc["groups"]}
+        # the file's groups as they are, each alert with its runbook on the docs site (monitoring.docs_url)
+        docs_url = plan.config["monitoring"]["docs_url"]
+        expected = [
+            {
+                **group,
+                "rules": [
+                    {
+                        **rule,
+                        "annotations": {
+                            **rule["annotations"],
+                            "runbook_url": f"{docs_url}runbooks/{rule['alert']}/",
+                        },
+                    }
+                    if "alert" in rule
+                    else rule
+                    for rule in group["rules"]
+                ],
+            }
+            for group in doc["groups"]
+        ]
+        assert obj["spec"]["groups"] == expected
         assert obj["metadata"]["labels"][mon.SELECT_LABEL[0]] == mon.SELECT_LABEL[1]
         assert obj["metadata"]["namespace"] == plan.config["cluster_services"]["monitoring_namespace"]
 
