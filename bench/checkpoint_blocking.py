@@ -6,7 +6,7 @@ Builds a GPT (default ~26M parameters, ~0.3 GB of model + AdamW state), then sav
 with ``checkpoint.async_save=true`` and ``false`` to the same kind of storage (a local directory, or with
 ``--s3`` a moto S3 server through the S3 connector). "Blocked" is the wall time of ``Checkpointer.save``
 as the loop sees it; for async saves the write and the manifest commit finish in the background (a few
-training steps run in between, as in real training). Prints the ratio of medians; targets (issue 17):
+training steps run in between, as in real training). Prints the ratio of medians; targets:
 <= 0.1 on a local directory, <= 0.055 on S3. Async saves stage into host buffers reused from save to save;
 the first one allocates them and is slower (it is in the median like every other save).
 """

@@ -150,7 +150,7 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
             # and the atomic release roll back. Without the webhook the operator needs no TLS: it serves
             # metrics over HTTP on 8080. kube-prometheus-stack 88.5.3 values.yaml prometheusOperator.tls and
             # templates/prometheus-operator/deployment.yaml (volume tls-secret; --web.listen-address=:8080
-            # when tls is off); prometheus-community/helm-charts issues #418, #1438, #6586 (review F8).
+            # when tls is off); prometheus-community/helm-charts issues #418, #1438, #6586.
             "tls": {"enabled": False},
             "affinity": system,
         },

@@ -1,6 +1,6 @@
 """Physical names of the stack's AWS resources, and the limits AWS puts on them. Pure, no Pulumi.
 
-Three prefixes, each with its own name (``name_prefix`` used to mean all three):
+The deployment name and the three prefixes built from it, each named for what it covers:
 
 * ``deployment``: the config's ``name_prefix`` (``aiplat``), chosen by the user;
 * ``env_prefix``: ``<deployment>-<environment>`` (``aiplat-prod``), shared by the stacks of one

@@ -223,7 +223,7 @@ def review_plan(
     project's ``policies/``). ``pack_config``: a ``--policy-pack-config`` document. ``pack_python``: run the
     pack as its own process with that Python (its virtualenv), else in this process. ``dry_run``: a preview
     (the default, what ``aiplat review`` and ``pulumi preview`` run); False: as the pack the update loads
-    sees it (``PULUMI_DRY_RUN=false``), where rules no longer leave unknown documents to the update."""
+    sees it (``PULUMI_DRY_RUN=false``), where an unknown document is a violation, not left to the update."""
     project = pack if isinstance(pack, PackProject) else read_pack_project(pack or default_pack_dir())
     env = engine_environment(plan, dry_run=dry_run)
     analyzer: Analyzer = (

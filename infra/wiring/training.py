@@ -69,7 +69,8 @@ def wire_images(
             prebuilt=prebuilt,
             registry_id=ctx.account.account_id,
             build_on_preview=cfg.images.build_on_preview,
-            # A push before ECR replication is configured never reaches the inference regions (review F10).
+            # A push before ECR replication is configured never reaches the inference regions.
+            # https://docs.aws.amazon.com/AmazonECR/latest/userguide/replication.html
             push_after=storage.registry.replication_ready,
         ),
         opts=pulumi.ResourceOptions(provider=ctx.provider, depends_on=[storage.registry]),

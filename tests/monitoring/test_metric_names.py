@@ -173,7 +173,7 @@ def test_counters_keep_the_default_set_and_add_what_alerts_need() -> None:
     ours = dcgm_names() | {"DCGM_FI_DRIVER_VERSION"}
     default = names_of((EMITTED / "dcgm-default-counters-4.8.2.txt").read_text())
     assert default - ours == set(), "a custom counters list replaces the default: keep every default field"
-    # what issue 12 lists as missing from the default: ECC, retired pages, violations, NVLink, XID count
+    # what the alerts need beyond the default: ECC, retired pages, violations, NVLink, XID count
     for field in (
         "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",

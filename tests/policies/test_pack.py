@@ -126,11 +126,23 @@ def test_every_taggable_type_of_the_plans_is_listed(plan_stack) -> None:
     assert {t for t in seen if _sdk_takes_tags(t)} <= tags.TAGGABLE
 
 
-def test_required_tags_are_the_config_schema_tags() -> None:
-    from infra.model.config.schema import Tags
+def test_required_tags_are_the_ones_a_stack_must_set_and_the_program_applies(plan_stack) -> None:
+    from pydantic import ValidationError
 
-    assert tags.REQUIRED_TAGS == ["CostCenter", "Project", "Owner", "Environment", "Workload"]
-    assert set(tags.REQUIRED_TAGS) <= set(Tags.model_fields)
+    from infra.model.config.schema import Tags
+    from tests.conftest import STACKS
+
+    given = plan_stack(STACKS[0]).config["tags"]
+    refused = set()
+    for key in Tags.model_fields:
+        try:
+            Tags.model_validate({k: v for k, v in given.items() if k != key})
+        except ValidationError:
+            refused.add(key)
+    assert refused and set(tags.REQUIRED_TAGS) == refused
+    for stack in STACKS:
+        applied = json.loads(plan_stack(stack).one("pulumi:providers:aws").inputs["defaultTags"])["tags"]
+        assert set(tags.REQUIRED_TAGS) <= set(applied), stack
 
 
 def test_pack_imports_only_the_pure_layers() -> None:

@@ -201,7 +201,7 @@ def replication_to(*regions: str) -> list[R]:
 )
 def test_replication_to_buckets_of_this_update(check, regions, expected) -> None:
     """Destination ARNs unknown at preview: every bucket the rules were computed from must be in an allowed
-    region (two replicas used to be 'a bucket outside this stack' and blocked the first preview)."""
+    region, so a replica created in the same update is not taken for a bucket outside this stack."""
     check(REPLICATION, replication_to(*regions), expected)
 
 

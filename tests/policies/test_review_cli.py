@@ -58,7 +58,7 @@ def test_saved_plan_gives_the_same_verdict_as_the_stack(tmp_path, capsys) -> Non
     from_file = review_plan(read_plan(path))
     from_stack = review_plan(run_plan("prod-us-train").as_json())
     assert from_file.diagnostics == from_stack.diagnostics
-    # (prod-us-train passes the pack since the security changes of issue 10; the verdict must agree)
+    # (prod-us-train passes the pack; the verdict from the file and from the stack must agree)
     code_file = main(["review", "--plan", str(path)])
     out_file = capsys.readouterr().out
     code_stack = main(["review", "--stack", "prod-us-train"])

@@ -22,8 +22,7 @@ PROD = {"prod-us-train", "prod-hk-infer", "prod-sg-infer", "capacity-block", "od
 
 # rule -> (why it fails today and which stream fixes it, the stacks it fails on)
 EXPECTED: dict[str, tuple[str, set[str]]] = {
-    # (issue 10 fixed IMDS hop limit 1, CloudTrail, protection in prod, the S3 TLS floor and the EKS
-    # upgrade policy on every stack and example; MinIO's Pod Security labels came with the cluster services)
+    # (empty: every shipped stack and example passes every mandatory rule)
 }
 
 
@@ -57,8 +56,8 @@ def test_mandatory_violations_are_exactly_the_expected_ones(reviews) -> None:
 
 
 def test_no_policy_errors_or_unexpected_advisories(reviews) -> None:
-    """No rule degrades to the SDK's "can't run policy" advisory; the only advisory today is the
-    confused-deputy finding on the flow-logs trust (issue 10 item 6)."""
+    """No rule degrades to the SDK's "can't run policy" advisory; the only advisory allowed is the
+    confused-deputy finding on the flow-logs trust."""
     for stack, r in reviews.items():
         assert not any("can't run policy" in d.message for d in r.diagnostics), stack
         assert {d.policy for d in r.advisory} <= {"iam-trust-confused-deputy"}, (stack, r.advisory)

@@ -155,7 +155,7 @@ def test_corrupt_newest_checkpoint_is_skipped_on_resume(
     r = run_job(2, run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=REF_INTERVAL))
     ok(r)
     assert "skipping checkpoint" in r.stderr and "sha256 mismatch" in r.stderr
-    # Both ranks hashed a share of the files (rank 0 used to hash every byte while the other waited).
+    # Both ranks hash a share of the files, so neither waits while the other verifies every byte.
     for rank in (0, 1):
         start = read_events(d / f"log_rank{rank}.jsonl", "start")[-1]
         assert start["verified_files"] >= 1 and start["verified_bytes"] > 0, start

@@ -1,4 +1,4 @@
-"""Issue 17, in one process (world of one, gloo): every fault ends in a clear, bounded state.
+"""Faults in one process (world of one, gloo): every fault ends in a clear, bounded state (docs/trainer.md).
 
 The launcher's side (exit codes a pod shows, SIGTERM, checks before workers start) is in test_launch.py.
 """
@@ -74,7 +74,7 @@ def _entry(m: dict) -> str:
 def test_manifest_with_wrong_types_is_skipped_with_its_reason(
     info: DistInfo, work_dir: Path, caplog: pytest.LogCaptureFixture, damage: Callable, reason: str
 ) -> None:
-    """Before: AttributeError / TypeError out of the loader (and torchrun restarted into the same crash)."""
+    """A malformed manifest is a skipped checkpoint, not a crash that torchrun would restart into."""
     want = two_checkpoints(info, work_dir)
     p = manifest_path(work_dir, 2)
     p.write_text(json.dumps(damage(json.loads(p.read_text()))))
@@ -93,7 +93,7 @@ def test_manifest_with_wrong_types_is_skipped_with_its_reason(
 def test_missing_attempt_folder_is_named_in_the_skip_reason(
     info: DistInfo, work_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Before: the reason was ".metadata missing", as if one file of the step folder were gone."""
+    """The reason names the missing attempt folder, not a file inside it."""
     two_checkpoints(info, work_dir)
     attempt = json.loads(manifest_path(work_dir, 2).read_text())["attempt"]
     shutil.rmtree(work_dir / step_dir_name(2) / attempt)
@@ -109,8 +109,7 @@ def test_missing_attempt_folder_is_named_in_the_skip_reason(
 def test_folder_whose_state_is_another_step_is_skipped_and_takes_no_keep_slot(
     info: DistInfo, work_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Before: the impostor at step 9 was loaded (state of step 2) and, counted as committed, made pruning
-    delete the real step 3."""
+    """A folder whose saved state is another step is never loaded, and pruning does not count it."""
     job = Job(0)
     ck = job.ckpt(str(work_dir), info, keep=2, async_save=False)
     for s in (1, 2, 3):
@@ -140,8 +139,7 @@ def test_folder_whose_state_is_another_step_is_skipped_and_takes_no_keep_slot(
 
 # ------------------------------------------------------------------ a stale attempt after the commit
 def test_a_stale_attempt_cannot_replace_a_committed_checkpoint(info: DistInfo, work_dir: Path) -> None:
-    """Before: the leftover process re-saved step 2 over the committed files (and wrote a manifest that
-    matched them), so the next start loaded the stale state."""
+    """A leftover process of an earlier attempt cannot overwrite a committed step with its own state."""
     stale = Job(0)
     stale_ck = stale.ckpt(str(work_dir), info, async_save=False)  # attempt 1, still alive somewhere
     fresh = Job(1)
@@ -165,8 +163,8 @@ def test_a_stale_attempt_cannot_replace_a_committed_checkpoint(info: DistInfo, w
 def test_store_outage_at_the_first_save_is_a_failed_save_not_a_crash(
     info: DistInfo, moto_s3: MotoServer
 ) -> None:
-    """Before: listing leftover step folders ran on the training thread outside the failure handling:
-    EndpointConnectionError out of save() with on_save_failure=continue."""
+    """Every store call of a save, listing leftover step folders included, goes through the failure
+    handling, so on_save_failure=continue keeps training."""
     moto_s3.client().create_bucket(Bucket="ckpt")
     job = Job(0)
     ck = job.ckpt("s3://ckpt/run", info, s3_max_attempts=1, on_save_failure="continue")
@@ -184,7 +182,7 @@ def test_store_outage_at_the_first_save_is_a_failed_save_not_a_crash(
 
 
 def test_start_during_an_outage_retries_then_fails_with_one_line(info: DistInfo, moto_s3: MotoServer) -> None:
-    """Before: botocore's EndpointConnectionError with a traceback at once, on every restart."""
+    """The store gets ``store_wait_s`` to come back; then one line and its own exit code, no traceback."""
     moto_s3.client().create_bucket(Bucket="ckpt")
     job = Job(0)
     ck = job.ckpt("s3://ckpt/run", info, s3_max_attempts=1, store_wait_s=2)
@@ -208,8 +206,7 @@ def events(work_dir: Path, kind: str) -> list[dict[str, Any]]:
 def test_checkpoint_at_or_beyond_train_steps_means_the_run_is_done(
     make_trainer: Callable[..., Trainer], work_dir: Path
 ) -> None:
-    """Before: the checkpoint at step 6 was loaded, then "final checkpoint at step 4 was not committed",
-    exit 3 (and torchrun retried it)."""
+    """A restart that finds a checkpoint at or past ``train.steps`` exits 0 without training."""
     assert make_trainer(train__steps=6, checkpoint__interval=3).run() == exitcodes.OK
     n_steps = len(events(work_dir, "step"))
     t = make_trainer(train__steps=4, checkpoint__interval=3)
@@ -223,7 +220,7 @@ def test_checkpoint_at_or_beyond_train_steps_means_the_run_is_done(
 def test_preemption_whose_save_fails_is_not_reported_as_143(
     make_trainer: Callable[..., Trainer], moto_s3: MotoServer, work_dir: Path
 ) -> None:
-    """Before: exit 143 ("stopped after a committed checkpoint") although the save had failed."""
+    """143 means a committed checkpoint; a failed save on SIGTERM has its own code."""
     moto_s3.client().create_bucket(Bucket="ckpt")
     t = make_trainer(
         train__steps=50,
@@ -247,7 +244,7 @@ def test_preemption_whose_save_fails_is_not_reported_as_143(
 
 
 def test_checkpoint_group_gets_train_dist_timeout(make_trainer: Callable[..., Trainer]) -> None:
-    """Before: the checkpoint group had torch's 30-minute default."""
+    """The checkpoint group times out with ``train.dist_timeout_s``, not torch's 30-minute default."""
     t = make_trainer(train__dist_timeout_s=7)
     backend = t.ckpt.pg._get_backend(torch.device("cpu"))  # type: ignore[union-attr]
     assert backend.options._timeout == datetime.timedelta(seconds=7)
@@ -256,7 +253,7 @@ def test_checkpoint_group_gets_train_dist_timeout(make_trainer: Callable[..., Tr
 def test_sigterm_during_a_save_of_this_step_saves_once(
     make_trainer: Callable[..., Trainer], work_dir: Path
 ) -> None:
-    """Before: the loop trained one more step, waited for the save of step 3, then saved step 4 in full."""
+    """SIGTERM while this step's save is in flight waits for that save and saves nothing more."""
     t = make_trainer(train__steps=20, checkpoint__interval=3)
     save = t.ckpt.save
 
@@ -277,7 +274,7 @@ def test_sigterm_during_a_save_of_this_step_saves_once(
 def test_shutdown_window_warning_counts_what_a_sigterm_would_cost(
     make_trainer: Callable[..., Trainer], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Before: the warning compared one save with the window, half of what SIGTERM can cost."""
+    """The warning counts the save in flight plus the save of the current step: what SIGTERM can cost."""
     t = make_trainer(
         train__steps=3,
         checkpoint__interval=1,
@@ -294,7 +291,7 @@ def test_shutdown_window_warning_counts_what_a_sigterm_would_cost(
 def test_changed_dataset_or_global_batch_is_refused_unless_allowed(
     make_trainer: Callable[..., Trainer], work_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Before: both resumed silently; the saved sample offset then pointed at other samples."""
+    """The saved sample offset means nothing for another dataset or global batch, so resuming asks first."""
     assert make_trainer(train__steps=4, checkpoint__interval=2).run() == exitcodes.OK
     other = work_dir / "shards2"
     write_shards(encode(make_corpus(seed=9)), other, shard_tokens=30_000)
@@ -312,7 +309,7 @@ def test_changed_dataset_or_global_batch_is_refused_unless_allowed(
 def test_fetch_of_a_missing_s3_dataset_is_bad_input(
     moto_s3: MotoServer, work_dir: Path, shards_dir: Path
 ) -> None:
-    """Before: botocore ClientError (404) with a traceback."""
+    """A missing dataset is a user error with its fix, not a botocore traceback."""
     from trainer.data import fetch_shards
 
     moto_s3.client().create_bucket(Bucket="data")

@@ -1,4 +1,4 @@
-"""Run records (issue 10 item 4): rank 0 writes one at the start and at the end of every attempt."""
+"""Run records: rank 0 writes one at the start and at the end of every attempt (docs/trainer.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """A store that hangs (accepts, never answers), not one that refuses: real torchrun + gloo ranks under the
 launcher, moto behind :class:`HoldProxy`. Side writes never cost a preemption checkpoint its exit code or a
-run its start, and a hang at start ends in the documented exit code with one line (issue 27)."""
+run its start, and a hang at start ends in the documented exit code with one line
+(docs/reference/exit-codes.md)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def s3_tensors(step: int, dst: Path) -> dict[str, torch.Tensor]:
 def test_hang_after_the_start_record_then_sigterm_exits_143_within_the_window(
     moto_s3: MotoServer, proxy: HoldProxy, shards_dir: Path, work_dir: Path, reference: Path
 ) -> None:
-    """Before: rank 0 sat in the end record's write until the launcher's window ran out; exit 5 after 31 s."""
+    """A hung end-record write is abandoned after its timeout, so SIGTERM exits 143 inside the window."""
     d = work_dir / "run"
     ov = run_overrides(d, shards_dir, train__steps=REF_STEPS, checkpoint__interval=1000, checkpoint__uri=CKPT)
     env = {"AWS_ENDPOINT_URL": proxy.endpoint}
@@ -113,8 +114,7 @@ def test_hang_after_the_start_record_then_sigterm_exits_143_within_the_window(
 def test_records_hang_from_the_start_training_runs_and_exits_0(
     moto_s3: MotoServer, proxy: HoldProxy, shards_dir: Path, work_dir: Path
 ) -> None:
-    """Before: rank 0 blocked in the start record while rank 1 waited in the step's collective until it
-    timed out; a traceback, exit 1, no step trained."""
+    """A hung start-record write does not hold rank 0 back, so rank 1 is not left waiting in a collective."""
     d = work_dir / "run"
     proxy.hold(f"/{PREFIX}/")
     ov = run_overrides(
@@ -133,7 +133,7 @@ def test_records_hang_from_the_start_training_runs_and_exits_0(
 def test_dataset_index_that_hangs_at_start_exits_4_after_store_wait_with_one_line(
     moto_s3: MotoServer, proxy: HoldProxy, shards_dir: Path, work_dir: Path
 ) -> None:
-    """Before: boto3's read timeout (60 s) times its attempts per try, minutes past data.store_wait_s."""
+    """``data.store_wait_s`` bounds the whole wait, not each of boto3's attempts (60 s read timeout each)."""
     moto_s3.client().create_bucket(Bucket="data")
     upload(shards_dir, "s3://data/shards")
     proxy.hold()

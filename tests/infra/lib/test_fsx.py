@@ -3,8 +3,10 @@ appears on the mount, the S3 path of the association, the CSI driver's values an
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import botocore.loaders
 import pytest
 
 from infra.io import snapshot
@@ -37,14 +39,21 @@ def test_nearest_capacities_are_valid(gib: int, near: tuple[int, ...]) -> None:
     assert all(facts.capacity_valid(g) for g in near)
 
 
-def test_throughput_tiers_per_deployment_type() -> None:
-    assert facts.THROUGHPUT_TIERS == {
-        LustreDeploymentType.PERSISTENT_1: (50, 100, 200),
-        LustreDeploymentType.PERSISTENT_2: (125, 250, 500, 1000),
+def test_throughput_tiers_are_the_ones_the_fsx_api_model_lists() -> None:
+    # botocore's fsx service model carries CreateFileSystem's documentation, the source of the table
+    doc = botocore.loaders.Loader().load_service_model("fsx", "service-2")["shapes"][
+        "CreateFileSystemLustreConfiguration"
+    ]["members"]["PerUnitStorageThroughput"]["documentation"]
+    listed = {
+        LustreDeploymentType(kind): tuple(int(v) for v in values.split(", "))
+        for kind, values in re.findall(r"For <code>(\w+)</code> SSD storage: ([\d, ]+) MB/s/TiB", doc)
     }
-    assert facts.throughput_mbps(FsxConfig(storage_capacity_gib=2400, per_unit_storage_throughput=250)) == (
-        2400 / 1024 * 250
-    )
+    assert listed == facts.THROUGHPUT_TIERS
+
+
+def test_throughput_is_the_per_tib_rate_times_the_tebibytes() -> None:
+    # PerUnitStorageThroughput: "the amount of read and write throughput for each 1 tebibyte (TiB)"
+    assert facts.throughput_mbps(FsxConfig(storage_capacity_gib=2048, per_unit_storage_throughput=250)) == 500
 
 
 @pytest.mark.parametrize(

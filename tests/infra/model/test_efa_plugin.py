@@ -4,10 +4,15 @@ for a set of EFA types."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from infra.model import efa_plugin
+from infra.model.config.services import EfaDevicePluginConfig
+
+UPSTREAM = Path(__file__).parent / "upstream"
 
 
 def test_versions_are_recorded_in_release_order() -> None:
@@ -40,12 +45,18 @@ def test_first_version_listing_a_type(itype: str, first: str) -> None:
         assert itype not in (efa_plugin.supported_types(before) or set())
 
 
-def test_newest_version_drops_dl1_and_knows_every_current_gpu_type() -> None:
-    newest = efa_plugin.supported_types("v0.5.30")
-    assert newest is not None and "dl1.24xlarge" not in newest
-    assert "dl1.24xlarge" in (efa_plugin.supported_types("v0.5.29") or set())
-    assert {"p5.48xlarge", "p5en.48xlarge", "g6e.48xlarge", "g7e.48xlarge", "p6-b300.48xlarge"} <= newest
-    assert efa_plugin.minimum_version({"p5en.48xlarge", "p5.4xlarge"}) == "v0.5.23"
+def test_pinned_version_lists_what_its_values_yaml_lists() -> None:
+    # the chart's values.yaml at the pinned version, copied from aws/eks-charts (source in its header)
+    pinned = EfaDevicePluginConfig().version
+    upstream = yaml.safe_load((UPSTREAM / f"aws-efa-k8s-device-plugin-{pinned}.values.yaml").read_text())
+    assert efa_plugin.supported_types(pinned) == frozenset(upstream["supportedInstanceLabels"]["values"])
+
+
+def test_minimum_version_of_a_set_is_the_latest_of_its_types_minimums() -> None:
+    versions = efa_plugin.known_versions()
+    first = {t: efa_plugin.minimum_version({t}) for t in ("p5en.48xlarge", "p5.4xlarge", "p4d.24xlarge")}
+    assert len(set(first.values())) > 1
+    assert efa_plugin.minimum_version(set(first)) == max(first.values(), key=versions.index)
 
 
 def test_unknown_version_and_type() -> None:

@@ -61,7 +61,7 @@ def _whole_unknowns(full, first) -> list[str]:
 def test_no_document_is_hidden_behind_one_apply(plan_stack, plan_example, plan_first_preview, stack) -> None:
     """Outputs go into Kubernetes objects and Helm values as leaves: no object or list is unknown as a
     whole at the first preview, so the policy pack still sees its literals (the Karpenter EC2NodeClass spec,
-    the controllers' values and the inference Ingress's annotations used to be built in one apply)."""
+    the controllers' values and the inference Ingress's annotations among them)."""
     full = plan_stack(stack) if stack in STACKS else plan_example(stack)
     assert _whole_unknowns(full, plan_first_preview(stack)) == []
 

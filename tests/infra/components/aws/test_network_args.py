@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pulumi
 import pytest
 
@@ -69,8 +71,13 @@ def test_nat_per_zone_routes_each_zone_to_its_own() -> None:
 def test_flow_logs_off_and_on() -> None:
     assert not _vpc(flow_logs=None).by_type("aws:ec2/flowLog:FlowLog")
     plan = _vpc(flow_logs=FlowLogs(log_group_name="/x/flow", retention_days=30, traffic_type="REJECT"))
-    assert plan.one("aws:cloudwatch/logGroup:LogGroup").inputs["name"] == "/x/flow"
-    assert plan.one("aws:ec2/flowLog:FlowLog").inputs["trafficType"] == "REJECT"
+    group, flow = plan.one("aws:cloudwatch/logGroup:LogGroup"), plan.one("aws:ec2/flowLog:FlowLog")
+    role = plan.one("aws:iam/role:Role", "net-flow-logs-role")
+    delivery = json.loads(plan.one("aws:iam/rolePolicy:RolePolicy", "net-flow-logs-policy").inputs["policy"])
+    # delivered to the group made here, by a role allowed to write to that group only
+    assert group.urn in flow.dependencies
+    assert all(r.startswith(flow.inputs["logDestination"]) for r in delivery["Statement"][0]["Resource"])
+    assert flow.inputs["iamRoleArn"].endswith(f":role/{role.name}")
 
 
 def test_nat_zone_outside_the_vpc_is_a_bug() -> None:

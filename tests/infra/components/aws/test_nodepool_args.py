@@ -6,7 +6,6 @@ import pulumi
 
 from infra.components.aws.nodepool import CapacityReservation, GpuNodePool, GpuNodePoolArgs, PlacementGroup
 from infra.lib.efa import EfaInterface
-from infra.lib.nodes import Taint
 from tests.conftest import build
 
 
@@ -35,15 +34,23 @@ def _pool(**changes):
     )
 
 
-def test_plain_pool_puts_groups_on_the_template() -> None:
-    plan = _pool(taints=(Taint("nvidia.com/gpu", "true", "NO_SCHEDULE"),), labels={"a": "b"})
+def test_plain_pool_puts_one_group_on_the_template_and_the_type_on_the_node_group() -> None:
+    plan = _pool()
     lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate")
-    assert lt.inputs["vpcSecurityGroupIds"] == ["sg-cluster"]
-    assert "networkInterfaces" not in lt.inputs and "placement" not in lt.inputs
-    assert not plan.by_type("aws:ec2/securityGroup:SecurityGroup")
     ng = plan.one("aws:eks/nodeGroup:NodeGroup")
-    assert ng.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
-    assert ng.inputs["labels"] == {"a": "b"}
+    assert len(lt.inputs["vpcSecurityGroupIds"]) == 1  # the cluster's: no EFA group to add
+    assert not plan.by_type("aws:ec2/securityGroup:SecurityGroup")
+    assert "networkInterfaces" not in lt.inputs and "placement" not in lt.inputs
+    assert "instanceType" not in lt.inputs and len(ng.inputs["instanceTypes"]) == 1
+
+
+def test_pool_tags_name_the_node_group_and_the_pool_on_what_it_launches() -> None:
+    plan = _pool(tags={"CostCenter": "ml"})
+    lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate")
+    ng = plan.one("aws:eks/nodeGroup:NodeGroup")
+    launched = [t["tags"] for t in lt.inputs["tagSpecifications"]]
+    for tagged in (lt.inputs["tags"], ng.inputs["tags"], *launched):
+        assert tagged["Name"] == ng.inputs["nodeGroupName"] and tagged["aiplat:pool"] and tagged["CostCenter"]
 
 
 def test_efa_interfaces_as_given_with_the_self_referencing_group() -> None:

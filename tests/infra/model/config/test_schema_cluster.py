@@ -1,4 +1,4 @@
-"""Schema of the network, cluster and node pool fields added for issue 3: each bad value named."""
+"""Schema of the network, cluster and node pool fields: each bad value named."""
 
 from __future__ import annotations
 
