@@ -21,6 +21,7 @@ from infra.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_OK
 from infra.io.monitoring import MONITORING_DIR, rule_file
 from infra.io.policypack import default_pack_dir
 from infra.io.stackfiles import project_root
+from infra.model import instance_types
 from infra.model.config.reference import config_reference
 from infra.review.analyzers import load_rules_package
 
@@ -129,6 +130,37 @@ def policies_reference() -> str:
     )
 
 
+def instance_types_reference() -> str:
+    """The GPU instance types the pack and the plan know by name: one row per type of the table."""
+    efa_listed = instance_types.EFA_PLUGIN_TYPES[instance_types.EFA_PLUGIN_CHART_VERSION]
+    out = [
+        "# GPU instance types",
+        "",
+        GENERATED.format(source="the instance-type table (`infra/model/instance_types.py`)"),
+        "",
+        "AWS's numbers (DescribeInstanceTypes, checked against moto's snapshot by a test); the policy pack "
+        "counts GPUs and EFA interfaces from them. A GPU type without a row is unknown to the pack's "
+        "`gpu-budget` and `training-pool-efa-interfaces`. Published all-reduce figures set the training "
+        "bandwidth check ([Training](../platform/training.md)).",
+        "",
+        f"| type | GPUs | GPU | GiB per GPU | vCPUs | memory GiB | EFA interfaces | EFA plugin "
+        f"{instance_types.EFA_PLUGIN_CHART_VERSION} | published busbw |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in instance_types.TABLE.values():
+        busbw = (
+            f"[{row.busbw.busbw_gbps:g} GB/s at {row.busbw.message_bytes >> 30} GiB]({row.busbw.source})"
+            if row.busbw
+            else ""
+        )
+        plugin = "yes" if row.name in efa_listed else ("" if row.efa_interfaces == 0 else "no")
+        out.append(
+            f"| {row.name} | {row.gpus} | {row.gpu_model} | {row.gpu_memory_mib / 1024:.1f} | {row.vcpus} "
+            f"| {row.memory_mib // 1024} | {row.efa_interfaces} | {plugin} | {busbw} |"
+        )
+    return "\n".join(out) + "\n"
+
+
 RUNBOOK_INTRO = """Every alert's `runbook_url` opens its page here: `<monitoring.docs_url>runbooks/<alert>/`
 (`monitoring.docs_url` in the [config reference](../reference/config.md)). "Drain" means
 `kubectl cordon <node> && kubectl drain <node> --ignore-daemonsets --delete-emptydir-data`; a training job
@@ -167,6 +199,7 @@ def pages() -> dict[str, str]:
         "reference/cli.md": cli_reference(),
         "reference/policies.md": policies_reference(),
         "reference/exit-codes.md": exit_codes_reference(),
+        "reference/instance-types.md": instance_types_reference(),
         "runbooks/index.md": runbook_index(),
     }
 

@@ -12,7 +12,8 @@ import pulumi_aws as aws
 
 from infra.model.config.schema import PlatformConfig
 from infra.model.facts import AccountFacts, AvailabilityZone, InstanceFacts, RegionFacts
-from infra.model.gpu_offers import GPU_FAMILY_PATTERNS, karpenter_patterns
+from infra.model.gpu_offers import karpenter_patterns
+from infra.model.instance_types import GPU_FAMILY_PATTERNS
 
 GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
 ZONE_TYPE = "availability-zone"

@@ -11,12 +11,11 @@ cards" (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.h
   interface cannot be the primary one, and the node's IP traffic (kubelet, pods) needs the ENA;
 * every further interface takes the next network card at device index 1.
 
-The interface type of the further interfaces is the per-family rule: P5-class families (p5, p5e,
-p5en, p6-*) use ``efa-only``, AWS's "use case 1" for P5 in the same page: at most 800 of their 3200
-Gbps can carry IP traffic anyway, so an ENA on every card would only spend 31 VPC addresses per node
-and add routing trouble. Older families (p4d, p4de, g6e, ...) were documented with ``efa`` on every
-card, so they keep it. Where the facts list the interface types a card accepts, a card that does not
-accept ``efa-only`` gets ``efa``.
+The interface type of the further interfaces is the per-family rule of the instance-type table
+(``infra.model.instance_types.efa_only_past_primary``): P5-class families use ``efa-only``, AWS's "use
+case 1" for P5 in the same page: at most 800 of their 3200 Gbps can carry IP traffic anyway, so an ENA on
+every card would only spend 31 VPC addresses per node and add routing trouble. Where the facts list the
+interface types a card accepts, a card that does not accept ``efa-only`` gets ``efa``.
 """
 
 from __future__ import annotations
@@ -25,12 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from infra.model.facts import InstanceFacts
+from infra.model.instance_types import efa_only_past_primary
 
 EFA = "efa"
 EFA_ONLY = "efa-only"
-
-# Families whose further interfaces are EFA-only (the P5 layout); see the module docstring.
-_EFA_ONLY_FAMILY_PREFIXES = ("p5", "p6")
 
 
 @dataclass(frozen=True)
@@ -44,11 +41,6 @@ class EfaInterface:
     @property
     def primary(self) -> bool:
         return self.network_card_index == 0 and self.device_index == 0
-
-
-def family(instance_type: str) -> str:
-    """``p5en`` for ``p5en.48xlarge``."""
-    return instance_type.split(".", 1)[0]
 
 
 def max_efa_interfaces(facts: InstanceFacts) -> int:
@@ -86,13 +78,13 @@ def layout_for(
 ) -> tuple[EfaInterface, ...]:
     """The layout for a type that takes ``limit`` EFA interfaces; ``accepts(card, type)`` says whether a
     card takes an interface type (default: trust the family rule). The policy pack checks launch
-    templates against this, with ``limit`` from its catalog of AWS's numbers."""
+    templates against this, with ``limit`` from the instance-type table."""
     if limit == 0:
         raise ValueError(f"{instance_type} does not support EFA")
     n = limit if count is None else count
     if not 1 <= n <= limit:
         raise ValueError(f"{instance_type} takes 1 to {limit} EFA interfaces, not {n}")
-    further = EFA_ONLY if family(instance_type).startswith(_EFA_ONLY_FAMILY_PREFIXES) else EFA
+    further = EFA_ONLY if efa_only_past_primary(instance_type) else EFA
     layout = [EfaInterface(0, 0, EFA)]
     for card in range(1, n):
         kind = further if accepts is None or accepts(card, further) else EFA

@@ -4,8 +4,8 @@ Bus bandwidth as nccl-tests defines it (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``
 for all-reduce over ``n`` ranks, ``busbw = algbw * 2 * (n - 1) / n``; it is comparable with the per-GPU
 hardware peak whatever ``n`` is. ``trainer/tools/allreduce_bench.py`` reports both the same way.
 
-Published figures (``PUBLISHED``) are out-of-place busbw of ``all_reduce_perf`` on 2 nodes, 8 GPUs each,
-from aws-samples/awsome-distributed-training at commit 7217859f (2026-02-21); the check fails below
+Published figures (``GpuInstanceType.busbw`` in the instance-type table, ``infra/model/instance_types.py``,
+with their sources) are out-of-place busbw of ``all_reduce_perf``; the check fails below
 ``THRESHOLD_SHARE`` of them at the same message size. A type without a published figure falls back to
 its network's baseline bandwidth from AWS data (DescribeInstanceTypes ``NetworkInfo.NetworkCards[].
 BaselineBandwidthInGbps``, summed): a ring all-reduce across nodes moves about the node's network
@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from infra.model.facts import InstanceFacts
+from infra.model.instance_types import TABLE
 
-GIB = 1 << 30
 MIB = 1 << 20
 # The check passes at 80% of a published figure: the published runs show 10-15% spread between software
 # stacks at the same size (p5.48xlarge 2 GiB: 444 vs 438 GB/s), and torch.distributed adds a little
@@ -26,39 +26,6 @@ MIB = 1 << 20
 THRESHOLD_SHARE = 0.8
 FALLBACK_SHARE = 0.5
 FALLBACK_BYTES = 256 * MIB
-_AWSOME = (
-    "https://github.com/aws-samples/awsome-distributed-training/blob/7217859f/micro-benchmarks/nccl-tests"
-)
-
-
-@dataclass(frozen=True)
-class PublishedBusbw:
-    """One published all_reduce_perf result: bus bandwidth (GB/s) at a message size on ``nodes`` nodes."""
-
-    instance_type: str
-    nodes: int | None
-    message_bytes: int
-    busbw_gbps: float
-    source: str
-
-
-PUBLISHED: dict[str, PublishedBusbw] = {
-    p.instance_type: p
-    for p in (
-        # 32 x 100 Gbps EFA; newest run in the README (512 MiB ... 16 GiB: 393 ... 487 GB/s).
-        PublishedBusbw("p5.48xlarge", 2, 8 * GIB, 479.0, f"{_AWSOME}/README.md"),
-        # 4 x 100 Gbps EFA (Slurm results: 512 MiB / 1 GiB / 2 GiB = 74.3 / 76.8 / 78.3 GB/s).
-        PublishedBusbw("p4de.24xlarge", 2, 2 * GIB, 78.3, f"{_AWSOME}/README.md"),
-        # 16 x 200 Gbps EFA; the topology-aware test does not state the node count.
-        PublishedBusbw(
-            "p5en.48xlarge",
-            None,
-            16 * GIB,
-            369.9,
-            f"{_AWSOME}/slurm/topology-aware-nccl-tests/README.md",
-        ),
-    )
-}
 
 
 @dataclass(frozen=True)
@@ -78,7 +45,8 @@ def network_gbytes_per_s(facts: InstanceFacts) -> float:
 
 def threshold_for(facts: InstanceFacts) -> BusbwThreshold:
     """The bandwidth check's threshold for ``facts.instance_type`` (published figure, else network)."""
-    published = PUBLISHED.get(facts.instance_type)
+    row = TABLE.get(facts.instance_type)
+    published = row.busbw if row is not None else None
     if published is not None:
         nodes = f"{published.nodes} nodes" if published.nodes else "node count not stated"
         return BusbwThreshold(
@@ -87,7 +55,7 @@ def threshold_for(facts: InstanceFacts) -> BusbwThreshold:
             message_bytes=published.message_bytes,
             basis=(
                 f"{THRESHOLD_SHARE:.0%} of {published.busbw_gbps} GB/s published for "
-                f"{published.instance_type} at {published.message_bytes // MIB} MiB ({nodes}): "
+                f"{facts.instance_type} at {published.message_bytes // MIB} MiB ({nodes}): "
                 f"{published.source}"
             ),
         )

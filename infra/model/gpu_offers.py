@@ -14,19 +14,11 @@ from dataclasses import dataclass
 from infra.model.config.schema import PlatformConfig
 from infra.model.config.services import Architecture, KarpenterPoolConfig
 from infra.model.facts import RegionFacts
+from infra.model.instance_types import family
 from infra.model.zones import vpc_zones
-
-# The instance families with GPUs are the G and P families of AWS's accelerated computing types (the
-# others, Inferentia/Trainium/FPGA/VT, list no GPUs): name patterns that narrow a question for GPU types,
-# whose facts (GpuInfo) then decide. https://aws.amazon.com/ec2/instance-types/#Accelerated_Computing
-GPU_FAMILY_PATTERNS = ("g*", "p*")
 
 # AWS architecture names (DescribeInstanceTypes ProcessorInfo.SupportedArchitectures) by Kubernetes name.
 AWS_ARCH = {Architecture.amd64: "x86_64", Architecture.arm64: "arm64"}
-
-
-def family(instance_type: str) -> str:
-    return instance_type.split(".", 1)[0]
 
 
 def family_patterns(pool: KarpenterPoolConfig) -> list[str]:

@@ -16,7 +16,6 @@ Beware a wrong P code ``L-417A2355`` in some public code.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,6 +26,7 @@ from infra.model.config.schema import PlatformConfig
 from infra.model.config.services import CapacityKind
 from infra.model.facts import RegionFacts
 from infra.model.gpu_offers import gpu_offer
+from infra.model.instance_types import instance_category
 
 
 class Purchase(StrEnum):
@@ -36,7 +36,7 @@ class Purchase(StrEnum):
 
 @dataclass(frozen=True)
 class VcpuQuota:
-    """One EC2 vCPU quota: its code, AWS's name, the family group and purchase option it limits."""
+    """One EC2 vCPU quota: its code, AWS's name, the instance-category group and purchase option it limits."""
 
     code: str
     name: str
@@ -64,7 +64,7 @@ QUOTAS: tuple[VcpuQuota, ...] = (
 )
 BY_CODE: Mapping[str, VcpuQuota] = {q.code: q for q in QUOTAS}
 
-# Family prefix (the letters before the generation digit) -> quota group. 'im'/'is' are I-family
+# Instance category (the letters before the generation digit) -> quota group. 'im'/'is' are I-family
 # storage types (im4gn, is4gen). Families not listed (F, X, Inf, Trn, DL, HPC, U, Mac) have quotas of
 # their own that this table does not carry: preflight says so instead of guessing.
 _GROUPS = {
@@ -75,15 +75,9 @@ _GROUPS = {
 }
 
 
-def family(instance_type: str) -> str:
-    """``p5.48xlarge`` -> ``p``, ``g4dn.2xlarge`` -> ``g``, ``inf2.xlarge`` -> ``inf``."""
-    match = re.match(r"[a-z]+", instance_type)
-    return match.group(0) if match else ""
-
-
 def quota_for(instance_type: str, purchase: Purchase) -> VcpuQuota | None:
     """The vCPU quota that limits ``instance_type`` bought as ``purchase``; None if not in the table."""
-    group = _GROUPS.get(family(instance_type))
+    group = _GROUPS.get(instance_category(instance_type))
     return next((q for q in QUOTAS if q.group == group and q.purchase == purchase), None)
 
 
@@ -113,7 +107,7 @@ class VcpuDemand:
 
 @dataclass(frozen=True)
 class Unmapped:
-    """A pool type whose family has no quota in ``QUOTAS``; ``field`` is the config field naming it."""
+    """A pool type whose instance category has no quota in ``QUOTAS``; ``field`` is the field naming it."""
 
     pool: str
     instance_type: str
@@ -163,7 +157,7 @@ def karpenter_worst_cases(
     for name, pool in sorted(cfg.cluster_services.karpenter.node_pools.items()):
         by_group: dict[str, list[str]] = {}
         for itype in gpu_offer(cfg, facts, pool).instance_types:
-            group = _GROUPS.get(family(itype))
+            group = _GROUPS.get(instance_category(itype))
             if group is None:
                 unmapped.append(
                     Unmapped(

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from infra.model import efa_plugin
 from infra.model.config.schema import PlatformConfig, Role, StorageBackend
 from infra.model.config.services import KubernetesAccess
 from infra.model.gpu_offers import gpu_offer
+from infra.model.instance_types import EFA_PLUGIN_SOURCE, EFA_PLUGIN_TYPES
 from infra.model.zones import vpc_zones
 from infra.rules.base import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
 
@@ -81,30 +81,25 @@ def efa_plugin_knows_types(ctx: RuleContext) -> Iterator[Finding]:
     if not efa_types or not _k8s_applied(ctx):
         return
     field = at("cluster_services", "efa_device_plugin", "version")
-    supported = efa_plugin.supported_types(chart.version)
+    supported = EFA_PLUGIN_TYPES.get(chart.version)
     if supported is None:
         yield error(
             field,
             f"{chart.version} is not a chart version whose instance list is recorded, so its support for "
             f"{sorted(efa_types)} cannot be checked",
-            f"use one of {', '.join(efa_plugin.known_versions()[-3:])}, or add {chart.version}'s list to "
-            "infra/model/efa_plugin.py from the chart's values.yaml",
-            efa_plugin.SOURCE,
+            f"use {', '.join(EFA_PLUGIN_TYPES)}, or add {chart.version}'s list to EFA_PLUGIN_TYPES in "
+            "infra/model/instance_types.py from the chart's values.yaml",
+            EFA_PLUGIN_SOURCE,
         )
         return
     missing = sorted(efa_types - supported)
     if missing:
-        minimum = efa_plugin.minimum_version(efa_types)
-        fix = (
-            f"use chart version {minimum} or later (the first that lists {', '.join(missing)})"
-            if minimum
-            else f"no recorded chart version lists {', '.join(missing)}; use another EFA instance type"
-        )
         yield error(
             field,
             f"{chart.version} does not list {', '.join(missing)} in supportedInstanceLabels, so the plugin "
             "never runs there and pods asking for vpc.amazonaws.com/efa stay Pending",
-            fix,
+            "use a chart version whose values.yaml lists the type (and record its list in "
+            "infra/model/instance_types.py), or another EFA instance type",
             EFA_DOC,
         )
 

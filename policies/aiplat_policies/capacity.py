@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from infra.model import instance_types
 from infra.model.allowlists import INSTANCE_TYPES_BY_STACK, as_json, type_allowed
 
-from . import catalog
 from .aws import INSTANCE, LAUNCH_TEMPLATE, NODE_GROUP
 from .core import (
     HIGH,
@@ -99,7 +99,7 @@ def _pool_gpus(itypes: list[Any]) -> tuple[float | None, list[str]]:
     """GPUs per node (the largest of the allowed types) and the types whose GPU count is unknown."""
     counts, unknown = [], []
     for t in itypes:
-        n = catalog.gpus(t) if isinstance(t, str) else None
+        n = instance_types.gpus(t) if isinstance(t, str) else None
         if n is None:
             unknown.append(str(t))
         else:
@@ -158,8 +158,7 @@ def gpu_budget(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     for res, problem in problems:
         yield violation(
             problem,
-            "set the max size / limit as a literal and use a type listed in "
-            "policies/aiplat_policies/catalog.py",
+            "set the max size / limit as a literal and use a type listed in infra/model/instance_types.py",
             res.urn,
         )
     if budget is None:

@@ -4,8 +4,8 @@ The estimate is ``aiplat cost``'s (``infra.model.cost.estimate_stack`` over the 
 ``infra/model/data/prices.yaml``), computed from the stack's own config, which the engine hands every
 policy pack in ``PULUMI_CONFIG`` (``StackInfo.platform``). The one thing the config does not say is which
 instance types a Karpenter pool may launch (``aiplat cost`` asks AWS's facts); here they are read from the
-NodePool in the plan (its ``node.kubernetes.io/instance-type`` requirement) with the GPU counts of
-``catalog.py``.
+NodePool in the plan (its ``node.kubernetes.io/instance-type`` requirement) with the GPU counts of the
+instance-type table (``infra/model/instance_types.py``).
 
 The cap bounds the worst case the stack can reach: every node pool at ``max_size`` as configured (a
 Capacity Block or ODCR bills every reserved instance anyway), every Karpenter GPU pool at its GPU limit on
@@ -23,8 +23,8 @@ from infra.io.prices import load_price_table
 from infra.model.config.parse import parse_platform_config
 from infra.model.cost import Candidate, Lookup, Money, Option, StackCost, Usage, estimate_stack
 from infra.model.errors import PlatformError
+from infra.model.instance_types import TABLE
 
-from . import catalog
 from .core import MEDIUM, Ctx, Stack, Violation, dig, stack_rule, violation
 from .nodes import INSTANCE_TYPE_KEY, NODE_POOL, karpenter_allowed
 
@@ -43,27 +43,31 @@ UNPRICED = ("ignore", "violation")
 
 
 def karpenter_candidates(stack: Stack, look: Lookup) -> dict[str, tuple[tuple[Candidate, ...], list[str]]]:
-    """NodePool name -> (the candidates with GPU counts from the catalog, the types the catalog lacks)."""
+    """NodePool name -> (the candidates with GPU counts from the instance-type table, the types it lacks)."""
     out: dict[str, tuple[tuple[Candidate, ...], list[str]]] = {}
     for pool in stack.of_type(NODE_POOL):
         name = dig(pool.props, "metadata", "name")
         if not isinstance(name, str):
             continue
         types = sorted(set(karpenter_allowed(pool, INSTANCE_TYPE_KEY)))
-        known = [t for t in types if t in catalog.CATALOG and catalog.CATALOG[t].gpus > 0]
+        known = [TABLE[t] for t in types if t in TABLE and TABLE[t].gpus > 0]
         candidates = tuple(
             Candidate(
-                t, catalog.CATALOG[t].gpus, {o: look.instance(t, o) for o in (Option.on_demand, Option.spot)}
+                row.name,
+                row.gpus,
+                {o: look.instance(row.name, o) for o in (Option.on_demand, Option.spot)},
+                vcpus=row.vcpus,
+                memory_mib=row.memory_mib,
             )
-            for t in known
+            for row in known
         )
-        out[name] = (candidates, [t for t in types if t not in known])
+        out[name] = (candidates, [t for t in types if t not in {c.instance_type for c in candidates}])
     return out
 
 
 def estimate(stack: Stack, ctx: Ctx) -> tuple[StackCost, list[str]]:
     """The stack's estimate from its config and the plan's NodePools, and the Karpenter types without a GPU
-    count in the catalog. Raises PlatformError (ConfigErrors) when the config does not parse."""
+    count in the instance-type table. Raises PlatformError (ConfigErrors) when the config does not parse."""
     cfg = parse_platform_config(dict(ctx.stack.platform or {}))
     table = load_price_table()
     cost = estimate_stack(ctx.stack.name, cfg, table, Usage(on=ctx.today))

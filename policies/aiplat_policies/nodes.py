@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from infra.lib.nodes import GPU_TAINT_KEY, TAINT_EFFECTS
+from infra.model import instance_types
 
-from . import catalog
 from .aws import INSTANCE, LAUNCH_TEMPLATE, NODE_GROUP, SUBNET, linked
 from .core import (
     HIGH,
@@ -177,7 +177,7 @@ def karpenter_is_gpu(r: Res) -> bool:
     for key in ("karpenter.k8s.aws/instance-category", INSTANCE_FAMILY_KEY, INSTANCE_TYPE_KEY):
         for op, values in reqs.get(key, []):
             # a category ('g'), a family ('g5') or a type ('g5.xlarge'): its family decides
-            if op == "In" and any(catalog.is_gpu_family(str(v)) for v in values):
+            if op == "In" and any(instance_types.is_gpu_family(str(v)) for v in values):
                 return True
     return False
 
@@ -202,7 +202,7 @@ def gpu_nodes_tainted(r: Res, ctx: Ctx) -> Iterator[Violation]:
         gpu = (
             ami is UNKNOWN
             or "NVIDIA" in str(ami or "")
-            or any(t is UNKNOWN or (catalog.gpus(str(t)) or 0) > 0 for t in types)
+            or any(t is UNKNOWN or (instance_types.gpus(str(t)) or 0) > 0 for t in types)
         )
         if gpu and not _has_gpu_taint(
             as_list(r.get("taints")) if r.get("taints") is not UNKNOWN else [], TAINT_EFFECTS["NoSchedule"]

@@ -15,9 +15,9 @@ from typing import Any
 
 from infra.lib.efa import EFA, EFA_ONLY, layout_for
 from infra.lib.nodes import EFA_LABEL
+from infra.model.instance_types import TABLE
 from infra.rules.pools import SINGLE_ZONE_DOC, zone_spread
 
-from . import catalog
 from .aws import LAUNCH_TEMPLATE, NODE_GROUP, SECURITY_GROUP, SUBNET, linked
 from .core import (
     HIGH,
@@ -91,7 +91,7 @@ def training_pools(stack: Stack, ctx: Ctx) -> list[Pool]:
         efa = any(_efa_interfaces(t) for t in templates) or (
             isinstance(labels, dict) and labels.get(EFA_LABEL) == "true"
         )
-        known = catalog.CATALOG.get(itype) if isinstance(itype, str) else None
+        known = TABLE.get(itype) if isinstance(itype, str) else None
         big = (
             ctx.stack.role == "train"
             and known is not None
@@ -186,11 +186,11 @@ def training_pool_placement(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
 def training_pool_efa_interfaces(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     for pool in training_pools(stack, ctx):
         itype = pool.instance_type
-        known = catalog.CATALOG.get(itype) if isinstance(itype, str) else None
+        known = TABLE.get(itype) if isinstance(itype, str) else None
         if known is None or known.efa_interfaces == 0:
             yield violation(
                 f"node group {pool.group.name!r}: {itype} is not a type with EFA that this pack knows",
-                "use an EFA type listed in policies/aiplat_policies/catalog.py (add a row for a new one)",
+                "use an EFA type listed in infra/model/instance_types.py (add a row for a new one)",
                 pool.group.urn,
             )
             continue

@@ -29,9 +29,9 @@ def amount(message: str) -> float:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_pack_prices_the_stack_as_aiplat_cost_does_at_max(plan_stack, stack) -> None:
-    """The pack reads Karpenter's candidate types from the planned NodePool and their GPUs from its catalog;
-    ``aiplat cost`` reads both from AWS's facts. At max size the two give the same amount, under the
-    shipped cap, and a cap one dollar below it is refused with that amount."""
+    """The pack reads Karpenter's candidate types from the planned NodePool and their GPUs from the
+    instance-type table; ``aiplat cost`` reads both from AWS's facts. At max size the two give the same
+    amount, under the shipped cap, and a cap one dollar below it is refused with that amount."""
     plan = plan_stack(stack).as_json()
     cfg = parse_platform_config(plan["config"])
     expected = estimate_stack(

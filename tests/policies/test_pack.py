@@ -1,4 +1,4 @@
-"""The pack as the Pulumi CLI runs it, its metadata, and the data it keeps (catalog, taggable types)."""
+"""The pack as the Pulumi CLI runs it, its metadata, and the data it keeps (taggable types)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from aiplat_policies import catalog, tags
+from aiplat_policies import tags
 from aiplat_policies.core import registered
 from aiplat_policies.pack import PACK_NAME, policies, rules
 
-from infra.io import snapshot
 from infra.io.policypack import default_pack_dir, read_pack_project
 from infra.review import review_plan
 from tests.conftest import REPO
@@ -87,25 +86,6 @@ def test_every_rule_has_a_compliant_and_a_violating_test() -> None:
         "k8s-training-accelerators",
     }
     assert [m for m in missing if m not in grouped] == []
-
-
-@pytest.mark.parametrize("itype", sorted(catalog.CATALOG))
-def test_catalog_is_aws_data(itype) -> None:
-    """GPU and EFA counts are AWS's: the same InstanceFacts the plan builds from DescribeInstanceTypes."""
-    facts = snapshot.instance_facts(itype)
-    assert facts is not None, itype
-    assert catalog.CATALOG[itype].gpus == facts.gpu_count
-    assert catalog.CATALOG[itype].efa_interfaces == facts.efa_interface_limit
-
-
-def test_catalog_covers_every_gpu_type_of_the_stacks_and_examples() -> None:
-    used = set()
-    for folder in (REPO / "stacks", REPO / "examples"):
-        for f in folder.glob("Pulumi.*.yaml"):
-            pools = yaml.safe_load(f.read_text())["config"]["aiplat:platform"].get("node_pools", {})
-            used |= {p["instance_type"] for p in pools.values()}
-    assert {t for t in used if catalog.is_gpu_family(t)} <= set(catalog.CATALOG)
-    assert all(catalog.gpus(t) == 0 for t in used if not catalog.is_gpu_family(t))
 
 
 def _sdk_takes_tags(type_token: str) -> bool:

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 from infra.model.config.base import NAME_RE, Strict
 from infra.model.config.charts import ChartPin, ChartRef
 from infra.model.config.fsx import FsxConfig
+from infra.model.instance_types import EFA_PLUGIN_CHART_VERSION
 
 # Kubernetes names of namespaces (RFC 1123 label).
 NAMESPACE_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -73,10 +74,11 @@ class EfaDevicePluginConfig(ChartPin):
     )
     chart: str = Field("aws-efa-k8s-device-plugin", description="Chart name.")
     version: str = Field(
-        "v0.5.30",
-        description="Default: aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml v0.5.30 (app "
-        "v0.5.20; commit bfe91c4, 2026-07-21). Its supported-instance list per version is data in "
-        "infra/model/efa_plugin.py.",
+        EFA_PLUGIN_CHART_VERSION,
+        description="Default: aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml "
+        f"{EFA_PLUGIN_CHART_VERSION} (app "
+        "v0.5.20; commit bfe91c4, 2026-07-21). Its supported-instance list is data in "
+        "infra/model/instance_types.py.",
     )
 
 

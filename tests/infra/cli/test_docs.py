@@ -11,6 +11,7 @@ import yaml
 from infra.cli import docs
 from infra.cli.common import EXIT_CODES
 from infra.cli.main import COMMANDS, main, parser
+from infra.model.instance_types import TABLE
 
 REPO = Path(__file__).resolve().parents[3]
 DOCS = REPO / "docs"
@@ -46,6 +47,14 @@ def test_exit_code_page_has_every_code() -> None:
     page = docs.exit_codes_reference()
     for code, meaning in EXIT_CODES.items():
         assert f"| {code} | {meaning} |" in page
+
+
+def test_instance_type_page_has_every_row_of_the_table() -> None:
+    page = docs.instance_types_reference()
+    for row in TABLE.values():
+        assert f"| {row.name} | {row.gpus} | {row.gpu_model} |" in page
+        assert f"| {row.efa_interfaces} |" in page
+    assert "[479 GB/s at 8 GiB](https://github.com/aws-samples/" in page  # p5.48xlarge's published figure
 
 
 def test_runbook_index_links_every_alert() -> None:

@@ -20,6 +20,7 @@ def facts(t: str) -> awsdata.InstanceFacts:
         ("p5.48xlarge", 32, EFA_ONLY),
         ("p5e.48xlarge", 32, EFA_ONLY),
         ("p5en.48xlarge", 16, EFA_ONLY),
+        ("p6-b200.48xlarge", 8, EFA_ONLY),
         ("p4d.24xlarge", 4, EFA),
         ("g6e.48xlarge", 4, EFA),
         ("g5.48xlarge", 1, None),

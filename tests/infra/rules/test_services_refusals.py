@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from infra.model.config.parse import parse_platform_config
+from infra.model.instance_types import EFA_PLUGIN_CHART_VERSION
 from infra.plan import runner
 from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, set_at
 
@@ -29,20 +30,29 @@ MINIO = set_at("storage", {"backend": "minio", "minio": {"storage_size": "100Gi"
 CASES = [
     (
         "prod-us-train",
-        all_of(
-            set_at("node_pools.train.instance_type", "p5en.48xlarge"),
-            set_at("cluster_services.efa_device_plugin.version", "v0.5.5"),
+        # r9g.48xlarge has EFA (AWS data) and came after the pinned chart's list
+        set_at(
+            "node_pools.efa-cpu",
+            {
+                "instance_type": "r9g.48xlarge",
+                "gpu": False,
+                "efa": True,
+                "availability_zones": ["us-east-1a"],
+                "min_size": 0,
+                "desired_size": 0,
+                "max_size": 1,
+            },
         ),
         FACTS,
-        f"{S}.efa_device_plugin.version: v0.5.5 does not list p5en.48xlarge in supportedInstanceLabels, so "
-        "the plugin never runs there and pods asking for vpc.amazonaws.com/efa stay Pending; fix: use chart "
-        "version v0.5.6 or later",
+        f"{S}.efa_device_plugin.version: {EFA_PLUGIN_CHART_VERSION} does not list r9g.48xlarge in "
+        "supportedInstanceLabels, so the plugin never runs there and pods asking for vpc.amazonaws.com/efa "
+        "stay Pending; fix: use a chart version whose values.yaml lists the type",
     ),
     (
         "prod-us-train",
-        set_at("cluster_services.efa_device_plugin.version", "v0.9.9"),
+        set_at("cluster_services.efa_device_plugin.version", "v0.5.5"),
         FACTS,
-        f"{S}.efa_device_plugin.version: v0.9.9 is not a chart version whose instance list is recorded",
+        f"{S}.efa_device_plugin.version: v0.5.5 is not a chart version whose instance list is recorded",
     ),
     (
         "prod-hk-infer",
@@ -134,7 +144,7 @@ CASES = [
     ),
 ]
 IDS = [
-    "efa-chart-too-old",
+    "efa-chart-lacks-type",
     "efa-chart-unknown",
     "infer-one-family",
     "karpenter-nothing-offered",
@@ -162,13 +172,10 @@ def test_refused_before_any_resource(stack_config, monitors, stack, mutate, stag
 
 def test_efa_chart_that_lists_the_type_plans(stack_config) -> None:
     raw = stack_config("prod-us-train")
-    all_of(
-        set_at("node_pools.train.instance_type", "p5en.48xlarge"),
-        set_at("cluster_services.efa_device_plugin.version", "v0.5.6"),
-    )(raw)
+    set_at("node_pools.train.instance_type", "p5en.48xlarge")(raw)
     plan = runner.run_plan("ok", parse_platform_config(raw))
     (efa,) = [r for r in plan.by_type("kubernetes:helm.sh/v3:Release") if r.name == "device-plugins-efa"]
-    assert efa.inputs["version"] == "v0.5.6"
+    assert efa.inputs["version"] == EFA_PLUGIN_CHART_VERSION
 
 
 def test_skip_declares_no_kubernetes_object(stack_config) -> None:
