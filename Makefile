@@ -9,7 +9,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # mkdocs-material prints a banner about MkDocs 2 on every build; it is not a warning of ours.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: plan review test lint lint-docker fmt clean train-local bench-trainer bench-inference promtool policy-venv
+.PHONY: plan review test test-fast lint lint-docker fmt clean train-local bench-trainer bench-inference promtool policy-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,11 @@ test: $(VENV)/.dev lint-docker promtool policy-venv
 	$(BIN)/lint-imports
 	$(BIN)/mkdocs build --strict --site-dir build/site
 	$(BIN)/python -m pytest -q
+
+# The edit-test loop: everything but the tests marked slow (processes, servers, CLI runs over every stack);
+# `make test` stays the whole suite.
+test-fast: $(VENV)/.dev promtool
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # promtool checks and unit-tests the alert rules (tests/monitoring): the Debian package `prometheus` ships it.
 # Installed only when missing; the tests fail (not skip) without it.

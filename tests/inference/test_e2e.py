@@ -27,6 +27,8 @@ from trainer.ports import free_port
 from trainer.release import MANIFEST, WEIGHTS, publish
 from trainer.tools.moto_server import MotoServer
 
+pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
+
 
 @pytest.fixture(scope="session")
 def image_site(inference_tmp: Path) -> Path:

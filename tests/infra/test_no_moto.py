@@ -17,6 +17,8 @@ import pytest
 
 from infra.plan.runner import run_plan
 
+pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
+
 REPO = Path(__file__).resolve().parents[2]
 
 CHILD = textwrap.dedent(

@@ -19,6 +19,8 @@ from infra.plan.runner import run_plan
 from infra.review import review_plan
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
+
 
 @pytest.fixture(autouse=True)
 def wide(monkeypatch: pytest.MonkeyPatch) -> None:

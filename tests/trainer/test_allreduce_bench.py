@@ -14,6 +14,8 @@ import pytest
 from trainer import exitcodes
 from trainer.tools.allreduce_bench import _rank_argv, bus_bandwidth, sizes
 
+pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
+
 REPO = Path(__file__).resolve().parents[2]
 
 

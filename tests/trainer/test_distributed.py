@@ -32,7 +32,8 @@ from trainer.config import ModelConfig
 from trainer.loop import Trainer
 from trainer.model import GPT
 
-pytestmark = pytest.mark.timeout(240)
+# processes and servers: left out of `make test-fast`
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 def model_only(t: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

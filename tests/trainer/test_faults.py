@@ -27,6 +27,8 @@ from trainer.loop import Trainer
 from trainer.tools.make_shards import encode, upload, write_shards
 from trainer.tools.moto_server import MotoServer
 
+pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
+
 
 def skip_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipping checkpoint")]

@@ -23,6 +23,8 @@ from trainer.tools.commands import DEBUG_CONFIG, trainer_command
 from trainer.tools.make_shards import upload
 from trainer.tools.moto_server import MotoServer
 
+pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
+
 
 def debug_checkpoint(info: DistInfo, root: Path, step: int) -> None:
     """A committed checkpoint of the debug model at ``step`` (what an earlier run left)."""

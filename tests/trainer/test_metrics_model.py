@@ -8,6 +8,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+import pytest
 import torch
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -16,6 +17,8 @@ from trainer.config import MetricsConfig, ModelConfig
 from trainer.metrics import Metrics
 from trainer.model import GPT
 from trainer.ports import free_port, free_port_block
+
+pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
 
 
 def scrape(port: int) -> dict[str, float]:

@@ -16,6 +16,8 @@ from trainer.hashing import MANIFEST, sha256_file
 from trainer.loop import Trainer
 from trainer.runrecord import PREFIX
 
+pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
+
 
 def records(ckpt: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((ckpt / PREFIX).glob("*.json"))]

@@ -22,7 +22,8 @@ from trainer.checkpoint_store import S3Store
 from trainer.tools.make_shards import upload
 from trainer.tools.moto_server import MotoServer
 
-pytestmark = pytest.mark.timeout(240)
+# processes and servers: left out of `make test-fast`
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 def committed_steps(d: Path) -> list[int]:

@@ -41,7 +41,8 @@ from trainer.tools.commands import DEBUG_CONFIG
 from trainer.tools.make_shards import upload
 from trainer.tools.moto_server import MotoServer
 
-pytestmark = pytest.mark.timeout(300)
+# processes and servers: left out of `make test-fast`
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 CKPT = "s3://ckpt/run"
 ABANDONED = "abandoned the run record"

@@ -91,8 +91,8 @@ def test_gpu_count_of_types_outside_the_table() -> None:
 
 
 def test_pinned_efa_plugin_list_is_what_the_charts_values_yaml_lists() -> None:
-    """The pinned chart's own values.yaml (aws/eks-charts at that version, kept as test data with its source in
-    its header) lists exactly the instance types the table records for it."""
+    """The pinned chart's own values.yaml (aws/eks-charts at that version, kept as test data with its source
+    in its header) lists exactly the instance types the table records for it."""
     from infra.model.config.services import EfaDevicePluginConfig
 
     pinned = EfaDevicePluginConfig().version
