@@ -2,9 +2,10 @@
 
 A rule is one small named function from a ``RuleContext`` to findings. It declares the phases that use it
 (``plan``: before any resource, under ``aiplat plan`` and ``pulumi up``; ``preflight``: against the live AWS
-API; ``policy``: the policy pack) and what it needs from the context (AWS facts, the other stacks, the
-region list), so a phase runs exactly the rules whose inputs it has. Like AWS ParallelCluster's validators,
-the same rule is never written twice. Pure: no I/O, no Pulumi.
+API) and what it needs from the context (AWS facts, the other stacks, the region list), so a phase runs
+exactly the rules whose inputs it has. Like AWS ParallelCluster's validators, the same rule is never written
+twice. The policy pack judges planned resources, not a ``RuleContext``: it imports these modules' limits and
+checks (``policies/README.md``) rather than running a phase of its own. Pure: no I/O, no Pulumi.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ class Level(StrEnum):
 class Phase(StrEnum):
     plan = "plan"
     preflight = "preflight"
-    policy = "policy"
 
 
 # The rules that ask what preflight asks the live account again (offerings by zone ID, EFA, zone names).
