@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from infra.lib.nodes import GPU_RESOURCE
 from infra.model.allowlists import INSTANCE_TYPES_BY_STACK, as_json, type_allowed
 
 from . import catalog
@@ -22,7 +23,6 @@ from .core import (
     stack_rule,
     violation,
 )
-from .kubernetes import GPU as GPU_RESOURCE
 from .nodes import (
     INSTANCE_FAMILY_KEY,
     INSTANCE_TYPE_KEY,
