@@ -11,9 +11,10 @@ checks (``policies/README.md``) rather than running a phase of its own. Pure: no
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from infra.model.allowlists import PackAllowlists
 from infra.model.config.schema import PlatformConfig
 from infra.model.errors import ConfigError
 from infra.model.facts import LiveFacts, RegionFacts
@@ -108,6 +109,8 @@ class RuleContext:
     live: LiveFacts | None = None
     # trainer config files the training section names, by what names them ('runtime', 'runs.<name>')
     trainer: Mapping[str, TrainerSettings] | None = None
+    # what the policy pack will allow this stack: the defaults with its pack config file on top
+    allowlists: PackAllowlists = field(default_factory=PackAllowlists)
 
     def has(self, need: Need) -> bool:
         return {

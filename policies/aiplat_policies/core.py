@@ -330,13 +330,6 @@ class Ctx:
         document to ``checked-at-update``. Unsure (no PULUMI_DRY_RUN) counts as not a preview."""
         return self.stack.dry_run is True
 
-    def per_stack(self, key: str) -> Any:
-        """``config[key][<stack>]``, else ``config[key]["*"]``: settings that differ per stack."""
-        table = self.config.get(key) or {}
-        if self.stack.name in table:
-            return table[self.stack.name]
-        return table.get("*")
-
 
 ResourceCheck = Callable[[Res, Ctx], Iterable[Violation]]
 StackCheck = Callable[[Stack, Ctx], Iterable[Violation]]
