@@ -14,10 +14,12 @@ import pulumi_aws as aws
 
 from infra.io.build_context import image_tags
 from infra.io.monitoring import load_monitoring_assets
+from infra.io.policypack import stack_allowlists
 from infra.io.provider_facts import LIVE_SOURCE, account_facts, gather_facts
 from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
 from infra.io.trainer_configs import training_settings
+from infra.model.allowlists import PackAllowlists
 from infra.model.config.parse import parse_platform_config
 from infra.model.config.schema import PlatformConfig
 from infra.model.errors import ConfigErrors
@@ -91,13 +93,15 @@ def program(
     on_finding: FindingSink = _log_finding,
     endpoint_probe: EndpointProbe | None | object = _DEFAULT,
     facts_source: str = LIVE_SOURCE,
+    allowlists: PackAllowlists | None = None,
 ) -> None:
     """Declare one stack. ``stacks``: the project's stacks for the cross-stack rules (default: the stack
     files of the project's ``stackConfigDir``); ``on_finding`` receives the rules' warnings;
     ``endpoint_probe`` checks the Kubernetes API endpoint before any Kubernetes object (default: a TCP
     connection under ``pulumi up``, none under preview; the offline plan passes None); ``facts_source``
     names the data the provider's data sources answer from (the offline plan names its own), for the
-    messages of refusals on AWS facts."""
+    messages of refusals on AWS facts; ``allowlists``: what the policy pack will allow the stack (default:
+    from its pack config file in the project's stacks folder)."""
     cfg = read_config()
     # The trainer config files the training section names, read with the trainer's own loader.
     trainer = training_settings(cfg)
@@ -107,6 +111,7 @@ def program(
         stacks=stacks or read_stack_index(),
         regions=known_regions(),
         trainer=trainer,
+        allowlists=allowlists or stack_allowlists(pulumi.get_stack()),
     )
     report(run_rules(Phase.plan, ctx), on_finding)
 

@@ -41,7 +41,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
     p.add_argument("--policy-pack", type=Path, default=None, help="the pack's folder (default: policies/)")
     p.add_argument(
-        "--policy-pack-config", type=Path, default=None, help="a pack config JSON file, as for pulumi preview"
+        "--policy-pack-config",
+        type=Path,
+        default=None,
+        help="a pack config JSON file for every stack reviewed, as for pulumi preview (default: each stack's "
+        "own, <stacks-dir>/policy-pack/<stack>.json, where it has one)",
     )
     p.add_argument(
         "--pack-python",
@@ -121,13 +125,11 @@ def print_review(review, console: Console, *, verbose: bool = False) -> None:  #
 
 
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from infra.review import review_plan
+    from infra.review import review_configured_plan, review_plan
 
     try:
         project = read_pack_project(args.policy_pack or default_pack_dir())
-        pack_config = (
-            read_json(args.policy_pack_config, "policy pack config") if args.policy_pack_config else None
-        )
+        given = read_json(args.policy_pack_config, "policy pack config") if args.policy_pack_config else None
         plans, status = _plans(args, err, console)
     except PlatformError as exc:
         print_error(err, None, exc, debug=args.debug)
@@ -136,7 +138,13 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     for plan in plans:
         started = time.perf_counter()
         try:
-            review = review_plan(plan, pack=project, pack_config=pack_config, pack_python=args.pack_python)
+            options = {"pack": project, "pack_python": args.pack_python}
+            # the file given applies to every stack, as one --policy-pack-config does for pulumi preview
+            review = (
+                review_plan(plan, pack_config=given, **options)
+                if args.policy_pack_config
+                else review_configured_plan(plan, stacks_dir=args.stacks_dir, **options)
+            )
         except PlatformError as exc:
             print_error(err, str(plan.get("stack")), exc, debug=args.debug)
             status = status or exc.exit_code

@@ -1,5 +1,6 @@
-"""Files the policy review reads: the pack's folder and PulumiPolicy.yaml, a policy pack config file, and
-saved plans (``build/plan/<stack>.json``)."""
+"""Files the policy review reads: the pack's folder and PulumiPolicy.yaml, a policy pack config file (each
+stack's own, ``stacks/policy-pack/<stack>.json``, or one given on the command line), and saved plans
+(``build/plan/<stack>.json``)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from typing import Any
 
 import yaml
 
-from infra.io.stackfiles import project_root
+from infra.io.stackfiles import default_stacks_dir, display_path, project_root
+from infra.model.allowlists import PackAllowlists
 from infra.model.errors import ReviewInputError
 
 PACK_DIR = "policies"
+# A stack's pack settings: the --policy-pack-config document of `pulumi preview -s <stack>`, in a folder of
+# the stacks folder (docs/policy-pack.md, "Per-stack settings").
+STACK_PACK_CONFIG_DIR = "policy-pack"
 
 
 def default_pack_dir() -> Path:
@@ -60,6 +65,31 @@ def read_json(path: Path, what: str) -> Any:
         raise ReviewInputError(f"{path}: cannot read the {what} ({exc.strerror})") from None
     except ValueError as exc:
         raise ReviewInputError(f"{path}: the {what} is not JSON ({exc})") from None
+
+
+def stack_pack_config_file(stack: str, stacks_dir: Path | None = None) -> Path:
+    """``<stacks folder>/policy-pack/<stack>.json``: the pack config a review of ``stack`` uses."""
+    return (stacks_dir or default_stacks_dir()) / STACK_PACK_CONFIG_DIR / f"{stack}.json"
+
+
+def read_stack_pack_config(stack: str, stacks_dir: Path | None = None) -> dict[str, Any] | None:
+    """The stack's pack config file, None when it has none (the pack's defaults apply)."""
+    path = stack_pack_config_file(stack, stacks_dir)
+    if not path.exists():
+        return None
+    doc = read_json(path, "policy pack config")
+    if not isinstance(doc, dict):
+        raise ReviewInputError(
+            f"{display_path(path)}: the policy pack config is {type(doc).__name__}, not an object; fix: "
+            'write {"<policy>": {"<property>": value}} as for pulumi preview --policy-pack-config'
+        )
+    return doc
+
+
+def stack_allowlists(stack: str, stacks_dir: Path | None = None) -> PackAllowlists:
+    """What the pack will allow ``stack``: the defaults with its pack config file on top."""
+    path = stack_pack_config_file(stack, stacks_dir)
+    return PackAllowlists.from_pack_config(read_stack_pack_config(stack, stacks_dir), display_path(path))
 
 
 def read_plan(path: Path) -> dict[str, Any]:

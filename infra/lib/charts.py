@@ -13,18 +13,41 @@ taint added to a GPU pool never hides its GPUs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from infra.lib import karpenter as karpenter_docs
 from infra.lib import lbc_iam
 from infra.lib.nodes import EFA_LABEL, POOL_LABEL
 from infra.model import allocatable
-
-# The pinned chart a release installs (``ChartPin.pinned`` of the config): components take it from here,
-# as they import nothing from the model.
-from infra.model.config.charts import ChartRef as ChartRef
+from infra.model.config.charts import ChartPin
 
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+
+@dataclass(frozen=True)
+class ChartRef:
+    """An upstream Helm chart, by repository, name and pinned version (never a range, never 'latest'): the
+    pin a component's Args take, as plain data (components import nothing from the model)."""
+
+    repo: str
+    chart: str
+    version: str
+
+    @property
+    def oci(self) -> bool:
+        return self.repo.startswith("oci://")
+
+    @property
+    def chart_ref(self) -> str:
+        """The chart as Helm takes it: ``oci://registry/path/<chart>``, or the name with ``repo``."""
+        return f"{self.repo.rstrip('/')}/{self.chart}" if self.oci else self.chart
+
+
+def chart_ref(pin: ChartPin, *, chart: str | None = None) -> ChartRef:
+    """The config's validated pin as plain data; ``chart``: another chart released with it (same repository
+    and version, e.g. Karpenter's CRD chart)."""
+    return ChartRef(repo=pin.repo, chart=chart or pin.chart, version=pin.version)
 
 
 # Device plugins tolerate every taint: their node affinity already confines them to GPU/EFA pools.
@@ -131,7 +154,8 @@ def load_balancer_controller_values(
 
 
 def metrics_server_values(*, replicas: int, system_pools: Sequence[str]) -> dict[str, Any]:
-    """kubernetes-sigs/metrics-server chart 3.13.1 values: HA with a PodDisruptionBudget, on system pools."""
+    """kubernetes-sigs/metrics-server chart values (the pin ``METRICS_SERVER_CHART`` of the config): HA with a
+    PodDisruptionBudget, on system pools."""
     return {
         "replicas": replicas,
         "podDisruptionBudget": {"enabled": replicas > 1, "minAvailable": 1},

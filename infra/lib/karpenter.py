@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.lib.iam import VERSION, Policy, policy
-from infra.lib.nodes import GPU_RESOURCE
+from infra.lib.nodes import GPU_RESOURCE, IMDS_HOP_LIMIT
 
 NODEPOOL_API = "karpenter.sh/v1"
+# The well-known labels a NodePool's requirements select instance types by (karpenter.sh/v1.14 scheduling).
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+INSTANCE_FAMILY_LABEL = "karpenter.k8s.aws/instance-family"
 NODECLASS_API = "karpenter.k8s.aws/v1"
 SERVICE_ACCOUNT = "karpenter"  # the chart's fullname for release "karpenter" (serviceAccount.name unset)
 ROOT_DEVICE = "/dev/xvda"  # AL2023's root device
@@ -352,7 +355,7 @@ def ec2_node_class_spec(s: NodeClassSpec) -> dict[str, Any]:
         "metadataOptions": {
             "httpEndpoint": "enabled",
             "httpProtocolIPv6": "disabled",
-            "httpPutResponseHopLimit": 1,
+            "httpPutResponseHopLimit": IMDS_HOP_LIMIT,
             "httpTokens": "required",
         },
         "blockDeviceMappings": [
@@ -407,12 +410,12 @@ def node_pool_spec(s: NodePoolSpec) -> dict[str, Any]:
                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": s.node_class},
                 "requirements": [
                     {
-                        "key": "karpenter.k8s.aws/instance-family",
+                        "key": INSTANCE_FAMILY_LABEL,
                         "operator": "In",
                         "values": list(s.families),
                     },
                     {
-                        "key": "node.kubernetes.io/instance-type",
+                        "key": INSTANCE_TYPE_LABEL,
                         "operator": "In",
                         "values": list(s.instance_types),
                     },

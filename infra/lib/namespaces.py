@@ -23,6 +23,7 @@ from typing import Any
 
 IMDS_CIDR = "169.254.169.254/32"
 ANYWHERE = "0.0.0.0/0"
+PSS_LABEL_PREFIX = "pod-security.kubernetes.io/"  # PSA labels: <prefix><mode>, <prefix><mode>-version
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 PART_OF = {"app.kubernetes.io/part-of": "aiplat"}
 # vpc-cni add-on configuration that turns on NetworkPolicy enforcement (the node agent in aws-node; the
@@ -51,8 +52,8 @@ def pss_labels(enforce: PodSecurity, kubernetes_version: str) -> dict[str, str]:
         ("warn", PodSecurity.restricted),
         ("audit", PodSecurity.restricted),
     ):
-        labels[f"pod-security.kubernetes.io/{mode}"] = level.value
-        labels[f"pod-security.kubernetes.io/{mode}-version"] = version
+        labels[f"{PSS_LABEL_PREFIX}{mode}"] = level.value
+        labels[f"{PSS_LABEL_PREFIX}{mode}-version"] = version
     return labels
 
 

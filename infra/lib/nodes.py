@@ -14,8 +14,13 @@ GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "true"
 # The extended resource the NVIDIA device plugin advertises: what GPU pods request and Karpenter limits.
 GPU_RESOURCE = "nvidia.com/gpu"
+# The extended resource the EFA device plugin advertises: what EFA training pods request.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 # Label the EFA device plugin selects nodes by.
 EFA_LABEL = "vpc.amazonaws.com/efa.present"
+# IMDSv2 hop limit of every node: 1 keeps pods (one hop further) from the node role's credentials.
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/configuring-IMDS-existing-instances.html
+IMDS_HOP_LIMIT = 1
 POOL_LABEL = "aiplat.io/pool"
 
 # EKS managed node group taint effects (API spelling).

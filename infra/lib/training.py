@@ -24,7 +24,7 @@ from typing import Any
 
 from infra.lib.charts import pool_affinity
 from infra.lib.namespaces import PART_OF
-from infra.lib.nodes import GPU_RESOURCE, POOL_LABEL
+from infra.lib.nodes import EFA_RESOURCE, GPU_RESOURCE, POOL_LABEL
 from infra.model.facts import InstanceFacts
 from infra.model.trainjobs import REPLICATED_JOB, grace_period_s, pod_name_length, quantity_mib
 from trainer import exitcodes
@@ -43,7 +43,6 @@ WORKLOAD_LABEL = "aiplat.io/workload"
 WORKLOAD_TRAIN = "train"
 WORKLOAD_BANDWIDTH = "bandwidth-check"
 
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 HUGEPAGES_RESOURCE = "hugepages-2Mi"
 IMAGE_WORKDIR = "/opt/trainer"  # images/trainer/Dockerfile: WORKDIR, trainer/ copied below it
 LAUNCHER = ["python", "-m", "trainer.launch"]

@@ -27,6 +27,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
+from infra.io.policypack import stack_allowlists
 from infra.io.stackfiles import (
     default_stacks_dir,
     list_stacks,
@@ -260,6 +261,7 @@ def run_plan(
         functools.partial(
             program.program,
             stacks=read_stack_index(stacks_dir),
+            allowlists=stack_allowlists(stack, stacks_dir),
             on_finding=findings.append,
             endpoint_probe=None,
             facts_source=mocks.facts_source,

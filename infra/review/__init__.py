@@ -7,6 +7,7 @@ from infra.review.engine import (
     StackReview,
     engine_environment,
     reconcile_config,
+    review_configured_plan,
     review_plan,
 )
 
@@ -16,5 +17,6 @@ __all__ = [
     "StackReview",
     "engine_environment",
     "reconcile_config",
+    "review_configured_plan",
     "review_plan",
 ]

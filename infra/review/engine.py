@@ -20,7 +20,7 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
-from infra.io.policypack import PackProject, default_pack_dir, read_pack_project
+from infra.io.policypack import PackProject, default_pack_dir, read_pack_project, read_stack_pack_config
 from infra.model.errors import ReviewInputError
 from infra.model.project import CONFIG_KEY, DEFAULT_ORGANIZATION
 from infra.review.analyzers import Analyzer, InProcessPack, PackProcess
@@ -145,6 +145,36 @@ def _level(value: Any, where: str) -> int:
     return _LEVELS[value]
 
 
+# JSON Schema's types, as the engine validates a pack config against each policy's schema before a preview.
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (Mapping,),
+    "array": (list,),
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+}
+
+
+def _check_type(value: Any, schema: Mapping[str, Any], where: str) -> None:
+    """``value`` has the type its schema declares (and so do an array's items and an object's values)."""
+    kind = schema.get("type")
+    ok = isinstance(value, _JSON_TYPES.get(kind, (object,)))
+    if kind in ("number", "integer") and isinstance(value, bool):
+        ok = False
+    if not ok:
+        raise ReviewInputError(
+            f"policy pack config {where}: {value!r} is not of type {kind}; fix: give a JSON {kind} "
+            f"({schema.get('description', 'see the policy reference')})"
+        )
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        for i, item in enumerate(value):
+            _check_type(item, schema["items"], f"{where}[{i}]")
+    if kind == "object" and isinstance(schema.get("additionalProperties"), Mapping):
+        for key, item in value.items():
+            _check_type(item, schema["additionalProperties"], f"{where}.{key}")
+
+
 def reconcile_config(
     info: analyzer_pb2.AnalyzerInfo, user: Mapping[str, Any] | None
 ) -> dict[str, analyzer_pb2.PolicyConfig]:
@@ -180,6 +210,8 @@ def reconcile_config(
                 raise ReviewInputError(
                     f"policy pack config {p.name}: unknown properties {extra} (known: {sorted(schema)})"
                 )
+            for key, value in given.items():
+                _check_type(value, schema[key], f"{p.name}.{key}")
             props.update(given)
         elif given is not None:
             raise ReviewInputError(
@@ -261,3 +293,13 @@ def review_plan(
         return review
     finally:
         analyzer.close()
+
+
+def review_configured_plan(
+    plan: Mapping[str, Any], *, stacks_dir: Path | None = None, **options: Any
+) -> StackReview:
+    """``review_plan`` with the stack's own pack config (``<stacks folder>/policy-pack/<stack>.json``, the
+    defaults where it has none): what ``aiplat review`` and ``make plan`` give a stack without a
+    ``--policy-pack-config`` file."""
+    config = read_stack_pack_config(str(plan["stack"]), stacks_dir)
+    return review_plan(plan, pack_config=config, **options)

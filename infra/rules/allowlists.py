@@ -1,11 +1,12 @@
-"""Warnings for what the policy pack's default allowlists (``infra/model/allowlists.py``) would refuse: the
-plan says it once, on the config field, before ``aiplat review`` repeats it on every resource."""
+"""Warnings for what the policy pack's allowlists (``infra/model/allowlists.py``, with the stack's pack config
+file on top) would refuse: the plan says it once, on the config field, before ``aiplat review`` repeats it on
+every resource."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from infra.model.allowlists import REPLICATION_REGIONS, allowed_regions, instance_types_for, type_allowed
+from infra.model.allowlists import type_allowed
 from infra.rules.base import Finding, Need, RuleContext, at, rule, warning
 
 # Where the allowlists are described and how a review may change them.
@@ -16,7 +17,8 @@ ALLOWLISTS_DOC = "docs/policy-pack.md#allowlists"
 def region_in_pack_allowlist(ctx: RuleContext) -> Iterator[Finding]:
     """The stack's region, and its replication targets, are ones the policy pack allows for its role."""
     cfg, role = ctx.cfg, ctx.cfg.role.value
-    allowed = allowed_regions(role)
+    allowed = ctx.allowlists.regions_for(role)
+    replication = ctx.allowlists.replication_regions
     if cfg.region in ctx.regions and cfg.region not in allowed:
         yield warning(
             at("region"),
@@ -27,11 +29,11 @@ def region_in_pack_allowlist(ctx: RuleContext) -> Iterator[Finding]:
             f"(data-residency-regions.allowedRegions.{role}, see {ALLOWLISTS_DOC})",
         )
     for i, region in enumerate(cfg.storage.replicate_to):
-        if region in ctx.regions and region not in REPLICATION_REGIONS:
+        if region in ctx.regions and region not in replication:
             yield warning(
                 at("storage", "replicate_to", str(i)),
                 f"{region} is not a replication region the policy pack allows "
-                f"({', '.join(REPLICATION_REGIONS)}): aiplat review refuses the replication "
+                f"({', '.join(replication)}): aiplat review refuses the replication "
                 "(data-residency-replication)",
                 f"replicate to one of those, or allow {region} in the pack config "
                 f"(data-residency-replication.replicationRegions, see {ALLOWLISTS_DOC})",
@@ -41,7 +43,7 @@ def region_in_pack_allowlist(ctx: RuleContext) -> Iterator[Finding]:
 @rule("instance-type-in-pack-allowlist")
 def instance_type_in_pack_allowlist(ctx: RuleContext) -> Iterator[Finding]:
     """Every node pool's instance type is one the policy pack allows for the stack."""
-    patterns = instance_types_for(ctx.stack)
+    patterns = ctx.allowlists.instance_types
     for name, pool in ctx.cfg.node_pools.items():
         if not type_allowed(pool.instance_type, patterns):
             yield warning(

@@ -2,17 +2,19 @@
 
 A rule is one small named function from a ``RuleContext`` to findings. It declares the phases that use it
 (``plan``: before any resource, under ``aiplat plan`` and ``pulumi up``; ``preflight``: against the live AWS
-API; ``policy``: the policy pack) and what it needs from the context (AWS facts, the other stacks, the
-region list), so a phase runs exactly the rules whose inputs it has. Like AWS ParallelCluster's validators,
-the same rule is never written twice. Pure: no I/O, no Pulumi.
+API) and what it needs from the context (AWS facts, the other stacks, the region list), so a phase runs
+exactly the rules whose inputs it has. Like AWS ParallelCluster's validators, the same rule is never written
+twice. The policy pack judges planned resources, not a ``RuleContext``: it imports these modules' limits and
+checks (``policies/README.md``) rather than running a phase of its own. Pure: no I/O, no Pulumi.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from infra.model.allowlists import PackAllowlists
 from infra.model.config.schema import PlatformConfig
 from infra.model.errors import ConfigError
 from infra.model.facts import LiveFacts, RegionFacts
@@ -34,7 +36,6 @@ class Level(StrEnum):
 class Phase(StrEnum):
     plan = "plan"
     preflight = "preflight"
-    policy = "policy"
 
 
 # The rules that ask what preflight asks the live account again (offerings by zone ID, EFA, zone names).
@@ -108,6 +109,8 @@ class RuleContext:
     live: LiveFacts | None = None
     # trainer config files the training section names, by what names them ('runtime', 'runs.<name>')
     trainer: Mapping[str, TrainerSettings] | None = None
+    # what the policy pack will allow this stack: the defaults with its pack config file on top
+    allowlists: PackAllowlists = field(default_factory=PackAllowlists)
 
     def has(self, need: Need) -> bool:
         return {

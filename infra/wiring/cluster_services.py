@@ -204,9 +204,9 @@ def wire_cluster_services(
             "device-plugins",
             DevicePluginsArgs(
                 namespace=SYSTEM_NAMESPACE,
-                nvidia_chart=services.nvidia_device_plugin.pinned,
+                nvidia_chart=charts.chart_ref(services.nvidia_device_plugin),
                 nvidia_values=charts.nvidia_device_plugin_values(gpus),
-                efa_chart=services.efa_device_plugin.pinned if efa else None,
+                efa_chart=charts.chart_ref(services.efa_device_plugin) if efa else None,
                 efa_values=charts.efa_device_plugin_values() if efa else None,
             ),
             opts=opts,
@@ -241,7 +241,7 @@ def wire_cluster_services(
         out.load_balancer_controller = LoadBalancerController(
             "lbc",
             ChartArgs(
-                chart=lbc.pinned,
+                chart=charts.chart_ref(lbc),
                 release_name="aws-load-balancer-controller",
                 namespace=SYSTEM_NAMESPACE,
                 values=values,
@@ -253,7 +253,7 @@ def wire_cluster_services(
         MetricsServer(
             "metrics-server",
             ChartArgs(
-                chart=services.metrics_server.pinned,
+                chart=charts.chart_ref(services.metrics_server),
                 release_name="metrics-server",
                 namespace=SYSTEM_NAMESPACE,
                 values=charts.metrics_server_values(
@@ -268,7 +268,7 @@ def wire_cluster_services(
         out.cert_manager = CertManager(
             "cert-manager",
             CertManagerArgs(
-                chart=cm.pinned,
+                chart=charts.chart_ref(cm),
                 namespace=CERT_MANAGER_NAMESPACE,
                 # every cert-manager component runs restricted-compliant by default (its values.yaml)
                 namespace_labels=namespaces.pss_labels(
@@ -373,8 +373,8 @@ def wire_karpenter(
     return Karpenter(
         "karpenter",
         KarpenterArgs(
-            chart=kc.pinned,
-            crd_chart=kc.crd_pinned,
+            chart=charts.chart_ref(kc),
+            crd_chart=charts.chart_ref(kc, chart=kc.crd_chart),
             namespace=SYSTEM_NAMESPACE,
             values=values,
             node_class_name=NODE_CLASS,

@@ -18,6 +18,7 @@ from infra.components.aws.kms import KmsKeys
 from infra.components.aws.network import GpuVpc
 from infra.components.k8s.fsx import LustreVolume, LustreVolumeArgs
 from infra.lib import fsx as fsx_docs
+from infra.lib.charts import chart_ref
 from infra.lib.namespaces import PART_OF
 from infra.model import fsx as fsx_facts
 from infra.model import naming
@@ -99,7 +100,7 @@ def wire_fsx(
         volume = LustreVolume(
             "fsx-volume",
             LustreVolumeArgs(
-                chart=fsx.csi_driver.pinned,
+                chart=chart_ref(fsx.csi_driver),
                 driver_namespace=SYSTEM_NAMESPACE,
                 driver_values=fsx_docs.csi_driver_values(region=cfg.region, pools=[pool]),
                 file_system_id=file_system.file_system_id,

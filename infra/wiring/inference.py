@@ -40,6 +40,7 @@ from infra.components.k8s.keda import Keda, KedaArgs
 from infra.lib import alb, cidr, keda, namespaces, nodes
 from infra.lib import inference as inf
 from infra.lib import monitoring as mon
+from infra.lib.charts import chart_ref
 from infra.model import naming
 from infra.model.config.inference import Exposure, InferenceConfig, WafMode
 from infra.model.config.schema import Role
@@ -138,7 +139,7 @@ def wire_keda(ctx: StackContext, cfg: InferenceConfig, opts: pulumi.ResourceOpti
     return Keda(
         "keda",
         KedaArgs(
-            chart=chart.pinned,
+            chart=chart_ref(chart),
             namespace=chart.namespace,
             namespace_labels=namespaces.pss_labels(
                 namespaces.PodSecurity.restricted, ctx.cfg.cluster.kubernetes_version

@@ -23,6 +23,7 @@ from infra.components.k8s.helm import ChartArgs
 from infra.components.k8s.monitoring import MonitoringStack, MonitoringStackArgs
 from infra.components.options import inherited_depends_on
 from infra.lib import monitoring as mon
+from infra.lib.charts import chart_ref
 from infra.model.config.schema import Role
 from infra.model.monitoring import MonitoringAssets
 from infra.wiring.cluster import ClusterWiring
@@ -112,8 +113,8 @@ def wire_monitoring(
         "monitoring",
         MonitoringStackArgs(
             namespace=namespace,
-            crds_chart=mc.operator_crds.pinned,
-            stack_chart=mc.kube_prometheus_stack.pinned,
+            crds_chart=chart_ref(mc.operator_crds),
+            stack_chart=chart_ref(mc.kube_prometheus_stack),
             values=values,
             rules={name: mon.prometheus_rule_spec(assets.rules[name], mc.docs_url) for name in rule_names},
             dashboards={name: assets.dashboards[name] for name in dashboard_names},
@@ -132,7 +133,7 @@ def wire_monitoring(
         dcgm = DcgmExporter(
             "dcgm-exporter",
             ChartArgs(
-                chart=mc.dcgm_exporter.pinned,
+                chart=chart_ref(mc.dcgm_exporter),
                 release_name=mon.DCGM_RELEASE,
                 namespace=namespace,
                 values=mon.dcgm_exporter_values(gpu_pools=gpus, counters_csv=assets.dcgm_counters),

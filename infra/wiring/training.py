@@ -24,6 +24,7 @@ from infra.components.k8s.training import (
 )
 from infra.lib import namespaces, training_stack
 from infra.lib import training as t
+from infra.lib.charts import chart_ref
 from infra.model.config.training import BANDWIDTH_CHECK_NAME
 from infra.model.trainer_settings import TrainerSettings
 from infra.wiring.context import StackContext
@@ -112,7 +113,7 @@ def wire_training(
     operator = KubeflowTrainer(
         "kubeflow-trainer",
         KubeflowTrainerArgs(
-            chart=op.pinned,
+            chart=chart_ref(op),
             namespace=op.namespace,
             namespace_labels=namespaces.pss_labels(PSS, cfg.cluster.kubernetes_version),
             values=t.trainer_chart_values(system_pools),

@@ -19,17 +19,16 @@ TRAIL = "aws:cloudtrail/trail:Trail"
     unknowns="Unknown flags are violations (they are literals); an unknown KMS key counts as set.",
     config={
         "trailElsewhere": {
-            "type": "object",
-            "additionalProperties": {"type": "string"},
-            "default": {},
-            "description": "Stack name (or '*') -> where its trail lives, e.g. 'organization trail o-abc123' "
-            "or 'prod-us-train'; such stacks need no trail of their own.",
+            "type": "string",
+            "default": "",
+            "description": "Where the stack's trail lives, e.g. 'organization trail o-abc123' or "
+            "'prod-us-train' (empty: the stack declares its own).",
         }
     },
 )
 def cloudtrail_present(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     # named in the pack config, or in the stack's own config (security.audit.trail: existing)
-    if ctx.per_stack("trailElsewhere") or ctx.stack.trail_elsewhere:
+    if ctx.config["trailElsewhere"] or ctx.stack.trail_elsewhere:
         return
     trails = stack.of_type(TRAIL)
     good = [

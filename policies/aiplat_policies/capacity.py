@@ -1,12 +1,14 @@
-"""What a stack may buy: an instance-type allowlist and a GPU budget per stack (pack config)."""
+"""What a stack may buy: an instance-type allowlist and a GPU budget (the stack's pack config,
+``stacks/policy-pack/<stack>.json``; the defaults suit a stack without one)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+from infra.lib.nodes import GPU_RESOURCE
 from infra.model import instance_types
-from infra.model.allowlists import INSTANCE_TYPES_BY_STACK, as_json, type_allowed
+from infra.model.allowlists import INSTANCE_TYPES, type_allowed
 
 from .aws import INSTANCE, LAUNCH_TEMPLATE, NODE_GROUP
 from .core import (
@@ -22,7 +24,6 @@ from .core import (
     stack_rule,
     violation,
 )
-from .kubernetes import GPU as GPU_RESOURCE
 from .nodes import (
     INSTANCE_FAMILY_KEY,
     INSTANCE_TYPE_KEY,
@@ -33,22 +34,14 @@ from .nodes import (
 )
 from .training import templates_of
 
-# GPUs each stack may run: its node groups at max size plus its Karpenter GPU limit, as the stack files size
-# them today (dev: 2 + 4; inference: 6 + 16; training: 4 x 8), rounded up to leave room for one more node.
-DEFAULT_GPU_BUDGET = {
-    "dev-us-train": 8,
-    "prod-us-train": 32,
-    "prod-hk-infer": 24,
-    "prod-sg-infer": 24,
-    "*": 16,
-}
+# GPUs a stack may run when its pack config sets no maxGpus: two 8-GPU nodes.
+DEFAULT_GPU_BUDGET = 16
 
 
 @resource_rule(
     "instance-type-allowlist",
     description="Node groups, launch templates, instances and Karpenter NodePools use only the instance "
-    "types "
-    "allowed for the stack (config allowedInstanceTypes, per stack with '*' as the fallback).",
+    "types allowed for the stack (config allowedInstanceTypes).",
     severity=HIGH,
     doc="https://docs.aws.amazon.com/ec2/latest/instancetypes/instance-types.html",
     types=(NODE_GROUP, LAUNCH_TEMPLATE, INSTANCE, NODE_POOL),
@@ -56,19 +49,16 @@ DEFAULT_GPU_BUDGET = {
     "instance-type or instance-family requirement may launch anything and is a violation.",
     config={
         "allowedInstanceTypes": {
-            "type": "object",
-            "additionalProperties": {"type": "array", "items": {"type": "string"}},
-            "default": as_json(INSTANCE_TYPES_BY_STACK),
-            "description": "Stack name -> allowed instance types (shell patterns); '*' for other stacks.",
+            "type": "array",
+            "items": {"type": "string"},
+            "default": list(INSTANCE_TYPES),
+            "description": "The instance types the stack may use (shell patterns).",
         }
     },
 )
 def instance_type_allowlist(r: Res, ctx: Ctx) -> Iterator[Violation]:
-    patterns = list(ctx.per_stack("allowedInstanceTypes") or [])
-    fix = (
-        f"use one of {patterns} or add the type to allowedInstanceTypes[{ctx.stack.name!r}] "
-        "in the pack config"
-    )
+    patterns = list(ctx.config["allowedInstanceTypes"])
+    fix = f"use one of {patterns} or add the type to allowedInstanceTypes in the stack's pack config"
     if r.type == NODE_POOL:
         types = karpenter_allowed(r, INSTANCE_TYPE_KEY)
         families = karpenter_allowed(r, INSTANCE_FAMILY_KEY)
@@ -110,21 +100,20 @@ def _pool_gpus(itypes: list[Any]) -> tuple[float | None, list[str]]:
 @stack_rule(
     "gpu-budget",
     description="The GPUs a stack can run (node groups at max size, Karpenter GPU limits, instances) stay "
-    "within its budget (config maxGpus, per stack with '*' as the fallback).",
+    "within its budget (config maxGpus).",
     severity=HIGH,
     doc="https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html",
     unknowns="An unknown max size, instance type or GPU limit is a violation: the budget cannot be proven.",
     config={
         "maxGpus": {
-            "type": "object",
-            "additionalProperties": {"type": "number"},
+            "type": "number",
             "default": DEFAULT_GPU_BUDGET,
-            "description": "Stack name -> most GPUs; '*' for other stacks.",
+            "description": "The most GPUs the stack may run.",
         }
     },
 )
 def gpu_budget(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
-    budget = ctx.per_stack("maxGpus")
+    budget = float(ctx.config["maxGpus"])
     total, parts, problems = 0.0, [], []
     for group in stack.of_type(NODE_GROUP):
         per_node, unknown = _pool_gpus(node_group_types(group, templates_of(group, stack)))
@@ -161,13 +150,9 @@ def gpu_budget(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
             "set the max size / limit as a literal and use a type listed in infra/model/instance_types.py",
             res.urn,
         )
-    if budget is None:
-        yield violation(
-            f"no GPU budget for stack {ctx.stack.name!r}", "add it (or '*') to the gpu-budget maxGpus config"
-        )
-    elif total > float(budget):
+    if total > budget:
         yield violation(
             f"stack {ctx.stack.name!r} can run {total:g} GPUs ({', '.join(parts)}), "
-            f"over its budget of {float(budget):g}",
-            f"lower max sizes / NodePool limits, or raise maxGpus[{ctx.stack.name!r}] in the pack config",
+            f"over its budget of {budget:g}",
+            "lower max sizes / NodePool limits, or raise gpu-budget.maxGpus in the stack's pack config",
         )

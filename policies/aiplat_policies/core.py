@@ -29,7 +29,6 @@ registering the rule (``aiplat_policies.pack`` imports them all).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import functools
 import json
@@ -42,6 +41,7 @@ from pulumi_policy import (
     EnforcementLevel,
     Policy,
     PolicyConfigSchema,
+    PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -56,19 +56,6 @@ from infra.model.project import CONFIG_KEY
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
 LOW, MEDIUM, HIGH, CRITICAL = Severity.LOW, Severity.MEDIUM, Severity.HIGH, Severity.CRITICAL
-
-# The engine's unknown sentinels (pulumi_policy/proxy.py); a top-level value can arrive as one of them.
-_SENTINELS = frozenset(
-    {
-        "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
-        "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
-        "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
-        "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
-        "030794c1-ac77-496b-92df-f27374a8bd58",
-        "e48ece36-62e2-4504-bad9-02848725956a",
-        "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
-    }
-)
 
 
 class _Unknown:
@@ -97,9 +84,9 @@ UNKNOWN: Any = _Unknown()
 
 def plain(value: Any) -> Any:
     """A plain copy of engine properties (dicts, lists, str, float, bool, None) with ``UNKNOWN`` for
-    unknowns, read through pulumi-policy's proxies without tripping their ``UnknownValueError``."""
+    unknowns: pulumi-policy's proxies raise ``UnknownValueError`` on reading one, at any depth."""
     if isinstance(value, str):
-        return UNKNOWN if value in _SENTINELS else value
+        return value
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key in value:
@@ -182,13 +169,6 @@ def json_doc(value: Any) -> Any:
         except ValueError:
             return None
     return None
-
-
-def stack_of_urn(urn: str) -> str:
-    """The stack name in ``urn:pulumi:<stack>::<project>::...``."""
-    if urn.startswith("urn:pulumi:"):
-        return urn[len("urn:pulumi:") :].split("::", 1)[0]
-    return ""
 
 
 @dataclass(frozen=True)
@@ -283,25 +263,11 @@ class Res:
         return self.prop_deps.get(prop, [])
 
     @classmethod
-    def from_args(cls, args: ResourceValidationArgs) -> Res:
-        provider = args.provider
-        return cls(
-            type=args.resource_type,
-            name=args.name,
-            urn=args.urn,
-            props=plain(args.props),
-            protect=bool(args.opts.protect) if args.opts is not None else False,
-            provider_type=provider.resource_type if provider is not None else None,
-            provider_props=plain(provider.props) if provider is not None else None,
-        )
-
-
-def stack_resources(args: StackValidationArgs) -> list[Res]:
-    """Plain views of every resource of a stack analysis, with parents and dependencies linked."""
-    by_urn: dict[str, Res] = {}
-    for r in args.resources:
+    def of(cls, r: ResourceValidationArgs | PolicyResource) -> Res:
+        """The plain view of what the SDK hands a resource policy (its args) or a stack policy (each
+        ``PolicyResource``): the two share these fields."""
         provider = r.provider
-        by_urn[r.urn] = Res(
+        return cls(
             type=r.resource_type,
             name=r.name,
             urn=r.urn,
@@ -310,6 +276,11 @@ def stack_resources(args: StackValidationArgs) -> list[Res]:
             provider_type=provider.resource_type if provider is not None else None,
             provider_props=plain(provider.props) if provider is not None else None,
         )
+
+
+def stack_resources(args: StackValidationArgs) -> list[Res]:
+    """Plain views of every resource of a stack analysis, with parents and dependencies linked."""
+    by_urn = {r.urn: Res.of(r) for r in args.resources}
     for r in args.resources:
         view = by_urn[r.urn]
         view.parent = by_urn.get(r.parent.urn) if r.parent is not None else None
@@ -359,13 +330,6 @@ class Ctx:
         document to ``checked-at-update``. Unsure (no PULUMI_DRY_RUN) counts as not a preview."""
         return self.stack.dry_run is True
 
-    def per_stack(self, key: str) -> Any:
-        """``config[key][<stack>]``, else ``config[key]["*"]``: settings that differ per stack."""
-        table = self.config.get(key) or {}
-        if self.stack.name in table:
-            return table[self.stack.name]
-        return table.get("*")
-
 
 ResourceCheck = Callable[[Res, Ctx], Iterable[Violation]]
 StackCheck = Callable[[Stack, Ctx], Iterable[Violation]]
@@ -409,12 +373,6 @@ class Rule:
         today = dt.date.fromisoformat(as_of) if isinstance(as_of, str) and as_of else dt.date.today()
         return Ctx(merged, stack, today)
 
-    def _stack_info(self, urn: str) -> StackInfo:
-        info = StackInfo.from_environment()
-        if not info.name and urn:
-            info = dataclasses.replace(info, name=stack_of_urn(urn))
-        return info
-
     def policy(self) -> Policy:
         """The CrossGuard policy object for this rule."""
         schema = (
@@ -437,16 +395,14 @@ class Rule:
     def _validate_resource(self, args: ResourceValidationArgs, report: ReportViolation) -> None:
         if self.types and args.resource_type not in self.types:
             return
-        resource = Res.from_args(args)
-        ctx = self._ctx(args.get_config(), self._stack_info(args.urn))
+        ctx = self._ctx(args.get_config(), StackInfo.from_environment())
+        resource = Res.of(args)
         for v in self.check(resource, ctx):
             report(self.message(v), v.urn)
 
     def _validate_stack(self, args: StackValidationArgs, report: ReportViolation) -> None:
-        resources = stack_resources(args)
-        urn = resources[0].urn if resources else ""
-        ctx = self._ctx(args.get_config(), self._stack_info(urn))
-        for v in self.check(Stack(resources), ctx):
+        ctx = self._ctx(args.get_config(), StackInfo.from_environment())
+        for v in self.check(Stack(stack_resources(args)), ctx):
             report(self.message(v), v.urn)
 
 

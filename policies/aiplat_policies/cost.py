@@ -1,4 +1,4 @@
-"""What a stack may cost: its estimated monthly cost at max size under a cap per stack (pack config).
+"""What a stack may cost: its estimated monthly cost at max size under a cap (the stack's pack config).
 
 The estimate is ``aiplat cost``'s (``infra.model.cost.estimate_stack`` over the price table
 ``infra/model/data/prices.yaml``), computed from the stack's own config, which the engine hands every
@@ -28,17 +28,9 @@ from infra.model.instance_types import TABLE
 from .core import MEDIUM, Ctx, Stack, Violation, dig, stack_rule, violation
 from .nodes import INSTANCE_TYPE_KEY, NODE_POOL, karpenter_allowed
 
-# Monthly USD each stack may reach at max size: the estimate of the stack files as shipped, rounded up with
-# room to grow (2026-11-30, prices.yaml: dev-us-train $6,049, prod-us-train $162,251 (four p5.48xlarge),
-# prod-hk-infer $78,931 and prod-sg-infer $71,847 (16 GPUs at the dearest priced g4dn/g5 type per GPU)).
-# '*' covers other stacks; the examples reach at most $81,393 (fsx: p5.48xlarge nodes).
-DEFAULT_MAX_MONTHLY_USD = {
-    "dev-us-train": 8_000,
-    "prod-us-train": 210_000,
-    "prod-hk-infer": 90_000,
-    "prod-sg-infer": 90_000,
-    "*": 100_000,
-}
+# Monthly USD a stack may reach at max size when its pack config sets no maxMonthlyUsd (the examples reach
+# at most $81,393: fsx, p5.48xlarge nodes; prices.yaml of 2026-11-30).
+DEFAULT_MAX_MONTHLY_USD = 100_000
 UNPRICED = ("ignore", "violation")
 
 
@@ -90,7 +82,7 @@ def usd(amount: float) -> str:
     "cost-cap",
     description="The stack's estimated monthly cost at max size (node pools at max_size, Karpenter GPU pools "
     "at their GPU limit, EKS, NAT gateways, interface endpoints, load balancer) stays under its cap (config "
-    "maxMonthlyUsd, per stack with '*' as the fallback), priced from the table of 'aiplat cost'.",
+    "maxMonthlyUsd), priced from the table of 'aiplat cost'.",
     severity=MEDIUM,
     doc="https://aws.amazon.com/ec2/pricing/on-demand/",
     unknowns="The estimate comes from the stack's config, not from resource properties, so values unknown at "
@@ -99,10 +91,9 @@ def usd(amount: float) -> str:
     "priced part, a lower bound, is compared with the cap; with 'violation' any unpriced item is one.",
     config={
         "maxMonthlyUsd": {
-            "type": "object",
-            "additionalProperties": {"type": "number"},
+            "type": "number",
             "default": DEFAULT_MAX_MONTHLY_USD,
-            "description": "Stack name -> most USD per month at max size; '*' for other stacks.",
+            "description": "The most USD per month the stack may cost at max size.",
         },
         "unpriced": {
             "type": "string",
@@ -113,13 +104,7 @@ def usd(amount: float) -> str:
     },
 )
 def cost_cap(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
-    cap = ctx.per_stack("maxMonthlyUsd")
-    if cap is None:
-        yield violation(
-            f"no monthly cost cap for stack {ctx.stack.name!r}",
-            "add it (or '*') to the cost-cap maxMonthlyUsd config",
-        )
-        return
+    cap = float(ctx.config["maxMonthlyUsd"])
     if not isinstance(ctx.stack.platform, Mapping):
         yield violation(
             f"stack {ctx.stack.name!r}: the pack was given no aiplat:platform config, so its cost cannot be "
@@ -139,17 +124,17 @@ def cost_cap(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     monthly: Money = cost.monthly("max")
     unpriced = list(monthly.unknown) + missing
     left_out = f" (left out, no price or GPU count: {'; '.join(unpriced)})" if unpriced else ""
-    if monthly.usd > float(cap):
+    if monthly.usd > cap:
         yield violation(
             f"stack {ctx.stack.name!r} can cost {usd(monthly.usd)}/month at max size{left_out}, "
-            f"over its cap of {usd(float(cap))}",
+            f"over its cap of {usd(cap)}",
             "lower max_size / Karpenter gpu_limit ('aiplat cost --stack' shows each pool), or raise "
-            f"maxMonthlyUsd[{ctx.stack.name!r}] in the pack config",
+            "cost-cap.maxMonthlyUsd in the stack's pack config",
         )
     elif unpriced and ctx.config.get("unpriced") == "violation":
         yield violation(
             f"stack {ctx.stack.name!r}: {usd(monthly.usd)}/month at max size is under its cap of "
-            f"{usd(float(cap))}, but the estimate could not price {'; '.join(unpriced)}",
+            f"{usd(cap)}, but the estimate could not price {'; '.join(unpriced)}",
             "add the missing prices to infra/model/data/prices.yaml (with their source), or set the cost-cap "
             "config unpriced: ignore",
         )

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.lib.nodes import EFA_LABEL, GPU_TAINT_KEY
+from infra.lib.namespaces import PSS_LABEL_PREFIX, PodSecurity
+from infra.lib.nodes import EFA_LABEL, EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT_KEY
 
 from .core import HIGH, MEDIUM, UNKNOWN, Ctx, Res, Violation, as_list, dig, number, resource_rule, violation
 
@@ -21,8 +22,6 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 SERVICE = "kubernetes:core/v1:Service"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
-GPU = "nvidia.com/gpu"
-EFA_DEVICE = "vpc.amazonaws.com/efa"
 PSS = "https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted"
 
 EXEMPT = {
@@ -207,18 +206,18 @@ def k8s_training_accelerators(r: Res, ctx: Ctx) -> Iterator[Violation]:
         return
     for path, spec in pod_specs(r.props):
         if _selects_efa(spec):
-            missing = [k for k in (GPU, EFA_DEVICE) if _limit(spec, k) < 1]
+            missing = [k for k in (GPU_RESOURCE, EFA_RESOURCE) if _limit(spec, k) < 1]
             if missing:
                 yield violation(
                     f"{path}: pod selects EFA nodes ({EFA_LABEL}) but requests no {missing}",
-                    f"request {GPU} (all GPUs of the node) and {EFA_DEVICE} (every EFA interface "
+                    f"request {GPU_RESOURCE} (all GPUs of the node) and {EFA_RESOURCE} (every EFA interface "
                     "of the type) "
                     "in limits",
                 )
-        elif _tolerates_gpu(spec) and _limit(spec, GPU) < 1:
+        elif _tolerates_gpu(spec) and _limit(spec, GPU_RESOURCE) < 1:
             yield violation(
-                f"{path}: pod tolerates the {GPU_TAINT_KEY} taint but requests no {GPU}",
-                f"request {GPU} in limits, or drop the toleration",
+                f"{path}: pod tolerates the {GPU_TAINT_KEY} taint but requests no {GPU_RESOURCE}",
+                f"request {GPU_RESOURCE} in limits, or drop the toleration",
             )
 
 
@@ -279,8 +278,8 @@ def k8s_no_loadbalancer_monitoring(r: Res, ctx: Ctx) -> Iterator[Violation]:
             )
 
 
-PSS_LEVELS = ("restricted", "baseline", "privileged")
-ENFORCE = "pod-security.kubernetes.io/enforce"
+PSS_LEVELS = tuple(level.value for level in PodSecurity)
+ENFORCE = f"{PSS_LABEL_PREFIX}enforce"
 
 
 @resource_rule(

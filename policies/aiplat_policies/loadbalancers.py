@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from infra.lib import alb
+from infra.model.config.services import LoadBalancerControllerConfig
 from infra.rules.inference import TLS13_ONLY_POLICIES
 
 from .core import (
@@ -97,8 +99,9 @@ def lb_http_redirect_only(r: Res, ctx: Ctx) -> Iterator[Violation]:
 
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
 INGRESS_CLASS_PARAMS = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
-LBC_CHART = "aws-load-balancer-controller"
-ALB = "alb.ingress.kubernetes.io/"
+# the chart the program installs the controller from (its config default)
+LBC_CHART = LoadBalancerControllerConfig.model_fields["chart"].default
+ALB = alb.PREFIX
 NLB = "service.beta.kubernetes.io/aws-load-balancer-"
 
 
@@ -172,7 +175,7 @@ def k8s_load_balancer_tls13(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
         if ann is None:
             continue
         cls = ing.get("spec", "ingressClassName") or ann.get("kubernetes.io/ingress.class")
-        if cls not in ("alb", UNKNOWN) and not any(k.startswith(ALB) for k in ann):
+        if cls not in (alb.INGRESS_CLASS, UNKNOWN) and not any(k.startswith(ALB) for k in ann):
             continue
         policy = ann.get(f"{ALB}ssl-policy", default)
         tls = ann.get(f"{ALB}certificate-arn") is not None or ing.get("spec", "tls") is not None

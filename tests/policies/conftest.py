@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from infra.review import StackReview, review_plan
 
@@ -21,8 +22,8 @@ TAGS = {
     "Workload": "training",
 }
 KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/0b921ae7-774e-5b1c-9c0f-81e3f8c5ded3"
-# pulumi_policy/proxy.py: what the engine sends for a value unknown at preview
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+# what the engine sends for a string unknown at preview
+UNKNOWN = UNKNOWN_STRING_VALUE
 
 
 @dataclass

@@ -7,19 +7,23 @@ import copy
 import datetime as dt
 
 import pytest
+from aiplat_policies.cost import DEFAULT_MAX_MONTHLY_USD
 
 from infra.io.prices import load_price_table
 from infra.io.snapshot import region_facts
 from infra.model.config.parse import parse_platform_config
 from infra.model.cost import Usage, estimate_stack
-from infra.review import review_plan
+from infra.review import review_configured_plan, review_plan
 from tests.conftest import STACKS
 
 RULE = "cost-cap"
 
 
 def cost_messages(plan: dict, config: dict | None = None) -> list[str]:
-    review = review_plan(plan, pack_config={RULE: config} if config is not None else None)
+    """cost-cap's messages with ``config`` as the rule's pack config, else with the stack's own file."""
+    review = (
+        review_plan(plan, pack_config={RULE: config}) if config is not None else review_configured_plan(plan)
+    )
     return [d.message for d in review.diagnostics if d.policy == RULE]
 
 
@@ -38,8 +42,8 @@ def test_the_pack_prices_the_stack_as_aiplat_cost_does_at_max(plan_stack, stack)
         stack, cfg, load_price_table(), Usage(on=dt.date.today()), region_facts(cfg)
     ).monthly("max")
     assert expected.usd > 0
-    assert cost_messages(plan) == []  # the default cap holds the shipped stack
-    [message] = cost_messages(plan, {"maxMonthlyUsd": {stack: int(expected.usd) - 1}})
+    assert cost_messages(plan) == []  # the cap of its pack config file holds the shipped stack
+    [message] = cost_messages(plan, {"maxMonthlyUsd": int(expected.usd) - 1})
     assert amount(message) == pytest.approx(round(expected.usd), abs=0.5)
     assert f"over its cap of ${int(expected.usd) - 1:,}" in message
     assert "fix: lower max_size / Karpenter gpu_limit" in message
@@ -51,9 +55,9 @@ def test_a_larger_pool_raises_the_estimate_by_its_nodes(plan_stack) -> None:
     """One more p5.48xlarge at max size on prod-us-train costs 730 h x its On-Demand price more."""
     plan = copy.deepcopy(plan_stack("prod-us-train").as_json())
     [pool] = [n for n, p in plan["config"]["node_pools"].items() if p["instance_type"] == "p5.48xlarge"]
-    base = amount(cost_messages(plan, {"maxMonthlyUsd": {"*": 1}})[0])
+    base = amount(cost_messages(plan, {"maxMonthlyUsd": 1})[0])
     plan["config"]["node_pools"][pool]["max_size"] += 1
-    more = amount(cost_messages(plan, {"maxMonthlyUsd": {"*": 1}})[0])
+    more = amount(cost_messages(plan, {"maxMonthlyUsd": 1})[0])
     table = load_price_table()
     price = table.instances["us-east-1"]["p5.48xlarge"].on_demand.usd
     assert more - base == pytest.approx(table.hours_per_month * price, abs=1)
@@ -66,10 +70,12 @@ def test_unpriced_items_are_a_violation_only_when_configured(plan_stack) -> None
     assert "but the estimate could not price" in message and "NAT gateway, ap-east-1" in message
 
 
-def test_no_cap_for_the_stack_is_a_violation(plan_stack) -> None:
-    plan = plan_stack("dev-us-train").as_json()
-    [message] = cost_messages(plan, {"maxMonthlyUsd": {"prod-us-train": 1}})
-    assert "no monthly cost cap for stack 'dev-us-train'" in message
+def test_a_stack_without_its_pack_config_gets_the_default_cap(plan_stack) -> None:
+    """prod-us-train's four p5.48xlarge reach past the default cap: only its file's cap admits them."""
+    plan = plan_stack("prod-us-train").as_json()
+    assert cost_messages(plan) == []
+    [message] = [d.message for d in review_plan(plan).diagnostics if d.policy == RULE]
+    assert f"over its cap of ${DEFAULT_MAX_MONTHLY_USD:,}" in message
 
 
 def test_a_config_that_does_not_validate_is_a_violation(plan_stack) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from infra.io.policypack import read_stack_pack_config
 from infra.rules.pools import zone_spread
 from tests.policies.conftest import KEY_ARN, UNKNOWN, R
 
@@ -390,7 +391,7 @@ ALLOW = "instance-type-allowlist"
             R(NG, "ng", {"instanceTypes": ["p5.48xlarge"]}),
             "not allowed in stack 'dev-us-train'",
         ),
-        ("someone-else", R(NG, "ng", {"instanceTypes": ["g6e.xlarge"]}), None),  # the '*' list
+        ("someone-else", R(NG, "ng", {"instanceTypes": ["g6e.xlarge"]}), None),  # the default list
         ("prod-us-train", R(LT, "lt", {"instanceType": "p5en.48xlarge"}), None),
         (
             "prod-hk-infer",
@@ -420,12 +421,13 @@ ALLOW = "instance-type-allowlist"
     ],
 )
 def test_instance_type_allowlist(check, stack, resource, expected):
+    """Each shipped stack with its own pack config file (stacks/policy-pack/), any other with the default."""
     role = "infer" if "infer" in stack else "train"
-    check(ALLOW, [resource], expected, stack=stack, role=role)
+    check(ALLOW, [resource], expected, read_stack_pack_config(stack), stack=stack, role=role)
 
 
 def test_allowlist_from_pack_config(check):
-    config = {ALLOW: {"allowedInstanceTypes": {"prod-us-train": ["g5.*"]}}}
+    config = {ALLOW: {"allowedInstanceTypes": ["g5.*"]}}
     check(ALLOW, [R(NG, "ng", {"instanceTypes": ["g5.xlarge"]})], None, pack_config=config)
 
 
@@ -458,7 +460,8 @@ def ng(name: str, itype: str, max_size: float) -> R:
     ids=["within", "over", "unknown-size", "unknown-type", "nodepool-unbounded", "nodepool-counts"],
 )
 def test_gpu_budget(check, resources, expected):
-    check("gpu-budget", resources, expected)
+    """prod-us-train (the synthetic plans' stack) with its own pack config file: a budget of 32 GPUs."""
+    check("gpu-budget", resources, expected, read_stack_pack_config("prod-us-train"))
 
 
 @pytest.mark.parametrize(
@@ -479,4 +482,5 @@ def test_gpu_budget(check, resources, expected):
     ids=["karpenter-within", "karpenter-over", "karpenter-pools-add-up"],
 )
 def test_gpu_budget_of_a_karpenter_only_stack(check, resources, expected):
-    check("gpu-budget", resources, expected, stack="prod-hk-infer", role="infer", region="ap-east-1")
+    config = read_stack_pack_config("prod-hk-infer")
+    check("gpu-budget", resources, expected, config, stack="prod-hk-infer", role="infer", region="ap-east-1")

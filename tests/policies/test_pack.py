@@ -17,7 +17,7 @@ from aiplat_policies.core import registered
 from aiplat_policies.pack import PACK_NAME, policies, rules
 
 from infra.io.policypack import default_pack_dir, read_pack_project
-from infra.review import review_plan
+from infra.review import review_configured_plan
 from tests.conftest import REPO
 
 PACK = REPO / "policies"
@@ -158,8 +158,8 @@ def test_pack_served_over_grpc_like_the_cli_gives_the_in_process_verdict(plan_st
     """`python -m pulumi.policy <engine> .` in policies/ (what the CLI's policy shim runs) serves the pack
     from __main__.py; the review through that process equals the in-process review."""
     plan = plan_stack("prod-us-train").as_json()
-    in_process = review_plan(plan)
-    served = review_plan(plan, pack_python=Path(sys.executable))
+    in_process = review_configured_plan(plan)
+    served = review_configured_plan(plan, pack_python=Path(sys.executable))
     assert served.diagnostics == in_process.diagnostics
     assert served.pack == PACK_NAME and served.policies == len(rules())
 
@@ -170,8 +170,8 @@ def test_pack_in_its_own_virtualenv(plan_stack) -> None:
     `make test` builds the venv (`make policy-venv`), as `pulumi preview --policy-pack policies` needs it."""
     assert (PACK / "venv" / "bin" / "python").exists(), "policies/venv missing: run `make policy-venv`"
     plan = plan_stack("dev-us-train").as_json()
-    served = review_plan(plan, pack_python=PACK / "venv" / "bin" / "python")
-    assert served.diagnostics == review_plan(plan).diagnostics
+    served = review_configured_plan(plan, pack_python=PACK / "venv" / "bin" / "python")
+    assert served.diagnostics == review_configured_plan(plan).diagnostics
 
 
 def _unknown_leaves(value):
@@ -203,13 +203,13 @@ def test_unknown_values_never_degrade_to_the_sdk_advisory(plan_stack, depth) -> 
             )
     literals = {"imds-v2-hop-limit-1", "kms-key-rotation", "s3-versioning"}
     documents = {"no-wildcard-principal", "iam-trust-scoped", "iam-no-admin", "s3-tls-only"}
-    result = review_plan(plan)
+    result = review_configured_plan(plan)
     assert not [d for d in result.diagnostics if "can't run policy" in d.message]
     failing = {d.policy for d in result.mandatory}
     assert literals <= failing and not documents & failing
     deferred = " ".join(d.message for d in result.diagnostics if d.policy == "checked-at-update")
     assert all(rule in deferred for rule in documents)
-    update = review_plan(plan, dry_run=False)
+    update = review_configured_plan(plan, dry_run=False)
     assert not [d for d in update.diagnostics if "can't run policy" in d.message]
     assert literals | documents <= {d.policy for d in update.mandatory}
 

@@ -18,7 +18,7 @@ import pytest
 from aiplat_policies.core import Ctx, StackInfo
 from aiplat_policies.pack import rules
 
-from infra.review import review_plan
+from infra.review import review_configured_plan
 from tests.conftest import EXAMPLES, STACKS
 from tests.policies.conftest import UNKNOWN, R, messages, review
 
@@ -224,7 +224,7 @@ def test_first_preview_of_prod_us_train(plan_first_preview) -> None:
     policies and the documents naming keys, queues and buckets of this update are unknown. No mandatory
     violation; checked-at-update lists them; the update's own run checks exactly those."""
     plan = plan_first_preview("prod-us-train").as_json()
-    preview = review_plan(plan)
+    preview = review_configured_plan(plan)
     assert preview.mandatory == []
     assert not [d for d in preview.diagnostics if "can't run policy" in d.message]
     listed = {d.resource for d in preview.diagnostics if d.policy == DEFERRED}
@@ -240,7 +240,7 @@ def test_first_preview_of_prod_us_train(plan_first_preview) -> None:
     } <= listed
     # the same plan as the update's run sees it (were the values still unknown): every deferred document is
     # refused by exactly the rules checked-at-update named
-    update = review_plan(plan, dry_run=False)
+    update = review_configured_plan(plan, dry_run=False)
     refused = Counter(d.policy for d in update.diagnostics)
     reported = Counter(d.policy for d in preview.diagnostics if d.policy != DEFERRED)
     assert refused == reported + _deferred_rules(preview)
@@ -287,7 +287,7 @@ def _with(plan: dict, type_: str, name: str, inputs: dict) -> dict:
 def test_first_preview_still_enforces_what_is_known(plan_first_preview, type_, inputs, rule) -> None:
     """A known violation added to the first-preview plan fails the preview as before."""
     plan = _with(plan_first_preview("prod-us-train").as_json(), type_, "added", inputs)
-    result = review_plan(plan)
+    result = review_configured_plan(plan)
     assert {(d.policy, d.resource.split(" ")[-1]) for d in result.mandatory} >= {(rule, "added")}
 
 
@@ -295,7 +295,7 @@ def test_first_preview_still_enforces_what_is_known(plan_first_preview, type_, i
 def test_first_preview_of_every_stack_passes(plan_first_preview, stack) -> None:
     """No shipped stack or example is blocked by its first preview (`aiplat rollout` and `pulumi up
     --policy-pack policies` preview first), and no rule degrades to the SDK's "can't run policy"."""
-    result = review_plan(plan_first_preview(stack).as_json())
+    result = review_configured_plan(plan_first_preview(stack).as_json())
     assert result.mandatory == [], [(d.policy, d.resource, d.message) for d in result.mandatory]
     assert {d.policy for d in result.advisory} <= {DEFERRED, "iam-trust-confused-deputy"}
     assert not [d for d in result.diagnostics if "can't run policy" in d.message]

@@ -16,7 +16,7 @@ from infra.cli.common import EXIT_POLICY
 from infra.cli.main import main
 from infra.io.policypack import read_plan
 from infra.plan.runner import run_plan
-from infra.review import review_plan
+from infra.review import review_configured_plan
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
@@ -57,8 +57,8 @@ def plan_file(
 def test_saved_plan_gives_the_same_verdict_as_the_stack(tmp_path, capsys) -> None:
     path = plan_file(tmp_path, "prod-us-train")
     capsys.readouterr()
-    from_file = review_plan(read_plan(path))
-    from_stack = review_plan(run_plan("prod-us-train").as_json())
+    from_file = review_configured_plan(read_plan(path))
+    from_stack = review_configured_plan(run_plan("prod-us-train").as_json())
     assert from_file.diagnostics == from_stack.diagnostics
     # (prod-us-train passes the pack; the verdict from the file and from the stack must agree)
     code_file = main(["review", "--plan", str(path)])
@@ -177,12 +177,12 @@ def drop_efa(doc: dict) -> None:
 def test_changed_plan_fails_with_the_rules_message(tmp_path, capsys, stack, mutate, policy, message) -> None:
     examples = REPO / "examples" if stack == "odcr" else None
     if examples:
-        before = review_plan(read_plan(plan_file(tmp_path, stack, stacks_dir=examples))).mandatory
+        before = review_configured_plan(read_plan(plan_file(tmp_path, stack, stacks_dir=examples))).mandatory
     path = plan_file(tmp_path, stack, mutate, stacks_dir=examples)
     capsys.readouterr()
     assert main(["review", "--plan", str(path)]) == EXIT_POLICY
     out = capsys.readouterr().out
-    review = review_plan(read_plan(path))
+    review = review_configured_plan(read_plan(path))
     assert any(d.policy == policy and message in d.message and d.mandatory for d in review.diagnostics), [
         (d.policy, d.message) for d in review.diagnostics if d.policy == policy
     ]
@@ -257,7 +257,7 @@ def test_pack_config_file_changes_levels_and_settings(tmp_path, capsys) -> None:
     assert main(["review", "--plan", str(path), "--policy-pack-config", str(config)]) == 0
     assert "dev-us-train: passes" in capsys.readouterr().out
     config.write_text(
-        json.dumps({"all": "disabled", "gpu-budget": {"enforcementLevel": "mandatory", "maxGpus": {"*": 1}}})
+        json.dumps({"all": "disabled", "gpu-budget": {"enforcementLevel": "mandatory", "maxGpus": 1}})
     )
     assert main(["review", "--plan", str(path), "--policy-pack-config", str(config)]) == EXIT_POLICY
     out = capsys.readouterr().out
@@ -265,6 +265,35 @@ def test_pack_config_file_changes_levels_and_settings(tmp_path, capsys) -> None:
         "stack 'dev-us-train' can run 6 GPUs (pool-gpu-ng 2x1, karpenter-nodepool-spot-gpu limit 4), " in out
     )
     assert "over its budget of 1" in out
+
+
+def test_review_reads_each_stacks_own_pack_config_file(tmp_path, capsys) -> None:
+    """Without --policy-pack-config a review takes <stacks-dir>/policy-pack/<stack>.json; a file given on the
+    command line replaces it."""
+    path = plan_file(tmp_path, "dev-us-train")
+    stacks_dir = tmp_path / "stacks"
+    (stacks_dir / "policy-pack").mkdir(parents=True)
+    (stacks_dir / "policy-pack" / "dev-us-train.json").write_text(json.dumps({"gpu-budget": {"maxGpus": 5}}))
+    capsys.readouterr()
+    assert main(["review", "--plan", str(path), "--stacks-dir", str(stacks_dir)]) == EXIT_POLICY
+    assert "over its budget of 5" in capsys.readouterr().out
+    given = tmp_path / "pack-config.json"
+    given.write_text(json.dumps({"gpu-budget": {"maxGpus": 6}}))
+    assert (
+        main(
+            [
+                "review",
+                "--plan",
+                str(path),
+                "--stacks-dir",
+                str(stacks_dir),
+                "--policy-pack-config",
+                str(given),
+            ]
+        )
+        == 0
+    )
+    assert "dev-us-train: passes" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -276,8 +305,17 @@ def test_pack_config_file_changes_levels_and_settings(tmp_path, capsys) -> None:
             {"gpu-budget": {"maxGpu": 3}},
             "policy pack config gpu-budget: unknown properties ['maxGpu'] (known: ['maxGpus'])",
         ),
+        (
+            {"gpu-budget": {"maxGpus": {"dev-us-train": 3}}},
+            "policy pack config gpu-budget.maxGpus: {'dev-us-train': 3} is not of type number; fix: give "
+            "a JSON number (The most GPUs the stack may run.)",
+        ),
+        (
+            {"instance-type-allowlist": {"allowedInstanceTypes": ["g5.*", 5]}},
+            "policy pack config instance-type-allowlist.allowedInstanceTypes[1]: 5 is not of type string",
+        ),
     ],
-    ids=["unknown-policy", "bad-level", "bad-property"],
+    ids=["unknown-policy", "bad-level", "bad-property", "stack-keyed-value", "bad-item"],
 )
 def test_bad_pack_config_is_a_user_error(tmp_path, capsys, config, error) -> None:
     path = plan_file(tmp_path, "dev-us-train")

@@ -13,7 +13,7 @@ import pytest
 
 from infra.io.stackfiles import list_stacks
 from infra.plan.runner import run_plan
-from infra.review import StackReview, review_plan
+from infra.review import StackReview, review_configured_plan, review_plan
 from tests.conftest import STACKS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -36,7 +36,7 @@ def plans(plan_stack) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def reviews(plans) -> dict[str, StackReview]:
-    return {stack: review_plan(plan) for stack, plan in plans.items()}
+    return {stack: review_configured_plan(plan) for stack, plan in plans.items()}
 
 
 def test_every_shipped_stack_and_example_is_reviewed(reviews) -> None:
@@ -86,7 +86,7 @@ def test_training_stacks_pass_the_training_pool_rules(plans, reviews, stack) -> 
         "training-pool-efa-security-group",
     }
     assert not [d for d in reviews[stack].diagnostics if d.policy in rules]
-    unplaced = review_plan(_without_placement(plans[stack]))
+    unplaced = review_configured_plan(_without_placement(plans[stack]))
     refused = [d.resource for d in unplaced.mandatory if d.policy == "training-pool-placement"]
     assert refused == ["NodeGroup pool-train-ng"]
 
@@ -97,8 +97,8 @@ def test_gpu_budget_counts_the_karpenter_nodepool_of_the_infer_stacks(plan_stack
     nvidia.com/gpu limit from the planned NodePool, within the default budget and over a tighter one."""
     plan = plan_stack(stack).as_json()
     limit = plan["config"]["cluster_services"]["karpenter"]["node_pools"]["gpu"]["gpu_limit"]
-    assert not [d for d in review_plan(plan).diagnostics if d.policy == "gpu-budget"]
-    tight = review_plan(plan, pack_config={"gpu-budget": {"maxGpus": {stack: limit - 1}}})
+    assert not [d for d in review_configured_plan(plan).diagnostics if d.policy == "gpu-budget"]
+    tight = review_plan(plan, pack_config={"gpu-budget": {"maxGpus": limit - 1}})
     [message] = [d.message for d in tight.diagnostics if d.policy == "gpu-budget"]
     assert f"stack '{stack}' can run {limit} GPUs (karpenter-nodepool-gpu limit {limit}), " in message
     assert f"over its budget of {limit - 1}" in message

@@ -543,7 +543,7 @@ GOOD_TRAIL = {
             "trail 'trail' is not multi-region",
         ),
         ([R(TRAIL, "trail", GOOD_TRAIL | {"kmsKeyId": UNKNOWN})], None, None),
-        ([], {"cloudtrail-present": {"trailElsewhere": {"prod-us-train": "organization trail o-abc"}}}, None),
+        ([], {"cloudtrail-present": {"trailElsewhere": "organization trail o-abc"}}, None),
     ],
     ids=["trail", "none", "single-region", "unknown-key", "elsewhere"],
 )

@@ -11,7 +11,7 @@ import pulumi_aws as aws
 from infra.components.aws.options import fixed_name
 from infra.components.options import child_options
 from infra.lib.efa import EfaInterface
-from infra.lib.nodes import Taint
+from infra.lib.nodes import IMDS_HOP_LIMIT, Taint
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,7 +185,7 @@ class GpuNodePool(pulumi.ComponentResource):
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 http_tokens="required",
-                http_put_response_hop_limit=1,
+                http_put_response_hop_limit=IMDS_HOP_LIMIT,
             ),
             block_device_mappings=[
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(

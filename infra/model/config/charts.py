@@ -1,38 +1,17 @@
 """Upstream Helm charts in the config: a chart pinned by repository, name and exact version.
 
 ``ChartPin`` is the base of every service installed from a chart (cluster services, monitoring, training,
-inference, the FSx CSI driver); each service declares its defaults and their source. ``ChartPin.pinned``
-is the validated pin as plain data (``ChartRef``), which the wiring hands to the components (they take it
-from ``infra.lib.charts``).
+inference, the FSx CSI driver); each service declares its defaults and their source. The wiring hands the
+validated pin to the components as plain data (``infra.lib.charts.chart_ref``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from pydantic import field_validator
 
 from infra.model.config.base import Strict
-
-
-@dataclass(frozen=True)
-class ChartRef:
-    """An upstream Helm chart, by repository, name and pinned version (never a range, never 'latest')."""
-
-    repo: str
-    chart: str
-    version: str
-
-    @property
-    def oci(self) -> bool:
-        return self.repo.startswith("oci://")
-
-    @property
-    def chart_ref(self) -> str:
-        """The chart as Helm takes it: ``oci://registry/path/<chart>``, or the name with ``repo``."""
-        return f"{self.repo.rstrip('/')}/{self.chart}" if self.oci else self.chart
-
 
 _VERSION = r"^v?\d+\.\d+\.\d+$"
 _CHART_NAME = r"^[a-z0-9][a-z0-9-]*$"
@@ -68,8 +47,3 @@ class ChartPin(Strict):
         if not re.fullmatch(_VERSION, v):
             raise ValueError(f"{v!r} is not an exact chart version like '1.2.3' (ranges are not pinned)")
         return v
-
-    @property
-    def pinned(self) -> ChartRef:
-        """The validated pin as plain data, for a component's Args."""
-        return ChartRef(repo=self.repo, chart=self.chart, version=self.version)

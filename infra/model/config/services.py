@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from infra.model.config.base import NAME_RE, Strict
-from infra.model.config.charts import ChartPin, ChartRef
+from infra.model.config.charts import ChartPin
 from infra.model.config.fsx import FsxConfig
 from infra.model.instance_types import EFA_PLUGIN_CHART_VERSION
 
@@ -108,6 +108,10 @@ class LoadBalancerControllerConfig(ChartPin):
     replicas: Annotated[int, Field(ge=1, le=5)] = Field(2, description="Controller replicas.")
 
 
+# The metrics-server chart the platform pins; the values builder (infra.lib.charts) is written against it.
+METRICS_SERVER_CHART = "3.13.1"
+
+
 class MetricsServerConfig(ChartPin):
     """metrics-server: the resource metrics API that HorizontalPodAutoscalers and ``kubectl top`` read."""
 
@@ -118,9 +122,10 @@ class MetricsServerConfig(ChartPin):
     )
     chart: str = Field("metrics-server", description="Chart name.")
     version: str = Field(
-        "3.13.1",
-        description="Default: kubernetes-sigs/metrics-server charts/metrics-server/Chart.yaml 3.13.1 (app "
-        "0.8.1; tag metrics-server-helm-chart-3.13.1, 2026-06-11).",
+        METRICS_SERVER_CHART,
+        description="Default: kubernetes-sigs/metrics-server charts/metrics-server/Chart.yaml "
+        f"{METRICS_SERVER_CHART} (app 0.8.1; tag metrics-server-helm-chart-{METRICS_SERVER_CHART}, "
+        "2026-06-11).",
     )
     replicas: Annotated[int, Field(ge=1, le=5)] = Field(
         2, description="Replicas (2 with a PodDisruptionBudget keeps the API up through node drains)."
@@ -274,11 +279,6 @@ class KarpenterConfig(ChartPin):
     @classmethod
     def _crd_chart(cls, v: str) -> str:
         return cls._chart_name(v)
-
-    @property
-    def crd_pinned(self) -> ChartRef:
-        """The CRD chart, same repository and version as the controller's (they are released together)."""
-        return ChartRef(repo=self.repo, chart=self.crd_chart, version=self.version)
 
 
 class StorageClassConfig(Strict):

@@ -3,13 +3,26 @@ target or pool instance type the review would refuse is said once, on the config
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.io.policypack import stack_allowlists
 from infra.io.regions import known_regions
 from infra.model.config.parse import parse_platform_config
+from infra.model.errors import ReviewInputError
 from infra.rules import Level, Phase, RuleContext, run_rules
 
 
-def _warnings(stack: str, raw: dict, rule: str) -> list[str]:
-    ctx = RuleContext(parse_platform_config(raw), stack=stack, regions=known_regions())
+def _warnings(stack: str, raw: dict, rule: str, stacks_dir: Path | None = None) -> list[str]:
+    """The rule's warnings with the allowlists a review of ``stack`` applies (its pack config file)."""
+    ctx = RuleContext(
+        parse_platform_config(raw),
+        stack=stack,
+        regions=known_regions(),
+        allowlists=stack_allowlists(stack, stacks_dir),
+    )
     found = [f for f in run_rules(Phase.plan, ctx) if f.rule == rule]
     assert all(f.level is Level.warning for f in found)
     return [f.one_line() for f in found]
@@ -46,4 +59,33 @@ def test_a_pool_type_outside_the_stacks_allowlist_is_warned(stack_config) -> Non
         "aiplat:platform.node_pools.system.instance_type: r6i.large is not an instance type the policy pack "
         "allows in stack dev-us-train (m6i.*, g4dn.*, g5.*, g6.*): aiplat review refuses its node group "
         "(instance-type-allowlist)"
+    )
+
+
+def _pack_config(tmp_path: Path, stack: str, doc: object) -> Path:
+    (tmp_path / "policy-pack").mkdir()
+    (tmp_path / "policy-pack" / f"{stack}.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+def test_the_stacks_pack_config_file_is_the_allowlist_the_plan_warns_from(tmp_path, stack_config) -> None:
+    stacks_dir = _pack_config(
+        tmp_path, "dev-us-train", {"instance-type-allowlist": {"allowedInstanceTypes": ["m6i.*"]}}
+    )
+    raw = stack_config("dev-us-train")
+    gpu = [n for n, p in raw["node_pools"].items() if not p["instance_type"].startswith("m6i.")]
+    lines = _warnings("dev-us-train", raw, "instance-type-in-pack-allowlist", stacks_dir)
+    assert gpu and len(lines) == len(gpu)
+    assert all("allows in stack dev-us-train (m6i.*)" in line for line in lines)
+
+
+def test_a_pack_config_value_of_the_wrong_shape_is_one_line(tmp_path) -> None:
+    stacks_dir = _pack_config(
+        tmp_path, "dev-us-train", {"instance-type-allowlist": {"allowedInstanceTypes": "g5.*"}}
+    )
+    with pytest.raises(ReviewInputError) as exc:
+        stack_allowlists("dev-us-train", stacks_dir)
+    assert str(exc.value).endswith(
+        "dev-us-train.json: instance-type-allowlist.allowedInstanceTypes is 'g5.*'; fix: give a list of "
+        "instance-type patterns (docs/policy-pack.md)"
     )
