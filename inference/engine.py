@@ -1,20 +1,10 @@
 """Batched text generation with a key/value cache over the trainer's ``GPT`` (trainer/model.py).
 
-``GPT.forward`` computes a training loss over full sequences; serving needs the logits of one new token per
-sequence per step, for sequences of different lengths in one batch. This module runs the same
-sub-modules (``wte``, ``wpe``, ``blocks[i].ln1/attn/ln2/mlp``, ``ln_f``, ``lm_head``) with:
-
-- **left padding**: prompts are right-aligned in a ``(B, T)`` batch, so every row's newest token sits in the
-  last column and one forward per step serves the whole batch. Each row keeps its own pad count; its
-  position ids start at 0 at its first real token, and an attention mask hides the pad columns, so a
-  padded row computes exactly what it would compute alone (tests/inference/test_engine.py checks it).
-- **a key/value cache** per layer, so a decode step costs one token per row, not the whole sequence.
-- **merging and dropping rows** between steps (:meth:`KVCache.merge`, :meth:`KVCache.select`): requests
-  that arrive while a batch is generating join it at the next step, finished rows leave it at once, and
-  the cache is trimmed to the longest live row, so it never grows past the model's context.
-
-The math must match ``trainer/model.py``; the test compares the loss computed from these logits with
-``GPT.forward`` on the same tokens.
+Runs ``GPT``'s sub-modules one new token per row per step, with left padding (per-row pad counts, position
+ids and an attention mask, so a padded row computes what it would alone), a per-layer key/value cache,
+and rows merged and dropped between steps (:meth:`KVCache.merge`, :meth:`KVCache.select`; the cache is
+trimmed to the longest live row, so it never grows past the context). The math must match
+``trainer/model.py``; tests/inference/test_engine.py compares it with ``GPT.forward``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """The inference server: ``python -m inference.serve`` (settings from ``INFERENCE_*`` environment variables).
 
-It serves the newest valid release of one model from ``<INFERENCE_RELEASE_ROOT>/release/<model>/``
-(the format ``python -m trainer.publish`` writes, trainer/release.py), picks up newer releases without a
-restart, and batches concurrent requests on one GPU (or CPU).
+Serves the newest valid release of one model from ``<INFERENCE_RELEASE_ROOT>/release/<model>/`` (the
+format trainer/release.py writes), picks up newer releases without a restart and batches concurrent
+requests on one GPU (or CPU), on one HTTP port (``INFERENCE_HTTP_PORT``, 8080) for API, probes and metrics.
+Settings, endpoints, probes and graceful shutdown: docs/inference/server.md (defaults and checks in
+inference/config.py). Exit codes: 0 after a graceful shutdown, 2 configuration error, 3 cannot start
+(uvicorn's ``STARTUP_FAILURE``); a bad release or store never ends the process.
 
-Port: one HTTP port, ``INFERENCE_HTTP_PORT`` (default 8080), for the API, the probes and ``/metrics``.
-
-Endpoints (inference/app.py): ``POST /v1/generate``, ``GET /v1/model``, ``GET /healthz`` (liveness: the
-process answers), ``GET /readyz`` (readiness: a verified model is loaded and the server is not draining),
-``GET /metrics`` (Prometheus; names in inference/metrics.py).
-
-Probes: ``/readyz`` is false until the first model is downloaded and verified (minutes for a large model
-on a cold node: use a startupProbe or a generous readiness period, never a liveness probe on ``/readyz``),
-then true for good; a later bad release never turns it false while a good model is loaded.
-
-Settings (inference/config.py holds the defaults and the checks):
+Settings (kept here for ``--help``):
   INFERENCE_RELEASE_ROOT (required)  s3://bucket[/prefix] or a directory; the region's replica bucket
   INFERENCE_MODEL_NAME (required)    the --model-name the release was published under
   INFERENCE_PIN_VERSION              serve exactly this version (rollback); empty = newest valid
@@ -25,21 +18,9 @@ Settings (inference/config.py holds the defaults and the checks):
   INFERENCE_MAX_BATCH / INFERENCE_MAX_WAIT_MS / INFERENCE_MAX_QUEUE   batching and back-pressure
   INFERENCE_MAX_PROMPT_BYTES / INFERENCE_MAX_NEW_TOKENS / INFERENCE_DEFAULT_MAX_NEW_TOKENS   request limits
   INFERENCE_REQUEST_TIMEOUT_S        a generation not done by then gets 504 (default 60)
-  INFERENCE_DRAIN_DELAY_S / INFERENCE_GRACEFUL_SHUTDOWN_S   see below (defaults 0 and 30)
+  INFERENCE_DRAIN_DELAY_S / INFERENCE_GRACEFUL_SHUTDOWN_S   shutdown (defaults 0 and 30)
   INFERENCE_TORCH_THREADS, INFERENCE_LOG_LEVEL, INFERENCE_ACCESS_LOG
   AWS_REGION, AWS_ENDPOINT_URL and the usual AWS credential chain (IRSA / Pod Identity) for S3.
-
-Graceful shutdown (SIGTERM, or SIGINT): readiness turns false at once; for ``INFERENCE_DRAIN_DELAY_S`` the
-server still accepts and serves requests (time for the load balancer to deregister the pod), then it
-stops accepting connections and waits up to ``INFERENCE_GRACEFUL_SHUTDOWN_S`` for in-flight requests to
-be answered (uvicorn's ``timeout_graceful_shutdown``), stops the batcher and the poller, and exits 0.
-A second signal skips the drain delay. Set the pod's ``terminationGracePeriodSeconds`` above
-drain delay + grace + a few seconds.
-
-Exit codes: 0 after a graceful shutdown; 2 for a configuration error (one line on stderr); 3 when the
-server cannot start, e.g. the port is in use (uvicorn's ``STARTUP_FAILURE``, logged in one line).
-Problems with releases or the store never end the process: they are logged in one line, counted in
-``inference_model_load_failures_total`` and shown by ``/readyz``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """The model store: finds the release to serve, verifies and loads it beside the one serving, swaps it in.
 
-Each poll (every ``INFERENCE_POLL_INTERVAL_S``, first at start-up) lists
-``<release_root>/release/<model_name>/`` (one LIST request) and, newest first, tries the versions newer
-than the one serving (or exactly ``INFERENCE_PIN_VERSION`` when it is set, older or not: that is the
-rollback). Trying a version means :func:`trainer.release.download`: every file is copied into
-``<cache_dir>/<version>/`` and checked against ``manifest.json`` (size and sha256 of each file, the config
-and the weights' tensor table), then :func:`trainer.release.load_model` builds the model (safetensors, no
-pickle), and one warm-up generation step must give finite logits. Only then is the reference to the
-serving model replaced; requests already running finish on the model they started with (they hold it),
-new batches use the new one. Both copies are in memory for that moment: size the GPU for two models.
-
-A version that fails (missing manifest, files still replicating, wrong sizes or hashes, a tokenizer or
-shape the server cannot use, a load or warm-up error) is logged in one line naming the version and the
-reason, counted in ``inference_model_load_failures_total{reason}``, and remembered with the object listing
-it was seen with: it is tried again only when its objects change (replication catching up), so a corrupt
-release costs one download, not one per poll. The previous model keeps serving; with none loaded
-readiness stays false and ``/readyz`` says why. A store that does not answer is not a bad release: it is
-counted as ``store_unavailable`` and the poll is retried at the next interval.
-
-Why not :func:`trainer.release.newest_valid`: it re-hashes every candidate by reading it (the whole
-weights), and a download would read it again; a poll that finds nothing new must cost one LIST, not a
-read of the newest model. The checks are the same ones (``download`` runs ``verify``'s code).
+Each poll lists ``<release_root>/release/<model_name>/`` once and tries, newest first, the versions newer
+than the one serving (or exactly ``INFERENCE_PIN_VERSION``: rollback) with ``trainer.release.download`` /
+``load_model`` and a warm-up step that must give finite logits; only then is the serving model replaced.
+Requests in flight finish on the model they started with, so both copies are in memory for that moment:
+size the GPU for two models. A failed version is logged, counted in
+``inference_model_load_failures_total{reason}`` and retried only when its objects change (replication
+catching up); a store that does not answer is ``store_unavailable``, retried at the next poll.
+Not ``trainer.release.newest_valid``: it re-reads every candidate's weights, and a poll that finds nothing
+new must cost one LIST. Behaviour: docs/inference/server.md.
 """
 
 from __future__ import annotations

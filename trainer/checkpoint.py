@@ -1,24 +1,15 @@
 """Sharded, asynchronous, verifiable checkpoints with ``torch.distributed.checkpoint`` (DCP).
 
-Save (every ``interval`` steps, at the last step and on SIGTERM):
+Save (every ``interval`` steps, at the last step and on SIGTERM): ``dcp.async_save`` stages into reused
+host buffers (the only time the loop blocks) and writes ``step_N/<attempt>/``
+(https://pytorch.org/docs/stable/distributed.checkpoint.html); a commit thread then has rank 0 write
+``manifest.json`` last and create-only, the moment the checkpoint counts, and prune to ``keep``.
+Invariants: a store outage after staging is a failed save (``on_save_failure``), never an exception in the
+training loop; DCP and the commit use their own gloo group (``train.dist_timeout_s``), as torchtitan does;
+at most one save is in flight.
 
-1. ``dcp.async_save`` copies the state into host-memory buffers that are reused from save to save (the
-   only time the loop is blocked), then a DCP thread writes each rank's shard and DCP's ``.metadata`` into
-   this attempt's folder ``step_N/<attempt>/`` (https://pytorch.org/docs/stable/distributed.checkpoint.html);
-2. a commit thread per rank waits for that, gathers every rank's ``{file: size, sha256}`` and rank 0
-   writes ``manifest.json`` **last** and create-only; only then does the checkpoint count. Rank 0 then
-   prunes to the newest ``keep`` verified checkpoints.
-
-Everything that touches storage after staging runs in the commit thread, so a store outage is a failed
-save (``on_save_failure`` decides what happens), never an exception in the training loop. DCP and the
-commit thread use a dedicated gloo group (timeout ``train.dist_timeout_s``), so their collectives never
-interleave with the training loop's (torchtitan does the same). A new save waits for the previous one,
-so at most one checkpoint is in flight.
-
-Load: rank 0 walks the checkpoints from newest to oldest and takes the first whose manifest type-checks,
-whose files are all there with their sizes, and whose saved state is the step its folder names; every
-rank then hashes its share of the files; the caller's resume rules (``trainer/ckpt_manifest.py``) accept
-or refuse it. Whatever fails is skipped with one warning line naming the checkpoint and the reason.
+Load: the newest checkpoint whose manifest, files, sizes and step check out, each rank hashing its share;
+``trainer/ckpt_manifest.py`` decides whether to resume from it. What fails is skipped with one warning.
 """
 
 from __future__ import annotations

@@ -1,17 +1,16 @@
 """The checkpoint manifest: its format, a parser that type-checks every field, and the resume rules.
 
-Pure Python (no torch, no I/O) so the launcher's checks, the trainer and ``trainer.publish`` read a manifest
-the same way. A manifest that is valid JSON with wrong value types is a *reason* to skip the checkpoint
-(:class:`ManifestError`), never a ``TypeError``.
+Pure Python (no torch, no I/O) so the launcher, the trainer and ``trainer.publish`` read it the same way;
+a manifest with wrong value types is a reason to skip the checkpoint (:class:`ManifestError`), never a
+``TypeError``.
 
 Layout of one checkpoint (format v2)::
 
     step_000000012/manifest.json       written last, create-only; names the attempt below
     step_000000012/<attempt>/.metadata, __<rank>_0.distcp, ...   DCP's files
 
-Every training attempt (a torchrun start or restart) writes into its own ``<attempt>`` folder, so a
-leftover process of an earlier attempt can never overwrite the files a manifest vouches for.
-Format v1 (before attempts) kept DCP's files in the step folder itself; it is still read.
+One folder per attempt, so a leftover process of an earlier attempt never overwrites files a manifest
+vouches for. Format v1 (DCP's files in the step folder) is still read.
 """
 
 from __future__ import annotations

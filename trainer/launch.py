@@ -2,23 +2,13 @@
 
     python -m trainer.launch [torchrun options] --config FILE [--set section.key=value ...] [--debug]
 
-It runs torch's elastic agent, the same one torchrun runs (rendezvous, ``--max-restarts``, worker
-monitoring; every torchrun option is accepted as it is: ``--nnodes``, ``--nproc-per-node``,
-``--rdzv-backend/-endpoint/-id``, ``--standalone``, ``--max-restarts``, ``--shutdown-timeout``, ...), with
-``-m trainer.train`` as the worker, and adds what Kubernetes needs:
-
-1. One-time checks before any worker starts (``trainer/preflight.py``): config, dataset reachable and
-   complete, checkpoint store reachable, newest checkpoint compatible. A deterministic error fails at once
-   with one line, without starting workers or restarting them.
-2. Its own exit code is the contract in ``trainer/exitcodes.py`` (0 done, 2 bad input, 3 save failed,
-   4 store unavailable, 5 preempted but the save failed, 143 preempted after a committed checkpoint,
-   1 crash): workers report why they exit (``trainer/outcome.py``) and the launcher passes that on.
-   (torchrun itself exits 1 for every failure, and with a traceback on SIGTERM.)
-3. SIGTERM is forwarded to the workers, which agree on a step, checkpoint it and exit; the launcher waits
-   up to ``--shutdown-timeout`` (default: ``checkpoint.shutdown_window_s``), then kills what is left.
-4. A worker that exits with a contract code is not restarted (the same input would end the same way);
-   crashes (exit 1, killed ranks) are restarted up to ``--max-restarts`` as under torchrun. After a
-   failure the surviving ranks, blocked in a collective with the dead one, get a few seconds, not 30.
+Runs torch's elastic agent (every torchrun option accepted) with ``-m trainer.train`` as the worker, and
+adds what Kubernetes needs (docs/trainer.md): one-time checks before any worker starts
+(``trainer/preflight.py``); its exit code is the contract in ``trainer/exitcodes.py``, passed on from the
+workers (``trainer/outcome.py``), where torchrun exits 1 for every failure; SIGTERM is forwarded and the
+workers are given ``--shutdown-timeout`` (default ``checkpoint.shutdown_window_s``) to checkpoint; a worker
+exiting with a contract code is not restarted, crashes are (up to ``--max-restarts``), and ranks blocked
+on a dead one get a few seconds, not 30.
 """
 
 from __future__ import annotations

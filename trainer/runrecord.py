@@ -1,13 +1,10 @@
 """Run records: what a training attempt was launched with, where it ran, and how it ended.
 
-Rank 0 writes ``<checkpoint.uri>/run-records/<attempt>.json`` when training starts (``"status":
-"running"``) and replaces it when ``Trainer.run`` returns (``"finished"``, with the exit code and reason).
-An attempt whose record still says ``running`` ended without reaching that point (a crash, a kill, or an
-error before training started is in the pod's log instead), or its store did not answer: records are side
-writes (``trainer/sidewrites.py``), queued to a background thread and abandoned with a warning when not
-written within ``checkpoint.side_write_timeout_s``, so a store that hangs never holds up a step or the
-shutdown. The record sits next to the checkpoints, under
-the run's prefix, so the same IAM grant and lifecycle cover it; it is never written under ``release/``.
+Rank 0 writes ``<checkpoint.uri>/run-records/<attempt>.json`` at start (``"status": "running"``) and
+replaces it when ``Trainer.run`` returns (``"finished"``, exit code and reason); a record left ``running``
+means a crash, a kill or a store that did not answer. Records are side writes (``trainer/sidewrites.py``,
+abandoned after ``checkpoint.side_write_timeout_s``), so a hanging store never holds up a step; they sit
+under the run's prefix (same IAM grant and lifecycle), never under ``release/``.
 
 Fields: ``config`` (the whole job config), ``image_digest`` (``$AIPLAT_IMAGE_DIGEST``, set by the
 training runtime to the image digest it launched), ``world_size``, ``nodes`` (``$NODE_NAME`` from the

@@ -107,27 +107,16 @@ def load_balancer_controller_values(
 ) -> dict[str, Any]:
     """aws/eks-charts ``stable/aws-load-balancer-controller`` 3.5.0 values.
 
-    ``vpc_id`` and ``role_arn`` are placed as they are (strings, or values known only at deploy time that
-    the wiring passes without an apply, so every other value stays known at preview).
+    ``vpc_id`` and ``role_arn`` are placed as given (possibly deploy-time values), so the rest stays known at
+    preview. ``region`` and ``vpcId`` are set because pods cannot reach instance metadata (hop limit 1,
+    NetworkPolicies); the chart's service account carries the IRSA role (``lbc_iam.POLICY``); the security
+    context adds what PSS ``restricted`` needs beyond the chart's default.
 
-    ``region`` and ``vpcId`` are set because pods cannot read them from instance metadata (IMDS hop limit 1
-    and the NetworkPolicies); the service account (chart-created, fixed name) carries the IRSA role whose
-    policy is ``lbc_iam.POLICY``. The container security context adds what PSS ``restricted`` asks for
-    beyond the chart's default (drop ALL, RuntimeDefault seccomp).
-
-    ``enableServiceMutatorWebhook`` is off. At 3.5.0 it defaults to ``true`` with
-    ``serviceMutatorWebhookConfig.failurePolicy: Fail`` (chart ``values.yaml`` l.484-490), and
-    ``templates/webhook.yaml`` l.104-146 then registers ``mservice.elbv2.k8s.aws`` for CREATE of every
-    ``Service`` in the cluster (only the controller's own are excluded). Helm installs that
-    MutatingWebhookConfiguration before the controller pods are ready, so while they start (and whenever
-    both replicas are down) every Service create fails with "no endpoints available"; the other Helm
-    releases (cert-manager, metrics-server, monitoring, KEDA, Karpenter, Trainer) create Services
-    concurrently and would roll back. The webhook only makes this controller the default for new
-    ``type: LoadBalancer`` Services, and the platform creates none: inference is exposed through an
-    Ingress (ALB), every Service we declare or configure is ClusterIP, and the policy pack's
-    ``k8s-no-loadbalancer-monitoring`` refuses LoadBalancer Services for the monitoring stack.
-    Source: aws/eks-charts ``stable/aws-load-balancer-controller`` at 3.5.0 (commit 5239609,
-    https://github.com/aws/eks-charts/blob/master/stable/aws-load-balancer-controller/values.yaml).
+    ``enableServiceMutatorWebhook`` is off: at 3.5.0 it is a ``failurePolicy: Fail`` webhook on CREATE of
+    every Service (``values.yaml`` l.484-490, ``templates/webhook.yaml`` l.104-146), so while the controller
+    starts every other release's Service create fails and rolls back; it only defaults new LoadBalancer
+    Services to this controller, and the platform creates none (inference uses an Ingress). Source, commit
+    5239609: https://github.com/aws/eks-charts/blob/master/stable/aws-load-balancer-controller/values.yaml
     """
     return {
         "clusterName": cluster_name,

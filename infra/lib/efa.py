@@ -1,21 +1,12 @@
-"""EFA network interface layout of a launch template, derived from the instance type's AWS facts.
+"""EFA network interface layout of a launch template, derived from the instance type's AWS facts. Pure.
 
-Pure, no Pulumi. The count comes from ``DescribeInstanceTypes`` (``EfaInfo.MaximumEfaInterfaces`` and
-``NetworkInfo.MaximumNetworkCards``): one EFA per network card, up to the EFA maximum. That gives
-32 on p5/p5e.48xlarge, 16 on p5en.48xlarge, 4 on p4d.24xlarge, 1 on g5.48xlarge.
-
-The layout follows AWS's "Maximize network bandwidth on Amazon EC2 instances with multiple network
-cards" (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
-
-* the primary interface is network card 0, device index 0, type ``efa`` (EFA with ENA): an EFA-only
-  interface cannot be the primary one, and the node's IP traffic (kubelet, pods) needs the ENA;
-* every further interface takes the next network card at device index 1.
-
-The interface type of the further interfaces is the per-family rule of the instance-type table
-(``infra.model.instance_types.efa_only_past_primary``): P5-class families use ``efa-only``, AWS's "use
-case 1" for P5 in the same page: at most 800 of their 3200 Gbps can carry IP traffic anyway, so an ENA on
-every card would only spend 31 VPC addresses per node and add routing trouble. Where the facts list the
-interface types a card accepts, a card that does not accept ``efa-only`` gets ``efa``.
+One EFA per network card, up to ``EfaInfo.MaximumEfaInterfaces`` (32 on p5/p5e.48xlarge, 16 on
+p5en.48xlarge, 4 on p4d.24xlarge, 1 on g5.48xlarge). Layout
+(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html): the primary interface is
+card 0, device index 0, type ``efa`` (an EFA-only interface cannot be primary, and node IP traffic needs
+the ENA); each further one takes the next card at device index 1, ``efa-only`` for the families of
+``infra.model.instance_types.efa_only_past_primary`` (P5 "use case 1": an ENA per card would spend 31 VPC
+addresses per node), else ``efa``, and ``efa`` where the facts say a card refuses ``efa-only``.
 """
 
 from __future__ import annotations

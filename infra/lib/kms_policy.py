@@ -1,20 +1,16 @@
 """KMS key policies as data.
 
-Every key keeps the account in control (the account root principal, which delegates to IAM policies,
-as AWS's default key policy does) and grants a service principal only where that service needs the key
-without a caller's IAM permissions.
+Every key keeps the account root in control (AWS's default key policy) and grants a service principal
+only where the service needs the key without a caller's IAM permissions.
 
-A key policy may only name principals that exist when the policy is set: "The principals in the key policy
-must exist and be visible to KMS" (CreateKey, https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html),
-otherwise CreateKey fails with MalformedPolicyDocumentException. A principal that may not exist yet (the
-Auto Scaling service-linked role, created with the account's first Auto Scaling group) is therefore never
-a ``Principal``; nor are the FSx for Lustre roles ``AWSServiceRoleForFSxS3Access_<fs-id>``, created when
-a file system is first linked to a bucket. Such a statement has ``"Principal": {"AWS": "*"}`` and names the
-role in the ``aws:PrincipalArn`` condition, together with ``kms:CallerAccount`` = our account. That is the
-shape of AWS's own key policy for the EBS managed key (``Principal *`` + ``kms:CallerAccount``,
-https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-caller-account);
-conditions are evaluated per request, so the statement is valid before the role exists and takes effect
-the moment it does. Every ``*`` principal here is bound by both conditions (a test checks it).
+A key policy may only name principals that exist ("The principals in the key policy must exist and be
+visible to KMS", https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html), or CreateKey
+fails with MalformedPolicyDocumentException. So a role that may not exist yet (the Auto Scaling
+service-linked role; the FSx roles ``AWSServiceRoleForFSxS3Access_<fs-id>``) is named by
+``Principal {"AWS": "*"}`` with ``aws:PrincipalArn`` and ``kms:CallerAccount`` = our account, the shape
+of AWS's EBS managed key
+(https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-caller-account).
+Every ``*`` principal here is bound by both conditions (a test checks it).
 
 References:
 - Default key policy: https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html

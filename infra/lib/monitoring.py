@@ -1,16 +1,11 @@
 """The monitoring stack as data: chart values, Alertmanager's configuration, and the specs of the objects we
 declare (PrometheusRules, PodMonitors, the EFA exporter's DaemonSet). Pure, no Pulumi.
 
-Each builder names the chart version whose ``values.yaml`` it was written against; keys not set keep the
-chart's defaults. What breaks silently when wrong (selectors and the labels they select, tolerations, node
-placement, secret names, receivers) is asserted in ``tests/infra/lib/test_monitoring.py``.
-
-Selection: Prometheus selects ServiceMonitors, PodMonitors and PrometheusRules by our label
-``SELECT_LABEL`` (kube-prometheus-stack's default selects only objects labelled ``release: <release>``,
-values.yaml ``*SelectorNilUsesHelmValues``). Our objects carry it, and so do the chart's own: kps puts
-``commonLabels`` on its ServiceMonitors and PrometheusRules (``kube-prometheus-stack.labels`` in
-``templates/_helpers.tpl``); the node-exporter, kube-state-metrics and Grafana subcharts take it through
-``prometheus.monitor.additionalLabels`` / ``serviceMonitor.labels``; dcgm-exporter through
+Each builder names the chart version it was written against; unset keys keep the chart's defaults. What
+breaks silently when wrong is asserted in ``tests/infra/lib/test_monitoring.py``.
+Prometheus selects monitors and rules by ``SELECT_LABEL``, not kps's default ``release: <release>``
+(values.yaml ``*SelectorNilUsesHelmValues``); the charts' own objects get it through kps ``commonLabels``,
+the subcharts' ``prometheus.monitor.additionalLabels`` / ``serviceMonitor.labels`` and dcgm-exporter's
 ``serviceMonitor.additionalLabels``.
 """
 

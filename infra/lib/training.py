@@ -1,19 +1,15 @@
 """Training on the cluster as data: our Kubeflow Trainer v2 ``ClusterTrainingRuntime``, the ``TrainJob``s
-of runs and of the bandwidth check, and the chart values. Pure, no Pulumi. The trainer's metrics are
-scraped by the monitoring stack's ``aiplat-trainer`` PodMonitor (``infra/lib/monitoring.py``), which skips
-the bandwidth check's pods by their ``aiplat.io/workload`` label.
+of runs and of the bandwidth check, and the chart values. Pure, no Pulumi.
 
-Everything follows the CRDs of Kubeflow Trainer v2.3.0 (``trainer.kubeflow.org/v1alpha1``; chart
-``charts/kubeflow-trainer/templates/crd/`` at tag v2.3.0, 658725b) and the JobSet v0.12.0 it bundles;
-``infra/model/crds.py`` checks what is built here against a typed model of those fields.
-
-How Trainer v2 uses the runtime (``pkg/runtime/framework/plugins/{jobset/builder.go,torch/torch.go}`` at
-v2.3.0): the replicated job labelled ``trainer.kubeflow.org/trainjob-ancestor-step: trainer`` runs
-``trainer.numNodes`` pods of one Indexed Job; its container must be named ``node``; a TrainJob's
-``trainer.image/command/args`` replace the container's, ``trainer.env`` is merged; the controller adds
-``PET_NNODES``, ``PET_NPROC_PER_NODE`` (the TrainJob's ``numProcPerNode``, else ``auto``),
-``PET_NODE_RANK``, ``PET_MASTER_ADDR`` (``<trainjob>-node-0-0.<trainjob>``) and ``PET_MASTER_PORT``
-(29500) to that container, only when the TrainJob has a ``trainer`` section (we always set one).
+Written against the CRDs of Kubeflow Trainer v2.3.0 (``charts/kubeflow-trainer/templates/crd/`` at tag
+v2.3.0, 658725b) and its JobSet v0.12.0; ``infra/model/crds.py`` checks the result. What the controller
+expects (``pkg/runtime/framework/plugins/{jobset/builder.go,torch/torch.go}`` at v2.3.0): the replicated job
+labelled ``trainer.kubeflow.org/trainjob-ancestor-step: trainer`` runs ``trainer.numNodes`` pods with a
+container named ``node``; a TrainJob's ``trainer.image/command/args`` replace it, ``trainer.env`` is
+merged, and only with a ``trainer`` section (we always set one) the controller adds ``PET_NNODES``,
+``PET_NPROC_PER_NODE`` (``numProcPerNode``, else ``auto``), ``PET_NODE_RANK``, ``PET_MASTER_ADDR``
+(``<trainjob>-node-0-0.<trainjob>``) and ``PET_MASTER_PORT`` (29500). The bandwidth check's pods carry
+``aiplat.io/workload`` so the ``aiplat-trainer`` PodMonitor skips them.
 """
 
 from __future__ import annotations

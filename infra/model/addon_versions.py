@@ -1,20 +1,11 @@
 """EKS managed add-on builds per Kubernetes minor, as data with the source of every version string.
 
-EKS refuses an add-on version it does not list for the cluster's Kubernetes version ("The version must match
-one of the versions returned by DescribeAddonVersions", CreateAddon,
-https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html). The plan refuses a configured
-version that is not listed here for the configured minor (rule ``addon-versions-known``), and a minor
-with no entry at all.
-
-``aws_published``: True when an AWS-published page lists the build for that minor (the add-on's "latest
-version" table in the EKS user guide); False when the string was only seen in a third-party configuration
-for that minor (not verifiable from here) -- the plan then warns, and the build must be checked with
-``aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>`` before ``pulumi up``.
-Builds are also region- and partition-specific.
-
-Updating (one step, docs/how-to/upgrade.md): run ``aiplat addon-versions --kubernetes-version <minor>``
-with AWS credentials; it queries DescribeAddonVersions and prints the rows for this table (with the date
-and region it asked), to paste below. The first build of each add-on is the default.
+EKS refuses a version DescribeAddonVersions does not list for the minor
+(https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html); rule ``addon-versions-known``
+refuses one not listed here. ``aws_published`` False: seen only in a third-party config, so the plan warns
+and it must be checked with ``aws eks describe-addon-versions`` before ``pulumi up`` (builds are also
+region- and partition-specific). Update with ``aiplat addon-versions --kubernetes-version <minor>``
+(docs/how-to/upgrade.md); the first build of each add-on is the default.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """What a node of an instance type offers pods, estimated from AWS's facts, and the memory the platform's own
 controllers request on the system pools. Pure: used by the rules that check whether pods fit (MinIO).
 
-The scheduler places a pod on a node only if the node's *allocatable* memory, less what the pods already
-there request, holds the pod's request (https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/#node-allocatable):
-
-    allocatable = capacity - kube-reserved - system-reserved - eviction threshold
-
-On the AL2023 EKS AMIs our managed node groups run, nodeadm writes the kubelet configuration
-(awslabs/amazon-eks-ami @ 81fec2e8, ``nodeadm/internal/kubelet/config.go``): ``kubeReserved.memory =
-11 * maxPods + 255`` MiB (``getMemoryMebibytesToReserve``), no systemReserved, ``evictionHard
-memory.available: 100Mi``; ``maxPods`` is the VPC CNI's ENI limit, ``ENIs of the default network card *
-(IPv4 addresses per ENI - 1) + 2`` (``eni_max_pods.go calculateStandardMaxPods``; the VPC CNI here runs
-without prefix delegation and no custom maxPods expression). The capacity the kubelet reports is the
-kernel's MemTotal, a little below the type's nominal memory; we take Karpenter's estimate of that gap,
-``vmMemoryOverheadPercent`` 7.5% (https://karpenter.sh/v1.14/reference/settings/), not a number of our own
-(it errs low: an m5.large reports about 5.4% less). m6i.2xlarge (32 GiB, 4 ENIs of 15 addresses, as in
-nodeadm's ``instance-info.jsonl``): 58 pods, 893 MiB reserved, 30310 - 893 - 100 = 29317 MiB (28.6 GiB).
+``allocatable = capacity - kube-reserved - system-reserved - eviction threshold``
+(https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/#node-allocatable).
+On our AL2023 AMIs nodeadm sets ``kubeReserved.memory = 11 * maxPods + 255`` MiB, no systemReserved,
+``evictionHard memory.available: 100Mi`` (awslabs/amazon-eks-ami @ 81fec2e8,
+``nodeadm/internal/kubelet/config.go``), with ``maxPods = ENIs * (IPv4 per ENI - 1) + 2``
+(``eni_max_pods.go``; no prefix delegation). Capacity is nominal memory less Karpenter's
+``vmMemoryOverheadPercent`` 7.5% (https://karpenter.sh/v1.14/reference/settings/), which errs low. E.g.
+m6i.2xlarge: 58 pods, 893 MiB reserved, 30310 - 893 - 100 = 29317 MiB.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The cost model: hourly and monthly estimates per node pool and per stack, from a price table kept as data
 (``infra/model/data/prices.yaml``, loaded by ``infra/io/prices.py``). Pure.
 
-``estimate_stack(stack, cfg, prices, usage)`` is the one entry point; ``aiplat cost`` prints it and a policy
-can cap ``StackCost.monthly()`` per stack. A price the table does not have is *unknown*: amounts carry the
-names of what they could not price (``Money.unknown``) instead of guessing.
-
-What is estimated: every node pool at min/desired/max as configured and as if bought On-Demand, Spot or
-as a Capacity Block; every Karpenter GPU pool at min/desired/max GPUs on its candidate types (the
-NodePool's types: ``gpu_offer`` on the region's facts; see ``KarpenterPoolCost``); the EKS control plane
-(standard or extended support on the given date); NAT gateways and their data processing; interface
-endpoints (one network interface per endpoint per zone); load balancers (hours only); CloudTrail data
-events; cross-region replication of the artifacts; the FSx for Lustre file system's provisioned storage
-(GB-month at its deployment type and throughput tier). Not estimated:
-EBS volumes, S3 and ECR storage and requests, CloudWatch Logs, KMS, load balancer capacity units, data
-transfer out to the internet, interface endpoint data processing.
+``estimate_stack(stack, cfg, prices, usage)`` is the one entry point (``aiplat cost``, the pack's cost cap).
+A price the table lacks is *unknown*: amounts carry the names of what they could not price
+(``Money.unknown``) instead of guessing. What is and is not estimated: docs/operations.md; not estimated
+are EBS, S3 and ECR storage and requests, CloudWatch Logs, KMS, LCUs, internet egress and interface
+endpoint data processing.
 """
 
 from __future__ import annotations
@@ -295,24 +287,15 @@ class PodRequests:
 
 @dataclass(frozen=True)
 class KarpenterPoolCost:
-    """One Karpenter GPU pool. It has no node counts: Karpenter launches nodes for pending pods, choosing
-    among ``candidates`` (the NodePool's instance types) and the allowed capacity types, up to ``gpu_limit``
-    GPUs. So the sizes are GPU counts:
+    """One Karpenter GPU pool, sized in GPUs (Karpenter launches nodes for pending pods, up to ``gpu_limit``).
 
-    - ``min`` and ``desired``: the GPUs that are always requested (one per replica of the inference
-      Deployment at ``inference.replicas.min``, on an infer stack whose ``inference.node_pools`` lists the
-      pool first among Karpenter pools; 0 otherwise), each replica on its own node of the cheapest
-      candidate with a known price whose capacity holds the replica's CPU and memory requests (the pods
-      spread over zones; Karpenter picks the cheapest type that fits,
-      https://karpenter.sh/v1.14/concepts/scheduling/). Nothing better says what ``desired`` is (the HPA
-      follows load), so it equals ``min``.
-    - ``max``: ``gpu_limit`` GPUs at the highest price per GPU among the candidates with a known price.
+    - ``min`` = ``desired``: one GPU per inference replica at ``inference.replicas.min`` (an infer stack whose
+      ``inference.node_pools`` lists this pool first; else 0), each on its own node of the cheapest priced
+      candidate that holds the replica's requests (https://karpenter.sh/v1.14/concepts/scheduling/).
+    - ``max``: ``gpu_limit`` GPUs at the highest priced per-GPU price among the candidates.
 
-    Prices are those of the allowed capacity types (``capacity_types``): with both, the cheapest of the
-    On-Demand and Spot prices at min/desired (Karpenter prefers Spot) and the dearest at max (it falls back
-    to On-Demand when Spot has no capacity). Candidates without a price are never guessed: at max they make
-    the amount carry an unknown (an unpriced type may cost more per GPU); at min the note says the estimate
-    compares only the priced ones.
+    With both capacity types, the cheaper of On-Demand and Spot at min/desired and the dearer at max. An
+    unpriced candidate makes ``max`` carry an unknown, and makes ``min``'s note say only priced ones compared.
     """
 
     pool: str

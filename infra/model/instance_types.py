@@ -1,18 +1,11 @@
 """The GPU instance types the platform knows by name, and how instance-type names parse. Pure data.
 
-The plan decides on AWS's live facts (``infra.model.facts.InstanceFacts``, from the provider or, offline,
-moto's snapshot: ``infra/io/snapshot.py``); the policy pack sees resources, not AWS's data, so the numbers it
-needs are kept here, once. Every number is AWS's, as DescribeInstanceTypes in moto 5.2.5's snapshot reports
-it: ``gpus`` ``GpuInfo.Gpus[].Count``, ``gpu_model`` ``GpuInfo.Gpus[].Name``, ``gpu_memory_mib``
-``GpuInfo.Gpus[].MemoryInfo.SizeInMiB`` (per GPU), ``vcpus`` ``VCpuInfo.DefaultVCpus``, ``memory_mib``
-``MemoryInfo.SizeInMiB``, ``efa_interfaces`` ``InstanceFacts.efa_interface_limit`` (one per network card, at
-most ``EfaInfo.MaximumEfaInterfaces``). tests/infra/model/test_instance_types.py checks every row against that
-data through the InstanceFacts the plan builds. Prices are keyed by the type's name
-(``infra/model/data/prices.yaml``), so a row needs no price column.
-https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html
-
-A new GPU type: add its row (the test tells you a wrong number); a new family that takes EFA-only interfaces
-past the first (as P5 does): add its prefix to ``EFA_ONLY_FAMILY_PREFIXES``.
+The plan uses AWS's live facts; the policy pack sees only resources, so the numbers it needs are kept here,
+once. Every number is DescribeInstanceTypes' in moto 5.2.5's snapshot (``gpus``, ``gpu_model``,
+``gpu_memory_mib`` per GPU, ``vcpus``, ``memory_mib``, ``efa_interfaces`` = one per network card up to
+``EfaInfo.MaximumEfaInterfaces``), checked by tests/infra/model/test_instance_types.py; prices are keyed by
+name in ``infra/model/data/prices.yaml``. https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html
+A new family with EFA-only interfaces past the first (as P5): add it to ``EFA_ONLY_FAMILY_PREFIXES``.
 """
 
 from __future__ import annotations

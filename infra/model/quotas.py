@@ -1,16 +1,13 @@
 """EC2 vCPU quotas and the vCPUs a stack's node pools may ask for. Pure.
 
-EC2 limits *running* instances per region in vCPUs, per group of instance families and per purchase
-option (On-Demand, Spot). A managed pool must fit at ``max_size``: the autoscaler may scale to it; a
-Karpenter GPU pool at its ``gpu_limit`` on the candidate type with the most vCPUs per GPU.
-(EC2 endpoints and quotas: https://docs.aws.amazon.com/general/latest/gr/ec2-service.html)
-
-Quota codes (service code ``ec2``). ``L-1216C47A`` is named on an AWS page (AWS CLI user guide, Service
-Quotas examples: https://docs.aws.amazon.com/cli/latest/userguide/cli_service-quotas_code_examples.html);
-the others come from several independent public dumps of ``list-service-quotas --service-code ec2`` output
-and SkyPilot's catalog mapping (skypilot-org/skypilot-catalog ``catalogs/v5/aws/instance_quota_mapping.csv``),
-not from an AWS doc page. ``aiplat preflight`` reads each by code, so a wrong code shows as "not found".
-Beware a wrong P code ``L-417A2355`` in some public code.
+EC2 limits running vCPUs per region, family group and purchase option
+(https://docs.aws.amazon.com/general/latest/gr/ec2-service.html): a managed pool must fit at ``max_size``,
+a Karpenter GPU pool at ``gpu_limit`` on its candidate with the most vCPUs per GPU.
+Quota codes: ``L-1216C47A`` is on an AWS page
+(https://docs.aws.amazon.com/cli/latest/userguide/cli_service-quotas_code_examples.html); the others come
+from public ``list-service-quotas --service-code ec2`` dumps and skypilot-org/skypilot-catalog
+``catalogs/v5/aws/instance_quota_mapping.csv``. ``aiplat preflight`` reports a wrong code as "not found";
+``L-417A2355``, seen in some public code, is a wrong P code.
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """The rollout's health gate after ``up`` (production ``HealthGate``).
 
-1. **outputs**: every output ``rollout.yaml`` requires is present and not empty (infer stacks also the
-   inference URL output);
-2. **nodes**: every node group of the ``nodeGroups`` output is ACTIVE without health issues, and the
-   Kubernetes API lists at least its desired number of Ready nodes (label ``eks.amazonaws.com/nodegroup``),
-   polled until ``nodes_ready_timeout_s``;
-3. **inference-rollout** (infer stacks with an ``inference`` section): the server's Deployment rolled out
-   as ``kubectl rollout status`` judges it, polled until the stack's ``first_load_timeout_s``. pulumi does
-   not wait for it (``pulumi.com/skipAwait``, finding F6), so this is where a broken rollout (image pull,
-   crash loop, no GPU capacity, progress deadline exceeded) fails. One outcome is not a failure: the
-   server's pods are up (running, past their startup probe) but not ready, and the region's replica bucket
-   has no release under ``release/<model>/``: the server's ``/readyz`` is 503 "no release under ... yet"
-   until the first model is trained, published and replicated (inference/store.py). The gate reports it as
-   **no model release yet** (``GateCheck.awaiting``; the stack's state is ``awaiting release``), and the
-   endpoint check is skipped, since nothing can answer it before then. The gate lists the bucket itself:
-   a not-ready pod's ``/readyz`` body reaches neither the ALB (its health check is ``/readyz``) nor the
-   kubelet's probe events (they carry the status code only).
-4. **inference** (after a finished rollout): ``GET <inferenceUrl><inference_health_path>`` answers 200.
-The judging is pure (``outputs_check``, ``nodes_check``, ``rollout_status``, ``pod_problem``,
-``inference_rollout_check``); the calls are in ``infra/io/cluster_health.py``.
+Checks, in order: **outputs** ``rollout.yaml`` requires are present; **nodes** of every node group ACTIVE
+and Ready (until ``nodes_ready_timeout_s``); **inference-rollout**: the Deployment rolled out as
+``kubectl rollout status`` judges it (pulumi skips the wait, ``pulumi.com/skipAwait``), until
+``first_load_timeout_s``; **inference**: ``GET <inferenceUrl><inference_health_path>`` answers 200.
+Pods up but not ready while the replica bucket has no ``release/<model>/`` is **no model release yet**
+(``GateCheck.awaiting``), not a failure, and the endpoint check is skipped; the gate lists the bucket
+itself because a not-ready pod's ``/readyz`` body reaches neither the ALB nor the probe events.
+The judging is pure; the calls are in ``infra/io/cluster_health.py``.
 """
 
 from __future__ import annotations

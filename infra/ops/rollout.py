@@ -1,16 +1,10 @@
 """``aiplat rollout``: deploy an environment's stacks wave by wave, with a gate after each stack.
 
-For each stack of a wave (the wave's stacks in parallel): preview with the policy packs and stop on a
-mandatory violation, ``up``, then the health gate (outputs present, node groups and nodes ready, the
-inference Deployment rolled out and its endpoint answers). An infer stack whose servers are up but have no
-model release to load yet passes as ``awaiting_release`` (a new platform before its first publish), not
-failed. The next wave starts only when every stack of this one passed; the first failure stops the
-rollout, and the result says which stacks changed (with their change counts), which failed and which were
-never started. ``dry_run`` previews only.
-
-The stacks are driven through ``StackRunner`` (the Automation API in production,
-``infra/ops/automation.py``) and checked through ``HealthGate`` (``infra/ops/health.py``), two narrow
-interfaces, so the wave logic, gating and failure handling are tested with fakes.
+Each stack of a wave (in parallel): preview with the policy packs (a mandatory violation stops), ``up``,
+then the health gate (``infra/ops/health.py``); ``awaiting_release`` passes. The next wave starts only when
+every stack passed; the result names the stacks changed, failed and never started. ``dry_run`` previews
+only. Stacks run through ``StackRunner`` (``infra/ops/automation.py``) and are checked through
+``HealthGate``, so the wave logic is tested with fakes (docs/operations.md).
 """
 
 from __future__ import annotations

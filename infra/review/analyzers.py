@@ -1,17 +1,10 @@
 """The policy pack as an analyzer: in this process, or as its own process over gRPC, as the engine runs it.
 
-Both speak the Analyzer service of ``pulumi/runtime/proto/analyzer.proto``:
-
-* ``InProcessPack`` builds pulumi-policy's ``_PolicyAnalyzerServicer`` (what ``PolicyPack`` serves) from the
-  pack's rules and calls its methods directly. Fast: tests and ``aiplat review`` use it.
-* ``PackProcess`` starts the pack exactly as the Pulumi CLI's ``pulumi-analyzer-policy-python`` shim does:
-  ``<python> -u -m pulumi.policy <engine address> .`` in the pack's folder, with the stack's
-  ``PULUMI_CONFIG`` / ``PULUMI_PROJECT`` / ``PULUMI_STACK`` / ``PULUMI_DRY_RUN`` in its environment, reads the
-  port ``PolicyPack`` prints and calls it over gRPC. ``aiplat review --pack-python policies/venv/bin/python``
-  runs the pack in its own virtualenv this way (protobuf 5, as under ``pulumi preview``).
-
-The environment is what the engine gives a policy pack process (analyzer_plugin.go ``constructEnv``); the
-pack reads the stack's role and environment from it.
+Both speak the Analyzer service (``pulumi/runtime/proto/analyzer.proto``). ``InProcessPack`` calls
+pulumi-policy's ``_PolicyAnalyzerServicer`` directly (fast: tests and ``aiplat review``). ``PackProcess``
+starts the pack as the CLI's ``pulumi-analyzer-policy-python`` shim does (``<python> -u -m pulumi.policy
+<engine address> .``, with the environment of analyzer_plugin.go ``constructEnv``, from which the pack
+reads the stack's role) and calls it over gRPC: ``aiplat review --pack-python policies/venv/bin/python``.
 """
 
 from __future__ import annotations

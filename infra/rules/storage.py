@@ -22,23 +22,13 @@ ALLOCATABLE_DOC = (
 def minio_fits_system_pools(ctx: RuleContext) -> Iterator[Finding]:
     """MinIO's pods (replicas x resources.requests.memory) fit on the pools that run system pods.
 
-    MinIO is pinned to the managed pools that run system pods (gpu: false, no NoSchedule/NoExecute taint;
-    the wiring's ``minio_pools``), so only their ``desired_size`` nodes count (desired_size is what the node
-    group runs: nothing scales it). Each node offers its estimated allocatable memory
-    (``infra/model/allocatable.py``: nominal memory less Karpenter's VM overhead estimate, nodeadm's
-    kubeReserved and the eviction threshold), less the memory requests the platform itself sets on these
-    nodes: the Karpenter controller's (``KARPENTER_CONTROLLER_RESOURCES``, one replica per node by the chart's
-    hostname anti-affinity; placed on the nodes with the most room, as the scheduler's LeastAllocated
-    scoring would), when Karpenter is deployed. MinIO's own pods may share a node (our values set no
-    anti-affinity), so the count is a per-node bin packing.
-
-    Not counted (requests we do not set, from chart or add-on defaults at their pinned versions, or none):
-    CoreDNS and the EBS CSI controller (EKS add-ons), metrics-server, cert-manager, the load balancer
-    controller, kube-prometheus-stack (operator, Prometheus, Alertmanager, Grafana, kube-state-metrics),
-    KEDA, the Kubeflow Trainer / JobSet controllers, FSx CSI, and the DaemonSets (aws-node, kube-proxy,
-    node-exporter). Together they request a few hundred MiB per cluster, within the margin of the allocatable
-    estimate (Karpenter's 7.5% VM overhead is above what e.g. an m5.large loses, 5.4%), but a config right at
-    the edge may still leave a pod Pending. CPU requests are not checked.
+    Only the ``desired_size`` nodes of the wiring's ``minio_pools`` count (nothing scales them). Each node
+    offers its estimated allocatable memory (``infra/model/allocatable.py``) less the Karpenter controller's
+    requests (``KARPENTER_CONTROLLER_RESOURCES``, one replica per node, placed on the roomiest nodes as
+    LeastAllocated would) when Karpenter is deployed; MinIO's pods may share a node, so it is a bin packing.
+    Requests we do not set (EKS add-ons, the other charts, DaemonSets) are not counted: a few hundred MiB per
+    cluster, within the estimate's margin, so a config right at the edge may still leave a pod Pending.
+    CPU is not checked.
     """
     cfg = ctx.cfg
     minio = cfg.storage.minio

@@ -1,30 +1,12 @@
 """The machinery every rule shares: rule registry, plain views of resources, unknowns, config, messages.
 
-A rule is one function decorated with ``@resource_rule`` or ``@stack_rule``. The decorator records its
-kebab-case name, description, severity, enforcement level, documentation link, config schema (with
-defaults that suit the shipped stacks) and what it does with values unknown at preview. ``Rule.policy()``
-turns it into the CrossGuard ``ResourceValidationPolicy`` / ``StackValidationPolicy`` the pack serves.
-
-Unknowns. During ``pulumi preview`` a property computed from another resource's output is an unknown
-sentinel; reading it through pulumi-policy's proxy raises ``UnknownValueError``, which the SDK turns into ONE
-ADVISORY "can't run policy" diagnostic: a mandatory rule would pass silently. Rules here never read the
-proxy: ``plain()`` copies the properties and puts ``UNKNOWN`` where the engine sent an unknown, so every
-rule decides, and its ``unknowns`` text (in the rule reference, ``docs/reference/policies.md``) says how.
-
-Deferred documents. A policy document computed from resources of the same update (an IRSA trust policy
-names the cluster's OIDC issuer, which exists only after CreateCluster; a role policy names a key ARN) is
-unknown at preview, on every new stack. A rule that reads such a document declares ``defers``; at preview
-(``PULUMI_DRY_RUN=true``) it skips the unknown document instead of failing the preview, and the advisory rule
-``checked-at-update`` lists each one so the preview shows what was not reviewed. The engine runs the pack
-again during the update with resolved inputs: resource rules before it creates or updates each resource
-(pulumi/pulumi pkg/resource/deploy/step_generator.go, ``generateSteps``: "Send the resource off to any
-Analyzers before being operated on", then "If the resource isn't valid, don't proceed any further";
-analyze_snapshot.go ``analyzeResource``: a mandatory diagnostic makes the resource invalid unless dryRun),
-stack rules on the final outputs at the end of the update (step_generator.go ``AnalyzeResources``; a
-mandatory one fails the update). Outside a preview an unknown document stays a violation.
-
-Nothing here starts the policy server: importing a rule module is cheap and side-effect free apart from
-registering the rule (``aiplat_policies.pack`` imports them all).
+A rule is one function decorated with ``@resource_rule`` or ``@stack_rule`` (name, severity, enforcement,
+doc link, config schema, unknowns handling); ``Rule.policy()`` turns it into the CrossGuard policy.
+Rules never read pulumi-policy's proxy, whose ``UnknownValueError`` becomes one advisory diagnostic and
+would let a mandatory rule pass silently: ``plain()`` puts ``UNKNOWN`` where the engine sent an unknown,
+so every rule decides (its ``unknowns`` text: docs/reference/policies.md). A rule that declares
+``defers`` skips an unknown document at preview and the update checks it (why: ``deferred.py``).
+Importing a rule module only registers the rule; ``aiplat_policies.pack`` imports them all.
 """
 
 from __future__ import annotations

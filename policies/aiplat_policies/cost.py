@@ -1,17 +1,10 @@
 """What a stack may cost: its estimated monthly cost at max size under a cap (the stack's pack config).
 
-The estimate is ``aiplat cost``'s (``infra.model.cost.estimate_stack`` over the price table
-``infra/model/data/prices.yaml``), computed from the stack's own config, which the engine hands every
-policy pack in ``PULUMI_CONFIG`` (``StackInfo.platform``). The one thing the config does not say is which
-instance types a Karpenter pool may launch (``aiplat cost`` asks AWS's facts); here they are read from the
-NodePool in the plan (its ``node.kubernetes.io/instance-type`` requirement) with the GPU counts of the
-instance-type table (``infra/model/instance_types.py``).
-
-The cap bounds the worst case the stack can reach: every node pool at ``max_size`` as configured (a
-Capacity Block or ODCR bills every reserved instance anyway), every Karpenter GPU pool at its GPU limit on
-its dearest priced type per GPU, and the fixed costs (EKS, NAT gateways, interface endpoints, the load
-balancer). Usage-driven items (NAT and replication traffic, CloudTrail data events) are priced at zero
-volume: the cap is on what the stack's size commits to, not on traffic.
+The estimate is ``aiplat cost``'s (``infra.model.cost.estimate_stack``) over the stack's config from
+``PULUMI_CONFIG``; a Karpenter pool's instance types come from the NodePool in the plan, with the GPU
+counts of ``infra/model/instance_types.py``. The cap bounds the worst case the stack's size commits to:
+managed pools at ``max_size`` (a Capacity Block or ODCR bills every reserved instance anyway), Karpenter
+pools at their GPU limit on the dearest priced type, the fixed costs; traffic is priced at zero volume.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """What a preview could not review: documents unknown at preview that other rules leave to the update.
 
-On a new stack every policy document built from resources of the same update is unknown at preview: the
-IRSA trust policies (the cluster's OIDC issuer exists only after CreateCluster), role and resource policies
-that name a key, queue, role or bucket ARN of this update. Refusing them would block the first preview of
-every stack; passing them silently would hide them. Rules that read them declare ``defers`` and skip them at
-preview; this ADVISORY rule lists each one, with the rules that will check it and when, so the preview says
-what it did not review.
+On a new stack every policy document built from resources of the same update (IRSA trust policies, policies
+naming an ARN of this update) is unknown at preview; refusing would block every first preview, passing
+silently would hide them. This ADVISORY rule lists each deferred one and the rules that will check it.
 
-Why the update checks them: the engine runs every policy pack again during ``pulumi up``, with the inputs
-resolved (the update allows no unknowns: step_generator.go ``allowUnknowns := sg.deployment.opts.DryRun``).
-Resource rules run before each resource is created or changed and a mandatory violation stops the update
-there (pulumi/pulumi pkg/resource/deploy/step_generator.go ``generateSteps`` and analyze_snapshot.go
-``analyzeResource``); stack rules run on the final state at the end and fail the update
-(step_generator.go ``AnalyzeResources``). The pack learns which run it is from ``PULUMI_DRY_RUN``, which the
-CLI sets for each policy pack process (sdk/go/common/resource/plugin/analyzer_plugin.go ``constructEnv``,
-from pkg/engine/update.go ``PolicyAnalyzerOptions.DryRun``). Same in the pulumi-policy README: "Policy rules
-run during pulumi preview and pulumi up, asserting that cloud resource definitions comply with the policy
-immediately before they are created or updated".
+The update checks them because the engine runs the pack again during ``pulumi up`` with inputs resolved
+(pulumi/pulumi step_generator.go ``allowUnknowns := sg.deployment.opts.DryRun``): resource rules before each
+resource is created or changed, a mandatory violation stopping the update (``generateSteps``,
+analyze_snapshot.go ``analyzeResource``), stack rules at the end (``AnalyzeResources``). The pack knows
+which run it is from ``PULUMI_DRY_RUN`` (analyzer_plugin.go ``constructEnv``, from pkg/engine/update.go
+``PolicyAnalyzerOptions.DryRun``). https://github.com/pulumi/pulumi-policy#overview
 """
 
 from __future__ import annotations

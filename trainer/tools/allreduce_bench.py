@@ -1,24 +1,18 @@
 """All-reduce bus bandwidth, measured and reported the way nccl-tests' ``all_reduce_perf`` does.
 
-One process per GPU. On the cluster (the stack's bandwidth-check TrainJob: same pods, devices and
-environment as training) the pod runs the launch mode, which starts the ranks through torch's elastic
-launcher and exits with their code (torchrun itself would turn every failure into 1)::
+One process per GPU. On the cluster (the bandwidth-check TrainJob) the launch mode starts the ranks through
+torch's elastic launcher and exits with their code (torchrun would turn every failure into 1)::
 
     python -m trainer.tools.allreduce_bench --launch --nnodes 2 --nproc-per-node 8 \\
         --rdzv-endpoint HOST:29500 --max-bytes 8589934592 --min-busbw 383.2
 
 or under torchrun (``torchrun ... -m trainer.tools.allreduce_bench --max-bytes ...``).
 
-Definitions (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``): ``algbw = S / t`` for a message of ``S`` bytes
-taking ``t`` seconds (GB/s are 10^9 bytes per second), and for all-reduce over ``n`` ranks
-``busbw = algbw * 2 * (n - 1) / n``, comparable with the hardware's per-GPU peak whatever ``n`` is. Like
-``all_reduce_perf``'s default (``-a 1``), the time is averaged over the ranks; each size is checked for
-correct results once after timing. The sweep runs from ``--min-bytes`` to ``--max-bytes`` by
-``--factor``; the check compares the bus bandwidth at the largest size with ``--min-busbw``.
-
-NCCL on CUDA, gloo on CPU (the CPU tests run 2 ranks with gloo). Exit codes: 0 passed (or no threshold),
-2 (``trainer.exitcodes.BAD_INPUT``) below the threshold, wrong results or bad arguments: rerunning the
-same check on the same nodes gives the same answer, so the runtime's failure policy fails the job at once.
+``algbw = S / t`` (GB/s = 10^9 bytes/s) and ``busbw = algbw * 2 * (n - 1) / n`` (NVIDIA/nccl-tests
+``doc/PERFORMANCE.md``), time averaged over ranks as ``-a 1``; each size is checked for correct results.
+The check compares busbw at ``--max-bytes`` with ``--min-busbw``. NCCL on CUDA, gloo on CPU.
+Exit codes: 0 passed (or no threshold), 2 (``BAD_INPUT``) below the threshold, wrong results or bad
+arguments: a rerun on the same nodes would give the same answer, so the job fails at once.
 """
 
 from __future__ import annotations

@@ -3,13 +3,8 @@
     python -m trainer.tools.train_local [--steps 40] [--nproc 2] [--text FILE] [--workdir runs/local]
                                         [--metrics-port 9400]
 
-1. starts a moto S3 server on 127.0.0.1 (a free port) and points ``AWS_ENDPOINT_URL`` at it;
-2. turns ``--text`` (default: the trainer's own source code, so nothing is downloaded) into token shards
-   and uploads them to ``s3://local-data/shards``;
-3. runs ``python -m trainer.launch --nproc-per-node 2`` (the image's launcher) with the debug model, gloo,
-   checkpoints to ``s3://local-ckpt/debug``, Prometheus on ``--metrics-port`` + local rank;
-4. scrapes each rank's ``/metrics`` while it runs (last scrape saved to ``WORKDIR/metrics_rank<r>.prom``);
-5. stops the server and exits with the launcher's exit code (``trainer/exitcodes.py``).
+``--text`` defaults to the trainer's own source, so nothing is downloaded; the last scrape of each rank is
+saved to ``WORKDIR/metrics_rank<r>.prom``, and the exit code is the launcher's (``trainer/exitcodes.py``).
 """
 
 from __future__ import annotations

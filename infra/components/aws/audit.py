@@ -1,18 +1,12 @@
 """AuditTrail: a multi-region CloudTrail trail into an S3 Object Lock bucket, and optional GuardDuty.
 
-* The trail records management events in every region (multi-region, global service events), S3 object
-  reads and writes of the given buckets (data events, advanced event selectors), validates its log files
-  (digest files) and encrypts them with the stack's logs key.
-  https://docs.aws.amazon.com/awscloudtrail/latest/userguide/logging-data-events-with-cloudtrail.html
-* The bucket: Object Lock with a default retention (nobody deletes a log file before it ends;
-  GOVERNANCE or COMPLIANCE), versioning, log and digest files SSE-KMS under the logs key (also the
-  default), all public access blocked, ACLs off (versioning, encryption and access controls are the
-  Buckets component's pieces), a policy that lets only our trail write and refuses
-  plain HTTP, lifecycle expiry after the retention, server access logging into the stack's access-log
-  bucket when it has one.
-  https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock.html
-* GuardDuty (optional): a detector with EKS audit log monitoring and runtime monitoring with the managed
-  EKS agent. https://docs.aws.amazon.com/guardduty/latest/ug/runtime-monitoring.html
+The trail logs management events everywhere and S3 data events of the given buckets, with log file
+validation, under the logs key; the bucket has Object Lock retention, versioning, SSE-KMS, no public access
+or ACLs, a policy for our trail over TLS only, expiry after the retention and access logging
+(docs/platform/security.md). GuardDuty adds EKS audit log and runtime monitoring.
+https://docs.aws.amazon.com/awscloudtrail/latest/userguide/logging-data-events-with-cloudtrail.html
+https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock.html
+https://docs.aws.amazon.com/guardduty/latest/ug/runtime-monitoring.html
 """
 
 from __future__ import annotations

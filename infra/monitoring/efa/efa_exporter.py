@@ -1,34 +1,23 @@
 """EFA counters for Prometheus: reads the EFA driver's hardware counters from sysfs at every scrape.
 
-Runs as a DaemonSet on EFA nodes (``EfaExporter``, ``infra/components/k8s/gpu_exporters.py``), the script
-mounted from a ConfigMap into a stock Python image; standard library only, so there is no image of ours to
-build.
+Our own exporter because node-exporter drops every EFA counter and a textfile collector serves stale
+values after its writer dies (docs/platform/monitoring.md). Standard library only: the DaemonSet
+(``EfaExporter``, infra/components/k8s/gpu_exporters.py) mounts it from a ConfigMap into a stock image.
 
-Why not node-exporter: its ``infiniband`` collector (procfs ``sysfs/class_infiniband.go``) keeps only a
-fixed list of mlx5 counter names and silently drops every EFA counter (node_exporter PR #3670, which adds
-EFA, is not merged as of v1.12.1). Why not node-exporter's textfile collector: a file written by a sidecar
-keeps being served after the writer dies, with stale values; read at scrape time, a dead exporter is a
-failed scrape (``up == 0``) instead.
-
-Source of the counter names: the EFA kernel driver, ``kernel/linux/efa/src/efa_verbs.c`` in
-amzn/amzn-drivers (tag efa_linux_3.1.0, commit 64788ef7c182a9383445942b5f5f77fe1d25a290):
-``EFA_DEFINE_PORT_STATS`` -> ``/sys/class/infiniband/<dev>/ports/<port>/hw_counters/<name>`` and
-``EFA_DEFINE_DEVICE_STATS`` -> ``/sys/class/infiniband/<dev>/hw_counters/<name>``. Every file found is
-exported, so counters a newer driver adds appear without a change here; ``PORT_COUNTERS`` and
-``DEVICE_COUNTERS`` are the names the dashboards and alert rules may rely on. AWS documents the same set:
+Counter names: amzn/amzn-drivers ``kernel/linux/efa/src/efa_verbs.c`` (tag efa_linux_3.1.0, commit
+64788ef7c182a9383445942b5f5f77fe1d25a290), ``EFA_DEFINE_PORT_STATS`` ->
+``/sys/class/infiniband/<dev>/ports/<port>/hw_counters/<name>``, ``EFA_DEFINE_DEVICE_STATS`` ->
+``/sys/class/infiniband/<dev>/hw_counters/<name>``; AWS documents the same set:
 https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-working-monitor.html
+Every file found is exported; ``PORT_COUNTERS`` and ``DEVICE_COUNTERS`` are the names dashboards and
+alerts may rely on.
 
-Metrics (all counters are cumulative since the driver loaded; ``rate()`` handles resets):
+Metrics (counters cumulative since the driver loaded): ``efa_<counter>_total{device, port}``,
+``efa_device_<counter>_total{device}``, ``efa_port_state{device, port}`` (4 = ACTIVE),
+``efa_exporter_devices`` and ``efa_exporter_read_errors`` (files unreadable in this scrape).
 
-- ``efa_<counter>_total{device, port}``: each port counter (``efa_tx_bytes_total``,
-  ``efa_retrans_pkts_total``, ``efa_impaired_remote_conn_events_total`` ...).
-- ``efa_device_<counter>_total{device}``: each device counter (``efa_device_cmds_err_total`` ...).
-- ``efa_port_state{device, port}``: the port state number from ``ports/<port>/state`` (4 = ACTIVE).
-- ``efa_exporter_devices``: RDMA devices found; ``efa_exporter_read_errors``: files that could not be read
-  in this scrape.
-
-Environment: ``EFA_EXPORTER_SYSFS`` (default ``/host/sys``, the host's /sys mounted read-only),
-``EFA_EXPORTER_PORT`` (default 9809), ``EFA_EXPORTER_ADDRESS`` (default ``0.0.0.0``).
+Environment: ``EFA_EXPORTER_SYSFS`` (default ``/host/sys``), ``EFA_EXPORTER_PORT`` (9809),
+``EFA_EXPORTER_ADDRESS`` (``0.0.0.0``).
 """
 
 from __future__ import annotations
