@@ -12,6 +12,14 @@ from collections.abc import Callable, Iterable
 import pulumi
 import pulumi_aws as aws
 
+from infra.audit.wire import wire_audit, wire_region_settings
+from infra.cluster.wire import wire_cluster
+from infra.context import StackContext
+from infra.core.errors import ConfigErrors
+from infra.core.project import CONFIG_NAMESPACE
+from infra.core.stacks import StackIndex
+from infra.fsx.wire import wire_fsx
+from infra.inference.wire import wire_inference
 from infra.io.build_context import image_tags
 from infra.io.monitoring import load_monitoring_assets
 from infra.io.policypack import stack_allowlists
@@ -19,29 +27,17 @@ from infra.io.provider_facts import LIVE_SOURCE, account_facts, gather_facts
 from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
 from infra.io.trainer_configs import training_settings
-from infra.model.allowlists import PackAllowlists
-from infra.model.config.parse import parse_platform_config
-from infra.model.config.schema import PlatformConfig
-from infra.model.errors import ConfigErrors
-from infra.model.project import CONFIG_NAMESPACE
-from infra.model.stacks import StackIndex
+from infra.keys.wire import wire_keys
+from infra.monitoring.wire import wire_monitoring
+from infra.network.wire import wire_network
+from infra.pod_storage.wire import wire_cluster_storage
 from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
-from infra.wiring.audit import wire_audit, wire_region_settings
-from infra.wiring.cluster import wire_cluster
-from infra.wiring.cluster_services import (
-    EndpointProbe,
-    system_pools,
-    wire_cluster_services,
-    wire_workload_identities,
-)
-from infra.wiring.context import StackContext
-from infra.wiring.data_stores import wire_cluster_storage, wire_storage
-from infra.wiring.fsx import wire_fsx
-from infra.wiring.inference import wire_inference
-from infra.wiring.keys import wire_keys
-from infra.wiring.monitoring import wire_monitoring
-from infra.wiring.network import wire_network
-from infra.wiring.training import wire_images, wire_training
+from infra.services.wire import EndpointProbe, system_pools, wire_cluster_services, wire_workload_identities
+from infra.stack.allowlists import PackAllowlists
+from infra.stack.parse import parse_platform_config
+from infra.stack.schema import PlatformConfig
+from infra.storage.wire import wire_storage
+from infra.training.wire import wire_images, wire_training
 
 FindingSink = Callable[[Finding], None]
 

@@ -1,7 +1,7 @@
 """The aiplat policy pack: ``pulumi preview --policy-pack policies``. Only builds the PolicyPack.
 
 The rules live in ``aiplat_policies`` (importable without starting the policy server). They share checks
-with the plan through the pure layers ``infra.model`` / ``infra.rules`` / ``infra.lib``, so the repository
+with the plan through the pure modules of ``infra`` (core, config, rules, documents), so the repository
 root goes on ``sys.path`` first (the pack's own virtualenv does not install the project).
 """
 

@@ -41,8 +41,8 @@ def with_value(doc: dict, path: str, value: object) -> dict:
 def assert_rejected(raw: dict, path: str, value: object, expected: list[str]) -> None:
     """``raw`` with ``path`` set to ``value`` fails validation with every fragment in ``expected``,
     one line per problem, each naming its ``aiplat:platform`` field."""
-    from infra.model.config.parse import parse_platform_config
-    from infra.model.errors import ConfigErrors
+    from infra.core.errors import ConfigErrors
+    from infra.stack.parse import parse_platform_config
 
     with pytest.raises(ConfigErrors) as info:
         parse_platform_config(with_value(raw, path, value))
@@ -159,7 +159,7 @@ def stack_doc() -> Callable[[str], dict]:
 def stack_config(stack_doc) -> Callable[[str], dict]:
     """``stack_config("prod-us-train")``: the stack file's ``aiplat:platform`` config, freshly read, for a
     test to change."""
-    from infra.model.project import CONFIG_KEY
+    from infra.core.project import CONFIG_KEY
 
     return lambda stack: stack_doc(stack)["config"][CONFIG_KEY]
 

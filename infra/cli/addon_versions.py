@@ -14,9 +14,9 @@ from infra.cli.common import EXIT_AWS, EXIT_FAILED, EXIT_OK, print_error
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "addon-versions",
-        help="print the EKS add-on builds of a Kubernetes minor for infra/model/addon_versions.py",
+        help="print the EKS add-on builds of a Kubernetes minor for infra/cluster/addon_versions.py",
         description="Asks DescribeAddonVersions (your AWS credentials) for every add-on the platform "
-        "installs and prints the ADDON_BUILDS entry to paste into infra/model/addon_versions.py. Exit 1 "
+        "installs and prints the ADDON_BUILDS entry to paste into infra/cluster/addon_versions.py. Exit 1 "
         "when an add-on has no build for the minor, 2 for a bad argument, 6 when the credentials are "
         "missing, expired or refused or AWS does not answer.",
     )

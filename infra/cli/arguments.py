@@ -7,9 +7,9 @@ import argparse
 import difflib
 import re
 
+from infra.cluster.calendar import CALENDAR, KUBERNETES_MINOR
 from infra.io.regions import known_regions
-from infra.model.eks import CALENDAR, KUBERNETES_MINOR
-from infra.rules.regions import region_hint
+from infra.stack.regions import region_hint
 
 
 def aws_region(value: str) -> str:
@@ -23,7 +23,8 @@ def aws_region(value: str) -> str:
 
 def kubernetes_minor(value: str) -> str:
     """A Kubernetes minor as EKS names it (``1.35``). A minor newer than the EKS calendar
-    (``infra/model/eks.py``) is accepted: asking EKS about a new release is what the calendar row needs."""
+    (``infra/cluster/calendar.py``) is accepted: asking EKS about a new release is what the calendar row
+    needs."""
     if re.fullmatch(KUBERNETES_MINOR, value):
         return value
     known = sorted(CALENDAR, key=lambda v: tuple(map(int, v.split("."))))

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_AWS, EXIT_FAILED, EXIT_OK, add_stack_selection, print_error
+from infra.core.errors import ConfigErrors
 from infra.io.stackfiles import load_stack_config
-from infra.model.errors import ConfigErrors
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

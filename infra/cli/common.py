@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from infra.core.errors import PlatformError
 from infra.io.stackfiles import list_stacks
-from infra.model.errors import PlatformError
 
 # Exit codes every command uses (docs/reference/exit-codes.md, generated); each means one thing
 # across commands.

@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, selected_stacks
-from infra.io.stackfiles import load_stack_config, read_stack_index
-from infra.model.config.schema import PlatformConfig
-from infra.model.cost import (
+from infra.core.errors import ConfigErrors
+from infra.core.facts import RegionFacts
+from infra.cost.estimate import (
     SIZES,
     Money,
     Option,
@@ -25,10 +25,10 @@ from infra.model.cost import (
     estimate_stack,
     total,
 )
-from infra.model.errors import ConfigErrors
-from infra.model.facts import RegionFacts
+from infra.io.stackfiles import load_stack_config, read_stack_index
 from infra.rules import run_rules
-from infra.rules.base import Level, Phase, RuleContext
+from infra.stack.registry import Level, Phase, RuleContext
+from infra.stack.schema import PlatformConfig
 
 
 def _date(value: str) -> dt.date:
@@ -52,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "cost",
         help="estimate hourly and monthly cost per node pool and per stack",
-        description="Estimate each stack's cost from the price table (infra/model/data/prices.yaml: every "
+        description="Estimate each stack's cost from the price table (infra/cost/data/prices.yaml: every "
         "price with its source and date): node pools at min/desired/max as configured and as if bought "
         "On-Demand, Spot or as a Capacity Block; Karpenter GPU pools at min/desired/max GPUs on the types "
         "their NodePools may launch (from the offline AWS data: min and desired = the inference Deployment's "
@@ -224,7 +224,7 @@ def _unit(usd_: float | None) -> str:
 def _prices(costs: list[StackCost], prices: PriceTable) -> tuple[Table, Table]:
     """Every price the estimates used, and the sources they come from (with their dates)."""
     table = Table(
-        title=f"prices used (infra/model/data/prices.yaml, read {prices.read})", title_justify="left"
+        title=f"prices used (infra/cost/data/prices.yaml, read {prices.read})", title_justify="left"
     )
     for col in ("price", "USD", "per", "source", "note"):
         table.add_column(col, overflow="fold")

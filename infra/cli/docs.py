@@ -18,12 +18,12 @@ from pathlib import Path
 from rich.console import Console
 
 from infra.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_OK
+from infra.core import instance_types
 from infra.io.monitoring import MONITORING_DIR, rule_file
 from infra.io.policypack import default_pack_dir
 from infra.io.stackfiles import project_root
-from infra.model import instance_types
-from infra.model.config.reference import config_reference
 from infra.review.analyzers import load_rules_package
+from infra.stack.reference import config_reference
 
 # The width ``--help`` is rendered at (argparse reads COLUMNS), so the page does not depend on the terminal.
 HELP_WIDTH = 100
@@ -136,7 +136,7 @@ def instance_types_reference() -> str:
     out = [
         "# GPU instance types",
         "",
-        GENERATED.format(source="the instance-type table (`infra/model/instance_types.py`)"),
+        GENERATED.format(source="the instance-type table (`infra/core/instance_types.py`)"),
         "",
         "AWS's numbers (DescribeInstanceTypes, checked against moto's snapshot by a test); the policy pack "
         "counts GPUs and EFA interfaces from them. A GPU type without a row is unknown to the pack's "

@@ -36,7 +36,7 @@ from infra.cli.common import (
     user_error,
     version,
 )
-from infra.model.errors import PlatformError
+from infra.core.errors import PlatformError
 
 COMMANDS = (
     plan,

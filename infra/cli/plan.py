@@ -18,8 +18,8 @@ from infra.cli.common import (
     print_warning,
     selected_stacks,
 )
+from infra.core.errors import ConfigErrors, PlatformError
 from infra.io.stackfiles import display_path, list_stacks, stack_file
-from infra.model.errors import ConfigErrors, PlatformError
 
 if TYPE_CHECKING:  # the runner imports the Pulumi SDK: only when a command plans
     from infra.plan.runner import Plan

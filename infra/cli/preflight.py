@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_AWS, EXIT_FAILED, EXIT_OK, add_stack_selection, print_error, selected_stacks
+from infra.core.errors import ConfigErrors
 from infra.io.rollout_config import load_rollout_config, rollout_file
 from infra.io.stackfiles import load_stack_config
-from infra.model.errors import ConfigErrors
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 

@@ -8,13 +8,13 @@ from pathlib import Path
 from rich.console import Console
 
 from infra.cli.common import EXIT_AWS, EXIT_CONFIG, EXIT_OK, print_error
-from infra.model.errors import ConfigErrors
+from infra.core.errors import ConfigErrors
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "prices",
-        help="refresh the price table (infra/model/data/prices.yaml) from the AWS Price List API",
+        help="refresh the price table (infra/cost/data/prices.yaml) from the AWS Price List API",
         description="The price table behind `aiplat cost`: every price with its source and date.",
     )
     actions = p.add_subparsers(dest="prices_command", required=True, metavar="<action>")

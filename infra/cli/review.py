@@ -12,9 +12,9 @@ from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, EXIT_POLICY, print_error
 from infra.cli.plan import plan_stack, print_findings, refuse_name_clashes
+from infra.core.errors import PlatformError
 from infra.io.policypack import default_pack_dir, read_json, read_pack_project, read_plan
 from infra.io.stackfiles import list_stacks
-from infra.model.errors import PlatformError
 
 STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "unspecified": "white"}
 

@@ -12,13 +12,13 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 
 from infra.cli.common import EXIT_FAILED, EXIT_OK, EXIT_POLICY, print_error
+from infra.core.config import Environment
+from infra.core.errors import ConfigErrors, PlatformError
 from infra.io.rollout_config import load_rollout_config
 from infra.io.stackfiles import list_stacks, load_stack_config, project_root
-from infra.model.config.base import Environment
-from infra.model.config.schema import PlatformConfig
-from infra.model.errors import ConfigErrors, PlatformError
-from infra.model.rollout import plan_waves
 from infra.ops.rollout import HealthGate, RolloutResult, StackEvent, StackRunner, State, run_rollout
+from infra.stack.rollout import plan_waves
+from infra.stack.schema import PlatformConfig
 
 STYLE = {
     State.healthy: "green",

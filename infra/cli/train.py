@@ -2,7 +2,7 @@
 
 ``aiplat train render --stack S --config FILE --nodes N`` prints the TrainJob of a run on the stack's
 runtime; ``aiplat train bandwidth-check --stack S`` prints a fresh bandwidth check. Both are built by the
-same code as the stack's own TrainJobs (``infra/lib/training_stack.py``), pass the same rules and are
+same code as the stack's own TrainJobs (``infra/training/documents/stack.py``), pass the same rules and are
 validated against the Trainer v2.3.0 CRD model and the Kubernetes schema before they are printed.
 Warnings go to stderr, the YAML to stdout: ``aiplat train render ... | kubectl apply -f -``.
 """
@@ -18,16 +18,16 @@ import yaml
 from rich.console import Console
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, print_warning
+from infra.core.errors import ConfigError, ConfigErrors
+from infra.core.facts import InstanceFacts
+from infra.core.project import CONFIG_KEY
+from infra.core.trainjobs import pod_name_length
 from infra.io.stackfiles import load_stack_config
 from infra.io.trainer_configs import REPO, training_settings
-from infra.lib import training_stack
-from infra.model.config.parse import parse_platform_config
-from infra.model.config.schema import PlatformConfig
-from infra.model.errors import ConfigError, ConfigErrors
-from infra.model.facts import InstanceFacts
-from infra.model.project import CONFIG_KEY
-from infra.model.trainjobs import pod_name_length
 from infra.rules import Level, Phase, RuleContext, run_rules
+from infra.stack.parse import parse_platform_config
+from infra.stack.schema import PlatformConfig
+from infra.training.documents import stack as training_stack
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -65,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "bandwidth-check",
         help="print a bandwidth-check TrainJob (all-reduce bus bandwidth over the runtime's pool)",
         description="Print the all-reduce bandwidth check as a TrainJob (YAML) for `kubectl create -f -`; it "
-        "fails below the instance type's threshold (infra/model/busbw.py).",
+        "fails below the instance type's threshold (infra/pools/busbw.py).",
     )
     add_stack_selection(b, many=False)
     b.add_argument("--nodes", type=int, help="nodes to span (default: training.bandwidth_check.nodes)")

@@ -20,8 +20,8 @@ from botocore.exceptions import (
     TokenRetrievalError,
 )
 
-from infra.model.errors import AwsCredentialsError
-from infra.model.facts import CallerIdentity
+from infra.core.errors import AwsCredentialsError
+from infra.core.facts import CallerIdentity
 
 # Error codes AWS answers when the credentials themselves are expired or unknown, from the errors common
 # to all AWS APIs (https://docs.aws.amazon.com/awsconsolehelpdocs/latest/gsg/common-errors.html); STS and

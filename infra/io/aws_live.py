@@ -1,6 +1,6 @@
 """Read-only AWS calls for ``aiplat preflight``: the live facts of one stack's region, as plain data.
 
-Every call here only reads (Get*/Describe*/Head*); the preflight rules (``infra/rules/preflight.py`` and the
+Every call here only reads (Get*/Describe*/Head*); the preflight rules (``infra/preflight/rules.py`` and the
 plan rules registered for preflight) judge what comes back. Clients come from a ``Clients`` factory so that
 tests can point them at a local moto server (``AWS_ENDPOINT_URL``) and put botocore's Stubber on the few
 operations moto does not implement. A call that fails is recorded as ``Unreadable`` (API + AWS's error),
@@ -26,10 +26,8 @@ from urllib.parse import parse_qs, urlparse
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from infra.io.aws_credentials import require_credentials
-from infra.model.config.schema import PlatformConfig
-from infra.model.errors import AwsCredentialsError
-from infra.model.facts import (
+from infra.core.errors import AwsCredentialsError
+from infra.core.facts import (
     AddonVersion,
     AvailabilityZone,
     BackendFacts,
@@ -42,8 +40,10 @@ from infra.model.facts import (
     SecretsProviderFacts,
     Unreadable,
 )
-from infra.model.gpu_offers import karpenter_patterns
-from infra.model.quotas import QUOTAS
+from infra.io.aws_credentials import require_credentials
+from infra.karpenter.gpu_offers import karpenter_patterns
+from infra.preflight.quotas import QUOTAS
+from infra.stack.schema import PlatformConfig
 
 Clients = Callable[[str, str], Any]
 """``clients(service, region)`` -> a boto3 client for that service in that region."""

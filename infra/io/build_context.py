@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.model.config.schema import PlatformConfig
-from infra.model.errors import ConfigError, ConfigErrors
-from infra.model.facts import InstanceFacts
-from infra.model.project import CONFIG_KEY
+from infra.core.errors import ConfigError, ConfigErrors
+from infra.core.facts import InstanceFacts
+from infra.core.project import CONFIG_KEY
+from infra.stack.schema import PlatformConfig
 
 # The repository root: the Pulumi project directory, where `pulumi up` runs and paths in the config start.
 REPO_ROOT = Path(__file__).resolve().parents[2]

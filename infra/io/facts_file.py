@@ -7,7 +7,7 @@ and every fact-based refusal names it and its date. The files live in ``facts/``
 ``AIPLAT_FACTS_DIR`` names.
 
 A file holds what the EC2 API answered, in its own (PascalCase) shapes, so the one mapping in
-``infra/model/facts.py`` reads it as it reads moto's snapshot and the provider's answers.
+``infra/core/facts.py`` reads it as it reads moto's snapshot and the provider's answers.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra.core.errors import ConfigError, ConfigErrors
+from infra.core.facts import AvailabilityZone
 from infra.io.stackfiles import project_root
-from infra.model.errors import ConfigError, ConfigErrors
-from infra.model.facts import AvailabilityZone
 
 FACTS_DIR_ENV = "AIPLAT_FACTS_DIR"
 FORMAT = 1  # the file's layout version; a reader refuses others

@@ -17,8 +17,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from infra.core.facts import AvailabilityZone
 from infra.io.facts_file import FactsFile
-from infra.model.facts import AvailabilityZone
 
 
 def _offerings(ec2: Any, location_type: str) -> list[tuple[str, str]]:

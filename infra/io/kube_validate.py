@@ -3,7 +3,7 @@
 Built-in kinds are validated with ``kubernetes-validate`` (the Kubernetes OpenAPI schemas of 1.25-1.37
 bundled in the package; reading them is why this lives in the I/O layer) in strict mode against the
 cluster's minor. Custom resources are checked against the typed models of the fields we set
-(``infra/model/crds.py``, naming their CRD version); the Jobs a ClusterTrainingRuntime describes are
+(``infra/training/crds.py``, naming their CRD version); the Jobs a ClusterTrainingRuntime describes are
 also validated as batch/v1 Jobs. What it does not check: enum values and quantity formats in the
 Kubernetes schema, admission (Pod Security, webhooks), defaulting. One line per problem.
 """
@@ -18,7 +18,7 @@ from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
-from infra.model.crds import MODELS, embedded_jobs
+from infra.training.crds import MODELS, embedded_jobs
 
 
 def _ref(m: dict[str, Any]) -> str:

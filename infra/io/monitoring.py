@@ -13,9 +13,9 @@ from typing import Any
 import pulumi
 import yaml
 
-from infra.model.config.schema import PlatformConfig
-from infra.model.monitoring import MonitoringAssets
-from infra.model.project import CONFIG_NAMESPACE
+from infra.core.project import CONFIG_NAMESPACE
+from infra.monitoring.assets import MonitoringAssets
+from infra.stack.schema import PlatformConfig
 
 MONITORING_DIR = Path(__file__).resolve().parents[1] / "monitoring"
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
+from infra.core.errors import ReviewInputError
 from infra.io.stackfiles import default_stacks_dir, display_path, project_root
-from infra.model.allowlists import PackAllowlists
-from infra.model.errors import ReviewInputError
+from infra.stack.allowlists import PackAllowlists
 
 PACK_DIR = "policies"
 # A stack's pack settings: the --policy-pack-config document of `pulumi preview -s <stack>`, in a folder of

@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from infra.model.cost import InstanceEntry, PriceEntry, PriceTable, Source, SpotEntry
+from infra.cost.estimate import InstanceEntry, PriceEntry, PriceTable, Source, SpotEntry
 
 # The Price List API answers from these endpoints only; us-east-1 serves every region's prices.
 # https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/using-price-list-query-api.html

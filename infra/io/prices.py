@@ -1,4 +1,4 @@
-"""Load and write the price table (``infra/model/data/prices.yaml``, package data) for ``aiplat cost``."""
+"""Load and write the price table (``infra/cost/data/prices.yaml``, package data) for ``aiplat cost``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import yaml
 
-from infra.model.config.parse import parse_model
-from infra.model.cost import PriceTable
+from infra.cost.estimate import PriceTable
+from infra.stack.parse import parse_model
 
-PRICES = ("infra.model.data", "prices.yaml")
+PRICES = ("infra.cost.data", "prices.yaml")
 
 
 def price_table_path() -> Path:

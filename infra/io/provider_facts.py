@@ -10,10 +10,10 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from infra.model.config.schema import PlatformConfig
-from infra.model.facts import AccountFacts, AvailabilityZone, InstanceFacts, RegionFacts
-from infra.model.gpu_offers import karpenter_patterns
-from infra.model.instance_types import GPU_FAMILY_PATTERNS
+from infra.core.facts import AccountFacts, AvailabilityZone, InstanceFacts, RegionFacts
+from infra.core.instance_types import GPU_FAMILY_PATTERNS
+from infra.karpenter.gpu_offers import karpenter_patterns
+from infra.stack.schema import PlatformConfig
 
 GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
 ZONE_TYPE = "availability-zone"
@@ -103,7 +103,8 @@ def gather_facts(cfg: PlatformConfig, provider: aws.Provider, *, source: str = L
         # Karpenter pools name families. DescribeInstanceTypes documents wildcards for its instance-type
         # filter ("c5*"), so it expands the families ("g5.*") into types; their offerings per zone are then
         # asked by exact name (preflight does the same with boto3). Their facts (GPUs, architecture)
-        # decide what fits. https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html
+        # decide what fits.
+        # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html
         family_types = aws.ec2.get_instance_types(
             filters=[aws.ec2.GetInstanceTypesFilterArgs(name="instance-type", values=patterns)],
             region=cfg.region,

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import yaml
 
+from infra.core.errors import ConfigError, ConfigErrors
 from infra.io.stackfiles import display_path, project_root
-from infra.model.config.parse import parse_model
-from infra.model.errors import ConfigError, ConfigErrors
-from infra.model.rollout import ROLLOUT_FILE, RolloutConfig
+from infra.stack.parse import parse_model
+from infra.stack.rollout import ROLLOUT_FILE, RolloutConfig
 
 
 def rollout_file(path: Path | None = None) -> Path:

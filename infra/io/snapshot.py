@@ -22,12 +22,13 @@ from functools import cache
 from importlib import metadata, resources
 from typing import Any
 
+from infra.core.facts import AvailabilityZone, InstanceFacts, RegionFacts, get_instance_type_result
+
 # The mapping from DescribeInstanceTypes to the provider's shape is pure and shared with `aiplat preflight`;
 # the mocks answer getInstanceType through it.
 from infra.io.facts_file import FactsFile, read_facts_file
-from infra.model.config.schema import PlatformConfig
-from infra.model.facts import AvailabilityZone, InstanceFacts, RegionFacts, get_instance_type_result
-from infra.model.gpu_offers import karpenter_patterns
+from infra.karpenter.gpu_offers import karpenter_patterns
+from infra.stack.schema import PlatformConfig
 
 # The AWS snapshot: these modules only locate the data files; nothing of moto's mocking is started.
 _RESOURCES = "moto.ec2.resources"

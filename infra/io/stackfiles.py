@@ -1,8 +1,8 @@
 """Stack files: find them, read one, and summarise all of them for the cross-stack rules.
 
 A stack file (``stacks/Pulumi.<stack>.yaml``) holds one key of ours, ``aiplat:platform``, validated by the
-schema through ``infra.model.config.parse``. This module only reads files; the checks between stacks are
-rules (``infra/rules/stacks.py``) over the ``StackIndex`` read here.
+schema through ``infra.stack.parse``. This module only reads files; the checks between stacks are
+rules (``infra/stack/cross_stack.py``) over the ``StackIndex`` read here.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from typing import Any
 
 import yaml
 
-from infra.model.config.monitoring import RECEIVER_SECRET_PREFIX
-from infra.model.config.network import NetworkConfig
-from infra.model.config.parse import parse_platform_config
-from infra.model.config.schema import PlatformConfig
-from infra.model.errors import ConfigError, ConfigErrors
-from infra.model.project import ALLOWED_FOREIGN_KEYS, CONFIG_KEY, PROJECT
-from infra.model.stacks import StackIndex, StackSummary
+from infra.core.errors import ConfigError, ConfigErrors
+from infra.core.project import ALLOWED_FOREIGN_KEYS, CONFIG_KEY, PROJECT
+from infra.core.stacks import StackIndex, StackSummary
+from infra.monitoring.config import RECEIVER_SECRET_PREFIX
+from infra.network.config import NetworkConfig
+from infra.stack.parse import parse_platform_config
+from infra.stack.schema import PlatformConfig
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from infra.model.config.schema import PlatformConfig
-from infra.model.trainer_settings import TrainerSettings
+from infra.core.trainer_settings import TrainerSettings
+from infra.stack.schema import PlatformConfig
 from trainer.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]

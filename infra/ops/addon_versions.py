@@ -1,5 +1,5 @@
 """Read the EKS add-on builds for a Kubernetes minor from DescribeAddonVersions, as rows for
-``infra/model/addon_versions.py`` (``aiplat addon-versions``).
+``infra/cluster/addon_versions.py`` (``aiplat addon-versions``).
 
 https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAddonVersions.html: per add-on,
 ``addonVersions[].addonVersion`` with ``compatibilities[].clusterVersion`` and ``defaultVersion``.
@@ -11,7 +11,7 @@ import datetime
 from collections.abc import Iterable
 from typing import Any
 
-from infra.model.addon_versions import ADDON_NAMES
+from infra.cluster.addon_versions import ADDON_NAMES
 
 
 def addon_builds(eks: Any, minor: str, addons: Iterable[str] = ADDON_NAMES) -> dict[str, list[str]]:
@@ -33,7 +33,7 @@ def addon_builds(eks: Any, minor: str, addons: Iterable[str] = ADDON_NAMES) -> d
 
 
 def table_rows(minor: str, builds: dict[str, list[str]], region: str, today: datetime.date) -> str:
-    """The ``ADDON_BUILDS[minor]`` entry to paste into ``infra/model/addon_versions.py``."""
+    """The ``ADDON_BUILDS[minor]`` entry to paste into ``infra/cluster/addon_versions.py``."""
     source = f"aws eks describe-addon-versions --kubernetes-version {minor} ({region})"
     lines = [f'    "{minor}": {{']
     for addon, versions in builds.items():

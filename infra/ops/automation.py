@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from infra.model.errors import ConfigError, ConfigErrors, ToolMissingError
-from infra.model.rollout import ROLLOUT_FILE, RolloutConfig
+from infra.core.errors import ConfigError, ConfigErrors, ToolMissingError
 from infra.ops.rollout import EventSink, PolicyViolation, PreviewOutcome, StackEvent, UpOutcome
+from infra.stack.rollout import ROLLOUT_FILE, RolloutConfig
 
 INSTALL_DOC = "https://www.pulumi.com/docs/iac/download-install/"
 NO_CLI = (

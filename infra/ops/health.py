@@ -19,6 +19,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from infra.core.config import Role
+from infra.inference.config import RELEASE_VERSION
+from infra.inference.documents import inference as inf
 from infra.io.aws_live import Clients
 from infra.io.cluster_health import (
     NodeGroupHealth,
@@ -31,13 +34,10 @@ from infra.io.cluster_health import (
     read_deployment,
     release_folders,
 )
-from infra.lib import inference as inf
-from infra.model.config.base import Role
-from infra.model.config.inference import RELEASE_VERSION
-from infra.model.config.schema import PlatformConfig
-from infra.model.config.storage import RELEASE_PREFIX
-from infra.model.rollout import HealthGateConfig
 from infra.ops.rollout import GateCheck
+from infra.stack.rollout import HealthGateConfig
+from infra.stack.schema import PlatformConfig
+from infra.storage.config.storage import RELEASE_PREFIX
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"  # set by EKS on managed node group nodes
 NO_RELEASE = "no model release yet"

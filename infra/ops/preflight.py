@@ -1,7 +1,7 @@
 """``aiplat preflight``: will ``pulumi up`` work in this account? Read-only checks before any change.
 
 Gathers the live facts of each stack's region (``infra/io/aws_live.py``, boto3), runs every rule registered
-for the preflight phase on them (``infra/rules/preflight.py``, and the plan rules that ask the same
+for the preflight phase on them (``infra/preflight/rules.py``, and the plan rules that ask the same
 question: offerings by zone ID, EFA), and turns the findings into rows: ``pass`` (with what was seen),
 ``warn``, ``fail`` (with the fix) or ``skip`` (with why: a denied call, or inputs that were not read; a
 check that did not run is never a pass). Once per run, the state backend and the secrets
@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from infra.core.facts import LiveFacts, RegionFacts, Unreadable
 from infra.io.aws_live import (
     Clients,
     Probe,
@@ -23,12 +24,11 @@ from infra.io.aws_live import (
     read_secrets_provider,
 )
 from infra.io.regions import known_regions
-from infra.model.config.schema import PlatformConfig
-from infra.model.facts import LiveFacts, RegionFacts, Unreadable
-from infra.model.rollout import RolloutConfig
+from infra.preflight.rules import backend_findings, secrets_findings
 from infra.rules import Finding, Level, Phase, RuleContext
-from infra.rules.base import applicable, check_rule, registered
-from infra.rules.preflight import backend_findings, secrets_findings
+from infra.stack.registry import applicable, check_rule, registered
+from infra.stack.rollout import RolloutConfig
+from infra.stack.schema import PlatformConfig
 
 PROJECT = "project"
 

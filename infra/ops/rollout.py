@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from infra.model.config.schema import PlatformConfig
-from infra.model.errors import PlatformError
+from infra.core.errors import PlatformError
+from infra.stack.schema import PlatformConfig
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from infra.core import naming
 from infra.io.aws_live import Clients
-from infra.model import naming
-from infra.model.config.schema import BucketPurpose, PlatformConfig, Role, StorageBackend, TrailMode
+from infra.stack.schema import BucketPurpose, PlatformConfig, Role, StorageBackend, TrailMode
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from typing import Any
 
 import pulumi
 
+from infra.core.errors import DataSourceError
 from infra.io import snapshot
-from infra.model.errors import DataSourceError
 
 # The offline plan has no real account: moto's default account id (moto.core.models.DEFAULT_ACCOUNT_ID),
 # so ARNs in plans match what a moto server returns in the tests.

@@ -9,7 +9,7 @@ what the program registered (the plan), not derived again from the config: one s
 
 ``aiplat plan`` and ``aiplat review`` refuse a stack whose names clash with another stack of its folder
 (``name_clashes``); the stacks of one folder are taken to deploy into one account, as the account-wide
-names of the naming scheme assume (``infra/model/naming.py``).
+names of the naming scheme assume (``infra/core/naming.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from infra.plan.runner import Plan, RecordedResource
 from infra.rules import Finding
-from infra.rules.base import error
+from infra.stack.registry import error
 
 ACCOUNT, PARTITION = "account", "partition"
 
@@ -169,7 +169,7 @@ def _fix(type_: str) -> str:
         return "let one train stack per account and region replicate images (storage.replicate_to)"
     fix = (
         "give one of the two stacks another name_prefix, environment or role (the names derive from them, "
-        "infra/model/naming.py)"
+        "infra/core/naming.py)"
     )
     if type_ == "aws:s3/bucket:Bucket":
         fix += ", or set storage.bucket_names for its buckets"

@@ -27,6 +27,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
+from infra.core.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
 from infra.io.policypack import stack_allowlists
 from infra.io.stackfiles import (
     default_stacks_dir,
@@ -35,10 +36,9 @@ from infra.io.stackfiles import (
     read_stack_index,
     stack_file,
 )
-from infra.model.config.schema import PlatformConfig
-from infra.model.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
 from infra.plan.mocks import AwsSnapshotMocks, FirstPreviewMocks
 from infra.rules import Finding
+from infra.stack.schema import PlatformConfig
 
 SECRET = "[secret]"
 # What the offline plan hands the program for a Pulumi secret the stack reads (Alertmanager receiver URLs,

@@ -23,8 +23,8 @@ from typing import Any, Protocol, TypeVar
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
+from infra.core.errors import ReviewInputError
 from infra.io.policypack import PackProject
-from infra.model.errors import ReviewInputError
 
 T = TypeVar("T")
 # The engine address argument of `python -m pulumi.policy`; Python policy packs do not call the engine.

@@ -20,9 +20,9 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
+from infra.core.errors import ReviewInputError
+from infra.core.project import CONFIG_KEY, DEFAULT_ORGANIZATION
 from infra.io.policypack import PackProject, default_pack_dir, read_pack_project, read_stack_pack_config
-from infra.model.errors import ReviewInputError
-from infra.model.project import CONFIG_KEY, DEFAULT_ORGANIZATION
 from infra.review.analyzers import Analyzer, InProcessPack, PackProcess
 from infra.review.requests import analyze_requests, analyze_stack_request
 

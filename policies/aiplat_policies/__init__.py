@@ -2,6 +2,6 @@
 
 ``aiplat_policies.pack.policies()`` builds the policy objects; ``policies/__main__.py`` hands them to
 ``PolicyPack`` (which starts the gRPC server the Pulumi engine talks to). The modules need the repository
-root on ``sys.path`` for ``infra.model`` / ``infra.rules`` / ``infra.lib`` (the pure layers whose checks they
+root on ``sys.path`` for the pure modules of ``infra`` (core, config, rules, documents: the checks they
 share with the plan).
 """

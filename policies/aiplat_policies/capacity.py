@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.lib.nodes import GPU_RESOURCE
-from infra.model import instance_types
-from infra.model.allowlists import INSTANCE_TYPES, type_allowed
+from infra.core import instance_types
+from infra.pools.documents.nodes import GPU_RESOURCE
+from infra.stack.allowlists import INSTANCE_TYPES, type_allowed
 
 from .aws import INSTANCE, LAUNCH_TEMPLATE, NODE_GROUP
 from .core import (
@@ -147,7 +147,7 @@ def gpu_budget(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     for res, problem in problems:
         yield violation(
             problem,
-            "set the max size / limit as a literal and use a type listed in infra/model/instance_types.py",
+            "set the max size / limit as a literal and use a type listed in infra/core/instance_types.py",
             res.urn,
         )
     if total > budget:

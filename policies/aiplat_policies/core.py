@@ -33,7 +33,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from infra.model.project import CONFIG_KEY
+from infra.core.project import CONFIG_KEY
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY

@@ -1,8 +1,8 @@
 """What a stack may cost: its estimated monthly cost at max size under a cap (the stack's pack config).
 
-The estimate is ``aiplat cost``'s (``infra.model.cost.estimate_stack``) over the stack's config from
+The estimate is ``aiplat cost``'s (``infra.cost.estimate.estimate_stack``) over the stack's config from
 ``PULUMI_CONFIG``; a Karpenter pool's instance types come from the NodePool in the plan, with the GPU
-counts of ``infra/model/instance_types.py``. The cap bounds the worst case the stack's size commits to:
+counts of ``infra/core/instance_types.py``. The cap bounds the worst case the stack's size commits to:
 managed pools at ``max_size`` (a Capacity Block or ODCR bills every reserved instance anyway), Karpenter
 pools at their GPU limit on the dearest priced type, the fixed costs; traffic is priced at zero volume.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 
+from infra.core.errors import PlatformError
+from infra.core.instance_types import TABLE
+from infra.cost.estimate import Candidate, Lookup, Money, Option, StackCost, Usage, estimate_stack
 from infra.io.prices import load_price_table
-from infra.model.config.parse import parse_platform_config
-from infra.model.cost import Candidate, Lookup, Money, Option, StackCost, Usage, estimate_stack
-from infra.model.errors import PlatformError
-from infra.model.instance_types import TABLE
+from infra.stack.parse import parse_platform_config
 
 from .core import MEDIUM, Ctx, Stack, Violation, dig, stack_rule, violation
 from .nodes import INSTANCE_TYPE_KEY, NODE_POOL, karpenter_allowed
@@ -128,6 +128,6 @@ def cost_cap(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
         yield violation(
             f"stack {ctx.stack.name!r}: {usd(monthly.usd)}/month at max size is under its cap of "
             f"{usd(cap)}, but the estimate could not price {'; '.join(unpriced)}",
-            "add the missing prices to infra/model/data/prices.yaml (with their source), or set the cost-cap "
+            "add the missing prices to infra/cost/data/prices.yaml (with their source), or set the cost-cap "
             "config unpriced: ignore",
         )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from infra.lib.eks import CONTROL_PLANE_LOG_TYPES
-from infra.model import cidrs
-from infra.model.eks import CALENDAR, SUPPORT_EXTENDED, SUPPORT_STANDARD, in_standard_support
+from infra.cluster.calendar import CALENDAR, SUPPORT_EXTENDED, SUPPORT_STANDARD, in_standard_support
+from infra.cluster.documents.control_plane import CONTROL_PLANE_LOG_TYPES
+from infra.network import cidrs
 
 from .core import HIGH, MEDIUM, UNKNOWN, Ctx, Res, Violation, as_list, resource_rule, truthy, violation
 
@@ -26,7 +26,7 @@ CLUSTER = "aws:eks/cluster:Cluster"
             "type": "number",
             "default": cidrs.MAX_PUBLIC_ENDPOINT_ADDRESSES,
             "description": "Most public addresses the public endpoint CIDRs may cover together (the "
-            "schema's limit, infra.model.cidrs).",
+            "schema's limit, infra.network.cidrs).",
         }
     },
 )
@@ -108,7 +108,7 @@ def eks_supported_version(r: Res, ctx: Ctx) -> Iterator[Violation]:
     elif version not in CALENDAR:
         yield violation(
             f"Kubernetes {version} is not in the EKS version calendar this pack knows ({sorted(CALENDAR)})",
-            "use a listed version, or add the new one to infra/model/eks.py CALENDAR",
+            "use a listed version, or add the new one to infra/cluster/calendar.py CALENDAR",
         )
     elif not in_standard_support(version, ctx.today):
         end = CALENDAR[version].standard_until

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.lib.namespaces import PSS_LABEL_PREFIX, PodSecurity
-from infra.lib.nodes import EFA_LABEL, EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT_KEY
+from infra.core.namespaces import PSS_LABEL_PREFIX, PodSecurity
+from infra.pools.documents.nodes import EFA_LABEL, EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT_KEY
 
 from .core import HIGH, MEDIUM, UNKNOWN, Ctx, Res, Violation, as_list, dig, number, resource_rule, violation
 
@@ -294,7 +294,7 @@ ENFORCE = f"{PSS_LABEL_PREFIX}enforce"
         "privilegedNamespaces": {
             "type": "array",
             "items": {"type": "string"},
-            # monitoring: node-exporter needs the host's network and PID namespaces (infra/lib/namespaces.py)
+            # monitoring: node-exporter needs the host's network and PID namespaces (infra/core/namespaces.py)
             "default": ["kube-system", "monitoring"],
             "description": "Namespaces allowed to enforce 'privileged' (node agents such as node-exporter).",
         }

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.lib import alb
-from infra.model.config.services import LoadBalancerControllerConfig
-from infra.rules.inference import TLS13_ONLY_POLICIES
+from infra.inference.documents import alb
+from infra.inference.rules import TLS13_ONLY_POLICIES
+from infra.services.config import LoadBalancerControllerConfig
 
 from .core import (
     HIGH,

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.model import cidrs
-from infra.model.config.base import check_log_retention
+from infra.core.config import check_log_retention
+from infra.network import cidrs
 
 from .aws import SECURITY_GROUP, linked
 from .core import (

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.lib.karpenter import INSTANCE_FAMILY_LABEL as INSTANCE_FAMILY_KEY
-from infra.lib.karpenter import INSTANCE_TYPE_LABEL as INSTANCE_TYPE_KEY
-from infra.lib.nodes import GPU_TAINT_KEY, IMDS_HOP_LIMIT, TAINT_EFFECTS
-from infra.model import instance_types
+from infra.core import instance_types
+from infra.karpenter.documents import INSTANCE_FAMILY_LABEL as INSTANCE_FAMILY_KEY
+from infra.karpenter.documents import INSTANCE_TYPE_LABEL as INSTANCE_TYPE_KEY
+from infra.pools.documents.nodes import GPU_TAINT_KEY, IMDS_HOP_LIMIT, TAINT_EFFECTS
 
 from .aws import INSTANCE, LAUNCH_TEMPLATE, NODE_GROUP, SUBNET, linked
 from .core import (
@@ -35,7 +35,8 @@ from .network import SG_TYPES, ingress_of
 
 EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
-# NodePool requirement keys (well-known labels): https://karpenter.sh/docs/concepts/scheduling/#well-known-labels
+# NodePool requirement keys (well-known labels):
+# https://karpenter.sh/docs/concepts/scheduling/#well-known-labels
 
 
 @resource_rule(

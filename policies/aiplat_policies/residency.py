@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from infra.model.allowlists import REGIONS_BY_ROLE, REPLICATION_REGIONS, allowed_regions, as_json
+from infra.stack.allowlists import REGIONS_BY_ROLE, REPLICATION_REGIONS, allowed_regions, as_json
 
 from .aws import AWS_PROVIDER, BUCKET_TYPES, bucket_name_of_arn, region_of, stack_role_problem
 from .core import (

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.lib.efa import EFA, EFA_ONLY, layout_for
-from infra.lib.nodes import EFA_LABEL
-from infra.model.instance_types import TABLE
-from infra.rules.pools import SINGLE_ZONE_DOC, zone_spread
+from infra.core.instance_types import TABLE
+from infra.pools.documents.efa import EFA, EFA_ONLY, layout_for
+from infra.pools.documents.nodes import EFA_LABEL
+from infra.pools.rules import SINGLE_ZONE_DOC, zone_spread
 
 from .aws import LAUNCH_TEMPLATE, NODE_GROUP, SECURITY_GROUP, SUBNET, linked
 from .core import (
@@ -190,7 +190,7 @@ def training_pool_efa_interfaces(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
         if known is None or known.efa_interfaces == 0:
             yield violation(
                 f"node group {pool.group.name!r}: {itype} is not a type with EFA that this pack knows",
-                "use an EFA type listed in infra/model/instance_types.py (add a row for a new one)",
+                "use an EFA type listed in infra/core/instance_types.py (add a row for a new one)",
                 pool.group.urn,
             )
             continue
@@ -211,8 +211,8 @@ def training_pool_efa_interfaces(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
                     f"node group {pool.group.name!r}: launch template attaches {have} EFA interfaces but "
                     f"{itype} takes {known.efa_interfaces} (cards missing or different: {missing[:8]}"
                     f"{' ...' if len(missing) > 8 else ''})",
-                    "attach the full layout of infra/lib/efa.py (set efa: true and leave efa_interfaces "
-                    "unset)",
+                    "attach the full layout of infra/pools/documents/efa.py (set efa: true and leave "
+                    "efa_interfaces unset)",
                     pool.group.urn,
                 )
 

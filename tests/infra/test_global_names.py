@@ -36,7 +36,7 @@ def test_every_named_type_is_classified(every_plan) -> None:
 
 
 def test_iam_role_names_carry_the_region(every_plan) -> None:
-    from infra.model.naming import region_code
+    from infra.core.naming import region_code
 
     for plan in every_plan.values():
         for r in plan.by_type("aws:iam/role:Role"):
@@ -46,7 +46,8 @@ def test_iam_role_names_carry_the_region(every_plan) -> None:
 
 def test_trails_fit_the_per_region_quota(every_plan) -> None:
     # "5 trails per region" (a multi-region trail counts in every region); more makes CreateTrail fail
-    # with MaximumNumberOfTrailsExceededException. https://docs.aws.amazon.com/awscloudtrail/latest/userguide/WhatIsCloudTrail-Limits.html
+    # with MaximumNumberOfTrailsExceededException.
+    # https://docs.aws.amazon.com/awscloudtrail/latest/userguide/WhatIsCloudTrail-Limits.html
     trails = [
         (stack, r.inputs["name"])
         for stack, plan in every_plan.items()

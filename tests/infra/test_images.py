@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from infra.io.stackfiles import load_stack_config
-from infra.lib.training import OBSOLETE_ENV
+from infra.training.documents.runtime import OBSOLETE_ENV
 from tests.conftest import REPO, STACKS
 
 DOCKERFILES = sorted(REPO.glob("images/*/Dockerfile"))

@@ -21,7 +21,7 @@ How to use it (monitoring, training, inference engineers)::
   ``ServiceMonitor``) without a model fails validation with "no schema and no model": add
   ``tests/k8s/crds/<project>.py`` and register it here.
 * Helm releases are not objects: their values are asserted where a wrong value breaks things silently
-  (see ``tests/infra/wiring/test_cluster_services.py``).
+  (see ``tests/infra/services/test_wire.py``).
 * Secret payloads are ``"[secret]"`` in plans; they are replaced by an empty map before validation, and
   integral numbers (doubles on the engine's wire) become integers, as in the JSON the API server receives.
 """
@@ -35,8 +35,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from infra.io.kube_validate import validate_manifest
-from infra.model import crds as training_crds
 from infra.plan.runner import SECRET, Plan, RecordedResource
+from infra.training import crds as training_crds
 from tests.k8s.crds import cert_manager, karpenter, keda, prometheus_operator
 
 # (apiVersion, kind) -> model of the whole object (apiVersion, kind, metadata, spec)

@@ -106,7 +106,8 @@ def test_alert_labels_and_annotations() -> None:
         assert rule["labels"]["severity"] in SEVERITIES, name
         annotations = rule["annotations"]
         assert {"summary", "description"} <= set(annotations), name
-        # the program adds runbook_url from monitoring.docs_url (infra/lib/monitoring.py), never the file
+        # the program adds runbook_url from monitoring.docs_url (infra/monitoring/documents.py), never the
+        # file
         assert "runbook_url" not in annotations, name
 
 

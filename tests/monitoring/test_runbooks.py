@@ -11,7 +11,7 @@ import yaml
 from mkdocs.config import load_config
 from mkdocs.structure.files import File
 
-from infra.model.config.monitoring import MonitoringConfig
+from infra.monitoring.config import MonitoringConfig
 from tests.conftest import STACKS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,11 +9,11 @@ import datetime as dt
 import pytest
 from aiplat_policies.cost import DEFAULT_MAX_MONTHLY_USD
 
+from infra.cost.estimate import Usage, estimate_stack
 from infra.io.prices import load_price_table
 from infra.io.snapshot import region_facts
-from infra.model.config.parse import parse_platform_config
-from infra.model.cost import Usage, estimate_stack
 from infra.review import review_configured_plan, review_plan
+from infra.stack.parse import parse_platform_config
 from tests.conftest import STACKS
 
 RULE = "cost-cap"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from infra.io.policypack import read_stack_pack_config
-from infra.rules.pools import zone_spread
+from infra.pools.rules import zone_spread
 from tests.policies.conftest import KEY_ARN, UNKNOWN, R
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -351,7 +351,7 @@ def test_training_pool_violations(check, kw, policy, expected):
 
 
 def test_p4d_needs_efa_on_every_card(check):
-    """p4d keeps 'efa' on every card (infra/lib/efa.py): an efa-only layout is not p4d's."""
+    """p4d keeps 'efa' on every card (infra/pools/documents/efa.py): an efa-only layout is not p4d's."""
     check("training-pool-efa-interfaces", pool(interfaces=4, itype="p4d.24xlarge"), "takes 4")
     resources = pool(interfaces=0, itype="p4d.24xlarge")
     lt = next(r for r in resources if r.type == LT)

@@ -200,7 +200,7 @@ def _stack_doc(name: str) -> dict:
 def test_stack_file_spreading_the_training_pool_fails_with_the_same_message(tmp_path, capsys) -> None:
     """The config can spread the pool: the plan refuses it before any resource, with the message the
     policy pack's training-pool-single-zone gives a plan that has it (shared:
-    infra.rules.pools.zone_spread)."""
+    infra.pools.rules.zone_spread)."""
     import yaml
 
     doc = _stack_doc("prod-us-train")

@@ -450,8 +450,8 @@ def test_eks_private_endpoint(check, vpc, expected):
 def test_public_endpoint_width_gets_one_verdict_from_plan_and_review(stack_config, ranges, refused):
     """The schema (aiplat plan) and eks-private-endpoint (aiplat review) judge by one function and one
     limit, so a CIDR list passes both or fails both."""
-    from infra.model.config.parse import parse_platform_config
-    from infra.model.errors import ConfigErrors
+    from infra.core.errors import ConfigErrors
+    from infra.stack.parse import parse_platform_config
     from tests.conftest import with_value
     from tests.policies.conftest import messages, review
 

@@ -1,6 +1,6 @@
 """Building bad variants of a real stack config and asserting where the plan refuses them.
 
-The refusal tests (``tests/infra/rules/test_*refusals.py`` and friends) start from a shipped stack file,
+The refusal tests (the rules tests under ``tests/infra/<capability>/``) start from a shipped stack file,
 change one thing with a *mutation* (a function that edits the ``aiplat:platform`` dict in place) and run the
 real program under mocks. ``assert_refused`` checks the message and that nothing was created before it.
 """
@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import pytest
 
-from infra.model.config.parse import parse_platform_config
-from infra.model.errors import ConfigErrors
+from infra.core.errors import ConfigErrors
 from infra.plan import runner
+from infra.stack.parse import parse_platform_config
 
 Mutation = Callable[[dict], None]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def tolerates(tolerations: list[dict], key: str, value: str, effect: str) -> bool:
-    """Kubernetes toleration matching (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/)."""
+    """Kubernetes toleration matching
+    (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/)."""
     for t in tolerations:
         if t.get("effect") not in (None, "", effect):
             continue

@@ -9,7 +9,7 @@ from infra.cli.main import main
 from infra.io.stackfiles import load_stack_config
 from tests.conftest import REPO
 
-DATA = yaml.safe_load((REPO / "infra/model/data/prices.yaml").read_text())
+DATA = yaml.safe_load((REPO / "infra/cost/data/prices.yaml").read_text())
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +50,7 @@ def test_karpenter_pools_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
     """prod-hk-infer has no managed GPU pool: its GPU cost is the Karpenter pool's row, from the candidate
     types of the offline AWS data and the data file's prices."""
     from infra.io import snapshot
-    from infra.model.gpu_offers import gpu_offer
+    from infra.karpenter.gpu_offers import gpu_offer
 
     assert main(["cost", "--stack", "prod-hk-infer", "--on", "2026-11-30"]) == 0
     out = capsys.readouterr().out

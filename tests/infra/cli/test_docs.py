@@ -11,7 +11,7 @@ import yaml
 from infra.cli import docs
 from infra.cli.common import EXIT_CODES
 from infra.cli.main import COMMANDS, main, parser
-from infra.model.instance_types import TABLE
+from infra.core.instance_types import TABLE
 
 REPO = Path(__file__).resolve().parents[3]
 DOCS = REPO / "docs"

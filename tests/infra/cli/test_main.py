@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from infra.cli import common, main
-from infra.model.errors import (
+from infra.core.errors import (
     ConfigError,
     ConfigErrors,
     DataSourceError,

@@ -9,8 +9,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from infra.model import addon_versions
-from infra.model.addon_versions import AddonBuild
+from infra.cluster import addon_versions
+from infra.cluster.addon_versions import AddonBuild
 from infra.ops.addon_versions import addon_builds, table_rows
 
 

@@ -11,8 +11,8 @@ import pytest
 from pulumi.automation import EngineEvent
 
 from infra.cli.main import main
+from infra.core.errors import ConfigErrors, ToolMissingError
 from infra.io.rollout_config import load_rollout_config
-from infra.model.errors import ConfigErrors, ToolMissingError
 from infra.ops.automation import AutomationRunner, _Recorder, require_pulumi_cli, to_stack_event
 from tests.conftest import REPO
 

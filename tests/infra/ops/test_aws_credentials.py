@@ -12,8 +12,8 @@ from botocore.exceptions import ClientError
 
 from infra.cli.common import EXIT_AWS
 from infra.cli.main import main
+from infra.core.errors import AwsCredentialsError
 from infra.io.aws_credentials import require_credentials
-from infra.model.errors import AwsCredentialsError
 from tests.support.stubbing import OperationStubber
 from trainer.tools.moto_server import MotoServer
 

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from infra.cli.main import main
+from infra.core.errors import ConfigErrors
 from infra.io import snapshot
 from infra.io.facts_file import FACTS_DIR_ENV, facts_path, read_facts_file
-from infra.model.errors import ConfigErrors
 from infra.plan import runner
 from tests.conftest import REPO
 

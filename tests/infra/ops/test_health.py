@@ -16,7 +16,6 @@ import pytest
 
 from infra.io.cluster_health import TOKEN_PREFIX, eks_token
 from infra.io.stackfiles import load_stack_config
-from infra.model.rollout import HealthGateConfig
 from infra.ops.health import (
     AwsHealthGate,
     inference_rollout_check,
@@ -25,6 +24,7 @@ from infra.ops.health import (
     pod_problem,
     rollout_status,
 )
+from infra.stack.rollout import HealthGateConfig
 from trainer.tools.moto_server import MotoServer
 
 NS = "inference"

@@ -19,11 +19,11 @@ import yaml
 from infra.cli.main import main
 from infra.io.aws_live import probe_tcp
 from infra.io.stackfiles import load_stack_config
-from infra.model.config.parse import parse_platform_config
-from infra.model.config.schema import PlatformConfig
-from infra.model.quotas import QUOTAS
-from infra.model.rollout import RolloutConfig
 from infra.ops.preflight import CheckRow, Status, preflight, preflight_project, preflight_stack
+from infra.preflight.quotas import QUOTAS
+from infra.stack.parse import parse_platform_config
+from infra.stack.rollout import RolloutConfig
+from infra.stack.schema import PlatformConfig
 from tests.conftest import REPO
 from tests.support.stubbing import OperationStubber
 from trainer.tools.moto_server import MotoServer

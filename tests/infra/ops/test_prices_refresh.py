@@ -13,10 +13,10 @@ import yaml
 from botocore.stub import Stubber
 
 from infra.cli.main import main
+from infra.cost.estimate import PriceTable
 from infra.io import price_refresh
 from infra.io.prices import load_price_table
-from infra.model.config.parse import parse_model
-from infra.model.cost import PriceTable
+from infra.stack.parse import parse_model
 
 REGION = "us-east-1"
 TYPE = "p5.48xlarge"

@@ -11,11 +11,9 @@ from typing import Any
 import pytest
 
 from infra.cli.rollout import execute
+from infra.core.config import Environment
 from infra.io.rollout_config import load_rollout_config
 from infra.io.stackfiles import list_stacks, load_stack_config
-from infra.model.config.base import Environment
-from infra.model.config.schema import PlatformConfig
-from infra.model.rollout import plan_waves
 from infra.ops.rollout import (
     EventSink,
     GateCheck,
@@ -26,6 +24,8 @@ from infra.ops.rollout import (
     UpOutcome,
     run_rollout,
 )
+from infra.stack.rollout import plan_waves
+from infra.stack.schema import PlatformConfig
 
 CONFIGS = {s: load_stack_config(s) for s in list_stacks()}
 PROD = plan_waves(load_rollout_config(), Environment.prod, CONFIGS)

@@ -9,9 +9,10 @@ import boto3
 import pytest
 
 from infra.cli.main import main
+from infra.core import iam
 from infra.io.stackfiles import load_stack_config
-from infra.lib import iam
 from infra.ops.storage_check import ExpectedBucket, all_expected, check_storage
+from infra.storage import documents as storage_documents
 from trainer.tools.moto_server import MotoServer
 
 
@@ -83,9 +84,11 @@ def _make(
     )
     arn = f"arn:aws:s3:::{want.name}"
     if tls == "whole":
-        s3.put_bucket_policy(Bucket=want.name, Policy=json.dumps(iam.bucket_policy(arn, kms_key_arn=key_arn)))
+        s3.put_bucket_policy(
+            Bucket=want.name, Policy=json.dumps(storage_documents.bucket_policy(arn, kms_key_arn=key_arn))
+        )
     elif tls == "objects-only":  # the deny misses the bucket itself (ListBucket over HTTP)
-        deny = iam.deny_insecure_transport(arn) | {"Resource": [f"{arn}/*"]}
+        deny = storage_documents.deny_insecure_transport(arn) | {"Resource": [f"{arn}/*"]}
         s3.put_bucket_policy(Bucket=want.name, Policy=json.dumps(iam.policy(deny)))
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK
 from infra.cli.main import main
+from infra.core.project import CONFIG_KEY
 from infra.io.stackfiles import list_stacks
-from infra.model.project import CONFIG_KEY
 
 
 @pytest.fixture(autouse=True)

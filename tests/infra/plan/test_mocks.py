@@ -7,8 +7,8 @@ import fnmatch
 import pulumi
 import pytest
 
+from infra.core.errors import DataSourceError
 from infra.io import snapshot as awsdata
-from infra.model.errors import DataSourceError
 from infra.plan.mocks import AwsSnapshotMocks
 
 

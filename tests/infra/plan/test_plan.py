@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from infra.cli.main import main
+from infra.core.project import CONFIG_KEY
 from infra.io import snapshot as awsdata
-from infra.model.project import CONFIG_KEY
 from tests.conftest import STACKS
 
 EXPECTED_REGION = {
@@ -154,8 +154,8 @@ def test_bad_stack_fails_plan_with_one_line_and_no_file(
 
 
 def test_not_offered_registers_no_cloud_resource(stack_doc, write_stack, monitors) -> None:
+    from infra.core.errors import ConfigErrors
     from infra.io.stackfiles import load_stack_config
-    from infra.model.errors import ConfigErrors
     from infra.plan import runner
 
     # a type AWS has but does not offer in us-west-2, found from the data, not typed in

@@ -1,4 +1,4 @@
-"""What the typed CRD models share: the strict base (the one of ``infra/model/crds.py``: a field we did not
+"""What the typed CRD models share: the strict base (the one of ``infra/training/crds.py``: a field we did not
 model fails) and object metadata as the API server takes it (names are DNS subdomains, at most 253)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from infra.model.crds import Strict
+from infra.training.crds import Strict
 
 __all__ = ["ClusterMetadata", "NamespacedMetadata", "ObjectName", "Strict"]
 

@@ -1,0 +1,1 @@
+"""The CloudTrail trail, its bucket and the audit alerts."""

@@ -1,0 +1,1 @@
+"""The cluster capability's component modules: ComponentResources taking plain `<Name>Args`."""

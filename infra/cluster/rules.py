@@ -1,0 +1,69 @@
+"""Rules on the EKS cluster: Kubernetes version and add-on builds recorded for it (config only)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from infra.cluster import addon_versions
+from infra.stack.registry import Finding, RuleContext, at, error, rule, warning
+
+DESCRIBE = "aws eks describe-addon-versions --kubernetes-version {minor} --addon-name {addon}"
+CREATE_ADDON_DOC = "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html"
+VERSIONS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
+
+
+@rule("addon-versions-known")
+def addon_versions_known(ctx: RuleContext) -> Iterator[Finding]:
+    """Every add-on build is one recorded for the cluster's Kubernetes minor; unverified ones are flagged."""
+    cluster = ctx.cfg.cluster
+    minor = cluster.kubernetes_version
+    if minor not in addon_versions.ADDON_BUILDS:
+        known = ", ".join(sorted(addon_versions.ADDON_BUILDS))
+        yield error(
+            at("cluster", "kubernetes_version"),
+            f"{minor!r} has no add-on builds recorded in infra/cluster/addon_versions.py (recorded: {known})",
+            f"use {known.split(', ')[-1]}, or record the builds for {minor} first "
+            f"(aiplat addon-versions --kubernetes-version {minor})",
+            VERSIONS_DOC,
+        )
+        return
+    pinned = cluster.addons.pinned()
+    for addon, version in cluster.addon_versions().items():
+        field = at("cluster", "addons", addon.replace("-", "_"))
+        listed = addon_versions.builds(minor, addon)
+        record = addon_versions.find(minor, addon, version) if version else None
+        if record is None:
+            choices = ", ".join(b.version for b in listed) or "none"
+            yield error(
+                field,
+                f"{version or 'no build'} is not a build recorded for Kubernetes {minor} "
+                f"(recorded: {choices}); EKS refuses a version it does not list for the cluster",
+                f"use one of those (or leave it unset for {listed[0].version if listed else 'the default'}), "
+                f"or check `{DESCRIBE.format(minor=minor, addon=addon)}` and record the build",
+                CREATE_ADDON_DOC,
+            )
+        elif not record.aws_published:
+            how = "pinned in the stack file" if addon in pinned else "the default"
+            yield warning(
+                field,
+                f"{version} ({how}) for Kubernetes {minor} is listed on no AWS page, only in a third-party "
+                "source (infra/cluster/addon_versions.py)",
+                f"confirm with `{DESCRIBE.format(minor=minor, addon=addon)}` before pulumi up",
+                CREATE_ADDON_DOC,
+            )
+
+
+@rule("cluster-admin-entry")
+def cluster_admin_entry(ctx: RuleContext) -> Iterator[Finding]:
+    """Some access entry is a cluster-wide cluster admin: the identity that creates the cluster is not one."""
+    entries = ctx.cfg.cluster.access_entries
+    if any(e.policy.name == "cluster_admin" and not e.namespaces for e in entries.values()):
+        return
+    yield error(
+        at("cluster", "access_entries"),
+        "no entry has policy AmazonEKSClusterAdminPolicy for the whole cluster, and the identity that runs "
+        "pulumi up gets no access of its own: the stack's Kubernetes resources could not be applied",
+        "add the deploying role, e.g. access_entries: {deployer: {role_name: <role that runs pulumi up>, "
+        "policy: AmazonEKSClusterAdminPolicy}}",
+        "https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html",
+    )

@@ -1,1 +1,0 @@
-"""AWS ComponentResources (pulumi-aws), one concern per module."""

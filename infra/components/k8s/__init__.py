@@ -1,1 +1,0 @@
-"""Kubernetes ComponentResources (pulumi-kubernetes), applied through the cluster's Kubernetes provider."""

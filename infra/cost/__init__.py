@@ -1,0 +1,1 @@
+"""The cost model of a stack and its price table (`data/prices.yaml`)."""

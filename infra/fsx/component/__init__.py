@@ -1,0 +1,1 @@
+"""The fsx capability's component modules: ComponentResources taking plain `<Name>Args`."""

@@ -1,0 +1,1 @@
+"""The inference capability's component modules: ComponentResources taking plain `<Name>Args`."""

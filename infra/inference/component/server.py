@@ -1,0 +1,124 @@
+"""InferenceServer: the inference server's Deployment behind an ALB Ingress, with its Service,
+PodDisruptionBudget, the NetworkPolicy that lets the ALB in, and the KEDA ScaledObject that owns its
+HorizontalPodAutoscaler.
+
+Order matters twice. The Ingress (and so the controller's TargetGroupBinding) exists before the pods, because
+the load balancer controller adds its readiness gate only to pods created after that
+(docs/deploy/pod_readiness_gate.md, v3.5.0: "create ingress or service before pod"). The ScaledObject comes
+after the Deployment and KEDA's CRDs. pulumi does not wait for the Deployment's pods (``SKIP_AWAIT``): they
+wait for a model release that may not exist yet; the rollout gate judges them. Documents from
+``infra/inference/documents/inference.py`` and ``infra/inference/documents/alb.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.inference.documents import alb
+from infra.inference.documents import inference as inf
+from infra.resources.options import child_options
+
+KEDA_API = "keda.sh/v1alpha1"  # ScaledObject of KEDA 2.20 (keda/templates/crds/crd-scaledobjects.yaml)
+# pulumi-kubernetes waits for a Deployment until its new ReplicaSet is available unless the object carries
+# this annotation set to "true" (provider/pkg/metadata/overrides.go SkipAwaitLogic; added in
+# https://github.com/pulumi/pulumi-kubernetes/pull/417): then the create/update is done once the API server
+# accepted the object, and the resources that depend on it (the ScaledObject) go ahead. Finding F6: the
+# server's pods are ready only once a verified release is in the region's replica bucket (inference/app.py
+# /readyz), which a new platform does not have before its first training run is published and replicated,
+# so awaiting them failed the first `pulumi up` of every infer stack with ProgressDeadlineExceeded. The
+# rollout's health gate judges the Deployment instead (infra/ops/health.py), and tells "no model release
+# yet" apart from a broken rollout.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceServerArgs:
+    """The server (``server``, ``image``, ``release_root``), its HTTPS entry (``ingress`` for ``host`` with
+    ``certificate_arn`` and ``waf_acl_arn``; None detaches any web ACL), autoscaling, the CIDRs the ALB
+    sends from, and what the ScaledObject waits for (KEDA's release: its CRD)."""
+
+    namespace: str
+    server: inf.ServerSpec
+    image: pulumi.Input[str]
+    release_root: pulumi.Input[str]
+    host: str
+    ingress: alb.IngressSpec
+    certificate_arn: pulumi.Input[str]
+    waf_acl_arn: pulumi.Input[str] | None
+    autoscaling: inf.Autoscaling
+    load_balancer_cidrs: Sequence[str]
+    scaled_object_after: Sequence[pulumi.Resource] = field(default_factory=tuple)
+
+
+class InferenceServer(pulumi.ComponentResource):
+    """The model server of one region; ``load_balancer_hostname`` is the ALB's DNS name."""
+
+    load_balancer_hostname: pulumi.Output[str]
+
+    def __init__(self, name: str, args: InferenceServerArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("aiplat:inference:InferenceServer", name, None, opts)
+        ns = args.namespace
+
+        def meta(annotations: pulumi.Input[dict[str, str]] | None = None) -> k8s.meta.v1.ObjectMetaArgs:
+            return k8s.meta.v1.ObjectMetaArgs(
+                name=inf.NAME, namespace=ns, labels=inf.labels(), annotations=annotations
+            )
+
+        self.service = k8s.core.v1.Service(
+            f"{name}-service", metadata=meta(), spec=inf.service_spec(), opts=child_options(self, opts)
+        )
+        self.policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-from-load-balancer",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="allow-from-load-balancer", namespace=ns, labels=inf.labels()
+            ),
+            spec=inf.load_balancer_ingress_policy(args.load_balancer_cidrs),
+            opts=child_options(self, opts),
+        )
+        # ARNs as leaves, not through an apply: at a first preview the certificate's ARN is unknown, and an
+        # apply would hide every annotation (TLS policy, listeners) from the policy pack.
+        annotations = alb.ingress_annotations(
+            args.ingress, certificate_arn=args.certificate_arn, waf_acl_arn=args.waf_acl_arn
+        )
+        self.ingress = k8s.networking.v1.Ingress(
+            f"{name}-ingress",
+            metadata=meta(annotations),
+            spec=alb.ingress_spec(host=args.host, service=inf.NAME, service_port=inf.SERVICE_PORT_NAME),
+            opts=child_options(self, opts, depends_on=[self.service]),
+        )
+        spec = pulumi.Output.all(args.image, args.release_root).apply(
+            lambda v: inf.deployment_spec(args.server, image=v[0], release_root=v[1])
+        )
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=meta(dict(SKIP_AWAIT)),
+            spec=spec,
+            opts=child_options(self, opts, depends_on=[self.ingress, self.policy]),
+        )
+        self.pdb = k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb", metadata=meta(), spec=inf.pdb_spec(), opts=child_options(self, opts)
+        )
+        self.scaled_object = k8s.apiextensions.CustomResource(
+            f"{name}-scaledobject",
+            api_version=KEDA_API,
+            kind="ScaledObject",
+            metadata=meta(),
+            spec=inf.scaled_object_spec(args.autoscaling),
+            opts=child_options(self, opts, depends_on=[self.deployment, *args.scaled_object_after]),
+        )
+        self.load_balancer_hostname = self.ingress.status.apply(_hostname)
+        self.register_outputs({"load_balancer_hostname": self.load_balancer_hostname})
+
+
+def _hostname(status: k8s.networking.v1.outputs.IngressStatus | None) -> str:
+    """The ALB's DNS name from the Ingress status the controller writes."""
+    ingress = status.load_balancer.ingress if status and status.load_balancer else None
+    if not ingress or not ingress[0].hostname:
+        raise ValueError(
+            "the Ingress has no load balancer hostname; is the load balancer controller running?"
+        )
+    return ingress[0].hostname

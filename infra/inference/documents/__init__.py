@@ -1,0 +1,1 @@
+"""The inference capability's documents modules: pure builders: IAM JSON, chart values, Kubernetes objects."""

@@ -1,0 +1,289 @@
+"""Rules on model serving (``inference``): what the ALB, ACM, WAF, the scheduler and the autoscaler would
+refuse or silently get wrong, checked before any resource.
+
+Config-only rules run before the provider is configured; ``inference-gpu-capacity`` needs the AWS facts (the
+GPUs of a managed pool's instance type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from infra.core.config import KubernetesAccess
+from infra.inference.config import InferenceConfig, WafMode
+from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
+from infra.stack.schema import PlatformConfig, Role, StorageBackend
+
+TLS_POLICIES_DOC = (
+    "https://docs.aws.amazon.com/elasticloadbalancing/latest/application/describe-ssl-policies.html"
+)
+CERT_DOC = (
+    "https://docs.aws.amazon.com/elasticloadbalancing/latest/application/https-listener-certificates.html"
+)
+CNAME_DOC = "https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/ResourceRecordTypes.html#CNAMEFormat"
+ACM_DNS_DOC = "https://docs.aws.amazon.com/acm/latest/userguide/dns-validation.html"
+WAF_DOC = "https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/ingress/annotations/#wafv2-acl-arn"
+LBC_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/aws-load-balancer-controller.html"
+KEDA_PROMETHEUS_DOC = "https://keda.sh/docs/2.20/scalers/prometheus/"
+NODEPOOL_DOC = "https://karpenter.sh/docs/concepts/nodepools/#speclimits"
+SHUTDOWN_DOC = "https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination"
+
+# The ELB security policies that negotiate TLS 1.3 only (the other TLS13-* policies also allow TLS 1.2 or
+# older). Names from the AWS CDK SslPolicy enum (aws-cdk-lib aws-elasticloadbalancingv2 shared/enums.ts,
+# "TLS1.3 only") and the Security Hub control ELB.17 list; the PQ ones add hybrid ML-KEM key exchange.
+TLS13_ONLY_POLICIES = (
+    "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
+    "ELBSecurityPolicy-TLS13-1-3-FIPS-PQ-2025-09",
+    "ELBSecurityPolicy-TLS13-1-3-2021-06",
+    "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04",
+)
+
+
+def _serving(ctx: RuleContext) -> InferenceConfig | None:
+    cfg = ctx.cfg
+    return cfg.inference if cfg.role is Role.infer else None
+
+
+def _https(*parts: str) -> str:
+    return at("inference", "https", *parts)
+
+
+@rule("inference-tls13-only")
+def inference_tls13_only(ctx: RuleContext) -> Iterator[Finding]:
+    """The HTTPS listener's security policy negotiates TLS 1.3 only."""
+    inf = _serving(ctx)
+    if inf is None or inf.https.tls_policy in TLS13_ONLY_POLICIES:
+        return
+    yield error(
+        _https("tls_policy"),
+        f"{inf.https.tls_policy} is not a TLS 1.3-only security policy (clients could negotiate TLS 1.2 or "
+        "older)",
+        f"use one of {', '.join(TLS13_ONLY_POLICIES)} (the first adds post-quantum key exchange)",
+        TLS_POLICIES_DOC,
+    )
+
+
+def _arn_region(arn: str) -> tuple[str, str]:
+    """(partition, region) of an ARN."""
+    parts = arn.split(":")
+    return parts[1], parts[3]
+
+
+@rule("inference-certificate")
+def inference_certificate(ctx: RuleContext) -> Iterator[Finding]:
+    """The ALB's HTTPS listener has a certificate (an ACM ARN of this region, or one the stack creates)."""
+    inf = _serving(ctx)
+    if inf is None:
+        return
+    https = inf.https
+    exposure = https.exposure.value.replace("_", "-")
+    if https.certificate_arn is None and https.dns_zone_id is None:
+        yield error(
+            _https("certificate_arn"),
+            f"no certificate for {https.domain}: the {exposure} ALB serves HTTPS only and its 443 listener "
+            "cannot be created without one",
+            "set certificate_arn (an ACM certificate for the domain in this region) or dns_zone_id and "
+            "dns_zone_name (the stack creates a DNS-validated certificate)",
+            CERT_DOC,
+        )
+        return
+    if https.certificate_arn is not None:
+        _, region = _arn_region(https.certificate_arn)
+        if region != ctx.cfg.region:
+            yield error(
+                _https("certificate_arn"),
+                f"the certificate is in {region}, the load balancer in {ctx.cfg.region}: an ALB takes ACM "
+                "certificates of its own region only",
+                f"request or import the certificate in {ctx.cfg.region}, or use dns_zone_id to create it",
+                CERT_DOC,
+            )
+
+
+@rule("inference-domain-in-zone")
+def inference_domain_in_zone(ctx: RuleContext) -> Iterator[Finding]:
+    """With a Route 53 zone, the domain is a name below it (ACM validates there; no CNAME at the apex)."""
+    inf = _serving(ctx)
+    if inf is None or inf.https.dns_zone_name is None:
+        return
+    domain, zone = inf.https.domain, inf.https.dns_zone_name
+    if domain == zone:
+        yield error(
+            _https("domain"),
+            f"{domain} is the zone apex of {zone}: the stack points the domain at the ALB with a CNAME, "
+            "which the zone apex cannot hold",
+            f"serve a name below the zone, e.g. inference.{zone}",
+            CNAME_DOC,
+        )
+    elif not domain.endswith("." + zone):
+        yield error(
+            _https("domain"),
+            f"{domain} is not in the zone {zone}: ACM's validation record and the CNAME would go to a zone "
+            "that does not answer for the domain, and the certificate would never be issued",
+            f"use a name ending in .{zone}, or the zone that holds {domain}",
+            ACM_DNS_DOC,
+        )
+
+
+@rule("inference-waf-acl")
+def inference_waf_acl(ctx: RuleContext) -> Iterator[Finding]:
+    """``waf: arn`` names a regional WAFv2 web ACL of this region (ALBs take no CloudFront-scope ACL)."""
+    inf = _serving(ctx)
+    if inf is None or inf.https.waf is not WafMode.arn:
+        return
+    arn = inf.https.waf_acl_arn
+    if arn is None:
+        yield error(
+            _https("waf_acl_arn"),
+            "waf is 'arn' but no web ACL ARN is given",
+            "set waf_acl_arn to a regional WAFv2 web ACL of this region, or use waf: create or off",
+            WAF_DOC,
+        )
+        return
+    _, region = _arn_region(arn)
+    scope = arn.split(":")[5].split("/")[0]
+    if scope != "regional" or region != ctx.cfg.region:
+        yield error(
+            _https("waf_acl_arn"),
+            f"the web ACL is {scope} in {region or 'no region'}; an ALB in {ctx.cfg.region} takes only a "
+            "regional WAFv2 web ACL of its own region",
+            f"create a REGIONAL web ACL in {ctx.cfg.region}, or use waf: create",
+            WAF_DOC,
+        )
+
+
+@rule("inference-node-pools")
+def inference_node_pools(ctx: RuleContext) -> Iterator[Finding]:
+    """The pools the server runs on are GPU pools of this stack (Karpenter NodePools or managed GPU pools)."""
+    inf = _serving(ctx)
+    if inf is None:
+        return
+    cfg = ctx.cfg
+    karpenter = cfg.cluster_services.karpenter.node_pools
+    for i, name in enumerate(inf.node_pools):
+        managed = cfg.node_pools.get(name)
+        if name in karpenter or (managed is not None and managed.gpu):
+            continue
+        gpu_pools = sorted([*karpenter, *(n for n, p in cfg.node_pools.items() if p.gpu)])
+        problem = (
+            f"{name!r} is a CPU pool (gpu: false): the server needs a GPU"
+            if managed is not None
+            else f"{name!r} is not a pool of this stack"
+        )
+        yield error(
+            at("inference", "node_pools", str(i)),
+            problem,
+            f"use one of the GPU pools: {', '.join(gpu_pools) or 'none (add a Karpenter GPU NodePool)'}",
+            NODEPOOL_DOC,
+        )
+
+
+@rule("inference-needs-cluster-services")
+def inference_needs_cluster_services(ctx: RuleContext) -> Iterator[Finding]:
+    """Serving needs the load balancer controller (HTTPS), monitoring (autoscaling reads Prometheus), the
+    S3 replica of a train stack (the model) and a reachable Kubernetes API."""
+    inf = _serving(ctx)
+    if inf is None:
+        return
+    cfg: PlatformConfig = ctx.cfg
+    if not cfg.cluster_services.load_balancer_controller.enabled:
+        yield error(
+            at("cluster_services", "load_balancer_controller", "enabled"),
+            "false, but inference is served through an ALB Ingress that only the controller turns into a "
+            "load balancer",
+            "enable the controller, or remove the inference section",
+            LBC_DOC,
+        )
+    if not cfg.monitoring.enabled:
+        yield error(
+            at("monitoring", "enabled"),
+            "false, but inference autoscaling reads inference_requests_in_flight from this stack's "
+            "Prometheus",
+            "enable monitoring, or remove the inference section",
+            KEDA_PROMETHEUS_DOC,
+        )
+    if cfg.storage.backend is not StorageBackend.s3 or not cfg.storage.source_stack:
+        yield error(
+            at("storage", "source_stack"),
+            "inference needs the model replica of a train stack (storage.backend: s3 and "
+            "storage.source_stack)",
+            "set storage.source_stack to the train stack that replicates release/ to this region",
+        )
+    if cfg.cluster_services.kubernetes_access is KubernetesAccess.skip:
+        yield warning(
+            at("cluster_services", "kubernetes_access"),
+            "skip: the inference Deployment, its autoscaling and the Ingress are not declared, so nothing is "
+            "served and the stack exports no inferenceUrl",
+            "switch back to in_vpc and run pulumi up from inside the VPC",
+        )
+
+
+@rule("inference-shutdown-covers-requests")
+def inference_shutdown_covers_requests(ctx: RuleContext) -> Iterator[Finding]:
+    """Requests in flight at shutdown get as long as a request may take."""
+    inf = _serving(ctx)
+    if inf is None:
+        return
+    s = inf.server
+    if s.graceful_shutdown_s < s.request_timeout_s:
+        yield warning(
+            at("inference", "server", "graceful_shutdown_s"),
+            f"{s.graceful_shutdown_s} s is shorter than request_timeout_s ({s.request_timeout_s} s): a pod "
+            "stopped by a rollout, a scale-down or a node drain cuts off generations that would have "
+            "finished",
+            f"set graceful_shutdown_s to at least {s.request_timeout_s}",
+            SHUTDOWN_DOC,
+        )
+
+
+@rule("inference-gpu-capacity", needs=[Need.facts])
+def inference_gpu_capacity(ctx: RuleContext) -> Iterator[Finding]:
+    """The pools hold replicas.max pods of one GPU each (else the HPA scales to pods that stay Pending)."""
+    inf = _serving(ctx)
+    if inf is None:
+        return
+    assert ctx.facts is not None
+    cfg = ctx.cfg
+    karpenter = cfg.cluster_services.karpenter.node_pools
+    gpus = 0
+    for name in inf.node_pools:
+        if name in karpenter:
+            gpus += karpenter[name].gpu_limit
+        elif name in cfg.node_pools and cfg.node_pools[name].gpu:
+            pool = cfg.node_pools[name]
+            facts = ctx.facts.instances.get(pool.instance_type)
+            per_node = pool.gpus_per_node or (facts.gpu_count if facts is not None else 0)
+            gpus += pool.max_size * per_node
+        else:
+            return  # 'inference-node-pools' names the pool
+    if inf.replicas.max > gpus:
+        yield error(
+            at("inference", "replicas", "max"),
+            f"{inf.replicas.max} replicas need {inf.replicas.max} GPUs, but the pools {inf.node_pools} hold "
+            f"at most {gpus} (Karpenter gpu_limit, managed max_size x GPUs per node): the autoscaler would "
+            "add pods that never schedule",
+            f"lower replicas.max to {gpus} or raise the pools' limits",
+            NODEPOOL_DOC,
+        )
+
+
+@rule("inference-image-built", needs=[Need.stacks])
+def inference_image_built(ctx: RuleContext) -> Iterator[Finding]:
+    """Without ``image.digest`` or ``image.ref`` the server runs the image the source stack builds, so the
+    source stack must build it (``images.builds.<repository>``)."""
+    inf = _serving(ctx)
+    assert ctx.stacks is not None
+    source = ctx.cfg.storage.source_stack
+    if inf is None or inf.image.digest is not None or inf.image.ref is not None or not source:
+        return
+    summary = ctx.stacks.stacks.get(source)
+    if summary is None or summary.role != "train" or ctx.cfg.region not in summary.replicate_to:
+        return  # 'source-stack-replicates-here' names the problem
+    repo = inf.image.repository
+    if repo not in summary.images:
+        yield error(
+            at("inference", "image"),
+            f"{source} builds no {repo!r} image (its images.builds: {list(summary.images) or 'none'}), so "
+            "there is no image to run",
+            f"add images.builds.{repo} (dockerfile images/inference/Dockerfile) to {source}, or set "
+            "inference.image.digest or inference.image.ref",
+        )

@@ -1,0 +1,293 @@
+"""Wiring of model serving (infer stacks with an ``inference`` section): config + facts + the training stack's
+replica -> the certificate, the optional web ACL, KEDA, the InferenceServer and the DNS name.
+
+Where things come from:
+
+- model (``INFERENCE_RELEASE_ROOT``): ``s3://<replica bucket>``, ``artifactReplicas.<region>.bucket`` of
+  ``storage.source_stack``;
+- image: ``artifactReplicas.<region>.repositories.<image.repository>`` at the digest of the train stack's
+  build of that repository (its ``images`` output) or at ``image.digest`` (ECR replication keeps digests),
+  or ``image.ref``;
+- service account: ``storage.inference`` (the cluster services bind it to the IRSA role reading the replica);
+- certificate: ``https.certificate_arn``, or a DNS-validated ACM certificate in ``https.dns_zone_id``;
+- ALB source addresses: the public (internet-facing) or private (internal) subnets of the VPC layout
+  (``infra/network/documents/cidr.py``);
+- autoscaling metric: ``inference_requests_in_flight`` summed over the pods the ``aiplat-inference``
+  PodMonitor scrapes.
+
+Stack outputs: ``inferenceUrl`` (``https://<domain>``: what ``aiplat rollout``'s health gate GETs
+``/healthz`` on) and ``inference`` (model, image, load balancer, certificate, TLS policy, autoscaling).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from infra.cluster.wire import ClusterWiring
+from infra.context import StackContext
+from infra.core import namespaces, naming
+from infra.core.charts import chart_ref
+from infra.inference.component.keda import Keda, KedaArgs
+from infra.inference.component.server import InferenceServer, InferenceServerArgs
+from infra.inference.component.serving import (
+    InferenceWebAcl,
+    InferenceWebAclArgs,
+    ServingCertificate,
+    ServingCertificateArgs,
+    ServingDnsRecord,
+    ServingDnsRecordArgs,
+)
+from infra.inference.config import Exposure, InferenceConfig, WafMode
+from infra.inference.documents import alb, keda
+from infra.inference.documents import inference as inf
+from infra.monitoring import documents as mon
+from infra.network.documents import cidr
+from infra.network.zones import vpc_zones
+from infra.pools.documents import nodes
+from infra.services.wire import ClusterServicesWiring, system_pools
+from infra.stack.schema import Role
+from infra.storage.wire import StorageWiring
+
+
+@dataclass
+class InferenceWiring:
+    """What the inference wiring created (tests and later wiring read it)."""
+
+    server: InferenceServer
+    keda: Keda
+    certificate: ServingCertificate | None
+    web_acl: InferenceWebAcl | None
+    dns: ServingDnsRecord | None
+
+
+def load_balancer_cidrs(ctx: StackContext, exposure: Exposure) -> list[str]:
+    """The subnets the controller puts the ALB in (found by their ``kubernetes.io/role/elb`` or
+    ``internal-elb`` tag, infra/network/component.py): the addresses it sends to the pods from."""
+    tier = cidr.Tier.public if exposure is Exposure.internet_facing else cidr.Tier.private
+    layout = cidr.plan_subnets(ctx.cfg.network.vpc_cidr, vpc_zones(ctx.cfg, ctx.facts))
+    return [s.cidr for s in layout if s.tier is tier]
+
+
+def image_ref(cfg: InferenceConfig, storage: StorageWiring) -> pulumi.Input[str]:
+    """The server image by digest: ``image.ref``; else ``image.repository``'s replica in this region at
+    ``image.digest`` or at the digest of the image the train stack built (its ``images`` output). A train
+    stack's prebuilt image from outside its own registry is not replicated: it is used as it is."""
+    image = cfg.image
+    if image.ref is not None:
+        return image.ref
+    assert storage.replica is not None and storage.source is not None  # wire_inference checks
+    repo = image.repository
+
+    def replica_repository(r: dict[str, Any]) -> str:
+        repos = r.get("repositories") or {}
+        if repo not in repos:
+            raise ValueError(
+                f"inference.image.repository {repo!r} is not replicated here by the train stack (it "
+                f"replicates {sorted(repos)}); add it to registry.repositories of storage.source_stack"
+            )
+        return repos[repo]
+
+    replica = storage.replica.apply(replica_repository)
+    if image.digest is not None:
+        return pulumi.Output.concat(replica, "@", image.digest)
+
+    def from_build(v: list[Any]) -> str:
+        local, built, home = v
+        built_ref = (built or {}).get(repo)
+        if not built_ref:
+            raise ValueError(
+                f"the train stack exports no {repo!r} image (images.builds.{repo}); set "
+                "inference.image.digest or inference.image.ref"
+            )
+        name, _, digest = str(built_ref).partition("@")
+        # built into the train stack's own repository: replicated here with the same digest
+        return f"{local}@{digest}" if name == (home or {}).get(repo) else str(built_ref)
+
+    return pulumi.Output.all(
+        replica, storage.source.get_output("images"), storage.source.get_output("repositories")
+    ).apply(from_build)
+
+
+def _server_spec(ctx: StackContext, cfg: InferenceConfig) -> inf.ServerSpec:
+    st, res, srv = ctx.cfg.storage, cfg.resources, cfg.server
+    return inf.ServerSpec(
+        model_name=cfg.model_name,
+        pin_version=cfg.pin_version,
+        region=ctx.cfg.region,
+        service_account=st.inference.service_account,
+        pool_label=nodes.POOL_LABEL,
+        pools=list(cfg.node_pools),
+        gpu_taint=(nodes.GPU_TAINT_KEY, nodes.GPU_TAINT_VALUE),
+        cpu=res.cpu,
+        cpu_limit=res.cpu_limit,
+        memory=res.memory,
+        cache_size=res.cache_size,
+        tmp_size=res.tmp_size,
+        drain_delay_s=srv.drain_delay_s,
+        graceful_shutdown_s=srv.graceful_shutdown_s,
+        request_timeout_s=srv.request_timeout_s,
+        first_load_timeout_s=srv.first_load_timeout_s,
+    )
+
+
+def wire_keda(ctx: StackContext, cfg: InferenceConfig, opts: pulumi.ResourceOptions) -> Keda:
+    """KEDA in its own restricted namespace, admitted to Prometheus."""
+    chart = cfg.autoscaling.keda
+    monitoring_ns = ctx.cfg.cluster_services.monitoring_namespace
+    return Keda(
+        "keda",
+        KedaArgs(
+            chart=chart_ref(chart),
+            namespace=chart.namespace,
+            namespace_labels=namespaces.pss_labels(
+                namespaces.PodSecurity.restricted, ctx.cfg.cluster.kubernetes_version
+            ),
+            values=keda.keda_values(system_pools=system_pools(ctx)),
+            network_policies=keda.namespace_policies(
+                vpc_cidr=ctx.cfg.network.vpc_cidr,
+                monitoring_namespace=monitoring_ns,
+                prometheus_port=mon.PROMETHEUS_PORT,
+            ),
+            monitoring_namespace=monitoring_ns,
+            monitoring_policy=keda.prometheus_from_keda_policy(
+                keda_namespace=chart.namespace, prometheus_port=mon.PROMETHEUS_PORT
+            ),
+        ),
+        opts=opts,
+    )
+
+
+def wire_inference(
+    ctx: StackContext,
+    cluster: ClusterWiring,
+    services: ClusterServicesWiring | None,
+    storage: StorageWiring,
+    *,
+    k8s_depends_on: Sequence[pulumi.Resource] = (),
+) -> InferenceWiring | None:
+    """Serve the model (None on train stacks, without an ``inference`` section, or with the cluster
+    services skipped). ``k8s_depends_on``: what the pods need first (the inference service account)."""
+    cfg = ctx.cfg
+    serving = cfg.inference
+    if (
+        cfg.role is not Role.infer
+        or serving is None
+        or services is None
+        or storage.replica is None
+        or storage.source is None
+    ):
+        return None
+    https = serving.https
+    eks = cluster.cluster
+    after_services = services.after_ready
+
+    certificate = None
+    if https.certificate_arn is not None:
+        certificate_arn: pulumi.Input[str] = https.certificate_arn
+    else:
+        assert https.dns_zone_id is not None  # rule inference-certificate
+        certificate = ServingCertificate(
+            "serving-certificate",
+            ServingCertificateArgs(domain=https.domain, zone_id=https.dns_zone_id),
+            opts=ctx.in_region,
+        )
+        certificate_arn = certificate.certificate_arn
+
+    web_acl = None
+    waf_arn: pulumi.Input[str] | None = None
+    if https.waf is WafMode.create:
+        web_acl = InferenceWebAcl(
+            "serving-waf",
+            InferenceWebAclArgs(
+                name=naming.web_acl_name(ctx.names.stack_prefix, "inference"),
+                metric_prefix=f"{ctx.names.stack_prefix}-inference",
+                rate_limit=https.waf_rate_limit,
+                count_rules=list(https.waf_count_rules),
+            ),
+            opts=ctx.in_region,
+        )
+        waf_arn = web_acl.arn
+    elif https.waf is WafMode.arn:
+        waf_arn = https.waf_acl_arn
+
+    keda_opts = pulumi.ResourceOptions(provider=eks.k8s_provider, depends_on=after_services)
+    keda_release = wire_keda(ctx, serving, keda_opts)
+
+    lbc = [services.load_balancer_controller] if services.load_balancer_controller else []
+    server_spec = _server_spec(ctx, serving)
+    namespace = cfg.storage.inference.namespace
+    image = image_ref(serving, storage)
+    server = InferenceServer(
+        "inference",
+        InferenceServerArgs(
+            namespace=namespace,
+            server=server_spec,
+            image=image,
+            release_root=storage.replica.apply(lambda r: f"s3://{r['bucket']}"),
+            host=https.domain,
+            ingress=alb.IngressSpec(
+                internet_facing=https.exposure is Exposure.internet_facing,
+                tls_policy=https.tls_policy,
+                health_path=inf.READINESS_PATH,
+                request_timeout_s=serving.server.request_timeout_s,
+                deregistration_delay_s=serving.server.drain_delay_s + serving.server.graceful_shutdown_s,
+                inbound_cidrs=list(https.inbound_cidrs),
+                tags=cfg.tags.as_dict(),
+            ),
+            certificate_arn=certificate_arn,
+            waf_acl_arn=waf_arn,
+            autoscaling=inf.Autoscaling(
+                prometheus_url=f"http://{mon.PROMETHEUS_SERVICE}.{cfg.cluster_services.monitoring_namespace}"
+                f".svc:{mon.PROMETHEUS_PORT}",
+                query=inf.in_flight_query(namespace, mon.INFERENCE_JOB),
+                target_in_flight=serving.autoscaling.target_in_flight,
+                min_replicas=serving.replicas.min,
+                max_replicas=serving.replicas.max,
+                scale_down_stabilization_s=serving.autoscaling.scale_down_stabilization_s,
+            ),
+            load_balancer_cidrs=load_balancer_cidrs(ctx, https.exposure),
+            scaled_object_after=[keda_release.release],
+        ),
+        opts=pulumi.ResourceOptions(
+            provider=eks.k8s_provider, depends_on=[*after_services, *lbc, *k8s_depends_on]
+        ),
+    )
+
+    dns = None
+    if https.dns_zone_id is not None:
+        dns = ServingDnsRecord(
+            "serving-dns",
+            ServingDnsRecordArgs(
+                domain=https.domain, zone_id=https.dns_zone_id, target=server.load_balancer_hostname
+            ),
+            opts=ctx.in_region,
+        )
+
+    ctx.export("inferenceUrl", f"https://{https.domain}")
+    ctx.export(
+        "inference",
+        {
+            "model": serving.model_name,
+            "pinVersion": serving.pin_version,
+            "image": image,
+            "loadBalancer": server.load_balancer_hostname,
+            "exposure": https.exposure.value,
+            "certificateArn": certificate_arn,
+            "tlsPolicy": https.tls_policy,
+            "webAcl": waf_arn,
+            "autoscaling": {
+                "hpa": f"{namespace}/{inf.NAME}",
+                "metric": inf.IN_FLIGHT_METRIC,
+                "targetPerReplica": serving.autoscaling.target_in_flight,
+                "min": serving.replicas.min,
+                "max": serving.replicas.max,
+            },
+        },
+    )
+    return InferenceWiring(
+        server=server, keda=keda_release, certificate=certificate, web_acl=web_acl, dns=dns
+    )

@@ -1,0 +1,1 @@
+"""The karpenter capability's component modules: ComponentResources taking plain `<Name>Args`."""

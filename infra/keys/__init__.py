@@ -1,0 +1,1 @@
+"""The stack's KMS keys and the key guard (key admins, break-glass, alerts on key use)."""

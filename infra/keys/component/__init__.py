@@ -1,0 +1,1 @@
+"""The keys capability's component modules: ComponentResources taking plain `<Name>Args`."""

@@ -1,0 +1,1 @@
+"""The monitoring capability's component modules: ComponentResources taking plain `<Name>Args`."""

@@ -1,0 +1,171 @@
+"""Wiring of the monitoring stack: config + the cluster services -> MonitoringStack and the exporters.
+
+Runs after the cluster services (the monitoring namespace, its Pod Security labels and NetworkPolicies, the
+default StorageClass come from there) and waits for the same system pools. Which rules, dashboards and
+PodMonitors a stack gets follows its role and pools:
+
+| | rules | dashboards | PodMonitors |
+|---|---|---|---|
+| every stack | gpu, node | gpu | |
+| a pool with EFA | efa | efa | efa-exporter |
+| train | training | training | aiplat-trainer (trainer namespace) |
+| infer | inference | inference | aiplat-inference (inference namespace) |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from infra.cluster.wire import ClusterWiring
+from infra.context import StackContext
+from infra.core.charts import chart_ref
+from infra.monitoring import documents as mon
+from infra.monitoring.assets import MonitoringAssets
+from infra.monitoring.component.exporters import DcgmExporter, EfaExporter, EfaExporterArgs
+from infra.monitoring.component.stack import MonitoringStack, MonitoringStackArgs
+from infra.resources.helm import ChartArgs
+from infra.resources.options import inherited_depends_on
+from infra.services.wire import ClusterServicesWiring, gpu_pools, has_efa, system_pools
+from infra.stack.schema import Role
+
+# The inference server's metrics port name (cluster-services' inference namespace lets the monitoring
+# namespace scrape the container port named "metrics", infra/core/namespaces.py).
+INFERENCE_METRICS_PORT = "metrics"
+
+
+@dataclass
+class MonitoringWiring:
+    """What the monitoring wiring created (tests and later wiring read it)."""
+
+    stack: MonitoringStack
+    dcgm: DcgmExporter | None
+    efa: EfaExporter | None
+
+
+def monitoring_parts(ctx: StackContext) -> tuple[list[str], list[str]]:
+    """(rule files, dashboards) this stack deploys (see the module's table)."""
+    efa = has_efa(ctx)
+    workload = "training" if ctx.cfg.role is Role.train else "inference"
+    rules = ["gpu", "node", *(["efa"] if efa else []), workload]
+    dashboards = ["gpu", *(["efa"] if efa else []), workload]
+    return rules, dashboards
+
+
+def wire_monitoring(
+    ctx: StackContext,
+    cluster: ClusterWiring,
+    services: ClusterServicesWiring | None,
+    assets: MonitoringAssets,
+) -> MonitoringWiring | None:
+    """Create the monitoring stack (None when disabled or when the cluster services are skipped); file
+    contents and receiver URLs come in ``assets`` (``infra/io/monitoring.py``)."""
+    cfg, names = ctx.cfg, ctx.names
+    mc = cfg.monitoring
+    if not mc.enabled or services is None:
+        return None
+    namespace = cfg.cluster_services.monitoring_namespace
+    eks = cluster.cluster
+    system = system_pools(ctx)
+    opts = pulumi.ResourceOptions(provider=eks.k8s_provider, depends_on=services.after_ready)
+    am = mc.alertmanager
+    receivers = [
+        mon.Receiver(
+            name=name,
+            kind=r.kind.value,
+            severities=[s.value for s in r.severities],
+            channel=r.channel,
+            send_resolved=r.send_resolved,
+        )
+        for name, r in sorted(am.receivers.items())
+    ]
+    values = mon.kube_prometheus_stack_values(
+        mon.StackValues(
+            cluster_name=names.cluster,
+            system_pools=system,
+            retention=mc.prometheus.retention,
+            retention_size=mc.prometheus.retention_size,
+            storage_class=mc.prometheus.storage_class or cfg.cluster_services.storage_class.name,
+            prometheus_storage=mc.prometheus.storage_size,
+            prometheus_replicas=mc.prometheus.replicas,
+            scrape_interval=mc.prometheus.scrape_interval,
+            alertmanager_storage=am.storage_size,
+            alertmanager_config=mon.alertmanager_config(
+                receivers,
+                group_wait=am.group_wait,
+                group_interval=am.group_interval,
+                repeat_interval=am.repeat_interval,
+            ),
+        )
+    )
+    rule_names, dashboard_names = monitoring_parts(ctx)
+    pod_monitors = (
+        {mon.TRAINER_JOB: mon.trainer_pod_monitor_spec(cfg.storage.trainer.namespace)}
+        if cfg.role is Role.train
+        else {
+            mon.INFERENCE_JOB: mon.inference_pod_monitor_spec(
+                cfg.storage.inference.namespace, INFERENCE_METRICS_PORT
+            )
+        }
+    )
+    stack = MonitoringStack(
+        "monitoring",
+        MonitoringStackArgs(
+            namespace=namespace,
+            crds_chart=chart_ref(mc.operator_crds),
+            stack_chart=chart_ref(mc.kube_prometheus_stack),
+            values=values,
+            rules={name: mon.prometheus_rule_spec(assets.rules[name], mc.docs_url) for name in rule_names},
+            dashboards={name: assets.dashboards[name] for name in dashboard_names},
+            pod_monitors=pod_monitors,
+            receiver_urls={name: assets.receiver_urls[name] for name in sorted(am.receivers)},
+        ),
+        opts=opts,
+    )
+    # The exporters' ServiceMonitor / PodMonitor need the CRDs.
+    after_crds = pulumi.ResourceOptions(
+        provider=eks.k8s_provider, depends_on=[*inherited_depends_on(opts), stack.crds]
+    )
+    gpus = gpu_pools(ctx)
+    dcgm = None
+    if gpus:
+        dcgm = DcgmExporter(
+            "dcgm-exporter",
+            ChartArgs(
+                chart=chart_ref(mc.dcgm_exporter),
+                release_name=mon.DCGM_RELEASE,
+                namespace=namespace,
+                values=mon.dcgm_exporter_values(gpu_pools=gpus, counters_csv=assets.dcgm_counters),
+            ),
+            opts=after_crds,
+        )
+    efa = None
+    if has_efa(ctx):
+        efa = EfaExporter(
+            "efa-exporter",
+            EfaExporterArgs(
+                namespace=namespace,
+                image=mc.efa_exporter_image,
+                script_name=assets.efa_exporter_script[0],
+                script=assets.efa_exporter_script[1],
+            ),
+            opts=after_crds,
+        )
+    ctx.export(
+        "monitoring",
+        {
+            "namespace": namespace,
+            "grafana": f"kubectl -n {namespace} port-forward svc/{mon.KPS_RELEASE}-grafana 3000:80",
+            "grafanaAdminSecret": mon.GRAFANA_ADMIN_SECRET,
+            "charts": {
+                mc.kube_prometheus_stack.chart: mc.kube_prometheus_stack.version,
+                mc.operator_crds.chart: mc.operator_crds.version,
+                **({mc.dcgm_exporter.chart: mc.dcgm_exporter.version} if dcgm else {}),
+            },
+            "rules": rule_names,
+            "dashboards": dashboard_names,
+            "receivers": sorted(am.receivers),
+        },
+    )
+    return MonitoringWiring(stack=stack, dcgm=dcgm, efa=efa)

@@ -1,0 +1,1 @@
+"""The VPC (subnets, NAT, endpoints, flow logs) and its CIDR layout, the zones a stack uses."""

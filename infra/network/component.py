@@ -1,0 +1,272 @@
+"""GpuVpc: the stack's VPC with public and private subnets, NAT, VPC endpoints and flow logs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.core import iam
+from infra.network.documents import cidr
+from infra.network.documents import iam as network_iam
+from infra.resources.aws import fixed_name
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowLogs:
+    """VPC flow logs into a CloudWatch log group (name, retention in days, traffic, interval in seconds)."""
+
+    log_group_name: str
+    retention_days: int = 90
+    traffic_type: str = "ALL"
+    aggregation_interval_s: int = 600
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuVpcArgs:
+    """Inputs of GpuVpc.
+
+    ``name_tag_prefix`` starts every ``Name`` tag; ``cluster_name`` goes into the subnet tags the AWS Load
+    Balancer Controller looks for; ``nat_zones`` are the zones that get a NAT gateway (empty: none; the
+    private route tables of other zones use the first one); ``flow_logs`` None turns them off;
+    ``logs_key_arn`` encrypts the flow-log group (from KmsKeys, never created here).
+    """
+
+    name_tag_prefix: str
+    cidr: str
+    availability_zones: tuple[str, ...]
+    region: str
+    cluster_name: str
+    nat_zones: tuple[str, ...] = ()
+    interface_endpoints: tuple[str, ...] = ()
+    flow_logs: FlowLogs | None = None
+    logs_key_arn: pulumi.Input[str] | None = None
+    # JSON policy of the S3 gateway endpoint (None: full access, the AWS default)
+    s3_endpoint_policy: pulumi.Input[str] | None = None
+    # for the confused-deputy conditions of the flow logs role's trust
+    account_id: str | None = None
+    partition: str = "aws"
+
+
+class GpuVpc(pulumi.ComponentResource):
+    """A VPC for a private GPU cluster.
+
+    One private and one public subnet per AZ (layout in ``infra/network/documents/cidr.py``); NAT gateways per
+    ``nat``; an S3 gateway endpoint on every private route table (training data and checkpoints never
+    cross a NAT gateway, https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html);
+    interface endpoints for what nodes call at boot; flow logs to an encrypted log group.
+    """
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: dict[str, pulumi.Output[str]]
+    public_subnet_ids: dict[str, pulumi.Output[str]]
+    private_route_table_ids: dict[str, pulumi.Output[str]]
+    public_route_table_id: pulumi.Output[str]
+    endpoint_security_group_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GpuVpcArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("aiplat:network:GpuVpc", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        p = args.name_tag_prefix
+        layout = cidr.plan_subnets(args.cidr, args.availability_zones)
+
+        self.vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=args.cidr,
+            enable_dns_support=True,
+            enable_dns_hostnames=True,  # EKS private endpoints and interface endpoints need DNS hostnames
+            tags={"Name": f"{p}-vpc"},
+            opts=child,
+        )
+        self.vpc_id = self.vpc.id
+        # The default security group, adopted with no rules: nothing can use it by accident (resources
+        # launched without a group land in it).
+        # https://docs.aws.amazon.com/vpc/latest/userguide/default-security-group.html
+        aws.ec2.DefaultSecurityGroup(
+            f"{name}-default-sg", vpc_id=self.vpc.id, tags={"Name": f"{p}-default-unused"}, opts=child
+        )
+        # https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html#network-requirements-subnets
+        # (the elb / internal-elb role tags are what the AWS Load Balancer Controller discovers subnets by)
+        cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
+        self.subnets: dict[tuple[str, str], aws.ec2.Subnet] = {}
+        for s in layout:
+            role_tag = (
+                "kubernetes.io/role/internal-elb" if s.tier is cidr.Tier.private else "kubernetes.io/role/elb"
+            )
+            self.subnets[(s.tier.value, s.availability_zone)] = aws.ec2.Subnet(
+                f"{name}-{s.tier.value}-{s.availability_zone}",
+                vpc_id=self.vpc.id,
+                cidr_block=s.cidr,
+                availability_zone=s.availability_zone,
+                map_public_ip_on_launch=False,  # no implicit public IPs, not even in public subnets
+                tags={"Name": f"{p}-{s.tier.value}-{s.availability_zone}", role_tag: "1", **cluster_tag},
+                opts=child,
+            )
+        self.private_subnet_ids = {az: self.subnets[("private", az)].id for az in args.availability_zones}
+        self.public_subnet_ids = {az: self.subnets[("public", az)].id for az in args.availability_zones}
+
+        # Public side: one route table to the internet gateway.
+        self.igw = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=self.vpc.id, tags={"Name": f"{p}-igw"}, opts=child
+        )
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public-rt",
+            vpc_id=self.vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=self.igw.id)],
+            tags={"Name": f"{p}-public"},
+            opts=child,
+        )
+        self.public_route_table_id = public_rt.id
+        for az in args.availability_zones:
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-rta-{az}",
+                subnet_id=self.public_subnet_ids[az],
+                route_table_id=public_rt.id,
+                opts=child,
+            )
+
+        # NAT gateways per strategy; a private route table per AZ either way (gateway endpoints use them).
+        unknown = [az for az in args.nat_zones if az not in args.availability_zones]
+        if unknown:
+            raise ValueError(f"NAT zones {unknown} are not zones of the VPC {list(args.availability_zones)}")
+        nat_azs = args.nat_zones
+        nats: dict[str, aws.ec2.NatGateway] = {}
+        for az in nat_azs:
+            eip = aws.ec2.Eip(
+                f"{name}-nat-eip-{az}", domain="vpc", tags={"Name": f"{p}-nat-{az}"}, opts=child
+            )
+            nats[az] = aws.ec2.NatGateway(
+                f"{name}-nat-{az}",
+                allocation_id=eip.id,
+                subnet_id=self.public_subnet_ids[az],
+                tags={"Name": f"{p}-nat-{az}"},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.igw]),
+            )
+        self.private_route_table_ids: dict[str, pulumi.Output[str]] = {}
+        for az in args.availability_zones:
+            nat = nats.get(az) or (nats[nat_azs[0]] if nat_azs else None)
+            routes = (
+                [aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)] if nat else []
+            )
+            rt = aws.ec2.RouteTable(
+                f"{name}-private-rt-{az}",
+                vpc_id=self.vpc.id,
+                routes=routes,
+                tags={"Name": f"{p}-private-{az}"},
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-rta-{az}",
+                subnet_id=self.private_subnet_ids[az],
+                route_table_id=rt.id,
+                opts=child,
+            )
+            self.private_route_table_ids[az] = rt.id
+
+        # Gateway endpoint for S3 on every private route table.
+        self.s3_endpoint = aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=self.vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=list(self.private_route_table_ids.values()),
+            policy=args.s3_endpoint_policy,
+            tags={"Name": f"{p}-s3"},
+            opts=child,
+        )
+
+        # Interface endpoints: HTTPS from inside the VPC only.
+        self.endpoint_sg = aws.ec2.SecurityGroup(
+            f"{name}-endpoints-sg",
+            vpc_id=self.vpc.id,
+            description="HTTPS from the VPC to interface endpoints",
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="tcp",
+                    from_port=443,
+                    to_port=443,
+                    cidr_blocks=[args.cidr],
+                    description="HTTPS from VPC",
+                )
+            ],
+            tags={"Name": f"{p}-endpoints"},
+            opts=child,
+        )
+        self.endpoint_security_group_id = self.endpoint_sg.id
+        self.interface_endpoints: dict[str, aws.ec2.VpcEndpoint] = {}
+        for svc in args.interface_endpoints:
+            self.interface_endpoints[svc] = aws.ec2.VpcEndpoint(
+                f"{name}-{svc.replace('.', '-')}",
+                vpc_id=self.vpc.id,
+                service_name=f"com.amazonaws.{args.region}.{svc}",
+                vpc_endpoint_type="Interface",
+                private_dns_enabled=True,
+                subnet_ids=list(self.private_subnet_ids.values()),
+                security_group_ids=[self.endpoint_sg.id],
+                tags={"Name": f"{p}-{svc}"},
+                opts=child,
+            )
+
+        if args.flow_logs is not None:
+            self._flow_logs(name, args, args.flow_logs)
+
+        self.register_outputs(
+            {
+                "vpc_id": self.vpc_id,
+                "private_subnet_ids": self.private_subnet_ids,
+                "public_subnet_ids": self.public_subnet_ids,
+                "private_route_table_ids": self.private_route_table_ids,
+                "public_route_table_id": self.public_route_table_id,
+                "endpoint_security_group_id": self.endpoint_security_group_id,
+            }
+        )
+
+    def _flow_logs(self, name: str, args: GpuVpcArgs, flow_logs: FlowLogs) -> None:
+        """Flow logs to a CloudWatch log group under the logs key, delivered by a role scoped to that group.
+
+        https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-cwl.html
+        """
+        child = pulumi.ResourceOptions(parent=self)
+        self.flow_log_group = aws.cloudwatch.LogGroup(
+            f"{name}-flow-logs",
+            name=flow_logs.log_group_name,
+            retention_in_days=flow_logs.retention_days,
+            kms_key_id=args.logs_key_arn,
+            opts=fixed_name(child),
+        )
+        role = aws.iam.Role(
+            f"{name}-flow-logs-role",
+            # Confused-deputy guard: only the flow logs of our account in this region.
+            # https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html
+            assume_role_policy=json.dumps(
+                iam.service_trust_policy(
+                    "vpc-flow-logs.amazonaws.com",
+                    args.account_id,
+                    source_arn=f"arn:{args.partition}:ec2:{args.region}:{args.account_id}:vpc-flow-log/*"
+                    if args.account_id
+                    else None,
+                )
+            ),
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-flow-logs-policy",
+            role=role.id,
+            policy=self.flow_log_group.arn.apply(
+                lambda arn: json.dumps(network_iam.flow_logs_delivery_policy(arn))
+            ),
+            opts=child,
+        )
+        self.flow_log = aws.ec2.FlowLog(
+            f"{name}-flow-log",
+            vpc_id=self.vpc.id,
+            traffic_type=flow_logs.traffic_type,
+            log_destination_type="cloud-watch-logs",
+            log_destination=self.flow_log_group.arn,
+            iam_role_arn=role.arn,
+            max_aggregation_interval=flow_logs.aggregation_interval_s,
+            tags={"Name": f"{args.name_tag_prefix}-vpc"},
+            opts=child,
+        )

@@ -1,0 +1,1 @@
+"""The network capability's documents modules: pure builders: IAM JSON, chart values, Kubernetes objects."""

@@ -1,0 +1,105 @@
+"""The S3 gateway endpoint's policy: the stack's buckets and the buckets behind ECR and the node images.
+Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from infra.core.iam import Policy, policy
+
+
+def flow_logs_delivery_policy(log_group_arn: str) -> Policy:
+    """What the VPC flow logs service needs to write into one log group.
+
+    https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html
+    """
+    return policy(
+        {
+            "Effect": "Allow",
+            "Action": [
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "logs:DescribeLogGroups",
+                "logs:DescribeLogStreams",
+            ],
+            "Resource": [log_group_arn, f"{log_group_arn}:*"],
+        }
+    )
+
+
+# Buckets of other accounts that nodes read through the S3 gateway endpoint (s3:ResourceAccount cannot name
+# them): ECR image layers, the Amazon Linux 2023 package repositories, and registry.k8s.io's mirror in the
+# region (registry.k8s.io redirects clients on AWS to it: prod-registry-k8s-io-<region>, where one exists).
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html#ecr-setting-up-s3-gateway
+# https://docs.aws.amazon.com/linux/al2023/ug/managing-repos-os-updates.html (al2023-repos-<region>-de612dc2)
+# https://github.com/kubernetes/registry.k8s.io (the S3 mirrors)
+#
+# Public registries whose blob storage is one S3 bucket, by the bucket's region (review finding F3). A
+# gateway endpoint only carries requests to S3 in its own region (the route uses that region's S3 prefix
+# list; https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html), so the policy filters
+# these pulls only in that region; from any other region they leave outside the endpoint (NAT gateway)
+# and its policy never sees them, so other regions' endpoint policies are not widened.
+# * quay.io (kube-prometheus-stack's Prometheus/Alertmanager/operator/config-reloader/node-exporter,
+#   Grafana's k8s-sidecar, cert-manager's jetstack images): blobs live in ``quayio-production-s3``
+#   (us-east-1); quay.io answers blob GETs from us-east-1 with a 302 straight to that bucket
+#   (``s3.us-east-1.amazonaws.com/quayio-production-s3/...`` or ``quayio-production-s3.s3.amazonaws.com``)
+#   instead of ``cdnNN.quay.io``. Sources: konflux-ci/caching ADR/0001-caching-container-image-layers.md
+#   ("Direct S3 URLs: Used in us-east-1 region for direct blob storage access"), and Red Hat's OpenShift
+#   firewall configuration: "quayio-production-s3.s3.amazonaws.com - Required to access Quay image content
+#   in AWS" https://docs.redhat.com/en/documentation/openshift_container_platform/4.19/html/
+#   installation_configuration/configuring-firewall
+# * Docker Hub (Grafana's ``docker.io/grafana/grafana``): the same konflux-ci ADR lists a "Docker Hub S3
+#   backend", ``docker-images-prod.s3*.amazonaws.com/registry-v2/docker/registry/v2/blobs/...``, beside its
+#   Cloudflare hosts. Docker's own allowlist names only Cloudflare/CloudFront hosts for pulls
+#   (production.cloudflare.docker.com, production.cloudfront.docker.com, an R2 bucket named
+#   docker-images-prod; https://docs.docker.com/desktop/setup/allow-list/), which never pass through the
+#   endpoint. The S3 bucket's region is not documented: it is listed under us-east-1 (the ADR's S3 redirects
+#   are us-east-1's); if it lives elsewhere the entry is inert, since no other region's traffic reaches a
+#   us-east-1 endpoint. Not verified by a pull from a private subnet.
+REGISTRY_BACKEND_BUCKETS: dict[str, tuple[str, ...]] = {
+    "us-east-1": ("quayio-production-s3", "docker-images-prod"),
+}
+
+
+def aws_node_buckets(region: str, partition: str = "aws") -> list[str]:
+    """ARNs of the objects of other accounts that nodes fetch through S3 in ``region``: AWS's (ECR
+    layers, AL2023 repositories, registry.k8s.io's mirror) and, in the region that holds them, the S3
+    backends of public registries (:data:`REGISTRY_BACKEND_BUCKETS`)."""
+    backends = REGISTRY_BACKEND_BUCKETS.get(region, ()) if partition == "aws" else ()
+    return [
+        f"arn:{partition}:s3:::prod-{region}-starport-layer-bucket/*",
+        f"arn:{partition}:s3:::al2023-repos-{region}-de612dc2/*",
+        f"arn:{partition}:s3:::prod-registry-k8s-io-{region}/*",
+        *(f"arn:{partition}:s3:::{bucket}/*" for bucket in backends),
+    ]
+
+
+def s3_endpoint_policy(*, bucket_names: Sequence[str], region: str, partition: str = "aws") -> Policy:
+    """Policy of the VPC's S3 gateway endpoint: our buckets (any action, the bucket policies and IAM
+    decide the rest) and reads of the AWS-owned buckets nodes need; nothing else leaves through it.
+
+    https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html#edit-vpc-endpoint-policy-s3
+    """
+    ours = [f"arn:{partition}:s3:::{b}" for b in sorted(set(bucket_names))]
+    statements: list[dict[str, Any]] = []
+    if ours:
+        statements.append(
+            {
+                "Sid": "OurBuckets",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [a for arn in ours for a in (arn, f"{arn}/*")],
+            }
+        )
+    statements.append(
+        {
+            "Sid": "AwsBucketsNodesRead",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": ["s3:GetObject"],
+            "Resource": aws_node_buckets(region, partition),
+        }
+    )
+    return policy(*statements)

@@ -1,0 +1,1 @@
+"""The pod_storage capability's component modules: ComponentResources taking plain `<Name>Args`."""

@@ -1,0 +1,1 @@
+"""The pools capability's component modules: ComponentResources taking plain `<Name>Args`."""

@@ -1,0 +1,313 @@
+"""Rules on node pools, checked against the AWS facts of their instance types and the region's zones.
+
+One rule per constraint; each keeps the message it had as part of the old single pool check. A pool whose
+type is not offered in the region gets only the ``instance-type-offered`` finding: the others need the
+type's facts.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Sequence
+
+from infra.core.facts import InstanceFacts
+from infra.network.zones import pool_zones, vpc_zones
+from infra.stack.registry import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
+from infra.stack.schema import CapacityType, NodePoolConfig, Placement
+
+CAPACITY_BLOCKS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
+
+
+def _offered_pools(ctx: RuleContext) -> Iterator[tuple[str, NodePoolConfig, InstanceFacts]]:
+    """(name, config, facts) of every pool whose type the region offers."""
+    assert ctx.facts is not None
+    for name, pool in ctx.cfg.node_pools.items():
+        itype = ctx.facts.instances.get(pool.instance_type)
+        if itype is not None and ctx.facts.azs_offering(pool.instance_type):
+            yield name, pool, itype
+
+
+@rule("instance-type-offered", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def instance_type_offered(ctx: RuleContext) -> Iterator[Finding]:
+    """Every pool's instance type is offered in the stack's region."""
+    assert ctx.facts is not None
+    for name, pool in ctx.cfg.node_pools.items():
+        if ctx.facts.azs_offering(pool.instance_type):
+            continue
+        # A GPU pool is offered GPU types only (their facts, fetched for this message); a CPU pool, the
+        # region's types that are not known to have GPUs.
+        gpu_types = {t for t, f in ctx.facts.suggestions.items() if f.has_gpus}
+        pool_of = gpu_types if pool.gpu else ctx.facts.region_types - gpu_types
+        close = difflib.get_close_matches(pool.instance_type, sorted(pool_of), n=3, cutoff=0.5)
+        kind = "GPU type" if pool.gpu else "type"
+        fix = (
+            f"use a {kind} offered there, e.g. {', '.join(close)}"
+            if close
+            else f"pick a {kind} offered in the region"
+            + (f" ({', '.join(sorted(pool_of)[:8])}{', ...' if len(pool_of) > 8 else ''})" if pool_of else "")
+        )
+        yield error(
+            at("node_pools", name, "instance_type"),
+            f"{pool.instance_type!r} is not offered in {ctx.cfg.region}",
+            fix,
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instance-discovery.html",
+        )
+
+
+@rule("gpu-flag-matches-type", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def gpu_flag_matches_type(ctx: RuleContext) -> Iterator[Finding]:
+    """``gpu: true`` pools use GPU types and ``gpu: false`` pools do not."""
+    for name, pool, itype in _offered_pools(ctx):
+        if pool.gpu and not itype.has_gpus:
+            yield error(
+                at("node_pools", name, "gpu"),
+                f"true but {pool.instance_type} has no GPUs",
+                "use a GPU instance type (g5, g6, p4d, p5, ...) or set gpu: false",
+            )
+        if not pool.gpu and itype.has_gpus:
+            yield error(
+                at("node_pools", name, "gpu"),
+                f"false but {pool.instance_type} has {itype.gpu_count} GPUs",
+                "set gpu: true or use a CPU instance type for a system pool",
+            )
+
+
+@rule("gpus-per-node-matches", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def gpus_per_node_matches(ctx: RuleContext) -> Iterator[Finding]:
+    """``gpus_per_node``, when set, equals the GPU count AWS reports for the type."""
+    for name, pool, itype in _offered_pools(ctx):
+        if pool.gpus_per_node is not None and pool.gpus_per_node != itype.gpu_count:
+            yield error(
+                at("node_pools", name, "gpus_per_node"),
+                f"{pool.gpus_per_node} but {pool.instance_type} has {itype.gpu_count} GPUs",
+                f"set gpus_per_node: {itype.gpu_count} or pick a type with {pool.gpus_per_node} GPUs",
+            )
+
+
+@rule("pool-zones-usable", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def pool_zones_usable(ctx: RuleContext) -> Iterator[Finding]:
+    """A pool's zones are VPC zones that offer its type; without zones, some VPC zone offers it."""
+    assert ctx.facts is not None
+    vpc = vpc_zones(ctx.cfg, ctx.facts)
+    for name, pool, _ in _offered_pools(ctx):
+        t = pool.instance_type
+        offering = ctx.facts.azs_offering(t)
+        for az in pool.availability_zones:
+            if az not in vpc:
+                yield error(
+                    at("node_pools", name, "availability_zones"),
+                    f"{az!r} is not one of the VPC's zones {list(vpc)}",
+                    "add it to network.availability_zones or pick one of those",
+                )
+            elif az not in offering:
+                yield error(
+                    at("node_pools", name, "availability_zones"),
+                    f"{t} is not offered in {ctx.facts.zone_label(az)}",
+                    "use a zone that offers it: "
+                    + (", ".join(a for a in offering if a in vpc) or "none in this VPC"),
+                )
+        if not pool.availability_zones and not any(az in offering for az in vpc):
+            yield error(
+                at("node_pools", name, "instance_type"),
+                f"{t} is not offered in any of the VPC's zones {list(vpc)}",
+                f"add a zone that offers it ({', '.join(offering)}) to network.availability_zones",
+            )
+
+
+@rule("efa-supported", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def efa_supported(ctx: RuleContext) -> Iterator[Finding]:
+    """EFA pools use a type with EFA, and no more EFA interfaces than it takes."""
+    for name, pool, itype in _offered_pools(ctx):
+        if not pool.efa:
+            continue
+        limit = itype.efa_interface_limit
+        if limit == 0:
+            yield error(
+                at("node_pools", name, "efa"),
+                f"true but {pool.instance_type} does not support EFA",
+                "use an EFA type (p4d.24xlarge, p5.48xlarge, p5en.48xlarge, g6e.48xlarge, ...) "
+                "or set efa: false",
+                "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types",
+            )
+        elif pool.efa_interfaces is not None and pool.efa_interfaces > limit:
+            yield error(
+                at("node_pools", name, "efa_interfaces"),
+                f"{pool.efa_interfaces} but {pool.instance_type} supports at most {limit} EFA interfaces",
+                f"set efa_interfaces to at most {limit}, or leave it out to attach all {limit}",
+            )
+
+
+# Why EFA pools and cluster placement groups need one zone (the policy pack's training-pool rules share
+# this message with the plan-time rule below).
+SINGLE_ZONE_DOC = (
+    "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html#placement-groups-cluster"
+)
+
+
+def zone_spread(reason: str, zones: Sequence[str], example: str) -> tuple[str, str]:
+    """The problem and the fix when a pool that needs one zone (``reason``: EFA, a cluster placement group)
+    spans ``zones``; ``example`` is named in the fix when no zone is known."""
+    return (
+        f"the pool uses {reason} but spans {len(zones)} zones/subnets {list(zones)}",
+        f"name exactly one zone, e.g. availability_zones: [{zones[0] if zones else example}]",
+    )
+
+
+@rule("single-zone-pool", needs=[Need.facts])
+def single_zone_pool(ctx: RuleContext) -> Iterator[Finding]:
+    """EFA pools and pools in a cluster placement group name exactly one zone."""
+    assert ctx.facts is not None
+    for name, pool, _ in _offered_pools(ctx):
+        reason = "EFA" if pool.efa else "a cluster placement group" if pool.placement_group_wanted else None
+        if reason and len(pool.availability_zones) != 1:
+            spread = list(pool.availability_zones) or list(pool_zones(ctx.cfg, ctx.facts, name))
+            problem, fix = zone_spread(reason, spread, f"a zone offering {pool.instance_type}")
+            yield error(at("node_pools", name, "availability_zones"), problem, fix, SINGLE_ZONE_DOC)
+
+
+@rule("placement-strategy-supported", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
+def placement_strategy_supported(ctx: RuleContext) -> Iterator[Finding]:
+    """A pool in a cluster placement group uses a type that supports the cluster strategy."""
+    for name, pool, itype in _offered_pools(ctx):
+        if pool.placement_group_wanted and "cluster" not in itype.supported_placement_strategies:
+            yield error(
+                at("node_pools", name, "placement"),
+                f"{pool.instance_type} does not support cluster placement groups",
+                "set placement: none",
+            )
+
+
+@rule("reservation-zone-matches", needs=[Need.facts])
+def reservation_zone_matches(ctx: RuleContext) -> Iterator[Finding]:
+    """A capacity reservation serves one zone: the pool's zones must be that zone."""
+    for name, pool, _ in _offered_pools(ctx):
+        reservation = pool.capacity_reservation
+        if reservation is None or not pool.availability_zones:
+            continue
+        if reservation.availability_zone not in pool.availability_zones:
+            what = (
+                "the pool's placement group and nodes are" if pool.placement_group_wanted else "the pool runs"
+            )
+            yield error(
+                at("node_pools", name, "capacity_reservation", "availability_zone"),
+                f"reservation {reservation.id} is in {reservation.availability_zone} but {what} in "
+                f"{list(pool.availability_zones)}",
+                f"set availability_zones: [{reservation.availability_zone}] (a reservation serves one zone)",
+            )
+
+
+@rule("reservation-placement-group", needs=[Need.facts])
+def reservation_placement_group(ctx: RuleContext) -> Iterator[Finding]:
+    """``placement: cluster`` with a reservation names the reservation's placement group."""
+    for name, pool, _ in _offered_pools(ctx):
+        reservation = pool.capacity_reservation
+        if (
+            reservation is not None
+            and pool.placement is Placement.cluster
+            and not reservation.placement_group
+        ):
+            yield error(
+                at("node_pools", name, "placement"),
+                f"cluster with capacity reservation {reservation.id} "
+                "but no capacity_reservation.placement_group",
+                "name the cluster placement group the reservation was created in, or set placement: auto",
+            )
+
+
+@rule("reservation-one-zone", needs=[Need.facts])
+def reservation_one_zone(ctx: RuleContext) -> Iterator[Finding]:
+    """A pool on a capacity reservation or Capacity Block names exactly the reservation's zone."""
+    for name, pool, _ in _offered_pools(ctx):
+        reservation = pool.capacity_reservation
+        if reservation is None or pool.availability_zones:
+            continue  # with zones named, 'reservation-zone-matches' checks them
+        yield error(
+            at("node_pools", name, "availability_zones"),
+            f"not set, so the pool's subnets span every VPC zone offering {pool.instance_type}, but "
+            f"reservation {reservation.id} serves {reservation.availability_zone} only"
+            + (
+                " and EKS rejects a Capacity Block node group with subnets in other zones"
+                if pool.capacity_type is CapacityType.capacity_block
+                else ""
+            ),
+            f"set availability_zones: [{reservation.availability_zone}]",
+            CAPACITY_BLOCKS_DOC
+            if pool.capacity_type is CapacityType.capacity_block
+            else "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html",
+        )
+
+
+# How a pool buys its instances -> the usage class the type must list in DescribeInstanceTypes.
+_USAGE_CLASS = {CapacityType.spot: "spot", CapacityType.capacity_block: "capacity-block"}
+
+
+@rule("usage-class-offered", needs=[Need.facts])
+def usage_class_offered(ctx: RuleContext) -> Iterator[Finding]:
+    """Spot pools use a type sold as Spot; Capacity Block pools a type sold in Capacity Blocks."""
+    for name, pool, itype in _offered_pools(ctx):
+        wanted = _USAGE_CLASS.get(pool.capacity_type)
+        if wanted is None or not itype.usage_classes or wanted in itype.usage_classes:
+            continue
+        yield error(
+            at("node_pools", name, "capacity_type"),
+            f"{pool.capacity_type.value} but {pool.instance_type} is sold only as "
+            f"{', '.join(itype.usage_classes)} (DescribeInstanceTypes SupportedUsageClasses)",
+            "use on_demand or capacity_reservation, or a type that supports "
+            + ("Capacity Blocks (p4d, p5, p5en, trn1, ...)" if wanted == "capacity-block" else "Spot"),
+            CAPACITY_BLOCKS_DOC
+            if wanted == "capacity-block"
+            else "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html#managed-node-group-capacity-types",
+        )
+
+
+@rule("system-pool")
+def system_pool(ctx: RuleContext) -> Iterator[Finding]:
+    """Some pool runs system pods (CoreDNS, EBS CSI controller) from the start: gpu false, no hard taints."""
+    pools = ctx.cfg.node_pools
+    if any(p.runs_system_pods and p.desired_size >= 1 for p in pools.values()):
+        return
+    candidates = [n for n, p in pools.items() if p.runs_system_pods]
+    yield error(
+        at("node_pools"),
+        "no pool runs system pods at creation"
+        + (f" ({', '.join(candidates)} start with desired_size 0)" if candidates else "")
+        + ": CoreDNS and the EBS CSI controller do not tolerate the GPU taint, so their EKS add-ons "
+        "would never become active",
+        "add a pool with gpu: false, no NoSchedule/NoExecute taints and desired_size >= 1 "
+        "(e.g. system: {instance_type: m6i.xlarge, gpu: false, min_size: 2, desired_size: 2, max_size: 3})",
+        "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html",
+    )
+
+
+# EKS service quotas (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html): "Nodes per
+# managed node group: 450" and "Managed node groups per cluster: 30", both per Region and adjustable. A
+# larger max_size makes CreateNodegroup/UpdateNodegroupConfig fail, so the plan refuses it at the default.
+SERVICE_QUOTAS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html"
+NODES_PER_MANAGED_NODE_GROUP = 450
+MANAGED_NODE_GROUPS_PER_CLUSTER = 30
+
+
+@rule("node-group-size-quota")
+def node_group_size_quota(ctx: RuleContext) -> Iterator[Finding]:
+    """Each pool's sizes, and the number of pools, fit EKS's managed node group quotas."""
+    for name, pool in ctx.cfg.node_pools.items():
+        for size in ("max_size", "desired_size", "min_size"):
+            value = getattr(pool, size)
+            if value > NODES_PER_MANAGED_NODE_GROUP:
+                yield error(
+                    at("node_pools", name, size),
+                    f"{value} is more than EKS's quota 'Nodes per managed node group' "
+                    f"({NODES_PER_MANAGED_NODE_GROUP})",
+                    f"set {size} to at most {NODES_PER_MANAGED_NODE_GROUP}, or split the pool into several",
+                    SERVICE_QUOTAS_DOC,
+                )
+                break  # min <= desired <= max: the largest one says it
+    count = len(ctx.cfg.node_pools)
+    if count > MANAGED_NODE_GROUPS_PER_CLUSTER:
+        yield error(
+            at("node_pools"),
+            f"{count} pools, more than EKS's quota 'Managed node groups per cluster' "
+            f"({MANAGED_NODE_GROUPS_PER_CLUSTER})",
+            f"merge pools to at most {MANAGED_NODE_GROUPS_PER_CLUSTER}",
+            SERVICE_QUOTAS_DOC,
+        )

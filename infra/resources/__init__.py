@@ -1,0 +1,1 @@
+"""What every component shares on the Pulumi side: resource options, the Helm release, IRSA roles."""

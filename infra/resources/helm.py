@@ -1,0 +1,74 @@
+"""One way to install an upstream chart: a ``helm.v3.Release`` pinned to repository, chart and version;
+and the component that is nothing but such a release (``ChartComponent``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.core.charts import ChartRef
+from infra.resources.options import child_options
+
+
+def chart_release(
+    resource_name: str,
+    *,
+    release_name: str,
+    chart: ChartRef,
+    namespace: str,
+    values: pulumi.Input[Mapping[str, Any]],
+    opts: pulumi.ResourceOptions,
+    skip_crds: bool = False,
+) -> k8s.helm.v3.Release:
+    """A Helm release of ``chart`` named ``release_name`` (fixed, so the chart's object names are stable).
+
+    HTTPS repositories go through ``repository_opts``; OCI charts are named in full (``oci://.../chart``).
+    ``atomic``: a failed install or upgrade is rolled back instead of left half-applied.
+    https://www.pulumi.com/registry/packages/kubernetes/api-docs/helm/v3/release/
+    """
+    return k8s.helm.v3.Release(
+        resource_name,
+        name=release_name,
+        chart=chart.chart_ref,
+        version=chart.version,
+        repository_opts=None if chart.oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+        namespace=namespace,
+        values=values,
+        skip_crds=skip_crds,
+        atomic=True,
+        opts=opts,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChartArgs:
+    """A pinned chart installed as release ``release_name`` in ``namespace`` with ``values``."""
+
+    chart: ChartRef
+    release_name: str
+    namespace: str
+    values: pulumi.Input[Mapping[str, Any]]
+
+
+class ChartComponent(pulumi.ComponentResource):
+    """A component that is one pinned Helm release, ``<name>-release``, and nothing else. Subclasses name
+    their type token in ``TYPE`` (``aiplat:<module>:<Name>``)."""
+
+    TYPE: ClassVar[str]
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: ChartArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, None, opts)
+        self.release = chart_release(
+            f"{name}-release",
+            release_name=args.release_name,
+            chart=args.chart,
+            namespace=args.namespace,
+            values=args.values,
+            opts=child_options(self, opts),
+        )
+        self.register_outputs({})

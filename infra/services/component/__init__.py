@@ -1,0 +1,1 @@
+"""The services capability's component modules: ComponentResources taking plain `<Name>Args`."""

@@ -1,0 +1,58 @@
+"""LoadBalancerControllerRole: the IAM role of the AWS Load Balancer Controller (IRSA), with the upstream
+policy of the pinned release (``infra/services/documents/lbc_iam.py``) as a managed policy of its own, as
+AWS's install guide
+attaches it. Auto-named: IAM names are account-global.
+https://docs.aws.amazon.com/eks/latest/userguide/lbc-helm.html
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+
+from infra.resources.irsa import attached_policy, irsa_role
+from infra.services.documents import lbc_iam
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadBalancerControllerRoleArgs:
+    partition: str
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_issuer: pulumi.Input[str]
+    namespace: str
+    service_account: str
+    description_prefix: str
+
+
+class LoadBalancerControllerRole(pulumi.ComponentResource):
+    """The controller's role; the chart's service account carries ``role_arn`` in its IRSA annotation."""
+
+    role_arn: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: LoadBalancerControllerRoleArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("aiplat:lbc:LoadBalancerControllerRole", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = irsa_role(
+            f"{name}-role",
+            oidc_provider_arn=args.oidc_provider_arn,
+            oidc_issuer=args.oidc_issuer,
+            namespace=args.namespace,
+            service_account=args.service_account,
+            description=f"{args.description_prefix}: AWS Load Balancer Controller "
+            f"({args.namespace}/{args.service_account})",
+            opts=child,
+        )
+        attached_policy(
+            f"{name}-policy",
+            role=role,
+            description=f"{args.description_prefix}: AWS Load Balancer Controller {lbc_iam.SOURCE_TAG}",
+            policy=json.dumps(lbc_iam.controller_policy(args.partition)),
+            attachment_name=f"{name}-attachment",
+            opts=child,
+        )
+        self.role_arn = role.arn
+        self.register_outputs({"role_arn": self.role_arn})

@@ -1,0 +1,176 @@
+"""Turn schema violations of ``aiplat:platform`` into one-line errors with a fix (did-you-mean for keys).
+
+Pure: the value comes in as data. Under ``pulumi up`` the program reads it through ``pulumi.Config``; the
+offline ``aiplat plan`` reads the stack file (``infra/io/stackfiles.py``). Both end in
+``parse_platform_config``, so the errors are identical.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from infra.core.errors import ConfigError, ConfigErrors
+from infra.core.project import CONFIG_KEY
+from infra.stack.schema import PlatformConfig
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that owns the last element of ``loc`` (dict keys are skipped)."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return None
+            current = field.annotation
+        elif typing.get_origin(current) is dict:
+            current = typing.get_args(current)[1]
+        else:
+            return None
+        # unwrap Optional[...] / Annotated[...]
+        while typing.get_origin(current) in (typing.Union, types.UnionType, typing.Annotated):
+            args = [a for a in typing.get_args(current) if a is not type(None)]
+            current = args[0]
+    if typing.get_origin(current) is dict:
+        return None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _format(loc: tuple[Any, ...], prefix: str = CONFIG_KEY) -> str:
+    return ".".join([prefix, *(str(p) for p in loc)])
+
+
+def _to_config_errors(
+    exc: ValidationError, root: type[BaseModel] = PlatformConfig, prefix: str = CONFIG_KEY
+) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    raw_errors = exc.errors(include_url=False)
+    # A misspelt required key shows up twice (unknown 'regoin', missing 'region'); report it once.
+    missing = {tuple(e["loc"]) for e in raw_errors if e["type"] == "missing"}
+    explained: set[tuple[Any, ...]] = set()
+    for err in raw_errors:
+        if err["type"] == "extra_forbidden":
+            loc = tuple(err["loc"])
+            owner = _model_at(root, loc)
+            close = difflib.get_close_matches(str(loc[-1]), sorted(owner.model_fields) if owner else [], n=1)
+            if close and (*loc[:-1], close[0]) in missing:
+                explained.add((*loc[:-1], close[0]))
+    for err in raw_errors:
+        if err["type"] == "missing" and tuple(err["loc"]) in explained:
+            continue
+        loc = tuple(err["loc"])
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            owner = _model_at(root, loc)
+            known = sorted(owner.model_fields) if owner else []
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+            fix = f"did you mean '{close[0]}'?" if close else f"remove it; known keys: {', '.join(known)}"
+            errors.append(ConfigError(_format(loc, prefix), "unknown key", fix))
+        elif kind == "missing":
+            where = "the stack file" if prefix == CONFIG_KEY else prefix.split(":")[0]
+            errors.append(ConfigError(_format(loc, prefix), "required key is missing", f"add it to {where}"))
+        elif kind in ("value_error", "assertion_error"):
+            # our validators phrase "<problem>; <fix>"
+            msg = str(err["ctx"].get("error", err["msg"])) if err.get("ctx") else err["msg"]
+            msg = msg.removeprefix("Value error, ")
+            problem, _, fix = msg.partition("; ")
+            errors.append(ConfigError(_format(loc, prefix) if loc else prefix, problem, fix or None))
+        elif kind == "enum":
+            expected = err.get("ctx", {}).get("expected", "")
+            errors.append(
+                ConfigError(
+                    _format(loc, prefix), f"{err['input']!r} is not allowed", f"use one of {expected}"
+                )
+            )
+        elif kind in _QUOTED and isinstance(err["input"], str):
+            errors.append(_quoted(_format(loc, prefix), err["input"], kind))
+        else:
+            # only the first letter is lowered: the message may quote a pattern (\S and \s differ)
+            msg = err["msg"][:1].lower() + err["msg"][1:]
+            errors.append(ConfigError(_format(loc, prefix), f"{err['input']!r}: {msg}", "correct the value"))
+    return errors
+
+
+# Strict types a YAML string reaches when a number or a boolean was quoted: what each one wants, and
+# whether the unquoted text is such a value.
+_QUOTED: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "int_type": ("an integer", lambda v: type(v) is int),
+    "float_type": ("a number", lambda v: type(v) in (int, float)),
+    "bool_type": ("true or false", lambda v: type(v) is bool),
+}
+
+
+def _quoted(field: str, value: str, kind: str) -> ConfigError:
+    """A quoted number or boolean (``"3"``): refused, with the value to write instead when it is one."""
+    wanted, fits = _QUOTED[kind]
+    try:
+        unquoted = json.loads(value)
+    except ValueError:
+        unquoted = None
+    key = field.rsplit(".", 1)[-1]
+    fix = (
+        f"write it without quotes ({key}: {json.dumps(unquoted)})"
+        if fits(unquoted)
+        else f"write {wanted} without quotes"
+    )
+    return ConfigError(field, f"{value!r} is a string, but {wanted} is expected", fix)
+
+
+def _as_json(raw: Any) -> str:
+    """``raw`` as JSON text, which pydantic's strict JSON mode validates: a quoted number stays a string
+    (refused where an integer is asked for) while strings still name enums. YAML dates become ISO text."""
+
+    def other(value: Any) -> Any:
+        if isinstance(value, dt.date):
+            return value.isoformat()
+        raise TypeError(f"{value!r} ({type(value).__name__})")
+
+    return json.dumps(raw, default=other)
+
+
+def _validate(model: type[M], raw: Any, prefix: str) -> M:
+    """``raw`` validated strictly (pydantic strict mode on its JSON text): no string-to-number coercion.
+    https://docs.pydantic.dev/latest/concepts/strict_mode/"""
+    try:
+        text = _as_json(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigErrors(
+            [
+                ConfigError(
+                    prefix,
+                    f"holds a value that is not text, a number, a list or a mapping: {exc}",
+                    "quote it as a string",
+                )
+            ]
+        ) from None
+    try:
+        return model.model_validate_json(text, strict=True)
+    except ValidationError as exc:
+        raise ConfigErrors(_to_config_errors(exc, model, prefix)) from None
+
+
+def parse_platform_config(raw: Any) -> PlatformConfig:
+    """Validate the value of ``aiplat:platform``; raise ConfigErrors naming every bad field."""
+    if not isinstance(raw, dict):
+        raise ConfigErrors(
+            [ConfigError(CONFIG_KEY, "must be a mapping", "see docs/reference/config.md for the schema")]
+        )
+    return _validate(PlatformConfig, raw, CONFIG_KEY)
+
+
+def parse_model(raw: Any, model: type[M], prefix: str) -> M:
+    """Validate ``raw`` against another strict model of the project (e.g. ``rollout.yaml``), with the same
+    one-line errors; ``prefix`` names the file or key the fields live under."""
+    if not isinstance(raw, dict):
+        raise ConfigErrors([ConfigError(prefix, "must be a mapping", "see docs/operations.md")])
+    return _validate(model, raw, prefix)

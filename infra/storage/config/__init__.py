@@ -1,0 +1,1 @@
+"""The storage capability's config modules: its section of the stack file's schema."""

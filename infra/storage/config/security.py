@@ -1,0 +1,164 @@
+"""Config of the stack's security controls: deletion protection, node access, TLS, audit trail, alerts."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from infra.core import s3names
+from infra.core.config import Strict, check_log_retention
+
+
+class TlsVersion(StrEnum):
+    """Lowest TLS version the bucket policies accept (``s3:TlsVersion``)."""
+
+    tls12 = "1.2"
+    tls13 = "1.3"
+
+
+class TrailMode(StrEnum):
+    """Where the stack's audit trail is.
+
+    ``create``: a multi-region CloudTrail trail of this stack (log file validation, SSE-KMS under the logs
+    key, into an S3 Object Lock bucket, S3 data events on the stack's data buckets). ``existing``: another
+    trail already records this account in every region (an organization trail, or the train stack's
+    multi-region trail for the infer stacks of its environment): nothing is created and
+    ``existing_trail`` names it for the stack's outputs; S3 data events must be selected there.
+    """
+
+    create = "create"
+    existing = "existing"
+
+
+class ObjectLockMode(StrEnum):
+    """S3 Object Lock default retention mode of the trail bucket.
+
+    ``GOVERNANCE``: users with ``s3:BypassGovernanceRetention`` can delete early (break-glass);
+    ``COMPLIANCE``: nobody, not even the root user, until the retention ends.
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock.html#object-lock-retention-modes
+    """
+
+    GOVERNANCE = "GOVERNANCE"
+    COMPLIANCE = "COMPLIANCE"
+
+
+# A trail's name (3-128 characters: letters, digits, '.', '_', '-') or ARN.
+# https://docs.aws.amazon.com/awscloudtrail/latest/APIReference/API_CreateTrail.html#awscloudtrail-CreateTrail-request-Name
+_TRAIL = re.compile(
+    r"^(arn:aws[a-z-]*:cloudtrail:[a-z0-9-]+:\d{12}:trail/)?[A-Za-z0-9][A-Za-z0-9._-]{1,126}[A-Za-z0-9]$"
+)
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _bucket(v: str) -> str:
+    problems = s3names.s3_problems(v)
+    if problems:
+        raise ValueError(f"bucket name {v!r} {' and '.join(problems)}")
+    return v
+
+
+class AuditConfig(Strict):
+    """CloudTrail, the trail bucket and GuardDuty."""
+
+    trail: TrailMode = Field(
+        TrailMode.create,
+        description="create (a multi-region trail of this stack) or existing (another multi-region trail "
+        "records the account; name it in existing_trail).",
+    )
+    existing_trail: str | None = Field(
+        None,
+        description="Name or ARN of the trail that records this account, with trail: existing (e.g. the "
+        "organization trail, or the environment's train stack trail '<name_prefix>-<env>-train-<region "
+        "code>-trail').",
+    )
+    retention_days: Annotated[int, Field(ge=1, le=36500)] = Field(
+        365,
+        description="Days trail logs (and the access logs' noncurrent versions) are kept: the Object Lock "
+        "default retention and the expiry of the trail bucket.",
+    )
+    object_lock_mode: ObjectLockMode = Field(
+        ObjectLockMode.GOVERNANCE, description="GOVERNANCE or COMPLIANCE (see ObjectLockMode)."
+    )
+    s3_data_events: bool = Field(
+        True,
+        description="Log S3 object reads and writes on the datasets, checkpoints and artifacts buckets "
+        "(and their replicas) in the trail.",
+    )
+    guardduty: bool = Field(
+        False,
+        description="Create a GuardDuty detector with EKS audit log monitoring and EKS runtime monitoring "
+        "(managed agent). Refused by AWS when the account already has a detector in the region "
+        "(e.g. enabled by the organization): leave off then.",
+    )
+
+    @field_validator("existing_trail")
+    @classmethod
+    def _trail(cls, v: str | None) -> str | None:
+        if v is not None and not _TRAIL.match(v):
+            raise ValueError(f"{v!r} is not a CloudTrail trail name or ARN")
+        return v
+
+    @model_validator(mode="after")
+    def _mode(self) -> AuditConfig:
+        if self.trail is TrailMode.existing and not self.existing_trail:
+            raise ValueError(
+                "trail is 'existing' but existing_trail is not set; name the trail that records the account"
+            )
+        if self.trail is TrailMode.create and self.existing_trail:
+            raise ValueError("existing_trail is set but trail is 'create'; set trail: existing or drop it")
+        return self
+
+
+class SecurityConfig(Strict):
+    """Deletion protection, node access, TLS floor, alerts and audit."""
+
+    protect: bool | None = Field(
+        None,
+        description="Pulumi protect + retain_on_delete on KMS keys, data/replica/log buckets and ECR "
+        "repositories, and a key policy deny on ScheduleKeyDeletion/DisableKey except for the break-glass "
+        "role; unset = on for prod, off for dev.",
+    )
+    session_manager: bool = Field(
+        True,
+        description="Nodes register with SSM Session Manager (the minimal agent permissions, sessions "
+        "logged to a log group under the logs key through the stack's Session document). false: no SSM "
+        "permissions on the node role.",
+    )
+    session_log_retention_days: int = Field(
+        365, description="Retention of the Session Manager log group (days)."
+    )
+    min_tls_version: TlsVersion = Field(
+        TlsVersion.tls12, description="Lowest TLS version the bucket policies accept: 1.2 or 1.3."
+    )
+    ebs_encryption_by_default: bool = Field(
+        True,
+        description="Turn on EBS encryption by default in the stack's region (an account-wide setting of "
+        "the region: exactly one stack per account and region may own it).",
+    )
+    s3_endpoint_extra_buckets: list[Annotated[str, AfterValidator(_bucket)]] = Field(
+        default_factory=list,
+        description="Buckets (besides the stack's own and those the nodes need from AWS) that pods may "
+        "reach through the VPC's S3 gateway endpoint.",
+    )
+    alert_emails: list[str] = Field(
+        default_factory=list,
+        description="E-mail addresses subscribed to the key alerts topic (ScheduleKeyDeletion, DisableKey); "
+        "each must confirm the subscription.",
+    )
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+
+    @field_validator("session_log_retention_days")
+    @classmethod
+    def _retention(cls, v: int) -> int:
+        return check_log_retention(v)
+
+    @field_validator("alert_emails")
+    @classmethod
+    def _emails(cls, v: list[str]) -> list[str]:
+        for address in v:
+            if not _EMAIL.match(address):
+                raise ValueError(f"{address!r} is not an e-mail address")
+        return v

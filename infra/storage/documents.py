@@ -1,0 +1,418 @@
+"""IAM documents of the data stores: bucket policies, the pods' S3 access, replication, the registry's
+lifecycle and MinIO's policies. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from infra.core.iam import (
+    KMS_READ,
+    KMS_WRITE,
+    OBJECT_READ,
+    OBJECT_WRITE,
+    Policy,
+    in_account,
+    policy,
+    prefix_pattern,
+    s3_key_use,
+)
+
+
+def trainer_policy(
+    *,
+    datasets_arn: str,
+    checkpoints_arn: str,
+    artifacts_arn: str,
+    prefix: str,
+    kms_key_arns: Sequence[str],
+    account_id: str | None = None,
+    region: str | None = None,
+    release_prefix: str = "release",
+) -> Policy:
+    """Trainer pods: read all datasets; read/write checkpoints and artifacts under ``prefix/`` only, and
+    never ``release/`` of the artifacts bucket (published models replicate to production inference;
+    publishing is the publisher's). With ``account_id``/``region``: only our account's buckets
+    (``s3:ResourceAccount``) and the data key only through S3 for these buckets."""
+    pattern = prefix_pattern(prefix)
+    written = [checkpoints_arn, artifacts_arn]
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "ListDatasets",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
+            "Resource": [datasets_arn],
+        },
+        {"Sid": "ReadDatasets", "Effect": "Allow", "Action": OBJECT_READ, "Resource": [f"{datasets_arn}/*"]},
+        {
+            "Sid": "ListOwnPrefix",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket", "s3:ListBucketMultipartUploads"],
+            "Resource": written,
+            # Listing is a bucket-level action; s3:prefix keeps it inside the trainer's prefix.
+            # https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html
+            "Condition": {"StringLike": {"s3:prefix": [pattern, prefix.strip("/")]}},
+        },
+        {
+            "Sid": "ReadWriteOwnPrefix",
+            "Effect": "Allow",
+            "Action": OBJECT_READ + OBJECT_WRITE,
+            "Resource": [f"{arn}/{pattern}" for arn in written],
+        },
+    ]
+    statements = [in_account(st, account_id) for st in statements]
+    # An explicit deny wins over any allow, whatever the prefix: a training job never writes a release.
+    statements.append(
+        {
+            "Sid": "NeverWriteReleases",
+            "Effect": "Deny",
+            "Action": OBJECT_WRITE + ["s3:PutObjectTagging", "s3:PutObjectRetention"],
+            "Resource": [f"{artifacts_arn}/{release_prefix}/*"],
+        }
+    )
+    if kms_key_arns:
+        statements.append(s3_key_use("UseDataKey", KMS_WRITE, kms_key_arns, [datasets_arn, *written], region))
+    return policy(*statements)
+
+
+def publisher_policy(
+    *,
+    checkpoints_arn: str,
+    checkpoints_prefix: str,
+    artifacts_arn: str,
+    release_prefix: str,
+    kms_key_arns: Sequence[str],
+    account_id: str | None = None,
+    region: str | None = None,
+) -> Policy:
+    """The model publisher (``python -m trainer.publish``): read the trainer's checkpoints, write new
+    objects under ``release/`` of the artifacts bucket. No delete: a published version stays."""
+    ckpt = prefix_pattern(checkpoints_prefix)
+    release = prefix_pattern(release_prefix)
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "ListCheckpoints",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": [checkpoints_arn],
+            "Condition": {"StringLike": {"s3:prefix": [ckpt, checkpoints_prefix.strip("/")]}},
+        },
+        {
+            "Sid": "ReadCheckpoints",
+            "Effect": "Allow",
+            "Action": OBJECT_READ,
+            "Resource": [f"{checkpoints_arn}/{ckpt}"],
+        },
+        {
+            "Sid": "ListReleases",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket", "s3:ListBucketMultipartUploads"],
+            "Resource": [artifacts_arn],
+            "Condition": {"StringLike": {"s3:prefix": [release, release_prefix.strip("/")]}},
+        },
+        {
+            "Sid": "WriteReleases",
+            "Effect": "Allow",
+            "Action": [
+                *OBJECT_READ,
+                "s3:PutObject",
+                "s3:AbortMultipartUpload",
+                "s3:ListMultipartUploadParts",
+            ],
+            "Resource": [f"{artifacts_arn}/{release}"],
+        },
+    ]
+    statements = [in_account(st, account_id) for st in statements]
+    if kms_key_arns:
+        statements.append(
+            s3_key_use("UseDataKey", KMS_WRITE, kms_key_arns, [checkpoints_arn, artifacts_arn], region)
+        )
+    return policy(*statements)
+
+
+def inference_policy(
+    *,
+    artifacts_arn: str,
+    prefix: str,
+    kms_key_arns: Sequence[str],
+    account_id: str | None = None,
+    region: str | None = None,
+) -> Policy:
+    """Inference pods: read model artifacts under ``prefix/`` (``release/``) and nothing else."""
+    pattern = prefix_pattern(prefix)
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "ListArtifacts",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": [artifacts_arn],
+            "Condition": {"StringLike": {"s3:prefix": [pattern, prefix.strip("/")]}},
+        },
+        {
+            "Sid": "ReadArtifacts",
+            "Effect": "Allow",
+            "Action": OBJECT_READ,
+            "Resource": [f"{artifacts_arn}/{pattern}"],
+        },
+    ]
+    statements = [in_account(st, account_id) for st in statements]
+    if kms_key_arns:
+        statements.append(s3_key_use("DecryptArtifacts", KMS_READ, kms_key_arns, [artifacts_arn], region))
+    return policy(*statements)
+
+
+def deny_insecure_transport(bucket_arn: str) -> dict[str, Any]:
+    """Deny every request that does not use TLS (a Deny with ``*`` principal is the documented pattern).
+
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/security-best-practices.html#transit
+    """
+    return {
+        "Sid": "DenyInsecureTransport",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": [bucket_arn, f"{bucket_arn}/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    }
+
+
+def deny_old_tls(bucket_arn: str, min_tls: str) -> dict[str, Any]:
+    """Deny requests over a TLS version below ``min_tls`` (1.2 or 1.3).
+
+    https://repost.aws/knowledge-center/s3-enforce-modern-tls
+    """
+    return {
+        "Sid": "DenyOldTls",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": [bucket_arn, f"{bucket_arn}/*"],
+        "Condition": {"NumericLessThan": {"s3:TlsVersion": min_tls}},
+    }
+
+
+def deny_sse_c(bucket_arn: str) -> dict[str, Any]:
+    """Deny uploads encrypted with a customer-provided key (SSE-C): we could not read them, and an
+    attacker could make data unreadable to us. New buckets also block SSE-C in their encryption settings.
+
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/specifying-s3-c-encryption.html
+    """
+    return {
+        "Sid": "DenySseC",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:PutObject",
+        "Resource": [f"{bucket_arn}/*"],
+        "Condition": {"Null": {"s3:x-amz-server-side-encryption-customer-algorithm": "false"}},
+    }
+
+
+def deny_other_kms_keys(bucket_arn: str, key_arn: str) -> list[dict[str, Any]]:
+    """Deny uploads that ask for another encryption than SSE-KMS under the bucket's key. Requests that name
+    no key get the bucket default (our key), hence ``IfExists``.
+
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/specifying-kms-encryption.html
+    """
+    return [
+        {
+            "Sid": "DenyOtherKmsKeys",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:PutObject",
+            "Resource": [f"{bucket_arn}/*"],
+            "Condition": {
+                "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption-aws-kms-key-id": key_arn}
+            },
+        },
+        {
+            "Sid": "DenyOtherEncryption",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:PutObject",
+            "Resource": [f"{bucket_arn}/*"],
+            "Condition": {"StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": "aws:kms"}},
+        },
+    ]
+
+
+def baseline_denials(bucket_arn: str, min_tls: str) -> list[dict[str, Any]]:
+    """The denials every bucket policy of the stack starts with: no plain HTTP, no TLS below ``min_tls``,
+    no SSE-C uploads."""
+    return [deny_insecure_transport(bucket_arn), deny_old_tls(bucket_arn, min_tls), deny_sse_c(bucket_arn)]
+
+
+def bucket_policy(bucket_arn: str, *, kms_key_arn: str | None = None, min_tls: str = "1.2") -> Policy:
+    """Policy of a data bucket: TLS only, TLS ``min_tls`` at least, no SSE-C, and (with ``kms_key_arn``) no
+    other key or encryption than the bucket's."""
+    statements = baseline_denials(bucket_arn, min_tls)
+    if kms_key_arn is not None:
+        statements += deny_other_kms_keys(bucket_arn, kms_key_arn)
+    return policy(*statements)
+
+
+def access_log_bucket_policy(
+    log_bucket_arn: str, source_bucket_arns: Sequence[str], account_id: str, *, min_tls: str = "1.2"
+) -> Policy:
+    """Policy of the access-log bucket: TLS only, and the S3 logging service may write for our buckets only.
+
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html#grant-log-delivery-permissions-general
+    """
+    return policy(
+        *baseline_denials(log_bucket_arn, min_tls),
+        {
+            "Sid": "S3ServerAccessLogsPolicy",
+            "Effect": "Allow",
+            "Principal": {"Service": "logging.s3.amazonaws.com"},
+            "Action": "s3:PutObject",
+            "Resource": [f"{log_bucket_arn}/*"],
+            "Condition": {
+                "ArnLike": {"aws:SourceArn": list(source_bucket_arns)},
+                "StringEquals": {"aws:SourceAccount": account_id},
+            },
+        },
+    )
+
+
+def replication_policy(
+    *,
+    source_bucket_arn: str,
+    source_key_arn: str,
+    source_region: str,
+    destinations: Sequence[tuple[str, str, str]],
+    prefix: str = "release",
+) -> Policy:
+    """What the S3 replication role may do: read versions under ``prefix/`` from the source, replicate them
+    into each destination. No ``s3:ReplicateDelete``: delete markers are not replicated, so a delete in the
+    training region never removes a model the inference regions serve.
+
+    ``destinations`` holds ``(bucket_arn, key_arn, region)``. KMS use is limited to S3 in the right region
+    (``kms:ViaService``) and to the buckets involved (encryption context). With S3 Bucket Keys the context is
+    the bucket ARN, without them the object ARN, so both are allowed.
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/setting-repl-config-perm-overview.html
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/replication-config-for-kms-objects.html
+    """
+    if not destinations:
+        raise ValueError("replication needs at least one destination")
+    dest_buckets = [b for b, _, _ in destinations]
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "ReadSourceConfig",
+            "Effect": "Allow",
+            "Action": ["s3:GetReplicationConfiguration", "s3:ListBucket"],
+            "Resource": [source_bucket_arn],
+        },
+        {
+            "Sid": "ReadSourceVersions",
+            "Effect": "Allow",
+            "Action": [
+                "s3:GetObjectVersionForReplication",
+                "s3:GetObjectVersionAcl",
+                "s3:GetObjectVersionTagging",
+            ],
+            "Resource": [f"{source_bucket_arn}/{prefix_pattern(prefix)}"],
+        },
+        {
+            "Sid": "ReplicateIntoDestinations",
+            "Effect": "Allow",
+            "Action": ["s3:ReplicateObject", "s3:ReplicateTags"],
+            "Resource": [f"{b}/{prefix_pattern(prefix)}" for b in dest_buckets],
+        },
+        {
+            "Sid": "DecryptSource",
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt"],
+            "Resource": [source_key_arn],
+            "Condition": {
+                "StringLike": {
+                    "kms:ViaService": f"s3.{source_region}.amazonaws.com",
+                    "kms:EncryptionContext:aws:s3:arn": [source_bucket_arn, f"{source_bucket_arn}/*"],
+                }
+            },
+        },
+    ]
+    for i, (bucket_arn, key_arn, region) in enumerate(destinations):
+        statements.append(
+            {
+                "Sid": f"EncryptDestination{i}",
+                "Effect": "Allow",
+                "Action": ["kms:Encrypt", "kms:GenerateDataKey"],
+                "Resource": [key_arn],
+                "Condition": {
+                    "StringLike": {
+                        "kms:ViaService": f"s3.{region}.amazonaws.com",
+                        "kms:EncryptionContext:aws:s3:arn": [bucket_arn, f"{bucket_arn}/*"],
+                    }
+                },
+            }
+        )
+    return policy(*statements)
+
+
+def ecr_lifecycle_policy(*, untagged_days: int, keep_tagged: int) -> Policy:
+    """ECR lifecycle: expire untagged images after ``untagged_days``; keep the newest ``keep_tagged`` others.
+
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html
+    """
+    if untagged_days < 1 or keep_tagged < 1:
+        raise ValueError("untagged_days and keep_tagged must be at least 1")
+    return {
+        "rules": [
+            {
+                "rulePriority": 1,
+                "description": f"expire untagged images after {untagged_days} days",
+                "selection": {
+                    "tagStatus": "untagged",
+                    "countType": "sinceImagePushed",
+                    "countUnit": "days",
+                    "countNumber": untagged_days,
+                },
+                "action": {"type": "expire"},
+            },
+            {
+                "rulePriority": 2,
+                "description": f"keep the newest {keep_tagged} images",
+                "selection": {
+                    "tagStatus": "any",
+                    "countType": "imageCountMoreThan",
+                    "countNumber": keep_tagged,
+                },
+                "action": {"type": "expire"},
+            },
+        ]
+    }
+
+
+def ecr_template_role_policy(*, repository_arns: Sequence[str], kms_key_arns: Sequence[str]) -> Policy:
+    """What ECR may do when it creates replicated repositories from a creation template with a KMS key.
+
+    AWS's example grants ``*``; here it is scoped to our repository namespace and the replica keys.
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/repository-creation-templates-custom.html
+    """
+    return policy(
+        {
+            "Sid": "CreateReplicatedRepositories",
+            "Effect": "Allow",
+            "Action": ["ecr:CreateRepository", "ecr:ReplicateImage", "ecr:TagResource"],
+            "Resource": list(repository_arns),
+        },
+        {
+            "Sid": "EncryptWithReplicaKeys",
+            "Effect": "Allow",
+            "Action": ["kms:CreateGrant", "kms:RetireGrant", "kms:DescribeKey"],
+            "Resource": list(kms_key_arns),
+        },
+    )
+
+
+def minio_policy_statements(doc: Policy) -> list[dict[str, Any]]:
+    """An IAM policy's S3 ``Allow`` statements in the MinIO chart's ``policies[].statements`` form.
+
+    MinIO has no KMS here and the chart's condition syntax differs, so KMS statements and conditions are
+    dropped: listing is then bucket-wide, object access stays limited to the prefix.
+    """
+    out: list[dict[str, Any]] = []
+    for st in doc["Statement"]:
+        actions = [a for a in st["Action"] if a.startswith("s3:")] if st["Effect"] == "Allow" else []
+        if actions:
+            out.append({"resources": list(st["Resource"]), "actions": actions})
+    return out

@@ -1,0 +1,173 @@
+"""Wiring of the data stores for one stack, from the ``storage`` section (creates components only). Train
+stacks (``backend: s3``): ``Buckets`` (datasets, checkpoints, artifacts, access logs), ``Registry`` (ECR)
+and, with ``storage.replicate_to``, ``ArtifactReplication`` to the inference regions. Infer stacks read
+their region's replica from the train stack named in ``storage.source_stack`` through a
+``pulumi.StackReference``. ``backend: minio`` creates no buckets: MinIO runs in the cluster
+(``infra/pod_storage/wire.py``). Stack outputs go to ``StackContext.exports``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from infra.context import StackContext
+from infra.core import naming
+from infra.core.project import stack_reference_name
+from infra.keys.wire import key_access
+from infra.stack.schema import (
+    BucketPurpose,
+    Role,
+    StorageBackend,
+    TrailMode,
+)
+from infra.storage.component.buckets import Buckets, BucketsArgs, NoncurrentRule
+from infra.storage.component.registry import Registry, RegistryArgs
+from infra.storage.component.replication import ArtifactReplication, ArtifactReplicationArgs, ReplicaTarget
+from infra.storage.config.storage import RELEASE_PREFIX
+
+DATA_PURPOSES = (BucketPurpose.datasets, BucketPurpose.checkpoints, BucketPurpose.artifacts)
+
+
+@dataclass
+class StorageWiring:
+    """What the storage wiring created, for the components wired after the cluster (pod roles, MinIO)."""
+
+    buckets: Buckets | None = None
+    registry: Registry | None = None
+    replication: ArtifactReplication | None = None
+    # infer stacks: this region's replica, read from the train stack (and the reference, for other outputs)
+    replica: pulumi.Output[Any] | None = None
+    source: pulumi.StackReference | None = None
+
+
+def trail_bucket_name(ctx: StackContext) -> str | None:
+    """The stack's CloudTrail bucket, when it has a trail of its own (S3 names are partition-wide)."""
+    cfg = ctx.cfg
+    if cfg.security.audit.trail is not TrailMode.create:
+        return None
+    return cfg.names.bucket("cloudtrail")
+
+
+def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> StorageWiring:
+    """Create the storage components the config asks for; their outputs go to ``ctx.exports``."""
+    cfg, account, opts = ctx.cfg, ctx.account, ctx.in_region
+    out = StorageWiring()
+    st = cfg.storage
+    life = st.lifecycle
+    if cfg.role == Role.infer:
+        if st.source_stack:
+            ref = pulumi.StackReference(
+                stack_reference_name(pulumi.get_organization(), st.source_stack), opts=opts
+            )
+            out.source = ref
+            out.replica = ref.require_output("artifactReplicas").apply(lambda r: r[cfg.region])
+            ctx.export("artifactsBucket", out.replica.apply(lambda r: r["bucket"]))
+            ctx.export("artifactsKeyArn", out.replica.apply(lambda r: r["keyArn"]))
+            ctx.export("imageRegistry", out.replica.apply(lambda r: r["registry"]))
+        return out
+
+    if st.backend == StorageBackend.s3:
+        names = {p.value: cfg.bucket_name(p) for p in DATA_PURPOSES}
+        out.buckets = Buckets(
+            "storage",
+            BucketsArgs(
+                names=names,
+                log_bucket_name=cfg.bucket_name(BucketPurpose.access_logs),
+                kms_key_arn=data_key_arn,
+                account_id=account.account_id,
+                partition=account.partition,
+                abort_multipart_days=life.abort_incomplete_multipart_days,
+                log_expire_days=life.access_log_expire_days,
+                noncurrent={
+                    BucketPurpose.datasets.value: NoncurrentRule(expire_days=life.noncurrent_expire_days),
+                    BucketPurpose.checkpoints.value: NoncurrentRule(
+                        ia_days=life.checkpoint_noncurrent_ia_days,
+                        expire_days=life.checkpoint_noncurrent_expire_days,
+                    ),
+                    BucketPurpose.artifacts.value: NoncurrentRule(expire_days=life.noncurrent_expire_days),
+                },
+                protect=cfg.protected,
+                min_tls=cfg.security.min_tls_version.value,
+                extra_log_sources=[n for n in [trail_bucket_name(ctx)] if n],
+            ),
+            opts=opts,
+        )
+        ctx.export("buckets", out.buckets.bucket_names)
+        ctx.export("accessLogBucket", out.buckets.log_bucket_name)
+
+    if st.replicate_to and out.buckets is not None:
+        artifacts = out.buckets.buckets[BucketPurpose.artifacts.value]
+        out.replication = ArtifactReplication(
+            "replication",
+            ArtifactReplicationArgs(
+                env_prefix=ctx.names.env_prefix,
+                # One train stack's replica key per target region: two train stacks replicating to the
+                # same region must not share an alias, so the source stack's region code is in it.
+                replica_key_alias=naming.kms_alias(ctx.names.global_prefix, "data-replica"),
+                keyset=ctx.names.global_prefix,
+                key_access=key_access(ctx),
+                prefix=RELEASE_PREFIX,
+                min_tls=cfg.security.min_tls_version.value,
+                source_bucket_name=artifacts.bucket,
+                source_bucket_arn=artifacts.arn,
+                source_key_arn=data_key_arn,
+                source_region=cfg.region,
+                targets={
+                    region: ReplicaTarget(
+                        bucket_name=ctx.names.bucket("artifacts", region),
+                        log_bucket_name=ctx.names.bucket("access-logs", region),
+                    )
+                    for region in st.replicate_to
+                },
+                account_id=account.account_id,
+                partition=account.partition,
+                abort_multipart_days=life.abort_incomplete_multipart_days,
+                log_expire_days=life.access_log_expire_days,
+                noncurrent_expire_days=life.noncurrent_expire_days,
+                source_ready=[out.buckets],
+            ),
+            opts=opts,
+        )
+
+    reg = cfg.registry
+    replica_keys = out.replication.replica_key_arns if out.replication else {}
+    out.registry = Registry(
+        "registry",
+        RegistryArgs(
+            namespace=ctx.names.env_prefix,
+            repositories=reg.repositories,
+            kms_key_arn=data_key_arn,
+            untagged_expire_days=reg.untagged_expire_days,
+            keep_images=reg.keep_images,
+            account_id=account.account_id,
+            partition=account.partition,
+            replica_keys=replica_keys,
+            protect=cfg.protected,
+        ),
+        opts=opts,
+    )
+    ctx.export("repositories", out.registry.repository_urls)
+    if out.replication is not None:
+        rep = out.replication
+        # Read by the infer stacks through a StackReference: one entry per inference region.
+        ctx.export(
+            "artifactReplicas",
+            {
+                region: {
+                    "bucket": rep.replica_bucket_names[region],
+                    "bucketArn": rep.replica_bucket_arns[region],
+                    "keyArn": rep.replica_key_arns[region],
+                    "registry": out.registry.replica_registries[region],
+                    # ECR replication creates the same repositories there, with the same digests: what the
+                    # infer stacks run their images from (inference.image.digest)
+                    "repositories": {
+                        repo: f"{out.registry.replica_registries[region]}/{ctx.names.env_prefix}/{repo}"
+                        for repo in reg.repositories
+                    },
+                }
+                for region in sorted(st.replicate_to)
+            },
+        )
+    return out

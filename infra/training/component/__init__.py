@@ -1,0 +1,1 @@
+"""The training capability's component modules: ComponentResources taking plain `<Name>Args`."""

@@ -1,0 +1,151 @@
+"""The training documents of one stack, from its validated config, the AWS facts of the runtime's pool
+and the trainer config's settings. Pure: used by the wiring (what `pulumi up` declares) and by
+`aiplat train render` (what a user applies with kubectl), so both produce the same objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.core.facts import InstanceFacts
+from infra.core.trainer_settings import TrainerSettings
+from infra.fsx.constraints import dataset_path
+from infra.fsx.documents import CLAIM_NAME as FSX_CLAIM
+from infra.pod_storage.documents import MINIO_CA_SECRET, MINIO_SECRET
+from infra.pools.busbw import threshold_for
+from infra.pools.documents.nodes import GPU_TAINT_KEY
+from infra.stack.schema import BucketPurpose, PlatformConfig, RunConfig, StorageBackend
+from infra.training.config import BANDWIDTH_CHECK_NAME, TrainingConfig
+from infra.training.documents import runtime as t
+
+
+def _training(cfg: PlatformConfig) -> TrainingConfig:
+    if cfg.training is None:
+        raise ValueError("the stack has no training section")
+    return cfg.training
+
+
+def efa_devices(cfg: PlatformConfig, facts: InstanceFacts) -> int:
+    """EFA devices per worker: every EFA interface the pool attaches (the type's maximum unless the pool
+    says fewer); 0 on pools without EFA."""
+    pool = cfg.node_pools[_training(cfg).runtime.pool]
+    if not pool.efa:
+        return 0
+    return pool.efa_interfaces or facts.efa_interface_limit
+
+
+def worker(cfg: PlatformConfig, facts: InstanceFacts) -> t.WorkerShape:
+    r = _training(cfg).runtime
+    return t.worker_shape(
+        facts,
+        efa_devices=efa_devices(cfg, facts),
+        hugepages_2mi=r.hugepages_2mi,
+        memory_fraction=r.memory_fraction,
+        cpu_fraction=r.cpu_fraction,
+        shm_size=r.shm_size,
+        cache_size_gib=r.cache_size_gib,
+    )
+
+
+def runtime_spec(
+    cfg: PlatformConfig, facts: InstanceFacts, settings: TrainerSettings, image: str
+) -> t.RuntimeSpec:
+    """Our ClusterTrainingRuntime's inputs: sized for the pool's type, shaped by the trainer config."""
+    training = _training(cfg)
+    r = training.runtime
+    pool = cfg.node_pools[r.pool]
+    shape = worker(cfg, facts)
+    tolerations = [t.Toleration(key=GPU_TAINT_KEY, effect="NoSchedule")] + [
+        t.Toleration(key=k, value=v.value, effect=v.effect.value)
+        for k, v in sorted(pool.taints.items())
+        if k != GPU_TAINT_KEY
+    ]
+    return t.RuntimeSpec(
+        name=r.name,
+        image=image,
+        pool=r.pool,
+        shape=shape,
+        tolerations=tolerations,
+        service_account=cfg.storage.trainer.service_account,
+        cache_dir=settings.cache_dir,
+        grace_period_s=t.grace_period_s(settings.shutdown_window_s, r.grace_margin_s),
+        metrics_port_base=settings.metrics_port_base,
+        env=t.worker_env(efa=shape.efa_devices > 0, region=cfg.region),
+        max_restarts=r.max_restarts,
+        worker_restarts=r.worker_restarts,
+        default_config=settings.image_path(t.IMAGE_WORKDIR),
+        env_from_secret=MINIO_SECRET if cfg.storage.backend == StorageBackend.minio else None,
+        trust_ca_secret=MINIO_CA_SECRET if cfg.storage.backend == StorageBackend.minio else None,
+        shared_volume=shared_volume(cfg),
+    )
+
+
+def shared_volume(cfg: PlatformConfig) -> t.SharedVolume | None:
+    """The FSx for Lustre claim the workers mount, when ``cluster_services.fsx`` is on."""
+    fsx = cfg.cluster_services.fsx
+    if not fsx.enabled:
+        return None
+    return t.SharedVolume(claim_name=FSX_CLAIM, mount_path=fsx.mount_path, read_only=fsx.read_only)
+
+
+def data_uri(cfg: PlatformConfig, dataset: str) -> str:
+    """Where a run reads ``dataset`` (a prefix of the datasets bucket): the FSx for Lustre mount when the file
+    system links it and ``runs_read_datasets`` is on (the trainer reads a local directory in place), else
+    ``s3://<datasets bucket>/<dataset>`` (downloaded once into the NVMe cache)."""
+    fsx = cfg.cluster_services.fsx
+    if fsx.enabled and fsx.runs_read_datasets:
+        path = dataset_path(fsx, dataset)
+        if path is not None:
+            return path
+    return f"s3://{cfg.bucket_name(BucketPurpose.datasets)}/{dataset}"
+
+
+def checkpoint_uri(cfg: PlatformConfig, run_name: str) -> str:
+    """Checkpoints under the trainer's prefix (its pod role may write only there), one folder per run."""
+    bucket = cfg.bucket_name(BucketPurpose.checkpoints)
+    prefix = cfg.storage.trainer.prefix.strip("/")
+    return f"s3://{bucket}/{prefix}/runs/{run_name}"
+
+
+def run_trainjob(cfg: PlatformConfig, name: str, run: RunConfig, facts: InstanceFacts) -> dict[str, Any]:
+    """The TrainJob of a run: the launcher with the run's config and its data and checkpoint URIs."""
+    training = _training(cfg)
+    overrides = t.run_overrides(
+        data_source=data_uri(cfg, run.dataset), checkpoint_uri=checkpoint_uri(cfg, name), extra=run.overrides
+    )
+    config_in_image = f"{t.IMAGE_WORKDIR}/{run.config}"
+    return t.trainjob_document(
+        name=name,
+        namespace=cfg.storage.trainer.namespace,
+        runtime=training.runtime.name,
+        nodes=run.nodes,
+        procs_per_node=facts.gpu_count,
+        args=t.launcher_args(config_in_image, overrides, worker_restarts=training.runtime.worker_restarts),
+        suspend=run.suspend,
+    )
+
+
+def bandwidth_trainjob(
+    cfg: PlatformConfig, facts: InstanceFacts, *, name: str = BANDWIDTH_CHECK_NAME, suspend: bool = True
+) -> tuple[dict[str, Any], str]:
+    """The bandwidth check's TrainJob on the runtime (same pods, env and devices as training) and how its
+    threshold was chosen."""
+    training = _training(cfg)
+    bc = training.bandwidth_check
+    threshold = threshold_for(facts)
+    min_gbps = bc.min_busbw_gbps if bc.min_busbw_gbps is not None else threshold.min_gbps
+    basis = (
+        "set in training.bandwidth_check.min_busbw_gbps" if bc.min_busbw_gbps is not None else threshold.basis
+    )
+    doc = t.trainjob_document(
+        name=name,
+        namespace=cfg.storage.trainer.namespace,
+        runtime=training.runtime.name,
+        nodes=bc.nodes,
+        procs_per_node=facts.gpu_count,
+        command=t.BENCH,
+        args=t.bench_args(min_busbw_gbps=min_gbps, max_bytes=bc.max_bytes or threshold.message_bytes),
+        suspend=suspend,
+        workload=t.WORKLOAD_BANDWIDTH,
+        env=t.BENCH_ENV,
+    )
+    return doc, basis

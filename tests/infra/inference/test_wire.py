@@ -1,0 +1,348 @@
+"""Model serving in both inference plans: the Deployment on the Karpenter GPU NodePool, its Service, PDB,
+KEDA ScaledObject (the HPA's owner), the ALB Ingress with the TLS 1.3 policy and the certificate, DNS, WAF,
+and every object valid against the schemas. Asserted against the other resources of the same plan (the
+NodePool's labels and taints, the service account, the subnets, the PodMonitor, the train stack's image),
+so a change on one side that the other misses fails here."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.metrics import IN_FLIGHT
+from infra.inference.rules import TLS13_ONLY_POLICIES
+from infra.plan.runner import Plan, RecordedResource, run_plan
+from infra.stack.parse import parse_platform_config
+from tests.k8s.validate import k8s_objects, validate_plan
+from tests.support.kubernetes import tolerates
+
+INFER = ["prod-hk-infer", "prod-sg-infer"]
+ALB = "alb.ingress.kubernetes.io/"
+POOL_LABEL = "aiplat.io/pool"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+SERVICE = "kubernetes:core/v1:Service"
+PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
+POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _in(plan: Plan, type_: str, namespace: str) -> list[RecordedResource]:
+    return [r for r in plan.by_type(type_) if r.inputs["metadata"].get("namespace") == namespace]
+
+
+def _one(plan: Plan, type_: str) -> RecordedResource:
+    (r,) = _in(plan, type_, plan.config["storage"]["inference"]["namespace"])
+    return r
+
+
+def _pod(plan: Plan) -> dict:
+    return _one(plan, DEPLOYMENT).inputs["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_plan_shows_serving_and_every_object_validates(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    for type_ in (DEPLOYMENT, SERVICE, PDB, INGRESS, SCALED_OBJECT):
+        assert _one(plan, type_).inputs["metadata"]["name"] == "inference", type_
+    assert plan.by_type(NODEPOOL)
+    assert plan.one("aws:acm/certificate:Certificate") and plan.one("aws:wafv2/webAcl:WebAcl")
+    ns = plan.config["storage"]["inference"]["namespace"]
+    serving = [o for o in k8s_objects(plan) if (o.manifest.get("metadata") or {}).get("namespace") == ns]
+    assert len(serving) >= 6
+    assert validate_plan(plan) == []
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_pods_land_on_the_karpenter_gpu_pool_and_tolerate_its_taint(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    pod = _pod(plan)
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    (expr,) = term["matchExpressions"]
+    assert expr["key"] == POOL_LABEL and expr["operator"] == "In"
+    assert expr["values"] == plan.config["inference"]["node_pools"]
+    pools = {
+        p.inputs["spec"]["template"]["metadata"]["labels"][POOL_LABEL]: p for p in plan.by_type(NODEPOOL)
+    }
+    for name in expr["values"]:
+        template = pools[name].inputs["spec"]["template"]["spec"]
+        for taint in template["taints"]:
+            assert tolerates(pod["tolerations"], taint["key"], taint["value"], taint["effect"]), taint
+    (container,) = pod["containers"]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    # one GPU per replica fits the pool's GPU limit at the largest replica count
+    limit = sum(int(pools[n].inputs["spec"]["limits"]["nvidia.com/gpu"]) for n in expr["values"])
+    assert plan.config["inference"]["replicas"]["max"] <= limit
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_pods_run_as_the_inference_service_account_bound_to_its_role(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    ns = plan.config["storage"]["inference"]["namespace"]
+    (sa,) = _in(plan, "kubernetes:core/v1:ServiceAccount", ns)
+    assert _pod(plan)["serviceAccountName"] == sa.inputs["metadata"]["name"]
+    role_arn = sa.inputs["metadata"]["annotations"]["eks.amazonaws.com/role-arn"]
+    roles = {r.inputs.get("name") or r.name for r in plan.by_type("aws:iam/role:Role")}
+    assert role_arn.rsplit("/", 1)[1] in roles
+    deployment = _one(plan, DEPLOYMENT)
+    assert sa.urn in deployment.dependencies  # the pods never start before their service account
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_model_and_image_come_from_the_training_stack(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    train = plan_stack(plan.config["storage"]["source_stack"])
+    replica = train.outputs["artifactReplicas"][plan.region]
+    (container,) = _pod(plan)["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["INFERENCE_RELEASE_ROOT"] == f"s3://{replica['bucket']}"
+    assert env["INFERENCE_MODEL_NAME"] == plan.config["inference"]["model_name"]
+    built = train.outputs["images"]["inference"]
+    assert built.startswith(train.outputs["repositories"]["inference"] + "@sha256:")
+    # the same digest, from this region's replica of the repository
+    assert container["image"] == f"{replica['repositories']['inference']}@{built.split('@')[1]}"
+    assert container["image"].split(".")[3] == plan.region
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_service_pdb_and_autoscaler_select_the_pods(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    deployment = _one(plan, DEPLOYMENT).inputs["spec"]
+    labels = deployment["template"]["metadata"]["labels"]
+    assert "replicas" not in deployment  # the HPA owns the count
+
+    def selects(selector: dict) -> bool:
+        return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+    assert selects(deployment["selector"]["matchLabels"])
+    service = _one(plan, SERVICE).inputs["spec"]
+    assert selects(service["selector"])
+    (container,) = deployment["template"]["spec"]["containers"]
+    port_names = {p["name"] for p in container["ports"]}
+    (port,) = service["ports"]
+    assert port["targetPort"] in port_names
+    pdb = _one(plan, PDB).inputs["spec"]
+    assert selects(pdb["selector"]["matchLabels"]) and pdb["maxUnavailable"] == 1
+    scaled = _one(plan, SCALED_OBJECT).inputs["spec"]
+    assert scaled["scaleTargetRef"]["name"] == _one(plan, DEPLOYMENT).inputs["metadata"]["name"]
+    replicas = plan.config["inference"]["replicas"]
+    assert (scaled["minReplicaCount"], scaled["maxReplicaCount"]) == (replicas["min"], replicas["max"])
+    assert scaled["minReplicaCount"] >= 2
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_autoscaler_reads_the_servers_gauge_from_the_scraped_pods(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    (trigger,) = _one(plan, SCALED_OBJECT).inputs["spec"]["triggers"]
+    meta = trigger["metadata"]
+    assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
+    assert meta["query"].startswith(f"sum({IN_FLIGHT}{{")  # the name the server's metrics module exports
+    assert meta["threshold"] == str(plan.config["inference"]["autoscaling"]["target_in_flight"])
+    # the job label the query filters on is the one the monitoring PodMonitor writes, on our port name
+    monitor = next(
+        r for r in plan.by_type("kubernetes:monitoring.coreos.com/v1:PodMonitor") if "inference" in r.name
+    )
+    (endpoint,) = monitor.inputs["spec"]["podMetricsEndpoints"]
+    job = next(r["replacement"] for r in endpoint["relabelings"] if r.get("targetLabel") == "job")
+    assert f'job="{job}"' in meta["query"]
+    (container,) = _pod(plan)["containers"]
+    assert endpoint["port"] in {p["name"] for p in container["ports"]}
+    # the Prometheus KEDA asks is the Service kube-prometheus-stack creates: <fullnameOverride>-prometheus
+    kps = next(r for r in plan.by_type(RELEASE) if r.inputs["name"] == "kps")
+    monitoring_ns = kps.inputs["namespace"]
+    service = f"{kps.inputs['values']['fullnameOverride']}-prometheus"
+    assert meta["serverAddress"] == f"http://{service}.{monitoring_ns}.svc:9090"
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_network_policies_let_in_the_alb_prometheus_and_keda_only(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    ns = plan.config["storage"]["inference"]["namespace"]
+    policies = {p.inputs["metadata"]["name"]: p.inputs["spec"] for p in _in(plan, POLICY, ns)}
+    (container,) = _pod(plan)["containers"]
+    port_names = {p["name"] for p in container["ports"]}
+    alb = policies["allow-from-load-balancer"]["ingress"][0]
+    assert {p["port"] for p in alb["ports"]} <= port_names
+    # the ALB sends from the subnets it lives in: the public ones of this VPC for an internet-facing ALB
+    public = {
+        s.inputs["cidrBlock"]
+        for s in plan.by_type("aws:ec2/subnet:Subnet")
+        if s.inputs["tags"].get("kubernetes.io/role/elb") == "1"
+    }
+    assert {peer["ipBlock"]["cidr"] for peer in alb["from"]} == public and len(public) >= 2
+    scrape = policies["allow-metrics-scrape"]["ingress"][0]
+    assert {p["port"] for p in scrape["ports"]} <= port_names
+    # KEDA's namespace may query Prometheus in the monitoring namespace
+    keda_ns = plan.config["inference"]["autoscaling"]["keda"]["namespace"]
+    monitoring_ns = plan.config["cluster_services"]["monitoring_namespace"]
+    (back,) = [
+        p for p in _in(plan, POLICY, monitoring_ns) if p.inputs["metadata"]["name"] == f"allow-from-{keda_ns}"
+    ]
+    assert back.inputs["spec"]["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 9090}]
+    # rollouts wait for the ALB: the namespace asks the controller for readiness gates
+    (namespace,) = [
+        n for n in plan.by_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == ns
+    ]
+    assert namespace.inputs["metadata"]["labels"]["elbv2.k8s.aws/pod-readiness-gate-inject"] == "enabled"
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_ingress_is_https_only_with_tls13_and_the_validated_certificate(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    ingress = _one(plan, INGRESS)
+    ann = ingress.inputs["metadata"]["annotations"]
+    https = plan.config["inference"]["https"]
+    assert ann[f"{ALB}ssl-policy"] == https["tls_policy"] in TLS13_ONLY_POLICIES
+    assert ann[f"{ALB}ssl-policy"] == "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09"  # TLS 1.3 + post-quantum
+    assert ann[f"{ALB}listen-ports"] == '[{"HTTP": 80}, {"HTTPS": 443}]'
+    assert ann[f"{ALB}ssl-redirect"] == "443"
+    assert ann[f"{ALB}target-type"] == "ip"
+    assert ann[f"{ALB}scheme"] == "internet-facing"
+    assert ann[f"{ALB}healthcheck-path"] == "/readyz"
+    validation = plan.one("aws:acm/certificateValidation:CertificateValidation")
+    cert = plan.one("aws:acm/certificate:Certificate")
+    assert cert.inputs["domainName"] == https["domain"] and cert.inputs["validationMethod"] == "DNS"
+    assert ann[f"{ALB}certificate-arn"] == validation.inputs["certificateArn"]
+    assert validation.urn in ingress.dependencies  # the listener is created with an issued certificate
+    (rule,) = ingress.inputs["spec"]["rules"]
+    assert rule["host"] == https["domain"]
+    # the validation record goes to the configured zone
+    records = {r.name: r.inputs for r in plan.by_type("aws:route53/record:Record")}
+    assert records["serving-certificate-validation-record"]["zoneId"] == https["dns_zone_id"]
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_waf_dns_and_ordering(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    ingress = _one(plan, INGRESS)
+    acl = plan.one("aws:wafv2/webAcl:WebAcl")
+    assert acl.inputs["scope"] == "REGIONAL"
+    assert (
+        f":regional/webacl/{acl.inputs['name']}/"
+        in ingress.inputs["metadata"]["annotations"][f"{ALB}wafv2-acl-arn"]
+    )
+    rules = {r["name"]: r for r in acl.inputs["rules"]}
+    crs = rules["AWSManagedRulesCommonRuleSet"]["statement"]["managedRuleGroupStatement"]
+    assert [o["name"] for o in crs["ruleActionOverrides"]] == ["SizeRestrictions_BODY"]
+    https = plan.config["inference"]["https"]
+    cname = plan.one("aws:route53/record:Record", "serving-dns-cname").inputs
+    assert (cname["name"], cname["type"], cname["zoneId"]) == (https["domain"], "CNAME", https["dns_zone_id"])
+    assert cname["records"][0].endswith(f".{plan.region}.elb.amazonaws.com")
+    # ordering: the controller before the Ingress; the Ingress (its target group binding) before the pods,
+    # so the controller injects its readiness gate; the Deployment and KEDA before the ScaledObject
+    lbc = next(r for r in plan.by_type(RELEASE) if r.inputs["name"] == "aws-load-balancer-controller")
+    keda = next(r for r in plan.by_type(RELEASE) if r.inputs["name"] == "keda")
+    deployment = _one(plan, DEPLOYMENT)
+    assert lbc.urn in ingress.dependencies and ingress.urn in deployment.dependencies
+    scaled = _one(plan, SCALED_OBJECT)
+    assert {deployment.urn, keda.urn} <= set(scaled.dependencies)
+    assert plan.outputs["inferenceUrl"] == f"https://{https['domain']}"
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_deployment_is_not_awaited_and_what_hangs_off_it_is_declared(plan_stack, stack: str) -> None:
+    """F6: on a fresh platform no release exists yet, so the pods cannot become ready; pulumi must not wait
+    for them (ProgressDeadlineExceeded would fail ``up`` and leave the ScaledObject uncreated). The rollout
+    gate judges the Deployment instead (infra/ops/health.py)."""
+    plan = plan_stack(stack)
+    deployment = _one(plan, DEPLOYMENT)
+    assert deployment.inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    # the objects around it are still declared, the ScaledObject still after the Deployment, and none of
+    # them is awaited on the Deployment's readiness any more (the annotation is on the Deployment only)
+    scaled = _one(plan, SCALED_OBJECT)
+    assert deployment.urn in scaled.dependencies
+    for type_ in (PDB, INGRESS, SERVICE, SCALED_OBJECT):
+        assert "pulumi.com/skipAwait" not in (_one(plan, type_).inputs["metadata"].get("annotations") or {})
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_keda_is_pinned_restricted_and_on_system_pools(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    chart = plan.config["inference"]["autoscaling"]["keda"]
+    keda = next(r for r in plan.by_type(RELEASE) if r.inputs["name"] == "keda")
+    assert (keda.inputs["chart"], keda.inputs["version"]) == (chart["chart"], chart["version"])
+    assert keda.inputs["repositoryOpts"] == {"repo": chart["repo"]}
+    assert keda.inputs["namespace"] == chart["namespace"]
+    terms = keda.inputs["values"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    (expr,) = [e for e in terms["nodeSelectorTerms"][0]["matchExpressions"] if e["key"] == POOL_LABEL]
+    system = {n for n, p in plan.config["node_pools"].items() if not p["gpu"]}
+    assert set(expr["values"]) == system
+    (namespace,) = [
+        n
+        for n in plan.by_type("kubernetes:core/v1:Namespace")
+        if n.inputs["metadata"]["name"] == chart["namespace"]
+    ]
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    policies = {p.inputs["metadata"]["name"] for p in _in(plan, POLICY, chart["namespace"])}
+    assert {"default-deny", "allow-control-plane", "allow-to-prometheus"} <= policies
+    assert any(urn.endswith("::keda-allow-control-plane") for urn in keda.dependencies)
+
+
+def _variant(stack_config, stack: str, https: dict, **inference) -> Plan:
+    raw = stack_config(stack)
+    raw["inference"]["https"] = {"domain": raw["inference"]["https"]["domain"], **https}
+    raw["inference"].update(inference)
+    return run_plan(f"{stack}-variant", parse_platform_config(raw))
+
+
+def test_internal_alb_with_an_existing_certificate_and_no_waf(stack_config) -> None:
+    cert = "arn:aws:acm:ap-east-1:123456789012:certificate/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
+    plan = _variant(stack_config, "prod-hk-infer", {"certificate_arn": cert})
+    ann = _one(plan, INGRESS).inputs["metadata"]["annotations"]
+    assert ann[f"{ALB}scheme"] == "internal" and ann[f"{ALB}certificate-arn"] == cert
+    assert ann[f"{ALB}wafv2-acl-arn"] == "none"  # explicit, so an ACL attached earlier is removed
+    for type_ in (
+        "aws:acm/certificate:Certificate",
+        "aws:route53/record:Record",
+        "aws:wafv2/webAcl:WebAcl",
+    ):
+        assert plan.by_type(type_) == [], type_
+    # an internal ALB lives in (and sends from) the private subnets
+    private = {
+        s.inputs["cidrBlock"]
+        for s in plan.by_type("aws:ec2/subnet:Subnet")
+        if s.inputs["tags"].get("kubernetes.io/role/internal-elb") == "1"
+    }
+    ns = plan.config["storage"]["inference"]["namespace"]
+    (policy,) = [
+        p for p in _in(plan, POLICY, ns) if p.inputs["metadata"]["name"] == "allow-from-load-balancer"
+    ]
+    assert {peer["ipBlock"]["cidr"] for peer in policy.inputs["spec"]["ingress"][0]["from"]} == private
+    assert validate_plan(plan) == []
+
+
+def test_existing_web_acl_pinned_version_and_prebuilt_image(stack_config) -> None:
+    acl = (
+        "arn:aws:wafv2:ap-southeast-1:123456789012:regional/webacl/edge/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
+    )
+    image = "public.ecr.aws/example/inference@sha256:" + "b" * 64
+    plan = _variant(
+        stack_config,
+        "prod-sg-infer",
+        {
+            "dns_zone_id": "Z0000000000000EXAMPLE",
+            "dns_zone_name": "example.com",
+            "waf": "arn",
+            "waf_acl_arn": acl,
+        },
+        pin_version="20261130T100100Z-step4",
+        image={"ref": image},
+    )
+    ann = _one(plan, INGRESS).inputs["metadata"]["annotations"]
+    assert ann[f"{ALB}wafv2-acl-arn"] == acl and plan.by_type("aws:wafv2/webAcl:WebAcl") == []
+    (container,) = _pod(plan)["containers"]
+    assert container["image"] == image
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["INFERENCE_PIN_VERSION"] == "20261130T100100Z-step4"
+
+
+def test_train_stacks_serve_nothing(plan_stack) -> None:
+    plan = plan_stack("prod-us-train")
+    assert plan.by_type(INGRESS) == [] and plan.by_type(SCALED_OBJECT) == []
+    assert "inferenceUrl" not in plan.outputs
