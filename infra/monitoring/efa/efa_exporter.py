@@ -2,7 +2,7 @@
 
 Our own exporter because node-exporter drops every EFA counter and a textfile collector serves stale
 values after its writer dies (docs/platform/monitoring.md). Standard library only: the DaemonSet
-(``EfaExporter``, infra/components/k8s/gpu_exporters.py) mounts it from a ConfigMap into a stock image.
+(``EfaExporter``, infra/monitoring/component/exporters.py) mounts it from a ConfigMap into a stock image.
 
 Counter names: amzn/amzn-drivers ``kernel/linux/efa/src/efa_verbs.c`` (tag efa_linux_3.1.0, commit
 64788ef7c182a9383445942b5f5f77fe1d25a290), ``EFA_DEFINE_PORT_STATS`` ->
