@@ -38,7 +38,7 @@ LOAD_FAILURE_REASONS = (
 )
 RATE_WINDOW_S = 10.0
 # The per-pod load signal the HorizontalPodAutoscaler scales on (docs/inference/server.md); the cluster's
-# autoscaler query names it too (infra/inference/documents/inference.py IN_FLIGHT_METRIC, tied to this by a test).
+# autoscaler query names it too (infra/inference/documents/inference.py IN_FLIGHT_METRIC, tied by a test).
 IN_FLIGHT = "inference_requests_in_flight"
 
 
