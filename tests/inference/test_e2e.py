@@ -186,8 +186,7 @@ def test_train_publish_replicate_serve_corrupt_then_swap(
     assert "Traceback" not in log
     # A poll can also catch a version folder mid-replication (no manifest yet) and skip that listing, so on a
     # busy machine the count can be more than the one corrupt release.
-    rejected = failures(server.base)
-    assert rejected >= 1
+    assert failures(server.base) >= 1
     assert server.proc is not None and server.proc.poll() is None
 
     # 5. A newer good release is swapped in while clients keep sending requests: none fails.
@@ -226,9 +225,9 @@ def test_train_publish_replicate_serve_corrupt_then_swap(
         assert versions[0] == v1 and versions[-1] == good.version
         assert versions == sorted(versions, key=lambda v: v == good.version)
     assert metric(server.base, "inference_model_loads_total") == 2
-    assert failures(server.base) >= rejected  # partial copies of the good release may add skips, ...
     log = (work / "server.log").read_text()
-    assert f"release {MODEL}/{good.version} skipped: {WEIGHTS}" not in log  # ... never of its complete files
+    # a half-copied good release may be skipped as partial, never for the bytes of its complete files
+    assert f"release {MODEL}/{good.version} skipped: {WEIGHTS}" not in log
     assert (
         metric(
             server.base, "inference_model_info", {"model_name": MODEL, "version": good.version, "step": "4"}
