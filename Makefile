@@ -9,7 +9,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # mkdocs-material prints a banner about MkDocs 2 on every build; it is not a warning of ours.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: plan review test test-fast lint lint-docker fmt clean train-local bench-trainer bench-inference promtool policy-venv
+.PHONY: plan review test test-fast lint lint-docker fmt clean train-local bench-trainer promtool policy-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,7 @@ $(VENV)/.policy: policies/requirements.txt $(VENV)/.base
 	$(PIP) install -q --no-deps $$(grep '^pulumi-policy==' policies/requirements.txt)
 	touch $@
 
-# Tests need the dev tools, the trainer's and the inference server's stacks (CPU torch from the local wheel,
+# Tests need the dev tools, the trainer's and the release fetch tool's stacks (CPU torch from the local wheel,
 # see docs/trainer.md), and the policy pack's SDK.
 $(VENV)/.dev: pyproject.toml images/trainer/requirements.txt $(VENV)/.base $(VENV)/.policy
 	$(PIP) install -q -e '.[dev,trainer,inference]'
@@ -89,10 +89,6 @@ bench-trainer: $(VENV)/.dev
 	OMP_NUM_THREADS=1 $(BIN)/python bench/checkpoint_blocking.py
 	OMP_NUM_THREADS=1 $(BIN)/python bench/checkpoint_blocking.py --s3 --layers 4 --d-model 256
 	OMP_NUM_THREADS=1 $(BIN)/python bench/data_loader.py
-
-# Concurrent clients against a one-client baseline, batched and unbatched servers, in one run.
-bench-inference: $(VENV)/.dev
-	$(BIN)/python bench/inference_latency.py
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

@@ -1,5 +1,2 @@
-"""The inference server: serves the newest valid model release (trainer/release.py) over HTTP.
-
-``python -m inference.serve``; the interface (port, probes, settings, metrics, shutdown) is described in
-inference/serve.py and in docs/inference/server.md.
-"""
+"""The inference side's own code: the release fetch tool (``python -m inference.fetch``), the init container
+that puts a verified model release on the node before vLLM serves it (docs/inference/release.md)."""

@@ -3,13 +3,14 @@
 Layout, in a bucket (``s3://bucket[/prefix]``, boto3, ``AWS_ENDPOINT_URL`` honoured) or a local directory::
 
     <root>/release/<model_name>/<version>/
-        model.safetensors   weights only (no pickle: a pod must never unpickle a model); tensors of
-                            ``GPT(config).state_dict()`` in float32, tied duplicates stored once (see
-                            ``tied_weights`` in the manifest; :func:`load_model` restores them)
-        config.json         the ``ModelConfig`` as a JSON object
-        manifest.json       written LAST: format, model name, version, size and sha256 of every file,
-                            source (run id, checkpoint URI, step), the trainer's metrics at that step,
-                            tokenizer, creation time (UTC)
+        config.json             a Hugging Face GPT-2 folder that transformers and vLLM load as it is
+        generation_config.json  (``--model <dir>``): names, shapes and files are trainer/hf_gpt2.py's;
+        model.safetensors       weights only (no pickle: a pod must never unpickle a model), float32,
+        tokenizer.json          GPT-2 tensor names and Conv1D layouts, lm_head tied to wte, the embedding
+        tokenizer_config.json   rows beyond the tokenizer's vocabulary left out
+        manifest.json           written LAST: format, model name, version, size and sha256 of every file,
+                                source (run id, checkpoint URI, step), the trainer's metrics at that step,
+                                tokenizer, creation time (UTC)
 
 ``version`` is ``<YYYYmmddTHHMMSSZ>-step<N>`` (UTC), so lexicographic order is publication order.
 Publishing is an explicit step (``python -m trainer.publish``); the trainer itself never writes here.
@@ -19,6 +20,9 @@ manifest before the files it names: :func:`verify` reports such a release as inc
 (:class:`ReleaseError`) rather than failing in some other way, and :func:`newest_valid` falls back to the
 newest version that verifies. Store outages are not release defects: they raise
 :class:`~trainer.errors.StoreUnavailable`, never :class:`ReleaseError`.
+
+This module needs no torch (the fetch tool's image, inference/fetch.py, has none); publishing, which
+does, is trainer/publish.py.
 """
 
 from __future__ import annotations
@@ -27,27 +31,28 @@ import dataclasses
 import json
 import re
 import struct
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from trainer.blobstore import Blobs, open_blobs
-from trainer.config import ConfigError, ModelConfig
-from trainer.errors import BadInput, BlobExists, BlobNotFound
-from trainer.hashing import MANIFEST, is_sha256_hex, sha256_bytes, sha256_file, sha256_stream
+from trainer.errors import BadInput, BlobNotFound
+from trainer.hashing import MANIFEST, is_sha256_hex, sha256_stream
+from trainer.hf_gpt2 import ReleaseFormatError, check_config, hf_shapes
 
-FORMAT = "aiplat-release-v1"
+FORMAT = "aiplat-release-v2"
 RELEASE_PREFIX = "release"
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
-FILES = (WEIGHTS, CONFIG)
+GENERATION_CONFIG = "generation_config.json"
+TOKENIZER = "tokenizer.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+FILES = (CONFIG, GENERATION_CONFIG, WEIGHTS, TOKENIZER, TOKENIZER_CONFIG)
 VERSION_RE = re.compile(r"^(\d{8}T\d{6}Z)-step(\d+)$")
 MODEL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 _ST_DTYPES = {"F32", "BF16", "F16"}
+HEADER_MAX = 100 << 20  # safetensors caps its JSON header at 100 MB (safetensors/src/tensor.rs)
 
 
 class ReleaseError(BadInput):
@@ -77,18 +82,17 @@ class Source:
 
 @dataclass(frozen=True)
 class Release:
-    """A verified release (or, from :func:`publish`, one just written)."""
+    """A verified release (or, from :func:`trainer.publish.publish`, one just written)."""
 
     root: str
     model_name: str
     version: str
     uri: str
-    config: ModelConfig
+    config: dict[str, Any]  # config.json: the GPT-2 config (trainer/hf_gpt2.py)
     files: dict[str, FileEntry]
     source: Source
     metrics: dict[str, Any] | None
     tokenizer: dict[str, Any] | None
-    tied_weights: dict[str, str]
     created_utc: str
 
     @property
@@ -112,14 +116,15 @@ def check_model_name(model_name: str) -> None:
         )
 
 
-def _versions_store(root: str, model_name: str) -> Blobs:
+def versions_store(root: str, model_name: str) -> Blobs:
+    """The store under ``<root>/release/<model_name>/`` (one folder per version)."""
     check_model_name(model_name)
     return open_blobs(root).child(f"{RELEASE_PREFIX}/{model_name}")
 
 
 def list_versions(root: str, model_name: str) -> list[str]:
     """Well-formed version folders of ``model_name`` (verified or not), oldest first."""
-    return sorted(v for v in _versions_store(root, model_name).list_dirs() if VERSION_RE.match(v))
+    return sorted(v for v in versions_store(root, model_name).list_dirs() if VERSION_RE.match(v))
 
 
 # ------------------------------------------------------------------------------------------ manifest
@@ -132,8 +137,10 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _parse_manifest(raw: bytes, root: str, model_name: str, version: str, uri: str) -> Release:
-    """Type-check every field; the release's config is filled in later from config.json."""
+def accept_manifest(raw: bytes, root: str, model_name: str, version: str, uri: str) -> Release:
+    """The one place a release's manifest is accepted, before any file of the release is read: every field
+    type-checked against the folder it came from (the manifest signature check goes here too). Returns the
+    release with an empty ``config`` (filled in from config.json once its sha256 matched)."""
     try:
         m = json.loads(raw)
     except ValueError as exc:
@@ -146,7 +153,8 @@ def _parse_manifest(raw: bytes, root: str, model_name: str, version: str, uri: s
     _need(isinstance(files, dict), "files must be an object {name: {size, sha256}}")
     _need(set(files) == set(FILES), f"files must be exactly {', '.join(FILES)}, not {sorted(files)}")
     entries = {}
-    for name, e in files.items():
+    for name in FILES:
+        e = files[name]
         _need(isinstance(e, dict), f"files.{name} must be an object {{size, sha256}}")
         _need(_is_int(e.get("size")) and e["size"] >= 0, f"files.{name}.size must be a byte count")
         _need(is_sha256_hex(e.get("sha256")), f"files.{name}.sha256 must be 64 hex digits")
@@ -157,61 +165,49 @@ def _parse_manifest(raw: bytes, root: str, model_name: str, version: str, uri: s
     _need(isinstance(src.get("checkpoint_uri"), str), "source.checkpoint_uri must be a string")
     _need(_is_int(src.get("step")) and src["step"] >= 0, "source.step must be a step number")
     vm = VERSION_RE.match(version)
-    assert vm is not None
-    _need(int(vm.group(2)) == src["step"], f"source.step {src['step']} is not the version's step")
+    _need(
+        vm is not None and int(vm.group(2)) == src["step"],
+        f"source.step {src['step']} is not the version's step",
+    )
     metrics = m.get("metrics")
     _need(metrics is None or isinstance(metrics, dict), "metrics must be an object or null")
     tok = m.get("tokenizer")
     _need(tok is None or isinstance(tok, dict), "tokenizer must be an object or null")
-    tied = m.get("tied_weights", {})
-    _need(
-        isinstance(tied, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in tied.items()),
-        "tied_weights must be an object {name: name}",
-    )
     _need(isinstance(m.get("created_utc"), str), "created_utc must be a string")
     return Release(
         root=root,
         model_name=model_name,
         version=version,
         uri=uri,
-        config=ModelConfig(),
+        config={},
         files=entries,
         source=Source(src["run_id"], src["checkpoint_uri"], src["step"]),
         metrics=metrics,
         tokenizer=tok,
-        tied_weights=tied,
         created_utc=m["created_utc"],
     )
 
 
-def parse_config(raw: bytes) -> ModelConfig:
-    """``config.json`` -> :class:`ModelConfig` (unknown keys and bad values are :class:`ReleaseError`)."""
+def _json_object(name: str, raw: bytes) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise ReleaseError(f"{CONFIG} is not valid JSON ({exc})") from None
+        raise ReleaseError(f"{name} is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ReleaseError(f"{CONFIG} must be a JSON object")
-    known = {f.name for f in dataclasses.fields(ModelConfig)}
-    if unknown := sorted(set(data) - known):
-        raise ReleaseError(f"{CONFIG}: unknown keys {unknown}")
+        raise ReleaseError(f"{name} must be a JSON object")
+    return data
+
+
+def parse_config(raw: bytes) -> dict[str, Any]:
+    """``config.json`` -> the GPT-2 config as a dict, checked by :func:`trainer.hf_gpt2.check_config`."""
     try:
-        return ModelConfig(**data)
-    except ConfigError as exc:
+        return check_config(_json_object(CONFIG, raw))
+    except ReleaseFormatError as exc:
         raise ReleaseError(f"{CONFIG}: {exc}") from None
 
 
-def expected_tensors(cfg: ModelConfig) -> dict[str, list[int]]:
-    """Names and shapes ``model.safetensors`` must hold for ``cfg`` (tied duplicates left out)."""
-    from trainer.model import GPT
-
-    with torch.device("meta"):
-        model = GPT(cfg)
-    return {k: list(v.shape) for k, v in model.state_dict().items() if k not in GPT.TIED_WEIGHTS}
-
-
-def _check_header(head: bytes, cfg: ModelConfig) -> None:
-    """The safetensors header (8-byte length + JSON table) names exactly the tensors ``cfg`` needs."""
+def _check_header(head: bytes, config: dict[str, Any]) -> None:
+    """The safetensors header (8-byte length + JSON table) names exactly the tensors ``config`` needs."""
     if len(head) < 8:
         raise ReleaseError(f"{WEIGHTS}: shorter than a safetensors header")
     (n,) = struct.unpack("<Q", head[:8])
@@ -221,8 +217,10 @@ def _check_header(head: bytes, cfg: ModelConfig) -> None:
         table = json.loads(head[8 : 8 + n])
     except ValueError:
         raise ReleaseError(f"{WEIGHTS}: header is not valid JSON") from None
+    if not isinstance(table, dict):
+        raise ReleaseError(f"{WEIGHTS}: header is not a JSON object")
     table.pop("__metadata__", None)
-    want = expected_tensors(cfg)
+    want = hf_shapes(config)
     got = {k: v.get("shape") for k, v in table.items() if isinstance(v, dict)}
     if got != want:
         missing = sorted(set(want) - set(got))
@@ -236,18 +234,32 @@ def _check_header(head: bytes, cfg: ModelConfig) -> None:
         raise ReleaseError(f"{WEIGHTS}: unsupported dtype for {bad[:3]}")
 
 
+class _Head:
+    """Keeps the safetensors header of a stream of blocks (its length is in the first 8 bytes)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def __call__(self, block: bytes) -> None:
+        want = HEADER_MAX + 8
+        if len(self.data) >= 8:
+            want = min(want, 8 + struct.unpack("<Q", self.data[:8])[0])
+        if len(self.data) < want:
+            self.data.extend(block[: want - len(self.data)])
+
+
 # ----------------------------------------------------------------------------------------- reading
 def _read_release(root: str, model_name: str, version: str, download_to: Path | None = None) -> Release:
     if not VERSION_RE.match(version or ""):
         raise ReleaseError(f"{version!r} is not a release version (<YYYYmmddTHHMMSSZ>-step<N>)")
-    store = _versions_store(root, model_name).child(version)
+    store = versions_store(root, model_name).child(version)
     try:
         raw = store.read(MANIFEST)
     except BlobNotFound:
         raise ReleaseError(
             f"no {MANIFEST} (publishing did not finish, or replication has not copied it yet)"
         ) from None
-    rel = _parse_manifest(raw, root, model_name, version, store.uri)
+    rel = accept_manifest(raw, root, model_name, version, store.uri)
     present = store.list()
     for name, entry in rel.files.items():
         if name not in present:
@@ -257,44 +269,47 @@ def _read_release(root: str, model_name: str, version: str, download_to: Path | 
                 f"incomplete: {name} has {present[name]} bytes, {MANIFEST} says {entry.size} "
                 "(replication not finished, or truncated)"
             )
-    cfg_raw = store.read(CONFIG)
-    head = bytearray()
-
-    def keep_head(block: bytes) -> None:
-        if len(head) < (1 << 20):
-            head.extend(block[: (1 << 20) - len(head)])
-
+    small: dict[str, bytes] = {}  # every file but the weights, kept to be parsed once its sha256 matched
+    head = _Head()
+    if download_to is not None:
+        download_to.mkdir(parents=True, exist_ok=True)
     for name, entry in rel.files.items():
+        buf = bytearray()
+        keep = head if name == WEIGHTS else buf.extend
         if download_to is not None:
-            download_to.mkdir(parents=True, exist_ok=True)
             part = download_to / f".{name}.part"
-            sha, _ = store.download(name, part)
+            with store.open(name) as src, open(part, "wb") as out:
+                sha, _ = sha256_stream(src, lambda b, keep=keep, out=out: (keep(b), out.write(b)))
         else:
             with store.open(name) as f:
-                sha, _ = sha256_stream(f, keep_head if name == WEIGHTS else None)
+                sha, _ = sha256_stream(f, keep)
         if sha != entry.sha256:
             raise ReleaseError(f"{name}: sha256 does not match {MANIFEST} (corrupt or replaced)")
         if download_to is not None:
             part.replace(download_to / name)
+        if name != WEIGHTS:
+            small[name] = bytes(buf)
+    config = parse_config(small[CONFIG])
+    for name in (GENERATION_CONFIG, TOKENIZER, TOKENIZER_CONFIG):
+        _json_object(name, small[name])
+    _check_header(bytes(head.data), config)
     if download_to is not None:
-        with open(download_to / WEIGHTS, "rb") as f:
-            head = bytearray(f.read(1 << 20))
         (download_to / MANIFEST).write_bytes(raw)
-    cfg = parse_config(cfg_raw)
-    _check_header(bytes(head), cfg)
-    return dataclasses.replace(rel, config=cfg)
+    return dataclasses.replace(rel, config=config)
 
 
 def verify(root: str, model_name: str, version: str) -> Release:
     """The release at ``<root>/release/<model_name>/<version>`` if it is complete and intact (manifest
-    type-checked, every file present with its size and sha256, config.json a valid ModelConfig whose
-    tensors the weights file holds); else :class:`ReleaseError` with the reason."""
+    accepted, every file present with its size and sha256, config.json the GPT-2 config whose tensors the
+    weights file holds, the other files JSON objects); else :class:`ReleaseError` with the reason."""
     return _read_release(root, model_name, version)
 
 
 def download(root: str, model_name: str, version: str, dest: str | Path) -> Release:
     """Copy a release into the local directory ``dest``, verifying every byte on the way (the same checks
-    as :func:`verify`); files appear under their names only once they matched the manifest."""
+    as :func:`verify`); files appear under their names only once they matched the manifest, and
+    ``manifest.json`` only once all did. On :class:`ReleaseError` ``dest`` may hold a part: the caller
+    downloads into a folder of its own (inference/fetch.py) and removes it."""
     return _read_release(root, model_name, version, download_to=Path(dest))
 
 
@@ -307,80 +322,3 @@ def newest_valid(root: str, model_name: str) -> tuple[Release | None, list[tuple
         except ReleaseError as exc:
             skipped.append((version, exc.reason))
     return None, skipped
-
-
-def load_model(directory: str | Path, device: str | torch.device = "cpu") -> Any:
-    """A ``GPT`` with the weights of a downloaded release directory (safetensors only, no pickle)."""
-    from safetensors.torch import load_file
-
-    from trainer.model import GPT
-
-    d = Path(directory)
-    cfg = parse_config((d / CONFIG).read_bytes())
-    model = GPT(cfg)
-    result = model.load_state_dict(load_file(d / WEIGHTS, device="cpu"), strict=False)
-    if set(result.missing_keys) - set(GPT.TIED_WEIGHTS) or result.unexpected_keys:
-        raise ReleaseError(f"{WEIGHTS}: missing {result.missing_keys}, unexpected {result.unexpected_keys}")
-    return model.to(device).eval()
-
-
-# ---------------------------------------------------------------------------------------- publishing
-def publish(
-    checkpoint_uri: str,
-    step: int | None,
-    release_root: str,
-    model_name: str,
-    *,
-    now: datetime | None = None,
-) -> Release:
-    """Publish the model weights of a committed, verified checkpoint (the newest when ``step`` is None)
-    from ``checkpoint_uri`` (a checkpoint root, as in ``checkpoint.uri``) as a new version of
-    ``model_name`` under ``<release_root>/release/``; returns the release written."""
-    from safetensors.torch import save_file
-
-    from trainer.checkpoint import open_committed
-    from trainer.model import GPT
-
-    check_model_name(model_name)
-    if f"/{RELEASE_PREFIX}/" in f"/{checkpoint_uri.rstrip('/')}/":
-        raise BadInput(f"--checkpoint={checkpoint_uri}: a checkpoint cannot live under {RELEASE_PREFIX}/")
-    ck = open_committed(checkpoint_uri, step)
-    try:
-        cfg = ModelConfig(**ck.manifest.config["model"])
-    except (KeyError, TypeError, ConfigError) as exc:
-        raise BadInput(f"{ck.uri}: {MANIFEST} holds no usable model config ({exc})") from None
-    model = GPT(cfg)
-    weights = ck.load_model_weights(model)
-    version = make_version(ck.step, now)
-    store = _versions_store(release_root, model_name).child(version)
-    if store.list():
-        raise BadInput(f"{store.uri} already exists; publish again a second later")
-    tied = dict(GPT.TIED_WEIGHTS)
-    tensors = {k: v.detach().contiguous() for k, v in weights.items() if k not in tied}
-    config_bytes = json.dumps(dataclasses.asdict(cfg), indent=1, sort_keys=True).encode()
-    with tempfile.TemporaryDirectory(prefix="release-") as tmp:
-        wpath = Path(tmp) / WEIGHTS
-        save_file(tensors, str(wpath), metadata={"format": "pt"})
-        files = {
-            WEIGHTS: {"size": wpath.stat().st_size, "sha256": sha256_file(wpath)},
-            CONFIG: {"size": len(config_bytes), "sha256": sha256_bytes(config_bytes)},
-        }
-        store.write(CONFIG, config_bytes)
-        store.upload(WEIGHTS, wpath)
-    manifest = {
-        "format": FORMAT,
-        "model_name": model_name,
-        "version": version,
-        "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "files": files,
-        "source": {"run_id": ck.run_id, "checkpoint_uri": ck.uri, "step": ck.step},
-        "metrics": ck.manifest.metrics,
-        "tokenizer": (ck.manifest.data or {}).get("tokenizer"),
-        "tied_weights": tied,
-    }
-    try:
-        store.write(MANIFEST, json.dumps(manifest, indent=1).encode(), create_only=True)
-    except BlobExists:
-        raise BadInput(f"{store.uri} was published concurrently; publish again") from None
-    rel = _parse_manifest(json.dumps(manifest).encode(), release_root, model_name, version, store.uri)
-    return dataclasses.replace(rel, config=cfg)

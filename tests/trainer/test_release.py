@@ -1,4 +1,5 @@
-"""Model releases (trainer/release.py, python -m trainer.publish): local directories and S3 over HTTP."""
+"""Model releases (trainer/release.py, python -m trainer.publish): local directories and S3 over HTTP.
+That transformers loads them and computes the trainer's logits: tests/trainer/test_hf_release.py."""
 
 from __future__ import annotations
 
@@ -11,23 +12,25 @@ from typing import Any
 
 import pytest
 import torch
-from safetensors import safe_open
+from safetensors.torch import load_file
 
 from tests.trainer._support import PY, REPO, Job, base_env
 from trainer.checkpoint_store import LocalStore, step_dir_name
 from trainer.distributed import DistInfo
 from trainer.errors import BadInput, StoreUnavailable
+from trainer.hf_gpt2 import tensor_rules
 from trainer.loop import Trainer
+from trainer.publish import publish
 from trainer.release import (
     CONFIG,
+    FILES,
     MANIFEST,
+    TOKENIZER,
     WEIGHTS,
     ReleaseError,
     download,
     list_versions,
-    load_model,
     newest_valid,
-    publish,
     verify,
 )
 from trainer.tools.moto_server import MotoServer
@@ -59,13 +62,24 @@ def version_dir(root: Path, version: str) -> Path:
     return root / "release" / "gpt-debug" / version
 
 
+def assert_holds(folder: Path, params: dict[str, torch.Tensor], vocab: int = 257) -> None:
+    """The release's weights are the trainer's ``params``: every GPT-2 tensor, transposed back where the
+    mapping transposed it, equals its trainer tensor (the embedding's first ``vocab`` rows)."""
+    hf = load_file(folder / WEIGHTS)
+    assert set(hf) == {r.hf for r in tensor_rules(2)}
+    for r in tensor_rules(2):
+        got = hf[r.hf].t() if r.transpose else hf[r.hf]
+        want = params[r.trainer][:vocab] if r.vocab_rows else params[r.trainer]
+        assert torch.equal(got, want), r
+
+
 def test_local_roundtrip_publish_verify_download_load(info: DistInfo, work_dir: Path) -> None:
     params = train_and_save(info, str(work_dir / "ckpt"), [2, 4])
     rel = publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(1))
     assert rel.version == "20261130T100100Z-step4" and rel.step == 4  # newest committed by default
     assert list_versions(str(work_dir / "rel"), "gpt-debug") == [rel.version]
     d = version_dir(work_dir / "rel", rel.version)
-    assert sorted(p.name for p in d.iterdir()) == [CONFIG, MANIFEST, WEIGHTS]
+    assert sorted(p.name for p in d.iterdir()) == sorted([*FILES, MANIFEST])
     manifest = json.loads((d / MANIFEST).read_text())
     assert manifest["source"] == {
         "run_id": "job-test",
@@ -74,22 +88,18 @@ def test_local_roundtrip_publish_verify_download_load(info: DistInfo, work_dir: 
     }
     assert manifest["metrics"] == {"step": 4, "loss": 5.5}
     assert manifest["tokenizer"]["eot_token"] == 256
-    assert {n: e["size"] for n, e in manifest["files"].items()} == {
-        n: (d / n).stat().st_size for n in (CONFIG, WEIGHTS)
-    }
-    # Weights only, in safetensors (no pickle); the tied lm_head is stored once, as wte.
-    with safe_open(d / WEIGHTS, "pt") as f:
-        assert set(f.keys()) == set(params[4]) - {"lm_head.weight"}
+    assert {n: e["size"] for n, e in manifest["files"].items()} == {n: (d / n).stat().st_size for n in FILES}
+    # Weights only, in safetensors (no pickle); the tied lm_head is not stored (GPT-2's wte is the head).
+    assert_holds(d, params[4])
 
     got = verify(str(work_dir / "rel"), "gpt-debug", rel.version)
     assert got.config == rel.config and got.files == rel.files and got.source.step == 4
+    assert got.config["n_embd"] == 32 and got.config["vocab_size"] == 257
     dl = download(str(work_dir / "rel"), "gpt-debug", rel.version, work_dir / "dl")
     assert dl.version == rel.version
-    model = load_model(work_dir / "dl")
-    loaded = model.state_dict()
-    for k, v in params[4].items():
-        assert torch.equal(loaded[k], v), k
-    assert model.lm_head.weight is model.wte.weight  # tying restored
+    assert sorted(p.name for p in (work_dir / "dl").iterdir()) == sorted([*FILES, MANIFEST])
+    for name in (*FILES, MANIFEST):
+        assert (work_dir / "dl" / name).read_bytes() == (d / name).read_bytes(), name
 
     older = publish(str(work_dir / "ckpt"), 2, str(work_dir / "rel"), "gpt-debug", now=at(2))
     assert older.step == 2
@@ -108,13 +118,12 @@ def test_s3_roundtrip_and_partial_replication(
     rel = publish("s3://ckpt/runs/r1", 3, "s3://artifacts", "gpt-debug", now=at(5))
     assert rel.uri == f"s3://artifacts/release/gpt-debug/{rel.version}"
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket="artifacts")["Contents"]}
-    assert keys == {f"release/gpt-debug/{rel.version}/{n}" for n in (CONFIG, MANIFEST, WEIGHTS)}
+    assert keys == {f"release/gpt-debug/{rel.version}/{n}" for n in (*FILES, MANIFEST)}
     assert verify("s3://artifacts", "gpt-debug", rel.version).source.checkpoint_uri == (
         "s3://ckpt/runs/r1/step_000000003"
     )
     download("s3://artifacts", "gpt-debug", rel.version, work_dir / "dl")
-    loaded = load_model(work_dir / "dl").state_dict()
-    assert all(torch.equal(loaded[k], v) for k, v in params[3].items())
+    assert_holds(work_dir / "dl", params[3])
 
     # Replication copies objects one by one, in any order: the manifest can arrive first.
     prefix = f"release/gpt-debug/{rel.version}/"
@@ -127,7 +136,9 @@ def test_s3_roundtrip_and_partial_replication(
     copy(MANIFEST)
     with pytest.raises(ReleaseError, match=r"incomplete: .* missing"):
         verify("s3://replica", "gpt-debug", rel.version)
-    copy(CONFIG)
+    for name in FILES:
+        if name != WEIGHTS:
+            copy(name)
     weights = s3.get_object(Bucket="artifacts", Key=prefix + WEIGHTS)["Body"].read()
     copy(WEIGHTS, weights[: len(weights) // 2])
     with pytest.raises(ReleaseError, match=rf"incomplete: {WEIGHTS} has \d+ bytes, manifest.json says"):
@@ -196,23 +207,38 @@ def test_corrupt_missing_and_mismatched_files(published: tuple[Path, str]) -> No
     assert verify(str(root), "gpt-debug", version)
 
     # A config.json that does not describe the weights, with a manifest that agrees with the bytes.
-    cfg = json.loads((d / CONFIG).read_text())
-    cfg["d_model"] = 64
+    original = (d / CONFIG).read_bytes()
+    cfg = json.loads(original)
+    cfg["n_embd"] = 64
     (d / CONFIG).write_text(json.dumps(cfg))
     import hashlib
 
-    def fix(m: dict) -> dict:
-        body = (d / CONFIG).read_bytes()
-        m["files"][CONFIG] = {"size": len(body), "sha256": hashlib.sha256(body).hexdigest()}
-        return m
+    def refile(name: str) -> Callable[[dict], dict]:
+        """A manifest that agrees with the bytes now in ``name``."""
 
-    rewrite_manifest(d, fix)
+        def change(m: dict) -> dict:
+            body = (d / name).read_bytes()
+            m["files"][name] = {"size": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+            return m
+
+        return change
+
+    rewrite_manifest(d, refile(CONFIG))
     with pytest.raises(ReleaseError, match=f"{WEIGHTS} does not match {CONFIG}"):
         verify(str(root), "gpt-debug", version)
-    cfg["unknown_key"] = 1
+    cfg["model_type"] = "llama"
     (d / CONFIG).write_text(json.dumps(cfg))
-    rewrite_manifest(d, fix)
-    with pytest.raises(ReleaseError, match=r"config.json: unknown keys \['unknown_key'\]"):
+    rewrite_manifest(d, refile(CONFIG))
+    with pytest.raises(
+        ReleaseError, match=r"config.json: model_type 'llama' / architectures .* are not gpt2"
+    ):
+        verify(str(root), "gpt-debug", version)
+    # Every JSON file is parsed once its bytes matched the manifest.
+    (d / CONFIG).write_bytes(original)
+    (d / TOKENIZER).write_text("[]")
+    rewrite_manifest(d, refile(CONFIG))
+    rewrite_manifest(d, refile(TOKENIZER))
+    with pytest.raises(ReleaseError, match=f"{TOKENIZER} must be a JSON object"):
         verify(str(root), "gpt-debug", version)
 
     (d / CONFIG).unlink()
@@ -327,7 +353,4 @@ def test_publish_from_a_trainer_checkpoint(
     assert rel.metrics is not None and rel.metrics["step"] == 3
     assert rel.tokenizer == {"tokenizer": "bytes", "vocab_size": 257, "eot_token": 256}
     download(str(work_dir / "rel"), "gpt-debug", rel.version, work_dir / "dl")
-    loaded = load_model(work_dir / "dl").state_dict()
-    trained = t.raw_model.state_dict()
-    assert loaded.keys() == trained.keys()
-    assert all(torch.equal(loaded[k], trained[k]) for k in trained)
+    assert_holds(work_dir / "dl", t.raw_model.state_dict())

@@ -1,0 +1,168 @@
+"""Fetch one model release, verified, into a local folder: the init container of the inference pods.
+
+    python -m inference.fetch --root s3://<bucket>[/<prefix>] --model <model_name> \\
+        --version <version|latest> --dest <dir>
+
+Reads ``<root>/release/<model>/<version>/`` (trainer/release.py: a Hugging Face GPT-2 folder plus
+``manifest.json``), accepts the manifest, checks every file's size and sha256 while downloading it into a
+temporary folder beside ``<dir>`` (same parent, so the last step is a rename), checks that config.json and
+the weights' tensor table agree, and only then renames the folder to ``<dir>``: vLLM then loads ``<dir>``
+(``--model <dir>``) with no hub access. ``latest`` is the newest version that verifies.
+
+Exit codes (the pod's init container status shows them; the one stderr line is its termination message):
+
+- 0: ``<dir>`` holds the verified release; the last stdout line is the version (``latest`` resolved).
+- 3: the release is missing, partial, corrupt or otherwise not servable.
+- 4: the store did not answer, or refused us (no bucket, access denied, no credentials).
+- 2: bad arguments or a local problem (``<dir>``'s parent missing or not writable, disk full).
+- 1: a bug (an unexpected exception).
+
+On any failure exactly one line ``release <model>/<version>: <reason>`` goes to stderr, and neither ``<dir>``
+nor a temporary folder is left behind. It writes only under ``<dir>``'s parent (an emptyDir or the node's
+NVMe) and ``/tmp``, so it runs on a read-only root filesystem as any user. AWS credentials come from the
+default chain (EKS Pod Identity / IRSA); ``AWS_REGION`` and ``AWS_ENDPOINT_URL`` are honoured
+(trainer/blobstore.py). Progress goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from types import FrameType
+
+from trainer.errors import BadInput, StoreUnavailable
+from trainer.release import (
+    MODEL_NAME_RE,
+    VERSION_RE,
+    Release,
+    ReleaseError,
+    download,
+    list_versions,
+)
+
+LATEST = "latest"
+OK, BUG, LOCAL, RELEASE, STORE = 0, 1, 2, 3, 4
+FETCHING = ".fetch-"  # temp folder: .<dest name>.fetch-XXXX in dest's parent
+REPLACED = ".replaced-"  # the previous <dir> while the new one is renamed in
+
+
+class Failure(Exception):
+    """Ends the tool with ``code`` and one stderr line ``release <model>/<version>: <reason>``."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = " ".join(reason.split())  # one line, whatever the cause's text held
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # The kubelet stops an init container with SIGTERM (pod deleted mid-download): unwind through the
+    # `finally` blocks so the temporary folder goes too.
+    raise Failure(LOCAL, "stopped by SIGTERM before the release was in place")
+
+
+def _leftovers(dest: Path) -> list[Path]:
+    """Temporary folders a killed earlier run left beside ``dest`` (SIGKILL, OOM, node reboot)."""
+    prefixes = (f".{dest.name}{FETCHING}", f".{dest.name}{REPLACED}")
+    return [p for p in dest.parent.iterdir() if p.name.startswith(prefixes)]
+
+
+def fetch_into(root: str, model: str, version: str, dest: Path) -> Release:
+    """Download ``version`` (a version folder name) to ``dest`` through a temporary sibling folder;
+    raises :class:`~trainer.release.ReleaseError` / store errors with nothing left behind."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}{FETCHING}", dir=dest.parent))
+    try:
+        release = download(root, model, version, tmp)
+        if dest.exists() or dest.is_symlink():  # a restarted init container finds its earlier result
+            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}{REPLACED}", dir=dest.parent))
+            dest.rename(old / "old")
+            shutil.rmtree(old, ignore_errors=True)
+        tmp.rename(dest)
+        return release
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fetch(root: str, model: str, version: str, dest: Path) -> Release:
+    """:func:`fetch_into` for a version or ``latest`` (the newest version that verifies); raises
+    :class:`Failure`."""
+    try:
+        if version != LATEST:
+            return fetch_into(root, model, version, dest)
+        versions = list_versions(root, model)
+        if not versions:
+            raise Failure(RELEASE, f"no version under {root.rstrip('/')}/release/{model}/")
+        skipped: list[str] = []
+        for v in reversed(versions):
+            try:
+                return fetch_into(root, model, v, dest)
+            except ReleaseError as exc:
+                print(f"skipped {model}/{v}: {exc.reason}", flush=True)
+                skipped.append(f"{v}: {exc.reason}")
+        raise Failure(
+            RELEASE, f"none of the {len(versions)} versions verifies (newest {skipped[0]})"
+        )
+    except ReleaseError as exc:
+        raise Failure(RELEASE, exc.reason) from None
+    except StoreUnavailable as exc:
+        raise Failure(STORE, f"release store unavailable: {exc}") from None
+    except BadInput as exc:  # no bucket, access denied, no credentials: the store refused us
+        raise Failure(STORE, f"release store refused the request: {exc}") from None
+    except OSError as exc:
+        raise Failure(LOCAL, f"cannot write beside {dest}: {exc}") from None
+
+
+def _check_args(args: argparse.Namespace) -> Path:
+    if not MODEL_NAME_RE.match(args.model):
+        raise Failure(RELEASE, "--model must be 1-63 of a-z 0-9 . _ - (the name given to trainer.publish)")
+    if args.version != LATEST and not VERSION_RE.match(args.version):
+        raise Failure(RELEASE, f"--version must be {LATEST} or a version folder such as 20261130T100100Z-step4")
+    root = args.root
+    if "://" in root and not (root.startswith("s3://") and len(root) > 5 and root[5] != "/"):
+        raise Failure(LOCAL, f"--root={root!r}: use s3://bucket[/prefix] (or a local directory)")
+    dest = Path(args.dest).absolute()
+    if not dest.parent.is_dir():
+        raise Failure(LOCAL, f"--dest={args.dest}: its parent {dest.parent} is not a directory (mount one)")
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns the exit code."""
+    ap = argparse.ArgumentParser(
+        prog="inference.fetch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--root", required=True, help="s3://bucket[/prefix] (or a local directory) with release/")
+    ap.add_argument("--model", required=True, help="release/<model>/ (trainer.publish --model-name)")
+    ap.add_argument("--version", required=True, help=f"a version folder name, or {LATEST}")
+    ap.add_argument("--dest", required=True, help="the folder to create (its parent must exist)")
+    args = ap.parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    dest = Path(args.dest)
+    try:
+        dest = _check_args(args)
+        for stale in _leftovers(dest):
+            shutil.rmtree(stale, ignore_errors=True)
+        print(f"fetching {args.model}/{args.version} from {args.root} into {dest}", flush=True)
+        rel = fetch(args.root, args.model, args.version, dest)
+    except Failure as exc:
+        print(f"release {args.model}/{args.version}: {exc.reason}", file=sys.stderr, flush=True)
+        return exc.code
+    except Exception as exc:  # a bug: still one line, and still no folder left (fetch_into's finally)
+        reason = " ".join(f"internal error: {type(exc).__name__}: {exc}".split())
+        print(f"release {args.model}/{args.version}: {reason}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return BUG
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    total = sum(f.size for f in rel.files.values())
+    print(f"verified {len(rel.files)} files, {total} bytes, step {rel.step} of run {rel.source.run_id}")
+    print(rel.version, flush=True)
+    return OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
