@@ -221,7 +221,7 @@ def tokenizer_json(vocab: ByteVocab) -> dict[str, Any]:
     end-of-text token is added as ``<|endoftext|>`` and put before every sequence (training documents follow
     one, so a prompt is the start of a new document, as the trainer sees it)."""
     table = _bytes_to_unicode()
-    eot = {"id": vocab.eot, "ids": [vocab.eot], "tokens": [EOT_TEXT]}
+    eot = {"id": EOT_TEXT, "ids": [vocab.eot], "tokens": [EOT_TEXT]}
     seq = {"type_id": 0}
     return {
         "version": "1.0",

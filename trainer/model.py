@@ -81,13 +81,17 @@ class GPT(nn.Module):
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def logits(self, idx: torch.Tensor) -> torch.Tensor:
+        """Next-token logits ``[batch, time, vocab_size]`` of the token ids ``idx`` ``[batch, time]``."""
         t = idx.shape[1]
         pos = torch.arange(t, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         for block in self.blocks:
             x = block(x)
-        logits = self.lm_head(self.ln_f(x))
+        return self.lm_head(self.ln_f(x))
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = self.logits(idx)
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
 
     def num_params(self, exclude_embeddings: bool = True) -> int:

@@ -42,10 +42,10 @@ from trainer.release import (
     TOKENIZER_CONFIG,
     WEIGHTS,
     Release,
-    versions_store,
     accept_manifest,
     check_model_name,
     make_version,
+    versions_store,
 )
 
 
