@@ -103,9 +103,7 @@ def fetch(root: str, model: str, version: str, dest: Path) -> Release:
             except ReleaseError as exc:
                 print(f"skipped {model}/{v}: {exc.reason}", flush=True)
                 skipped.append(f"{v}: {exc.reason}")
-        raise Failure(
-            RELEASE, f"none of the {len(versions)} versions verifies (newest {skipped[0]})"
-        )
+        raise Failure(RELEASE, f"none of the {len(versions)} versions verifies (newest {skipped[0]})")
     except ReleaseError as exc:
         raise Failure(RELEASE, exc.reason) from None
     except StoreUnavailable as exc:
@@ -120,7 +118,8 @@ def _check_args(args: argparse.Namespace) -> Path:
     if not MODEL_NAME_RE.match(args.model):
         raise Failure(RELEASE, "--model must be 1-63 of a-z 0-9 . _ - (the name given to trainer.publish)")
     if args.version != LATEST and not VERSION_RE.match(args.version):
-        raise Failure(RELEASE, f"--version must be {LATEST} or a version folder such as 20261130T100100Z-step4")
+        example = "20261130T100100Z-step4"
+        raise Failure(RELEASE, f"--version must be {LATEST} or a version folder such as {example}")
     root = args.root
     if "://" in root and not (root.startswith("s3://") and len(root) > 5 and root[5] != "/"):
         raise Failure(LOCAL, f"--root={root!r}: use s3://bucket[/prefix] (or a local directory)")

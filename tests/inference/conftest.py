@@ -1,5 +1,5 @@
-"""Fixtures for the inference tests: a checkpoint from a real (tiny, CPU) training run, releases published
-from it with trainer.release, ways to break a release, and a moto S3 server over HTTP."""
+"""Fixtures for the fetch tool's tests: a checkpoint from a real (tiny, CPU) training run, releases published
+from it with trainer.publish, ways to break a release, and the tool run as the image runs it."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.inference.importguard import build_site
 from tests.trainer._support import make_corpus
-from trainer.release import WEIGHTS, Release, publish
+from trainer.publish import publish
+from trainer.release import WEIGHTS, Release
 from trainer.tools.make_shards import encode, write_shards
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,15 +27,14 @@ MODEL = "gpt-debug"
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for a child process: the repo importable, one torch thread (2 shared CI cores)."""
     dist_vars = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-    env = {k: v for k, v in os.environ.items() if k not in dist_vars and not k.startswith("INFERENCE_")}
+    env = {k: v for k, v in os.environ.items() if k not in dist_vars}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["OMP_NUM_THREADS"] = "1"
     env.update(extra or {})
     return env
 
 
-def train(workdir: Path, checkpoint_uri: str, steps: int = 4, interval: int = 2,
-          env: dict[str, str] | None = None) -> None:  # fmt: skip
+def train(workdir: Path, checkpoint_uri: str, steps: int = 4, interval: int = 2) -> None:
     """``python -m trainer.train`` on CPU (the debug model), checkpoints every ``interval`` steps."""
     shards = workdir / "shards"
     if not (shards / "index.json").exists():
@@ -49,7 +50,7 @@ def train(workdir: Path, checkpoint_uri: str, steps: int = 4, interval: int = 2,
         "metrics.port_base=0",
     ):
         cmd += ["--set", kv]
-    r = subprocess.run(cmd, cwd=REPO, env=child_env(env), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(cmd, cwd=REPO, env=child_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
 
 
@@ -76,8 +77,29 @@ def work(inference_tmp: Path, request: pytest.FixtureRequest) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=inference_tmp))
 
 
+@pytest.fixture(scope="session")
+def image_site(inference_tmp: Path) -> Path:
+    """Only what the fetch image installs (tests/inference/importguard.py): no torch, no transformers."""
+    return build_site(inference_tmp / "image-site")
+
+
+def run_fetch(site: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m inference.fetch ARGS`` as the image runs it: ``python -S`` with only the image's
+    libraries and the repo's packages importable."""
+    child = child_env(env)
+    child["PYTHONPATH"] = str(site)
+    return subprocess.run(
+        [sys.executable, "-S", "-m", "inference.fetch", *args],
+        cwd=site,
+        env=child,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 class Publisher:
-    """Publishes releases of ``checkpoints`` to ``root`` with trainer.release.publish, one minute apart."""
+    """Publishes releases of ``checkpoints`` to ``root`` with trainer.publish, one minute apart."""
 
     def __init__(self, checkpoints: Path | str, root: Path | str) -> None:
         self.checkpoints = str(checkpoints)

@@ -1,10 +1,10 @@
 """A site directory with only what the inference image has: the repo's ``inference`` and ``trainer``
 packages and the distributions of images/inference/requirements.txt with everything they require.
 
-``python -S`` (no site-packages) with ``PYTHONPATH`` set to it runs the server as the image would: any
-import of another installed distribution, or of another repo package (``infra``), fails. The end-to-end
-test runs the server that way, so a dependency missing from the pin file fails the test suite, not the
-first deployment.
+``python -S`` (no site-packages) with ``PYTHONPATH`` set to it runs the fetch tool as the image would: any
+import of another installed distribution (torch, safetensors, numpy: the image has none), or of another repo
+package (``infra``), fails. The fetch tests run the tool that way, so a dependency missing from the pin file
+fails the test suite, not the first deployment.
 """
 
 from __future__ import annotations
