@@ -98,12 +98,12 @@ def exit_codes_reference() -> str:
                 "|---|---|",
                 *rows,
                 "",
-                "## The trainer and the inference server",
+                "## The trainer and the release fetch tool",
                 "",
                 "- The trainer's launcher (the training pod's exit code, which the Job's failure policy keys "
                 "on): [Trainer](../trainer.md#exit-codes).",
-                "- The inference server: [The inference server](../inference/server.md#probes-port-shutdown)"
-                ".",
+                "- The release fetch tool (the inference pods' init container): "
+                "[Model releases](../inference/release.md#the-fetch-tool).",
             ]
         )
         + "\n"
