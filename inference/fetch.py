@@ -76,6 +76,8 @@ def fetch_into(root: str, model: str, version: str, dest: Path) -> Release:
     raises :class:`~trainer.release.ReleaseError` / store errors with nothing left behind."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}{FETCHING}", dir=dest.parent))
     try:
+        # mkdtemp makes it 0700; the serving container may run as another user and only reads it.
+        tmp.chmod(0o755)
         release = download(root, model, version, tmp)
         if dest.exists() or dest.is_symlink():  # a restarted init container finds its earlier result
             old = Path(tempfile.mkdtemp(prefix=f".{dest.name}{REPLACED}", dir=dest.parent))

@@ -203,3 +203,43 @@ def test_local_root_latest_missing_and_bad_arguments(checkpoints: Path, work: Pa
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == fixed.version
     assert sorted(p.name for p in parent.iterdir()) == ["model"]
+    # Readable by the serving container's user, whoever it is; written by no one else.
+    assert (parent / "model").stat().st_mode & 0o777 == 0o755
+    assert {(parent / "model" / n).stat().st_mode & 0o777 for n in (*FILES, MANIFEST)} == {0o644}
+
+
+def test_sigterm_mid_download_leaves_nothing(
+    checkpoints: Path, work: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kubelet stops an init container with SIGTERM: the half-written folder goes, one line, exit 2."""
+    import os
+    import signal
+
+    from inference import fetch
+
+    rel = Publisher(checkpoints, work / "rel")(2)
+    real = fetch.download
+
+    def interrupted(root: str, model: str, version: str, dest: Path) -> Any:
+        (Path(dest) / "model.safetensors").write_bytes(b"half")
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real(root, model, version, dest)
+
+    monkeypatch.setattr(fetch, "download", interrupted)
+    parent = work / "pod"
+    parent.mkdir()
+    argv = [
+        "--root",
+        str(work / "rel"),
+        "--model",
+        MODEL,
+        "--version",
+        rel.version,
+        "--dest",
+        str(parent / "m"),
+    ]
+    assert fetch.main(argv) == LOCAL
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"release {MODEL}/{rel.version}: stopped by SIGTERM before the release was in place"]
+    nothing_left(parent)
+    assert signal.getsignal(signal.SIGTERM) is not fetch._on_sigterm  # the handler is put back
