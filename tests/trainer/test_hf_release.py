@@ -25,7 +25,7 @@ ATOL = 1e-5
 TEXTS = ["the quick brown fox", "naïve café, Größe, 東京", "emoji 🎉👍🏽 and a tab\tend", "  leading spaces"]
 
 
-def shake(model: GPT, seed: int = 1) -> None:
+def shake(model: GPT, seed: int = 2) -> None:
     """Weights no initialisation gives: LayerNorm gains around 1 and shifts, biases, larger matrices, so the
     MLP's GELU sees inputs of a few units (where its tanh and erf forms differ by ~1e-3)."""
     g = torch.Generator().manual_seed(seed)
@@ -88,6 +88,7 @@ def test_transformers_gives_the_trainer_models_logits_and_greedy_text(release: t
     for text in TEXTS[:3]:
         prompt = tok(text[:8]).input_ids
         want = trainer_greedy(model, prompt, 12, hf.config.vocab_size)
+        assert len(set(want)) >= 3, want  # a continuation that says something, not one token repeated
         with torch.no_grad():
             out = hf.generate(torch.tensor([prompt]), max_new_tokens=12, do_sample=False)
         assert out[0, len(prompt) :].tolist() == want, text
