@@ -28,6 +28,7 @@ from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
 from infra.io.trainer_configs import training_settings
 from infra.keys.wire import wire_keys
+from infra.logs.wire import covered_namespaces, run_namespaces, wire_log_collector, wire_log_store
 from infra.monitoring.wire import wire_monitoring
 from infra.network.wire import wire_network
 from infra.pod_storage.wire import wire_cluster_storage
@@ -139,8 +140,18 @@ def program(
     services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
     # The optional FSx for Lustre file system, linked to the datasets bucket, and its claim for the trainer.
     fsx = wire_fsx(stack, cluster, keys, network, storage, services)
+    # Container log groups (one per namespace collected) and the roles of the collector and of Grafana.
+    logs = wire_log_store(stack, cluster, keys, services, namespaces=covered_namespaces(stack))
     # Prometheus, Alertmanager, Grafana, dcgm-exporter and the EFA exporter; aiplat's rules and dashboards.
-    wire_monitoring(stack, cluster, services, load_monitoring_assets(cfg))
+    monitoring = wire_monitoring(
+        stack,
+        cluster,
+        services,
+        load_monitoring_assets(cfg),
+        grafana_role_arn=logs.store.grafana_role_arn if logs else None,
+    )
+    # Fluent Bit on every node, scraped by Prometheus; Grafana's CloudWatch data source and run dashboard.
+    wire_log_collector(stack, cluster, services, logs, monitoring, run_namespaces=run_namespaces(stack))
     # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists. MinIO
     # waits for the system pools and the services it uses (namespaces, default StorageClass, CA issuer).
     pod_access = wire_cluster_storage(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from infra.context import StackContext
 from infra.core import naming
+from infra.core.lognames import container_log_group
 from infra.fsx import constraints as fsx_facts
 from infra.keys.component.keyguard import KeyGuard, KeyGuardArgs
 from infra.keys.component.kms import KmsKeys, KmsKeysArgs
@@ -26,6 +27,10 @@ def key_access(ctx: StackContext, region: str | None = None) -> KeyAccess:
         groups.append(naming.session_log_group(names.stack_prefix))
     if cfg.cluster_services.fsx.enabled:
         groups.append(naming.fsx_log_group(names.stack_prefix))
+    if cfg.logs.enabled:
+        # Every namespace's container log group (infra/logs): one pattern, so a namespace added later
+        # (a team's) needs no key policy change; ArnLike matches it against the encryption context.
+        groups.append(container_log_group(names.cluster, "*"))
     return KeyAccess(
         partition=part,
         account_id=acct,
