@@ -32,8 +32,8 @@ class FluentBitChart(ChartPin):
 
 
 class LogsConfig(Strict):
-    """Container logs in CloudWatch Logs (docs/platform/logs.md): which namespaces follow from the stack
-    (kube-system, monitoring, the training, inference and team namespaces)."""
+    """Container logs in CloudWatch Logs (docs/platform/logs.md). Which namespaces follow from the stack:
+    kube-system, monitoring, the inference and (train stacks) the trainer namespace."""
 
     enabled: bool = Field(True, description="Run the collector and declare the log groups.")
     fluent_bit: FluentBitChart = Field(default_factory=lambda: FluentBitChart())
@@ -52,9 +52,10 @@ class LogsConfig(Strict):
     )
     memory_limit_mib: int = Field(
         256,
-        ge=64,
+        ge=128,
         le=4096,
-        description="Memory limit of each collector pod (MiB); its input buffers stay well under it.",
+        description="Memory limit of each collector pod (MiB); its buffers in memory (32 MiB of input, "
+        "16 MiB of backlog) stay well under it.",
     )
 
     @field_validator("retention_days")
