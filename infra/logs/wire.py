@@ -17,6 +17,7 @@ from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import naming
 from infra.core.charts import chart_ref
+from infra.core.config import KubernetesAccess
 from infra.keys.component.kms import KmsKeys
 from infra.logs import documents as logs_docs
 from infra.logs.component import LogCollector, LogCollectorArgs, LogStore, LogStoreArgs
@@ -36,19 +37,24 @@ class LogsWiring:
 
 
 def covered_namespaces(ctx: StackContext, extra: Sequence[str] = ()) -> list[str]:
-    """kube-system, the stack's workload namespaces and ``extra`` (e.g. the teams' namespaces), once each."""
+    """kube-system, the stack's workload namespaces and ``extra`` (e.g. the teams' namespaces), once each;
+    none when logs are off or the stack declares no Kubernetes objects (``kubernetes_access: skip``)."""
+    cfg = ctx.cfg
+    if not cfg.logs.enabled or cfg.cluster_services.kubernetes_access is KubernetesAccess.skip:
+        return []
     names = [SYSTEM_NAMESPACE, *(spec.name for spec in workload_namespace_specs(ctx)), *extra]
     return sorted(set(names))
+
+
+def container_log_groups(ctx: StackContext, namespaces: Sequence[str]) -> list[str]:
+    """The log groups of ``namespaces`` (what the logs key's policy must let CloudWatch Logs encrypt)."""
+    return list(logs_docs.log_groups(ctx.names.cluster, namespaces).values()) if namespaces else []
 
 
 def collector_namespace(ctx: StackContext) -> str:
     """The collector runs in the monitoring namespace: Pod Security ``privileged`` there allows its
     host paths, and Prometheus scrapes it from the same namespace."""
     return ctx.cfg.cluster_services.monitoring_namespace
-
-
-def _enabled(ctx: StackContext, services: ClusterServicesWiring | None) -> bool:
-    return ctx.cfg.logs.enabled and services is not None
 
 
 def wire_log_store(
@@ -58,9 +64,9 @@ def wire_log_store(
     services: ClusterServicesWiring | None,
     namespaces: Sequence[str],
 ) -> LogsWiring | None:
-    """The log groups of ``namespaces`` and the collector's and Grafana's roles (None when logs are off or
-    the stack declares no Kubernetes objects)."""
-    if not _enabled(ctx, services):
+    """The log groups of ``namespaces`` (``covered_namespaces``) and the collector's and Grafana's roles
+    (None when there is nothing to collect: logs off, or no Kubernetes objects)."""
+    if not namespaces or services is None:
         return None
     cfg, names, account = ctx.cfg, ctx.names, ctx.account
     groups = logs_docs.log_groups(names.cluster, namespaces)
