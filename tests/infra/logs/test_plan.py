@@ -169,3 +169,32 @@ def test_prometheus_scrapes_the_collector_and_alerts_on_it(plan_stack, stack: st
         if r.inputs["metadata"]["name"] == "aiplat-logs"
     ]
     assert len(rules) == 1
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_grafana_gets_the_data_source_and_the_run_dashboard_reads_the_runs_groups(
+    plan_stack, stack: str
+) -> None:
+    plan = plan_stack(stack)
+    configmaps = {
+        r.inputs["metadata"]["name"]: r.inputs for r in plan.by_type("kubernetes:core/v1:ConfigMap")
+    }
+    kps = release_values(plan, mon.KPS_RELEASE)["grafana"]
+    source = configmaps["aiplat-datasource-cloudwatch"]
+    # the label Grafana's sidecar loads data sources by (kube-prometheus-stack values, left at its default)
+    assert source["metadata"]["labels"][docs.DATASOURCE_LABEL[0]] == docs.DATASOURCE_LABEL[1]
+    assert "datasources" not in kps.get("sidecar", {})
+    (provisioning,) = source["data"].values()
+    (ds,) = json.loads(provisioning)["datasources"]
+    assert ds["type"] == "cloudwatch" and ds["jsonData"]["defaultRegion"] == plan.region
+    board = configmaps.get("aiplat-dashboard-run")
+    if plan.config["role"] != "train":
+        assert board is None  # no run to show on an infer stack
+        return
+    (text,) = board["data"].values()
+    (logs_panel,) = [p for p in json.loads(text)["panels"] if p["datasource"]["type"] == "cloudwatch"]
+    assert logs_panel["datasource"]["uid"] == ds["uid"]
+    trainer_group = container_log_group(cluster_name(plan), plan.config["storage"]["trainer"]["namespace"])
+    assert trainer_group in container_groups(plan)
+    assert logs_panel["targets"][0]["logGroupNames"] == [trainer_group]
+    assert logs_panel["targets"][0]["logGroups"] == [{"arn": arn(plan, trainer_group), "name": trainer_group}]
