@@ -28,6 +28,13 @@ from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
 from infra.io.trainer_configs import training_settings
 from infra.keys.wire import wire_keys
+from infra.logs.wire import (
+    container_log_groups,
+    covered_namespaces,
+    run_namespaces,
+    wire_log_collector,
+    wire_log_store,
+)
 from infra.monitoring.wire import wire_monitoring
 from infra.network.wire import wire_network
 from infra.pod_storage.wire import wire_cluster_storage
@@ -124,7 +131,9 @@ def program(
     stack.export("region", cfg.region)
     stack.export("environment", cfg.environment.value)
     stack.export("role", cfg.role.value)
-    keys = wire_keys(stack)
+    # The namespaces whose container logs are kept (infra/logs); their groups are under the logs key.
+    log_namespaces = covered_namespaces(stack)
+    keys = wire_keys(stack, log_groups=container_log_groups(stack, log_namespaces))
     # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).
     storage = wire_storage(stack, data_key_arn=keys.data_key_arn)
     # The trainer (and inference) images, built into the registry's repositories, by digest.
@@ -139,8 +148,18 @@ def program(
     services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
     # The optional FSx for Lustre file system, linked to the datasets bucket, and its claim for the trainer.
     fsx = wire_fsx(stack, cluster, keys, network, storage, services)
+    # Container log groups (one per namespace collected) and the roles of the collector and of Grafana.
+    logs = wire_log_store(stack, cluster, keys, services, namespaces=log_namespaces)
     # Prometheus, Alertmanager, Grafana, dcgm-exporter and the EFA exporter; aiplat's rules and dashboards.
-    wire_monitoring(stack, cluster, services, load_monitoring_assets(cfg))
+    monitoring = wire_monitoring(
+        stack,
+        cluster,
+        services,
+        load_monitoring_assets(cfg),
+        grafana_role_arn=logs.store.grafana_role_arn if logs else None,
+    )
+    # Fluent Bit on every node, scraped by Prometheus; Grafana's CloudWatch data source and run dashboard.
+    wire_log_collector(stack, cluster, services, logs, monitoring, run_namespaces=run_namespaces(stack))
     # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists. MinIO
     # waits for the system pools and the services it uses (namespaces, default StorageClass, CA issuer).
     pod_access = wire_cluster_storage(

@@ -32,6 +32,7 @@ COMPLETE = (
     "infra/fsx/",
     "infra/training/",
     "infra/monitoring/",
+    "infra/logs/",
     "infra/inference/",
     "infra/preflight/",
     "infra/cost/",

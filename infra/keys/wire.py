@@ -7,6 +7,8 @@ resources they refer to (a key policy condition does not need its principal to e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from infra.context import StackContext
 from infra.core import naming
 from infra.fsx import constraints as fsx_facts
@@ -16,8 +18,9 @@ from infra.keys.documents.kms_policy import KeyAccess, KeyPurpose
 from infra.stack.schema import Role, StorageBackend, TrailMode
 
 
-def key_access(ctx: StackContext, region: str | None = None) -> KeyAccess:
-    """Who may administer, delete and use the stack's keys (``region``: another region's replica keys)."""
+def key_access(ctx: StackContext, region: str | None = None, log_groups: Sequence[str] = ()) -> KeyAccess:
+    """Who may administer, delete and use the stack's keys (``region``: another region's replica keys;
+    ``log_groups``: more log groups the logs key encrypts, besides the ones named here)."""
     cfg, names, account = ctx.cfg, ctx.names, ctx.account
     part, acct = account.partition, account.account_id
     home = region is None or region == cfg.region
@@ -26,6 +29,8 @@ def key_access(ctx: StackContext, region: str | None = None) -> KeyAccess:
         groups.append(naming.session_log_group(names.stack_prefix))
     if cfg.cluster_services.fsx.enabled:
         groups.append(naming.fsx_log_group(names.stack_prefix))
+    # the container log groups (infra/logs), named by the caller: the namespaces collected are its fact
+    groups.extend(log_groups)
     return KeyAccess(
         partition=part,
         account_id=acct,
@@ -60,7 +65,9 @@ def replica_regions(ctx: StackContext) -> list[str]:
     return []
 
 
-def wire_keys(ctx: StackContext) -> KmsKeys:
+def wire_keys(ctx: StackContext, log_groups: Sequence[str] = ()) -> KmsKeys:
+    """The stack's keys and their guard; ``log_groups``: the container log groups the logs key encrypts
+    (``infra/logs/wire.py`` ``container_log_groups``)."""
     cfg, names, account = ctx.cfg, ctx.names, ctx.account
     keys = KmsKeys(
         "kms",
@@ -68,7 +75,7 @@ def wire_keys(ctx: StackContext) -> KmsKeys:
             stack_prefix=names.stack_prefix,
             aliases={p.value: naming.kms_alias(names.stack_prefix, p.value) for p in KeyPurpose},
             keyset=names.global_prefix,
-            access=key_access(ctx),
+            access=key_access(ctx, log_groups=log_groups),
         ),
         opts=ctx.in_region,
     )

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.core.kube import TOLERATE_ALL
+from infra.core.kube import IRSA_ANNOTATION, TOLERATE_ALL
 from infra.core.namespaces import PART_OF
 from infra.pools.documents.nodes import EFA_LABEL, pool_affinity
 from infra.training.documents.runtime import WORKLOAD_BANDWIDTH, WORKLOAD_LABEL
@@ -35,6 +35,9 @@ PROMETHEUS_PORT = 9090
 CRDS_RELEASE = "prometheus-operator-crds"
 DCGM_RELEASE = "dcgm-exporter"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
+# Grafana's ServiceAccount, named in the values (grafana chart 12.11.1 serviceAccount.name; its default is
+# the same fullname) so the IRSA role of its CloudWatch data source can trust it by name (infra/logs).
+GRAFANA_SERVICE_ACCOUNT = f"{KPS_RELEASE}-grafana"
 GRAFANA_ADMIN_USER = "admin"
 RECEIVERS_SECRET = "alertmanager-receivers"
 # The operator mounts alertmanagerSpec.secrets at /etc/alertmanager/secrets/<secret>/<key> (kps values.yaml
@@ -84,6 +87,9 @@ class StackValues:
     scrape_interval: str
     alertmanager_storage: str
     alertmanager_config: Mapping[str, Any]
+    # The IAM role Grafana's CloudWatch data source queries the container logs with (None: no logs data
+    # source); a Pulumi output in the plan, typed loosely here.
+    grafana_role_arn: Any = None
 
 
 def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
@@ -179,6 +185,16 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
             },
             "serviceMonitor": {"labels": dict(SELECT)},
             "affinity": system,
+            **(
+                {
+                    "serviceAccount": {
+                        "name": GRAFANA_SERVICE_ACCOUNT,
+                        "annotations": {IRSA_ANNOTATION: v.grafana_role_arn},
+                    }
+                }
+                if v.grafana_role_arn is not None
+                else {}
+            ),
         },
         "kube-state-metrics": {
             "prometheus": {"monitor": {"additionalLabels": dict(SELECT)}},

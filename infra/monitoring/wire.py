@@ -10,6 +10,7 @@ PodMonitors a stack gets follows its role and pools:
 | a pool with EFA | efa | efa | efa-exporter |
 | train | training | training | aiplat-trainer (trainer namespace) |
 | infer | inference | inference | aiplat-inference (inference namespace) |
+| `logs.enabled` | logs | (run: infra/logs) | (fluent-bit: infra/logs) |
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def monitoring_parts(ctx: StackContext) -> tuple[list[str], list[str]]:
     """(rule files, dashboards) this stack deploys (see the module's table)."""
     efa = has_efa(ctx)
     workload = "training" if ctx.cfg.role is Role.train else "inference"
-    rules = ["gpu", "node", *(["efa"] if efa else []), workload]
+    logs = ["logs"] if ctx.cfg.logs.enabled else []
+    rules = ["gpu", "node", *(["efa"] if efa else []), workload, *logs]
     dashboards = ["gpu", *(["efa"] if efa else []), workload]
     return rules, dashboards
 
@@ -58,9 +60,11 @@ def wire_monitoring(
     cluster: ClusterWiring,
     services: ClusterServicesWiring | None,
     assets: MonitoringAssets,
+    grafana_role_arn: pulumi.Input[str] | None = None,
 ) -> MonitoringWiring | None:
     """Create the monitoring stack (None when disabled or when the cluster services are skipped); file
-    contents and receiver URLs come in ``assets`` (``infra/io/monitoring.py``)."""
+    contents and receiver URLs come in ``assets`` (``infra/io/monitoring.py``); ``grafana_role_arn``: the
+    role of Grafana's service account (its CloudWatch Logs data source, ``infra/logs``)."""
     cfg, names = ctx.cfg, ctx.names
     mc = cfg.monitoring
     if not mc.enabled or services is None:
@@ -97,6 +101,7 @@ def wire_monitoring(
                 group_interval=am.group_interval,
                 repeat_interval=am.repeat_interval,
             ),
+            grafana_role_arn=grafana_role_arn,
         )
     )
     rule_names, dashboard_names = monitoring_parts(ctx)

@@ -29,6 +29,7 @@ from infra.core.naming import StackNames
 from infra.fsx.config import FsxConfig
 from infra.inference.config import InferenceConfig
 from infra.karpenter.config import KarpenterConfig
+from infra.logs.config import LogsConfig
 from infra.monitoring.config import MonitoringConfig
 from infra.network.config import (
     DEFAULT_INTERFACE_ENDPOINTS,
@@ -218,6 +219,7 @@ class PlatformConfig(Strict):
     registry: RegistryConfig = Field(default_factory=RegistryConfig)
     cluster_services: ClusterServicesConfig = Field(default_factory=lambda: ClusterServicesConfig())
     monitoring: MonitoringConfig = Field(default_factory=lambda: MonitoringConfig())
+    logs: LogsConfig = Field(default_factory=lambda: LogsConfig())
     images: ImagesConfig = Field(default_factory=ImagesConfig)
     training: TrainingConfig | None = Field(
         None, description="Training on the cluster (train stacks): Kubeflow Trainer, runtime, runs."

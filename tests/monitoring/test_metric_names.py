@@ -6,6 +6,7 @@ Emitted names come from the sources themselves where they are in this repository
 - the EFA exporter: what ``collect()`` writes for a sysfs tree with every counter the EFA driver defines;
 - the trainer / inference server: ``tests/monitoring/emitted/{trainer,inference}.txt``, checked here
   against their Prometheus registries so the lists cannot drift from the code;
+- Fluent Bit (the log collector): ``emitted/fluent-bit-5.1.1.txt``, from its source at the chart's appVersion;
 - node-exporter, kube-state-metrics, the kubelet, Prometheus: ``emitted/upstream.yaml``, with sources.
 
 Names are read from the PromQL with a real parser (``promql-parser``), not a regex.
@@ -24,10 +25,15 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from infra.logs.config import LogsConfig
+from infra.logs.documents import run_dashboard as run_dashboard_doc
+
 REPO = Path(__file__).resolve().parents[2]
 MON = REPO / "infra" / "monitoring"
 EMITTED = Path(__file__).parent / "emitted"
 # Grafana variables in dashboard queries, replaced by something PromQL parses
+# The collector's series, at the appVersion of the pinned chart (checked against the config below).
+FLUENT_BIT_NAMES = "fluent-bit-5.1.1.txt"
 GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
 
 
@@ -87,6 +93,8 @@ def emitted(tmp_path: Path) -> dict[str, str]:
         out[name] = "trainer"
     for name in names_of((EMITTED / "inference.txt").read_text()):
         out[name] = "inference server"
+    for name in names_of((EMITTED / FLUENT_BIT_NAMES).read_text()):
+        out[name] = "fluent-bit"
     for name in yaml.safe_load((EMITTED / "upstream.yaml").read_text()):
         out[name] = "upstream"
     return out
@@ -126,18 +134,29 @@ def rule_exprs() -> list[tuple[str, str]]:
     return out
 
 
+def run_dashboard() -> dict:
+    """The run dashboard as infra/logs builds it (metrics next to the logs of one training run)."""
+    return run_dashboard_doc(
+        cluster_name="aiplat-prod-train",
+        group_arns_by_name={"/g": "arn:aws:logs:us-east-1:123456789012:log-group:/g"},
+    )
+
+
 def dashboard_exprs() -> list[tuple[str, str]]:
     out = []
-    for path in sorted((MON / "dashboards").glob("*.json")):
-        doc = json.loads(path.read_text())
+    docs = [(p.name, json.loads(p.read_text())) for p in sorted((MON / "dashboards").glob("*.json"))]
+    for name, doc in [*docs, ("run (infra/logs)", run_dashboard())]:
         for panel in doc["panels"]:
+            # Prometheus panels only: the run dashboard's log panel queries CloudWatch Logs
+            if (panel.get("datasource") or {}).get("type", "prometheus") != "prometheus":
+                continue
             for target in panel.get("targets", []):
-                out.append((f"{path.name}:{panel['title']}", target["expr"]))
+                out.append((f"{name}:{panel['title']}", target["expr"]))
         for var in doc["templating"]["list"]:
             if var["type"] == "query":
                 match = re.fullmatch(r"label_values\((.+),\s*\w+\)", var["query"]["query"])
-                assert match, f"{path.name}: ${var['name']}: expected label_values(<selector>, <label>)"
-                out.append((f"{path.name}:${var['name']}", match.group(1)))
+                assert match, f"{name}: ${var['name']}: expected label_values(<selector>, <label>)"
+                out.append((f"{name}:${var['name']}", match.group(1)))
     return out
 
 
@@ -167,6 +186,19 @@ def test_every_rule_file_and_dashboard_reads_something() -> None:
     assert {p.stem for p in (MON / "dashboards").glob("*.json")} == {"gpu", "efa", "training", "inference"}
     for where, expr in dashboard_exprs():
         assert selectors(expr), where
+
+
+def test_fluent_bit_names_are_of_the_pinned_app_version() -> None:
+    """The recorded names are of the Fluent Bit the pinned chart runs (its appVersion, in the pin's
+    description), so a chart bump makes this file be re-read from the new source."""
+    pin = LogsConfig().fluent_bit
+    app = re.search(r"appVersion (\d+\.\d+\.\d+)", type(pin).model_fields["version"].description or "")
+    assert app and f"fluent-bit-{app.group(1)}.txt" == FLUENT_BIT_NAMES
+
+
+def test_the_run_dashboard_reads_trainer_series() -> None:
+    names = {n for where, expr in dashboard_exprs() if where.startswith("run ") for n in selectors(expr)}
+    assert names and all(n.startswith("trainer_") for n in names)
 
 
 def test_counters_keep_the_default_set_and_add_what_alerts_need() -> None:

@@ -297,3 +297,14 @@ def test_trainer_port_regex_admits_exactly_the_scraped_ports() -> None:
     low, high = SCRAPED_METRICS_PORTS
     kept = [p for p in range(1, 65536) if re.fullmatch(mon.TRAINER_PORT_REGEX, str(p))]
     assert kept == list(range(low, high + 1))
+
+
+def test_grafana_service_account_carries_the_logs_role_only_when_given() -> None:
+    """Grafana's CloudWatch data source authenticates as its service account (IRSA): the role's ARN goes on
+    the account the chart creates, named as the role's trust policy names it (infra/logs)."""
+    g = values(grafana_role_arn="arn:aws:iam::123456789012:role/grafana")["grafana"]
+    assert g["serviceAccount"] == {
+        "name": mon.GRAFANA_SERVICE_ACCOUNT,
+        "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/grafana"},
+    }
+    assert "serviceAccount" not in values()["grafana"]

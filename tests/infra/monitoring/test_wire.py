@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from infra.logs import documents as logs_docs
 from infra.monitoring import documents as mon
 from infra.plan.runner import SECRET, Plan, RecordedResource
 from tests.conftest import STACKS, assert_rejected
@@ -27,6 +28,10 @@ def _releases(plan: Plan) -> dict[str, RecordedResource]:
     return {r.inputs["name"]: r for r in plan.by_type(RELEASE) if r.inputs["namespace"] == ns}
 
 
+def _logs(plan: Plan) -> bool:
+    return plan.config["logs"]["enabled"]
+
+
 def _efa(plan: Plan) -> bool:
     return any(p["efa"] for p in plan.config["node_pools"].values())
 
@@ -40,6 +45,7 @@ def test_releases_pinned_and_crds_first(plan_stack, stack: str) -> None:
         mon.CRDS_RELEASE: mc["operator_crds"],
         mon.KPS_RELEASE: mc["kube_prometheus_stack"],
         mon.DCGM_RELEASE: mc["dcgm_exporter"],
+        **({logs_docs.RELEASE: plan.config["logs"]["fluent_bit"]} if _logs(plan) else {}),
     }
     assert set(releases) == set(expected)
     for name, chart in expected.items():
@@ -63,7 +69,7 @@ def test_rule_files_deployed_as_prometheus_rules(plan_stack, stack: str) -> None
     plan = plan_stack(stack)
     rules = {r.inputs["metadata"]["name"]: r.inputs for r in plan.by_type(RULE)}
     workload = "training" if plan.config["role"] == "train" else "inference"
-    expected = {"gpu", "node", workload, *(["efa"] if _efa(plan) else [])}
+    expected = {"gpu", "node", workload, *(["efa"] if _efa(plan) else []), *(["logs"] if _logs(plan) else [])}
     assert set(rules) == {f"aiplat-{n}" for n in expected}
     for name in expected:
         doc = yaml.safe_load((REPO / "infra" / "monitoring" / "rules" / f"{name}.yaml").read_text())
@@ -104,7 +110,9 @@ def test_dashboards_loaded_by_the_sidecar(plan_stack, stack: str) -> None:
     }
     workload = "training" if plan.config["role"] == "train" else "inference"
     expected = {"gpu", workload, *(["efa"] if _efa(plan) else [])}
-    assert set(boards) == {f"aiplat-dashboard-{n}" for n in expected}
+    # the run dashboard (infra/logs, built as data: it names the stack's log groups) on train stacks
+    run = {"run"} if _logs(plan) and plan.config["role"] == "train" else set()
+    assert set(boards) == {f"aiplat-dashboard-{n}" for n in expected | run}
     for name in expected:
         (text,) = boards[f"aiplat-dashboard-{name}"]["data"].values()
         assert json.loads(text) == json.loads(
@@ -129,6 +137,8 @@ def test_pod_monitors_per_role(plan_stack, stack: str) -> None:
         assert spec["namespaceSelector"] == {"matchNames": [storage["inference"]["namespace"]]}
         # the port the inference namespace's NetworkPolicy lets the monitoring namespace scrape
         assert spec["podMetricsEndpoints"][0]["port"] == "metrics"
+    if _logs(plan):
+        expected.add(logs_docs.JOB)
     assert set(monitors) == expected
 
 
@@ -168,7 +178,7 @@ def test_monitoring_objects_validate(plan_stack, stack: str) -> None:
 def test_stack_outputs_say_how_to_reach_grafana(plan_stack) -> None:
     out = plan_stack("prod-us-train").outputs["monitoring"]
     assert out["grafana"] == "kubectl -n monitoring port-forward svc/kps-grafana 3000:80"
-    assert out["rules"] == ["gpu", "node", "efa", "training"]
+    assert out["rules"] == ["gpu", "node", "efa", "training", "logs"]
 
 
 # -- config and stack files -------------------------------------------------------------------------------
