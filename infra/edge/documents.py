@@ -17,6 +17,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+# The stack output naming the region's entry (its drain switch: what `aiplat rollout` drains).
+OUTPUT = "globalEndpoint"
 # The record type of an alias to an ALB with ip-address-type ipv4 (alb.ingress.kubernetes.io/ip-address-type).
 RECORD_TYPE = "A"
 DRAIN_CHECK_TYPE = "CALCULATED"

@@ -26,7 +26,6 @@ from infra.storage.wire import StorageWiring
 # stack only: `pulumi config set --secret --path 'aiplat:inference-api-keys[0]' <key>` (C2 of the briefs).
 API_KEYS_CONFIG = "inference-api-keys"
 API_KEYS_OUTPUT = "inferenceApiKeys"
-OUTPUT = "globalEndpoint"
 
 
 def wire_global_certificate(
@@ -72,7 +71,7 @@ def wire_global_record(
         opts=ctx.in_region,
     )
     ctx.export(
-        OUTPUT,
+        edge.OUTPUT,
         {
             "name": ge.name,
             "url": f"https://{ge.name}",
