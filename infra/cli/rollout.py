@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="deploy an environment's stacks wave by wave: preview with the policy pack, up, health gate",
         description=(
             "Drive the stacks of --env through the Pulumi Automation API in the waves of rollout.yaml "
-            "(prod: prod-us-train, then prod-hk-infer and prod-sg-infer in parallel). Per stack: preview "
+            "(prod: prod-us-train, then prod-hk-infer, then prod-sg-infer). Per stack: preview "
             "with the policy packs (a mandatory violation stops), up, then the health gate (outputs "
             "present, node groups and nodes Ready, the inference Deployment rolled out and its endpoint's "
             "health check answers; an infer stack whose servers wait for a first model release passes as "
