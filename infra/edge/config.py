@@ -13,9 +13,15 @@ from typing import Annotated
 from pydantic import Field
 
 from infra.core.config import Strict
+from infra.core.project import CONFIG_NAMESPACE
 
 # A DNS name (RFC 1123 labels, lower case), at least two labels; the same pattern as inference.https.domain.
 DOMAIN = r"^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$"
+# The secret stack config holding the inference API keys (a JSON list of strings), set with
+# `pulumi config set --secret --path 'aiplat:inference-api-keys[0]' <key>`: on the environment's train stack
+# for the infer stacks of a global endpoint (their one key set), else on an infer stack itself.
+API_KEYS_CONFIG = "inference-api-keys"
+API_KEYS_KEY = f"{CONFIG_NAMESPACE}:{API_KEYS_CONFIG}"
 # A Pulumi stack name of this project (stacks/Pulumi.<stack>.yaml).
 STACK = r"^[a-z0-9][a-z0-9-]{0,62}$"
 

@@ -18,13 +18,10 @@ from infra.context import StackContext
 from infra.core.project import CONFIG_NAMESPACE
 from infra.edge import documents as edge
 from infra.edge.component import GlobalCertificate, GlobalCertificateArgs, GlobalRecord, GlobalRecordArgs
-from infra.edge.config import GlobalEndpointConfig
+from infra.edge.config import API_KEYS_CONFIG, GlobalEndpointConfig
 from infra.stack.schema import Role
 from infra.storage.wire import StorageWiring
 
-# The secret stack config holding the inference API keys (a JSON list), set on the environment's train
-# stack only: `pulumi config set --secret --path 'aiplat:inference-api-keys[0]' <key>` (C2 of the briefs).
-API_KEYS_CONFIG = "inference-api-keys"
 API_KEYS_OUTPUT = "inferenceApiKeys"
 
 
@@ -84,12 +81,19 @@ def wire_global_record(
     return record
 
 
-def shared_api_keys(storage: StorageWiring) -> pulumi.Output[Any] | None:
-    """The inference API keys every infer stack of the environment serves with: the train stack's
-    ``inferenceApiKeys`` output (a secret stays secret through the StackReference). None on train stacks."""
-    if storage.source is None:
-        return None
-    return storage.source.get_output(API_KEYS_OUTPUT)
+def api_keys_for(ctx: StackContext, storage: StorageWiring) -> pulumi.Output[Any] | None:
+    """The inference API keys this infer stack serves with (C2: what the inference Secret is made of).
+
+    With a global endpoint: the environment's one key set, the train stack's ``inferenceApiKeys`` output
+    read through the StackReference (both regions of the name then accept the same keys; rule
+    global-endpoint-agreement holds their ``storage.source_stack`` equal). Without: the stack's own secret
+    ``aiplat:inference-api-keys`` (None when unset). Always a secret."""
+    serving = ctx.cfg.inference
+    if serving is not None and serving.global_endpoint is not None:
+        if storage.source is None:
+            return None
+        return pulumi.Output.secret(storage.source.require_output(API_KEYS_OUTPUT))
+    return pulumi.Config(CONFIG_NAMESPACE).get_secret_object(API_KEYS_CONFIG)
 
 
 def export_api_keys(ctx: StackContext) -> None:

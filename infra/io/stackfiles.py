@@ -16,6 +16,7 @@ import yaml
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.project import ALLOWED_FOREIGN_KEYS, CONFIG_KEY, PROJECT
 from infra.core.stacks import StackIndex, StackSummary
+from infra.edge.config import API_KEYS_KEY
 from infra.edge.rules import serving_terms
 from infra.inference.config import InferenceConfig
 from infra.monitoring.config import RECEIVER_SECRET_PREFIX
@@ -97,6 +98,19 @@ def load_stack_config(stack: str, stacks_dir: Path | None = None) -> PlatformCon
     receiver_keys = {k for k in config if k.startswith(f"{PROJECT}:{RECEIVER_SECRET_PREFIX}")}
     for key in config:
         if key == CONFIG_KEY or key in ALLOWED_FOREIGN_KEYS:
+            continue
+        if key == API_KEYS_KEY:
+            # the inference API keys (infra/edge/wire.py): only as a Pulumi secret
+            value = config[key]
+            if not (isinstance(value, dict) and set(value) == {"secure"}):
+                errors.append(
+                    ConfigError(
+                        key,
+                        "API keys in plain text",
+                        f"remove them and run `pulumi config set --secret --path '{key}[0]' <key>` per key",
+                        source=source,
+                    )
+                )
             continue
         if key in receiver_keys:
             # an Alertmanager receiver's URL: only as a Pulumi secret (the stack file keeps ciphertext)
