@@ -97,6 +97,11 @@ def _global_name(cfg: PlatformConfig) -> str | None:
     return ge.name if ge is not None else None
 
 
+def _owns_validation(name: str, cfg: PlatformConfig) -> bool:
+    ge = cfg.inference.global_endpoint if cfg.inference is not None else None
+    return ge is not None and ge.validation_record_owner == name
+
+
 def _split_global(waves: list[list[str]], stacks: Mapping[str, PlatformConfig]) -> list[list[str]]:
     """The waves with every second (third...) stack serving one global endpoint moved to a wave of its
     own after them: ``aiplat rollout`` drains a region from it during its update, and another region must
@@ -106,7 +111,8 @@ def _split_global(waves: list[list[str]], stacks: Mapping[str, PlatformConfig]) 
         first: list[str] = []
         later: list[list[str]] = []
         names: set[str] = set()
-        for name in wave:
+        # the validation record's owner first: the others' certificates wait for its record
+        for name in sorted(wave, key=lambda n: not _owns_validation(n, stacks[n])):
             global_name = _global_name(stacks[name])
             if global_name is None or global_name not in names:
                 first.append(name)
@@ -176,6 +182,19 @@ def plan_waves(
                         "put each of them in a wave of its own",
                     )
                 )
+    for name, wave in seen.items():
+        cfg = stacks.get(name)
+        ge = cfg.inference.global_endpoint if cfg is not None and cfg.inference is not None else None
+        owner = ge.validation_record_owner if ge is not None else None
+        if owner and owner != name and owner in seen and seen[owner] > wave:
+            errors.append(
+                ConfigError(
+                    _field(env, "waves", wave),
+                    f"{name!r} waits for the certificate validation record of {ge.name} that {owner!r} "
+                    f"declares, but {owner} rolls out later (waves.{seen[owner]})",
+                    f"put {owner} in a wave before {name}'s",
+                )
+            )
     for name, wave in seen.items():
         source = stacks[name].storage.source_stack if name in stacks else None
         if source and source in seen and seen[source] >= wave:

@@ -109,6 +109,17 @@ def test_default_waves_train_then_infer_one_region_of_the_global_endpoint_at_a_t
     ]
 
 
+def test_the_validation_record_owner_rolls_out_first() -> None:
+    late = _rollout(
+        environments={"prod": {"waves": [["prod-us-train"], ["prod-sg-infer"], ["prod-hk-infer"]]}}
+    )
+    assert _errors(late) == [
+        "rollout.yaml: environments.prod.waves.1: 'prod-sg-infer' waits for the certificate validation "
+        "record of api.inference.example.com that 'prod-hk-infer' declares, but prod-hk-infer rolls out "
+        "later (waves.2); fix: put prod-hk-infer in a wave before prod-sg-infer's"
+    ]
+
+
 def test_two_regions_of_one_global_endpoint_never_share_a_wave() -> None:
     both = _rollout(environments={"prod": {"waves": [["prod-us-train"], ["prod-hk-infer", "prod-sg-infer"]]}})
     assert _errors(both) == [
