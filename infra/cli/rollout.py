@@ -213,5 +213,5 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         return exc.exit_code
     clients = boto3_clients()
     gate = AwsHealthGate(rollout.health, clients)
-    drainer = Route53Drainer(clients, runner.outputs)
+    drainer = Route53Drainer(clients, runner.outputs, configs=configs)
     return execute(waves, configs, runner, gate, console, dry_run=args.dry_run, drainer=drainer)

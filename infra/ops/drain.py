@@ -39,13 +39,31 @@ class Route53Drainer:
         clients: Clients,
         outputs: Outputs,
         *,
+        configs: Mapping[str, PlatformConfig] | None = None,
         wait_s: float = DEFAULT_WAIT_S,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """``configs``: the project's stacks; a region is not drained while another region of the same
+        global name is (Route 53 would then answer with every region, the one being updated included)."""
         self.clients = clients
         self.outputs = outputs
+        self.configs = dict(configs or {})
         self.wait_s = wait_s
         self.sleep = sleep
+
+    def _drained_peers(self, stack: str, name: str) -> list[str]:
+        """The other stacks of the global ``name`` whose switch is inverted now."""
+        route53 = self.clients("route53", ROUTE53_REGION)
+        out = []
+        for peer, cfg in sorted(self.configs.items()):
+            ge = cfg.inference.global_endpoint if cfg.inference is not None else None
+            switch = self._switch(peer) if peer != stack and ge is not None and ge.name == name else None
+            if switch is None:
+                continue
+            check = route53.get_health_check(HealthCheckId=switch)["HealthCheck"]["HealthCheckConfig"]
+            if check.get("Inverted"):
+                out.append(peer)
+        return out
 
     def _switch(self, stack: str) -> str | None:
         entry = self.outputs(stack).get(OUTPUT) or {}
@@ -63,10 +81,18 @@ class Route53Drainer:
             )
         route53 = self.clients("route53", ROUTE53_REGION)
         try:
+            drained = self._drained_peers(stack, name) if inverted else []
+            if drained:
+                return DrainStep(
+                    action,
+                    False,
+                    f"{', '.join(drained)} is out of {name} already: draining {stack} too would leave no "
+                    "region to answer it (Route 53 then answers with all of them); put it back first",
+                )
             route53.update_health_check(HealthCheckId=switch, Inverted=inverted)
             seen = route53.get_health_check(HealthCheckId=switch)["HealthCheck"]["HealthCheckConfig"]
         except (ClientError, BotoCoreError) as exc:
-            return DrainStep(action, False, f"route53:UpdateHealthCheck {switch}: {exc}")
+            return DrainStep(action, False, f"route53: {switch}: {exc}")
         if bool(seen.get("Inverted")) is not inverted:
             return DrainStep(
                 action, False, f"health check {switch} still has Inverted={seen.get('Inverted')}"

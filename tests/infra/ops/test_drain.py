@@ -13,10 +13,10 @@ from infra.ops.drain import ROUTE53_REGION, Route53Drainer
 HK = load_stack_config("prod-hk-infer")
 
 
-def _switch(aws) -> str:
+def _switch(aws, ref: str = "hk") -> str:
     """The drain switch as the stack creates it (the provider's CreateHealthCheck of infra/edge)."""
     created = aws.client("route53", ROUTE53_REGION).create_health_check(
-        CallerReference="drain-switch-test",
+        CallerReference=f"drain-switch-{ref}",
         HealthCheckConfig={
             "Type": DRAIN_CHECK_TYPE,
             "HealthThreshold": DRAIN_HEALTH_THRESHOLD,
@@ -66,4 +66,28 @@ def test_a_switch_route53_does_not_know_fails_the_drain(aws) -> None:
     waits: list[float] = []
     outputs = {"prod-hk-infer": {OUTPUT: {"drainSwitch": "0b6e4f3c-0000-4000-8000-000000000000"}}}
     step = _drainer(aws, outputs, waits).drain("prod-hk-infer", HK)
-    assert not step.ok and "route53:UpdateHealthCheck" in step.detail and waits == []
+    assert not step.ok and "route53: 0b6e4f3c" in step.detail and "NoSuchHealthCheck" in step.detail
+    assert waits == []
+
+
+def test_a_region_is_not_drained_while_the_other_one_is(aws) -> None:
+    hk_switch, sg_switch = _switch(aws), _switch(aws, "sg")
+    outputs = {
+        "prod-hk-infer": {OUTPUT: {"drainSwitch": hk_switch}},
+        "prod-sg-infer": {OUTPUT: {"drainSwitch": sg_switch}},
+    }
+    waits: list[float] = []
+    configs = {s: load_stack_config(s) for s in ("prod-us-train", "prod-hk-infer", "prod-sg-infer")}
+    drainer = Route53Drainer(
+        lambda service, region: aws.client(service, region),
+        lambda stack: outputs.get(stack, {}),
+        configs=configs,
+        wait_s=90,
+        sleep=waits.append,
+    )
+    assert drainer.drain("prod-sg-infer", configs["prod-sg-infer"]).ok  # left drained by a failed wave
+    step = drainer.drain("prod-hk-infer", HK)
+    assert not step.ok and not _inverted(aws, hk_switch)
+    assert step.detail.startswith("prod-sg-infer is out of api.inference.example.com already")
+    assert drainer.undrain("prod-sg-infer", configs["prod-sg-infer"]).ok
+    assert drainer.drain("prod-hk-infer", HK).ok and _inverted(aws, hk_switch)
