@@ -13,7 +13,9 @@ Where things come from:
 - ALB source addresses: the public (internet-facing) or private (internal) subnets of the VPC layout
   (``infra/network/documents/cidr.py``);
 - autoscaling metric: ``inference_requests_in_flight`` summed over the pods the ``aiplat-inference``
-  PodMonitor scrapes.
+  PodMonitor scrapes;
+- global name (``global_endpoint``): ``infra/edge`` adds its certificate to the listener and its host to
+  the Ingress, then the region's latency record of the ALB (docs/inference/global-endpoint.md).
 
 Stack outputs: ``inferenceUrl`` (``https://<domain>``: what ``aiplat rollout``'s health gate GETs
 ``/healthz`` on) and ``inference`` (model, image, load balancer, certificate, TLS policy, autoscaling).
