@@ -18,6 +18,7 @@ from infra.context import StackContext
 from infra.core.errors import ConfigErrors
 from infra.core.project import CONFIG_NAMESPACE
 from infra.core.stacks import StackIndex
+from infra.edge.wire import export_api_keys
 from infra.fsx.wire import wire_fsx
 from infra.inference.wire import wire_inference
 from infra.io.build_context import image_tags
@@ -191,6 +192,15 @@ def program(
         )
     # Infer stacks: the model server (its pods run as the inference service account), KEDA, HTTPS; exports
     # inferenceUrl.
-    wire_inference(stack, cluster, services, storage, k8s_depends_on=[identities] if identities else [])
+    wire_inference(
+        stack,
+        cluster,
+        services,
+        storage,
+        k8s_depends_on=[identities] if identities else [],
+        stack=pulumi.get_stack(),
+    )
+    # Train stacks: the inference API keys every infer stack of the environment reads (one source).
+    export_api_keys(stack)
     for key, value in stack.exports.items():
         pulumi.export(key, value)

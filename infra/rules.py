@@ -5,6 +5,7 @@ stacks as data and never do I/O.
 """
 
 from infra.cluster import rules as cluster  # noqa: F401
+from infra.edge import rules as edge  # noqa: F401
 from infra.fsx import rules as fsx  # noqa: F401
 from infra.inference import rules as inference  # noqa: F401
 from infra.logs import rules as logs  # noqa: F401

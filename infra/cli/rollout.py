@@ -16,7 +16,15 @@ from infra.core.config import Environment
 from infra.core.errors import ConfigErrors, PlatformError
 from infra.io.rollout_config import load_rollout_config
 from infra.io.stackfiles import list_stacks, load_stack_config, project_root
-from infra.ops.rollout import HealthGate, RolloutResult, StackEvent, StackRunner, State, run_rollout
+from infra.ops.rollout import (
+    Drainer,
+    HealthGate,
+    RolloutResult,
+    StackEvent,
+    StackRunner,
+    State,
+    run_rollout,
+)
 from infra.stack.rollout import plan_waves
 from infra.stack.schema import PlatformConfig
 
@@ -35,11 +43,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="deploy an environment's stacks wave by wave: preview with the policy pack, up, health gate",
         description=(
             "Drive the stacks of --env through the Pulumi Automation API in the waves of rollout.yaml "
-            "(prod: prod-us-train, then prod-hk-infer and prod-sg-infer in parallel). Per stack: preview "
+            "(prod: prod-us-train, then prod-hk-infer, then prod-sg-infer). Per stack: preview "
             "with the policy packs (a mandatory violation stops), up, then the health gate (outputs "
             "present, node groups and nodes Ready, the inference Deployment rolled out and its endpoint's "
             "health check answers; an infer stack whose servers wait for a first model release passes as "
-            "'deployed, no model release yet'). The first failure stops the rollout with a summary of "
+            "'deployed, no model release yet'). An infer stack serving the global endpoint is drained from "
+            "it before its update and put back after its gate passed; a failed wave leaves it drained "
+            "and says so. The first failure stops the rollout with a summary of "
             "what changed and what did not. State backend and secrets provider come from rollout.yaml. "
             "Needs the Pulumi CLI. Exit 0 all healthy (or deployed with no model release yet), 1 a stack "
             "failed, 2 config error, 4 no Pulumi CLI, 5 a mandatory policy violation."
@@ -104,6 +114,7 @@ def summary(result: RolloutResult) -> Table:
             r = result.results[s]
             detail = [f"{v.pack}/{v.policy}: {v.message}" for v in r.violations if v.mandatory]
             detail += [f"{c.name}: {c.detail}" for c in r.gate]
+            detail += [f"{d.action}: {d.detail}" for d in r.drain]
             if r.error and r.state is not State.blocked:
                 detail.append(r.error)
             table.add_row(
@@ -125,6 +136,7 @@ def execute(
     console: Console,
     *,
     dry_run: bool,
+    drainer: Drainer | None = None,
 ) -> int:
     """Run the waves with a live display, print the summary, return the exit code."""
     stacks = [s for wave in waves for s in wave]
@@ -140,6 +152,7 @@ def execute(
             dry_run=dry_run,
             on_event=display.on_event,
             on_state=display.on_state,
+            drainer=drainer,
         )
     console.print(summary(result))
     changed = [r.stack for r in result.by_state(*State) if r.changes]
@@ -153,6 +166,13 @@ def execute(
             f"deployed, no model release yet: {', '.join(awaiting)}; they serve once a model is trained, "
             "published and replicated to their region (docs/how-to/promote-rollback.md)",
             style="yellow",
+        )
+    if result.left_drained:
+        console.print(
+            f"left drained from the global endpoint: {', '.join(result.left_drained)}; the other regions "
+            "answer it. Fix the stack and roll out again: it is put back once its health gate passes "
+            "(docs/inference/global-endpoint.md)",
+            style="red",
         )
     if result.stopped_at is not None:
         skipped = [r.stack for r in result.by_state(State.not_started)]
@@ -169,6 +189,7 @@ def execute(
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.io.aws_live import boto3_clients
     from infra.ops.automation import AutomationRunner
+    from infra.ops.drain import Route53Drainer
     from infra.ops.health import AwsHealthGate
 
     env = Environment(args.env)
@@ -190,5 +211,7 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     except PlatformError as exc:
         print_error(err, None, exc, debug=args.debug)
         return exc.exit_code
-    gate = AwsHealthGate(rollout.health, boto3_clients())
-    return execute(waves, configs, runner, gate, console, dry_run=args.dry_run)
+    clients = boto3_clients()
+    gate = AwsHealthGate(rollout.health, clients)
+    drainer = Route53Drainer(clients, runner.outputs, configs=configs)
+    return execute(waves, configs, runner, gate, console, dry_run=args.dry_run, drainer=drainer)

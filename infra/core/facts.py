@@ -343,6 +343,32 @@ class SecretsProviderFacts:
 
 
 @dataclass(frozen=True)
+class DnsRecordFacts:
+    """One record set of a Route 53 zone at one name: its type, set identifier (routing policies) and
+    alias target (its DNS name), as ListResourceRecordSets returns them."""
+
+    type: str
+    set_identifier: str = ""
+    alias_target: str = ""
+
+
+@dataclass(frozen=True)
+class GlobalDnsFacts:
+    """The hosted zone of the global inference endpoint, as Route 53 and public DNS see it.
+
+    ``zone_name`` None: Route 53 does not know the zone ID. ``delegated_to``: the name servers public DNS
+    names for the zone's domain (the parent's NS delegation), or Unreadable when DNS did not answer;
+    ``records``: the record sets already at the global name."""
+
+    zone_id: str
+    zone_name: str | None
+    private: bool = False
+    name_servers: tuple[str, ...] = ()
+    delegated_to: tuple[str, ...] | Unreadable = ()
+    records: tuple[DnsRecordFacts, ...] = ()
+
+
+@dataclass(frozen=True)
 class LiveFacts:
     """What the account says about one stack's region, read before ``pulumi up``.
 
@@ -363,6 +389,8 @@ class LiveFacts:
     addon_versions: Mapping[str, tuple[AddonVersion, ...] | Unreadable] = field(default_factory=dict)
     autoscaling_role: bool | Unreadable | None = None  # AWSServiceRoleForAutoScaling exists
     cluster: ClusterEndpointFacts | Unreadable | None = None
+    # infer stacks with inference.global_endpoint: its zone, delegation and the records at its name
+    global_dns: GlobalDnsFacts | Unreadable | None = None
 
     @property
     def credentials_work(self) -> bool:

@@ -19,6 +19,9 @@ class StackSummary:
     images: tuple[str, ...] = ()
     vpc_cidr: str = ""
     source_stack: str = ""
+    # infer stacks: what every stack serving one global name must agree on (infra/edge/rules.py
+    # serving_terms), as (term, value) pairs; empty for train stacks and unreadable inference sections
+    serving: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

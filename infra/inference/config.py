@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from infra.core.charts import ChartPin
 from infra.core.config import CPU_QUANTITY, Strict, check_image_by_digest
 from infra.core.trainjobs import quantity_mib
+from infra.edge.config import GlobalEndpointConfig
 from infra.services.config import NAMESPACE_PATTERN
 
 # The server's model name rule (inference/config.py: INFERENCE_MODEL_NAME).
@@ -282,6 +283,11 @@ class InferenceConfig(Strict):
     resources: ResourcesConfig = Field(default_factory=lambda: ResourcesConfig())
     server: ServerConfig = Field(default_factory=lambda: ServerConfig())
     https: HttpsConfig
+    global_endpoint: GlobalEndpointConfig | None = Field(
+        None,
+        description="One name for every infer stack of the environment, routed to the nearest region that "
+        "can serve (docs/inference/global-endpoint.md); None: the regional name only.",
+    )
 
     @field_validator("node_pools")
     @classmethod

@@ -13,7 +13,9 @@ Where things come from:
 - ALB source addresses: the public (internet-facing) or private (internal) subnets of the VPC layout
   (``infra/network/documents/cidr.py``);
 - autoscaling metric: ``inference_requests_in_flight`` summed over the pods the ``aiplat-inference``
-  PodMonitor scrapes.
+  PodMonitor scrapes;
+- global name (``global_endpoint``): ``infra/edge`` adds its certificate to the listener and its host to
+  the Ingress, then the region's latency record of the ALB (docs/inference/global-endpoint.md).
 
 Stack outputs: ``inferenceUrl`` (``https://<domain>``: what ``aiplat rollout``'s health gate GETs
 ``/healthz`` on) and ``inference`` (model, image, load balancer, certificate, TLS policy, autoscaling).
@@ -31,6 +33,9 @@ from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import namespaces, naming
 from infra.core.charts import chart_ref
+from infra.edge import documents as edge_docs
+from infra.edge.component import GlobalCertificate, GlobalRecord
+from infra.edge.wire import wire_global_certificate, wire_global_record
 from infra.inference.component.keda import Keda, KedaArgs
 from infra.inference.component.server import InferenceServer, InferenceServerArgs
 from infra.inference.component.serving import (
@@ -62,6 +67,8 @@ class InferenceWiring:
     certificate: ServingCertificate | None
     web_acl: InferenceWebAcl | None
     dns: ServingDnsRecord | None
+    global_certificate: GlobalCertificate | None = None
+    global_record: GlobalRecord | None = None
 
 
 def load_balancer_cidrs(ctx: StackContext, exposure: Exposure) -> list[str]:
@@ -168,6 +175,7 @@ def wire_inference(
     storage: StorageWiring,
     *,
     k8s_depends_on: Sequence[pulumi.Resource] = (),
+    stack: str = "",
 ) -> InferenceWiring | None:
     """Serve the model (None on train stacks, without an ``inference`` section, or with the cluster
     services skipped). ``k8s_depends_on``: what the pods need first (the inference service account)."""
@@ -196,6 +204,16 @@ def wire_inference(
             opts=ctx.in_region,
         )
         certificate_arn = certificate.certificate_arn
+
+    # the global name (infra/edge): its certificate joins the listener's, its host the Ingress rules
+    ge = serving.global_endpoint
+    global_certificate = None
+    if ge is not None:
+        assert https.dns_zone_id is not None  # rule global-endpoint-zone
+        global_certificate = wire_global_certificate(ctx, ge, zone_id=https.dns_zone_id, stack=stack)
+        certificate_arn = pulumi.Output.all(
+            *edge_docs.certificate_arns(certificate_arn, global_certificate.certificate_arn)
+        ).apply(",".join)
 
     web_acl = None
     waf_arn: pulumi.Input[str] | None = None
@@ -251,6 +269,7 @@ def wire_inference(
             ),
             load_balancer_cidrs=load_balancer_cidrs(ctx, https.exposure),
             scaled_object_after=[keda_release.release],
+            extra_hosts=[ge.name] if ge is not None else [],
         ),
         opts=pulumi.ResourceOptions(
             provider=eks.k8s_provider, depends_on=[*after_services, *lbc, *k8s_depends_on]
@@ -265,6 +284,17 @@ def wire_inference(
                 domain=https.domain, zone_id=https.dns_zone_id, target=server.load_balancer_hostname
             ),
             opts=ctx.in_region,
+        )
+
+    global_record = None
+    if ge is not None and global_certificate is not None:
+        assert https.dns_zone_id is not None
+        global_record = wire_global_record(
+            ctx,
+            ge,
+            zone_id=https.dns_zone_id,
+            load_balancer_hostname=server.load_balancer_hostname,
+            certificate=global_certificate,
         )
 
     ctx.export("inferenceUrl", f"https://{https.domain}")
@@ -289,5 +319,11 @@ def wire_inference(
         },
     )
     return InferenceWiring(
-        server=server, keda=keda_release, certificate=certificate, web_acl=web_acl, dns=dns
+        server=server,
+        keda=keda_release,
+        certificate=certificate,
+        web_acl=web_acl,
+        dns=dns,
+        global_certificate=global_certificate,
+        global_record=global_record,
     )

@@ -33,6 +33,7 @@ from infra.core.facts import (
     BackendFacts,
     CallerIdentity,
     ClusterEndpointFacts,
+    GlobalDnsFacts,
     InstanceFacts,
     LiveFacts,
     RegionFacts,
@@ -371,12 +372,15 @@ def gather_live_facts(
     slr = read_autoscaling_role(clients("iam", home))
     disabled = isinstance(opt_status, str) and opt_status not in ("ENABLED", "ENABLED_BY_DEFAULT")
     regional = None if disabled else read_identity(clients("sts", region))
+    # Route 53 is global: read even when the stack's region does not answer
+    global_dns = _global_dns(cfg, clients)
     live = LiveFacts(
         region=region,
         identity=identity,
         region_opt_status=opt_status,
         regional_identity=regional,
         autoscaling_role=slr,
+        global_dns=global_dns,
     )
     if not live.region_usable:
         return live, None
@@ -397,8 +401,25 @@ def gather_live_facts(
             {a: v for a, v in cfg.cluster.addon_versions().items() if v},
         ),
         cluster=read_cluster(clients("eks", region), cfg.names.cluster, probe),
+        global_dns=global_dns,
     )
     return live, facts
+
+
+def _global_dns(cfg: PlatformConfig, clients: Clients) -> GlobalDnsFacts | Unreadable | None:
+    """The global endpoint's zone (infer stacks with ``inference.global_endpoint`` and a zone)."""
+    from infra.io.global_dns import read_global_dns
+
+    serving = cfg.inference
+    ge = serving.global_endpoint if serving is not None else None
+    if ge is None or serving is None or not serving.https.dns_zone_id or not serving.https.dns_zone_name:
+        return None
+    return read_global_dns(
+        clients("route53", "us-east-1"),
+        zone_id=serving.https.dns_zone_id,
+        zone_name=serving.https.dns_zone_name,
+        name=ge.name,
+    )
 
 
 # -- project-wide: the state backend and the secrets provider (rollout.yaml) -------------------------------

@@ -16,6 +16,9 @@ import yaml
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.project import ALLOWED_FOREIGN_KEYS, CONFIG_KEY, PROJECT
 from infra.core.stacks import StackIndex, StackSummary
+from infra.edge.config import API_KEYS_KEY
+from infra.edge.rules import serving_terms
+from infra.inference.config import InferenceConfig
 from infra.monitoring.config import RECEIVER_SECRET_PREFIX
 from infra.network.config import NetworkConfig
 from infra.stack.parse import parse_platform_config
@@ -96,6 +99,19 @@ def load_stack_config(stack: str, stacks_dir: Path | None = None) -> PlatformCon
     for key in config:
         if key == CONFIG_KEY or key in ALLOWED_FOREIGN_KEYS:
             continue
+        if key == API_KEYS_KEY:
+            # the inference API keys (infra/edge/wire.py): only as a Pulumi secret
+            value = config[key]
+            if not (isinstance(value, dict) and set(value) == {"secure"}):
+                errors.append(
+                    ConfigError(
+                        key,
+                        "API keys in plain text",
+                        f"remove them and run `pulumi config set --secret --path '{key}[0]' <key>` per key",
+                        source=source,
+                    )
+                )
+            continue
         if key in receiver_keys:
             # an Alertmanager receiver's URL: only as a Pulumi secret (the stack file keeps ciphertext)
             value = config[key]
@@ -175,5 +191,17 @@ def read_stack_index(stacks_dir: Path | None = None) -> StackIndex:
             # unset: the schema's default, which that stack's VPC gets
             vpc_cidr=str(network.get("vpc_cidr") or NetworkConfig.model_fields["vpc_cidr"].default),
             source_stack=str(storage.get("source_stack") or ""),
+            serving=_serving(section, str(storage.get("source_stack") or "")),
         )
     return StackIndex(stacks)
+
+
+def _serving(section: dict[str, Any], source_stack: str) -> tuple[tuple[str, str], ...]:
+    """The global endpoint terms of an infer stack (``infra/edge/rules.py``), from its ``inference``
+    section validated on its own (defaults filled in, as its own plan sees them); empty when it is not
+    valid (its own plan reports that)."""
+    try:
+        inference = InferenceConfig.model_validate(section.get("inference"))
+    except ValueError:
+        return ()
+    return serving_terms(inference.model_dump(mode="json"), source_stack)

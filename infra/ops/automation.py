@@ -132,6 +132,10 @@ class AutomationRunner:
             return PreviewOutcome({}, tuple(recorder.violations), _tail(str(exc)))
         return PreviewOutcome(dict(result.change_summary or {}), tuple(recorder.violations))
 
+    def outputs(self, stack: str) -> dict[str, Any]:
+        """The stack's outputs as deployed now (empty before its first deploy); secrets stay masked."""
+        return {k: v.value for k, v in self._stack(stack).outputs().items() if not v.secret}
+
     def up(self, stack: str, on_event: EventSink) -> UpOutcome:
         from pulumi.automation import errors
 

@@ -1,10 +1,12 @@
 """``aiplat rollout``: deploy an environment's stacks wave by wave, with a gate after each stack.
 
 Each stack of a wave (in parallel): preview with the policy packs (a mandatory violation stops), ``up``,
-then the health gate (``infra/ops/health.py``); ``awaiting_release`` passes. The next wave starts only when
-every stack passed; the result names the stacks changed, failed and never started. ``dry_run`` previews
-only. Stacks run through ``StackRunner`` (``infra/ops/automation.py``) and are checked through
-``HealthGate``, so the wave logic is tested with fakes (docs/operations.md).
+then the health gate (``infra/ops/health.py``); ``awaiting_release`` passes. An infer stack serving the
+global endpoint is drained from it before its ``up`` and put back once its gate passed; a failed update or
+gate leaves it drained (``Drainer``, ``infra/ops/drain.py``; docs/inference/global-endpoint.md). The next
+wave starts only when every stack passed; the result names the stacks changed, failed and never started.
+``dry_run`` previews only. Stacks run through ``StackRunner`` (``infra/ops/automation.py``) and are checked
+through ``HealthGate``, so the wave logic is tested with fakes (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -87,6 +89,28 @@ class HealthGate(Protocol):
     def check(self, stack: str, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> list[GateCheck]: ...
 
 
+@dataclass(frozen=True)
+class DrainStep:
+    """One drain or undrain of a region: done or not, and what was seen (switch, wait, or the error)."""
+
+    action: str  # drain | undrain
+    ok: bool
+    detail: str
+
+
+class Drainer(Protocol):
+    """Takes an infer stack's region out of the global endpoint and puts it back (Route 53 in production)."""
+
+    def drain(self, stack: str, cfg: PlatformConfig) -> DrainStep: ...
+
+    def undrain(self, stack: str, cfg: PlatformConfig) -> DrainStep: ...
+
+
+def serves_global_endpoint(cfg: PlatformConfig) -> bool:
+    """An infer stack whose region is one of the global endpoint's (``inference.global_endpoint``)."""
+    return cfg.inference is not None and cfg.inference.global_endpoint is not None
+
+
 class State(StrEnum):
     not_started = "not started"
     previewed = "previewed"  # dry run: the preview passed
@@ -94,6 +118,8 @@ class State(StrEnum):
     preview_failed = "preview failed"
     up_failed = "update failed"
     gate_failed = "health gate failed"
+    drain_failed = "not drained, not updated"
+    undrain_failed = "deployed and healthy, still drained"
     healthy = "deployed and healthy"
     # deployed, its gate passed, but it serves nothing until what a check awaits exists (no model release
     # yet on a new platform): not a failed deploy, so the next wave goes on
@@ -113,6 +139,9 @@ class StackResult:
     violations: Sequence[PolicyViolation] = ()
     gate: Sequence[GateCheck] = ()
     error: str | None = None
+    drain: Sequence[DrainStep] = ()
+    # out of the global endpoint when the rollout ended (drained and not put back)
+    drained: bool = False
 
     @property
     def changes(self) -> int:
@@ -143,6 +172,11 @@ class RolloutResult:
     def by_state(self, *states: State) -> list[StackResult]:
         return [self.results[s] for wave in self.waves for s in wave if self.results[s].state in states]
 
+    @property
+    def left_drained(self) -> list[str]:
+        """Stacks whose region the rollout took out of the global endpoint and did not put back."""
+        return [s for wave in self.waves for s in wave if self.results[s].drained]
+
 
 def _mandatory(violations: Sequence[PolicyViolation]) -> list[PolicyViolation]:
     return [v for v in violations if v.mandatory]
@@ -158,8 +192,11 @@ def deploy_stack(
     dry_run: bool,
     on_event: EventSink,
     on_state: Callable[[str, str], None],
+    drainer: Drainer | None = None,
 ) -> StackResult:
-    """One stack: preview (policy gate), up, health gate. Never raises for a failed step: it is recorded."""
+    """One stack: preview (policy gate), drain, up, health gate, undrain. Never raises for a failed step: it
+    is recorded. The region is drained only when a ``drainer`` is given and it serves the global endpoint;
+    a failed drain stops before ``up`` (the region still serves), a failed up or gate leaves it drained."""
     result = StackResult(stack, wave)
     on_state(stack, "previewing")
     preview = runner.preview(stack, on_event)
@@ -173,6 +210,16 @@ def deploy_stack(
     if dry_run:
         result.state = State.previewed
         return result
+    drains = drainer is not None and serves_global_endpoint(cfg)
+    if drains:
+        assert drainer is not None
+        on_state(stack, "draining from the global endpoint")
+        step = drainer.drain(stack, cfg)
+        result.drain = (step,)
+        if not step.ok:
+            result.state, result.error = State.drain_failed, step.detail
+            return result
+        result.drained = True
     on_state(stack, "updating")
     up = runner.up(stack, on_event)
     result.changed = dict(up.changes)
@@ -183,8 +230,17 @@ def deploy_stack(
     result.gate = tuple(gate.check(stack, cfg, up.outputs))
     if not all(c.ok for c in result.gate):
         result.state = State.gate_failed
-    else:
-        result.state = State.awaiting_release if any(c.awaiting for c in result.gate) else State.healthy
+        return result
+    result.state = State.awaiting_release if any(c.awaiting for c in result.gate) else State.healthy
+    if drains:
+        assert drainer is not None
+        on_state(stack, "back into the global endpoint")
+        step = drainer.undrain(stack, cfg)
+        result.drain = (*result.drain, step)
+        if step.ok:
+            result.drained = False
+        else:
+            result.state, result.error = State.undrain_failed, step.detail
     return result
 
 
@@ -197,9 +253,11 @@ def run_rollout(
     dry_run: bool = False,
     on_event: EventSink = lambda e: None,
     on_state: Callable[[str, str], None] = lambda stack, state: None,
+    drainer: Drainer | None = None,
 ) -> RolloutResult:
     """Run the waves in order, each wave's stacks in parallel; stop after the first wave with a failure
-    (its other stacks finish: an update in flight is not interrupted)."""
+    (its other stacks finish: an update in flight is not interrupted). ``drainer``: drain and undrain the
+    regions of the global endpoint around their update (``plan_waves`` keeps them in separate waves)."""
     out = RolloutResult(
         [list(w) for w in waves],
         {s: StackResult(s, i) for i, wave in enumerate(waves) for s in wave},
@@ -218,6 +276,7 @@ def run_rollout(
                     dry_run=dry_run,
                     on_event=on_event,
                     on_state=on_state,
+                    drainer=drainer,
                 )
                 for s in wave
             }
@@ -227,7 +286,14 @@ def run_rollout(
                 except PlatformError:
                     raise  # a user error (the Pulumi CLI is missing...): printed with its exit code
                 except Exception as exc:  # a runner or gate bug: recorded for this stack, stops the rollout
-                    out.results[s] = StackResult(s, i, State.up_failed, error=f"{type(exc).__name__}: {exc}")
+                    out.results[s] = StackResult(
+                        s,
+                        i,
+                        State.up_failed,
+                        error=f"{type(exc).__name__}: {exc}",
+                        # it may have been drained before the error: say so rather than assume it serves
+                        drained=drainer is not None and serves_global_endpoint(configs[s]),
+                    )
             for s, r in out.results.items():
                 if r.wave == i:
                     on_state(s, r.state.value)

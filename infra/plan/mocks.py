@@ -54,6 +54,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "aws:index/getPartition:getPartition": self._partition,
             "aws:index/getRegion:getRegion": self._region,
             "aws:ecr/getAuthorizationToken:getAuthorizationToken": self._ecr_token,
+            "aws:lb/getHostedZoneId:getHostedZoneId": self._lb_hosted_zone,
         }
 
     # -- data calls -------------------------------------------------------------------------------
@@ -195,6 +196,15 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "endpoint": f"ec2.{region}.amazonaws.com",
             "description": region,
         }
+
+    def _lb_hosted_zone(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The canonical hosted zone of a region's ALBs (the alias target zone of a record to one)."""
+        region = self._region_of(args)
+        if (args.get("loadBalancerType") or "application") != "application" or region not in ALB_ZONES:
+            raise DataSourceError(
+                f"getHostedZoneId: no ALB hosted zone for {region!r} in infra/plan/mocks.py ALB_ZONES"
+            )
+        return {"id": ALB_ZONES[region], "region": region, "loadBalancerType": "application"}
 
     def _ecr_token(self, args: dict[str, Any]) -> dict[str, Any]:
         """The shape of ECR GetAuthorizationToken as moto answers it (moto/ecr/responses.py): user AWS,
@@ -362,21 +372,37 @@ def _docker_image(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[st
     }
 
 
+# The ALBs' canonical hosted zone per region, as the provider's getHostedZoneId answers it
+# (hashicorp/terraform-provider-aws internal/service/elbv2/hosted_zone_id_data_source.go,
+# hostedZoneIDPerRegionALBMap; AWS: https://docs.aws.amazon.com/general/latest/gr/elb.html).
+ALB_ZONES = {
+    "ap-east-1": "Z3DQVH9N71FHZ0",
+    "ap-southeast-1": "Z1LMS91P8CMLE5",
+    "us-east-1": "Z35SXDOTRQ7X7K",
+    "us-west-2": "Z1H1FL5HABSF5",
+}
+
+
 def _acm_certificate(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:
     """ACM's ARN (a UUID) and the CNAME it asks for per name (RequestCertificate + DescribeCertificate's
-    ResourceRecord: ``_<token>.<domain>.`` -> ``_<token>.<id>.acm-validations.aws.``)."""
+    ResourceRecord: ``_<token>.<domain>.`` -> ``_<token>.<id>.acm-validations.aws.``). Like ACM, the
+    record depends on the name and the account only: every region's certificate for a name asks for the
+    same one (https://docs.aws.amazon.com/acm/latest/userguide/dns-validation.html)."""
     cert_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{region}/acm/{args.name}"))
     names = [args.inputs.get("domainName"), *(args.inputs.get("subjectAlternativeNames") or [])]
-    token = _digest(args, 32)
+
+    def token(name: str) -> str:
+        return hashlib.sha256(f"{ACCOUNT_ID}/acm/{name}".encode()).hexdigest()[:32]
+
     return {
         "arn": f"arn:{PARTITION}:acm:{region}:{ACCOUNT_ID}:certificate/{cert_id}",
         "status": "PENDING_VALIDATION",
         "domainValidationOptions": [
             {
                 "domainName": n,
-                "resourceRecordName": f"_{token}.{n}.",
+                "resourceRecordName": f"_{token(n)}.{n}.",
                 "resourceRecordType": "CNAME",
-                "resourceRecordValue": f"_{token[::-1]}.offline.acm-validations.aws.",
+                "resourceRecordValue": f"_{token(n)[::-1]}.offline.acm-validations.aws.",
             }
             for n in names
             if n

@@ -92,8 +92,16 @@ def _event_rule(plan: Plan, r: RecordedResource) -> PhysicalName | None:
 
 
 def _dns_record(plan: Plan, r: RecordedResource) -> PhysicalName:
-    # A record set is unique per hosted zone (global, not per region), name and type.
-    parts = tuple(str(r.inputs.get(k)) for k in ("zoneId", "name", "type"))
+    # A record set is unique per hosted zone (global, not per region), name, type and, for routing
+    # policies (latency, weighted...), set identifier: the latency records of one global name are one per
+    # region. Names compare as DNS does, without the trailing dot and case.
+    name = str(r.inputs.get("name")).rstrip(".").lower()
+    parts = (
+        str(r.inputs.get("zoneId")),
+        name,
+        str(r.inputs.get("type")),
+        str(r.inputs.get("setIdentifier") or ""),
+    )
     return PhysicalName(ACCOUNT, r.type, parts, "name")
 
 

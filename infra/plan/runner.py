@@ -28,6 +28,7 @@ from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
 from infra.core.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
+from infra.edge.config import API_KEYS_KEY
 from infra.io.policypack import stack_allowlists
 from infra.io.stackfiles import (
     default_stacks_dir,
@@ -38,12 +39,14 @@ from infra.io.stackfiles import (
 )
 from infra.plan.mocks import AwsSnapshotMocks, FirstPreviewMocks
 from infra.rules import Finding
-from infra.stack.schema import PlatformConfig
+from infra.stack.schema import PlatformConfig, Role
 
 SECRET = "[secret]"
 # What the offline plan hands the program for a Pulumi secret the stack reads (Alertmanager receiver URLs,
 # set with `pulumi config set --secret` for a real stack); it is marked secret, so it never reaches a plan.
 PLAN_SECRET_VALUE = "https://plan.invalid/secret"
+# The same for the inference API keys a train stack holds (aiplat:inference-api-keys, a JSON list).
+PLAN_API_KEYS = ["plan-key-a", "plan-key-b"]
 
 
 def _scrub(value: Any) -> Any:
@@ -223,6 +226,10 @@ def plan_config(cfg: PlatformConfig) -> tuple[dict[str, str], list[str]]:
     a Pulumi secret of the real stack)."""
     secrets = [f"{PROJECT}:{key}" for key in cfg.monitoring.receiver_secret_keys().values()]
     config = {CONFIG_KEY: json.dumps(config_as_json(cfg)), **{key: PLAN_SECRET_VALUE for key in secrets}}
+    if cfg.role is Role.train:
+        # the inference API keys the train stack hands to the infer stacks (infra/edge/wire.py)
+        config[API_KEYS_KEY] = json.dumps(PLAN_API_KEYS)
+        secrets.append(API_KEYS_KEY)
     return config, secrets
 
 

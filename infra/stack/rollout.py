@@ -91,19 +91,53 @@ def _field(env: Environment, *parts: object) -> str:
     return ".".join([f"{ROLLOUT_FILE}: environments", env.value, *(str(p) for p in parts)])
 
 
+def _global_name(cfg: PlatformConfig) -> str | None:
+    """The global endpoint an infer stack serves (``inference.global_endpoint.name``), if any."""
+    ge = cfg.inference.global_endpoint if cfg.inference is not None else None
+    return ge.name if ge is not None else None
+
+
+def _owns_validation(name: str, cfg: PlatformConfig) -> bool:
+    ge = cfg.inference.global_endpoint if cfg.inference is not None else None
+    return ge is not None and ge.validation_record_owner == name
+
+
+def _split_global(waves: list[list[str]], stacks: Mapping[str, PlatformConfig]) -> list[list[str]]:
+    """The waves with every second (third...) stack serving one global endpoint moved to a wave of its
+    own after them: ``aiplat rollout`` drains a region from it during its update, and another region must
+    answer meanwhile."""
+    out: list[list[str]] = []
+    for wave in waves:
+        first: list[str] = []
+        later: list[list[str]] = []
+        names: set[str] = set()
+        # the validation record's owner first: the others' certificates wait for its record
+        for name in sorted(wave, key=lambda n: not _owns_validation(n, stacks[n])):
+            global_name = _global_name(stacks[name])
+            if global_name is None or global_name not in names:
+                first.append(name)
+                if global_name:
+                    names.add(global_name)
+            else:
+                later.append([name])
+        out.extend([first, *later])
+    return out
+
+
 def plan_waves(
     rollout: RolloutConfig, env: Environment, stacks: Mapping[str, PlatformConfig]
 ) -> list[list[str]]:
     """The waves of ``env``, checked against the project's stacks.
 
     Every stack of the environment is in exactly one wave, no wave names a stack of another environment or
-    one that does not exist, and an infer stack comes after its ``storage.source_stack`` (it reads that
-    stack's outputs). Without an entry for ``env``: its train stacks, then its infer stacks.
+    one that does not exist, an infer stack comes after its ``storage.source_stack`` (it reads that
+    stack's outputs), and no wave holds two stacks of one global endpoint. Without an entry for ``env``:
+    its train stacks, then its infer stacks (one wave per region of a global endpoint).
     """
     mine = {name: cfg for name, cfg in sorted(stacks.items()) if cfg.environment == env}
     if env not in rollout.environments:
         by_role = [[n for n, c in mine.items() if c.role == role] for role in (Role.train, Role.infer)]
-        waves = [w for w in by_role if w]
+        waves = [w for w in _split_global(by_role, mine) if w]
         if not waves:
             raise ConfigErrors([ConfigError(_field(env), f"no stack has environment {env.value}", None)])
         return waves
@@ -132,6 +166,35 @@ def plan_waves(
     for name in mine:
         if name not in seen:
             errors.append(ConfigError(_field(env, "waves"), f"{name!r} is in no wave", "add it to a wave"))
+    for i, wave in enumerate(waves):
+        by_name: dict[str, list[str]] = {}
+        for name in wave:
+            global_name = _global_name(stacks[name]) if name in stacks else None
+            if global_name:
+                by_name.setdefault(global_name, []).append(name)
+        for global_name, names in sorted(by_name.items()):
+            if len(names) > 1:
+                errors.append(
+                    ConfigError(
+                        _field(env, "waves", i),
+                        f"{' and '.join(names)} both serve the global endpoint {global_name} in one wave: "
+                        "draining both at once leaves no region to answer it",
+                        "put each of them in a wave of its own",
+                    )
+                )
+    for name, wave in seen.items():
+        cfg = stacks.get(name)
+        ge = cfg.inference.global_endpoint if cfg is not None and cfg.inference is not None else None
+        owner = ge.validation_record_owner if ge is not None else None
+        if owner and owner != name and owner in seen and seen[owner] > wave:
+            errors.append(
+                ConfigError(
+                    _field(env, "waves", wave),
+                    f"{name!r} waits for the certificate validation record of {ge.name} that {owner!r} "
+                    f"declares, but {owner} rolls out later (waves.{seen[owner]})",
+                    f"put {owner} in a wave before {name}'s",
+                )
+            )
     for name, wave in seen.items():
         source = stacks[name].storage.source_stack if name in stacks else None
         if source and source in seen and seen[source] >= wave:

@@ -63,6 +63,7 @@ TAGGABLE = frozenset(
         "aws:lb/listener:Listener",
         "aws:lb/loadBalancer:LoadBalancer",
         "aws:lb/targetGroup:TargetGroup",
+        "aws:route53/healthCheck:HealthCheck",
         "aws:route53/zone:Zone",
         "aws:s3/bucket:Bucket",
         "aws:secretsmanager/secret:Secret",

@@ -54,3 +54,32 @@ def test_trails_fit_the_per_region_quota(every_plan) -> None:
         for r in plan.by_type("aws:cloudtrail/trail:Trail")
     ]
     assert 1 <= len(trails) <= 5, trails
+
+
+def test_dns_records_are_keyed_by_zone_name_type_and_set_identifier(every_plan) -> None:
+    """The latency records of the global endpoint share a name and type across stacks (one per region,
+    told apart by the set identifier) and are no clash; the certificate validation record of the global
+    name, which ACM asks every region for, would be one if a second stack declared it."""
+    records = {
+        stack: [n for n, r in physical_names(plan) if r.type == "aws:route53/record:Record"]
+        for stack, plan in every_plan.items()
+    }
+    latency = {n.parts for names in records.values() for n in names if n.parts[3]}
+    assert {p[1:3] for p in latency} == {("api.inference.example.com", "A")}
+    assert {p[3] for p in latency} == {"ap-east-1", "ap-southeast-1"}
+    validation = [
+        (stack, n.parts)
+        for stack, names in records.items()
+        for n in names
+        if n.parts[1].endswith(".api.inference.example.com")
+    ]
+    assert [stack for stack, _ in validation] == ["stacks/prod-hk-infer"]
+    # the same records declared by a second stack (a copy of the owner's plan) are refused, validation
+    # record included
+    owner = every_plan["stacks/prod-hk-infer"]
+    clashes = name_clashes("a", {"a": owner, "b": owner})
+    (dns,) = [f for f in clashes if f.field.startswith("aws:route53/record:Record")]
+    assert "also declared by stack b" in dns.problem
+    # every record of the owner counts, the global name's validation record among them
+    assert validation[0][1] in {n.parts for n in records["stacks/prod-hk-infer"]}
+    assert f"{len(records['stacks/prod-hk-infer'])} names (unique in the account)" in dns.problem

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra.edge.documents import with_hosts
 from infra.inference.documents import alb
 from infra.inference.documents import inference as inf
 from infra.resources.options import child_options
@@ -52,6 +53,8 @@ class InferenceServerArgs:
     autoscaling: inf.Autoscaling
     load_balancer_cidrs: Sequence[str]
     scaled_object_after: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    # more names the Ingress answers with the same paths (the global endpoint, infra/edge)
+    extra_hosts: Sequence[str] = field(default_factory=tuple)
 
 
 class InferenceServer(pulumi.ComponentResource):
@@ -87,7 +90,10 @@ class InferenceServer(pulumi.ComponentResource):
         self.ingress = k8s.networking.v1.Ingress(
             f"{name}-ingress",
             metadata=meta(annotations),
-            spec=alb.ingress_spec(host=args.host, service=inf.NAME, service_port=inf.SERVICE_PORT_NAME),
+            spec=with_hosts(
+                alb.ingress_spec(host=args.host, service=inf.NAME, service_port=inf.SERVICE_PORT_NAME),
+                args.extra_hosts,
+            ),
             opts=child_options(self, opts, depends_on=[self.service]),
         )
         spec = pulumi.Output.all(args.image, args.release_root).apply(

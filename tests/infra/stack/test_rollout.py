@@ -101,10 +101,31 @@ def test_waves_must_cover_the_environment_and_respect_sources() -> None:
     ]
 
 
-def test_default_waves_train_then_infer() -> None:
+def test_default_waves_train_then_infer_one_region_of_the_global_endpoint_at_a_time() -> None:
     assert plan_waves(_rollout(environments={}), Environment.prod, STACKS) == [
         ["prod-us-train"],
-        ["prod-hk-infer", "prod-sg-infer"],
+        ["prod-hk-infer"],
+        ["prod-sg-infer"],
+    ]
+
+
+def test_the_validation_record_owner_rolls_out_first() -> None:
+    late = _rollout(
+        environments={"prod": {"waves": [["prod-us-train"], ["prod-sg-infer"], ["prod-hk-infer"]]}}
+    )
+    assert _errors(late) == [
+        "rollout.yaml: environments.prod.waves.1: 'prod-sg-infer' waits for the certificate validation "
+        "record of api.inference.example.com that 'prod-hk-infer' declares, but prod-hk-infer rolls out "
+        "later (waves.2); fix: put prod-hk-infer in a wave before prod-sg-infer's"
+    ]
+
+
+def test_two_regions_of_one_global_endpoint_never_share_a_wave() -> None:
+    both = _rollout(environments={"prod": {"waves": [["prod-us-train"], ["prod-hk-infer", "prod-sg-infer"]]}})
+    assert _errors(both) == [
+        "rollout.yaml: environments.prod.waves.1: prod-hk-infer and prod-sg-infer both serve the global "
+        "endpoint api.inference.example.com in one wave: draining both at once leaves no region to answer "
+        "it; fix: put each of them in a wave of its own"
     ]
 
 

@@ -122,14 +122,16 @@ CASES: list[tuple[str, str, Callable[[dict], None], str]] = [
     (
         "source-not-replicating",
         "prod-hk-infer",
-        lambda c: _storage(c).update(source_stack="dev-us-train"),
+        # alone: in the global endpoint it would also disagree on the API keys' source (tests/infra/edge)
+        lambda c: (_storage(c).update(source_stack="dev-us-train"), c["inference"].pop("global_endpoint")),
         "aiplat:platform.storage.source_stack: 'dev-us-train' does not replicate to ap-east-1; "
         "fix: add ap-east-1 to storage.replicate_to of dev-us-train",
     ),
     (
         "source-unknown",
         "prod-hk-infer",
-        lambda c: _storage(c).update(source_stack="prod-eu-train"),
+        # alone: in the global endpoint it would also disagree on the API keys' source (tests/infra/edge)
+        lambda c: (_storage(c).update(source_stack="prod-eu-train"), c["inference"].pop("global_endpoint")),
         "aiplat:platform.storage.source_stack: no stack 'prod-eu-train'; fix: use one of the train stacks",
     ),
     (

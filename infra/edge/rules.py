@@ -1,0 +1,231 @@
+"""Rules on the global inference endpoint (``inference.global_endpoint``): its zone, what the infer stacks
+serving one name must agree on, and (preflight) whether the zone answers for the domain and the name is
+free.
+
+Agreement: clients of the global name land in either region, so both must serve the same model under the
+same version policy and accept the same API keys; the keys come from one source, the environment's train
+stack (``storage.source_stack``, whose secret output both infer stacks read), so the stacks agree on it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from infra.core.facts import GlobalDnsFacts, Unreadable
+from infra.stack.registry import Finding, Need, Phase, RuleContext, at, error, rule, warning
+from infra.stack.schema import PlatformConfig, Role
+
+LATENCY_DOC = "https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/routing-policy-latency.html"
+DELEGATION_DOC = (
+    "https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/migrate-dns-domain-in-use.html"
+    "#migrate-dns-update-domain-configuration"
+)
+ACM_DNS_DOC = "https://docs.aws.amazon.com/acm/latest/userguide/dns-validation.html"
+# Terms of the inference section every stack serving one global name must share: the name and its record
+# owner, which model and which version policy, and any authentication setting of the section.
+AGREED_FIELDS = ("global_endpoint", "model_name", "pin_version")
+KEY_SOURCE = "storage.source_stack"
+
+
+def _agreed(field_name: str) -> bool:
+    return field_name in AGREED_FIELDS or "auth" in field_name or "api_key" in field_name
+
+
+def serving_terms(inference: Mapping[str, Any] | None, source_stack: str) -> tuple[tuple[str, str], ...]:
+    """What an infer stack serving a global name must share with the others, from its validated
+    ``inference`` section (``model_dump(mode="json")``) and its ``storage.source_stack`` (the API keys'
+    source): ``(("inference.<field>", json), ...)``. Empty without a global endpoint."""
+    if not inference or not inference.get("global_endpoint"):
+        return ()
+    terms = {f"inference.{k}": json.dumps(v, sort_keys=True) for k, v in inference.items() if _agreed(k)}
+    terms[KEY_SOURCE] = json.dumps(source_stack)
+    return tuple(sorted(terms.items()))
+
+
+def own_terms(cfg: PlatformConfig) -> dict[str, str]:
+    """``serving_terms`` of the stack being checked, from its validated config."""
+    inference = cfg.inference.model_dump(mode="json") if cfg.inference is not None else None
+    return dict(serving_terms(inference, cfg.storage.source_stack or ""))
+
+
+def _global(cfg: PlatformConfig):  # -> GlobalEndpointConfig | None
+    if cfg.role is not Role.infer or cfg.inference is None:
+        return None
+    return cfg.inference.global_endpoint
+
+
+def _ge(*parts: str) -> str:
+    return at("inference", "global_endpoint", *parts)
+
+
+def _partners(ctx: RuleContext) -> dict[str, dict[str, str]]:
+    """The other infer stacks serving the same global name, with their terms."""
+    assert ctx.stacks is not None
+    mine = own_terms(ctx.cfg)
+    name = mine.get("inference.global_endpoint")
+    out = {}
+    for stack, s in ctx.stacks.others(ctx.stack).items():
+        terms = dict(s.serving)
+        if s.role == "infer" and name is not None:
+            theirs = json.loads(terms.get("inference.global_endpoint", "null")) or {}
+            if theirs.get("name") == json.loads(name)["name"]:
+                out[stack] = terms
+    return out
+
+
+@rule("global-endpoint-zone")
+def global_endpoint_zone(ctx: RuleContext) -> Iterator[Finding]:
+    """The global name lies in the stack's Route 53 zone and is not the regional name."""
+    ge = _global(ctx.cfg)
+    if ge is None:
+        return
+    https = ctx.cfg.inference.https  # type: ignore[union-attr]
+    if https.dns_zone_id is None or https.dns_zone_name is None:
+        yield error(
+            _ge("name"),
+            f"{ge.name} needs a Route 53 zone for its latency records and certificate validation, and "
+            "inference.https names none",
+            "set inference.https.dns_zone_id and dns_zone_name (the public zone the global name is in)",
+            LATENCY_DOC,
+        )
+        return
+    if not ge.name.endswith("." + https.dns_zone_name):
+        yield error(
+            _ge("name"),
+            f"{ge.name} is not below the zone {https.dns_zone_name} (inference.https.dns_zone_name)",
+            f"use a name ending in .{https.dns_zone_name}",
+        )
+    if ge.name == https.domain:
+        yield error(
+            _ge("name"),
+            f"{ge.name} is also this region's name (inference.https.domain); the regional name stays "
+            "for debugging and the rollout gate, pointing at this region only",
+            "give the global name its own label, e.g. api.<zone>",
+        )
+
+
+@rule("global-endpoint-agreement", needs=[Need.stacks])
+def global_endpoint_agreement(ctx: RuleContext) -> Iterator[Finding]:
+    """Every infer stack serving one global name serves the same model, version policy and API keys, and
+    names the same validation record owner, which is one of them."""
+    ge = _global(ctx.cfg)
+    if ge is None:
+        return
+    mine = own_terms(ctx.cfg)
+    partners = _partners(ctx)
+    for stack, theirs in sorted(partners.items()):
+        for term in sorted(set(mine) | set(theirs)):
+            a, b = mine.get(term, "null"), theirs.get(term, "null")
+            if a != b:
+                yield error(
+                    at(*term.split(".")) if term != KEY_SOURCE else at("storage", "source_stack"),
+                    f"{term} is {a} here and {b} in {stack}, which serves the same global name {ge.name}: "
+                    "a client would get a different answer depending on the region it lands in",
+                    f"set the same {term} in both stacks",
+                )
+    serving = {ctx.stack, *partners}
+    if ge.validation_record_owner not in serving:
+        yield error(
+            _ge("validation_record_owner"),
+            f"{ge.validation_record_owner!r} is not an infer stack serving {ge.name} (those are: "
+            f"{', '.join(sorted(serving))}); no stack would declare the certificate's validation record",
+            f"name one of {', '.join(sorted(serving))}",
+            ACM_DNS_DOC,
+        )
+
+
+@rule("global-endpoint-regions", needs=[Need.stacks])
+def global_endpoint_regions(ctx: RuleContext) -> Iterator[Finding]:
+    """A global name served by one region only has nothing to fail over to."""
+    ge = _global(ctx.cfg)
+    if ge is None:
+        return
+    assert ctx.stacks is not None
+    regions = {ctx.cfg.region} | {ctx.stacks.stacks[s].region for s in _partners(ctx)}
+    if len(regions) < 2:
+        yield warning(
+            _ge("name"),
+            f"{ge.name} is served from {ctx.cfg.region} only: when that region cannot serve, neither can "
+            "the global name",
+            "add the same inference.global_endpoint to an infer stack in another region",
+            LATENCY_DOC,
+        )
+
+
+def global_dns_findings(cfg: PlatformConfig, facts: GlobalDnsFacts | Unreadable | None) -> list[Finding]:
+    """The zone exists, is public and is the one public DNS delegates the domain to; nothing but this
+    platform's latency records is at the global name."""
+    ge = _global(cfg)
+    if ge is None or facts is None:
+        return []
+    https = cfg.inference.https  # type: ignore[union-attr]
+    zone = at("inference", "https", "dns_zone_id")
+    if isinstance(facts, Unreadable):
+        return [error(zone, f"the zone could not be read ({facts})", "allow route53:GetHostedZone")]
+    if facts.zone_name is None:
+        return [error(zone, f"Route 53 has no hosted zone {facts.zone_id}", "name an existing public zone")]
+    out: list[Finding] = []
+    if facts.zone_name.rstrip(".") != https.dns_zone_name:
+        out.append(
+            error(
+                zone,
+                f"zone {facts.zone_id} is {facts.zone_name.rstrip('.')}, not {https.dns_zone_name}",
+                "set dns_zone_name to the zone's name or dns_zone_id to the zone of that name",
+            )
+        )
+    if facts.private:
+        out.append(
+            error(zone, f"zone {facts.zone_id} is private", "use the public zone of the domain", LATENCY_DOC)
+        )
+    if isinstance(facts.delegated_to, Unreadable):
+        out.append(
+            error(
+                zone,
+                f"public DNS did not say who serves {https.dns_zone_name} ({facts.delegated_to})",
+                "check that the domain is registered and delegated",
+                DELEGATION_DOC,
+            )
+        )
+    else:
+        ours = {n.rstrip(".").lower() for n in facts.name_servers}
+        theirs = {n.rstrip(".").lower() for n in facts.delegated_to}
+        if not theirs or theirs != ours:
+            out.append(
+                error(
+                    zone,
+                    f"{https.dns_zone_name} is delegated to {sorted(theirs) or 'no name servers'}, not to "
+                    f"this zone's {sorted(ours)}: records created here would not be seen",
+                    "set the zone's four name servers as the domain's NS records at the registrar (or the "
+                    "parent zone)",
+                    DELEGATION_DOC,
+                )
+            )
+    foreign = [r for r in facts.records if not _ours(r)]
+    if foreign:
+        shown = ", ".join(f"{r.type}{' ' + r.set_identifier if r.set_identifier else ''}" for r in foreign)
+        out.append(
+            error(
+                _ge("name"),
+                f"{ge.name} is already in use in the zone ({shown}): the latency records would be refused "
+                "or would take the name over",
+                "choose another global name, or remove those records if nothing uses them",
+            )
+        )
+    return out
+
+
+def _ours(r: Any) -> bool:
+    """A record set this platform writes at the global name: an A latency alias to an ALB, one per region
+    (set identifier = region, infra/edge/documents.py)."""
+    return (
+        r.type == "A" and bool(r.set_identifier) and r.alias_target.rstrip(".").endswith(".elb.amazonaws.com")
+    )
+
+
+@rule("global-endpoint-dns", phases=[Phase.preflight], needs=[Need.credentials])
+def global_endpoint_dns(ctx: RuleContext) -> Iterator[Finding]:
+    """The global endpoint's zone is public and authoritative for its domain, and its name is free."""
+    assert ctx.live is not None
+    yield from global_dns_findings(ctx.cfg, ctx.live.global_dns)

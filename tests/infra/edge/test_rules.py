@@ -1,0 +1,99 @@
+"""Plan-time rules of the global endpoint: its zone, and what the infer stacks serving one name agree on
+(model, version policy, API keys' source, validation record owner), checked against the project's real
+stack files; one region only is a warning."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from infra.edge.rules import global_endpoint_agreement, global_endpoint_regions
+from infra.io.stackfiles import load_stack_config, read_stack_index
+from infra.stack.registry import Level, RuleContext
+from tests.support.config_cases import RULES, all_of, assert_refused, drop_at, set_at
+
+GE = "aiplat:platform.inference.global_endpoint"
+HK_CERT = "arn:aws:acm:ap-east-1:123456789012:certificate/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
+
+CASES = [
+    (
+        "no-zone",
+        all_of(
+            drop_at("inference.https.dns_zone_id"),
+            drop_at("inference.https.dns_zone_name"),
+            set_at("inference.https.certificate_arn", HK_CERT),
+        ),
+        f"{GE}.name: api.inference.example.com needs a Route 53 zone for its latency records and "
+        "certificate validation, and inference.https names none; fix: set inference.https.dns_zone_id and "
+        "dns_zone_name",
+    ),
+    (
+        "outside-the-zone",
+        set_at("inference.global_endpoint.name", "api.example.org"),
+        f"{GE}.name: api.example.org is not below the zone example.com (inference.https.dns_zone_name)",
+    ),
+    (
+        "the-regional-name",
+        set_at("inference.global_endpoint.name", "sg.inference.example.com"),
+        f"{GE}.name: sg.inference.example.com is also this region's name (inference.https.domain)",
+    ),
+    (
+        "another-model",
+        set_at("inference.model_name", "gpt2-medium"),
+        'aiplat:platform.inference.model_name: inference.model_name is "gpt2-medium" here and "gpt2-small" '
+        "in prod-hk-infer, which serves the same global name api.inference.example.com",
+    ),
+    (
+        "a-pinned-version-the-other-region-does-not-pin",
+        set_at("inference.pin_version", "20261130T100100Z-step4"),
+        'aiplat:platform.inference.pin_version: inference.pin_version is "20261130T100100Z-step4" here and '
+        "null in prod-sg-infer",
+    ),
+    (
+        "another-key-source",
+        set_at("storage.source_stack", "dev-us-train"),
+        'aiplat:platform.storage.source_stack: storage.source_stack is "dev-us-train" here and '
+        '"prod-us-train" in prod-hk-infer',
+    ),
+    (
+        "an-owner-that-does-not-serve-the-name",
+        set_at("inference.global_endpoint.validation_record_owner", "prod-us-train"),
+        f"{GE}.validation_record_owner: 'prod-us-train' is not an infer stack serving "
+        "api.inference.example.com (those are: bad, prod-hk-infer, prod-sg-infer); no stack would declare "
+        "the certificate's validation record",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "mutate", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_refused_before_any_resource(stack_config, monitors, name, mutate, expected) -> None:
+    raw = stack_config("prod-sg-infer")
+    mutate(raw)
+    assert_refused(raw, expected, monitors, RULES)
+
+
+def test_the_shipped_infer_stacks_agree() -> None:
+    stacks = read_stack_index()
+    for stack in ("prod-hk-infer", "prod-sg-infer"):
+        ctx = RuleContext(load_stack_config(stack), stack=stack, stacks=stacks)
+        assert list(global_endpoint_agreement(ctx)) == []
+        assert list(global_endpoint_regions(ctx)) == []
+    # the index saw both stacks' terms (the rule compared something)
+    assert stacks.stacks["prod-hk-infer"].serving == stacks.stacks["prod-sg-infer"].serving != ()
+
+
+def test_one_region_only_is_a_warning() -> None:
+    stacks = read_stack_index()
+    alone = dataclasses.replace(
+        stacks, stacks={k: v for k, v in stacks.stacks.items() if k != "prod-sg-infer"}
+    )
+    ctx = RuleContext(load_stack_config("prod-hk-infer"), stack="prod-hk-infer", stacks=alone)
+    (finding,) = global_endpoint_regions(ctx)
+    assert finding.level is Level.warning
+    assert finding.one_line() == (
+        f"{GE}.name: api.inference.example.com is served from ap-east-1 only: when that region cannot "
+        "serve, neither can the global name; fix: add the same inference.global_endpoint to an infer "
+        "stack in another region (see https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/"
+        "routing-policy-latency.html)"
+    )
