@@ -99,6 +99,5 @@ def test_teams_need_the_s3_backend(prod: dict) -> None:
 
 
 def test_runtime_service_account_is_the_teams(prod: dict) -> None:
-    assert_rejected(
-        prod, "storage.trainer.service_account", "runner", ["set it to 'trainer' or remove teams"]
-    )
+    trainer = {"namespace": "training", "service_account": "runner", "prefix": "trainer"}
+    assert_rejected(prod, "storage.trainer", trainer, ["set it to 'trainer' or remove teams"])
