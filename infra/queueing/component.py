@@ -137,6 +137,8 @@ class Team(pulumi.ComponentResource):
     def __init__(self, name: str, args: TeamArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:queueing:Team", name, None, opts)
         aws_opts = pulumi.ResourceOptions(parent=self)
+        # the role's name is ours (stack and team): a replacement must free it first
+        role_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         role = irsa_role(
             f"{name}-role",
             oidc_provider_arn=args.oidc_provider_arn,
@@ -146,7 +148,7 @@ class Team(pulumi.ComponentResource):
             description=f"{args.role_description}: pods of {args.namespace.name}/{args.service_account}",
             name=args.role_name,
             max_session_duration=3600,
-            opts=aws_opts,
+            opts=role_opts,
         )
         aws.iam.RolePolicy(f"{name}-role-policy", role=role.id, policy=args.policy, opts=aws_opts)
         self.role_arn = role.arn
