@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from infra.core import instance_types
+from infra.core.facts import RegionFacts
 from infra.stack.allowlists import DEFAULT_GPU_BUDGET
-from infra.stack.registry import Finding, RuleContext, at, error, rule, warning
+from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
 from infra.stack.schema import PlatformConfig
 
 QUEUEING_DOC = "docs/platform/queueing.md"
@@ -27,14 +28,20 @@ class PoolCapacity:
     basis: str
 
 
-def gpu_pools(cfg: PlatformConfig) -> dict[str, PoolCapacity]:
-    """Every GPU pool of the stack by name: the managed node groups (max_size x GPUs per node, from the
-    pool or the instance table) and the Karpenter NodePools (their GPU limit)."""
+def gpu_pools(cfg: PlatformConfig, facts: RegionFacts | None = None) -> dict[str, PoolCapacity]:
+    """Every GPU pool of the stack by name: the managed node groups (max_size x GPUs per node: AWS's count
+    for the type when ``facts`` has it, else the pool's ``gpus_per_node`` or the instance table) and the
+    Karpenter NodePools (their GPU limit)."""
     out: dict[str, PoolCapacity] = {}
     for name, pool in cfg.node_pools.items():
         if not pool.gpu:
             continue
-        per_node = pool.gpus_per_node or instance_types.gpus(pool.instance_type) or None
+        itype = facts.instances.get(pool.instance_type) if facts is not None else None
+        per_node = (
+            itype.gpu_count
+            if itype is not None and itype.gpu_count
+            else pool.gpus_per_node or instance_types.gpus(pool.instance_type) or None
+        )
         out[name] = PoolCapacity(
             kind="node pool",
             gpus_per_node=per_node,
@@ -70,11 +77,11 @@ def quota_pool_exists(ctx: RuleContext) -> Iterator[Finding]:
                 )
 
 
-@rule("team-quota-fits-pool")
+@rule("team-quota-fits-pool", needs=[Need.facts])
 def quota_fits_pool(ctx: RuleContext) -> Iterator[Finding]:
     """A team's nominal GPUs on a pool are at most what the pool can hold (max size x GPUs per node, or the
     Karpenter GPU limit): a quota above it admits jobs that never get nodes."""
-    pools = gpu_pools(ctx.cfg)
+    pools = gpu_pools(ctx.cfg, ctx.facts)
     for team, t in ctx.cfg.teams.items():
         for pool, q in t.quotas.items():
             cap = pools.get(pool)
@@ -89,11 +96,11 @@ def quota_fits_pool(ctx: RuleContext) -> Iterator[Finding]:
                 )
 
 
-@rule("team-quota-whole-nodes")
+@rule("team-quota-whole-nodes", needs=[Need.facts])
 def quota_whole_nodes(ctx: RuleContext) -> Iterator[Finding]:
     """A team's GPUs on a node pool are whole nodes: a worker takes every GPU of its node, so a remainder
     can never be used."""
-    pools = gpu_pools(ctx.cfg)
+    pools = gpu_pools(ctx.cfg, ctx.facts)
     for team, t in ctx.cfg.teams.items():
         for pool, q in t.quotas.items():
             cap = pools.get(pool)
@@ -109,11 +116,11 @@ def quota_whole_nodes(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-@rule("team-quotas-fit-pool-together")
+@rule("team-quotas-fit-pool-together", needs=[Need.facts])
 def quotas_fit_together(ctx: RuleContext) -> Iterator[Finding]:
     """The teams' nominal GPUs on one pool add up to at most what it holds (else a team's guaranteed quota
     is not there when every team uses its own)."""
-    pools = gpu_pools(ctx.cfg)
+    pools = gpu_pools(ctx.cfg, ctx.facts)
     for pool, cap in pools.items():
         if cap.max_gpus is None:
             continue

@@ -16,17 +16,26 @@ def prod(stack_config) -> dict:
 
 
 def findings(raw: dict, rule: str, *, max_gpus: float = 32) -> list[str]:
+    """The findings of ``rule`` on ``raw``, with the AWS facts of the offline snapshot (as the plan has)."""
+    from infra.io.snapshot import region_facts
+
     cfg = parse_platform_config(raw)
-    ctx = RuleContext(cfg, stack="t", allowlists=PackAllowlists(max_gpus=max_gpus))
-    return [f"{f.level.value}: {f.one_line()}" for f in run_rules(Phase.plan, ctx) if f.rule == rule]
+    ctx = RuleContext(cfg, stack="t", facts=region_facts(cfg), allowlists=PackAllowlists(max_gpus=max_gpus))
+    # without the note on the AWS data a refusal on facts carries ("[data: ...]")
+    return [
+        f"{f.level.value}: {f.one_line().split(' [data: ')[0]}"
+        for f in run_rules(Phase.plan, ctx)
+        if f.rule == rule
+    ]
 
 
 def test_shipped_stacks_pass_the_queueing_rules(stack_config) -> None:
     from infra.io.policypack import stack_allowlists
+    from infra.io.snapshot import region_facts
 
     for stack in ("prod-us-train", "dev-us-train"):
         cfg = parse_platform_config(stack_config(stack))
-        ctx = RuleContext(cfg, stack=stack, allowlists=stack_allowlists(stack))
+        ctx = RuleContext(cfg, stack=stack, facts=region_facts(cfg), allowlists=stack_allowlists(stack))
         found = [f.one_line() for f in run_rules(Phase.plan, ctx) if f.rule.startswith("team")]
         assert found == [], found
 
