@@ -18,6 +18,9 @@ from pydantic import Field, field_validator, model_validator
 
 from infra.core.charts import ChartPin
 from infra.core.config import Strict
+
+# re-exported for the composed schema, which imports config modules only
+from infra.queueing.names import TEAM_SERVICE_ACCOUNT as TEAM_SERVICE_ACCOUNT
 from infra.queueing.names import team_namespace
 from infra.services.config import NAMESPACE_PATTERN
 

@@ -47,8 +47,13 @@ from infra.pools.config import (
     TaintEffect,
     check_pool_name,
 )
-from infra.queueing.config import QueueingConfig, TeamConfig, check_team_names, check_teams_config
-from infra.queueing.names import TEAM_SERVICE_ACCOUNT
+from infra.queueing.config import (
+    TEAM_SERVICE_ACCOUNT,
+    QueueingConfig,
+    TeamConfig,
+    check_team_names,
+    check_teams_config,
+)
 from infra.services.config import (
     NAMESPACE_PATTERN,
     CertManagerConfig,
