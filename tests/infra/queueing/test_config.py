@@ -101,3 +101,9 @@ def test_teams_need_the_s3_backend(prod: dict) -> None:
 def test_runtime_service_account_is_the_teams(prod: dict) -> None:
     trainer = {"namespace": "training", "service_account": "runner", "prefix": "trainer"}
     assert_rejected(prod, "storage.trainer", trainer, ["set it to 'trainer' or remove teams"])
+
+
+def test_team_namespace_cannot_be_empty(prod: dict) -> None:
+    # the namespace is derived ('team-<team>') unless named; a named one must be a namespace name
+    assert_rejected(prod, "teams.research.namespace", "", ["aiplat:platform.teams.research.namespace"])
+    assert parse_platform_config(prod).teams["research"].namespace is None
