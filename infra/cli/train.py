@@ -22,6 +22,7 @@ from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.facts import InstanceFacts
 from infra.core.project import CONFIG_KEY
 from infra.core.trainjobs import pod_name_length
+from infra.io.policypack import stack_allowlists
 from infra.io.stackfiles import load_stack_config
 from infra.io.trainer_configs import REPO, training_settings
 from infra.rules import Level, Phase, RuleContext, run_rules
@@ -58,7 +59,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="shards prefix in the datasets bucket (default: that of the stack's run with the same config)",
     )
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
-    r.add_argument("--suspend", action="store_true", help="create it suspended")
+    r.add_argument(
+        "--team",
+        help="team (stack config teams) whose queue, namespace and data the run uses; required when the "
+        "stack declares teams",
+    )
+    r.add_argument(
+        "--priority",
+        help="WorkloadPriorityClass (queueing.priority_classes; default: the team's default_priority)",
+    )
+    r.add_argument(
+        "--suspend",
+        action="store_true",
+        help="create it suspended (with a team: unqueued until labelled kueue.x-k8s.io/queue-name=<team>)",
+    )
     r.set_defaults(run=run_render)
 
     b = cmds.add_parser(
@@ -85,9 +99,11 @@ def _facts(cfg: PlatformConfig) -> InstanceFacts:
     return facts
 
 
-def _checked(stack: str, cfg: PlatformConfig, err: Console) -> None:
+def _checked(stack: str, cfg: PlatformConfig, err: Console, stacks_dir: Path | None = None) -> None:
     """The same rules the program runs (those that need no AWS calls), warnings printed, errors raised."""
-    ctx = RuleContext(cfg, stack=stack, trainer=training_settings(cfg))
+    ctx = RuleContext(
+        cfg, stack=stack, trainer=training_settings(cfg), allowlists=stack_allowlists(stack, stacks_dir)
+    )
     findings = run_rules(Phase.plan, ctx)
     for f in findings:
         if f.level is Level.warning:
@@ -113,6 +129,35 @@ def _with_run(cfg: PlatformConfig, name: str, run: dict[str, Any]) -> PlatformCo
     raw["training"]["runs"] = {name: run}
     raw["training"]["bandwidth_check"]["enabled"] = False
     return parse_platform_config(raw)
+
+
+def team_choice(cfg: PlatformConfig, team: str | None, priority: str | None) -> tuple[str | None, str | None]:
+    """``--team``/``--priority`` checked against the stack: a team is required when the stack declares
+    teams (every run is queued) and refused when it declares none; one line naming the flag otherwise."""
+    if not cfg.teams:
+        if team is not None or priority is not None:
+            raise ConfigErrors(
+                [ConfigError("--team", "the stack declares no teams", "drop --team and --priority")]
+            )
+        return None, None
+    if team is None:
+        raise ConfigErrors(
+            [
+                ConfigError(
+                    "--team", "the stack queues every run under a team", f"pass one of {sorted(cfg.teams)}"
+                )
+            ]
+        )
+    if team not in cfg.teams:
+        raise ConfigErrors(
+            [ConfigError("--team", f"{team!r} is not a team", f"use one of {sorted(cfg.teams)}")]
+        )
+    classes = sorted(cfg.queueing.priority_classes)
+    if priority is not None and priority not in classes:
+        raise ConfigErrors(
+            [ConfigError("--priority", f"{priority!r} is not a priority class", f"use one of {classes}")]
+        )
+    return team, priority
 
 
 def _config_path(path: str) -> str:
@@ -150,8 +195,13 @@ def run_render(args: argparse.Namespace, console: Console, err: Console) -> int:
             overrides[key.strip()] = value
         run = {"config": config, "nodes": args.nodes, "dataset": dataset, "overrides": overrides}
         run["suspend"] = bool(args.suspend)
+        team, priority = team_choice(cfg, args.team, args.priority)
+        if team is not None:
+            run["team"] = team
+            if priority is not None:
+                run["priority"] = priority
         one = _with_run(cfg, name, run)
-        _checked(args.stack, one, err)
+        _checked(args.stack, one, err, args.stacks_dir)
         assert one.training is not None
         doc = training_stack.run_trainjob(one, name, one.training.runs[name], _facts(one))
     except ConfigErrors as exc:
@@ -173,7 +223,7 @@ def run_bandwidth(args: argparse.Namespace, console: Console, err: Console) -> i
         if args.nodes is not None:
             raw["training"]["bandwidth_check"]["nodes"] = args.nodes
         one = parse_platform_config(raw)
-        _checked(args.stack, one, err)
+        _checked(args.stack, one, err, args.stacks_dir)
         nodes = one.training.bandwidth_check.nodes if one.training else 1
         if pod_name_length(name, nodes) > 63:
             raise ConfigErrors(

@@ -281,6 +281,8 @@ class RuntimeSpec:
     trust_ca_secret: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     shared_volume: SharedVolume | None = None
+    # annotations of the worker pods (Kueue's topology request on pools with topology-aware scheduling)
+    pod_annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 def metrics_ports(base: int, count: int) -> list[dict[str, Any]]:
@@ -430,7 +432,14 @@ def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
                                     "backoffLimit": 0,
                                     "podFailurePolicy": pod_policy,
                                     "template": {
-                                        "metadata": {"labels": {**labels, WORKLOAD_LABEL: WORKLOAD_TRAIN}},
+                                        "metadata": {
+                                            "labels": {**labels, WORKLOAD_LABEL: WORKLOAD_TRAIN},
+                                            **(
+                                                {"annotations": dict(spec.pod_annotations)}
+                                                if spec.pod_annotations
+                                                else {}
+                                            ),
+                                        },
                                         "spec": pod_spec,
                                     },
                                 },

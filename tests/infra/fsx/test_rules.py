@@ -7,7 +7,7 @@ import pytest
 
 from infra.rules import Level, Phase, RuleContext, run_rules
 from infra.stack.parse import parse_platform_config
-from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused
+from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, without_teams
 
 F = "aiplat:platform.cluster_services.fsx"
 ON = {"enabled": True}
@@ -16,15 +16,18 @@ ON = {"enabled": True}
 def _fsx(**fields):
     def mutate(c: dict) -> None:
         c.setdefault("cluster_services", {})["fsx"] = {**ON, **fields}
+        without_teams(c)  # the FSx claim lives in the trainer's namespace only (rule teams-without-fsx)
 
     return mutate
 
 
 def _minio(c: dict) -> None:
     c["storage"] = {"backend": "minio", "minio": {"storage_size": "100Gi", "mode": "standalone"}}
+    without_teams(c)
 
 
 def _no_training(c: dict) -> None:
+    without_teams(c)
     del c["training"]
 
 

@@ -128,8 +128,10 @@ def test_pod_monitors_per_role(plan_stack, stack: str) -> None:
     expected = {mon.EFA_EXPORTER} if _efa(plan) else set()
     if plan.config["role"] == "train":
         expected.add(mon.TRAINER_JOB)
+        # the trainer's namespace, then the teams' (where their queued runs live)
+        teams = [t.get("namespace") or f"team-{name}" for name, t in plan.config.get("teams", {}).items()]
         assert monitors[mon.TRAINER_JOB]["namespaceSelector"] == {
-            "matchNames": [storage["trainer"]["namespace"]]
+            "matchNames": [storage["trainer"]["namespace"], *teams]
         }
     else:
         expected.add(mon.INFERENCE_JOB)

@@ -95,6 +95,7 @@ def _karpenter_cfg(families: list[str], **pool: Any) -> Any:
     # only the system pool beside it (its m6i type is not in the chosen facts, so it asks nothing)
     raw["node_pools"] = {"system": raw["node_pools"]["system"]}
     raw.pop("training")
+    raw.pop("teams")  # they queue the training runs
     return parse_platform_config(raw)
 
 

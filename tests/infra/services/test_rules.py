@@ -14,7 +14,7 @@ import pytest
 from infra.core.instance_types import EFA_PLUGIN_CHART_VERSION
 from infra.plan import runner
 from infra.stack.parse import parse_platform_config
-from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, set_at
+from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, set_at, without_teams
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -25,7 +25,10 @@ def _drop_system(c: dict) -> None:
     del c["node_pools"]["system"]
 
 
-MINIO = set_at("storage", {"backend": "minio", "minio": {"storage_size": "100Gi", "mode": "standalone"}})
+MINIO = all_of(
+    without_teams,
+    set_at("storage", {"backend": "minio", "minio": {"storage_size": "100Gi", "mode": "standalone"}}),
+)
 
 CASES = [
     (

@@ -71,6 +71,8 @@ def test_releases_are_pinned_from_config(plan_stack, stack: str) -> None:
         expected["karpenter-crd"] = {**services["karpenter"], "chart": services["karpenter"]["crd_chart"]}
     if plan.config.get("training"):  # Kubeflow Trainer, pinned in the training section
         expected["kubeflow-trainer"] = plan.config["training"]["operator"]
+    if plan.config.get("teams"):  # Kueue, pinned in the queueing section
+        expected["kueue"] = plan.config["queueing"]["kueue"]
     assert set(releases) == set(expected)
     for name, chart in expected.items():
         inputs = releases[name].inputs
@@ -241,6 +243,8 @@ def test_workload_namespaces_deny_by_default_and_block_imds(plan_stack, stack: s
         workload[storage["trainer"]["namespace"]] = "baseline"
     if plan.config.get("inference"):  # KEDA's namespace, made by the inference wiring the same way
         workload[plan.config["inference"]["autoscaling"]["keda"]["namespace"]] = "restricted"
+    for team, t in plan.config.get("teams", {}).items():  # made by the queueing wiring the same way
+        workload[t.get("namespace") or f"team-{team}"] = "restricted"
     version = f"v{plan.config['cluster']['kubernetes_version']}"
     policies: dict[str, dict[str, dict]] = {}
     for p in plan.by_type("kubernetes:networking.k8s.io/v1:NetworkPolicy"):

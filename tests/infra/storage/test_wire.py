@@ -18,6 +18,7 @@ from infra.pod_storage.wire import wire_cluster_storage
 from infra.stack.parse import parse_platform_config
 from infra.stack.schema import PlatformConfig
 from infra.storage.wire import wire_storage
+from tests.support.config_cases import without_teams
 
 ISSUER = "oidc.eks.us-east-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
 OIDC_ARN = f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{ISSUER}"
@@ -82,6 +83,7 @@ def test_infer_stack_gets_an_inference_role_on_its_replica() -> None:
 def test_minio_backend_runs_minio_instead_of_buckets(stack_config) -> None:
     raw = stack_config("dev-us-train")
     raw["storage"] = {"backend": "minio", "minio": {"storage_size": "200Gi", "mode": "standalone"}}
+    without_teams(raw)  # teams need the S3 backend (their IAM roles)
     cfg = parse_platform_config(raw)
     recorded = _run("dev-us-train", cfg)
     assert not [r for r in recorded if r.type == "aws:s3/bucket:Bucket"]
