@@ -47,6 +47,7 @@ from infra.pools.config import (
     TaintEffect,
     check_pool_name,
 )
+from infra.queueing.config import QueueingConfig, TeamConfig, check_team_names, check_teams_config
 from infra.services.config import (
     NAMESPACE_PATTERN,
     CertManagerConfig,
@@ -226,6 +227,17 @@ class PlatformConfig(Strict):
     inference: InferenceConfig | None = Field(
         None, description="Infer stacks: the model server, its autoscaling and HTTPS (None: nothing served)."
     )
+    teams: dict[str, TeamConfig] = Field(
+        default_factory=dict,
+        description="Train stacks: the teams that share the GPUs through Kueue, keyed by team name (a DNS "
+        "label): namespace, queue, GPU quota per pool, IAM role (docs/platform/queueing.md). "
+        "Empty: no Kueue.",
+    )
+    queueing: QueueingConfig = Field(
+        default_factory=lambda: QueueingConfig(),
+        description="Kueue (installed when teams are declared): chart, priority classes, cohort, "
+        "all-or-nothing admission, topology-aware scheduling, KueueViz.",
+    )
 
     @field_validator("region")
     @classmethod
@@ -241,6 +253,55 @@ class PlatformConfig(Strict):
         for name in v:
             check_pool_name(name)
         return v
+
+    @field_validator("teams")
+    @classmethod
+    def _team_names(cls, v: dict[str, TeamConfig]) -> dict[str, TeamConfig]:
+        return check_team_names(v)
+
+    @model_validator(mode="after")
+    def _teams(self) -> PlatformConfig:
+        if not self.teams:
+            for name, run in self.training.runs.items() if self.training else ():
+                if run.team is not None:
+                    raise ValueError(
+                        f"training.runs.{name}.team is {run.team!r} but the stack declares no teams; "
+                        "declare it under teams or drop it"
+                    )
+            return self
+        if self.role != Role.train or self.training is None:
+            raise ValueError(
+                "teams is set on a stack without training; teams queue TrainJobs on train stacks, remove it"
+            )
+        if self.storage.backend != StorageBackend.s3:
+            raise ValueError(
+                "teams need storage.backend s3 (each team's pods get an IAM role on its own bucket "
+                "prefixes); use the s3 backend or remove teams"
+            )
+        reserved = {
+            self.storage.trainer.namespace,
+            self.storage.publisher.namespace,
+            self.cluster_services.monitoring_namespace,
+            self.queueing.kueue.namespace,
+            self.training.operator.namespace,
+            "default",
+            "kube-system",
+            "kube-public",
+            "kube-node-lease",
+        }
+        check_teams_config(self.teams, self.queueing, reserved_namespaces=reserved)
+        for name, run in self.training.runs.items():
+            if run.team is None or run.team not in self.teams:
+                raise ValueError(
+                    f"training.runs.{name}.team is {run.team!r}; with teams declared every run is queued: "
+                    f"set it to one of {sorted(self.teams)}"
+                )
+            if run.priority is not None and run.priority not in self.queueing.priority_classes:
+                raise ValueError(
+                    f"training.runs.{name}.priority is {run.priority!r}; use one of "
+                    f"{sorted(self.queueing.priority_classes)} (queueing.priority_classes)"
+                )
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> PlatformConfig:

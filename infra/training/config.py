@@ -165,6 +165,17 @@ class RunConfig(Strict):
         default_factory=dict,
         description="More trainer config overrides ('section.key' -> value), passed as --set.",
     )
+    team: str | None = Field(
+        None,
+        description="Team (a key of teams) whose queue, namespace, quota and IAM role the run uses; required "
+        "when the stack declares teams. Its dataset and checkpoints then live under the team's '<team>/' "
+        "prefix of the datasets and checkpoints buckets.",
+    )
+    priority: str | None = Field(
+        None,
+        description="WorkloadPriorityClass (a key of queueing.priority_classes); default: the team's "
+        "default_priority, else queueing.default_priority.",
+    )
     suspend: bool = Field(
         True,
         description="Create the TrainJob suspended; start it with one command after `pulumi up` "

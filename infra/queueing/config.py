@@ -1,0 +1,272 @@
+"""Config of queueing: the ``teams:`` that share the GPUs and the ``queueing:`` section (Kueue).
+
+``teams``: per team a namespace, a LocalQueue, a ClusterQueue with a nominal GPU quota per pool (a Kueue
+ResourceFlavor per GPU pool), and a trainer service account with an IAM role of its own. The names are
+derived in ``infra/queueing/names.py``. ``queueing``: the Kueue chart pin, the WorkloadPriorityClasses,
+the cohort every team's ClusterQueue joins (borrowing and preemption), all-or-nothing admission
+(``waitForPodsReady``), topology-aware scheduling and KueueViz. Checks that need the pools, the instance
+facts or the policy pack are rules (``infra/queueing/rules.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import Field, field_validator, model_validator
+
+from infra.core.charts import ChartPin
+from infra.core.config import Strict
+from infra.queueing.names import team_namespace
+from infra.services.config import NAMESPACE_PATTERN
+
+# A team name: a DNS label short enough that 'team-<team>' is one too, and that the IAM role name
+# '<stack prefix>-team-<team>' fits AWS's 64 characters (rule 'team-role-name-fits').
+TEAM_NAME = r"^[a-z]([a-z0-9-]{0,28}[a-z0-9])?$"
+# A Kubernetes object name (WorkloadPriorityClass, Cohort: DNS subdomain; we keep to a label).
+OBJECT_NAME = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+# A Kueue/metav1 duration ('5m', '1h30m', '90s').
+DURATION = r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$"
+
+
+class KueueChartConfig(ChartPin):
+    """The Kueue chart: controller, webhooks and its CRDs (in the chart's templates, so Helm installs and
+    upgrades them with the release). Upgrading is changing ``version``."""
+
+    repo: str = Field(
+        "oci://registry.k8s.io/kueue/charts",
+        description="OCI registry of the chart (kubernetes-sigs/kueue charts/kueue/README.md, v0.19.2: "
+        "'helm install kueue oci://registry.k8s.io/kueue/charts/kueue').",
+    )
+    chart: str = Field("kueue", description="Chart name.")
+    version: str = Field(
+        "0.19.2",
+        description="Default: kubernetes-sigs/kueue tag v0.19.2 (8eab687, 2026-08-20), the newest release on "
+        "2026-12-02; Chart.yaml version 0.19.2. The Kueue objects follow the v1beta2 CRDs of this version.",
+    )
+    namespace: Annotated[str, Field(pattern=NAMESPACE_PATTERN)] = Field(
+        "kueue-system", description="Namespace of the controller (the chart README's)."
+    )
+
+
+class PriorityClassConfig(Strict):
+    """A WorkloadPriorityClass: the order Kueue admits and preempts in (higher first)."""
+
+    value: Annotated[int, Field(ge=-1_000_000_000, le=1_000_000_000)] = Field(
+        description="Priority (higher is admitted first and preempts lower within the ClusterQueue)."
+    )
+    description: str = Field("", description="What the class is for (shown by kubectl).")
+
+
+def _default_priorities() -> dict[str, PriorityClassConfig]:
+    return {
+        "production": PriorityClassConfig(value=1000, description="Production training runs."),
+        "research": PriorityClassConfig(value=500, description="Research runs and experiments."),
+        "dev": PriorityClassConfig(value=100, description="Development and debugging; preempted first."),
+    }
+
+
+class ReclaimWithinCohort(StrEnum):
+    """Kueue ``preemption.reclaimWithinCohort``: may a ClusterQueue preempt workloads of other queues in
+    the cohort that borrow its nominal quota? ``Never``, ``LowerPriority`` or ``Any``."""
+
+    Never = "Never"
+    LowerPriority = "LowerPriority"
+    Any = "Any"
+
+
+class WithinClusterQueue(StrEnum):
+    """Kueue ``preemption.withinClusterQueue``: may a pending workload preempt admitted ones of the same
+    ClusterQueue? ``Never``, ``LowerPriority`` or ``LowerOrNewerEqualPriority``."""
+
+    Never = "Never"
+    LowerPriority = "LowerPriority"
+    LowerOrNewerEqualPriority = "LowerOrNewerEqualPriority"
+
+
+class CohortConfig(Strict):
+    """The cohort every team's ClusterQueue joins: unused nominal quota of one team can be borrowed by the
+    others, and is reclaimed (by preemption) when its owner needs it."""
+
+    name: Annotated[str, Field(pattern=OBJECT_NAME)] = Field("gpus", description="Name of the Cohort object.")
+    reclaim_within_cohort: ReclaimWithinCohort = Field(
+        ReclaimWithinCohort.Any,
+        description="Preempt workloads of other teams that borrow this team's quota: Never, LowerPriority or "
+        "Any (a team always gets its nominal quota back).",
+    )
+    within_cluster_queue: WithinClusterQueue = Field(
+        WithinClusterQueue.LowerPriority,
+        description="Preempt the team's own admitted workloads of lower priority for a pending one: Never, "
+        "LowerPriority or LowerOrNewerEqualPriority.",
+    )
+
+
+class BackoffConfig(Strict):
+    """How a workload whose pods did not all become ready is requeued
+    (``waitForPodsReady.requeuingStrategy``)."""
+
+    base_delay_s: Annotated[int, Field(ge=1, le=86400)] = Field(
+        60, description="First requeue delay (seconds); doubles with every requeue (with jitter)."
+    )
+    max_delay_s: Annotated[int, Field(ge=1, le=86400)] = Field(
+        3600, description="Longest requeue delay (seconds)."
+    )
+    limit_count: Annotated[int, Field(ge=0, le=1000)] | None = Field(
+        10,
+        description="Requeues before the workload is deactivated (it then needs `kubectl` to reactivate); "
+        "None: requeue forever.",
+    )
+
+    @model_validator(mode="after")
+    def _order(self) -> BackoffConfig:
+        if self.max_delay_s < self.base_delay_s:
+            raise ValueError(
+                f"max_delay_s ({self.max_delay_s}) is below base_delay_s ({self.base_delay_s}); raise it"
+            )
+        return self
+
+
+class WaitForPodsReadyConfig(Strict):
+    """All-or-nothing admission: a multi-node job holds its quota only if all its pods become ready within
+    ``timeout``; otherwise Kueue evicts it, frees the GPUs and requeues it with backoff."""
+
+    enabled: bool = Field(True, description="Turn on waitForPodsReady in the Kueue manager config.")
+    timeout: Annotated[str, Field(pattern=DURATION)] = Field(
+        "15m",
+        description="How long an admitted workload may take until all its pods are ready (image pulls of the "
+        "trainer image and node start-up included), e.g. '15m'.",
+    )
+    block_admission: bool = Field(
+        True,
+        description="Admit the next workload only once the admitted ones have all their pods ready "
+        "(sequential admission: two half-started jobs never deadlock on GPUs).",
+    )
+    backoff: BackoffConfig = Field(default_factory=BackoffConfig)
+
+
+class KueueVizConfig(Strict):
+    """KueueViz, Kueue's web UI: queues, workloads and flavors in a browser. ClusterIP only (no Ingress);
+    reach it with `kubectl port-forward` (docs/platform/queueing.md)."""
+
+    enabled: bool = Field(False, description="Install KueueViz (backend and frontend).")
+
+
+class QueueingConfig(Strict):
+    """Kueue and how the teams share the GPUs. Installed on train stacks that declare ``teams``."""
+
+    kueue: KueueChartConfig = Field(default_factory=lambda: KueueChartConfig())
+    priority_classes: dict[Annotated[str, Field(pattern=OBJECT_NAME)], PriorityClassConfig] = Field(
+        default_factory=_default_priorities,
+        description="WorkloadPriorityClasses by name (default production 1000, research 500, dev 100).",
+    )
+    default_priority: str = Field(
+        "research", description="Priority class of a job that names none (a key of priority_classes)."
+    )
+    cohort: CohortConfig = Field(default_factory=CohortConfig)
+    wait_for_pods_ready: WaitForPodsReadyConfig = Field(default_factory=WaitForPodsReadyConfig)
+    topology_aware: bool = Field(
+        True,
+        description="Topology-aware scheduling on EFA pools: a Topology over the EKS network-topology node "
+        "labels, named by the EFA pools' flavors, so a job's nodes sit close in the network.",
+    )
+    kueueviz: KueueVizConfig = Field(default_factory=KueueVizConfig)
+
+    @model_validator(mode="after")
+    def _priorities(self) -> QueueingConfig:
+        if not self.priority_classes:
+            raise ValueError("priority_classes is empty; declare at least one, e.g. {research: {value: 500}}")
+        if self.default_priority not in self.priority_classes:
+            raise ValueError(
+                f"default_priority {self.default_priority!r} is not a key of priority_classes "
+                f"{sorted(self.priority_classes)}; use one of them"
+            )
+        return self
+
+
+class QuotaConfig(Strict):
+    """A team's quota on one pool's flavor: nominal GPUs, and how much it may borrow or lend in the cohort."""
+
+    gpus: Annotated[int, Field(ge=0)] = Field(
+        description="Nominal GPUs the team is guaranteed on the pool (at most the pool's max_size x GPUs "
+        "per node, rule 'team-quota-fits-pool')."
+    )
+    borrowing_limit: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="Most GPUs the team may borrow from the cohort beyond its nominal (None: no limit)."
+    )
+    lending_limit: Annotated[int, Field(ge=0)] | None = Field(
+        None,
+        description="Most of its nominal GPUs the team lends to the cohort while it does not use them "
+        "(None: all). At most gpus.",
+    )
+
+    @model_validator(mode="after")
+    def _lend(self) -> QuotaConfig:
+        if self.lending_limit is not None and self.lending_limit > self.gpus:
+            raise ValueError(
+                f"lending_limit {self.lending_limit} is above gpus {self.gpus}; a team lends only its own "
+                "nominal quota, lower it"
+            )
+        return self
+
+
+class TeamConfig(Strict):
+    """A team sharing the GPUs: its namespace, queue, quotas and IAM role (names: infra/queueing/names.py)."""
+
+    namespace: Annotated[str, Field(pattern=NAMESPACE_PATTERN)] | None = Field(
+        None, description="Namespace of the team's jobs (default 'team-<team>')."
+    )
+    quotas: dict[str, QuotaConfig] = Field(
+        description="Nominal GPU quota by pool name (a GPU pool of node_pools or a Karpenter NodePool of "
+        "cluster_services.karpenter.node_pools); at least one."
+    )
+    default_priority: str | None = Field(
+        None,
+        description="Priority class of the team's jobs that name none (default queueing.default_priority).",
+    )
+
+    @field_validator("quotas")
+    @classmethod
+    def _some_quota(cls, v: dict[str, QuotaConfig]) -> dict[str, QuotaConfig]:
+        if not v:
+            raise ValueError(
+                "quotas is empty: a team without a quota has no queue to run in; give it one, "
+                "e.g. {train: {gpus: 8}}"
+            )
+        return v
+
+
+def check_team_names(teams: dict[str, TeamConfig]) -> dict[str, TeamConfig]:
+    """Team names are DNS labels (the LocalQueue and 'team-<team>' namespace and ClusterQueue use them)."""
+    for name in teams:
+        if not re.fullmatch(TEAM_NAME, name):
+            raise ValueError(
+                f"team name {name!r} must be 1-30 lower-case letters, digits and '-', starting with a letter "
+                "(it names the team's LocalQueue, namespace and IAM role)"
+            )
+    return teams
+
+
+def check_teams_config(
+    teams: dict[str, TeamConfig], queueing: QueueingConfig, *, reserved_namespaces: set[str]
+) -> None:
+    """Checks across the teams: namespaces distinct and not the platform's, priorities declared."""
+    seen: dict[str, str] = {}
+    for name, team in teams.items():
+        ns = team_namespace(name, team.namespace)
+        if ns in reserved_namespaces:
+            raise ValueError(
+                f"teams.{name}.namespace: {ns!r} is a platform namespace ({sorted(reserved_namespaces)}); "
+                f"give the team its own, e.g. 'team-{name}'"
+            )
+        if ns in seen:
+            raise ValueError(
+                f"teams.{name}.namespace: {ns!r} is also team {seen[ns]!r}'s; "
+                "each team needs its own namespace"
+            )
+        seen[ns] = name
+        if team.default_priority is not None and team.default_priority not in queueing.priority_classes:
+            raise ValueError(
+                f"teams.{name}.default_priority: {team.default_priority!r} is not a key of "
+                f"queueing.priority_classes {sorted(queueing.priority_classes)}; use one of them"
+            )

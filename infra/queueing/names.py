@@ -1,0 +1,76 @@
+"""The Kubernetes names and labels of a team, derived in one place (pure, no Pulumi).
+
+Every consumer (the stack's Kueue objects, the TrainJobs the stack declares, ``aiplat train submit/list``,
+the log collector, the admission policies) takes a team's names from here, so they cannot drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Kueue's job labels: the LocalQueue a job is submitted to and its WorkloadPriorityClass.
+# kubernetes-sigs/kueue pkg/controller/constants/constants.go (QueueLabel, WorkloadPriorityClassLabel).
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# Our namespace labels: which team owns it, and that it holds workloads (the admission policies select on
+# the latter, CONTRACTS C5).
+TEAM_LABEL = "aiplat.io/team"
+WORKLOADS_LABEL = "aiplat.io/workloads"
+TEAM_NAMESPACE_PREFIX = "team-"
+CLUSTER_QUEUE_PREFIX = "team-"
+# Every team runs its pods as this service account in its own namespace (the training runtime names it).
+TEAM_SERVICE_ACCOUNT = "trainer"
+
+
+def team_namespace(team: str, namespace: str | None = None) -> str:
+    """The team's namespace: ``namespace`` when the config names one, else ``team-<team>``."""
+    return namespace or f"{TEAM_NAMESPACE_PREFIX}{team}"
+
+
+def local_queue(team: str) -> str:
+    """The team's LocalQueue (in its namespace): the team's name."""
+    return team
+
+
+def cluster_queue(team: str) -> str:
+    """The team's ClusterQueue: ``team-<team>``."""
+    return f"{CLUSTER_QUEUE_PREFIX}{team}"
+
+
+def namespace_labels(team: str) -> dict[str, str]:
+    """The labels of the team's namespace besides Pod Security's."""
+    return {TEAM_LABEL: team, WORKLOADS_LABEL: "true"}
+
+
+def trainjob_labels(team: str, priority: str) -> dict[str, str]:
+    """The labels that put a TrainJob in the team's LocalQueue with a WorkloadPriorityClass."""
+    return {QUEUE_LABEL: local_queue(team), PRIORITY_LABEL: priority}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamNames:
+    """Every name of one team."""
+
+    team: str
+    namespace: str
+    local_queue: str
+    cluster_queue: str
+    service_account: str
+
+    @property
+    def namespace_labels(self) -> dict[str, str]:
+        return namespace_labels(self.team)
+
+    def trainjob_labels(self, priority: str) -> dict[str, str]:
+        return trainjob_labels(self.team, priority)
+
+
+def team_names(team: str, namespace: str | None = None) -> TeamNames:
+    """All names of ``team`` (``namespace``: the config's override, if any)."""
+    return TeamNames(
+        team=team,
+        namespace=team_namespace(team, namespace),
+        local_queue=local_queue(team),
+        cluster_queue=cluster_queue(team),
+        service_account=TEAM_SERVICE_ACCOUNT,
+    )
