@@ -23,3 +23,9 @@ def quantity_mib(q: str) -> int:
     """'5120Mi' -> 5120, '64Gi' -> 65536 (binary suffixes only, as the config allows)."""
     units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
     return int(int(q[:-2]) * units[q[-2:]])
+
+
+def pod_name_prefix(trainjob: str, node_rank: int) -> str:
+    """What the pod of node ``node_rank`` of a TrainJob is named before JobSet's random suffix (the pod
+    index of the trainer's indexed Job is the node rank)."""
+    return f"{trainjob}-{REPLICATED_JOB}-0-{node_rank}-"
