@@ -22,6 +22,8 @@ def test_render_prints_a_trainjob_that_validates(capsys) -> None:
             "trainer/configs/gpt2_124m.toml",
             "--nodes",
             "2",
+            "--team",
+            "production",
         ]
     )
     out, err = capsys.readouterr()
@@ -48,6 +50,8 @@ def test_render_refuses_what_the_stack_would(capsys) -> None:
             "trainer/configs/gpt2_124m.toml",
             "--nodes",
             "9",
+            "--team",
+            "production",
         ]
     )
     out, err = capsys.readouterr()
@@ -60,6 +64,7 @@ def test_render_needs_a_config_inside_the_image(capsys, tmp_path) -> None:
     cfg.write_text("[data]\nsource='s3://a/b'\n")
     code = main(
         ["train", "render", "-s", "prod-us-train", "--config", str(cfg), "--nodes", "1", "--dataset", "d"]
+        + ["--team", "production"]
     )
     _, err = capsys.readouterr()
     assert code == 2 and "not under trainer/" in err
@@ -69,11 +74,21 @@ def test_render_refuses_more_nodes_than_the_pool_runs(capsys) -> None:
     # prod-us-train's pool runs desired_size 2 (max_size 4): nothing scales it, so 3 pods means one Pending
     code = main(
         ["train", "render", "-s", "prod-us-train", "--config", "trainer/configs/gpt2_124m.toml"]
-        + ["--nodes", "3"]
+        + ["--nodes", "3", "--team", "production"]
     )
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert "gpt2-124m wants 3 nodes but pool 'train' has desired_size 2" in err
+
+
+def test_render_on_a_stack_with_teams_needs_a_team(capsys) -> None:
+    code = main(
+        ["train", "render", "-s", "prod-us-train", "--config", "trainer/configs/gpt2_124m.toml"]
+        + ["--nodes", "1"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert "--team: stack prod-us-train queues every run through a team's queue; fix: pass --team" in err
 
 
 def test_bandwidth_check_on_dev_needs_the_pool_scaled_to_two_nodes(capsys) -> None:
