@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 
 REPLICATED_JOB = "node"  # Trainer v2's trainer replicated job (pkg/constants/constants.go, v2.3.0)
+# When `aiplat train submit` created the job (UTC, ISO 8601 with Z): on the TrainJob and its pods, whose
+# run record reads it through the downward API.
+SUBMITTED_AT_ANNOTATION = "aiplat.io/submitted-at"
 
 
 def pod_name_length(trainjob: str, nodes: int) -> int:

@@ -15,13 +15,13 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from infra.core.trainjobs import REPLICATED_JOB
+from infra.core.trainjobs import REPLICATED_JOB, SUBMITTED_AT_ANNOTATION
 from infra.queueing.names import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL, TeamNames
 
 SUBMITTED_BY = "aiplat.io/submitted-by"  # the STS caller ARN of whoever ran `aiplat train submit`
 CONFIG_SHA256 = "aiplat.io/config-sha256"  # sha256 of the trainer config file's bytes
 IMAGE_DIGEST = "aiplat.io/image-digest"  # the training runtime's image digest when it was submitted
-SUBMITTED_AT = "aiplat.io/submitted-at"  # UTC, ISO 8601 with Z
+SUBMITTED_AT = SUBMITTED_AT_ANNOTATION
 SUBMIT_PATCH_MANAGER = "aiplat.io/submit"  # runtimePatches is a map keyed by manager
 CHECKPOINT_ARG = "checkpoint.uri="  # the launcher's --set override of the run's checkpoint root
 

@@ -76,6 +76,7 @@ def runtime_spec(
         env_from_secret=MINIO_SECRET if cfg.storage.backend == StorageBackend.minio else None,
         trust_ca_secret=MINIO_CA_SECRET if cfg.storage.backend == StorageBackend.minio else None,
         shared_volume=shared_volume(cfg),
+        cluster_name=cfg.names.cluster,
     )
 
 
