@@ -31,6 +31,7 @@ from infra.keys.wire import wire_keys
 from infra.monitoring.wire import wire_monitoring
 from infra.network.wire import wire_network
 from infra.pod_storage.wire import wire_cluster_storage
+from infra.queueing.wire import wire_queueing
 from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
 from infra.services.wire import EndpointProbe, system_pools, wire_cluster_services, wire_workload_identities
 from infra.stack.allowlists import PackAllowlists
@@ -156,6 +157,19 @@ def program(
     identities = wire_workload_identities(stack, services, pod_access, cluster.cluster.k8s_provider)
     # Kubeflow Trainer, our ClusterTrainingRuntime and PodMonitor, the declared TrainJobs: after the system
     # pools and the cluster services (namespace, service account), never waiting for a GPU pool.
+    # Kueue, the flavors of the GPU pools and the teams (namespace, IAM role, service account, queues):
+    # before the TrainJobs, which are queued in a team's namespace.
+    queueing = (
+        wire_queueing(
+            stack,
+            cluster,
+            storage,
+            data_key_arn=keys.data_key_arn,
+            k8s_depends_on=services.after_ready,
+        )
+        if services is not None
+        else None
+    )
     if trainer is not None and services is not None:
         system = system_pools(stack)
         wire_training(
@@ -168,6 +182,7 @@ def program(
                 *services.after_ready,
                 *([identities] if identities is not None else []),
                 *([fsx.volume] if fsx is not None and fsx.volume is not None else []),
+                *(queueing.ready if queueing is not None else []),
             ],
         )
     # Infer stacks: the model server (its pods run as the inference service account), KEDA, HTTPS; exports

@@ -10,6 +10,7 @@ from infra.inference import rules as inference  # noqa: F401
 from infra.network import rules as network  # noqa: F401
 from infra.pools import rules as pools  # noqa: F401
 from infra.preflight import rules as preflight  # noqa: F401
+from infra.queueing import rules as queueing  # noqa: F401
 from infra.services import rules as services  # noqa: F401
 from infra.stack import allowlist_rules as allowlists  # noqa: F401
 from infra.stack import cross_stack as stacks  # noqa: F401

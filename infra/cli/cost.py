@@ -355,10 +355,16 @@ def _refusals(
 ) -> list[str]:
     """The errors the plan's rules find (those on AWS facts when the offline data is there): a stack the
     plan refuses is not priced."""
+    from infra.io.policypack import stack_allowlists
     from infra.io.regions import known_regions
 
     ctx = RuleContext(
-        cfg, stack=stack, facts=facts, stacks=read_stack_index(args.stacks_dir), regions=known_regions()
+        cfg,
+        stack=stack,
+        facts=facts,
+        stacks=read_stack_index(args.stacks_dir),
+        regions=known_regions(),
+        allowlists=stack_allowlists(stack, args.stacks_dir),
     )
     return [f.one_line() for f in run_rules(Phase.plan, ctx) if f.level is Level.error]
 

@@ -24,6 +24,7 @@ from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.facts import InstanceFacts
 from infra.core.project import CONFIG_KEY
 from infra.core.trainjobs import pod_name_length
+from infra.io.policypack import stack_allowlists
 from infra.io.stackfiles import load_stack_config
 from infra.io.trainer_configs import REPO, training_settings
 from infra.rules import Level, Phase, RuleContext, run_rules
@@ -83,9 +84,11 @@ def _facts(cfg: PlatformConfig) -> InstanceFacts:
     return facts
 
 
-def _checked(stack: str, cfg: PlatformConfig, err: Console) -> None:
+def _checked(stack: str, cfg: PlatformConfig, err: Console, stacks_dir: Path | None = None) -> None:
     """The same rules the program runs (those that need no AWS calls), warnings printed, errors raised."""
-    ctx = RuleContext(cfg, stack=stack, trainer=training_settings(cfg))
+    ctx = RuleContext(
+        cfg, stack=stack, trainer=training_settings(cfg), allowlists=stack_allowlists(stack, stacks_dir)
+    )
     findings = run_rules(Phase.plan, ctx)
     for f in findings:
         if f.level is Level.warning:
@@ -200,7 +203,7 @@ def build_run(
     if priority is not None:
         run["priority"] = priority
     one = _with_run(cfg, name, run)
-    _checked(args.stack, one, err)
+    _checked(args.stack, one, err, args.stacks_dir)
     assert one.training is not None
     facts = _facts(one)
     doc = training_stack.run_trainjob(one, name, one.training.runs[name], facts)
@@ -229,7 +232,7 @@ def run_bandwidth(args: argparse.Namespace, console: Console, err: Console) -> i
         if args.nodes is not None:
             raw["training"]["bandwidth_check"]["nodes"] = args.nodes
         one = parse_platform_config(raw)
-        _checked(args.stack, one, err)
+        _checked(args.stack, one, err, args.stacks_dir)
         nodes = one.training.bandwidth_check.nodes if one.training else 1
         if pod_name_length(name, nodes) > 63:
             raise ConfigErrors(

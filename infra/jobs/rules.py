@@ -6,6 +6,7 @@ from __future__ import annotations
 from infra.core.errors import ConfigError, ConfigErrors, NoFlavorFitsError, UnknownTeamError
 from infra.queueing.config import TeamConfig
 from infra.stack.schema import PlatformConfig
+from infra.training.documents.stack import team_priority
 
 
 def team_config(cfg: PlatformConfig, stack: str, team: str) -> TeamConfig:
@@ -21,7 +22,7 @@ def team_config(cfg: PlatformConfig, stack: str, team: str) -> TeamConfig:
 
 def job_priority(cfg: PlatformConfig, team: str, priority: str | None) -> str:
     """The WorkloadPriorityClass of a job: ``priority``, else the team's default, else the stack's."""
-    chosen = priority or cfg.teams[team].default_priority or cfg.queueing.default_priority
+    chosen = team_priority(cfg, team, priority)
     if chosen not in cfg.queueing.priority_classes:
         raise ConfigErrors(
             [

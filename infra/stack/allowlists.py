@@ -39,6 +39,10 @@ INSTANCE_TYPES: tuple[str, ...] = (
     "p5.48xlarge",
     "p5en.48xlarge",
 )
+# The GPUs a stack may run when its pack config file sets no budget (pack: gpu-budget.maxGpus; two 8-GPU
+# nodes); the teams' quotas must fit in it too (rule 'team-quotas-within-gpu-budget').
+DEFAULT_GPU_BUDGET = 16
+GPU_BUDGET_POLICY = "gpu-budget"
 # The pack's policy and property names these allowlists are configured by.
 REGIONS_POLICY, REPLICATION_POLICY, INSTANCE_TYPES_POLICY = (
     "data-residency-regions",
@@ -58,6 +62,7 @@ class PackAllowlists:
     # the targets data-residency-replication lets S3 and ECR replicate to
     replication_regions: Sequence[str] = REPLICATION_REGIONS
     instance_types: Sequence[str] = INSTANCE_TYPES
+    max_gpus: float = DEFAULT_GPU_BUDGET
 
     @classmethod
     def from_pack_config(cls, doc: Mapping[str, Any] | None, where: str = "pack config") -> PackAllowlists:
@@ -91,11 +96,16 @@ class PackAllowlists:
                 _is_names,
                 "a list of instance-type patterns",
             ),
+            max_gpus=prop(GPU_BUDGET_POLICY, "maxGpus", DEFAULT_GPU_BUDGET, _is_number, "a number"),
         )
 
     def regions_for(self, role: str) -> list[str]:
         """The regions a stack of ``role`` may create resources in (``allowed_regions``)."""
         return allowed_regions(role, self.regions_by_role, self.replica_regions)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
 def _is_names(value: Any) -> bool:

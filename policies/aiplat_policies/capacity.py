@@ -8,7 +8,7 @@ from typing import Any
 
 from infra.core import instance_types
 from infra.pools.documents.nodes import GPU_RESOURCE
-from infra.stack.allowlists import INSTANCE_TYPES, type_allowed
+from infra.stack.allowlists import DEFAULT_GPU_BUDGET, INSTANCE_TYPES, type_allowed
 
 from .aws import INSTANCE, LAUNCH_TEMPLATE, NODE_GROUP
 from .core import (
@@ -33,9 +33,6 @@ from .nodes import (
     node_group_types,
 )
 from .training import templates_of
-
-# GPUs a stack may run when its pack config sets no maxGpus: two 8-GPU nodes.
-DEFAULT_GPU_BUDGET = 16
 
 
 @resource_rule(

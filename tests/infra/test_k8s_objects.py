@@ -56,6 +56,12 @@ def test_custom_resources_are_checked_against_models(plan_stack) -> None:
         ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
         ("monitoring.coreos.com/v1", "PodMonitor"),
         ("keda.sh/v1alpha1", "ScaledObject"),
+        ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
+        ("kueue.x-k8s.io/v1beta2", "Topology"),
+        ("kueue.x-k8s.io/v1beta2", "Cohort"),
+        ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass"),
+        ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+        ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
     }
     assert custom <= set(CRD_MODELS)
 

@@ -17,7 +17,7 @@ How to use it (monitoring, training, inference engineers)::
 * Custom resources have no bundled schema: each (apiVersion, kind) needs a typed model of the fields we set
   (pydantic, ``extra="forbid"``), written from the CRD of the version we install and naming it. Models live
   in ``tests/k8s/crds/`` and are registered in ``CRD_MODELS`` below (Karpenter v1.14.1, cert-manager
-  v1.21.1, prometheus-operator v0.93.1, KEDA v2.20.2). A new kind (e.g. a prometheus-operator
+  v1.21.1, prometheus-operator v0.93.1, KEDA v2.20.2, Kueue v0.19.2). A new kind (e.g. a prometheus-operator
   ``ServiceMonitor``) without a model fails validation with "no schema and no model": add
   ``tests/k8s/crds/<project>.py`` and register it here.
 * Helm releases are not objects: their values are asserted where a wrong value breaks things silently
@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from infra.io.kube_validate import validate_manifest
 from infra.plan.runner import SECRET, Plan, RecordedResource
 from infra.training import crds as training_crds
-from tests.k8s.crds import cert_manager, karpenter, keda, prometheus_operator
+from tests.k8s.crds import cert_manager, karpenter, keda, kueue, prometheus_operator
 
 # (apiVersion, kind) -> model of the whole object (apiVersion, kind, metadata, spec)
 CRD_MODELS: dict[tuple[str, str], type[BaseModel]] = {
@@ -48,6 +48,7 @@ CRD_MODELS: dict[tuple[str, str], type[BaseModel]] = {
     # render` validates with them too
     **training_crds.MODELS,
     **keda.MODELS,
+    **kueue.MODELS,
 }
 NO_MODEL = "no model in tests/k8s/crds (add one for a custom resource)"
 # Pulumi types under "kubernetes:" that are not Kubernetes objects

@@ -289,6 +289,8 @@ class RuntimeSpec:
     trust_ca_secret: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     shared_volume: SharedVolume | None = None
+    # annotations of the worker pods (Kueue's topology request on pools with topology-aware scheduling)
+    pod_annotations: Mapping[str, str] = field(default_factory=dict)
     cluster_name: str = ""  # names the log group of the pod's logs (infra/core/lognames.py); "": none
 
 
@@ -469,7 +471,14 @@ def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
                                     "backoffLimit": 0,
                                     "podFailurePolicy": pod_policy,
                                     "template": {
-                                        "metadata": {"labels": {**labels, WORKLOAD_LABEL: WORKLOAD_TRAIN}},
+                                        "metadata": {
+                                            "labels": {**labels, WORKLOAD_LABEL: WORKLOAD_TRAIN},
+                                            **(
+                                                {"annotations": dict(spec.pod_annotations)}
+                                                if spec.pod_annotations
+                                                else {}
+                                            ),
+                                        },
                                         "spec": pod_spec,
                                     },
                                 },

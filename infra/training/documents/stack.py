@@ -4,6 +4,7 @@ and the trainer config's settings. Pure: used by the wiring (what `pulumi up` de
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from infra.core.facts import InstanceFacts
@@ -13,6 +14,8 @@ from infra.fsx.documents import CLAIM_NAME as FSX_CLAIM
 from infra.pod_storage.documents import MINIO_CA_SECRET, MINIO_SECRET
 from infra.pools.busbw import threshold_for
 from infra.pools.documents.nodes import GPU_TAINT_KEY
+from infra.queueing import documents as queueing
+from infra.queueing.names import QUEUE_LABEL, team_names
 from infra.stack.schema import BucketPurpose, PlatformConfig, RunConfig, StorageBackend
 from infra.training.config import BANDWIDTH_CHECK_NAME, TrainingConfig
 from infra.training.documents import runtime as t
@@ -76,8 +79,20 @@ def runtime_spec(
         env_from_secret=MINIO_SECRET if cfg.storage.backend == StorageBackend.minio else None,
         trust_ca_secret=MINIO_CA_SECRET if cfg.storage.backend == StorageBackend.minio else None,
         shared_volume=shared_volume(cfg),
+        pod_annotations=topology_request(cfg),
         cluster_name=cfg.names.cluster,
     )
+
+
+def topology_request(cfg: PlatformConfig) -> dict[str, str]:
+    """Kueue's topology request on the workers (the runtime's pool has the network Topology: an EFA pool,
+    teams declared, topology-aware scheduling on): prefer nodes under one lowest-layer network node, so the
+    ranks of a job sit close in the network; Kueue spreads over higher layers when one has too few."""
+    training = _training(cfg)
+    pool = cfg.node_pools[training.runtime.pool]
+    if not (cfg.teams and pool.efa and cfg.queueing.topology_aware):
+        return {}
+    return {queueing.PREFERRED_TOPOLOGY_ANNOTATION: queueing.PREFERRED_TOPOLOGY_LEVEL}
 
 
 def shared_volume(cfg: PlatformConfig) -> t.SharedVolume | None:
@@ -88,10 +103,13 @@ def shared_volume(cfg: PlatformConfig) -> t.SharedVolume | None:
     return t.SharedVolume(claim_name=FSX_CLAIM, mount_path=fsx.mount_path, read_only=fsx.read_only)
 
 
-def data_uri(cfg: PlatformConfig, dataset: str) -> str:
+def data_uri(cfg: PlatformConfig, dataset: str, team: str | None = None) -> str:
     """Where a run reads ``dataset`` (a prefix of the datasets bucket): the FSx for Lustre mount when the file
     system links it and ``runs_read_datasets`` is on (the trainer reads a local directory in place), else
-    ``s3://<datasets bucket>/<dataset>`` (downloaded once into the NVMe cache)."""
+    ``s3://<datasets bucket>/<dataset>`` (downloaded once into the NVMe cache). A team's runs read under the
+    team's prefix, ``s3://<datasets bucket>/<team>/<dataset>`` (its IAM role reads nothing else)."""
+    if team is not None:
+        return f"s3://{cfg.bucket_name(BucketPurpose.datasets)}/{team}/{dataset}"
     fsx = cfg.cluster_services.fsx
     if fsx.enabled and fsx.runs_read_datasets:
         path = dataset_path(fsx, dataset)
@@ -100,15 +118,30 @@ def data_uri(cfg: PlatformConfig, dataset: str) -> str:
     return f"s3://{cfg.bucket_name(BucketPurpose.datasets)}/{dataset}"
 
 
-def checkpoint_uri(cfg: PlatformConfig, run_name: str) -> str:
-    """Checkpoints under the trainer's prefix (its pod role may write only there), one folder per run."""
+def checkpoint_uri(cfg: PlatformConfig, run_name: str, team: str | None = None) -> str:
+    """Checkpoints under the trainer's prefix (its pod role may write only there), or the team's, one
+    folder per run."""
     bucket = cfg.bucket_name(BucketPurpose.checkpoints)
-    prefix = cfg.storage.trainer.prefix.strip("/")
+    prefix = team if team is not None else cfg.storage.trainer.prefix.strip("/")
     return f"s3://{bucket}/{prefix}/runs/{run_name}"
 
 
 def run_trainjob(cfg: PlatformConfig, name: str, run: RunConfig, facts: InstanceFacts) -> dict[str, Any]:
-    """The TrainJob of a run: the launcher with the run's config and its data and checkpoint URIs."""
+    """The TrainJob of a run: the launcher with the run's config and its data and checkpoint URIs; a team's
+    run is queued in the team's namespace (``queued_trainjob``)."""
+    if run.team is not None:
+        return queued_trainjob(
+            cfg,
+            facts,
+            team=run.team,
+            priority=run.priority,
+            name=name,
+            nodes=run.nodes,
+            config=run.config,
+            dataset=run.dataset,
+            overrides=run.overrides,
+            hold=run.suspend,
+        )
     training = _training(cfg)
     overrides = t.run_overrides(
         data_source=data_uri(cfg, run.dataset), checkpoint_uri=checkpoint_uri(cfg, name), extra=run.overrides
@@ -122,6 +155,63 @@ def run_trainjob(cfg: PlatformConfig, name: str, run: RunConfig, facts: Instance
         procs_per_node=facts.gpu_count,
         args=t.launcher_args(config_in_image, overrides, worker_restarts=training.runtime.worker_restarts),
         suspend=run.suspend,
+    )
+
+
+def team_priority(cfg: PlatformConfig, team: str, priority: str | None = None) -> str:
+    """The WorkloadPriorityClass of a team's job: ``priority``, else the team's default, else the stack's."""
+    return priority or cfg.teams[team].default_priority or cfg.queueing.default_priority
+
+
+def queued_trainjob(
+    cfg: PlatformConfig,
+    facts: InstanceFacts,
+    *,
+    team: str,
+    name: str,
+    nodes: int,
+    config: str,
+    dataset: str,
+    priority: str | None = None,
+    overrides: Mapping[str, str] | None = None,
+    hold: bool = False,
+) -> dict[str, Any]:
+    """A TrainJob on the stack's runtime queued in ``team``'s LocalQueue with a WorkloadPriorityClass: in
+    the team's namespace (its ``trainer`` service account, whose IAM role reaches only the team's prefixes),
+    data from ``s3://<datasets>/<team>/<dataset>``, checkpoints to ``s3://<checkpoints>/<team>/runs/<name>``.
+
+    Created suspended: Kueue starts it when it admits it. ``hold``: without the queue label, so it waits
+    unqueued (the team namespace's jobs are all Kueue's: it never starts on its own) until
+    ``kubectl label trainjob -n <namespace> <name> kueue.x-k8s.io/queue-name=<team>`` queues it.
+    ``team``/``priority`` must be the stack's (``cfg.teams``, ``queueing.priority_classes``): a KeyError or
+    ValueError otherwise; the CLI checks them first for a one-line message.
+    """
+    training = _training(cfg)
+    if team not in cfg.teams:
+        raise KeyError(f"team {team!r} is not one of {sorted(cfg.teams)}")
+    resolved = team_priority(cfg, team, priority)
+    if resolved not in cfg.queueing.priority_classes:
+        raise ValueError(f"priority {resolved!r} is not one of {sorted(cfg.queueing.priority_classes)}")
+    names = team_names(team, cfg.teams[team].namespace)
+    labels = names.trainjob_labels(resolved)
+    if hold:
+        del labels[QUEUE_LABEL]
+    run_overrides = t.run_overrides(
+        data_source=data_uri(cfg, dataset, team),
+        checkpoint_uri=checkpoint_uri(cfg, name, team),
+        extra=overrides or {},
+    )
+    return t.trainjob_document(
+        name=name,
+        namespace=names.namespace,
+        runtime=training.runtime.name,
+        nodes=nodes,
+        procs_per_node=facts.gpu_count,
+        args=t.launcher_args(
+            f"{t.IMAGE_WORKDIR}/{config}", run_overrides, worker_restarts=training.runtime.worker_restarts
+        ),
+        suspend=True,
+        labels=labels,
     )
 
 

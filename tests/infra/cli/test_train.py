@@ -31,11 +31,12 @@ def test_render_prints_a_trainjob_that_validates(capsys) -> None:
     doc = yaml.safe_load(out)
     assert doc["kind"] == "TrainJob" and doc["metadata"]["name"] == "gpt2-124m"
     assert doc["spec"]["trainer"]["numNodes"] == 2 and doc["spec"]["trainer"]["numProcPerNode"] == 8
-    assert doc["spec"]["suspend"] is False
-    # the dataset of the stack's run with the same config; checkpoints under the trainer's prefix
-    assert (
-        "data.source=s3://aiplat-prod-us-east-1-datasets/shards/openwebtext" in doc["spec"]["trainer"]["args"]
-    )
+    assert doc["spec"]["suspend"] is True  # a team's run: Kueue starts it when it admits it
+    # the dataset of the stack's run with the same config, under the team's prefix, in the team's queue
+    args = doc["spec"]["trainer"]["args"]
+    assert "data.source=s3://aiplat-prod-us-east-1-datasets/production/shards/openwebtext" in args
+    assert doc["metadata"]["namespace"] == "team-production"
+    assert doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "production"
     assert validate_manifest(doc, "1.35") == []
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
 import socket
 import time
 import urllib.parse
@@ -169,6 +170,7 @@ def test_submit_refuses_a_job_no_flavor_fits(cluster: FakeKube, capsys, stack_do
     doc = stack_doc(STACK)
     doc["config"]["aiplat:platform"]["teams"]["research"]["quotas"]["train"]["borrowing_limit"] = 0
     (tmp_path / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump(doc))
+    shutil.copytree(REPO / "stacks" / "policy-pack", tmp_path / "policy-pack")  # the stack's GPU budget
     code = main(submit("--team", "research", "--nodes", "2", "--stacks-dir", str(tmp_path)))
     _, err = capsys.readouterr()
     assert code == common.EXIT_NO_FLAVOR

@@ -1,0 +1,178 @@
+"""Queueing on the cluster: Kueue from its pinned chart with the cluster-wide Kueue objects (Kueue), and per
+team its namespace, IAM role, service account and queues (Team).
+
+The documents come from ``infra/queueing/documents.py``; the Kubernetes provider comes in through
+``opts.provider``. Upstream: the Kueue chart, pinned in config (never its templates or CRDs: the CRDs are
+chart templates, installed and upgraded with the release).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+from pulumi_kubernetes._utilities import get_version as k8s_version
+
+from infra.cluster.component.namespaces import (
+    NamespaceSpec,
+    ServiceAccountSpec,
+    WorkloadNamespaces,
+    WorkloadNamespacesArgs,
+    WorkloadServiceAccounts,
+    WorkloadServiceAccountsArgs,
+    own_namespace,
+)
+from infra.core.charts import ChartRef
+from infra.resources.helm import chart_release
+from infra.resources.irsa import irsa_role
+from infra.resources.options import child_options
+
+
+class TopLevelCustomResource(pulumi.CustomResource):
+    """A custom resource whose fields sit at the top level instead of under ``spec`` (Kueue's
+    WorkloadPriorityClass: ``value``, ``description``), which ``apiextensions.CustomResource`` cannot send.
+    The Kubernetes provider takes any ``kubernetes:<group>/<version>:<Kind>`` token as a custom resource and
+    sends its inputs as the object."""
+
+    def __init__(self, name: str, doc: Mapping[str, Any], opts: pulumi.ResourceOptions):
+        version = pulumi.ResourceOptions(version=k8s_version())
+        super().__init__(
+            f"kubernetes:{doc['apiVersion']}:{doc['kind']}",
+            name,
+            dict(doc),
+            pulumi.ResourceOptions.merge(opts, version),
+        )
+
+
+def kueue_object(name: str, doc: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """A Kueue object from its document: ``spec`` passed through as the CRD has it (a document without
+    ``spec``, the WorkloadPriorityClass, as it is)."""
+    if "spec" not in doc:
+        return TopLevelCustomResource(name, doc, opts)
+    meta = doc["metadata"]
+    return k8s.apiextensions.CustomResource(
+        name,
+        api_version=doc["apiVersion"],
+        kind=doc["kind"],
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=meta["name"], namespace=meta.get("namespace"), labels=dict(meta.get("labels") or {})
+        ),
+        spec=doc["spec"],
+        opts=opts,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class KueueArgs:
+    """The chart, its namespace (and labels), its values, and the cluster-scoped Kueue objects to create
+    once the CRDs and webhooks are there (ResourceFlavors, Topology, Cohort, WorkloadPriorityClasses),
+    keyed by a short name."""
+
+    chart: ChartRef
+    namespace: str
+    namespace_labels: Mapping[str, str]
+    values: Mapping[str, Any]
+    objects: Mapping[str, Mapping[str, Any]]
+    release_name: str = "kueue"
+
+
+class Kueue(pulumi.ComponentResource):
+    """Kueue (controller, webhooks, CRDs; KueueViz when switched on) and the cluster-wide Kueue objects."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("aiplat:queueing:Kueue", name, None, opts)
+        ns = own_namespace(
+            f"{name}-namespace",
+            name=args.namespace,
+            labels=args.namespace_labels,
+            opts=child_options(self, opts),
+        )
+        # Atomic and awaited: the CRDs and the webhooks are up before any Kueue object or queued job.
+        self.release = chart_release(
+            f"{name}-release",
+            release_name=args.release_name,
+            chart=args.chart,
+            namespace=args.namespace,
+            values=dict(args.values),
+            opts=child_options(self, opts, depends_on=[ns]),
+        )
+        after = child_options(self, opts, depends_on=[self.release])
+        self.objects = {key: kueue_object(f"{name}-{key}", doc, after) for key, doc in args.objects.items()}
+        self.register_outputs({"release": self.release.name})
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamArgs:
+    """One team: its namespace (labels, NetworkPolicies), its IAM role (name, the policy JSON) trusted by
+    its service account only through the cluster's OIDC provider, and its ClusterQueue and LocalQueue."""
+
+    team: str
+    namespace: NamespaceSpec
+    service_account: str
+    role_name: str
+    role_description: str
+    policy: pulumi.Input[str]
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_issuer: pulumi.Input[str]
+    cluster_queue: Mapping[str, Any]
+    local_queue: Mapping[str, Any]
+    depends_on_kueue: Sequence[pulumi.Resource] = ()
+
+
+class Team(pulumi.ComponentResource):
+    """A team: namespace, IAM role and its service account (IRSA), ClusterQueue and LocalQueue.
+
+    The AWS and Kubernetes providers come in through ``opts.providers``; the role does not wait for the
+    component's ``depends_on`` (the cluster's Kubernetes side), the Kubernetes objects do.
+    """
+
+    role_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: TeamArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("aiplat:queueing:Team", name, None, opts)
+        aws_opts = pulumi.ResourceOptions(parent=self)
+        role = irsa_role(
+            f"{name}-role",
+            oidc_provider_arn=args.oidc_provider_arn,
+            oidc_issuer=args.oidc_issuer,
+            namespace=args.namespace.name,
+            service_account=args.service_account,
+            description=f"{args.role_description}: pods of {args.namespace.name}/{args.service_account}",
+            name=args.role_name,
+            max_session_duration=3600,
+            opts=aws_opts,
+        )
+        aws.iam.RolePolicy(f"{name}-role-policy", role=role.id, policy=args.policy, opts=aws_opts)
+        self.role_arn = role.arn
+        namespace = WorkloadNamespaces(
+            f"{name}-namespace",
+            WorkloadNamespacesArgs(namespaces=[args.namespace]),
+            opts=child_options(self, opts),
+        )
+        WorkloadServiceAccounts(
+            f"{name}-identity",
+            WorkloadServiceAccountsArgs(
+                service_accounts=[
+                    ServiceAccountSpec(
+                        namespace=args.namespace.name, name=args.service_account, role_arn=role.arn
+                    )
+                ]
+            ),
+            opts=child_options(self, opts, depends_on=[namespace]),
+        )
+        kueue = list(args.depends_on_kueue)
+        cq = kueue_object(
+            f"{name}-cluster-queue", args.cluster_queue, child_options(self, opts, depends_on=kueue)
+        )
+        kueue_object(
+            f"{name}-local-queue",
+            args.local_queue,
+            child_options(self, opts, depends_on=[*kueue, namespace, cq]),
+        )
+        self.register_outputs({"role_arn": self.role_arn})

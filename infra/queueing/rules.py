@@ -1,0 +1,177 @@
+"""Rules on the teams and their quotas: what Kueue would accept but never honour (a quota no pool can hold,
+a flavor for a pool that does not exist, more GPUs than the policy pack allows, a run whose team has no
+quota where the runtime runs) is refused before any resource is declared."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from infra.core import instance_types
+from infra.stack.registry import Finding, RuleContext, at, error, rule, warning
+from infra.stack.schema import PlatformConfig
+
+QUEUEING_DOC = "docs/platform/queueing.md"
+BUDGET_DOC = "docs/policy-pack.md#per-stack-settings"
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    """What a GPU pool can hold: GPUs per node (None: unknown type) and at most ``max_gpus``, as
+    ``basis`` says (for the messages)."""
+
+    kind: str  # "node pool" or "Karpenter NodePool"
+    gpus_per_node: int | None
+    max_gpus: int | None
+    basis: str
+
+
+def gpu_pools(cfg: PlatformConfig) -> dict[str, PoolCapacity]:
+    """Every GPU pool of the stack by name: the managed node groups (max_size x GPUs per node, from the
+    pool or the instance table) and the Karpenter NodePools (their GPU limit)."""
+    out: dict[str, PoolCapacity] = {}
+    for name, pool in cfg.node_pools.items():
+        if not pool.gpu:
+            continue
+        per_node = pool.gpus_per_node or instance_types.gpus(pool.instance_type) or None
+        out[name] = PoolCapacity(
+            kind="node pool",
+            gpus_per_node=per_node,
+            max_gpus=None if per_node is None else pool.max_size * per_node,
+            basis=f"max_size {pool.max_size} x {per_node} GPUs of {pool.instance_type}",
+        )
+    for name, kp in cfg.cluster_services.karpenter.node_pools.items():
+        out.setdefault(
+            name,
+            PoolCapacity(
+                kind="Karpenter NodePool",
+                gpus_per_node=None,
+                max_gpus=kp.gpu_limit,
+                basis=f"gpu_limit {kp.gpu_limit}",
+            ),
+        )
+    return out
+
+
+@rule("team-quota-pool-exists")
+def quota_pool_exists(ctx: RuleContext) -> Iterator[Finding]:
+    """Every pool a team has quota on is a GPU pool of the stack (its ResourceFlavor selects its nodes)."""
+    pools = gpu_pools(ctx.cfg)
+    for team, t in ctx.cfg.teams.items():
+        for pool in t.quotas:
+            if pool not in pools:
+                cpu = " (a CPU pool: quotas are on GPU pools)" if pool in ctx.cfg.node_pools else ""
+                yield error(
+                    at("teams", team, "quotas", pool),
+                    f"{pool!r} is not a GPU pool of this stack{cpu}, so there is no flavor for it",
+                    f"use one of {sorted(pools)} (node_pools or cluster_services.karpenter.node_pools)",
+                    QUEUEING_DOC,
+                )
+
+
+@rule("team-quota-fits-pool")
+def quota_fits_pool(ctx: RuleContext) -> Iterator[Finding]:
+    """A team's nominal GPUs on a pool are at most what the pool can hold (max size x GPUs per node, or the
+    Karpenter GPU limit): a quota above it admits jobs that never get nodes."""
+    pools = gpu_pools(ctx.cfg)
+    for team, t in ctx.cfg.teams.items():
+        for pool, q in t.quotas.items():
+            cap = pools.get(pool)
+            if cap is None or cap.max_gpus is None:
+                continue
+            if q.gpus > cap.max_gpus:
+                yield error(
+                    at("teams", team, "quotas", pool, "gpus"),
+                    f"{q.gpus} GPUs, but {cap.kind} {pool!r} holds at most {cap.max_gpus} ({cap.basis})",
+                    f"lower it to at most {cap.max_gpus}, or raise the pool's size",
+                    QUEUEING_DOC,
+                )
+
+
+@rule("team-quota-whole-nodes")
+def quota_whole_nodes(ctx: RuleContext) -> Iterator[Finding]:
+    """A team's GPUs on a node pool are whole nodes: a worker takes every GPU of its node, so a remainder
+    can never be used."""
+    pools = gpu_pools(ctx.cfg)
+    for team, t in ctx.cfg.teams.items():
+        for pool, q in t.quotas.items():
+            cap = pools.get(pool)
+            if cap is None or cap.gpus_per_node is None or q.gpus % cap.gpus_per_node == 0:
+                continue
+            whole = q.gpus // cap.gpus_per_node * cap.gpus_per_node
+            yield warning(
+                at("teams", team, "quotas", pool, "gpus"),
+                f"{q.gpus} GPUs is not a whole number of {pool!r} nodes ({cap.gpus_per_node} GPUs each); "
+                "a training worker takes a whole node",
+                f"use a multiple of {cap.gpus_per_node}, e.g. {whole or cap.gpus_per_node}",
+                QUEUEING_DOC,
+            )
+
+
+@rule("team-quotas-fit-pool-together")
+def quotas_fit_together(ctx: RuleContext) -> Iterator[Finding]:
+    """The teams' nominal GPUs on one pool add up to at most what it holds (else a team's guaranteed quota
+    is not there when every team uses its own)."""
+    pools = gpu_pools(ctx.cfg)
+    for pool, cap in pools.items():
+        if cap.max_gpus is None:
+            continue
+        teams = {team: t.quotas[pool].gpus for team, t in ctx.cfg.teams.items() if pool in t.quotas}
+        total = sum(teams.values())
+        if total > cap.max_gpus:
+            yield warning(
+                at("teams"),
+                f"the teams' nominal GPUs on {pool!r} add up to {total} ({teams}), above the {cap.max_gpus} "
+                f"it holds ({cap.basis}): a guaranteed quota may find no nodes",
+                "lower the quotas (let teams borrow instead), or raise the pool's size",
+                QUEUEING_DOC,
+            )
+
+
+@rule("team-quotas-within-gpu-budget")
+def quotas_within_budget(ctx: RuleContext) -> Iterator[Finding]:
+    """All teams' nominal GPUs together stay within the policy pack's GPU budget for the stack."""
+    budget = ctx.allowlists.max_gpus
+    quotas = {f"{team}/{pool}": q.gpus for team, t in ctx.cfg.teams.items() for pool, q in t.quotas.items()}
+    total = sum(quotas.values())
+    if total > budget:
+        yield error(
+            at("teams"),
+            f"the teams' nominal GPUs add up to {total} ({quotas}), above the stack's GPU budget of "
+            f"{budget:g} (policy pack gpu-budget.maxGpus)",
+            "lower the quotas, or raise gpu-budget.maxGpus in the stack's pack config after review",
+            BUDGET_DOC,
+        )
+
+
+@rule("team-run-has-quota")
+def run_has_quota(ctx: RuleContext) -> Iterator[Finding]:
+    """A run's team has quota on the runtime's pool (the only pool its workers run on): else it is never
+    admitted."""
+    t = ctx.cfg.training
+    if t is None or not ctx.cfg.teams:
+        return
+    for name, run in t.runs.items():
+        team = ctx.cfg.teams.get(run.team or "")
+        if team is not None and t.runtime.pool not in team.quotas:
+            yield error(
+                at("training", "runs", name, "team"),
+                f"team {run.team!r} has no quota on {t.runtime.pool!r}, the pool the training runtime "
+                "runs on; its run would wait forever",
+                f"give teams.{run.team}.quotas a {t.runtime.pool!r} entry, or run it as another team",
+                QUEUEING_DOC,
+            )
+
+
+@rule("teams-without-fsx")
+def teams_without_fsx(ctx: RuleContext) -> Iterator[Finding]:
+    """Teams and the FSx for Lustre volume do not mix: its claim lives in the trainer's namespace only (a
+    static volume binds one claim), so a team's pods could not mount it."""
+    if ctx.cfg.teams and ctx.cfg.cluster_services.fsx.enabled:
+        yield error(
+            at("cluster_services", "fsx", "enabled"),
+            "FSx for Lustre is on and the stack declares teams: the volume's claim exists only in the "
+            f"{ctx.cfg.storage.trainer.namespace!r} namespace, the teams' pods could not mount it",
+            "turn fsx off, or remove teams (runs then stay in the trainer's namespace)",
+            QUEUEING_DOC,
+        )

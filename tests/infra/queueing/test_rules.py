@@ -1,0 +1,129 @@
+"""The queueing rules, each refusing (or warning about) its own case with the field and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.rules import Phase, RuleContext, run_rules
+from infra.stack.allowlists import PackAllowlists
+from infra.stack.parse import parse_platform_config
+from tests.conftest import with_value
+
+
+@pytest.fixture
+def prod(stack_config) -> dict:
+    return stack_config("prod-us-train")
+
+
+def findings(raw: dict, rule: str, *, max_gpus: float = 32) -> list[str]:
+    cfg = parse_platform_config(raw)
+    ctx = RuleContext(cfg, stack="t", allowlists=PackAllowlists(max_gpus=max_gpus))
+    return [f"{f.level.value}: {f.one_line()}" for f in run_rules(Phase.plan, ctx) if f.rule == rule]
+
+
+def test_shipped_stacks_pass_the_queueing_rules(stack_config) -> None:
+    from infra.io.policypack import stack_allowlists
+
+    for stack in ("prod-us-train", "dev-us-train"):
+        cfg = parse_platform_config(stack_config(stack))
+        ctx = RuleContext(cfg, stack=stack, allowlists=stack_allowlists(stack))
+        found = [f.one_line() for f in run_rules(Phase.plan, ctx) if f.rule.startswith("team")]
+        assert found == [], found
+
+
+def test_quota_above_what_the_pool_holds(prod: dict) -> None:
+    # train: p5.48xlarge, max_size 4 -> 32 GPUs
+    got = findings(
+        with_value(prod, "teams.research.quotas.train.gpus", 40), "team-quota-fits-pool", max_gpus=99
+    )
+    assert got == [
+        "error: aiplat:platform.teams.research.quotas.train.gpus: 40 GPUs, but node pool 'train' holds "
+        "at most 32 (max_size 4 x 8 GPUs of p5.48xlarge); fix: lower it to at most 32, or raise the pool's "
+        "size (see docs/platform/queueing.md)"
+    ]
+
+
+def test_quota_for_a_pool_that_does_not_exist(prod: dict) -> None:
+    got = findings(with_value(prod, "teams.research.quotas.h100", {"gpus": 8}), "team-quota-pool-exists")
+    assert len(got) == 1
+    assert got[0].startswith("error: aiplat:platform.teams.research.quotas.h100: 'h100' is not a GPU pool")
+    assert "use one of ['train']" in got[0]
+
+
+def test_quota_on_a_cpu_pool_is_refused(prod: dict) -> None:
+    got = findings(with_value(prod, "teams.research.quotas.system", {"gpus": 0}), "team-quota-pool-exists")
+    assert len(got) == 1 and "(a CPU pool: quotas are on GPU pools)" in got[0]
+
+
+def test_quotas_above_the_pack_gpu_budget(prod: dict) -> None:
+    got = findings(prod, "team-quotas-within-gpu-budget", max_gpus=16)
+    assert len(got) == 1
+    assert got[0].startswith("error: aiplat:platform.teams: the teams' nominal GPUs add up to 32")
+    assert "above the stack's GPU budget of 16 (policy pack gpu-budget.maxGpus)" in got[0]
+    assert "raise gpu-budget.maxGpus in the stack's pack config" in got[0]
+    assert findings(prod, "team-quotas-within-gpu-budget", max_gpus=32) == []
+
+
+def test_the_budget_comes_from_the_stack_pack_config() -> None:
+    from infra.io.policypack import stack_allowlists
+
+    assert stack_allowlists("prod-us-train").max_gpus == 32  # stacks/policy-pack/prod-us-train.json
+    assert PackAllowlists.from_pack_config({}).max_gpus == 16  # the pack's default
+
+
+def test_quotas_that_together_overfill_a_pool_warn(prod: dict) -> None:
+    got = findings(with_value(prod, "teams.research.quotas.train.gpus", 16), "team-quotas-fit-pool-together")
+    assert len(got) == 1 and got[0].startswith(
+        "warning: aiplat:platform.teams: the teams' nominal GPUs on 'train'"
+    )
+
+
+def test_quota_of_part_of_a_node_warns(prod: dict) -> None:
+    got = findings(with_value(prod, "teams.research.quotas.train.gpus", 4), "team-quota-whole-nodes")
+    assert got == [
+        "warning: aiplat:platform.teams.research.quotas.train.gpus: 4 GPUs is not a whole number of 'train' "
+        "nodes (8 GPUs each); a training worker takes a whole node; fix: use a multiple of 8, e.g. 8 "
+        "(see docs/platform/queueing.md)"
+    ]
+
+
+def test_run_of_a_team_without_quota_on_the_runtime_pool(stack_config) -> None:
+    dev = stack_config("dev-us-train")
+    raw = with_value(dev, "teams.ml.quotas", {"spot-gpu": {"gpus": 2}})
+    got = findings(raw, "team-run-has-quota", max_gpus=8)
+    assert len(got) == 1
+    assert got[0].startswith(
+        "error: aiplat:platform.training.runs.gpt2-dev.team: team 'ml' has no quota on 'gpu'"
+    )
+
+
+def test_karpenter_pool_capacity_is_its_gpu_limit(stack_config) -> None:
+    dev = stack_config("dev-us-train")
+    raw = with_value(dev, "teams.ml.quotas.spot-gpu", {"gpus": 5})  # gpu_limit 4
+    got = findings(raw, "team-quota-fits-pool", max_gpus=99)
+    assert got == [
+        "error: aiplat:platform.teams.ml.quotas.spot-gpu.gpus: 5 GPUs, but Karpenter NodePool 'spot-gpu' "
+        "holds at most 4 (gpu_limit 4); fix: lower it to at most 4, or raise the pool's size "
+        "(see docs/platform/queueing.md)"
+    ]
+
+
+def test_teams_and_fsx_do_not_mix(prod: dict) -> None:
+    raw = with_value(prod, "cluster_services.fsx", {"enabled": True, "storage_capacity_gib": 1200})
+    got = findings(raw, "teams-without-fsx")
+    assert len(got) == 1 and got[0].startswith("error: aiplat:platform.cluster_services.fsx.enabled: FSx")
+
+
+def test_every_queueing_rule_is_registered() -> None:
+    from infra.rules import registered
+
+    rules = registered()
+    assert {n for n in rules if n.startswith("team")} == {
+        "team-quota-pool-exists",
+        "team-quota-fits-pool",
+        "team-quota-whole-nodes",
+        "team-quotas-fit-pool-together",
+        "team-quotas-within-gpu-budget",
+        "team-run-has-quota",
+        "teams-without-fsx",
+    }
