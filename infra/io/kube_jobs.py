@@ -268,21 +268,24 @@ def pod_log(cluster: Cluster, namespace: str, pod: str, container: str, *, follo
 
 
 def stored_log_streams(logs: Any, cluster: str, namespace: str, pod_prefix: str, container: str) -> list[str]:
-    """The CloudWatch Logs streams of ``container`` in the pods named ``<pod_prefix>...`` (C4 names);
-    empty when the group does not exist (no log was ever collected in the namespace)."""
+    """The CloudWatch Logs streams of ``container`` in the pods named ``<pod_prefix>...`` (C4 names), oldest
+    first; empty when the group does not exist (no log was ever collected in the namespace)."""
     group = container_log_group(cluster, namespace)
-    streams: list[str] = []
+    streams: list[dict[str, Any]] = []
     try:
         for page in logs.get_paginator("describe_log_streams").paginate(
             logGroupName=group, logStreamNamePrefix=pod_prefix
         ):
-            streams += [s["logStreamName"] for s in page.get("logStreams", [])]
+            streams += page.get("logStreams", [])
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
             return []
         raise
     suffix = container_log_stream("", container)
-    return sorted(s for s in streams if s.endswith(suffix))
+    # oldest first: a rank restarted in a new pod has a stream per pod
+    ours = [s for s in streams if s["logStreamName"].endswith(suffix)]
+    ours.sort(key=lambda s: (s.get("firstEventTimestamp") or s.get("creationTime") or 0, s["logStreamName"]))
+    return [s["logStreamName"] for s in ours]
 
 
 def stored_log(logs: Any, cluster: str, namespace: str, stream: str) -> Iterator[str]:

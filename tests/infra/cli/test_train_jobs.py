@@ -413,18 +413,24 @@ def test_logs_after_the_pods_are_gone_come_from_cloudwatch(cluster: FakeKube, mo
     group = container_log_group(CFG.names.cluster, "team-research")
     logs.create_log_group(logGroupName=group)
     start = int(time.time() * 1000)  # CloudWatch refuses events older than 14 days
-    for pod, lines in (("exp-node-0-0-abcde", ["r0 a"]), ("exp-node-0-1-fghij", ["r1 a", "r1 b"])):
+    # rank 1 ran twice: its first pod's name sorts after its second's
+    streams = (
+        ("exp-node-0-0-abcde", 0, ["r0 a"]),
+        ("exp-node-0-1-zzzzz", 0, ["r1 first pod"]),
+        ("exp-node-0-1-fghij", 1000, ["r1 a", "r1 b"]),
+    )
+    for pod, offset, lines in streams:
         stream = container_log_stream(pod, "node")
         logs.create_log_stream(logGroupName=group, logStreamName=stream)
         logs.put_log_events(
             logGroupName=group,
             logStreamName=stream,
-            logEvents=[{"timestamp": start + i, "message": m} for i, m in enumerate(lines)],
+            logEvents=[{"timestamp": start + offset + i, "message": m} for i, m in enumerate(lines)],
         )
     code = main(["train", "logs", "exp", "-s", STACK, "--team", "research", "--rank", "1"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert out.splitlines() == ["r1 a", "r1 b"]
+    assert out.splitlines() == ["r1 first pod", "r1 a", "r1 b"]  # oldest pod first
     assert "exp-node-0-1-fghij.node (CloudWatch Logs)" in err
 
 
