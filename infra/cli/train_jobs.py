@@ -105,14 +105,18 @@ def _add_access(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _connect(cfg: PlatformConfig, args: argparse.Namespace) -> Any:
+def _aws(cfg: PlatformConfig) -> Any:
+    """A boto3 session of its own (credentials resolved now, not cached from an earlier one)."""
     import boto3
 
+    return boto3.session.Session(region_name=cfg.region)
+
+
+def _connect(cfg: PlatformConfig, args: argparse.Namespace, aws: Any = None) -> Any:
     from infra.io.kube_jobs import connect
 
-    eks = boto3.client("eks", region_name=cfg.region)
-    sts = boto3.client("sts", region_name=cfg.region)
-    return connect(eks, sts, cfg.names.cluster, args.api_endpoint)
+    aws = aws or _aws(cfg)
+    return connect(aws.client("eks"), aws.client("sts"), cfg.names.cluster, args.api_endpoint)
 
 
 def _stack(args: argparse.Namespace) -> PlatformConfig:
@@ -133,8 +137,6 @@ def _teams(cfg: PlatformConfig, args: argparse.Namespace) -> list[TeamNames]:
 
 
 def run_submit(args: argparse.Namespace, console: Console, err: Console) -> int:
-    import boto3
-
     from infra.io.aws_credentials import require_credentials
     from infra.io.kube_jobs import create_trainjob, read_runtime
 
@@ -152,8 +154,9 @@ def run_submit(args: argparse.Namespace, console: Console, err: Console) -> int:
     except PlatformError as exc:
         print_error(err, args.stack, exc, debug=args.debug)
         return exc.exit_code
-    who = require_credentials(boto3.client("sts", region_name=cfg.region))
-    cluster = _connect(cfg, args)
+    aws = _aws(cfg)
+    who = require_credentials(aws.client("sts"))
+    cluster = _connect(cfg, args, aws)
     assert built.cfg.training is not None
     runtime = read_runtime(cluster, built.cfg.training.runtime.name)
     doc = jobs.submitted_trainjob(
@@ -244,12 +247,11 @@ def _find_namespace(cluster: Any, cfg: PlatformConfig, args: argparse.Namespace)
 
 
 def run_logs(args: argparse.Namespace, console: Console, err: Console) -> int:
-    import boto3
-
     from infra.io import kube_jobs as k
 
     cfg = _stack(args)
-    cluster = _connect(cfg, args)
+    aws = _aws(cfg)
+    cluster = _connect(cfg, args, aws)
     teams = _teams(cfg, args)
     owner = _find_namespace(cluster, cfg, args)
     selector = f"{JOBSET_NAME_LABEL}={args.name},{POD_INDEX_LABEL}={args.rank}"
@@ -264,7 +266,7 @@ def run_logs(args: argparse.Namespace, console: Console, err: Console) -> int:
                 console.out(line, highlight=False)
             return EXIT_OK
     # the pods are gone (or not started): the collector's copy (CONTRACTS C4)
-    logs = boto3.client("logs", region_name=cfg.region)
+    logs = aws.client("logs")
     prefix = pod_name_prefix(args.name, args.rank)
     for names in [owner] if owner else teams:
         streams = k.stored_log_streams(logs, cluster.name, names.namespace, prefix, REPLICATED_JOB)
@@ -277,7 +279,14 @@ def run_logs(args: argparse.Namespace, console: Console, err: Console) -> int:
             for line in k.stored_log(logs, cluster.name, names.namespace, stream):
                 console.out(line, highlight=False)
         return EXIT_OK
-    where = owner.namespace if owner else ", ".join(n.namespace for n in teams)
+    if owner is not None:  # the job is there, its rank has not run yet
+        exc = JobNotFoundError(
+            f"NAME: TrainJob {owner.namespace}/{args.name} has no running pod of rank {args.rank} and no "
+            "stored log yet; fix: see whether it waits in the queue (aiplat train list), and check --rank"
+        )
+        print_error(err, args.stack, exc, debug=args.debug)
+        return exc.exit_code
+    where = ", ".join(n.namespace for n in teams)
     exc = JobNotFoundError(
         f"NAME: no pod and no stored log of rank {args.rank} of {args.name!r} in {where}; fix: check the "
         "name and --rank (aiplat train list), or wait for the job to be admitted and its pods to start"
@@ -300,12 +309,15 @@ def run_cancel(args: argparse.Namespace, console: Console, err: Console) -> int:
     pods = k.list_pods(cluster, owner.namespace, f"{JOBSET_NAME_LABEL}={args.name}")
     grace = max((int(p.get("spec", {}).get("terminationGracePeriodSeconds") or 30) for p in pods), default=0)
     k.delete_trainjob(cluster, owner.namespace, args.name)
+    if pods:
+        what = (
+            f"{len(pods)} pods get SIGTERM and up to {grace} s (their terminationGracePeriodSeconds) to "
+            "checkpoint the current step before they are killed"
+        )
+    else:
+        what = "it has no pods (not admitted yet, or done): it leaves the queue"
     console.print(
-        f"cancelling {owner.namespace}/{args.name}: {len(pods)} pods get SIGTERM and up to {grace} s "
-        "(their terminationGracePeriodSeconds) to checkpoint the current step before they are killed",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+        f"cancelling {owner.namespace}/{args.name}: {what}", markup=False, highlight=False, soft_wrap=True
     )
     if args.no_wait:
         return EXIT_OK

@@ -199,6 +199,19 @@ def test_submit_refused_by_the_api_server_names_the_access_entry(cluster: FakeKu
     assert "refused your credentials (HTTP 403" in err and "EKS access entry" in err
 
 
+def test_submit_without_aws_credentials(cluster: FakeKube, capsys, monkeypatch, tmp_path: Path) -> None:
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    code = main(submit("--team", "research", "--nodes", "1"))
+    _, err = capsys.readouterr()
+    assert code == common.EXIT_AWS
+    assert "AWS credentials: none found" in err and "aws sso login" in err
+    assert cluster.requests == []
+
+
 # -- list -----------------------------------------------------------------------------------------------
 
 
@@ -434,6 +447,28 @@ def test_logs_after_the_pods_are_gone_come_from_cloudwatch(cluster: FakeKube, mo
     assert "exp-node-0-1-fghij.node (CloudWatch Logs)" in err
 
 
+def test_logs_follow_a_running_pod(cluster: FakeKube, capsys) -> None:
+    ns = "team-research"
+    cluster.put(trainjobs(ns), _trainjob("exp", ns, 1, NOW, "s3://ckpt/runs/exp"))
+    cluster.put(pods(ns), _pod("exp-node-0-0-abcde", "exp", 0))
+    cluster.logs[f"{ns}/exp-node-0-0-abcde/node"] = ["step 1"]
+    assert main(["train", "logs", "exp", "-s", STACK, "--follow"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["step 1"]
+    [read] = cluster.sent("GET", "/log")
+    # the API server parses booleans with Go's strconv.ParseBool ("True" and "true" alike)
+    assert read.query["follow"][0] in ("true", "True") and read.query["container"] == ["node"]
+
+
+def test_logs_of_a_job_still_in_the_queue(cluster: FakeKube, moto_s3, capsys) -> None:
+    ns = "team-research"
+    cluster.put(trainjobs(ns), _trainjob("exp", ns, 1, NOW, "s3://ckpt/runs/exp"))
+    cluster.put(pods(ns), _pod("exp-node-0-0-abcde", "exp", 0, phase="Pending"))
+    code = main(["train", "logs", "exp", "-s", STACK])
+    _, err = capsys.readouterr()
+    assert code == common.EXIT_NO_JOB
+    assert "TrainJob team-research/exp has no running pod of rank 0 and no stored log yet" in err
+
+
 def test_logs_of_a_job_with_neither_pods_nor_stored_logs(cluster: FakeKube, moto_s3, capsys) -> None:
     code = main(["train", "logs", "ghost", "-s", STACK])
     _, err = capsys.readouterr()
@@ -458,6 +493,14 @@ def test_cancel_deletes_in_the_foreground_with_the_pods_own_grace_period(cluster
     # no override: every pod keeps its terminationGracePeriodSeconds (the trainer's shutdown window)
     assert "gracePeriodSeconds" not in delete.body and "gracePeriodSeconds" not in delete.query
     assert "2 pods get SIGTERM and up to 110 s" in out and "team-research/exp is gone" in out
+
+
+def test_cancel_of_a_job_still_in_the_queue(cluster: FakeKube, capsys) -> None:
+    ns = "team-research"
+    cluster.put(trainjobs(ns), _trainjob("exp", ns, 2, NOW, "s3://ckpt/runs/exp"))
+    assert main(["train", "cancel", "exp", "-s", STACK, "--no-wait"]) == 0
+    assert "it has no pods (not admitted yet, or done): it leaves the queue" in capsys.readouterr().out
+    assert [r.path for r in cluster.sent("DELETE")] == [f"{trainjobs(ns)}/exp"]
 
 
 def test_cancel_of_an_unknown_job(cluster: FakeKube, capsys) -> None:
