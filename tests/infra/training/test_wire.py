@@ -71,6 +71,9 @@ def test_prod_runtime_uses_every_gpu_and_efa_device_of_a_p5(plan_stack) -> None:
     env = {e["name"]: e["value"] for e in node["env"] if "value" in e}  # not the downward-API ones
     assert env["NCCL_NET"] == "Libfabric" and env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
     assert not set(env) & set(OBSOLETE_ENV)
+    # the run record's image digest is the one the pod runs
+    _, at, digest = node["image"].partition("@")
+    assert at and digest.startswith("sha256:") and env["AIPLAT_IMAGE_DIGEST"] == digest
 
 
 def test_dev_runtime_has_no_efa_and_runs_on_the_spot_pool(plan_stack) -> None:
