@@ -30,6 +30,7 @@ COMPLETE = (
     "infra/karpenter/",
     "infra/services/",
     "infra/fsx/",
+    "infra/queueing/",
     "infra/training/",
     "infra/monitoring/",
     "infra/inference/",

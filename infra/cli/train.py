@@ -50,9 +50,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "trainer config or the run is refused (one line each).",
     )
     add_run_arguments(r)
-    r.add_argument("--team", help="team whose namespace and queue the run uses (stacks that declare teams)")
-    r.add_argument("--priority", help="WorkloadPriorityClass (default: the team's)")
-    r.add_argument("--suspend", action="store_true", help="create it suspended")
+    r.add_argument(
+        "--team",
+        help="team (stack config teams) whose queue, namespace and data the run uses; required when the "
+        "stack declares teams",
+    )
+    r.add_argument(
+        "--priority",
+        help="WorkloadPriorityClass (queueing.priority_classes; default: the team's default_priority)",
+    )
+    r.add_argument(
+        "--suspend",
+        action="store_true",
+        help="create it suspended (with a team: unqueued until labelled kueue.x-k8s.io/queue-name=<team>)",
+    )
     r.set_defaults(run=run_render)
 
     # submit, list, logs, cancel: through the cluster's API (a module of their own; it imports this one)
@@ -122,6 +133,35 @@ def _with_run(cfg: PlatformConfig, name: str, run: dict[str, Any]) -> PlatformCo
     return parse_platform_config(raw)
 
 
+def team_choice(cfg: PlatformConfig, team: str | None, priority: str | None) -> tuple[str | None, str | None]:
+    """``--team``/``--priority`` checked against the stack: a team is required when the stack declares
+    teams (every run is queued) and refused when it declares none; one line naming the flag otherwise."""
+    if not cfg.teams:
+        if team is not None or priority is not None:
+            raise ConfigErrors(
+                [ConfigError("--team", "the stack declares no teams", "drop --team and --priority")]
+            )
+        return None, None
+    if team is None:
+        raise ConfigErrors(
+            [
+                ConfigError(
+                    "--team", "the stack queues every run under a team", f"pass one of {sorted(cfg.teams)}"
+                )
+            ]
+        )
+    if team not in cfg.teams:
+        raise ConfigErrors(
+            [ConfigError("--team", f"{team!r} is not a team", f"use one of {sorted(cfg.teams)}")]
+        )
+    classes = sorted(cfg.queueing.priority_classes)
+    if priority is not None and priority not in classes:
+        raise ConfigErrors(
+            [ConfigError("--priority", f"{priority!r} is not a priority class", f"use one of {classes}")]
+        )
+    return team, priority
+
+
 def _config_path(path: str) -> str:
     p = Path(path)
     resolved = (p if p.is_absolute() else Path.cwd() / p).resolve()
@@ -170,16 +210,6 @@ def build_run(
     cfg = load_stack_config(args.stack, args.stacks_dir)
     if cfg.training is None:
         raise ConfigErrors([ConfigError(f"{CONFIG_KEY}.training", "the stack has no training section")])
-    if cfg.teams and team is None:
-        raise ConfigErrors(
-            [
-                ConfigError(
-                    "--team",
-                    f"stack {args.stack} queues every run through a team's queue",
-                    f"pass --team (one of {sorted(cfg.teams)})",
-                )
-            ]
-        )
     config = _config_path(args.config)
     name = args.name or Path(config).stem.replace("_", "-").lower()
     dataset = args.dataset
@@ -198,10 +228,11 @@ def build_run(
         overrides[key.strip()] = value
     run: dict[str, Any] = {"config": config, "nodes": args.nodes, "dataset": dataset, "overrides": overrides}
     run["suspend"] = bool(getattr(args, "suspend", False))
+    team, priority = team_choice(cfg, team, priority)
     if team is not None:
         run["team"] = team
-    if priority is not None:
-        run["priority"] = priority
+        if priority is not None:
+            run["priority"] = priority
     one = _with_run(cfg, name, run)
     _checked(args.stack, one, err, args.stacks_dir)
     assert one.training is not None

@@ -356,13 +356,14 @@ def prometheus_rule_spec(rule_file: Mapping[str, Any], docs_url: str) -> dict[st
     return {"groups": out}
 
 
-def trainer_pod_monitor_spec(namespace: str) -> dict[str, Any]:
-    """The trainer's ranks: pods of TrainJobs (JobSet label) in ``namespace``, every declared container
+def trainer_pod_monitor_spec(namespace: str, *team_namespaces: str) -> dict[str, Any]:
+    """The trainer's ranks: pods of TrainJobs (JobSet label) in ``namespace`` and the teams' namespaces
+    (``team_namespaces``, where their queued runs live), every declared container
     port 9400-9407, as job ``aiplat-trainer`` with labels ``node`` and ``trainjob``. The bandwidth check
     runs on the training runtime (same ports declared, no metrics served): its pods, labelled
     ``aiplat.io/workload: bandwidth-check`` (``infra/training/documents/runtime.py``), are not scraped."""
     return {
-        "namespaceSelector": {"matchNames": [namespace]},
+        "namespaceSelector": {"matchNames": [namespace, *team_namespaces]},
         "selector": {
             "matchExpressions": [
                 {"key": JOBSET_NAME_LABEL, "operator": "Exists"},

@@ -25,6 +25,7 @@ from infra.monitoring import documents as mon
 from infra.monitoring.assets import MonitoringAssets
 from infra.monitoring.component.exporters import DcgmExporter, EfaExporter, EfaExporterArgs
 from infra.monitoring.component.stack import MonitoringStack, MonitoringStackArgs
+from infra.queueing.names import team_namespace
 from infra.resources.helm import ChartArgs
 from infra.resources.options import inherited_depends_on
 from infra.services.wire import ClusterServicesWiring, gpu_pools, has_efa, system_pools
@@ -101,7 +102,11 @@ def wire_monitoring(
     )
     rule_names, dashboard_names = monitoring_parts(ctx)
     pod_monitors = (
-        {mon.TRAINER_JOB: mon.trainer_pod_monitor_spec(cfg.storage.trainer.namespace)}
+        {
+            mon.TRAINER_JOB: mon.trainer_pod_monitor_spec(
+                cfg.storage.trainer.namespace, *(team_namespace(t, c.namespace) for t, c in cfg.teams.items())
+            )
+        }
         if cfg.role is Role.train
         else {
             mon.INFERENCE_JOB: mon.inference_pod_monitor_spec(

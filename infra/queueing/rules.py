@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from infra.core import instance_types
+from infra.stack.allowlists import DEFAULT_GPU_BUDGET
 from infra.stack.registry import Finding, RuleContext, at, error, rule, warning
 from infra.stack.schema import PlatformConfig
 
@@ -130,11 +131,23 @@ def quotas_fit_together(ctx: RuleContext) -> Iterator[Finding]:
 
 @rule("team-quotas-within-gpu-budget")
 def quotas_within_budget(ctx: RuleContext) -> Iterator[Finding]:
-    """All teams' nominal GPUs together stay within the policy pack's GPU budget for the stack."""
+    """All teams' nominal GPUs together stay within the policy pack's GPU budget for the stack (its pack
+    config's gpu-budget.maxGpus). A stack whose pack config sets none gets a warning against the pack's
+    default: ``aiplat review`` judges it by that default, but no one has set a budget for it yet."""
     budget = ctx.allowlists.max_gpus
     quotas = {f"{team}/{pool}": q.gpus for team, t in ctx.cfg.teams.items() for pool, q in t.quotas.items()}
     total = sum(quotas.values())
-    if total > budget:
+    if total > (budget if budget is not None else DEFAULT_GPU_BUDGET):
+        if budget is None:
+            yield warning(
+                at("teams"),
+                f"the teams' nominal GPUs add up to {total} ({quotas}), above the policy pack's default GPU "
+                f"budget of {DEFAULT_GPU_BUDGET} (the stack's pack config sets no gpu-budget.maxGpus)",
+                "set gpu-budget.maxGpus in the stack's pack config (stacks/policy-pack/<stack>.json) after "
+                "review, or lower the quotas",
+                BUDGET_DOC,
+            )
+            return
         yield error(
             at("teams"),
             f"the teams' nominal GPUs add up to {total} ({quotas}), above the stack's GPU budget of "

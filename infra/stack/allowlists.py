@@ -62,7 +62,8 @@ class PackAllowlists:
     # the targets data-residency-replication lets S3 and ECR replicate to
     replication_regions: Sequence[str] = REPLICATION_REGIONS
     instance_types: Sequence[str] = INSTANCE_TYPES
-    max_gpus: float = DEFAULT_GPU_BUDGET
+    # gpu-budget.maxGpus of the stack's pack config; None: it sets none (DEFAULT_GPU_BUDGET applies)
+    max_gpus: float | None = None
 
     @classmethod
     def from_pack_config(cls, doc: Mapping[str, Any] | None, where: str = "pack config") -> PackAllowlists:
@@ -96,7 +97,7 @@ class PackAllowlists:
                 _is_names,
                 "a list of instance-type patterns",
             ),
-            max_gpus=prop(GPU_BUDGET_POLICY, "maxGpus", DEFAULT_GPU_BUDGET, _is_number, "a number"),
+            max_gpus=prop(GPU_BUDGET_POLICY, "maxGpus", None, _is_number, "a number"),
         )
 
     def regions_for(self, role: str) -> list[str]:

@@ -48,6 +48,7 @@ from infra.pools.config import (
     check_pool_name,
 )
 from infra.queueing.config import QueueingConfig, TeamConfig, check_team_names, check_teams_config
+from infra.queueing.names import TEAM_SERVICE_ACCOUNT
 from infra.services.config import (
     NAMESPACE_PATTERN,
     CertManagerConfig,
@@ -277,6 +278,12 @@ class PlatformConfig(Strict):
             raise ValueError(
                 "teams need storage.backend s3 (each team's pods get an IAM role on its own bucket "
                 "prefixes); use the s3 backend or remove teams"
+            )
+        if self.storage.trainer.service_account != TEAM_SERVICE_ACCOUNT:
+            raise ValueError(
+                f"storage.trainer.service_account is {self.storage.trainer.service_account!r}, but the "
+                "training runtime's pods run as it in the team namespaces too, where the account is "
+                f"{TEAM_SERVICE_ACCOUNT!r}; set it to {TEAM_SERVICE_ACCOUNT!r} or remove teams"
             )
         reserved = {
             self.storage.trainer.namespace,

@@ -23,7 +23,7 @@ def test_render_prints_a_trainjob_that_validates(capsys) -> None:
             "--nodes",
             "2",
             "--team",
-            "production",
+            "research",
         ]
     )
     out, err = capsys.readouterr()
@@ -31,13 +31,50 @@ def test_render_prints_a_trainjob_that_validates(capsys) -> None:
     doc = yaml.safe_load(out)
     assert doc["kind"] == "TrainJob" and doc["metadata"]["name"] == "gpt2-124m"
     assert doc["spec"]["trainer"]["numNodes"] == 2 and doc["spec"]["trainer"]["numProcPerNode"] == 8
-    assert doc["spec"]["suspend"] is True  # a team's run: Kueue starts it when it admits it
-    # the dataset of the stack's run with the same config, under the team's prefix, in the team's queue
+    # queued in the team's LocalQueue at its default priority; created suspended, Kueue starts it
+    assert doc["metadata"]["namespace"] == "team-research"
+    assert doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "research"
+    assert doc["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "research"
+    assert doc["spec"]["suspend"] is True
+    # the dataset of the stack's run with the same config, under the team's prefix; checkpoints too
     args = doc["spec"]["trainer"]["args"]
-    assert "data.source=s3://aiplat-prod-us-east-1-datasets/production/shards/openwebtext" in args
-    assert doc["metadata"]["namespace"] == "team-production"
-    assert doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "production"
+    assert "data.source=s3://aiplat-prod-us-east-1-datasets/research/shards/openwebtext" in args
+    assert "checkpoint.uri=s3://aiplat-prod-us-east-1-checkpoints/research/runs/gpt2-124m" in args
     assert validate_manifest(doc, "1.35") == []
+
+
+def _render(*extra: str) -> list[str]:
+    return ["train", "render", "-s", "prod-us-train", "--config", "trainer/configs/gpt2_124m.toml", *extra]
+
+
+def test_render_with_a_priority_and_held(capsys) -> None:
+    code = main(_render("--nodes", "1", "--team", "production", "--priority", "dev", "--suspend"))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    labels = yaml.safe_load(out)["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/priority-class"] == "dev"
+    assert "kueue.x-k8s.io/queue-name" not in labels  # held: queued once labelled
+
+
+def test_render_needs_a_team_on_a_stack_with_teams(capsys) -> None:
+    code = main(_render("--nodes", "1"))
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert (
+        "--team: the stack queues every run under a team; fix: pass one of ['production', 'research']" in err
+    )
+
+
+def test_render_refuses_an_unknown_team_or_priority(capsys) -> None:
+    assert main(_render("--nodes", "1", "--team", "vision")) == 2
+    _, err = capsys.readouterr()
+    assert "--team: 'vision' is not a team; fix: use one of ['production', 'research']" in err
+    assert main(_render("--nodes", "1", "--team", "research", "--priority", "urgent")) == 2
+    _, err = capsys.readouterr()
+    assert (
+        "--priority: 'urgent' is not a priority class; fix: use one of ['dev', 'production', 'research']"
+        in err
+    )
 
 
 def test_render_refuses_what_the_stack_would(capsys) -> None:
@@ -65,7 +102,6 @@ def test_render_needs_a_config_inside_the_image(capsys, tmp_path) -> None:
     cfg.write_text("[data]\nsource='s3://a/b'\n")
     code = main(
         ["train", "render", "-s", "prod-us-train", "--config", str(cfg), "--nodes", "1", "--dataset", "d"]
-        + ["--team", "production"]
     )
     _, err = capsys.readouterr()
     assert code == 2 and "not under trainer/" in err
@@ -80,16 +116,6 @@ def test_render_refuses_more_nodes_than_the_pool_runs(capsys) -> None:
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert "gpt2-124m wants 3 nodes but pool 'train' has desired_size 2" in err
-
-
-def test_render_on_a_stack_with_teams_needs_a_team(capsys) -> None:
-    code = main(
-        ["train", "render", "-s", "prod-us-train", "--config", "trainer/configs/gpt2_124m.toml"]
-        + ["--nodes", "1"]
-    )
-    out, err = capsys.readouterr()
-    assert code == 2 and out == ""
-    assert "--team: stack prod-us-train queues every run through a team's queue; fix: pass --team" in err
 
 
 def test_bandwidth_check_on_dev_needs_the_pool_scaled_to_two_nodes(capsys) -> None:

@@ -96,3 +96,8 @@ def test_teams_need_the_s3_backend(prod: dict) -> None:
     prod["storage"]["minio"] = {"storage_size": "500Gi"}
     prod["storage"]["replicate_to"] = []
     assert_rejected(prod, "storage.backend", "minio", ["teams need storage.backend s3"])
+
+
+def test_runtime_service_account_is_the_teams(prod: dict) -> None:
+    trainer = {"namespace": "training", "service_account": "runner", "prefix": "trainer"}
+    assert_rejected(prod, "storage.trainer", trainer, ["set it to 'trainer' or remove teams"])

@@ -153,3 +153,12 @@ def test_kueue_from_the_pinned_chart(prod: Plan) -> None:
         assert spec["cohortName"] == prod.one(f"{KUEUE}:Cohort").inputs["metadata"]["name"]
         ns = spec["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
         assert feeds[cq.inputs["metadata"]["name"]] == ns
+
+
+def test_the_teams_runs_are_scraped(prod: Plan) -> None:
+    monitors = [
+        m.inputs["spec"]["namespaceSelector"]["matchNames"]
+        for m in prod.by_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")
+        if m.inputs["metadata"]["name"] == "aiplat-trainer"
+    ]
+    assert monitors == [["training", "team-production", "team-research"]]

@@ -68,7 +68,15 @@ def test_the_budget_comes_from_the_stack_pack_config() -> None:
     from infra.io.policypack import stack_allowlists
 
     assert stack_allowlists("prod-us-train").max_gpus == 32  # stacks/policy-pack/prod-us-train.json
-    assert PackAllowlists.from_pack_config({}).max_gpus == 16  # the pack's default
+    assert PackAllowlists.from_pack_config({}).max_gpus is None  # none set: the pack's default applies
+
+
+def test_without_a_budget_in_the_pack_config_the_default_warns(prod: dict) -> None:
+    cfg = parse_platform_config(prod)
+    ctx = RuleContext(cfg, stack="t", allowlists=PackAllowlists())
+    got = [f for f in run_rules(Phase.plan, ctx) if f.rule == "team-quotas-within-gpu-budget"]
+    assert [f.level.value for f in got] == ["warning"]
+    assert "above the policy pack's default GPU budget of 16" in got[0].one_line()
 
 
 def test_quotas_that_together_overfill_a_pool_warn(prod: dict) -> None:

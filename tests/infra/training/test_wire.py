@@ -168,9 +168,10 @@ def test_the_trainer_pod_monitor_scrapes_training_pods_not_bandwidth_checks(plan
     bandwidth_pod = {**training_pod, **patched}
     assert _selects(monitor["spec"]["selector"], training_pod)
     assert not _selects(monitor["spec"]["selector"], bandwidth_pod)
-    assert monitor["spec"]["namespaceSelector"] == {
-        "matchNames": [plan.config["storage"]["trainer"]["namespace"]]
-    }
+    # the trainer's namespace and every namespace a TrainJob of the stack runs in (the teams')
+    names = monitor["spec"]["namespaceSelector"]["matchNames"]
+    assert names[0] == plan.config["storage"]["trainer"]["namespace"]
+    assert {j["metadata"]["namespace"] for j in jobs.values()} <= set(names)
     # the port filter keeps every metrics port the runtime declares (one per GPU)
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
     (keep,) = [r for r in endpoint["relabelings"] if r.get("action") == "keep"]

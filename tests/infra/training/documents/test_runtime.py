@@ -230,8 +230,9 @@ def test_trainjob_validates_and_reserved_env_is_refused() -> None:
     assert validate_manifest(doc, "1.35") == []
     assert doc["spec"]["trainer"]["numProcPerNode"] == 8 and doc["spec"]["trainer"]["numNodes"] == 2
     args = doc["spec"]["trainer"]["args"]
-    assert "checkpoint.uri=s3://aiplat-prod-us-east-1-checkpoints/trainer/runs/gpt2-124m" in args
-    assert "data.source=s3://aiplat-prod-us-east-1-datasets/shards/openwebtext" in args
+    # the run is the production team's: its prefix of both buckets
+    assert "checkpoint.uri=s3://aiplat-prod-us-east-1-checkpoints/production/runs/gpt2-124m" in args
+    assert "data.source=s3://aiplat-prod-us-east-1-datasets/production/shards/openwebtext" in args
     bad = copy.deepcopy(doc)
     bad["spec"]["trainer"]["env"] = [{"name": "PET_NNODES", "value": "3"}]
     assert any("reserved" in p for p in validate_manifest(bad, "1.35"))
