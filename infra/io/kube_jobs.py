@@ -175,7 +175,7 @@ def get_trainjob(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
 
 def pending_positions(cluster: Cluster, namespace: str, local_queue: str) -> dict[str, dict[str, Any]] | None:
     """Kueue's pending workloads of a LocalQueue by workload name (``positionInLocalQueue``,
-    ``positionInClusterQueue``); None when the visibility API is not served (feature gate off)."""
+    ``positionInClusterQueue``); None when the visibility API does not answer them."""
     from kubernetes.client.exceptions import ApiException
 
     try:
@@ -190,7 +190,9 @@ def pending_positions(cluster: Cluster, namespace: str, local_queue: str) -> dic
             _request_timeout=REQUEST_TIMEOUT,
         )
     except ApiException as exc:
-        if exc.status in (404, 503):
+        # not served (gate off, aggregated API down) or not granted (Kueue v0.19.2 aggregates its
+        # pending-workloads-lq-viewer role to view/edit/admin): the list goes on without positions
+        if exc.status in (403, 404, 503):
             return None
         raise api_error(exc, cluster, f"pending workloads of {namespace}/{local_queue}") from exc
     except Exception as exc:
