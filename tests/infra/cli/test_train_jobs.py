@@ -379,6 +379,17 @@ def test_list_of_every_team_reads_each_namespace(cluster: FakeKube, capsys) -> N
     assert listed == {trainjobs("team-production"), trainjobs("team-research")}
 
 
+def test_list_without_the_visibility_api_has_no_positions(cluster: FakeKube, capsys) -> None:
+    ns = "team-research"
+    waiting = _trainjob("b", ns, 1, NOW, "")
+    cluster.put(trainjobs(ns), waiting)
+    cluster.put(workloads(ns), _workload(waiting, []))
+    assert main(["train", "list", "-s", STACK, "--team", "research", "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["state"] == "waiting" and row["position"] is None
+    assert cluster.sent("GET", "/pendingworkloads")  # asked, answered 404 (not served)
+
+
 def test_list_refuses_an_unknown_team(cluster: FakeKube, capsys) -> None:
     assert main(["train", "list", "-s", STACK, "--team", "nope"]) == common.EXIT_TEAM
     assert "'nope' is not a team of stack prod-us-train" in capsys.readouterr().err
