@@ -12,6 +12,13 @@ Kubernetes downward API, else the host name, of every rank), ``dataset`` (source
 ``index.json``, fingerprint, samples, tokenizer), ``steps`` (target, resumed from, first and last step of
 this attempt), ``final_metrics`` (the last step's record), ``checkpoints`` (root, the ones this attempt
 committed, the newest), ``artifacts`` (this record, the metrics log), start/end times (UTC) and ``exit``.
+
+On the cluster, ``logs`` and ``workload`` link the record to the rest of the run, from what the training
+runtime gives the pod through the downward API (infra/training/documents/runtime.py ``pod_env``): rank 0's
+CloudWatch Logs group and stream (the other ranks' streams share the pod name's prefix up to the rank),
+and the Kueue queue, priority class and TrainJob with the submission time and the time from submission to
+this attempt's start (queue wait plus pod start-up). Kueue's exact admission time is in the Workload's
+``Admitted`` condition (``aiplat train list``); Kueue does not give it to the pods.
 """
 
 from __future__ import annotations
@@ -34,6 +41,46 @@ IMAGE_DIGEST_ENV = "AIPLAT_IMAGE_DIGEST"
 def node_name() -> str:
     """This process's node: ``$NODE_NAME`` (downward API ``spec.nodeName``), else the host name."""
     return os.environ.get("NODE_NAME") or socket.gethostname()
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def log_links() -> dict[str, Any] | None:
+    """Where this pod's log lands (``$AIPLAT_LOG_GROUP`` / ``$AIPLAT_LOG_STREAM``); None off the cluster."""
+    if not _env("AIPLAT_LOG_GROUP"):
+        return None
+    return {
+        "cloudwatch_log_group": _env("AIPLAT_LOG_GROUP"),
+        "cloudwatch_log_stream": _env("AIPLAT_LOG_STREAM"),
+        "pod": _env("POD_NAME"),
+        "namespace": _env("POD_NAMESPACE"),
+    }
+
+
+def workload_links(started_utc: str) -> dict[str, Any] | None:
+    """The run's TrainJob and Kueue queue, and how long it waited from submission to ``started_utc``;
+    None when the pod has no TrainJob (off the cluster)."""
+    if not _env("AIPLAT_TRAINJOB"):
+        return None
+    submitted = _env("AIPLAT_SUBMITTED_AT")
+    waited = None
+    if submitted:
+        try:
+            t0 = datetime.strptime(submitted, "%Y-%m-%dT%H:%M:%SZ")
+            t1 = datetime.strptime(started_utc, "%Y-%m-%dT%H:%M:%SZ")
+            waited = int((t1 - t0).total_seconds())
+        except ValueError:  # a hand-written annotation: keep it, without a duration
+            waited = None
+    return {
+        "trainjob": _env("AIPLAT_TRAINJOB"),
+        "namespace": _env("POD_NAMESPACE"),
+        "queue": _env("AIPLAT_QUEUE"),
+        "priority_class": _env("AIPLAT_PRIORITY_CLASS"),
+        "submitted_utc": submitted,
+        "waited_s": waited,
+    }
 
 
 def utc_now() -> str:
@@ -61,6 +108,8 @@ class RunRecord:
             "image_digest": os.environ.get(IMAGE_DIGEST_ENV) or None,
             **fields,
         }
+        self.doc.setdefault("logs", log_links())
+        self.doc.setdefault("workload", workload_links(self.doc["started_utc"]))
         self.doc.setdefault("artifacts", {})["run_record"] = self.uri
 
     @classmethod

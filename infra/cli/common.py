@@ -21,6 +21,11 @@ EXIT_DATA = 3  # a data call the offline AWS data cannot answer
 EXIT_TOOL = 4  # a required tool is missing (the Pulumi CLI)
 EXIT_POLICY = 5  # a mandatory policy violation (review) stopped the rollout or failed the review
 EXIT_AWS = 6  # AWS could not be reached, or the credentials are missing, expired or refused
+EXIT_CLUSTER = 7  # the cluster's Kubernetes API did not answer or refused the caller (aiplat train jobs)
+EXIT_TEAM = 8  # a team the stack does not declare
+EXIT_NAME_TAKEN = 9  # a TrainJob of that name already exists (HTTP 409)
+EXIT_NO_FLAVOR = 10  # a job no quota of its team can ever admit
+EXIT_NO_JOB = 11  # no TrainJob of that name
 EXIT_INTERNAL = 70  # a bug: an error no command expected (sysexits EX_SOFTWARE); --debug shows the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C
 
@@ -32,6 +37,12 @@ EXIT_CODES = {
     EXIT_TOOL: "a required tool is missing (the Pulumi CLI)",
     EXIT_POLICY: "a mandatory policy violation: aiplat review failed, or it stopped the rollout",
     EXIT_AWS: "AWS could not be reached, or the credentials are missing, expired or refused",
+    EXIT_CLUSTER: "the cluster's Kubernetes API did not answer or refused the caller (train submit/list/logs/"
+    "cancel)",
+    EXIT_TEAM: "a team the stack does not declare (train submit/list)",
+    EXIT_NAME_TAKEN: "a TrainJob of that name already exists in the team's namespace (train submit)",
+    EXIT_NO_FLAVOR: "the job fits no flavor: more GPUs than the team's quota can ever admit (train submit)",
+    EXIT_NO_JOB: "no TrainJob of that name (train logs/cancel)",
     EXIT_INTERNAL: "an unexpected error (a bug); run with --debug for the traceback",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }

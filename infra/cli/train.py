@@ -1,4 +1,5 @@
-"""``aiplat train``: TrainJobs for ``kubectl``, so a run needs no ``pulumi up``.
+"""``aiplat train``: TrainJobs for ``kubectl``, so a run needs no ``pulumi up``; ``submit/list/logs/cancel``
+reach the cluster themselves (``infra/cli/train_jobs.py``).
 
 ``aiplat train render --stack S --config FILE --nodes N`` prints the TrainJob of a run on the stack's
 runtime; ``aiplat train bandwidth-check --stack S`` prints a fresh bandwidth check. Both are built by the
@@ -10,6 +11,7 @@ Warnings go to stderr, the YAML to stdout: ``aiplat train render ... | kubectl a
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,9 +36,10 @@ from infra.training.documents import stack as training_stack
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
-        help="TrainJobs for kubectl: a run, or a bandwidth check",
-        description="Print TrainJobs (YAML) on the stack's training runtime for `kubectl apply`: `render` a "
-        "run, or a `bandwidth-check`. Exit 0, or 2 when the stack or the run is refused.",
+        help="TrainJobs: render, submit, list, logs, cancel, or a bandwidth check",
+        description="TrainJobs on the stack's training runtime: `render` a run (YAML for `kubectl apply`) or "
+        "a `bandwidth-check`; `submit` one to a team's queue, `list` the queues, read a rank's `logs`, "
+        "`cancel` a job (through the cluster's Kubernetes API). Exit codes: each subcommand's help.",
     )
     cmds = p.add_subparsers(dest="train_command", required=True)
 
@@ -46,19 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Print a TrainJob (YAML) for `kubectl apply -f -`. Exit 0, or 2 when the stack, the "
         "trainer config or the run is refused (one line each).",
     )
-    add_stack_selection(r, many=False)
-    r.add_argument(
-        "--config",
-        required=True,
-        help="trainer config in this repository, e.g. trainer/configs/gpt2_124m.toml",
-    )
-    r.add_argument("--nodes", type=int, required=True, help="nodes (pods) of the run")
-    r.add_argument("--name", help="TrainJob name (default: the config file's name)")
-    r.add_argument(
-        "--dataset",
-        help="shards prefix in the datasets bucket (default: that of the stack's run with the same config)",
-    )
-    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    add_run_arguments(r)
     r.add_argument(
         "--team",
         help="team (stack config teams) whose queue, namespace and data the run uses; required when the "
@@ -74,6 +65,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="create it suspended (with a team: unqueued until labelled kueue.x-k8s.io/queue-name=<team>)",
     )
     r.set_defaults(run=run_render)
+
+    # submit, list, logs, cancel: through the cluster's API (a module of their own; it imports this one)
+    from infra.cli import train_jobs
+
+    train_jobs.add_parsers(cmds)
 
     b = cmds.add_parser(
         "bandwidth-check",
@@ -113,13 +109,19 @@ def _checked(stack: str, cfg: PlatformConfig, err: Console, stacks_dir: Path | N
         raise ConfigErrors(errors)
 
 
-def _emit(doc: dict[str, Any], cfg: PlatformConfig, console: Console) -> None:
+def validated(doc: dict[str, Any], cfg: PlatformConfig) -> dict[str, Any]:
+    """``doc`` once it validates against the Kubernetes schema and the Trainer CRD model."""
     # kubernetes-validate comes with the plan extra, like the AWS snapshot: the CLI imports without it
     from infra.io.kube_validate import validate_manifest
 
     problems = validate_manifest(doc, cfg.cluster.kubernetes_version)
     if problems:  # a bug of ours, not the user's: the documents are built from validated config
         raise RuntimeError("the rendered TrainJob does not validate:\n" + "\n".join(problems))
+    return doc
+
+
+def _emit(doc: dict[str, Any], cfg: PlatformConfig, console: Console) -> None:
+    validated(doc, cfg)
     console.out(yaml.safe_dump(doc, sort_keys=False), end="", highlight=False)
 
 
@@ -172,42 +174,80 @@ def _config_path(path: str) -> str:
     return f"trainer/{rel.as_posix()}"
 
 
+def add_run_arguments(r: argparse.ArgumentParser) -> None:
+    """The arguments that describe a run: ``render`` and ``submit`` take the same."""
+    add_stack_selection(r, many=False)
+    r.add_argument(
+        "--config",
+        required=True,
+        help="trainer config in this repository, e.g. trainer/configs/gpt2_124m.toml",
+    )
+    r.add_argument("--nodes", type=int, required=True, help="nodes (pods) of the run")
+    r.add_argument("--name", help="TrainJob name (default: the config file's name)")
+    r.add_argument(
+        "--dataset",
+        help="shards prefix in the datasets bucket (default: that of the stack's run with the same config)",
+    )
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+
+
+@dataclass(frozen=True)
+class BuiltRun:
+    """A run validated as the stack's own runs are, and its TrainJob."""
+
+    cfg: PlatformConfig  # the stack's config with this run as its only one
+    name: str
+    config: str  # trainer/... path of the trainer config
+    doc: dict[str, Any]
+    facts: InstanceFacts
+
+
+def build_run(
+    args: argparse.Namespace, err: Console, *, team: str | None = None, priority: str | None = None
+) -> BuiltRun:
+    """The run the arguments describe, checked by the same rules as the stack's runs; raises
+    ``ConfigErrors``."""
+    cfg = load_stack_config(args.stack, args.stacks_dir)
+    if cfg.training is None:
+        raise ConfigErrors([ConfigError(f"{CONFIG_KEY}.training", "the stack has no training section")])
+    config = _config_path(args.config)
+    name = args.name or Path(config).stem.replace("_", "-").lower()
+    dataset = args.dataset
+    if dataset is None:
+        same = {r.dataset for r in cfg.training.runs.values() if r.config == config}
+        if len(same) != 1:
+            raise ConfigErrors(
+                [ConfigError("--dataset", f"no single declared run uses {config}; pass --dataset")]
+            )
+        dataset = same.pop()
+    overrides: dict[str, str] = {}
+    for item in args.overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigErrors([ConfigError("--set", item, "use --set section.key=value")])
+        overrides[key.strip()] = value
+    run: dict[str, Any] = {"config": config, "nodes": args.nodes, "dataset": dataset, "overrides": overrides}
+    run["suspend"] = bool(getattr(args, "suspend", False))
+    team, priority = team_choice(cfg, team, priority)
+    if team is not None:
+        run["team"] = team
+        if priority is not None:
+            run["priority"] = priority
+    one = _with_run(cfg, name, run)
+    _checked(args.stack, one, err, args.stacks_dir)
+    assert one.training is not None
+    facts = _facts(one)
+    doc = training_stack.run_trainjob(one, name, one.training.runs[name], facts)
+    return BuiltRun(cfg=one, name=name, config=config, doc=doc, facts=facts)
+
+
 def run_render(args: argparse.Namespace, console: Console, err: Console) -> int:
     try:
-        cfg = load_stack_config(args.stack, args.stacks_dir)
-        if cfg.training is None:
-            raise ConfigErrors([ConfigError(f"{CONFIG_KEY}.training", "the stack has no training section")])
-        config = _config_path(args.config)
-        name = args.name or Path(config).stem.replace("_", "-").lower()
-        dataset = args.dataset
-        if dataset is None:
-            same = {r.dataset for r in cfg.training.runs.values() if r.config == config}
-            if len(same) != 1:
-                raise ConfigErrors(
-                    [ConfigError("--dataset", f"no single declared run uses {config}; pass --dataset")]
-                )
-            dataset = same.pop()
-        overrides: dict[str, str] = {}
-        for item in args.overrides:
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise ConfigErrors([ConfigError("--set", item, "use --set section.key=value")])
-            overrides[key.strip()] = value
-        run = {"config": config, "nodes": args.nodes, "dataset": dataset, "overrides": overrides}
-        run["suspend"] = bool(args.suspend)
-        team, priority = team_choice(cfg, args.team, args.priority)
-        if team is not None:
-            run["team"] = team
-            if priority is not None:
-                run["priority"] = priority
-        one = _with_run(cfg, name, run)
-        _checked(args.stack, one, err, args.stacks_dir)
-        assert one.training is not None
-        doc = training_stack.run_trainjob(one, name, one.training.runs[name], _facts(one))
+        built = build_run(args, err, team=args.team, priority=args.priority)
     except ConfigErrors as exc:
         print_error(err, args.stack, exc, debug=args.debug)
         return EXIT_CONFIG
-    _emit(doc, cfg, console)
+    _emit(built.doc, built.cfg, console)
     return EXIT_OK
 
 

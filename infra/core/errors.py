@@ -110,3 +110,44 @@ class AwsCredentialsError(PlatformError):
     def __init__(self, problem: str):
         self.problem = problem
         super().__init__(f"AWS credentials: {problem}; fix: {CREDENTIALS_FIX} (see {CREDENTIALS_DOC})")
+
+
+# How to reach an EKS API server whose endpoint is private (prod): from inside the VPC.
+# https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html#private-access
+PRIVATE_ENDPOINT_FIX = (
+    "the cluster's API endpoint answers only inside its VPC: connect the VPN, or run from the bastion, or "
+    "open an SSM port forward (aws ssm start-session --target <bastion instance> --document-name "
+    "AWS-StartPortForwardingSessionToRemoteHost --parameters host=<endpoint host>,portNumber=443,"
+    "localPortNumber=8443) and pass "
+    "--api-endpoint https://127.0.0.1:8443"
+)
+
+
+class ClusterAccessError(PlatformError):
+    """The cluster's Kubernetes API did not answer, or refused the caller (exit 7)."""
+
+    exit_code = 7
+
+
+class UnknownTeamError(PlatformError):
+    """A team the stack does not declare (exit 8)."""
+
+    exit_code = 8
+
+
+class NameTakenError(PlatformError):
+    """A TrainJob of that name already exists in the team's namespace (HTTP 409; exit 9)."""
+
+    exit_code = 9
+
+
+class NoFlavorFitsError(PlatformError):
+    """A job larger than any quota its team can be admitted under: Kueue would never admit it (exit 10)."""
+
+    exit_code = 10
+
+
+class JobNotFoundError(PlatformError):
+    """No TrainJob of that name in the team's namespace (exit 11)."""
+
+    exit_code = 11

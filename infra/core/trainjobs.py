@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 
 REPLICATED_JOB = "node"  # Trainer v2's trainer replicated job (pkg/constants/constants.go, v2.3.0)
+# When `aiplat train submit` created the job (UTC, ISO 8601 with Z): on the TrainJob and its pods, whose
+# run record reads it through the downward API.
+SUBMITTED_AT_ANNOTATION = "aiplat.io/submitted-at"
 
 
 def pod_name_length(trainjob: str, nodes: int) -> int:
@@ -23,3 +26,9 @@ def quantity_mib(q: str) -> int:
     """'5120Mi' -> 5120, '64Gi' -> 65536 (binary suffixes only, as the config allows)."""
     units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
     return int(int(q[:-2]) * units[q[-2:]])
+
+
+def pod_name_prefix(trainjob: str, node_rank: int) -> str:
+    """What the pod of node ``node_rank`` of a TrainJob is named before JobSet's random suffix (the pod
+    index of the trainer's indexed Job is the node rank)."""
+    return f"{trainjob}-{REPLICATED_JOB}-0-{node_rank}-"

@@ -189,6 +189,7 @@ class TrainJobMetadata(Strict):
     name: Annotated[str, Field(pattern=_TRAINJOB_NAME, max_length=63)]
     namespace: Annotated[str, Field(pattern=_DNS1123, max_length=63)]
     labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
 
 
 class RuntimeRef(Strict):
@@ -215,7 +216,9 @@ class Trainer(Strict):
 
 
 class PodTemplateMetaPatch(Strict):
-    labels: dict[str, str]
+    # metav1.ObjectMeta, of which the Trainer applies only labels and annotations (RuntimePatch, v2.3.0)
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
 
 
 class PodTemplatePatch(Strict):

@@ -161,4 +161,9 @@ def _with_image(doc: dict, image: pulumi.Output[str]) -> dict:
     # every container runs the trainer image: the node and the init container that builds the trust store
     for container in [*pod.get("initContainers", []), *pod["containers"]]:
         container["image"] = image
+    # the run record's image_digest (trainer/runrecord.py): the digest the pods were launched with
+    for container in pod["containers"]:
+        container["env"].append(
+            {"name": "AIPLAT_IMAGE_DIGEST", "value": image.apply(lambda ref: ref.partition("@")[2])}
+        )
     return doc

@@ -19,9 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.core.facts import InstanceFacts
+from infra.core.lognames import container_log_group, container_log_stream
 from infra.core.namespaces import PART_OF
-from infra.core.trainjobs import REPLICATED_JOB, grace_period_s, pod_name_length, quantity_mib
+from infra.core.trainjobs import (
+    REPLICATED_JOB,
+    SUBMITTED_AT_ANNOTATION,
+    grace_period_s,
+    pod_name_length,
+    quantity_mib,
+)
 from infra.pools.documents.nodes import EFA_RESOURCE, GPU_RESOURCE, POOL_LABEL, pool_affinity
+from infra.queueing.names import PRIORITY_LABEL, QUEUE_LABEL
 from trainer import exitcodes
 
 __all__ = ["grace_period_s", "pod_name_length", "quantity_mib"]
@@ -283,6 +291,37 @@ class RuntimeSpec:
     shared_volume: SharedVolume | None = None
     # annotations of the worker pods (Kueue's topology request on pools with topology-aware scheduling)
     pod_annotations: Mapping[str, str] = field(default_factory=dict)
+    cluster_name: str = ""  # names the log group of the pod's logs (infra/core/lognames.py); "": none
+
+
+# What a training pod knows of itself, for its run record (trainer/runrecord.py): the Kubernetes downward
+# API (https://kubernetes.io/docs/concepts/workloads/pods/downward-api/). A label or annotation the pod
+# lacks gives an empty value. Kueue v0.19.2 puts no workload name or admission time on a TrainJob's pods
+# (pkg/podset/podset.go FromAssignment: node selectors, tolerations, topology annotations only), so the
+# queue and the submission time come from what `aiplat train submit` patches onto the pods.
+POD_FIELDS = {
+    "NODE_NAME": "spec.nodeName",
+    "POD_NAME": "metadata.name",
+    "POD_NAMESPACE": "metadata.namespace",
+    "AIPLAT_TRAINJOB": "metadata.labels['jobset.sigs.k8s.io/jobset-name']",  # JobSet's name = the TrainJob's
+    "AIPLAT_QUEUE": f"metadata.labels['{QUEUE_LABEL}']",
+    "AIPLAT_PRIORITY_CLASS": f"metadata.labels['{PRIORITY_LABEL}']",
+    "AIPLAT_SUBMITTED_AT": f"metadata.annotations['{SUBMITTED_AT_ANNOTATION}']",
+}
+
+
+def pod_env(cluster_name: str) -> list[dict[str, Any]]:
+    """The node container's downward-API variables, and where its log lands in CloudWatch Logs (C4 names;
+    ``$(VAR)`` expands the variables defined before it)."""
+    env: list[dict[str, Any]] = [
+        {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}} for name, path in POD_FIELDS.items()
+    ]
+    if cluster_name:
+        env += [
+            {"name": "AIPLAT_LOG_GROUP", "value": container_log_group(cluster_name, "$(POD_NAMESPACE)")},
+            {"name": "AIPLAT_LOG_STREAM", "value": container_log_stream("$(POD_NAME)", NODE)},
+        ]
+    return env
 
 
 def metrics_ports(base: int, count: int) -> list[dict[str, Any]]:
@@ -347,7 +386,7 @@ def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
         "image": spec.image,
         "command": list(LAUNCHER),
         "args": launcher_args(spec.default_config, [], worker_restarts=spec.worker_restarts),
-        "env": [{"name": k, "value": v} for k, (v, _why) in spec.env.items()],
+        "env": [{"name": k, "value": v} for k, (v, _why) in spec.env.items()] + pod_env(spec.cluster_name),
         "ports": metrics_ports(spec.metrics_port_base, shape.gpus),
         "resources": shape.resources(),
         "volumeMounts": [

@@ -80,6 +80,7 @@ def runtime_spec(
         trust_ca_secret=MINIO_CA_SECRET if cfg.storage.backend == StorageBackend.minio else None,
         shared_volume=shared_volume(cfg),
         pod_annotations=topology_request(cfg),
+        cluster_name=cfg.names.cluster,
     )
 
 

@@ -8,11 +8,16 @@ import pytest
 
 from infra.cli import common, main
 from infra.core.errors import (
+    ClusterAccessError,
     ConfigError,
     ConfigErrors,
     DataSourceError,
+    JobNotFoundError,
+    NameTakenError,
+    NoFlavorFitsError,
     PolicyViolationError,
     ToolMissingError,
+    UnknownTeamError,
 )
 from tests.conftest import REPO
 
@@ -73,6 +78,11 @@ def test_exit_codes_are_distinct_and_match_the_errors() -> None:
     assert DataSourceError("x").exit_code == common.EXIT_DATA
     assert ToolMissingError("x").exit_code == common.EXIT_TOOL
     assert PolicyViolationError("x").exit_code == common.EXIT_POLICY
+    assert ClusterAccessError("x").exit_code == common.EXIT_CLUSTER
+    assert UnknownTeamError("x").exit_code == common.EXIT_TEAM
+    assert NameTakenError("x").exit_code == common.EXIT_NAME_TAKEN
+    assert NoFlavorFitsError("x").exit_code == common.EXIT_NO_FLAVOR
+    assert JobNotFoundError("x").exit_code == common.EXIT_NO_JOB
 
 
 def _failing_command(exc: Exception):

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from infra.core.lognames import container_log_group, container_log_stream
 from infra.core.trainjobs import pod_name_length
 from infra.io import snapshot
 from infra.io.kube_validate import validate_manifest
@@ -150,6 +151,31 @@ def test_runtime_pod_follows_the_trainer_config() -> None:
     ]
     assert term == [{"matchExpressions": [{"key": "aiplat.io/pool", "operator": "In", "values": ["train"]}]}]
     assert pod["serviceAccountName"] == "trainer"
+
+
+def _expand(value: str, env: dict[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion of an env value from the variables before it
+    (https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/)."""
+    return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), value)
+
+
+def test_runtime_pod_knows_itself_its_queue_and_where_its_log_lands() -> None:
+    cfg = load_stack_config("prod-us-train")
+    (node,) = _pod(_runtime())["containers"]
+    fields = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in node["env"] if "valueFrom" in e}
+    assert fields["NODE_NAME"] == "spec.nodeName"  # the run record's node names
+    assert fields["POD_NAME"] == "metadata.name" and fields["POD_NAMESPACE"] == "metadata.namespace"
+    assert fields["AIPLAT_QUEUE"] == "metadata.labels['kueue.x-k8s.io/queue-name']"
+    assert fields["AIPLAT_SUBMITTED_AT"] == "metadata.annotations['aiplat.io/submitted-at']"
+    # what the kubelet makes of the log variables in a team's pod: the collector's group and stream (C4)
+    names = [e["name"] for e in node["env"]]
+    seen = {"POD_NAME": "exp-node-0-1-abcde", "POD_NAMESPACE": "team-research"}
+    values = {e["name"]: e["value"] for e in node["env"] if "value" in e}
+    assert names.index("AIPLAT_LOG_GROUP") > names.index("POD_NAMESPACE")  # $(VAR) sees only earlier ones
+    assert _expand(values["AIPLAT_LOG_GROUP"], seen) == container_log_group(
+        cfg.names.cluster, "team-research"
+    )
+    assert _expand(values["AIPLAT_LOG_STREAM"], seen) == container_log_stream("exp-node-0-1-abcde", "node")
 
 
 def test_runtime_validates_against_the_crd_model_and_kubernetes() -> None:

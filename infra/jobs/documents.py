@@ -1,0 +1,238 @@
+"""What ``aiplat train submit`` sends and how ``aiplat train list`` reads the cluster's answers (pure).
+
+A submitted TrainJob is the one ``aiplat train render`` prints, put in the team's namespace and LocalQueue
+with a WorkloadPriorityClass (``infra/queueing/names.py``), created suspended for Kueue to admit, and
+annotated with who submitted it, the trainer config's sha256 and the runtime image's digest. Its pods get
+the queue, priority and submission time too, through a runtime patch, because the pod (and so the run
+record, ``trainer/runrecord.py``) can read only its own labels and annotations (downward API).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from infra.core.trainjobs import REPLICATED_JOB, SUBMITTED_AT_ANNOTATION
+from infra.queueing.names import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL, TeamNames
+
+SUBMITTED_BY = "aiplat.io/submitted-by"  # the STS caller ARN of whoever ran `aiplat train submit`
+CONFIG_SHA256 = "aiplat.io/config-sha256"  # sha256 of the trainer config file's bytes
+IMAGE_DIGEST = "aiplat.io/image-digest"  # the training runtime's image digest when it was submitted
+SUBMITTED_AT = SUBMITTED_AT_ANNOTATION
+SUBMIT_PATCH_MANAGER = "aiplat.io/submit"  # runtimePatches is a map keyed by manager
+CHECKPOINT_ARG = "checkpoint.uri="  # the launcher's --set override of the run's checkpoint root
+
+
+def config_sha256(data: bytes) -> str:
+    """The hash that names a trainer config's content."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def utc_iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def image_digest(image: str) -> str | None:
+    """``sha256:...`` of an image reference pinned by digest (``repo@sha256:...``); None otherwise."""
+    _, at, digest = image.partition("@")
+    return digest if at and digest.startswith("sha256:") else None
+
+
+def runtime_image(runtime: dict[str, Any]) -> str | None:
+    """The trainer container's image in a ClusterTrainingRuntime as the cluster has it."""
+    for rj in runtime.get("spec", {}).get("template", {}).get("spec", {}).get("replicatedJobs", []):
+        if rj.get("name") != REPLICATED_JOB:
+            continue
+        pod = rj.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
+        for c in pod.get("containers", []):
+            if c.get("name") == REPLICATED_JOB:
+                return str(c.get("image"))
+    return None
+
+
+def submitted_trainjob(
+    doc: dict[str, Any],
+    *,
+    names: TeamNames,
+    priority: str,
+    submitter_arn: str,
+    config_hash: str,
+    digest: str | None,
+    submitted_at: datetime,
+) -> dict[str, Any]:
+    """``doc`` (a rendered TrainJob) as it is submitted: team namespace, queue labels, annotations, and
+    suspended: Kueue admits it by unsuspending it (https://kueue.sigs.k8s.io/docs/tasks/run/trainjobs/)."""
+    out = copy.deepcopy(doc)
+    meta = out["metadata"]
+    queue = names.trainjob_labels(priority)
+    meta["namespace"] = names.namespace
+    meta["labels"] = {**meta.get("labels", {}), **queue, TEAM_LABEL: names.team}
+    meta["annotations"] = {
+        **meta.get("annotations", {}),
+        SUBMITTED_BY: submitter_arn,
+        CONFIG_SHA256: config_hash,
+        SUBMITTED_AT: utc_iso(submitted_at),
+        **({IMAGE_DIGEST: digest} if digest else {}),
+    }
+    out["spec"]["suspend"] = True
+    pod_meta = {
+        "labels": {**queue, TEAM_LABEL: names.team},
+        "annotations": {SUBMITTED_AT: utc_iso(submitted_at)},
+    }
+    out["spec"].setdefault("runtimePatches", []).append(
+        {
+            "manager": SUBMIT_PATCH_MANAGER,
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": REPLICATED_JOB,
+                                "template": {"spec": {"template": {"metadata": pod_meta}}},
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    )
+    return out
+
+
+def checkpoint_root(trainjob: dict[str, Any]) -> str | None:
+    """The run's checkpoint root, from the launcher arguments it was created with."""
+    args = trainjob.get("spec", {}).get("trainer", {}).get("args", [])
+    roots = [a[len(CHECKPOINT_ARG) :] for a in args if a.startswith(CHECKPOINT_ARG)]
+    return roots[-1] if roots else None
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for c in obj.get("status", {}).get("conditions", []) or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return None
+
+
+def _true(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    c = _condition(obj, kind)
+    return c if c is not None and c.get("status") == "True" else None
+
+
+def owned_workload(trainjob: dict[str, Any], workloads: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The Kueue Workload whose owner is ``trainjob`` (Kueue creates one per job, owned by it)."""
+    uid = trainjob.get("metadata", {}).get("uid")
+    name = trainjob["metadata"]["name"]
+    for w in workloads:
+        for ref in w.get("metadata", {}).get("ownerReferences", []) or []:
+            if ref.get("kind") == "TrainJob" and (ref.get("uid") == uid if uid else ref.get("name") == name):
+                return w
+    return None
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _age(seconds: float) -> str:
+    s = int(max(seconds, 0))
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    if s < 172800:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600}h"
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One line of ``aiplat train list`` (``--json``: these fields)."""
+
+    name: str
+    team: str
+    namespace: str
+    queue: str
+    priority: str
+    state: str  # waiting, admitted, running, evicted, finished, failed, suspended, not-queued
+    reason: str  # why it waits (the Workload's condition message), or how it ended
+    position: int | None  # in the LocalQueue, from 0 (Kueue's visibility API), while it waits
+    cluster_queue_position: int | None
+    nodes: int
+    age: str
+    created_utc: str
+    admitted_utc: str | None
+    waited_s: int | None  # from creation to admission
+    last_checkpoint_step: int | None
+    submitted_by: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def job_state(trainjob: dict[str, Any], workload: dict[str, Any] | None) -> tuple[str, str]:
+    """(state, reason) from the TrainJob's conditions (Trainer: Complete, Failed) and its Workload's (Kueue:
+    Finished, Evicted, Admitted, QuotaReserved, PodsReady; v0.19.2 workload_types.go)."""
+    for kind, state in (("Complete", "finished"), ("Failed", "failed")):
+        if (c := _true(trainjob, kind)) is not None:
+            return state, str(c.get("message") or c.get("reason") or "")
+    if workload is None:
+        return "not-queued", "no Kueue Workload yet (Kueue creates it within seconds; none: no queue label)"
+    if (c := _true(workload, "Finished")) is not None:
+        return "finished", str(c.get("message") or c.get("reason") or "")
+    if (c := _true(workload, "Evicted")) is not None and _true(workload, "Admitted") is None:
+        return "evicted", f"{c.get('reason', '')}: {c.get('message', '')}".strip(": ")
+    if _true(workload, "Admitted") is not None:
+        if _true(workload, "PodsReady") is not None:
+            return "running", ""
+        ready = _condition(workload, "PodsReady")
+        return "admitted", str((ready or {}).get("message") or "waiting for all pods to be ready")
+    reserved = _condition(workload, "QuotaReserved")
+    if reserved is not None:
+        return "waiting", f"{reserved.get('reason', '')}: {reserved.get('message', '')}".strip(": ")
+    return "waiting", "not evaluated by Kueue yet"
+
+
+def job_row(
+    trainjob: dict[str, Any],
+    workload: dict[str, Any] | None,
+    pending: dict[str, dict[str, Any]] | None,
+    *,
+    team: str,
+    last_step: int | None,
+    now: datetime,
+) -> JobRow:
+    """The list line of one TrainJob from what the cluster says of it and of its Workload."""
+    meta = trainjob["metadata"]
+    labels = meta.get("labels", {}) or {}
+    created = _parse_time(meta.get("creationTimestamp"))
+    state, reason = job_state(trainjob, workload)
+    admitted = _true(workload, "Admitted") if workload else None
+    admitted_at = _parse_time(admitted.get("lastTransitionTime")) if admitted else None
+    position = cq_position = None
+    if workload is not None and pending and state == "waiting":
+        p = pending.get(workload["metadata"]["name"])
+        if p is not None:
+            position, cq_position = p.get("positionInLocalQueue"), p.get("positionInClusterQueue")
+    return JobRow(
+        name=meta["name"],
+        team=team,
+        namespace=meta.get("namespace", ""),
+        queue=labels.get(QUEUE_LABEL, ""),
+        priority=labels.get(PRIORITY_LABEL, ""),
+        state=state,
+        reason=reason,
+        position=position,
+        cluster_queue_position=cq_position,
+        nodes=int(trainjob.get("spec", {}).get("trainer", {}).get("numNodes", 0)),
+        age=_age((now - created).total_seconds()) if created else "",
+        created_utc=utc_iso(created) if created else "",
+        admitted_utc=utc_iso(admitted_at) if admitted_at else None,
+        waited_s=int((admitted_at - created).total_seconds()) if admitted_at and created else None,
+        last_checkpoint_step=last_step,
+        submitted_by=(meta.get("annotations", {}) or {}).get(SUBMITTED_BY, ""),
+    )
