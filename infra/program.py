@@ -21,6 +21,7 @@ from infra.core.stacks import StackIndex
 from infra.fsx.wire import wire_fsx
 from infra.inference.wire import wire_inference
 from infra.io.build_context import image_tags
+from infra.io.inference import inference_api_keys
 from infra.io.monitoring import load_monitoring_assets
 from infra.io.policypack import stack_allowlists
 from infra.io.provider_facts import LIVE_SOURCE, account_facts, gather_facts
@@ -35,7 +36,7 @@ from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
 from infra.services.wire import EndpointProbe, system_pools, wire_cluster_services, wire_workload_identities
 from infra.stack.allowlists import PackAllowlists
 from infra.stack.parse import parse_platform_config
-from infra.stack.schema import PlatformConfig
+from infra.stack.schema import PlatformConfig, Role
 from infra.storage.wire import wire_storage
 from infra.training.wire import wire_images, wire_training
 
@@ -172,6 +173,13 @@ def program(
         )
     # Infer stacks: the model server (its pods run as the inference service account), KEDA, HTTPS; exports
     # inferenceUrl.
-    wire_inference(stack, cluster, services, storage, k8s_depends_on=[identities] if identities else [])
+    wire_inference(
+        stack,
+        cluster,
+        services,
+        storage,
+        api_keys=inference_api_keys() if cfg.role is Role.infer and cfg.inference is not None else [],
+        k8s_depends_on=[identities] if identities else [],
+    )
     for key, value in stack.exports.items():
         pulumi.export(key, value)

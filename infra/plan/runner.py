@@ -28,6 +28,7 @@ from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
 from infra.core.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
+from infra.inference.config import API_KEYS_SECRET
 from infra.io.policypack import stack_allowlists
 from infra.io.stackfiles import (
     default_stacks_dir,
@@ -38,7 +39,7 @@ from infra.io.stackfiles import (
 )
 from infra.plan.mocks import AwsSnapshotMocks, FirstPreviewMocks
 from infra.rules import Finding
-from infra.stack.schema import PlatformConfig
+from infra.stack.schema import PlatformConfig, Role
 
 SECRET = "[secret]"
 # What the offline plan hands the program for a Pulumi secret the stack reads (Alertmanager receiver URLs,
@@ -220,9 +221,15 @@ def config_as_json(cfg: PlatformConfig) -> dict[str, Any]:
 def plan_config(cfg: PlatformConfig) -> tuple[dict[str, str], list[str]]:
     """The Pulumi config the program reads under the plan, and which keys of it are secrets: the platform
     section, plus a placeholder for each Alertmanager receiver URL (``aiplat:alertmanager-<receiver>``,
-    a Pulumi secret of the real stack)."""
+    a Pulumi secret of the real stack) and, on infer stacks, placeholder API keys
+    (``aiplat:inference-api-keys``, as many as ``inference.auth.api_key_slots``)."""
     secrets = [f"{PROJECT}:{key}" for key in cfg.monitoring.receiver_secret_keys().values()]
     config = {CONFIG_KEY: json.dumps(config_as_json(cfg)), **{key: PLAN_SECRET_VALUE for key in secrets}}
+    if cfg.role is Role.infer and cfg.inference is not None:
+        key = f"{PROJECT}:{API_KEYS_SECRET}"
+        slots = cfg.inference.auth.api_key_slots
+        config[key] = json.dumps([f"plan-placeholder-api-key-{i}".ljust(32, "x") for i in range(slots)])
+        secrets.append(key)
     return config, secrets
 
 
