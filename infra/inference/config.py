@@ -109,6 +109,14 @@ class ImageConfig(Strict):
         return self
 
 
+class EngineImageConfig(ImageConfig):
+    """The vLLM image (see ImageConfig): by default the train stack's build of images/vllm/Dockerfile."""
+
+    repository: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")] = Field(
+        "vllm", description="Repository of the train stack (a name in its registry.repositories)."
+    )
+
+
 class ReplicasConfig(Strict):
     """How many server pods: at least two, spread over zones, so a drained or lost node never stops
     serving."""
@@ -331,8 +339,8 @@ class EngineConfig(Strict):
         description="vLLM release of the image (images/vllm/Dockerfile, vllm/vllm-openai:v<version>). "
         "Default: PyPI vllm 0.33.0 (2026-11), the newest on 2026-12-02.",
     )
-    image: ImageConfig = Field(
-        default_factory=lambda: ImageConfig(repository="vllm"),
+    image: EngineImageConfig = Field(
+        default_factory=lambda: EngineImageConfig(),
         description="The vLLM image: by default the train stack's build of images/vllm/Dockerfile "
         "(repository vllm), replicated to this region by ECR.",
     )

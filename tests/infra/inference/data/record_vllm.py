@@ -7,8 +7,10 @@
 ``--x`` strings of ``add_argument`` calls in ``vllm/engine/arg_utils.py`` and
 ``vllm/entrypoints/common/cli_args.py``, plus the ``--<field>`` options ``BaseFrontendArgs``/``FrontendArgs``
 generate from their fields) and ``tests/monitoring/emitted/vllm.txt`` (the Prometheus sample names of every
-``Gauge``/``Counter``/``Histogram`` ``vllm/v1/metrics/loggers.py`` creates). Pure ``ast``: vLLM is not
-imported (it needs CUDA torch).
+``Gauge``/``Counter``/``Histogram`` ``vllm/v1/metrics/loggers.py`` creates), and
+``tests/infra/inference/data/vllm-auth.txt`` (the two source lines the authentication design rests on:
+``FrontendArgs.api_key``'s type, several keys, and the middleware's ``GUARDED_PREFIX``). Pure ``ast``: vLLM
+is not imported (it needs CUDA torch).
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ REPO = HERE.parents[3]
 FLAG_FILES = ("vllm/engine/arg_utils.py", "vllm/entrypoints/common/cli_args.py")
 FRONTEND_CLASSES = ("BaseFrontendArgs", "FrontendArgs")
 METRICS_FILE = "vllm/v1/metrics/loggers.py"
+AUTH_LINES = {
+    "vllm/entrypoints/common/cli_args.py": "    api_key: ",
+    "vllm/entrypoints/serve/middleware/authenticate.py": "GUARDED_PREFIX = ",
+}
 # Sample names prometheus_client exposes per metric type (its exposition format).
 SUFFIXES = {
     "_gauge_cls": ("",),
@@ -64,7 +70,9 @@ def metrics(root: Path) -> set[str]:
 
 
 def main(root: Path, version: str) -> None:
-    head = f"# vLLM {version} (PyPI wheel vllm-{version}), recorded by tests/infra/inference/data/record_vllm.py"
+    head = (
+        f"# vLLM {version} (PyPI wheel vllm-{version}), recorded by tests/infra/inference/data/record_vllm.py"
+    )
     (HERE / "vllm-serve-flags.txt").write_text(
         f"{head}\n# from {', '.join(FLAG_FILES)} ({', '.join(FRONTEND_CLASSES)} fields)\n"
         + "".join(f"{f}\n" for f in sorted(flags(root)))
@@ -73,6 +81,11 @@ def main(root: Path, version: str) -> None:
         f"{head}\n# from {METRICS_FILE} (prometheus_client sample names per metric type)\n"
         + "".join(f"{m}\n" for m in sorted(metrics(root)))
     )
+    lines = [head]
+    for rel, start in AUTH_LINES.items():
+        (line,) = [ln for ln in (root / rel).read_text().splitlines() if ln.startswith(start)]
+        lines.append(f"{rel}: {line.strip()}")
+    (HERE / "vllm-auth.txt").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
