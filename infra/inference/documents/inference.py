@@ -40,6 +40,10 @@ SERVICE_PORT_NAME = "http"
 HEALTH_PATH = "/health"
 # Readiness: the model list, behind the API key (so the probe presents one, see readiness_probe).
 MODELS_PATH = "/v1/models"
+# The path prefixes under which vLLM's --api-key is checked (AuthenticationMiddleware GUARDED_PREFIX,
+# vllm/entrypoints/serve/middleware/authenticate.py at 0.33.0); every other path (/metrics, /health,
+# /invocations, ...) is served without a key.
+VLLM_GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 # The OpenAI routes clients reach through the Ingress (vllm/entrypoints/openai/*/api_router.py).
 COMPLETIONS_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
@@ -143,7 +147,7 @@ def api_keys_secret_data(keys: Sequence[str], *, slots: int, source: str) -> dic
     if not isinstance(keys, Sequence) or isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
         raise ValueError(
             f"{source}: must be a JSON list of strings; set it with "
-            f"`pulumi config set --secret {source} '[\"<key1>\", \"<key2>\"]'`"
+            f'`pulumi config set --secret {source} \'["<key1>", "<key2>"]\'`'
         )
     problems = []
     if len(keys) != slots:
