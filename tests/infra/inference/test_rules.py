@@ -287,3 +287,12 @@ def test_source_stack_that_does_not_build_the_images(tmp_path: Path) -> None:
     (init,) = pod["initContainers"]
     assert container["image"].endswith(".ap-east-1.amazonaws.com/aiplat-prod/vllm@sha256:" + "d" * 64)
     assert init["image"].endswith(".ap-east-1.amazonaws.com/aiplat-prod/inference@sha256:" + "c" * 64)
+
+
+def test_every_gpu_model_of_the_table_says_whether_it_has_bfloat16() -> None:
+    """The dtype rule reads one table: a GPU model added to infra/core/instance_types.py without a BF16 entry
+    would count as lacking bfloat16."""
+    from infra.core import instance_types
+
+    assert {r.gpu_model for r in instance_types.TABLE.values()} == set(instance_types.BF16)
+    assert instance_types.BF16["T4"] is False and instance_types.BF16["L4"] is True
