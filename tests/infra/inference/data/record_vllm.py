@@ -6,7 +6,8 @@
 ``tests/infra/inference/data/vllm-serve-flags.txt`` (every option ``vllm serve`` registers: the literal
 ``--x`` strings of ``add_argument`` calls in ``vllm/engine/arg_utils.py`` and
 ``vllm/entrypoints/common/cli_args.py``, plus the ``--<field>`` options ``BaseFrontendArgs``/``FrontendArgs``
-generate from their fields) and ``tests/monitoring/emitted/vllm.txt`` (the Prometheus sample names of every
+generate from their fields; not the ``--no-x``/``--disable-x`` negations argparse adds to boolean flags)
+and ``tests/monitoring/emitted/vllm.txt`` (the Prometheus sample names of every
 ``Gauge``/``Counter``/``Histogram`` ``vllm/v1/metrics/loggers.py`` creates), and
 ``tests/infra/inference/data/vllm-auth.txt`` (the two source lines the authentication design rests on:
 ``FrontendArgs.api_key``'s type, several keys, and the middleware's ``GUARDED_PREFIX``). Pure ``ast``: vLLM
