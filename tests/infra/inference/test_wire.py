@@ -405,3 +405,24 @@ def test_train_stacks_serve_nothing(plan_stack) -> None:
     plan = plan_stack("prod-us-train")
     assert plan.by_type(INGRESS) == [] and plan.by_type(SCALED_OBJECT) == []
     assert "inferenceUrl" not in plan.outputs
+
+
+def test_a_wrong_key_list_stops_the_program_naming_the_secret(stack_config, monkeypatch) -> None:
+    """The key list becomes the Secret in one place, and a list of the wrong length stops the deploy there
+    (under `pulumi up` too: the same program reads the same secret)."""
+    import json
+
+    from infra.plan import runner
+
+    plan_config = runner.plan_config
+
+    def one_key(cfg):
+        config, secrets = plan_config(cfg)
+        config["aiplat:inference-api-keys"] = json.dumps(["k" * 40])
+        return config, secrets
+
+    monkeypatch.setattr(runner, "plan_config", one_key)
+    with pytest.raises(Exception) as info:
+        run_plan("one-key", parse_platform_config(stack_config("prod-hk-infer")))
+    assert "aiplat:inference-api-keys: holds 1 keys, inference.auth.api_key_slots is 2" in str(info.value)
+    assert "pulumi config set --secret aiplat:inference-api-keys" in str(info.value)
