@@ -59,8 +59,12 @@ API_KEY_DATA = "api-key-{}"
 SHUTDOWN_MARGIN_S = 15
 # Logs and other container writes beyond the emptyDirs (the root filesystem is read-only).
 EPHEMERAL_HEADROOM = 1 * 2**30
-# The fetch tool's exit codes (release missing/partial/corrupt/unsigned; store unreachable).
-FETCH_EXIT_CODES = {3: "release missing, partial, corrupt or unsigned", 4: "release store unreachable"}
+# The fetch tool's exit codes (C1; inference/fetch.py): what the rollout gate says about a failed fetch.
+FETCH_EXIT_CODES = {
+    2: "bad arguments or the models volume",
+    3: "release missing, partial, corrupt or unsigned",
+    4: "release store unreachable",
+}
 # vLLM sends usage statistics to usage.vllm.ai by default; the NetworkPolicies block it anyway, and the
 # hub must never be asked for the model (the release is local). https://docs.vllm.ai/en/latest/usage/usage_stats.html
 OFFLINE_ENV = {
