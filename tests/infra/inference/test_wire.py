@@ -407,22 +407,42 @@ def test_train_stacks_serve_nothing(plan_stack) -> None:
     assert "inferenceUrl" not in plan.outputs
 
 
-def test_a_wrong_key_list_stops_the_program_naming_the_secret(stack_config, monkeypatch) -> None:
+# Run in its own process: a program stopped by an error mid-registration leaves pulumi's runtime of this
+# process unusable for the plans of the tests after it.
+_WRONG_KEYS = """
+import json, sys
+from infra.io.stackfiles import load_stack_config
+from infra.plan import runner
+
+plan_config = runner.plan_config
+
+def one_key(cfg):
+    config, secrets = plan_config(cfg)
+    config["aiplat:inference-api-keys"] = json.dumps(["k" * 40])
+    return config, secrets
+
+runner.plan_config = one_key
+try:
+    runner.run_plan("prod-hk-infer", load_stack_config("prod-hk-infer"))
+except Exception as exc:
+    print(exc)
+    sys.exit(3)
+"""
+
+
+def test_a_wrong_key_list_stops_the_program_naming_the_secret() -> None:
     """The key list becomes the Secret in one place, and a list of the wrong length stops the deploy there
     (under `pulumi up` too: the same program reads the same secret)."""
-    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    from infra.plan import runner
-
-    plan_config = runner.plan_config
-
-    def one_key(cfg):
-        config, secrets = plan_config(cfg)
-        config["aiplat:inference-api-keys"] = json.dumps(["k" * 40])
-        return config, secrets
-
-    monkeypatch.setattr(runner, "plan_config", one_key)
-    with pytest.raises(Exception) as info:
-        run_plan("one-key", parse_platform_config(stack_config("prod-hk-infer")))
-    assert "aiplat:inference-api-keys: holds 1 keys, inference.auth.api_key_slots is 2" in str(info.value)
-    assert "pulumi config set --secret aiplat:inference-api-keys" in str(info.value)
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), str(repo / "policies")])}
+    r = subprocess.run(
+        [sys.executable, "-c", _WRONG_KEYS], cwd=repo, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "aiplat:inference-api-keys: holds 1 keys, inference.auth.api_key_slots is 2" in r.stdout
+    assert "pulumi config set --secret aiplat:inference-api-keys" in r.stdout
