@@ -22,6 +22,7 @@ from infra.edge.wire import export_api_keys
 from infra.fsx.wire import wire_fsx
 from infra.inference.wire import wire_inference
 from infra.io.build_context import image_tags
+from infra.io.inference import inference_api_keys
 from infra.io.monitoring import load_monitoring_assets
 from infra.io.policypack import stack_allowlists
 from infra.io.provider_facts import LIVE_SOURCE, account_facts, gather_facts
@@ -44,7 +45,7 @@ from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
 from infra.services.wire import EndpointProbe, system_pools, wire_cluster_services, wire_workload_identities
 from infra.stack.allowlists import PackAllowlists
 from infra.stack.parse import parse_platform_config
-from infra.stack.schema import PlatformConfig
+from infra.stack.schema import PlatformConfig, Role
 from infra.storage.wire import wire_storage
 from infra.training.wire import wire_images, wire_training
 
@@ -212,6 +213,12 @@ def program(
         cluster,
         services,
         storage,
+        # an infer stack of a global endpoint serves with the train stack's keys (infra/edge), else its own
+        api_keys=(
+            inference_api_keys()
+            if cfg.role is Role.infer and cfg.inference is not None and cfg.inference.global_endpoint is None
+            else []
+        ),
         k8s_depends_on=[identities] if identities else [],
         stack=pulumi.get_stack(),
     )

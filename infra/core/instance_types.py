@@ -139,6 +139,20 @@ _ROWS = (
 )
 TABLE: dict[str, GpuInstanceType] = {r.name: r for r in _ROWS}
 
+# Whether each GPU model of the table computes in bfloat16: compute capability 8.0 or newer (Ampere on).
+# T4 is Turing (7.5): float16 only. https://developer.nvidia.com/cuda-gpus,
+# https://docs.nvidia.com/cuda/cuda-c-programming-guide/#bfloat16-precision
+BF16 = {
+    "A100": True,
+    "A10G": True,
+    "B200": True,
+    "H100": True,
+    "H200": True,
+    "L4": True,
+    "L40S": True,
+    "T4": False,
+}
+
 
 def gpus(instance_type: str) -> int | None:
     """GPUs per instance: from ``TABLE``; 0 outside the GPU categories; None for a GPU type not listed."""

@@ -82,18 +82,15 @@ def wire_global_record(
 
 
 def api_keys_for(ctx: StackContext, storage: StorageWiring) -> pulumi.Output[Any] | None:
-    """The inference API keys this infer stack serves with (C2: what the inference Secret is made of).
-
-    With a global endpoint: the environment's one key set, the train stack's ``inferenceApiKeys`` output
-    read through the StackReference (both regions of the name then accept the same keys; rule
-    global-endpoint-agreement holds their ``storage.source_stack`` equal). Without: the stack's own secret
-    ``aiplat:inference-api-keys`` (None when unset). Always a secret."""
+    """The inference API keys of an infer stack of a global endpoint (C2: what its inference Secret is made
+    of): the environment's one key set, the train stack's ``inferenceApiKeys`` output read through the
+    StackReference, so both regions of the name accept the same keys (rule global-endpoint-agreement holds
+    their ``storage.source_stack`` equal). None without a global endpoint (the stack's own secret
+    ``aiplat:inference-api-keys`` then) or without a source stack. Always a secret."""
     serving = ctx.cfg.inference
-    if serving is not None and serving.global_endpoint is not None:
-        if storage.source is None:
-            return None
-        return pulumi.Output.secret(storage.source.require_output(API_KEYS_OUTPUT))
-    return pulumi.Config(CONFIG_NAMESPACE).get_secret_object(API_KEYS_CONFIG)
+    if serving is None or serving.global_endpoint is None or storage.source is None:
+        return None
+    return pulumi.Output.secret(storage.source.require_output(API_KEYS_OUTPUT))
 
 
 def export_api_keys(ctx: StackContext) -> None:

@@ -1,15 +1,16 @@
-"""Config of model serving on an infer stack: the inference server's Deployment, its autoscaling (KEDA on the
-server's in-flight requests), and HTTPS through the AWS Load Balancer Controller (ALB, ACM, optional WAF).
+"""Config of model serving on an infer stack: vLLM's OpenAI-compatible server on GPU nodes, the release it
+loads (fetched and verified by an init container), its autoscaling (KEDA on vLLM's running + waiting
+requests), and HTTPS through the AWS Load Balancer Controller (ALB, ACM, optional WAF).
 
-The server's own settings and probes are ``inference/serve.py``'s; what this section decides is where it
-runs, how many replicas, how it drains, and how clients reach it. Checks that look at other sections (the
-node pools named here, the certificate's region, the TLS policy, monitoring) are rules
-(``infra/inference/rules.py``).
+The API keys clients present are not here: they are the Pulumi secret ``aiplat:inference-api-keys`` (a JSON
+list, ``auth.api_key_slots`` long). Checks that look at other sections (the node pools named here, the
+certificate's region, the TLS policy, monitoring) are rules (``infra/inference/rules.py``).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from enum import StrEnum
 from typing import Annotated
 
@@ -21,10 +22,18 @@ from infra.core.trainjobs import quantity_mib
 from infra.edge.config import GlobalEndpointConfig
 from infra.services.config import NAMESPACE_PATTERN
 
-# The server's model name rule (inference/config.py: INFERENCE_MODEL_NAME).
+# A model name as trainer.publish writes releases under (release/<model>/), e.g. gpt2-small.
 MODEL_NAME = r"^[a-z0-9][a-z0-9._-]{0,62}$"
 # A release folder name written by trainer.publish (trainer/release.py), e.g. 20261130T100100Z-step4.
 RELEASE_VERSION = r"^\d{8}T\d{6}Z-step\d+$"
+# The fetch tool's moving version: the newest release that verifies (only where model.allow_latest).
+LATEST = "latest"
+# vLLM release the engine image and every flag the Deployment passes are checked against: PyPI vllm 0.33.0
+# (2026-11, wheel commit g4ba787ec9), the newest release when pinned (2026-12-02). Flags and metric names
+# of this version: tests/infra/inference/data/vllm-serve-flags.txt, tests/monitoring/emitted/vllm.txt.
+VLLM_VERSION = "0.33.0"
+# The Pulumi secret holding the API keys (a JSON list of strings): `pulumi config set --secret --path`.
+API_KEYS_SECRET = "inference-api-keys"
 DIGEST = r"^sha256:[0-9a-f]{64}$"
 # Kubernetes quantities this section takes (CPU: cores or millicores; sizes: binary units).
 CPU = CPU_QUANTITY
@@ -67,13 +76,13 @@ class WafMode(StrEnum):
 
 
 class ImageConfig(Strict):
-    """The server image, always by digest (a tag can be moved, a digest cannot).
+    """An image, always by digest (a tag can be moved, a digest cannot).
 
     By default the image the training stack (``storage.source_stack``) builds into its ``<repository>``
     (its ``images`` output), run from that repository's replica in this region: ECR replication copies it
     with the same digest (``artifactReplicas.<region>.repositories``). ``digest`` picks another image of
-    that repository (e.g. the previous one, to roll back the server); ``ref`` names a prebuilt image
-    anywhere the nodes can pull from. At most one of the two."""
+    that repository (e.g. the previous one, to roll back); ``ref`` names a prebuilt image anywhere the
+    nodes can pull from. At most one of the two."""
 
     repository: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")] = Field(
         "inference", description="Repository of the train stack (a name in its registry.repositories)."
@@ -99,6 +108,14 @@ class ImageConfig(Strict):
                 "(a full image reference by digest)"
             )
         return self
+
+
+class EngineImageConfig(ImageConfig):
+    """The vLLM image (see ImageConfig): by default the train stack's build of images/vllm/Dockerfile."""
+
+    repository: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")] = Field(
+        "vllm", description="Repository of the train stack (a name in its registry.repositories)."
+    )
 
 
 class ReplicasConfig(Strict):
@@ -138,13 +155,14 @@ class KedaChart(ChartPin):
 
 
 class AutoscalingConfig(Strict):
-    """Scale replicas on ``inference_requests_in_flight`` per pod (requests queued or generating: what a
+    """Scale replicas on vLLM's ``vllm:num_requests_running + vllm:num_requests_waiting`` per pod (what a
     GPU replica is busy with; CPU use says little about a GPU server), read from Prometheus by KEDA."""
 
-    target_in_flight: Annotated[int, Field(ge=1, le=1024)] = Field(
-        8,
-        description="Average in-flight requests per replica the HPA aims for (below the server's batch "
-        "size, 16, keeps queueing short; above it trades latency for fewer GPUs).",
+    target_requests_per_replica: Annotated[int, Field(ge=1, le=4096)] = Field(
+        32,
+        description="Average running + waiting requests per replica the HPA aims for. Keep it below "
+        "engine.max_num_seqs (requests past that wait for a slot): default 32 of 256, where a GPT-2 "
+        "replica's time per output token stays flat.",
     )
     scale_down_stabilization_s: Annotated[int, Field(ge=0, le=3600)] = Field(
         300, description="The HPA scales down to the highest recommendation of this window (seconds)."
@@ -153,45 +171,59 @@ class AutoscalingConfig(Strict):
 
 
 class ResourcesConfig(Strict):
-    """Per replica: one GPU always; CPU, memory and the two writable volumes as set here."""
+    """Per replica: engine.gpus_per_pod GPUs; CPU, memory and the writable volumes as set here."""
 
     cpu: Annotated[str, Field(pattern=CPU)] = Field("3", description="CPU request (cores or millicores).")
     cpu_limit: Annotated[str, Field(pattern=CPU)] | None = Field(
-        None, description="CPU limit; None: no limit (a CPU limit throttles the tokenizer and batching)."
+        None, description="CPU limit; None: no limit (a CPU limit throttles tokenization and scheduling)."
     )
     memory: Annotated[str, Field(pattern=SIZE)] = Field(
-        "12Gi", description="Memory request and limit (equal: the pod is never the first evicted)."
+        "16Gi",
+        description="Memory request and limit (equal: the pod is never the first evicted). vLLM holds the "
+        "weights in host memory while loading them, plus its CUDA graphs and tokenizer.",
     )
-    cache_size: Annotated[str, Field(pattern=SIZE)] = Field(
+    model_volume_size: Annotated[str, Field(pattern=SIZE)] = Field(
         "20Gi",
-        description="emptyDir at /var/cache/inference: at least twice the model's model.safetensors (two "
-        "versions during a swap).",
+        description="emptyDir at /models the init container downloads the release into (one release, "
+        "plus the fetch tool's temporary sibling folder while it verifies).",
     )
-    tmp_size: Annotated[str, Field(pattern=SIZE)] = Field("2Gi", description="emptyDir at /tmp (HOME).")
+    tmp_size: Annotated[str, Field(pattern=SIZE)] = Field(
+        "10Gi",
+        description="emptyDir at /tmp (HOME): vLLM's torch.compile and Triton caches live under ~/.cache.",
+    )
+    shm_size: Annotated[str, Field(pattern=SIZE)] = Field(
+        "2Gi",
+        description="Memory-backed emptyDir at /dev/shm (counts against memory): NCCL between the "
+        "tensor-parallel workers and vLLM's process communication need more than the runtime's 64 MiB.",
+    )
 
 
 class ServerConfig(Strict):
-    """Settings handed to the server as ``INFERENCE_*`` variables (inference/config.py), and the pod's
-    grace period derived from them."""
+    """How a pod stops and starts: a preStop pause while the ALB deregisters it, then vLLM's own drain
+    (``--shutdown-timeout``); the pod's termination grace period is derived from both."""
 
-    drain_delay_s: Annotated[int, Field(ge=0, le=300)] = Field(
+    prestop_s: Annotated[int, Field(ge=0, le=300)] = Field(
         15,
-        description="INFERENCE_DRAIN_DELAY_S: after SIGTERM the pod still serves this long while the ALB "
-        "deregisters it (readiness is false at once).",
+        description="preStop sleep: after the pod is marked terminating it keeps serving this long while "
+        "the ALB deregisters it (new requests stop arriving), before vLLM gets SIGTERM.",
     )
-    graceful_shutdown_s: Annotated[int, Field(ge=1, le=900)] = Field(
+    shutdown_timeout_s: Annotated[int, Field(ge=1, le=900)] = Field(
         60,
-        description="INFERENCE_GRACEFUL_SHUTDOWN_S: then in-flight requests get this long to finish; keep "
-        "it at least request_timeout_s.",
+        description="vLLM --shutdown-timeout: after SIGTERM in-flight requests get this long to finish "
+        "(vllm/config/vllm.py shutdown_timeout, 0.33.0: 0 aborts them); keep it at least "
+        "request_timeout_s.",
     )
     request_timeout_s: Annotated[int, Field(ge=1, le=900)] = Field(
-        60, description="INFERENCE_REQUEST_TIMEOUT_S: a generation not done by then is a 504."
+        60,
+        description="The longest generation clients wait for: the ALB's idle timeout is this plus a "
+        "margin (non-streamed responses are silent until answered).",
     )
     first_load_timeout_s: Annotated[int, Field(ge=300, le=7200)] = Field(
         1800,
-        description="How long a new pod may take to become ready (GPU node launch, image pull, model "
-        "download and load): the Deployment's progressDeadlineSeconds and how long aiplat rollout's "
-        "health gate waits for the rollout (pulumi does not wait for it).",
+        description="How long a new pod may take to become ready (GPU node launch, image pull, release "
+        "download and verification, model load and CUDA graph capture): the Deployment's "
+        "progressDeadlineSeconds and how long aiplat rollout's health gate waits for the rollout (pulumi "
+        "does not wait for it).",
     )
 
 
@@ -236,9 +268,10 @@ class HttpsConfig(Strict):
         2000, description="With waf: create, requests per client IP per 5 minutes before it is blocked."
     )
     waf_count_rules: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]] = Field(
-        default_factory=lambda: ["SizeRestrictions_BODY"],
-        description="With waf: create, rules of AWSManagedRulesCommonRuleSet that only count: its 8 KB "
-        "body limit would block prompts the server accepts (up to 6 x INFERENCE_MAX_PROMPT_BYTES + 1 KB).",
+        default_factory=list,
+        description="With waf: create, rules of AWSManagedRulesCommonRuleSet that only count instead of "
+        "blocking. Default none: its 8 KB body limit (SizeRestrictions_BODY) blocks, and a prompt of "
+        "engine.max_model_len tokens fits in it (rule inference-body-limit).",
     )
 
     @field_validator("inbound_cidrs")
@@ -260,19 +293,109 @@ class HttpsConfig(Strict):
         return self
 
 
-class InferenceConfig(Strict):
-    """Model serving (infer stacks): the inference server on GPU nodes behind HTTPS
-    (docs/inference/cluster.md)."""
+class ModelConfig(Strict):
+    """The release served: ``release/<name>/<version>/`` of the region's replica bucket. Promotion and
+    rollback are a change of ``version`` rolled out with ``aiplat rollout``; no pod follows ``release/``
+    by itself."""
 
-    model_name: Annotated[str, Field(pattern=MODEL_NAME)] = Field(
-        description="INFERENCE_MODEL_NAME: the --model-name releases are published under."
+    name: Annotated[str, Field(pattern=MODEL_NAME)] = Field(
+        description="The --model-name releases are published under (trainer.publish)."
     )
-    pin_version: Annotated[str, Field(pattern=RELEASE_VERSION)] | None = Field(
-        None, description="INFERENCE_PIN_VERSION: serve exactly this release (rollback); None: the newest."
+    version: str = Field(
+        description="The release version, e.g. 20261130T100100Z-step4; 'latest' (the newest release that "
+        "verifies, resolved when a pod starts) only with allow_latest."
     )
+    allow_latest: bool = Field(
+        False,
+        description="Allow version: latest (a dev stack); production names a version, so every model "
+        "change is a reviewed rollout.",
+    )
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if v != LATEST and not re.match(RELEASE_VERSION, v):
+            raise ValueError(
+                f"{v!r} is not a release version; use a folder name under release/<model>/ such as "
+                f"20261130T100100Z-step4, or {LATEST!r} (with allow_latest)"
+            )
+        return v
+
+
+class Dtype(StrEnum):
+    """vLLM ``--dtype``. ``auto``: bfloat16 where every GPU the pools may launch has it, else float16
+    (T4: no bfloat16), from the instance-type table (``infra/core/instance_types.py``)."""
+
+    auto = "auto"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+
+
+class EngineConfig(Strict):
+    """vLLM's engine settings (``vllm serve`` flags; each one exists in ``vllm_version``: tested against the
+    flags that version registers). Defaults: vLLM's own where it has a good one, with the source named."""
+
+    vllm_version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")] = Field(
+        VLLM_VERSION,
+        description="vLLM release of the image (images/vllm/Dockerfile, vllm/vllm-openai:v<version>). "
+        "Default: PyPI vllm 0.33.0 (2026-11), the newest on 2026-12-02.",
+    )
+    image: EngineImageConfig = Field(
+        default_factory=lambda: EngineImageConfig(),
+        description="The vLLM image: by default the train stack's build of images/vllm/Dockerfile "
+        "(repository vllm), replicated to this region by ECR.",
+    )
+    served_model_name: Annotated[str, Field(pattern=MODEL_NAME)] | None = Field(
+        None, description="--served-model-name: the model name clients send; None: model.name."
+    )
+    dtype: Dtype = Field(Dtype.auto, description="--dtype: auto, bfloat16 or float16 (see Dtype).")
+    max_model_len: Annotated[int, Field(ge=16, le=1_048_576)] = Field(
+        1024,
+        description="--max-model-len: prompt + completion tokens. Default: GPT-2's n_positions (1024); "
+        "vLLM refuses more than the release's config.json allows.",
+    )
+    gpu_memory_utilization: Annotated[float, Field(gt=0.0, le=0.98)] = Field(
+        0.9,
+        description="--gpu-memory-utilization: share of GPU memory for weights, activations and the KV "
+        "cache (vLLM's default 0.9, vllm/config/cache.py).",
+    )
+    max_num_seqs: Annotated[int, Field(ge=1, le=4096)] = Field(
+        256,
+        description="--max-num-seqs: sequences one replica runs at once; more wait (the scaling metric "
+        "counts both). 256: vLLM's default for the OpenAI server on GPUs below 70 GiB "
+        "(vllm/engine/arg_utils.py, 0.33.0).",
+    )
+    gpus_per_pod: Annotated[int, Field(ge=1, le=8)] = Field(
+        1, description="GPUs per replica = --tensor-parallel-size (all on one node)."
+    )
+    serve_chat: bool = Field(
+        False,
+        description="The release's tokenizer has a chat template: route /v1/chat/completions too. GPT-2 "
+        "releases have none (vLLM would answer every chat request 400).",
+    )
+
+
+class AuthConfig(Strict):
+    """Who may call the API: API keys checked by vLLM (``--api-key``, several at once), held in the Pulumi
+    secret ``aiplat:inference-api-keys`` (a JSON list). Rotation: replace one key at a time."""
+
+    api_key_slots: Annotated[int, Field(ge=2, le=8)] = Field(
+        2,
+        description="How many keys the secret holds (each a slot of the Kubernetes Secret and of "
+        "--api-key). At least two, so a new key is valid before the old one goes.",
+    )
+
+
+class InferenceConfig(Strict):
+    """Model serving (infer stacks): vLLM on GPU nodes behind HTTPS (docs/inference/cluster.md)."""
+
+    model: ModelConfig
     image: ImageConfig = Field(
-        default_factory=lambda: ImageConfig(), description="The server image, by digest."
+        default_factory=lambda: ImageConfig(),
+        description="The image of the release fetch tool (python -m inference.fetch), the init container.",
     )
+    engine: EngineConfig = Field(default_factory=lambda: EngineConfig())
+    auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
     node_pools: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]] = Field(
         min_length=1,
         description="GPU pools the pods may run on (Karpenter NodePools or managed GPU node groups), by "

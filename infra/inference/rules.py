@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from infra.core import instance_types
 from infra.core.config import KubernetesAccess
-from infra.inference.config import InferenceConfig, WafMode
+from infra.inference.config import LATEST, Dtype, InferenceConfig, WafMode
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
 from infra.stack.schema import PlatformConfig, Role, StorageBackend
 
@@ -27,6 +28,16 @@ LBC_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/aws-load-balancer-co
 KEDA_PROMETHEUS_DOC = "https://keda.sh/docs/2.20/scalers/prometheus/"
 NODEPOOL_DOC = "https://karpenter.sh/docs/concepts/nodepools/#speclimits"
 SHUTDOWN_DOC = "https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination"
+BF16_DOC = "https://developer.nvidia.com/cuda-gpus"
+PROMOTION_DOC = "docs/how-to/promote-rollback.md"
+WAF_BODY_DOC = "https://docs.aws.amazon.com/waf/latest/developerguide/aws-managed-rule-groups-baseline.html"
+# AWSManagedRulesCommonRuleSet's SizeRestrictions_BODY: bodies over 8 KB are blocked.
+WAF_BODY_LIMIT = 8 * 1024
+WAF_BODY_RULE = "SizeRestrictions_BODY"
+# The largest completions request a prompt of max_model_len tokens makes: the releases' byte tokenizer
+# (one token per byte), JSON-escaped as \uXXXX at worst (6 bytes per byte), plus 1 KB of other fields.
+JSON_BYTES_PER_TOKEN = 6
+REQUEST_OVERHEAD = 1024
 
 # The ELB security policies that negotiate TLS 1.3 only (the other TLS13-* policies also allow TLS 1.2 or
 # older). Names from the AWS CDK SslPolicy enum (aws-cdk-lib aws-elasticloadbalancingv2 shared/enums.ts,
@@ -42,6 +53,38 @@ TLS13_ONLY_POLICIES = (
 def _serving(ctx: RuleContext) -> InferenceConfig | None:
     cfg = ctx.cfg
     return cfg.inference if cfg.role is Role.infer else None
+
+
+def pool_gpu_models(cfg: PlatformConfig) -> dict[str, set[str]]:
+    """GPU models each serving pool may launch, from the instance-type table: a managed pool's type, or
+    every type of a Karpenter pool's families (the table's, so a type it lacks is not counted)."""
+    inf = cfg.inference
+    out: dict[str, set[str]] = {}
+    if inf is None:
+        return out
+    karpenter = cfg.cluster_services.karpenter.node_pools
+    for name in inf.node_pools:
+        if name in karpenter:
+            families = set(karpenter[name].instance_families)
+            rows = [r for r in instance_types.TABLE.values() if instance_types.family(r.name) in families]
+        elif name in cfg.node_pools and cfg.node_pools[name].instance_type in instance_types.TABLE:
+            rows = [instance_types.TABLE[cfg.node_pools[name].instance_type]]
+        else:
+            rows = []
+        out[name] = {r.gpu_model for r in rows}
+    return out
+
+
+def engine_dtype(cfg: PlatformConfig) -> Dtype:
+    """The ``--dtype`` the pods run with: ``engine.dtype``, or for ``auto`` bfloat16 when every GPU the
+    pools may launch has it, else float16 (a pod may land on any of them)."""
+    inf = cfg.inference
+    assert inf is not None
+    if inf.engine.dtype is not Dtype.auto:
+        return inf.engine.dtype
+    models = set().union(*pool_gpu_models(cfg).values())
+    bf16 = bool(models) and all(instance_types.BF16.get(m, False) for m in models)
+    return Dtype.bfloat16 if bf16 else Dtype.float16
 
 
 def _https(*parts: str) -> str:
@@ -196,8 +239,8 @@ def inference_needs_cluster_services(ctx: RuleContext) -> Iterator[Finding]:
     if not cfg.monitoring.enabled:
         yield error(
             at("monitoring", "enabled"),
-            "false, but inference autoscaling reads inference_requests_in_flight from this stack's "
-            "Prometheus",
+            "false, but inference autoscaling reads vLLM's vllm:num_requests_running and "
+            "vllm:num_requests_waiting from this stack's Prometheus",
             "enable monitoring, or remove the inference section",
             KEDA_PROMETHEUS_DOC,
         )
@@ -219,25 +262,80 @@ def inference_needs_cluster_services(ctx: RuleContext) -> Iterator[Finding]:
 
 @rule("inference-shutdown-covers-requests")
 def inference_shutdown_covers_requests(ctx: RuleContext) -> Iterator[Finding]:
-    """Requests in flight at shutdown get as long as a request may take."""
+    """Requests in flight at shutdown get as long as a request may take (vLLM's ``--shutdown-timeout``)."""
     inf = _serving(ctx)
     if inf is None:
         return
     s = inf.server
-    if s.graceful_shutdown_s < s.request_timeout_s:
+    if s.shutdown_timeout_s < s.request_timeout_s:
         yield warning(
-            at("inference", "server", "graceful_shutdown_s"),
-            f"{s.graceful_shutdown_s} s is shorter than request_timeout_s ({s.request_timeout_s} s): a pod "
+            at("inference", "server", "shutdown_timeout_s"),
+            f"{s.shutdown_timeout_s} s is shorter than request_timeout_s ({s.request_timeout_s} s): a pod "
             "stopped by a rollout, a scale-down or a node drain cuts off generations that would have "
             "finished",
-            f"set graceful_shutdown_s to at least {s.request_timeout_s}",
+            f"set shutdown_timeout_s to at least {s.request_timeout_s}",
             SHUTDOWN_DOC,
+        )
+
+
+@rule("inference-model-version")
+def inference_model_version(ctx: RuleContext) -> Iterator[Finding]:
+    """The served release is named: ``latest`` only where ``model.allow_latest`` says so (every model
+    change in production is a reviewed rollout of a new ``model.version``)."""
+    inf = _serving(ctx)
+    if inf is None or inf.model.version != LATEST or inf.model.allow_latest:
+        return
+    yield error(
+        at("inference", "model", "version"),
+        f"{LATEST!r}: each new pod would serve whatever release is newest when it starts, so a publish "
+        "changes production without a rollout, and two replicas may serve different models",
+        "name a release version (aiplat rollout promotes it), or set model.allow_latest: true on a dev stack",
+        PROMOTION_DOC,
+    )
+
+
+@rule("inference-dtype")
+def inference_dtype(ctx: RuleContext) -> Iterator[Finding]:
+    """``engine.dtype: bfloat16`` only on pools whose every GPU computes in bfloat16."""
+    inf = _serving(ctx)
+    if inf is None or inf.engine.dtype is not Dtype.bfloat16:
+        return
+    for pool, models in pool_gpu_models(ctx.cfg).items():
+        lacking = sorted(m for m in models if not instance_types.BF16.get(m, False))
+        if lacking:
+            yield error(
+                at("inference", "engine", "dtype"),
+                f"bfloat16, but pool {pool!r} may launch {', '.join(lacking)} GPUs, which have no bfloat16 "
+                "(vLLM refuses to start there)",
+                "set dtype: auto (float16 when any GPU lacks bfloat16) or float16, or take those "
+                "instance families out of the pool",
+                BF16_DOC,
+            )
+
+
+@rule("inference-body-limit")
+def inference_body_limit(ctx: RuleContext) -> Iterator[Finding]:
+    """With the stack's web ACL, the core rule set's 8 KB body limit blocks; a prompt of
+    ``engine.max_model_len`` tokens must fit in it."""
+    inf = _serving(ctx)
+    if inf is None or inf.https.waf is not WafMode.create or WAF_BODY_RULE in inf.https.waf_count_rules:
+        return
+    largest = inf.engine.max_model_len * JSON_BYTES_PER_TOKEN + REQUEST_OVERHEAD
+    if largest > WAF_BODY_LIMIT:
+        yield warning(
+            at("inference", "engine", "max_model_len"),
+            f"{inf.engine.max_model_len} tokens make requests of up to {largest} bytes, but the web ACL "
+            f"blocks bodies over {WAF_BODY_LIMIT} bytes ({WAF_BODY_RULE}): long prompts get 403",
+            f"lower max_model_len to {(WAF_BODY_LIMIT - REQUEST_OVERHEAD) // JSON_BYTES_PER_TOKEN}, or add "
+            f"{WAF_BODY_RULE} to https.waf_count_rules (then only vLLM's own limits apply)",
+            WAF_BODY_DOC,
         )
 
 
 @rule("inference-gpu-capacity", needs=[Need.facts])
 def inference_gpu_capacity(ctx: RuleContext) -> Iterator[Finding]:
-    """The pools hold replicas.max pods of one GPU each (else the HPA scales to pods that stay Pending)."""
+    """The pools hold replicas.max pods of engine.gpus_per_pod GPUs each (else the HPA scales to pods that
+    stay Pending)."""
     inf = _serving(ctx)
     if inf is None:
         return
@@ -255,35 +353,46 @@ def inference_gpu_capacity(ctx: RuleContext) -> Iterator[Finding]:
             gpus += pool.max_size * per_node
         else:
             return  # 'inference-node-pools' names the pool
-    if inf.replicas.max > gpus:
+    per_pod = inf.engine.gpus_per_pod
+    if inf.replicas.max * per_pod > gpus:
         yield error(
             at("inference", "replicas", "max"),
-            f"{inf.replicas.max} replicas need {inf.replicas.max} GPUs, but the pools {inf.node_pools} hold "
-            f"at most {gpus} (Karpenter gpu_limit, managed max_size x GPUs per node): the autoscaler would "
-            "add pods that never schedule",
-            f"lower replicas.max to {gpus} or raise the pools' limits",
+            f"{inf.replicas.max} replicas of {per_pod} GPU(s) need {inf.replicas.max * per_pod} GPUs, but "
+            f"the pools {inf.node_pools} hold at most {gpus} (Karpenter gpu_limit, managed max_size x GPUs "
+            "per node): the autoscaler would add pods that never schedule",
+            f"lower replicas.max to {gpus // per_pod} or raise the pools' limits",
             NODEPOOL_DOC,
         )
 
 
+# The Dockerfile each image of the serving pod is built from, for the fix of 'inference-image-built'.
+IMAGE_DOCKERFILES = {("image",): "images/inference/Dockerfile", ("engine", "image"): "images/vllm/Dockerfile"}
+
+
 @rule("inference-image-built", needs=[Need.stacks])
 def inference_image_built(ctx: RuleContext) -> Iterator[Finding]:
-    """Without ``image.digest`` or ``image.ref`` the server runs the image the source stack builds, so the
-    source stack must build it (``images.builds.<repository>``)."""
+    """Without ``digest`` or ``ref`` the pod runs the image the source stack builds (the fetch tool's
+    ``image``, vLLM's ``engine.image``), so the source stack must build it
+    (``images.builds.<repository>``)."""
     inf = _serving(ctx)
     assert ctx.stacks is not None
     source = ctx.cfg.storage.source_stack
-    if inf is None or inf.image.digest is not None or inf.image.ref is not None or not source:
+    if inf is None or not source:
         return
     summary = ctx.stacks.stacks.get(source)
     if summary is None or summary.role != "train" or ctx.cfg.region not in summary.replicate_to:
         return  # 'source-stack-replicates-here' names the problem
-    repo = inf.image.repository
-    if repo not in summary.images:
-        yield error(
-            at("inference", "image"),
-            f"{source} builds no {repo!r} image (its images.builds: {list(summary.images) or 'none'}), so "
-            "there is no image to run",
-            f"add images.builds.{repo} (dockerfile images/inference/Dockerfile) to {source}, or set "
-            "inference.image.digest or inference.image.ref",
-        )
+    for path, dockerfile in IMAGE_DOCKERFILES.items():
+        image = inf.image if path == ("image",) else inf.engine.image
+        if image.digest is not None or image.ref is not None:
+            continue
+        repo = image.repository
+        if repo not in summary.images:
+            field = ".".join(("inference", *path))
+            yield error(
+                at("inference", *path),
+                f"{source} builds no {repo!r} image (its images.builds: {list(summary.images) or 'none'}), "
+                "so there is no image to run",
+                f"add images.builds.{repo} (dockerfile {dockerfile}) to {source}, or set {field}.digest or "
+                f"{field}.ref",
+            )

@@ -1,24 +1,27 @@
 """Wiring of model serving (infer stacks with an ``inference`` section): config + facts + the training stack's
-replica -> the certificate, the optional web ACL, KEDA, the InferenceServer and the DNS name.
+replica + the API keys -> the certificate, the optional web ACL, KEDA, the InferenceServer and the DNS name.
 
 Where things come from:
 
-- model (``INFERENCE_RELEASE_ROOT``): ``s3://<replica bucket>``, ``artifactReplicas.<region>.bucket`` of
-  ``storage.source_stack``;
-- image: ``artifactReplicas.<region>.repositories.<image.repository>`` at the digest of the train stack's
-  build of that repository (its ``images`` output) or at ``image.digest`` (ECR replication keeps digests),
-  or ``image.ref``;
+- release (the fetch tool's ``--root``): ``s3://<replica bucket>``, ``artifactReplicas.<region>.bucket`` of
+  ``storage.source_stack``; the version: ``inference.model.version``;
+- images (vLLM: ``engine.image``, the fetch tool: ``image``):
+  ``artifactReplicas.<region>.repositories.<repository>`` at the digest of the train stack's build of that
+  repository (its ``images`` output) or at ``digest`` (ECR replication keeps digests), or ``ref``;
+- API keys: the Pulumi secret ``aiplat:inference-api-keys`` (read by the program, infra/io/inference.py);
+- dtype: ``engine.dtype``, or from the GPUs the pools may launch (``engine_dtype``);
 - service account: ``storage.inference`` (the cluster services bind it to the IRSA role reading the replica);
 - certificate: ``https.certificate_arn``, or a DNS-validated ACM certificate in ``https.dns_zone_id``;
 - ALB source addresses: the public (internet-facing) or private (internal) subnets of the VPC layout
   (``infra/network/documents/cidr.py``);
-- autoscaling metric: ``inference_requests_in_flight`` summed over the pods the ``aiplat-inference``
-  PodMonitor scrapes;
+- autoscaling metric: ``vllm:num_requests_running + vllm:num_requests_waiting`` summed over the pods the
+  ``aiplat-inference`` PodMonitor scrapes;
 - global name (``global_endpoint``): ``infra/edge`` adds its certificate to the listener and its host to
   the Ingress, then the region's latency record of the ALB (docs/inference/global-endpoint.md).
 
-Stack outputs: ``inferenceUrl`` (``https://<domain>``: what ``aiplat rollout``'s health gate GETs
-``/healthz`` on) and ``inference`` (model, image, load balancer, certificate, TLS policy, autoscaling).
+Stack outputs: ``inferenceUrl`` (``https://<domain>``: where ``aiplat rollout``'s health gate asks
+``/v1/models``) and ``inference`` (model and version, images, load balancer, certificate, TLS policy,
+autoscaling).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from infra.core import namespaces, naming
 from infra.core.charts import chart_ref
 from infra.edge import documents as edge_docs
 from infra.edge.component import GlobalCertificate, GlobalRecord
-from infra.edge.wire import wire_global_certificate, wire_global_record
+from infra.edge.wire import api_keys_for, wire_global_certificate, wire_global_record
 from infra.inference.component.keda import Keda, KedaArgs
 from infra.inference.component.server import InferenceServer, InferenceServerArgs
 from infra.inference.component.serving import (
@@ -46,9 +49,10 @@ from infra.inference.component.serving import (
     ServingDnsRecord,
     ServingDnsRecordArgs,
 )
-from infra.inference.config import Exposure, InferenceConfig, WafMode
+from infra.inference.config import API_KEYS_SECRET, Exposure, ImageConfig, InferenceConfig, WafMode
 from infra.inference.documents import alb, keda
 from infra.inference.documents import inference as inf
+from infra.inference.rules import engine_dtype
 from infra.monitoring import documents as mon
 from infra.network.documents import cidr
 from infra.network.zones import vpc_zones
@@ -79,11 +83,10 @@ def load_balancer_cidrs(ctx: StackContext, exposure: Exposure) -> list[str]:
     return [s.cidr for s in layout if s.tier is tier]
 
 
-def image_ref(cfg: InferenceConfig, storage: StorageWiring) -> pulumi.Input[str]:
-    """The server image by digest: ``image.ref``; else ``image.repository``'s replica in this region at
-    ``image.digest`` or at the digest of the image the train stack built (its ``images`` output). A train
-    stack's prebuilt image from outside its own registry is not replicated: it is used as it is."""
-    image = cfg.image
+def image_ref(image: ImageConfig, storage: StorageWiring, *, field: str) -> pulumi.Input[str]:
+    """An image by digest: ``ref``; else ``repository``'s replica in this region at ``digest`` or at the
+    digest of the image the train stack built (its ``images`` output). A train stack's prebuilt image from
+    outside its own registry is not replicated: it is used as it is. ``field`` names the config in errors."""
     if image.ref is not None:
         return image.ref
     assert storage.replica is not None and storage.source is not None  # wire_inference checks
@@ -93,7 +96,7 @@ def image_ref(cfg: InferenceConfig, storage: StorageWiring) -> pulumi.Input[str]
         repos = r.get("repositories") or {}
         if repo not in repos:
             raise ValueError(
-                f"inference.image.repository {repo!r} is not replicated here by the train stack (it "
+                f"{field}.repository {repo!r} is not replicated here by the train stack (it "
                 f"replicates {sorted(repos)}); add it to registry.repositories of storage.source_stack"
             )
         return repos[repo]
@@ -108,7 +111,7 @@ def image_ref(cfg: InferenceConfig, storage: StorageWiring) -> pulumi.Input[str]
         if not built_ref:
             raise ValueError(
                 f"the train stack exports no {repo!r} image (images.builds.{repo}); set "
-                "inference.image.digest or inference.image.ref"
+                f"{field}.digest or {field}.ref"
             )
         name, _, digest = str(built_ref).partition("@")
         # built into the train stack's own repository: replicated here with the same digest
@@ -120,10 +123,11 @@ def image_ref(cfg: InferenceConfig, storage: StorageWiring) -> pulumi.Input[str]
 
 
 def _server_spec(ctx: StackContext, cfg: InferenceConfig) -> inf.ServerSpec:
-    st, res, srv = ctx.cfg.storage, cfg.resources, cfg.server
+    st, res, srv, eng = ctx.cfg.storage, cfg.resources, cfg.server, cfg.engine
     return inf.ServerSpec(
-        model_name=cfg.model_name,
-        pin_version=cfg.pin_version,
+        model_name=cfg.model.name,
+        model_version=cfg.model.version,
+        served_model_name=eng.served_model_name or cfg.model.name,
         region=ctx.cfg.region,
         service_account=st.inference.service_account,
         pool_label=nodes.POOL_LABEL,
@@ -132,11 +136,17 @@ def _server_spec(ctx: StackContext, cfg: InferenceConfig) -> inf.ServerSpec:
         cpu=res.cpu,
         cpu_limit=res.cpu_limit,
         memory=res.memory,
-        cache_size=res.cache_size,
+        model_volume_size=res.model_volume_size,
         tmp_size=res.tmp_size,
-        drain_delay_s=srv.drain_delay_s,
-        graceful_shutdown_s=srv.graceful_shutdown_s,
-        request_timeout_s=srv.request_timeout_s,
+        shm_size=res.shm_size,
+        dtype=engine_dtype(ctx.cfg).value,
+        max_model_len=eng.max_model_len,
+        gpu_memory_utilization=eng.gpu_memory_utilization,
+        max_num_seqs=eng.max_num_seqs,
+        gpus=eng.gpus_per_pod,
+        api_key_slots=cfg.auth.api_key_slots,
+        prestop_s=srv.prestop_s,
+        shutdown_timeout_s=srv.shutdown_timeout_s,
         first_load_timeout_s=srv.first_load_timeout_s,
     )
 
@@ -174,11 +184,13 @@ def wire_inference(
     services: ClusterServicesWiring | None,
     storage: StorageWiring,
     *,
+    api_keys: pulumi.Input[Sequence[str]],
     k8s_depends_on: Sequence[pulumi.Resource] = (),
     stack: str = "",
 ) -> InferenceWiring | None:
     """Serve the model (None on train stacks, without an ``inference`` section, or with the cluster
-    services skipped). ``k8s_depends_on``: what the pods need first (the inference service account)."""
+    services skipped). ``api_keys``: the secret list of API keys (``aiplat:inference-api-keys``);
+    ``k8s_depends_on``: what the pods need first (the inference service account)."""
     cfg = ctx.cfg
     serving = cfg.inference
     if (
@@ -238,21 +250,32 @@ def wire_inference(
     lbc = [services.load_balancer_controller] if services.load_balancer_controller else []
     server_spec = _server_spec(ctx, serving)
     namespace = cfg.storage.inference.namespace
-    image = image_ref(serving, storage)
+    image = image_ref(serving.engine.image, storage, field="inference.engine.image")
+    fetch_image = image_ref(serving.image, storage, field="inference.image")
+    # a global endpoint's stacks serve with the train stack's one key set (infra/edge), others their own
+    api_keys_source = f"aiplat:{API_KEYS_SECRET}"
+    global_keys = api_keys_for(ctx, storage)
+    if global_keys is not None:
+        api_keys = global_keys
+        api_keys_source = f"{cfg.storage.source_stack}'s aiplat:{API_KEYS_SECRET}"
     server = InferenceServer(
         "inference",
         InferenceServerArgs(
             namespace=namespace,
             server=server_spec,
             image=image,
+            fetch_image=fetch_image,
             release_root=storage.replica.apply(lambda r: f"s3://{r['bucket']}"),
+            api_keys=api_keys,
+            api_keys_source=api_keys_source,
             host=https.domain,
+            paths=inf.api_paths(chat=serving.engine.serve_chat),
             ingress=alb.IngressSpec(
                 internet_facing=https.exposure is Exposure.internet_facing,
                 tls_policy=https.tls_policy,
-                health_path=inf.READINESS_PATH,
+                health_path=inf.HEALTH_PATH,
                 request_timeout_s=serving.server.request_timeout_s,
-                deregistration_delay_s=serving.server.drain_delay_s + serving.server.graceful_shutdown_s,
+                deregistration_delay_s=serving.server.prestop_s + serving.server.shutdown_timeout_s,
                 inbound_cidrs=list(https.inbound_cidrs),
                 tags=cfg.tags.as_dict(),
             ),
@@ -261,8 +284,8 @@ def wire_inference(
             autoscaling=inf.Autoscaling(
                 prometheus_url=f"http://{mon.PROMETHEUS_SERVICE}.{cfg.cluster_services.monitoring_namespace}"
                 f".svc:{mon.PROMETHEUS_PORT}",
-                query=inf.in_flight_query(namespace, mon.INFERENCE_JOB),
-                target_in_flight=serving.autoscaling.target_in_flight,
+                query=inf.requests_query(namespace, mon.INFERENCE_JOB),
+                target_per_replica=serving.autoscaling.target_requests_per_replica,
                 min_replicas=serving.replicas.min,
                 max_replicas=serving.replicas.max,
                 scale_down_stabilization_s=serving.autoscaling.scale_down_stabilization_s,
@@ -298,12 +321,18 @@ def wire_inference(
         )
 
     ctx.export("inferenceUrl", f"https://{https.domain}")
+    # The key aiplat rollout's health gate presents to /v1/models (the first slot), as a secret output.
+    ctx.export("inferenceGateKey", pulumi.Output.secret(api_keys).apply(lambda keys: keys[0] if keys else ""))
     ctx.export(
         "inference",
         {
-            "model": serving.model_name,
-            "pinVersion": serving.pin_version,
+            "model": serving.model.name,
+            "version": serving.model.version,
+            "servedModelName": server_spec.served_model_name,
+            "vllmVersion": serving.engine.vllm_version,
             "image": image,
+            "fetchImage": fetch_image,
+            "paths": inf.api_paths(chat=serving.engine.serve_chat),
             "loadBalancer": server.load_balancer_hostname,
             "exposure": https.exposure.value,
             "certificateArn": certificate_arn,
@@ -311,8 +340,8 @@ def wire_inference(
             "webAcl": waf_arn,
             "autoscaling": {
                 "hpa": f"{namespace}/{inf.NAME}",
-                "metric": inf.IN_FLIGHT_METRIC,
-                "targetPerReplica": serving.autoscaling.target_in_flight,
+                "metric": f"{inf.RUNNING_METRIC} + {inf.WAITING_METRIC}",
+                "targetPerReplica": serving.autoscaling.target_requests_per_replica,
                 "min": serving.replicas.min,
                 "max": serving.replicas.max,
             },

@@ -124,6 +124,24 @@ def release_folders(s3: Any, bucket: str, prefix: str) -> list[str]:
     return sorted(names)
 
 
+def http_json(url: str, timeout: float, *, bearer: str) -> tuple[int | None, Any, str]:
+    """(status, parsed JSON body or None, why) of ``GET url`` with ``Authorization: Bearer <bearer>``;
+    status None when nothing answered."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {bearer}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read()
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code, None, str(exc.reason)
+    except (OSError, ValueError) as exc:
+        return None, None, str(getattr(exc, "reason", exc))
+    try:
+        return status, json.loads(raw), ""
+    except ValueError as exc:
+        return status, None, f"not JSON: {exc}"
+
+
 def http_status(url: str, timeout: float) -> tuple[int | None, str]:
     """The HTTP status ``url`` answers with, or (None, why) when nothing answered."""
     try:

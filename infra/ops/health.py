@@ -3,11 +3,13 @@
 Checks, in order: **outputs** ``rollout.yaml`` requires are present; **nodes** of every node group ACTIVE
 and Ready (until ``nodes_ready_timeout_s``); **inference-rollout**: the Deployment rolled out as
 ``kubectl rollout status`` judges it (pulumi skips the wait, ``pulumi.com/skipAwait``), until
-``first_load_timeout_s``; **inference**: ``GET <inferenceUrl><inference_health_path>`` answers 200.
-Pods up but not ready while the replica bucket has no ``release/<model>/`` is **no model release yet**
-(``GateCheck.awaiting``), not a failure, and the endpoint check is skipped; the gate lists the bucket
-itself because a not-ready pod's ``/readyz`` body reaches neither the ALB nor the probe events.
-The judging is pure; the calls are in ``infra/io/cluster_health.py``.
+``first_load_timeout_s``; **inference**: ``GET <inferenceUrl>/v1/models`` with the API key of the secret
+output ``inferenceGateKey`` answers 200 and serves the model from ``inference.model.version`` (promotion and
+rollback are that version's change). New pods whose release fetch (the init container) finds no release at
+all in the region's replica bucket is **no model release yet** (``GateCheck.awaiting``), not a failure, and
+the endpoint check is skipped; a version that is not there while others are is a failed rollout, and the
+running ReplicaSet keeps serving (``maxUnavailable: 0``). The judging is pure; the calls are in
+``infra/io/cluster_health.py``.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.core.config import Role
-from infra.inference.config import RELEASE_VERSION
+from infra.inference.config import LATEST, RELEASE_VERSION
 from infra.inference.documents import inference as inf
 from infra.io.aws_live import Clients
 from infra.io.cluster_health import (
     NodeGroupHealth,
     cluster_access,
     eks_token,
-    http_status,
+    http_json,
     list_nodes,
     list_pods,
     nodegroup_health,
@@ -110,14 +112,37 @@ def rollout_status(deployment: Mapping[str, Any]) -> tuple[str, str]:
     return "done", f"{available} of {updated} replicas available"
 
 
+def fetch_failure(pod: Mapping[str, Any]) -> tuple[int, str] | None:
+    """(exit code, its one line) when the pod's release fetch (init container) has failed, now or last
+    time (Kubernetes restarts a failed init container with back-off)."""
+    status = pod.get("status", {})
+    fetch = next(
+        (c for c in status.get("initContainerStatuses", []) if c.get("name") == inf.FETCH_CONTAINER), None
+    )
+    if fetch is None:
+        return None
+    for state in (fetch.get("state", {}), fetch.get("lastState", {})):
+        done = state.get("terminated")
+        if done and done.get("exitCode", 0) != 0:
+            line = (done.get("message") or done.get("reason") or "").strip().splitlines()
+            return int(done["exitCode"]), (line[-1] if line else "")
+    return None
+
+
 def pod_problem(pod: Mapping[str, Any]) -> str | None:
     """None when the pod's server is up (running, past its startup probe; ready or not), else why not:
-    unscheduled, waiting (image pull, crash loop...) or still starting."""
+    unscheduled, the release fetch failing (with its line), waiting (image pull, crash loop...) or still
+    starting."""
     name = pod.get("metadata", {}).get("name", "?")
     status = pod.get("status", {})
     for c in status.get("conditions", []):
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
             return f"{name}: not scheduled: {c.get('reason', '')}: {c.get('message', '')}".rstrip(": ")
+    failed = fetch_failure(pod)
+    if failed is not None:
+        code, line = failed
+        why = inf.FETCH_EXIT_CODES.get(code, "failed")
+        return f"{name}: {inf.FETCH_CONTAINER} exit {code} ({why}): {line}".rstrip(": ")
     server = next((c for c in status.get("containerStatuses", []) if c.get("name") == inf.CONTAINER), None)
     if server is None:
         return f"{name}: {status.get('phase', 'Pending')}, container {inf.CONTAINER} not created yet"
@@ -128,7 +153,7 @@ def pod_problem(pod: Mapping[str, Any]) -> str | None:
     if "terminated" in state:
         return f"{name}: container exited ({state['terminated'].get('reason', '')})"
     if not server.get("started"):
-        return f"{name}: starting (startup probe on {inf.LIVENESS_PATH} not passed yet)"
+        return f"{name}: starting (startup probe on {inf.HEALTH_PATH} not passed yet)"
     return None
 
 
@@ -138,15 +163,16 @@ def inference_rollout_check(
     versions: Sequence[str] | None,
     *,
     where: str,
-    pin_version: str | None = None,
+    version: str,
 ) -> tuple[GateCheck, bool]:
     """The inference Deployment's rollout and whether that judgment is settled (False: poll again).
 
     ``versions``: the release versions under ``where`` (the replica bucket's ``release/<model>/``), None
-    when they could not be listed. Rolled out: passed. Not rolled out, every pod's server up but no
-    release there: passed with ``awaiting`` (nothing to serve yet is not a failed deploy). A pinned version
-    that is not there while others are: failed (the server will not load another). Progress deadline
-    exceeded: failed. Anything else: not settled."""
+    when they could not be listed; ``version``: ``inference.model.version``. Rolled out: passed. Not
+    rolled out, every new pod's release fetch failing and no release there at all: passed with
+    ``awaiting`` (nothing to serve yet is not a failed deploy). A named version that is not there while
+    others are: failed (the pods will not serve another; the old ReplicaSet keeps serving). Progress
+    deadline exceeded: failed. Anything else: not settled."""
     name = "inference-rollout"
     if deployment is None:
         return GateCheck(name, False, f"Deployment {inf.NAME} does not exist"), True
@@ -154,28 +180,43 @@ def inference_rollout_check(
     if state == "done":
         return GateCheck(name, True, f"rolled out: {why}"), True
     problems = [p for p in (pod_problem(pod) for pod in pods) if p]
-    servers_up = bool(pods) and not problems
-    if versions is not None and servers_up:
+    fetch_failing = bool(pods) and all(fetch_failure(pod) is not None for pod in pods)
+    if versions is not None and fetch_failing:
         if not versions:
             return GateCheck(
                 name,
                 True,
-                f"{NO_RELEASE}: nothing under {where}; {len(pods)} pod(s) up and polling for it, not ready "
-                "(and the endpoint not checked) until a release is published and replicated there",
+                f"{NO_RELEASE}: nothing under {where}; {len(pods)} pod(s) retry the release fetch, not "
+                "ready (and the endpoint not checked) until a release is published and replicated there",
                 awaiting=AWAITING_RELEASE,
             ), True
-        if pin_version and pin_version not in versions:
+        if version != LATEST and version not in versions:
             newest = sorted(versions)[-1]
             return GateCheck(
                 name,
                 False,
-                f"inference.pin_version {pin_version} is not under {where} (newest there: {newest}); "
-                "the server serves nothing until it is: fix the pin or replicate that version",
+                f"inference.model.version {version} is not under {where} (newest there: {newest}); the new "
+                "pods serve nothing until it is and the running ones keep the previous release: fix the "
+                "version or replicate that release",
             ), True
     detail = "; ".join([why, *problems] if pods else [why, "no pods yet"])
     if versions is not None and not versions:
         detail += f"; {NO_RELEASE} under {where}"
     return GateCheck(name, False, detail), state == "timed out"
+
+
+def models_check(url: str, status: int | None, body: Any, why: str, cfg: PlatformConfig) -> GateCheck:
+    """The endpoint check: ``/v1/models`` answered 200 and serves the model from the directory of
+    ``inference.model.version`` (with ``latest`` the pods resolved it when they started)."""
+    assert cfg.inference is not None
+    if status != 200:
+        return GateCheck("inference", False, f"GET {url}: {status if status is not None else why}")
+    served = cfg.inference.engine.served_model_name or cfg.inference.model.name
+    version = cfg.inference.model.version
+    wrong = inf.models_answer_version(body, served_name=served, version=version)
+    if wrong is not None:
+        return GateCheck("inference", False, f"GET {url}: {wrong}; expected release {version}")
+    return GateCheck("inference", True, f"GET {url}: 200, serving {served} release {version}")
 
 
 class AwsHealthGate:
@@ -212,7 +253,7 @@ class AwsHealthGate:
     def _releases(self, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> tuple[list[str] | None, str]:
         """Release versions in the region's replica bucket (as the server lists them), and where."""
         assert cfg.inference is not None
-        prefix = f"{RELEASE_PREFIX}/{cfg.inference.model_name}"
+        prefix = f"{RELEASE_PREFIX}/{cfg.inference.model.name}"
         bucket = outputs.get("artifactsBucket")
         if not bucket:
             return None, f"{prefix}/ (no artifactsBucket output)"
@@ -241,7 +282,7 @@ class AwsHealthGate:
                     pods = list_pods(endpoint, token, ca, timeout, ns, inf.SELECTOR)
                     versions, where = self._releases(cfg, outputs)
                 check, settled = inference_rollout_check(
-                    deployment, pods, versions, where=where, pin_version=cfg.inference.pin_version
+                    deployment, pods, versions, where=where, version=cfg.inference.model.version
                 )
             except (OSError, ValueError, KeyError) as exc:
                 check, settled = (
@@ -252,12 +293,16 @@ class AwsHealthGate:
                 return check
             self.sleep(self.health.poll_interval_s)
 
-    def _inference(self, outputs: Mapping[str, Any]) -> GateCheck:
+    def _inference(self, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> GateCheck:
+        assert cfg.inference is not None
         url = str(outputs[self.health.inference_url_output]).rstrip("/") + self.health.inference_health_path
-        status, why = http_status(url, self.health.http_timeout_s)
-        if status == 200:
-            return GateCheck("inference", True, f"GET {url}: 200")
-        return GateCheck("inference", False, f"GET {url}: {status if status is not None else why}")
+        key = outputs.get(self.health.inference_key_output)
+        if not key:
+            return GateCheck(
+                "inference", False, f"no {self.health.inference_key_output} output to call {url}"
+            )
+        status, body, why = http_json(url, self.health.http_timeout_s, bearer=str(key))
+        return models_check(url, status, body, why, cfg)
 
     def check(self, stack: str, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> list[GateCheck]:
         checks = [outputs_check(outputs, required_outputs(cfg, self.health))]
@@ -266,6 +311,6 @@ class AwsHealthGate:
         checks.append(self._nodes(cfg, outputs))
         if cfg.role is Role.infer and cfg.inference is not None and checks[-1].ok:
             checks.append(self._inference_rollout(cfg, outputs))
-        if cfg.role is Role.infer and checks[-1].ok and not checks[-1].awaiting:
-            checks.append(self._inference(outputs))
+        if cfg.role is Role.infer and cfg.inference is not None and checks[-1].ok and not checks[-1].awaiting:
+            checks.append(self._inference(cfg, outputs))
         return checks

@@ -29,6 +29,8 @@ from pulumi.runtime.stack import run_in_stack
 
 from infra.core.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
 from infra.edge.config import API_KEYS_KEY
+from infra.edge.wire import API_KEYS_OUTPUT
+from infra.inference.config import API_KEYS_SECRET
 from infra.io.policypack import stack_allowlists
 from infra.io.stackfiles import (
     default_stacks_dir,
@@ -46,7 +48,10 @@ SECRET = "[secret]"
 # set with `pulumi config set --secret` for a real stack); it is marked secret, so it never reaches a plan.
 PLAN_SECRET_VALUE = "https://plan.invalid/secret"
 # The same for the inference API keys a train stack holds (aiplat:inference-api-keys, a JSON list).
-PLAN_API_KEYS = ["plan-key-a", "plan-key-b"]
+def plan_api_keys(slots: int = 2) -> list[str]:
+    """Placeholder API keys of the plan's config, shaped as the inference Secret requires (distinct, 32+
+    characters)."""
+    return [f"plan-placeholder-api-key-{i}".ljust(32, "x") for i in range(slots)]
 
 
 def _scrub(value: Any) -> Any:
@@ -223,13 +228,18 @@ def config_as_json(cfg: PlatformConfig) -> dict[str, Any]:
 def plan_config(cfg: PlatformConfig) -> tuple[dict[str, str], list[str]]:
     """The Pulumi config the program reads under the plan, and which keys of it are secrets: the platform
     section, plus a placeholder for each Alertmanager receiver URL (``aiplat:alertmanager-<receiver>``,
-    a Pulumi secret of the real stack)."""
+    a Pulumi secret of the real stack) and, on infer stacks, placeholder API keys
+    (``aiplat:inference-api-keys``, as many as ``inference.auth.api_key_slots``)."""
     secrets = [f"{PROJECT}:{key}" for key in cfg.monitoring.receiver_secret_keys().values()]
     config = {CONFIG_KEY: json.dumps(config_as_json(cfg)), **{key: PLAN_SECRET_VALUE for key in secrets}}
     if cfg.role is Role.train:
         # the inference API keys the train stack hands to the infer stacks (infra/edge/wire.py)
-        config[API_KEYS_KEY] = json.dumps(PLAN_API_KEYS)
+        config[API_KEYS_KEY] = json.dumps(plan_api_keys())
         secrets.append(API_KEYS_KEY)
+    if cfg.role is Role.infer and cfg.inference is not None:
+        key = f"{PROJECT}:{API_KEYS_SECRET}"
+        config[key] = json.dumps(plan_api_keys(cfg.inference.auth.api_key_slots))
+        secrets.append(key)
     return config, secrets
 
 
@@ -258,7 +268,11 @@ def run_plan(
     referenced = {}
     # (a source stack without a file is the rule 'source-stack-replicates-here's to report)
     if cfg.storage.source_stack and stack_file(cfg.storage.source_stack, stacks_dir).exists():
-        referenced[cfg.storage.source_stack] = planned_outputs(cfg.storage.source_stack, stacks_dir)
+        outputs = dict(planned_outputs(cfg.storage.source_stack, stacks_dir))
+        if API_KEYS_OUTPUT in outputs:
+            # the plan file masks the secret; the referencing stack reads the placeholders it was made from
+            outputs[API_KEYS_OUTPUT] = plan_api_keys()
+        referenced[cfg.storage.source_stack] = outputs
     mock_type = FirstPreviewMocks if first_preview else AwsSnapshotMocks
     mocks = mock_type(cfg.region, stack_outputs=referenced)
     findings: list[Finding] = []

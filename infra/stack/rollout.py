@@ -44,7 +44,13 @@ class HealthGateConfig(Strict):
         description="Infer stacks: the stack output holding the inference endpoint's base URL.",
     )
     inference_health_path: str = Field(
-        "/healthz", description="Infer stacks: the path of the inference server's health check (HTTP 200)."
+        "/v1/models",
+        description="Infer stacks: the path the gate asks with an API key; it must answer 200 with the "
+        "stack's inference.model.version as the served model's root (vLLM's model list).",
+    )
+    inference_key_output: str = Field(
+        "inferenceGateKey",
+        description="Infer stacks: the secret stack output holding the API key the gate presents.",
     )
     http_timeout_s: Annotated[float, Field(gt=0, le=120)] = Field(
         10, description="Timeout of one health-check request (seconds)."

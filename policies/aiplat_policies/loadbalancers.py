@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from infra.inference.documents import alb
+from infra.inference.documents.inference import VLLM_GUARDED_PREFIXES
 from infra.inference.rules import TLS13_ONLY_POLICIES
 from infra.services.config import LoadBalancerControllerConfig
 
@@ -29,7 +30,7 @@ from .core import (
     stack_rule,
     violation,
 )
-from .kubernetes import RELEASE, SERVICE
+from .kubernetes import RELEASE, SERVICE, containers, pod_specs
 
 # What ELB (API, CloudFormation, the LB controller) uses when no policy is named.
 ELB_DEFAULT_POLICY = "ELBSecurityPolicy-2016-08"
@@ -206,3 +207,125 @@ def k8s_load_balancer_tls13(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
                 f"annotate {NLB}ssl-negotiation-policy with one of {allowed}",
                 svc.urn,
             )
+
+
+DEPLOYMENT_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
+# ALB authentication actions (authenticate-oidc / authenticate-cognito on every rule of the Ingress).
+ALB_AUTH_TYPES = ("oidc", "cognito")
+API_KEY_FLAG = "--api-key"
+
+
+def _key_refs_from_secrets(container: dict[str, Any]) -> bool:
+    """Whether the container runs with ``--api-key`` whose every value is ``$(VAR)`` of a variable taken
+    from a Secret (so the keys are neither absent nor plain text in the pod spec)."""
+    args = [*as_list(container.get("command")), *as_list(container.get("args"))]
+    if API_KEY_FLAG not in args:
+        return False
+    values = []
+    for a in args[args.index(API_KEY_FLAG) + 1 :]:
+        if not isinstance(a, str) or a.startswith("--"):
+            break
+        values.append(a)
+    from_secret = {
+        e.get("name")
+        for e in as_list(container.get("env"))
+        if isinstance(e, dict) and dig(e, "valueFrom", "secretKeyRef") is not None
+    }
+    return bool(values) and all(
+        v.startswith("$(") and v.endswith(")") and v[2:-1] in from_secret for v in values
+    )
+
+
+def _backend_pods(stack: Stack, namespace: Any, service: Any) -> tuple[list[dict[str, Any]], bool]:
+    """The pod specs of the Deployments/StatefulSets in ``namespace`` whose pod labels the Service
+    ``service`` selects, and whether any of them is unknown (built from values of this update)."""
+    selectors = [
+        s.get("spec", "selector")
+        for s in stack.of_type(SERVICE)
+        if s.get("metadata", "name") == service and s.get("metadata", "namespace") == namespace
+    ]
+    out: list[dict[str, Any]] = []
+    unknown = False
+    for w in stack.of_type(*DEPLOYMENT_TYPES):
+        if w.get("metadata", "namespace") != namespace:
+            continue
+        labels = w.get("spec", "template", "metadata", "labels")
+        for sel in selectors:
+            if isinstance(sel, dict) and isinstance(labels, dict) and sel.items() <= labels.items():
+                spec = w.get("spec", "template", "spec")
+                if spec is UNKNOWN or dig(spec, "containers") is UNKNOWN:
+                    unknown = True
+                else:
+                    out += [s for _, s in pod_specs(spec or {})]
+    return out, unknown
+
+
+def _routes(ing: Res) -> list[tuple[Any, Any]]:
+    """(path, backend service name) of every rule path of an Ingress, and ("<default>", service) for a
+    defaultBackend."""
+    out = []
+    default = ing.get("spec", "defaultBackend", "service", "name")
+    if default is not None:
+        out.append(("<default backend>", default))
+    for rule in as_list(ing.get("spec", "rules")):
+        for path in as_list(dig(rule, "http", "paths")):
+            out.append((dig(path, "path"), dig(path, "backend", "service", "name")))
+    return out
+
+
+@stack_rule(
+    "k8s-internet-ingress-authenticated",
+    description="An internet-facing ALB Ingress authenticates every request: ALB authentication "
+    "(auth-type oidc or cognito), or a backend that checks API keys from a Secret on every routed path "
+    "(vLLM --api-key with $(VAR) values from secretKeyRef, paths under its guarded prefixes "
+    f"{', '.join(VLLM_GUARDED_PREFIXES)}). A path outside them (/metrics, /health, /) is served to anyone.",
+    severity=HIGH,
+    doc="https://docs.vllm.ai/en/latest/usage/security.html",
+    unknowns=deferred_unknowns("annotations map", kind="stack")
+    + " An unknown path, backend or container argument is a violation outside a preview, skipped at one.",
+    defers=unknown_annotations,
+)
+def k8s_internet_ingress_authenticated(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
+    for ing in stack.of_type(INGRESS):
+        ann, refused = _annotations(ing, ctx)
+        yield from refused
+        if ann is None or ann.get(f"{ALB}scheme") != "internet-facing":
+            continue
+        if ann.get(f"{ALB}auth-type") in ALB_AUTH_TYPES:
+            continue
+        namespace = ing.get("metadata", "namespace")
+        routes = _routes(ing)
+        if not routes:
+            continue
+        for path, service in routes:
+            if UNKNOWN in (path, service):
+                if not ctx.at_preview:
+                    yield violation(
+                        f"Ingress {ing.name!r} routes an unknown path or backend",
+                        "build the Ingress paths from known values",
+                        ing.urn,
+                    )
+                continue
+            if not (isinstance(path, str) and path.startswith(tuple(f"{p}/" for p in VLLM_GUARDED_PREFIXES))):
+                yield violation(
+                    f"internet-facing Ingress {ing.name!r} routes {path!r} to {service!r} without "
+                    "authentication (no ALB auth-type; the backend checks keys only under "
+                    f"{', '.join(VLLM_GUARDED_PREFIXES)})",
+                    "route only the API paths (e.g. /v1/completions, /v1/models), or annotate "
+                    f"{ALB}auth-type: oidc with an identity provider",
+                    ing.urn,
+                )
+                continue
+            pods, unknown = _backend_pods(stack, namespace, service)
+            if unknown and ctx.at_preview:
+                continue
+            checked = all(any(_key_refs_from_secrets(c) for c in containers(p)) for p in pods)
+            if not pods or unknown or not checked:
+                yield violation(
+                    f"internet-facing Ingress {ing.name!r} routes {path!r} to {service!r}, whose pods do not "
+                    f"check API keys ({API_KEY_FLAG} with values from a Secret) and the ALB does not "
+                    "authenticate",
+                    f"run the server with {API_KEY_FLAG} $(VAR) ... and each VAR from a secretKeyRef, or "
+                    f"annotate {ALB}auth-type: oidc",
+                    ing.urn,
+                )

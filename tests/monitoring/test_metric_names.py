@@ -4,8 +4,11 @@ Emitted names come from the sources themselves where they are in this repository
 - dcgm-exporter: the fields of ``infra/monitoring/dcgm/counters.csv`` (the exporter names each metric after
   its field);
 - the EFA exporter: what ``collect()`` writes for a sysfs tree with every counter the EFA driver defines;
-- the trainer / inference server: ``tests/monitoring/emitted/{trainer,inference}.txt``, checked here
-  against their Prometheus registries so the lists cannot drift from the code;
+- the trainer: ``tests/monitoring/emitted/trainer.txt``, checked here against its Prometheus registry so
+  the list cannot drift from the code;
+- vLLM: ``tests/monitoring/emitted/vllm.txt``, the sample names of every metric the pinned version's
+  ``vllm/v1/metrics/loggers.py`` creates (vLLM 0.33.0 wheel, recorded by
+  tests/infra/inference/data/record_vllm.py: vLLM needs CUDA torch, so it is not imported here);
 - Fluent Bit (the log collector): ``emitted/fluent-bit-5.1.1.txt``, from its source at the chart's appVersion;
 - node-exporter, kube-state-metrics, the kubelet, Prometheus: ``emitted/upstream.yaml``, with sources.
 
@@ -91,8 +94,8 @@ def emitted(tmp_path: Path) -> dict[str, str]:
         out[name] = "efa-exporter"
     for name in names_of((EMITTED / "trainer.txt").read_text()):
         out[name] = "trainer"
-    for name in names_of((EMITTED / "inference.txt").read_text()):
-        out[name] = "inference server"
+    for name in names_of((EMITTED / "vllm.txt").read_text()):
+        out[name] = "vllm"
     for name in names_of((EMITTED / FLUENT_BIT_NAMES).read_text()):
         out[name] = "fluent-bit"
     for name in yaml.safe_load((EMITTED / "upstream.yaml").read_text()):
@@ -248,12 +251,15 @@ def test_trainer_list_matches_the_trainer() -> None:
     assert registered == names_of((EMITTED / "trainer.txt").read_text())
 
 
-def test_inference_list_matches_the_inference_server() -> None:
-    from inference.metrics import Metrics
+def test_vllm_list_is_of_the_pinned_version_and_has_the_renamed_names() -> None:
+    """The list is the pinned vLLM's (infra/inference/config.py VLLM_VERSION), and holds the current names
+    of series vLLM renamed (gpu_cache_usage_perc -> kv_cache_usage_perc; the V0 engine's names are gone)."""
+    from infra.inference.config import VLLM_VERSION
 
-    metrics = Metrics()
-    metrics.serving("model", "v1", 1)
-    metrics.requests.labels("200").inc()
-    metrics.batch_size.labels("decode").observe(1)
-    registered = {s.name for fam in metrics.registry.collect() for s in fam.samples}
-    assert registered == names_of((EMITTED / "inference.txt").read_text())
+    text = (EMITTED / "vllm.txt").read_text()
+    assert text.startswith(f"# vLLM {VLLM_VERSION} (PyPI wheel vllm-{VLLM_VERSION})")
+    assert "from vllm/v1/metrics/loggers.py" in text.splitlines()[1]
+    names = names_of(text)
+    assert {"vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting"} <= names
+    assert {"vllm:num_preemptions_total", "vllm:time_to_first_token_seconds_bucket"} <= names
+    assert "vllm:gpu_cache_usage_perc" not in names and "vllm:num_preemptions" not in names

@@ -103,6 +103,18 @@ CASES = [
         "metadata.annotations",
         "the annotations of Ingress 'ing' are unknown outside a preview",
     ),
+    (
+        "k8s-internet-ingress-authenticated",
+        [
+            R(
+                INGRESS,
+                "ing",
+                {"metadata": {"name": "ing", "annotations": UNKNOWN}, "spec": {"ingressClassName": "alb"}},
+            )
+        ],
+        "metadata.annotations",
+        "the annotations of Ingress 'ing' are unknown outside a preview",
+    ),
 ]
 IDS = [f"{c[0]}-{c[2]}" for c in CASES]
 

@@ -1,4 +1,4 @@
-"""InferenceServer: the inference server's Deployment behind an ALB Ingress, with its Service,
+"""InferenceServer: the vLLM Deployment behind an ALB Ingress, with the Secret of its API keys, its Service,
 PodDisruptionBudget, the NetworkPolicy that lets the ALB in, and the KEDA ScaledObject that owns its
 HorizontalPodAutoscaler.
 
@@ -27,26 +27,32 @@ KEDA_API = "keda.sh/v1alpha1"  # ScaledObject of KEDA 2.20 (keda/templates/crds/
 # pulumi-kubernetes waits for a Deployment until its new ReplicaSet is available unless the object carries
 # this annotation set to "true" (provider/pkg/metadata/overrides.go SkipAwaitLogic; added in
 # https://github.com/pulumi/pulumi-kubernetes/pull/417): then the create/update is done once the API server
-# accepted the object, and the resources that depend on it (the ScaledObject) go ahead. Finding F6: the
-# server's pods are ready only once a verified release is in the region's replica bucket (inference/app.py
-# /readyz), which a new platform does not have before its first training run is published and replicated,
-# so awaiting them failed the first `pulumi up` of every infer stack with ProgressDeadlineExceeded. The
-# rollout's health gate judges the Deployment instead (infra/ops/health.py), and tells "no model release
-# yet" apart from a broken rollout.
+# accepted the object, and the resources that depend on it (the ScaledObject) go ahead. The pods are ready
+# only once the release named in inference.model.version is in the region's replica bucket and verifies,
+# which a new platform does not have before its first training run is published and replicated, so
+# awaiting them would fail the first `pulumi up` of every infer stack with ProgressDeadlineExceeded. The
+# rollout's health gate judges the Deployment instead (infra/ops/health.py), and tells "release not
+# replicated yet" apart from a broken rollout.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 
 @dataclass(frozen=True, kw_only=True)
 class InferenceServerArgs:
-    """The server (``server``, ``image``, ``release_root``), its HTTPS entry (``ingress`` for ``host`` with
-    ``certificate_arn`` and ``waf_acl_arn``; None detaches any web ACL), autoscaling, the CIDRs the ALB
-    sends from, and what the ScaledObject waits for (KEDA's release: its CRD)."""
+    """The server (``server``, the vLLM ``image``, the fetch tool's ``fetch_image``, ``release_root``), its
+    API keys (``api_keys``: a secret list, ``server.api_key_slots`` long, named ``api_keys_source`` in
+    errors), its HTTPS entry (``ingress`` for ``host`` and ``paths`` with ``certificate_arn`` and
+    ``waf_acl_arn``; None detaches any web ACL), autoscaling, the CIDRs the ALB sends from, and what the
+    ScaledObject waits for (KEDA's release: its CRD)."""
 
     namespace: str
     server: inf.ServerSpec
     image: pulumi.Input[str]
+    fetch_image: pulumi.Input[str]
     release_root: pulumi.Input[str]
+    api_keys: pulumi.Input[Sequence[str]]
+    api_keys_source: str
     host: str
+    paths: Sequence[str]
     ingress: alb.IngressSpec
     certificate_arn: pulumi.Input[str]
     waf_acl_arn: pulumi.Input[str] | None
@@ -71,6 +77,18 @@ class InferenceServer(pulumi.ComponentResource):
                 name=inf.NAME, namespace=ns, labels=inf.labels(), annotations=annotations
             )
 
+        slots = args.server.api_key_slots
+        source = args.api_keys_source
+        self.api_keys = k8s.core.v1.Secret(
+            f"{name}-api-keys",
+            metadata=meta(),
+            type="Opaque",
+            # the provider marks a Secret's data secret in the state and the plan
+            string_data=pulumi.Output.from_input(args.api_keys).apply(
+                lambda keys: inf.api_keys_secret_data(keys, slots=slots, source=source)
+            ),
+            opts=child_options(self, opts),
+        )
         self.service = k8s.core.v1.Service(
             f"{name}-service", metadata=meta(), spec=inf.service_spec(), opts=child_options(self, opts)
         )
@@ -91,19 +109,23 @@ class InferenceServer(pulumi.ComponentResource):
             f"{name}-ingress",
             metadata=meta(annotations),
             spec=with_hosts(
-                alb.ingress_spec(host=args.host, service=inf.NAME, service_port=inf.SERVICE_PORT_NAME),
+                alb.ingress_spec(
+                    host=args.host, service=inf.NAME, service_port=inf.SERVICE_PORT_NAME, paths=args.paths
+                ),
                 args.extra_hosts,
             ),
             opts=child_options(self, opts, depends_on=[self.service]),
         )
-        spec = pulumi.Output.all(args.image, args.release_root).apply(
-            lambda v: inf.deployment_spec(args.server, image=v[0], release_root=v[1])
+        # Deploy-time values as leaves, so the rest of the spec (args, probes, security) stays known to the
+        # policy pack at preview.
+        spec = inf.deployment_spec(
+            args.server, image=args.image, fetch_image=args.fetch_image, release_root=args.release_root
         )
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=meta(dict(SKIP_AWAIT)),
             spec=spec,
-            opts=child_options(self, opts, depends_on=[self.ingress, self.policy]),
+            opts=child_options(self, opts, depends_on=[self.ingress, self.policy, self.api_keys]),
         )
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(), spec=inf.pdb_spec(), opts=child_options(self, opts)

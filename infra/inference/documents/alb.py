@@ -5,6 +5,10 @@ Annotation names and value formats are those of the controller v3.5.0
 Things that are silently wrong if missing: the controller's own TLS default is ``ELBSecurityPolicy-2016-08``
 (TLS 1.0-1.2), an absent ``wafv2-acl-arn`` leaves whatever web ACL is attached in place (``none`` removes
 it), and the ALB's 60 s idle timeout would cut a generation that takes longer.
+
+Routes: only the OpenAI paths the server offers, each ``Exact``; everything else (``/metrics``,
+``/health``, vLLM's unauthenticated ``/invocations``) gets the ALB's 404. The ALB's health check goes to the
+targets directly, not through a route.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ HTTP_PORT = 80
 # Seconds the ALB keeps a connection with no bytes on it beyond the longest generation (responses are not
 # streamed, so a request is silent until it is answered).
 IDLE_MARGIN_S = 30
-# Health checks of /readyz: a replica takes traffic two checks after it has a model, stops two after not.
+# Health checks of vLLM's /health (no key needed): a replica takes traffic two checks after its engine is up,
+# stops two after not (the readiness probe, which asks /v1/models with a key, removes it sooner).
 HEALTH_INTERVAL_S = 10
 HEALTH_TIMEOUT_S = 5
 HEALTH_THRESHOLD = 2
@@ -92,22 +97,16 @@ def ingress_annotations(s: IngressSpec, *, certificate_arn: Any, waf_acl_arn: An
     return {PREFIX + k: v for k, v in annotations.items()}
 
 
-def ingress_spec(*, host: str, service: str, service_port: str) -> dict[str, Any]:
-    """``Ingress.spec``: requests for ``host`` go to ``service``; others get the ALB's 404."""
+def ingress_spec(*, host: str, service: str, service_port: str, paths: Sequence[str]) -> dict[str, Any]:
+    """``Ingress.spec``: requests for exactly one of ``paths`` on ``host`` go to ``service``; any other
+    path or host gets the ALB's 404."""
+    backend = {"service": {"name": service, "port": {"name": service_port}}}
     return {
         "ingressClassName": INGRESS_CLASS,
         "rules": [
             {
                 "host": host,
-                "http": {
-                    "paths": [
-                        {
-                            "path": "/",
-                            "pathType": "Prefix",
-                            "backend": {"service": {"name": service, "port": {"name": service_port}}},
-                        }
-                    ]
-                },
+                "http": {"paths": [{"path": p, "pathType": "Exact", "backend": backend} for p in paths]},
             }
         ],
     }

@@ -1,18 +1,20 @@
-"""The inference server's Kubernetes objects as data: Deployment, Service, PodDisruptionBudget, the KEDA
+"""The inference server's Kubernetes objects as data: the vLLM Deployment (with the init container that
+fetches and verifies the release), the Secret of API keys, Service, PodDisruptionBudget, the KEDA
 ScaledObject that owns its HorizontalPodAutoscaler, and the NetworkPolicy that lets the ALB in. Pure, no
 Pulumi.
 
-What the server expects is in ``inference/serve.py``'s docstring (docs/inference/server.md): one port,
-8080, for the API, the probes and ``/metrics``; ``/healthz`` for liveness (never looks at the model),
-``/readyz`` for readiness; user 10001 on a read-only root filesystem with two writable ``emptyDir``
-mounts; SIGTERM drains for ``INFERENCE_DRAIN_DELAY_S`` then waits ``INFERENCE_GRACEFUL_SHUTDOWN_S`` for
-requests in flight. The ``infra`` package may not import ``inference`` (separate programs), so the names
-it exports are repeated here and tied to the server's own by tests
-(``tests/infra/inference/documents/test_inference.py``).
+vLLM 0.33.0's OpenAI server (``vllm serve``): one port for the API, ``/health`` (engine alive, never
+authenticated) and ``/metrics``; ``--api-key`` guards only paths under ``/v1``, ``/v2``, ``/inference`` and
+``/cohere`` (vllm/entrypoints/serve/middleware/authenticate.py GUARDED_PREFIX), so the Ingress routes
+nothing else. On SIGTERM it drains in-flight requests for ``--shutdown-timeout`` seconds
+(vllm/entrypoints/launchers/launcher.py). The release comes from the fetch tool of our ``inference`` image
+(``python -m inference.fetch``: exit 0 once ``--dest`` holds the verified release, else exit 3/4 with one
+line on stderr and nothing left behind), into an ``emptyDir`` vLLM loads with no hub access.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,123 +23,323 @@ from infra.core.namespaces import PART_OF
 from infra.inference.config import size_bytes
 from infra.pools.documents.nodes import GPU_RESOURCE
 
-NAME = "inference"  # Deployment, Service, PDB, ScaledObject, HPA and Ingress
+NAME = "inference"  # Deployment, Service, PDB, ScaledObject, HPA, Ingress and the API keys' Secret
 CONTAINER = "server"
+FETCH_CONTAINER = "fetch-release"
 SELECTOR = {"app.kubernetes.io/name": "inference-server"}
 LABELS = {**SELECTOR, "app.kubernetes.io/component": "server", **PART_OF}
-# One container port for the API, the probes and /metrics. Its name is what the monitoring PodMonitor
-# (infra/monitoring/documents.py inference_pod_monitor_spec) and the namespace's scrape policy select it by.
-PORT = 8080
+# One container port for the API, the probes and /metrics (vLLM's default port, FrontendArgs.port). Its
+# name is what the monitoring PodMonitor (infra/monitoring/documents.py inference_pod_monitor_spec) and
+# the namespace's scrape policy select it by.
+PORT = 8000
 PORT_NAME = "metrics"
 SERVICE_PORT = 80
 SERVICE_PORT_NAME = "http"
-LIVENESS_PATH = "/healthz"
-READINESS_PATH = "/readyz"
-CACHE_DIR = "/var/cache/inference"
+# vLLM's unauthenticated liveness route: 200 while the engine process is alive
+# (vllm/entrypoints/serve/instrumentator/health.py).
+HEALTH_PATH = "/health"
+# Readiness: the model list, behind the API key (so the probe presents one, see readiness_probe).
+MODELS_PATH = "/v1/models"
+# The path prefixes under which vLLM's --api-key is checked (AuthenticationMiddleware GUARDED_PREFIX,
+# vllm/entrypoints/serve/middleware/authenticate.py at 0.33.0); every other path (/metrics, /health,
+# /invocations, ...) is served without a key.
+VLLM_GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
+# The OpenAI routes clients reach through the Ingress (vllm/entrypoints/openai/*/api_router.py).
+COMPLETIONS_PATH = "/v1/completions"
+CHAT_PATH = "/v1/chat/completions"
+MODELS_DIR = "/models"
 TMP_DIR = "/tmp"
-RUN_AS = 10001  # the image's user (images/inference/Dockerfile)
-# The gauge the autoscaler reads, per pod: generations accepted and not answered yet (queued + generating).
-IN_FLIGHT_METRIC = "inference_requests_in_flight"
-# Seconds between SIGTERM's end of the server's shutdown and SIGKILL: uvicorn's lifespan shutdown (stop the
-# batcher and the poller) and the process exit need a moment after the grace for requests.
-SHUTDOWN_MARGIN_S = 10
-# Logs and other container writes beyond the two emptyDirs (the root filesystem is read-only).
+SHM_DIR = "/dev/shm"
+RUN_AS = 10001  # the user of both images (images/inference/Dockerfile, images/vllm/Dockerfile)
+# The Secret's data keys and the env variables holding the API keys, one per slot. Not VLLM_*: vLLM warns
+# about environment variables with its prefix that it does not know (vllm/envs.py).
+API_KEY_ENV = "AIPLAT_API_KEY_{}"
+API_KEY_DATA = "api-key-{}"
+# Seconds between the end of vLLM's drain and SIGKILL: the engine and API processes exit after it.
+SHUTDOWN_MARGIN_S = 15
+# Logs and other container writes beyond the emptyDirs (the root filesystem is read-only).
 EPHEMERAL_HEADROOM = 1 * 2**30
+# The fetch tool's exit codes (C1; inference/fetch.py): what the rollout gate says about a failed fetch.
+FETCH_EXIT_CODES = {
+    2: "bad arguments or the models volume",
+    3: "release missing, partial, corrupt or unsigned",
+    4: "release store unreachable",
+}
+# vLLM sends usage statistics to usage.vllm.ai by default; the NetworkPolicies block it anyway, and the
+# hub must never be asked for the model (the release is local). https://docs.vllm.ai/en/latest/usage/usage_stats.html
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
 class ServerSpec:
-    """Everything the Deployment says besides the image and the release root (which come from the training
-    stack and are resolved at deploy time)."""
+    """Everything the Deployment says besides the two images and the release root (which come from the
+    training stack and are resolved at deploy time)."""
 
     model_name: str
+    model_version: str
+    served_model_name: str
     region: str
     service_account: str
-    pin_version: str | None = None
     pool_label: str
     pools: Sequence[str]
     gpu_taint: tuple[str, str]
     cpu: str
     cpu_limit: str | None
     memory: str
-    cache_size: str
+    model_volume_size: str
     tmp_size: str
-    drain_delay_s: int
-    graceful_shutdown_s: int
-    request_timeout_s: int
+    shm_size: str
+    dtype: str
+    max_model_len: int
+    gpu_memory_utilization: float
+    max_num_seqs: int
+    gpus: int
+    api_key_slots: int
+    prestop_s: int
+    shutdown_timeout_s: int
     first_load_timeout_s: int
 
 
+def api_paths(*, chat: bool) -> list[str]:
+    """The paths the Ingress routes: completions, chat completions when the model has a chat template,
+    and the model list. All under ``/v1``, so vLLM checks the API key on every one."""
+    return [COMPLETIONS_PATH, *([CHAT_PATH] if chat else []), MODELS_PATH]
+
+
+def model_dir(version: str) -> str:
+    """Where the init container puts the release and vLLM loads it from. The version is in the path, so
+    vLLM's ``/v1/models`` answers it as the model's ``root`` (the rollout gate checks that)."""
+    return f"{MODELS_DIR}/{version}"
+
+
 def termination_grace_s(s: ServerSpec) -> int:
-    """terminationGracePeriodSeconds: the server's drain delay, its grace for requests in flight, then the
-    margin (the server's docstring asks for more than drain + grace + a few seconds)."""
-    return s.drain_delay_s + s.graceful_shutdown_s + SHUTDOWN_MARGIN_S
+    """terminationGracePeriodSeconds: the preStop pause, vLLM's drain of in-flight requests, then the
+    margin for the processes to exit."""
+    return s.prestop_s + s.shutdown_timeout_s + SHUTDOWN_MARGIN_S
 
 
 def ephemeral_storage(s: ServerSpec) -> str:
-    """The container's ephemeral-storage request and limit: both emptyDirs (they count against it) plus
-    headroom for logs, so the scheduler puts the pod on a node with room for two model versions."""
-    total = size_bytes(s.cache_size) + size_bytes(s.tmp_size) + EPHEMERAL_HEADROOM
+    """The pod's ephemeral-storage request and limit (on the server container): the disk-backed emptyDirs
+    (they count against it) plus headroom for logs, so the scheduler picks a node with room for the
+    release."""
+    total = size_bytes(s.model_volume_size) + size_bytes(s.tmp_size) + EPHEMERAL_HEADROOM
     return f"{total // 2**20}Mi"
 
 
-def server_env(s: ServerSpec, *, release_root: str) -> list[dict[str, str]]:
-    """The server's settings (inference/config.py); only variables it knows, since an unknown
-    ``INFERENCE_*`` variable is a configuration error (exit 2)."""
-    env = {
-        "INFERENCE_RELEASE_ROOT": release_root,
-        "INFERENCE_MODEL_NAME": s.model_name,
-        **({"INFERENCE_PIN_VERSION": s.pin_version} if s.pin_version else {}),
-        "INFERENCE_HTTP_PORT": str(PORT),
-        "INFERENCE_CACHE_DIR": CACHE_DIR,
-        "INFERENCE_DRAIN_DELAY_S": str(s.drain_delay_s),
-        "INFERENCE_GRACEFUL_SHUTDOWN_S": str(s.graceful_shutdown_s),
-        "INFERENCE_REQUEST_TIMEOUT_S": str(s.request_timeout_s),
-        # S3 through boto3: pods cannot read the region from instance metadata (hop limit 1, and the
-        # namespace's NetworkPolicies block 169.254.169.254).
-        "AWS_REGION": s.region,
-        "AWS_DEFAULT_REGION": s.region,
-    }
-    return [{"name": k, "value": v} for k, v in env.items()]
+def api_key_envs(slots: int, secret: str = NAME) -> list[dict[str, Any]]:
+    """One variable per key slot, from the Secret (never a value in the pod spec). A missing key stops the
+    container from starting (CreateContainerConfigError): never a server without keys."""
+    return [
+        {
+            "name": API_KEY_ENV.format(i),
+            "valueFrom": {"secretKeyRef": {"name": secret, "key": API_KEY_DATA.format(i)}},
+        }
+        for i in range(slots)
+    ]
 
 
-def _probe(path: str, *, period: int, timeout: int, failures: int) -> dict[str, Any]:
-    return {
-        "httpGet": {"path": path, "port": PORT_NAME},
-        "periodSeconds": period,
-        "timeoutSeconds": timeout,
-        "failureThreshold": failures,
-    }
+def api_keys_secret_data(keys: Sequence[str], *, slots: int, source: str) -> dict[str, str]:
+    """The Secret's ``stringData`` for ``keys`` (C2: the one place a key list becomes the Secret).
+
+    Exactly ``slots`` distinct keys of at least 32 characters, without whitespace (vLLM compares the whole
+    ``Authorization: Bearer <key>`` value); ``source`` names where they came from in errors."""
+    if not isinstance(keys, Sequence) or isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
+        raise ValueError(
+            f"{source}: must be a JSON list of strings; set it with "
+            f'`pulumi config set --secret {source} \'["<key1>", "<key2>"]\'`'
+        )
+    problems = []
+    if len(keys) != slots:
+        problems.append(f"holds {len(keys)} keys, inference.auth.api_key_slots is {slots}")
+    if len(set(keys)) != len(keys):
+        problems.append("names a key twice")
+    short = [i for i, k in enumerate(keys) if len(k) < 32 or any(c.isspace() for c in k)]
+    if short:
+        problems.append(f"keys at positions {short} are shorter than 32 characters or contain whitespace")
+    if problems:
+        raise ValueError(
+            f"{source}: {'; '.join(problems)}; set {slots} distinct random keys, e.g. "
+            "`openssl rand -hex 32` each, with `pulumi config set --secret "
+            f"{source} '[\"<key1>\", ...]'`"
+        )
+    return {API_KEY_DATA.format(i): k for i, k in enumerate(keys)}
+
+
+def vllm_args(s: ServerSpec) -> list[str]:
+    """``vllm serve`` arguments. Every flag exists in the pinned vLLM (tests/infra/inference/data)."""
+    keys = [f"$({API_KEY_ENV.format(i)})" for i in range(s.api_key_slots)]
+    return [
+        "--model",
+        model_dir(s.model_version),
+        "--served-model-name",
+        s.served_model_name,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(PORT),
+        "--dtype",
+        s.dtype,
+        "--max-model-len",
+        str(s.max_model_len),
+        "--gpu-memory-utilization",
+        str(s.gpu_memory_utilization),
+        "--max-num-seqs",
+        str(s.max_num_seqs),
+        "--tensor-parallel-size",
+        str(s.gpus),
+        "--shutdown-timeout",
+        str(s.shutdown_timeout_s),
+        # Kubernetes expands $(VAR) in args from the container's env: the keys stay in the Secret.
+        "--api-key",
+        *keys,
+        # Probes and scrapes every few seconds would drown the access log.
+        "--disable-access-log-for-endpoints",
+        f"{HEALTH_PATH},/metrics",
+        "--disable-fastapi-docs",
+    ]
+
+
+def fetch_args(s: ServerSpec, *, release_root: Any) -> list[Any]:
+    """The fetch tool's command line (C1). ``release_root`` may be a deploy-time value (a leaf)."""
+    return [
+        "python",
+        "-m",
+        "inference.fetch",
+        "--root",
+        release_root,
+        "--model",
+        s.model_name,
+        "--version",
+        s.model_version,
+        "--dest",
+        model_dir(s.model_version),
+    ]
+
+
+# Readiness asks /v1/models with the first key: an httpGet probe could only carry the key in the pod spec
+# in plain text. Python is in the vLLM image; a non-2xx answer or no answer exits non-zero.
+_READY_SCRIPT = (
+    "import os, urllib.request as u; "
+    "u.urlopen(u.Request('http://127.0.0.1:{port}{path}', headers={{'Authorization': 'Bearer ' + "
+    "os.environ['{env}']}}), timeout=4)"
+)
+
+
+def readiness_command() -> list[str]:
+    """The readiness probe's command: GET /v1/models with the first API key."""
+    return [
+        "python3",
+        "-c",
+        _READY_SCRIPT.format(port=PORT, path=MODELS_PATH, env=API_KEY_ENV.format(0)),
+    ]
 
 
 def probes() -> dict[str, dict[str, Any]]:
-    """startupProbe and livenessProbe on ``/healthz``, readinessProbe on ``/readyz``.
+    """startupProbe and livenessProbe on ``/health``, readinessProbe on ``/v1/models``.
 
-    Only readiness looks at the model: a failing startup or liveness probe restarts the container
-    (https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/), which would turn
-    "no release yet" or "replica bucket unreachable" into a restart loop that re-downloads from scratch. The
-    startup probe gives the process 5 minutes to answer HTTP at all (Python and CUDA torch imports on a cold
-    node) before liveness starts; the first model load is covered by the Deployment's
-    progressDeadlineSeconds, during which the pod is simply not ready (no traffic)."""
+    Startup gives vLLM up to 20 minutes to load the release and capture CUDA graphs (``/health`` answers
+    only once the engine is up); liveness then restarts a hung engine (``/health`` fails when the engine
+    process died). Readiness gates traffic on the model list answering, with a key.
+    https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/"""
+    http = {"httpGet": {"path": HEALTH_PATH, "port": PORT_NAME}}
     return {
-        "startupProbe": _probe(LIVENESS_PATH, period=5, timeout=3, failures=60),
-        "livenessProbe": _probe(LIVENESS_PATH, period=10, timeout=5, failures=6),
-        "readinessProbe": {**_probe(READINESS_PATH, period=5, timeout=3, failures=2), "successThreshold": 1},
+        "startupProbe": {**http, "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 120},
+        "livenessProbe": {**http, "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 6},
+        "readinessProbe": {
+            "exec": {"command": readiness_command()},
+            "periodSeconds": 10,
+            "timeoutSeconds": 5,
+            "failureThreshold": 2,
+            "successThreshold": 1,
+        },
     }
 
 
-def pod_spec(s: ServerSpec, *, image: str, release_root: str) -> dict[str, Any]:
-    """The pod template's spec: restricted Pod Security, one GPU on the listed pools, spread over zones."""
-    taint_key, taint_value = s.gpu_taint
+def _restricted() -> dict[str, Any]:
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def _aws_env(region: str) -> list[dict[str, str]]:
+    # Pods cannot read the region from instance metadata (hop limit 1, and the namespace's NetworkPolicies
+    # block 169.254.169.254).
+    return [{"name": "AWS_REGION", "value": region}, {"name": "AWS_DEFAULT_REGION", "value": region}]
+
+
+def fetch_container(s: ServerSpec, *, image: Any, release_root: Any) -> dict[str, Any]:
+    """The init container: fetches and verifies ``model.version`` into the models volume, or exits non-zero
+    with one line naming the release and the reason (the pod never starts vLLM, never becomes ready)."""
+    return {
+        "name": FETCH_CONTAINER,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": fetch_args(s, release_root=release_root),
+        "env": [*_aws_env(s.region), {"name": "HOME", "value": TMP_DIR}],
+        "resources": {
+            "requests": {"cpu": "1", "memory": "1Gi"},
+            "limits": {"memory": "1Gi"},
+        },
+        "volumeMounts": [
+            {"name": "models", "mountPath": MODELS_DIR},
+            {"name": "tmp", "mountPath": TMP_DIR},
+        ],
+        # The one stderr line is the termination message kubectl describe shows.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": _restricted(),
+    }
+
+
+def server_container(s: ServerSpec, *, image: Any) -> dict[str, Any]:
+    """vLLM's OpenAI server on the verified release, offline."""
     requests = {
         "cpu": s.cpu,
         "memory": s.memory,
-        GPU_RESOURCE: "1",
+        GPU_RESOURCE: str(s.gpus),
         "ephemeral-storage": ephemeral_storage(s),
     }
-    limits = {"memory": s.memory, GPU_RESOURCE: "1", "ephemeral-storage": ephemeral_storage(s)}
+    limits = {"memory": s.memory, GPU_RESOURCE: str(s.gpus), "ephemeral-storage": ephemeral_storage(s)}
     if s.cpu_limit is not None:
         limits["cpu"] = s.cpu_limit
+    env = [
+        *api_key_envs(s.api_key_slots),
+        *({"name": k, "value": v} for k, v in OFFLINE_ENV.items()),
+        {"name": "HOME", "value": TMP_DIR},
+    ]
+    return {
+        "name": CONTAINER,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["vllm", "serve"],
+        "args": vllm_args(s),
+        "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
+        "env": env,
+        "resources": {"requests": requests, "limits": limits},
+        "volumeMounts": [
+            {"name": "models", "mountPath": MODELS_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": TMP_DIR},
+            {"name": "shm", "mountPath": SHM_DIR},
+        ],
+        # The pod is marked terminating at once (readiness false, the ALB deregisters it) but keeps serving
+        # this long before vLLM gets SIGTERM and drains.
+        "lifecycle": {"preStop": {"sleep": {"seconds": s.prestop_s}}},
+        "securityContext": _restricted(),
+        **probes(),
+    }
+
+
+def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) -> dict[str, Any]:
+    """The pod template's spec: restricted Pod Security, ``gpus`` GPUs on the listed pools, spread over
+    zones. ``image``, ``fetch_image`` and ``release_root`` may be deploy-time values (placed as leaves)."""
+    taint_key, taint_value = s.gpu_taint
     spread = [
         # Zones: hard, so two replicas never share a zone's fate; per ReplicaSet (pod-template-hash) so a
         # rollout's new pods spread on their own.
@@ -160,11 +362,10 @@ def pod_spec(s: ServerSpec, *, image: str, release_root: str) -> dict[str, Any]:
     ]
     return {
         "serviceAccountName": s.service_account,
-        # The server calls no Kubernetes API; IRSA's web identity token is mounted by the EKS pod identity
-        # webhook on its own.
+        # Neither container calls the Kubernetes API; the S3 credentials of the init container come from
+        # the pod identity webhook on its own.
         "automountServiceAccountToken": False,
-        # A Service named inference-* would inject INFERENCE_*_SERVICE_* variables, which the server refuses
-        # as unknown settings (inference/config.py).
+        # A Service named inference-* would inject INFERENCE_*_SERVICE_* variables nobody needs.
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": termination_grace_s(s),
         "securityContext": {
@@ -191,40 +392,23 @@ def pod_spec(s: ServerSpec, *, image: str, release_root: str) -> dict[str, Any]:
             {"key": taint_key, "operator": "Equal", "value": taint_value, "effect": "NoSchedule"}
         ],
         "topologySpreadConstraints": spread,
-        "containers": [
-            {
-                "name": CONTAINER,
-                "image": image,
-                "imagePullPolicy": "IfNotPresent",
-                "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
-                "env": server_env(s, release_root=release_root),
-                "resources": {"requests": requests, "limits": limits},
-                "volumeMounts": [
-                    {"name": "cache", "mountPath": CACHE_DIR},
-                    {"name": "tmp", "mountPath": TMP_DIR},
-                ],
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "runAsNonRoot": True,
-                    "capabilities": {"drop": ["ALL"]},
-                },
-                **probes(),
-            }
-        ],
+        "initContainers": [fetch_container(s, image=fetch_image, release_root=release_root)],
+        "containers": [server_container(s, image=image)],
         "volumes": [
-            {"name": "cache", "emptyDir": {"sizeLimit": s.cache_size}},
+            {"name": "models", "emptyDir": {"sizeLimit": s.model_volume_size}},
             {"name": "tmp", "emptyDir": {"sizeLimit": s.tmp_size}},
+            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": s.shm_size}},
         ],
     }
 
 
-def deployment_spec(s: ServerSpec, *, image: str, release_root: str) -> dict[str, Any]:
+def deployment_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) -> dict[str, Any]:
     """``Deployment.spec``. No ``replicas``: the HPA owns the count, and a declared one would reset it on
     every update
     (https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/#migrating-deployments-and-statefulsets-to-horizontal-autoscaling).
-    Rollouts add one pod before removing one (a GPU replica never goes missing for an upgrade), and a pod
-    that is not ready within ``first_load_timeout_s`` fails the rollout instead of hanging it."""
+    Rollouts add one pod before removing one and never remove a ready pod first (``maxUnavailable: 0``): a
+    release that does not verify leaves its new pod in Init:Error and the old ReplicaSet serving; a pod not
+    ready within ``first_load_timeout_s`` fails the rollout instead of hanging it."""
     return {
         "selector": {"matchLabels": dict(SELECTOR)},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
@@ -232,7 +416,7 @@ def deployment_spec(s: ServerSpec, *, image: str, release_root: str) -> dict[str
         "revisionHistoryLimit": 10,
         "template": {
             "metadata": {"labels": dict(LABELS)},
-            "spec": pod_spec(s, image=image, release_root=release_root),
+            "spec": pod_spec(s, image=image, fetch_image=fetch_image, release_root=release_root),
         },
     }
 
@@ -251,8 +435,8 @@ def service_spec() -> dict[str, Any]:
 def pdb_spec() -> dict[str, Any]:
     """``PodDisruptionBudget.spec``: node drains (Karpenter, upgrades) evict one replica at a time.
 
-    ``AlwaysAllow`` lets a drain evict pods that are not ready anyway (e.g. waiting for a first release), so
-    they never block a node upgrade.
+    ``AlwaysAllow`` lets a drain evict pods that are not ready anyway (e.g. a release that does not
+    verify), so they never block a node upgrade.
     https://kubernetes.io/docs/tasks/run-application/configure-pdb/#unhealthy-pod-eviction-policy
     """
     return {
@@ -262,9 +446,15 @@ def pdb_spec() -> dict[str, Any]:
     }
 
 
-def in_flight_query(namespace: str, job: str) -> str:
-    """PromQL: requests in flight summed over the server's pods (the PodMonitor's ``job`` label)."""
-    return f'sum({IN_FLIGHT_METRIC}{{namespace="{namespace}",job="{job}"}})'
+# The gauges the autoscaler reads, per engine (vllm/v1/metrics/loggers.py, 0.33.0).
+RUNNING_METRIC = "vllm:num_requests_running"
+WAITING_METRIC = "vllm:num_requests_waiting"
+
+
+def requests_query(namespace: str, job: str) -> str:
+    """PromQL: requests running plus waiting, summed over the server's pods (the PodMonitor's ``job``)."""
+    sel = f'{{namespace="{namespace}",job="{job}"}}'
+    return f"sum({RUNNING_METRIC}{sel}) + sum({WAITING_METRIC}{sel})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,7 +463,7 @@ class Autoscaling:
 
     prometheus_url: str
     query: str
-    target_in_flight: int
+    target_per_replica: int
     min_replicas: int
     max_replicas: int
     scale_down_stabilization_s: int
@@ -281,8 +471,8 @@ class Autoscaling:
 
 def scaled_object_spec(a: Autoscaling) -> dict[str, Any]:
     """``ScaledObject.spec`` (keda.sh/v1alpha1, KEDA 2.20): KEDA creates and owns the HPA ``inference``
-    with an External metric, target ``AverageValue`` = ``target_in_flight``: desired replicas =
-    ceil(sum of in-flight requests / target). https://keda.sh/docs/2.20/reference/scaledobject-spec/
+    with an External metric, target ``AverageValue`` = ``target_per_replica``: desired replicas =
+    ceil((running + waiting requests) / target). https://keda.sh/docs/2.20/reference/scaledobject-spec/
 
     ``ignoreNullValues: "false"``: an empty answer (Prometheus lost the targets) is an error, not 0, so KEDA
     applies the fallback (keep the current count, at least ``min_replicas``) instead of scaling down to the
@@ -322,12 +512,12 @@ def scaled_object_spec(a: Autoscaling) -> dict[str, Any]:
         "triggers": [
             {
                 "type": "prometheus",
-                "name": "in_flight",
+                "name": "requests",
                 "metricType": "AverageValue",
                 "metadata": {
                     "serverAddress": a.prometheus_url,
                     "query": a.query,
-                    "threshold": str(a.target_in_flight),
+                    "threshold": str(a.target_per_replica),
                     "ignoreNullValues": "false",
                 },
             }
@@ -354,3 +544,17 @@ def load_balancer_ingress_policy(cidrs: Sequence[str]) -> dict[str, Any]:
 def labels(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Labels of the objects around the server (PART_OF and the server's name)."""
     return {**LABELS, **(extra or {})}
+
+
+def models_answer_version(body: Any, *, served_name: str, version: str) -> str | None:
+    """None when a ``/v1/models`` answer (parsed JSON) serves ``served_name`` from ``model_dir(version)``,
+    else what it serves instead (the rollout gate's judgment; vLLM's ModelCard ``root`` is the path)."""
+    cards = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(cards, list):
+        return f"not a model list: {json.dumps(body)[:200]}"
+    roots = {c.get("id"): c.get("root") for c in cards if isinstance(c, dict)}
+    if served_name not in roots:
+        return f"no model {served_name!r} (serves {sorted(map(str, roots))})"
+    if roots[served_name] != model_dir(version):
+        return f"{served_name!r} is served from {roots[served_name]!r}, not {model_dir(version)!r}"
+    return None

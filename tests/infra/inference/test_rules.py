@@ -97,8 +97,8 @@ CASES = [
         "no-monitoring",
         set_at("monitoring.enabled", False),
         RULES,
-        "aiplat:platform.monitoring.enabled: false, but inference autoscaling reads "
-        "inference_requests_in_flight from this stack's Prometheus",
+        "aiplat:platform.monitoring.enabled: false, but inference autoscaling reads vLLM's "
+        "vllm:num_requests_running and vllm:num_requests_waiting from this stack's Prometheus",
     ),
     (
         "no-load-balancer-controller",
@@ -117,7 +117,42 @@ CASES = [
         "more-replicas-than-gpus",
         set_at("inference.replicas.max", 20),
         FACTS,
-        f"{INF}.replicas.max: 20 replicas need 20 GPUs, but the pools ['gpu'] hold at most 16",
+        f"{INF}.replicas.max: 20 replicas of 1 GPU(s) need 20 GPUs, but the pools ['gpu'] hold at most 16",
+    ),
+    (
+        "tensor-parallel-beyond-the-pools",
+        set_at("inference.engine.gpus_per_pod", 4),
+        FACTS,
+        f"{INF}.replicas.max: 8 replicas of 4 GPU(s) need 32 GPUs, but the pools ['gpu'] hold at most 16 "
+        "(Karpenter gpu_limit, managed max_size x GPUs per node): the autoscaler would add pods that never "
+        "schedule; fix: lower replicas.max to 4",
+    ),
+    (
+        "latest-in-production",
+        set_at("inference.model.version", "latest"),
+        RULES,
+        f"{INF}.model.version: 'latest': each new pod would serve whatever release is newest when it starts, "
+        "so a publish changes production without a rollout",
+    ),
+    (
+        "not-a-release-version",
+        set_at("inference.model.version", "v2"),
+        SCHEMA,
+        f"{INF}.model.version: 'v2' is not a release version; fix: use a folder name under "
+        "release/<model>/ such as 20261130T100100Z-step4, or 'latest' (with allow_latest)",
+    ),
+    (
+        "bfloat16-on-t4",
+        set_at("inference.engine.dtype", "bfloat16"),
+        RULES,
+        f"{INF}.engine.dtype: bfloat16, but pool 'gpu' may launch T4 GPUs, which have no bfloat16 (vLLM "
+        "refuses to start there); fix: set dtype: auto",
+    ),
+    (
+        "one-api-key",
+        set_at("inference.auth.api_key_slots", 1),
+        SCHEMA,
+        f"{INF}.auth.api_key_slots",
     ),
     (
         "image-tag",
@@ -165,26 +200,67 @@ def test_inference_on_a_train_stack_is_refused(stack_config) -> None:
         parse_platform_config(raw)
 
 
-def test_short_graceful_shutdown_is_a_warning(stack_config) -> None:
+def test_short_shutdown_timeout_is_a_warning(stack_config) -> None:
     raw = stack_config("prod-hk-infer")
-    raw["inference"]["server"] = {"graceful_shutdown_s": 30, "request_timeout_s": 60}
+    raw["inference"]["server"] = {"shutdown_timeout_s": 30, "request_timeout_s": 60}
     plan = runner.run_plan("short", parse_platform_config(raw))
     (finding,) = [f for f in plan.findings if f.rule == "inference-shutdown-covers-requests"]
     assert finding.level is Level.warning
     assert finding.one_line().startswith(
-        f"{INF}.server.graceful_shutdown_s: 30 s is shorter than request_timeout_s (60 s)"
+        f"{INF}.server.shutdown_timeout_s: 30 s is shorter than request_timeout_s (60 s)"
     )
     (pod,) = [r for r in plan.by_type("kubernetes:apps/v1:Deployment")]
-    assert pod.inputs["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 15 + 30 + 10
+    spec = pod.inputs["spec"]["template"]["spec"]
+    (server,) = spec["containers"]
+    assert server["args"][server["args"].index("--shutdown-timeout") + 1] == "30"
+    assert spec["terminationGracePeriodSeconds"] > 15 + 30
 
 
-def test_source_stack_that_does_not_build_the_image(tmp_path: Path) -> None:
-    """Without image.digest or image.ref, the source stack must build the image (stack index rule)."""
+def test_dtype_follows_the_gpus_the_pools_may_launch(stack_config) -> None:
+    """auto: float16 while the pool may launch a T4 (g4dn), bfloat16 once every GPU has it."""
+    from infra.inference.rules import engine_dtype
+
+    raw = stack_config("prod-hk-infer")
+    assert engine_dtype(parse_platform_config(raw)).value == "float16"
+    raw["cluster_services"]["karpenter"]["node_pools"]["gpu"]["instance_families"] = ["g6", "g5"]
+    assert engine_dtype(parse_platform_config(raw)).value == "bfloat16"
+    raw["inference"]["engine"] = {"dtype": "float16"}
+    assert engine_dtype(parse_platform_config(raw)).value == "float16"
+
+
+def test_latest_only_where_allowed(stack_config, monitors) -> None:
+    raw = stack_config("prod-hk-infer")
+    raw["inference"]["model"] = {"name": "gpt2-small", "version": "latest", "allow_latest": True}
+    plan = runner.run_plan("dev", parse_platform_config(raw))
+    assert not [f for f in plan.findings if f.rule == "inference-model-version"]
+    (pod,) = plan.by_type("kubernetes:apps/v1:Deployment")
+    (init,) = pod.inputs["spec"]["template"]["spec"]["initContainers"]
+    assert init["command"][init["command"].index("--version") + 1] == "latest"
+
+
+def test_a_blocking_body_limit_must_fit_the_longest_prompt(stack_config) -> None:
+    raw = stack_config("prod-hk-infer")
+    raw["inference"]["engine"] = {"max_model_len": 2048}
+    plan = runner.run_plan("long", parse_platform_config(raw))
+    (finding,) = [f for f in plan.findings if f.rule == "inference-body-limit"]
+    assert finding.level is Level.warning
+    assert finding.one_line().startswith(
+        f"{INF}.engine.max_model_len: 2048 tokens make requests of up to 13312 bytes, but the web ACL blocks "
+        "bodies over 8192 bytes (SizeRestrictions_BODY)"
+    )
+    raw["inference"]["https"]["waf_count_rules"] = ["SizeRestrictions_BODY"]
+    plan = runner.run_plan("long", parse_platform_config(raw))
+    assert not [f for f in plan.findings if f.rule == "inference-body-limit"]
+
+
+def test_source_stack_that_does_not_build_the_images(tmp_path: Path) -> None:
+    """Without digest or ref, the source stack must build the images (stack index rule)."""
     for stack in ("prod-us-train", "prod-hk-infer", "prod-sg-infer"):
         shutil.copy(REPO / "stacks" / f"Pulumi.{stack}.yaml", tmp_path)
     train = tmp_path / "Pulumi.prod-us-train.yaml"
     doc = yaml.safe_load(train.read_text())
     del doc["config"][CONFIG_KEY]["images"]["builds"]["inference"]
+    del doc["config"][CONFIG_KEY]["images"]["builds"]["vllm"]
     train.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(ConfigErrors) as info:
         runner.run_plan("prod-hk-infer", stacks_dir=tmp_path)
@@ -193,12 +269,30 @@ def test_source_stack_that_does_not_build_the_image(tmp_path: Path) -> None:
         "is no image to run; fix: add images.builds.inference (dockerfile images/inference/Dockerfile) to "
         "prod-us-train, or set inference.image.digest or inference.image.ref"
     ) in str(info.value)
+    assert (
+        f"{INF}.engine.image: prod-us-train builds no 'vllm' image (its images.builds: ['trainer']), so "
+        "there is no image to run; fix: add images.builds.vllm (dockerfile images/vllm/Dockerfile) to "
+        "prod-us-train, or set inference.engine.image.digest or inference.engine.image.ref"
+    ) in str(info.value)
     # a digest of the replicated repository is enough
     infer = tmp_path / "Pulumi.prod-hk-infer.yaml"
     doc = yaml.safe_load(infer.read_text())
     doc["config"][CONFIG_KEY]["inference"]["image"] = {"digest": "sha256:" + "c" * 64}
+    doc["config"][CONFIG_KEY]["inference"]["engine"] = {"image": {"digest": "sha256:" + "d" * 64}}
     infer.write_text(yaml.safe_dump(doc, sort_keys=False))
     plan = runner.run_plan("prod-hk-infer", stacks_dir=tmp_path)
     (deployment,) = plan.by_type("kubernetes:apps/v1:Deployment")
-    (container,) = deployment.inputs["spec"]["template"]["spec"]["containers"]
-    assert container["image"].endswith(".ap-east-1.amazonaws.com/aiplat-prod/inference@sha256:" + "c" * 64)
+    pod = deployment.inputs["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (init,) = pod["initContainers"]
+    assert container["image"].endswith(".ap-east-1.amazonaws.com/aiplat-prod/vllm@sha256:" + "d" * 64)
+    assert init["image"].endswith(".ap-east-1.amazonaws.com/aiplat-prod/inference@sha256:" + "c" * 64)
+
+
+def test_every_gpu_model_of_the_table_says_whether_it_has_bfloat16() -> None:
+    """The dtype rule reads one table: a GPU model added to infra/core/instance_types.py without a BF16 entry
+    would count as lacking bfloat16."""
+    from infra.core import instance_types
+
+    assert {r.gpu_model for r in instance_types.TABLE.values()} == set(instance_types.BF16)
+    assert instance_types.BF16["T4"] is False and instance_types.BF16["L4"] is True

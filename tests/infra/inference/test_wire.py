@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.metrics import IN_FLIGHT
+from infra.inference.documents import inference as inf
 from infra.inference.rules import TLS13_ONLY_POLICIES
 from infra.plan.runner import Plan, RecordedResource, run_plan
 from infra.stack.parse import parse_platform_config
@@ -24,6 +24,7 @@ PDB = "kubernetes:policy/v1:PodDisruptionBudget"
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
+SECRET = "kubernetes:core/v1:Secret"
 POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -93,19 +94,68 @@ def test_pods_run_as_the_inference_service_account_bound_to_its_role(plan_stack,
 
 
 @pytest.mark.parametrize("stack", INFER)
-def test_model_and_image_come_from_the_training_stack(plan_stack, stack: str) -> None:
+def test_release_and_images_come_from_the_training_stack(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     train = plan_stack(plan.config["storage"]["source_stack"])
     replica = train.outputs["artifactReplicas"][plan.region]
+    pod = _pod(plan)
+    (container,) = pod["containers"]
+    (init,) = pod["initContainers"]
+    cmd = init["command"]
+    model = plan.config["inference"]["model"]
+    assert cmd[cmd.index("--root") + 1] == f"s3://{replica['bucket']}"
+    assert cmd[cmd.index("--model") + 1] == model["name"]
+    assert cmd[cmd.index("--version") + 1] == model["version"]
+    assert container["args"][container["args"].index("--model") + 1] == cmd[cmd.index("--dest") + 1]
+    # both images: the same digest as the train stack built, from this region's replica of the repository
+    for c, repo in ((container, "vllm"), (init, "inference")):
+        built = train.outputs["images"][repo]
+        assert built.startswith(train.outputs["repositories"][repo] + "@sha256:")
+        assert c["image"] == f"{replica['repositories'][repo]}@{built.split('@')[1]}"
+        assert c["image"].split(".")[3] == plan.region
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_api_keys_are_a_secret_and_the_pod_only_references_it(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    (secret,) = _in(plan, SECRET, plan.config["storage"]["inference"]["namespace"])
+    assert secret.inputs["stringData"] == "[secret]"  # never in the plan
     (container,) = _pod(plan)["containers"]
-    env = {e["name"]: e["value"] for e in container["env"]}
-    assert env["INFERENCE_RELEASE_ROOT"] == f"s3://{replica['bucket']}"
-    assert env["INFERENCE_MODEL_NAME"] == plan.config["inference"]["model_name"]
-    built = train.outputs["images"]["inference"]
-    assert built.startswith(train.outputs["repositories"]["inference"] + "@sha256:")
-    # the same digest, from this region's replica of the repository
-    assert container["image"] == f"{replica['repositories']['inference']}@{built.split('@')[1]}"
-    assert container["image"].split(".")[3] == plan.region
+    args = container["args"]
+    slots = plan.config["inference"]["auth"]["api_key_slots"]
+    keys = args[args.index("--api-key") + 1 : args.index("--api-key") + 1 + slots]
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e}
+    assert [f"$({name})" for name in refs] == keys
+    assert {r["name"] for r in refs.values()} == {secret.inputs["metadata"]["name"]}
+    deployment = _one(plan, DEPLOYMENT)
+    assert secret.urn in deployment.dependencies
+    assert plan.outputs["inferenceGateKey"] == "[secret]"
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_grace_period_covers_the_prestop_pause_and_vllms_drain(plan_stack, stack: str) -> None:
+    """The plan rule of item 2: terminationGracePeriodSeconds > preStop sleep + --shutdown-timeout."""
+    pod = _pod(plan_stack(stack))
+    (container,) = pod["containers"]
+    prestop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    drain = int(container["args"][container["args"].index("--shutdown-timeout") + 1])
+    assert prestop > 0 and drain > 0
+    assert pod["terminationGracePeriodSeconds"] > prestop + drain
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_no_route_without_authentication_and_none_to_metrics(plan_stack, stack: str) -> None:
+    """Every path the Ingress routes reaches vLLM under a prefix it checks the API key on, and vLLM runs
+    with --api-key; /metrics, /health and the rest of the server are not routed."""
+    plan = plan_stack(stack)
+    (rule,) = _one(plan, INGRESS).inputs["spec"]["rules"]
+    routed = [p["path"] for p in rule["http"]["paths"]]
+    assert routed and all(p["pathType"] == "Exact" for p in rule["http"]["paths"])
+    assert all(p.startswith("/v1/") for p in routed), routed
+    assert "/metrics" not in routed and "/health" not in routed and "/" not in routed
+    assert set(routed) == set(inf.api_paths(chat=plan.config["inference"]["engine"]["serve_chat"]))
+    (container,) = _pod(plan)["containers"]
+    assert "--api-key" in container["args"]
 
 
 @pytest.mark.parametrize("stack", INFER)
@@ -135,13 +185,15 @@ def test_service_pdb_and_autoscaler_select_the_pods(plan_stack, stack: str) -> N
 
 
 @pytest.mark.parametrize("stack", INFER)
-def test_autoscaler_reads_the_servers_gauge_from_the_scraped_pods(plan_stack, stack: str) -> None:
+def test_autoscaler_reads_vllms_gauges_from_the_scraped_pods(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     (trigger,) = _one(plan, SCALED_OBJECT).inputs["spec"]["triggers"]
     meta = trigger["metadata"]
     assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
-    assert meta["query"].startswith(f"sum({IN_FLIGHT}{{")  # the name the server's metrics module exports
-    assert meta["threshold"] == str(plan.config["inference"]["autoscaling"]["target_in_flight"])
+    # the gauges vLLM 0.33.0 exports (tests/monitoring/emitted/vllm.txt, from its source)
+    assert meta["query"].startswith("sum(vllm:num_requests_running{")
+    assert "+ sum(vllm:num_requests_waiting{" in meta["query"]
+    assert meta["threshold"] == str(plan.config["inference"]["autoscaling"]["target_requests_per_replica"])
     # the job label the query filters on is the one the monitoring PodMonitor writes, on our port name
     monitor = next(
         r for r in plan.by_type("kubernetes:monitoring.coreos.com/v1:PodMonitor") if "inference" in r.name
@@ -203,7 +255,7 @@ def test_ingress_is_https_only_with_tls13_and_the_validated_certificate(plan_sta
     assert ann[f"{ALB}ssl-redirect"] == "443"
     assert ann[f"{ALB}target-type"] == "ip"
     assert ann[f"{ALB}scheme"] == "internet-facing"
-    assert ann[f"{ALB}healthcheck-path"] == "/readyz"
+    assert ann[f"{ALB}healthcheck-path"] == "/health"  # vLLM's, answered without a key
     validation = plan.one(
         "aws:acm/certificateValidation:CertificateValidation", "serving-certificate-validation"
     )
@@ -231,7 +283,8 @@ def test_waf_dns_and_ordering(plan_stack, stack: str) -> None:
     )
     rules = {r["name"]: r for r in acl.inputs["rules"]}
     crs = rules["AWSManagedRulesCommonRuleSet"]["statement"]["managedRuleGroupStatement"]
-    assert [o["name"] for o in crs["ruleActionOverrides"]] == ["SizeRestrictions_BODY"]
+    # the 8 KB body limit blocks (nothing only counts)
+    assert not crs.get("ruleActionOverrides")
     https = plan.config["inference"]["https"]
     cname = plan.one("aws:route53/record:Record", "serving-dns-cname").inputs
     assert (cname["name"], cname["type"], cname["zoneId"]) == (https["domain"], "CNAME", https["dns_zone_id"])
@@ -249,7 +302,7 @@ def test_waf_dns_and_ordering(plan_stack, stack: str) -> None:
 
 @pytest.mark.parametrize("stack", INFER)
 def test_deployment_is_not_awaited_and_what_hangs_off_it_is_declared(plan_stack, stack: str) -> None:
-    """F6: on a fresh platform no release exists yet, so the pods cannot become ready; pulumi must not wait
+    """On a fresh platform no release exists yet, so the pods cannot become ready; pulumi must not wait
     for them (ProgressDeadlineExceeded would fail ``up`` and leave the ScaledObject uncreated). The rollout
     gate judges the Deployment instead (infra/ops/health.py)."""
     plan = plan_stack(stack)
@@ -323,11 +376,12 @@ def test_internal_alb_with_an_existing_certificate_and_no_waf(stack_config) -> N
     assert validate_plan(plan) == []
 
 
-def test_existing_web_acl_pinned_version_and_prebuilt_image(stack_config) -> None:
+def test_existing_web_acl_another_version_and_prebuilt_images(stack_config) -> None:
     acl = (
         "arn:aws:wafv2:ap-southeast-1:123456789012:regional/webacl/edge/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
     )
     image = "public.ecr.aws/example/inference@sha256:" + "b" * 64
+    vllm = "public.ecr.aws/example/vllm@sha256:" + "c" * 64
     plan = _variant(
         stack_config,
         "prod-sg-infer",
@@ -337,18 +391,64 @@ def test_existing_web_acl_pinned_version_and_prebuilt_image(stack_config) -> Non
             "waf": "arn",
             "waf_acl_arn": acl,
         },
-        pin_version="20261130T100100Z-step4",
+        model={"name": "gpt2-small", "version": "20261120T090000Z-step2"},
         image={"ref": image},
+        engine={"image": {"ref": vllm}, "serve_chat": True},
     )
     ann = _one(plan, INGRESS).inputs["metadata"]["annotations"]
     assert ann[f"{ALB}wafv2-acl-arn"] == acl and plan.by_type("aws:wafv2/webAcl:WebAcl") == []
-    (container,) = _pod(plan)["containers"]
-    assert container["image"] == image
-    env = {e["name"]: e["value"] for e in container["env"]}
-    assert env["INFERENCE_PIN_VERSION"] == "20261130T100100Z-step4"
+    pod = _pod(plan)
+    (container,) = pod["containers"]
+    (init,) = pod["initContainers"]
+    assert (container["image"], init["image"]) == (vllm, image)
+    assert init["command"][init["command"].index("--version") + 1] == "20261120T090000Z-step2"
+    assert container["args"][container["args"].index("--model") + 1] == "/models/20261120T090000Z-step2"
+    (rule,) = _one(plan, INGRESS).inputs["spec"]["rules"]
+    assert "/v1/chat/completions" in [p["path"] for p in rule["http"]["paths"]]
 
 
 def test_train_stacks_serve_nothing(plan_stack) -> None:
     plan = plan_stack("prod-us-train")
     assert plan.by_type(INGRESS) == [] and plan.by_type(SCALED_OBJECT) == []
     assert "inferenceUrl" not in plan.outputs
+
+
+# Run in its own process: a program stopped by an error mid-registration leaves pulumi's runtime of this
+# process unusable for the plans of the tests after it.
+_WRONG_KEYS = """
+import json, sys
+from infra.io.stackfiles import load_stack_config
+from infra.plan import runner
+
+plan_config = runner.plan_config
+
+def one_key(cfg):
+    config, secrets = plan_config(cfg)
+    config["aiplat:inference-api-keys"] = json.dumps(["k" * 40])
+    return config, secrets
+
+runner.plan_config = one_key
+try:
+    runner.run_plan("prod-hk-infer", load_stack_config("prod-hk-infer"))
+except Exception as exc:
+    print(exc)
+    sys.exit(3)
+"""
+
+
+def test_a_wrong_key_list_stops_the_program_naming_the_secret() -> None:
+    """The key list becomes the Secret in one place, and a list of the wrong length stops the deploy there
+    (under `pulumi up` too: the same program reads the same secret)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), str(repo / "policies")])}
+    r = subprocess.run(
+        [sys.executable, "-c", _WRONG_KEYS], cwd=repo, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "aiplat:inference-api-keys: holds 1 keys, inference.auth.api_key_slots is 2" in r.stdout
+    assert "pulumi config set --secret aiplat:inference-api-keys" in r.stdout

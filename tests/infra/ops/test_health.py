@@ -1,6 +1,6 @@
 """The rollout's health gate: EKS node groups and the replica bucket's releases from a moto server, the
-Kubernetes node list, the inference Deployment and its pods, and the inference health check from local HTTP
-servers (free ports, stopped in teardown)."""
+Kubernetes node list, the inference Deployment and its pods, and vLLM's model list (behind an API key) from
+local HTTP servers (free ports, stopped in teardown)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from infra.inference.documents import inference as inf
 from infra.io.cluster_health import TOKEN_PREFIX, eks_token
 from infra.io.stackfiles import load_stack_config
 from infra.ops.health import (
@@ -69,6 +70,38 @@ def deployment(
 ROLLED_OUT = deployment()
 # First deploy on a new platform: two pods, neither ready (no release to load).
 NOT_READY = deployment(available=0)
+GATE_KEY = "g" * 40
+
+
+def fetch_failed(name: str, code: int = 3, line: str = "") -> dict[str, Any]:
+    """A pod whose release fetch (init container) exited ``code`` with ``line`` as its termination message
+    and is waiting to be retried, as the kubelet reports it."""
+    return {
+        "metadata": {"name": name},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "True"}],
+            "initContainerStatuses": [
+                {
+                    "name": inf.FETCH_CONTAINER,
+                    "ready": False,
+                    "restartCount": 2,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+                    "lastState": {
+                        "terminated": {"exitCode": code, "reason": "Error", "message": line + "\n"}
+                    },
+                }
+            ],
+            "containerStatuses": [
+                {
+                    "name": "server",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {"waiting": {"reason": "PodInitializing"}},
+                }
+            ],
+        },
+    }
 
 
 def pod(name: str, state: str = "up") -> dict[str, Any]:
@@ -114,14 +147,16 @@ def pod(name: str, state: str = "up") -> dict[str, Any]:
 
 
 class Api:
-    """A local stand-in for the Kubernetes API (nodes, the inference Deployment and its pods) and the
-    inference server (``/healthz``)."""
+    """A local stand-in for the Kubernetes API (nodes, the inference Deployment and its pods) and vLLM's
+    ``/v1/models`` behind its API key (401 without it, as vLLM's AuthenticationMiddleware answers)."""
 
     def __init__(self) -> None:
         self.nodes: list[dict[str, Any]] = []
         self.deployment: dict[str, Any] | None = ROLLED_OUT
         self.pods: list[dict[str, Any]] = [pod("inference-a"), pod("inference-b")]
         self.health_status = 200
+        self.served_version = CFG.inference.model.version
+        self.model_requests: list[str] = []
         self.tokens: list[str] = []
         self.pod_queries: list[str] = []
         api = self
@@ -143,8 +178,20 @@ class Api:
                 if path == PODS_PATH:
                     api.pod_queries.append(urllib.parse.unquote(query))
                     return self._send(200, {"kind": "PodList", "items": api.pods})
-                if self.path == "/healthz":
-                    return self._send(api.health_status, {"ok": api.health_status == 200})
+                if self.path == inf.MODELS_PATH:
+                    auth = self.headers.get("Authorization", "")
+                    api.model_requests.append(auth)
+                    if auth != f"Bearer {GATE_KEY}":
+                        return self._send(401, {"error": "Unauthorized"})
+                    if api.health_status != 200:
+                        return self._send(api.health_status, {"error": "engine"})
+                    card = {
+                        "id": CFG.inference.model.name,
+                        "object": "model",
+                        "root": inf.model_dir(api.served_version),
+                        "max_model_len": 1024,
+                    }
+                    return self._send(200, {"object": "list", "data": [card]})
                 return self._send(404, {})
 
             def _send(self, status: int, body: dict) -> None:
@@ -221,6 +268,7 @@ def _deploy(aws: MotoServer, api_url: str) -> dict[str, Any]:
         "nodeGroups": groups,
         "vpcId": "vpc-1",
         "inferenceUrl": api_url,
+        "inferenceGateKey": GATE_KEY,
         "artifactsBucket": REPLICA,
     }
 
@@ -235,9 +283,9 @@ def _replica(aws: MotoServer, *versions: str) -> None:
     s3.create_bucket(Bucket=REPLICA, CreateBucketConfiguration={"LocationConstraint": CFG.region})
     for v in versions:
         for f in ("model.safetensors", "config.json", "manifest.json"):
-            s3.put_object(Bucket=REPLICA, Key=f"release/{CFG.inference.model_name}/{v}/{f}", Body=b"x")
+            s3.put_object(Bucket=REPLICA, Key=f"release/{CFG.inference.model.name}/{v}/{f}", Body=b"x")
     # not a version: the server and the gate both skip folders that do not match the version pattern
-    s3.put_object(Bucket=REPLICA, Key=f"release/{CFG.inference.model_name}/tmp/readme", Body=b"x")
+    s3.put_object(Bucket=REPLICA, Key=f"release/{CFG.inference.model.name}/tmp/readme", Body=b"x")
 
 
 def _nodes_ready(api: Api, outputs: dict[str, Any]) -> None:
@@ -264,7 +312,10 @@ def test_healthy_stack_passes(aws: MotoServer, api: Api) -> None:
         ("inference", True, ""),
     ]
     assert checks[2].detail == "rolled out: 2 of 2 replicas available"
-    assert checks[3].detail == f"GET {api.url}/healthz: 200"
+    assert checks[3].detail == (
+        f"GET {api.url}/v1/models: 200, serving gpt2-small release {CFG.inference.model.version}"
+    )
+    assert api.model_requests == [f"Bearer {GATE_KEY}"]
     assert api.pod_queries == []  # a finished rollout needs no look at the pods
     # the API server got an EKS token: a presigned STS GetCallerIdentity URL signed with the cluster header
     url = base64.urlsafe_b64decode(api.tokens[0].removeprefix(f"Bearer {TOKEN_PREFIX}") + "==").decode()
@@ -299,7 +350,30 @@ def test_inference_health_check_failing(aws: MotoServer, api: Api) -> None:
     api.health_status = 503
     checks = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)
     assert checks[-1].name == "inference" and not checks[-1].ok
-    assert checks[-1].detail == f"GET {api.url}/healthz: 503"
+    assert checks[-1].detail == f"GET {api.url}/v1/models: 503"
+
+
+def test_the_endpoint_must_serve_the_configured_version(aws: MotoServer, api: Api) -> None:
+    """Promotion and rollback: the gate fails while vLLM still serves another release."""
+    outputs = _deploy(aws, api.url)
+    _nodes_ready(api, outputs)
+    api.served_version = "20261120T090000Z-step2"
+    check = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)[-1]
+    assert (check.name, check.ok) == ("inference", False)
+    assert check.detail == (
+        f"GET {api.url}/v1/models: 'gpt2-small' is served from '/models/20261120T090000Z-step2', not "
+        f"'/models/{CFG.inference.model.version}'; expected release {CFG.inference.model.version}"
+    )
+
+
+def test_the_endpoint_refuses_a_wrong_key(aws: MotoServer, api: Api) -> None:
+    outputs = {**_deploy(aws, api.url), "inferenceGateKey": "x" * 40}
+    _nodes_ready(api, outputs)
+    check = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)[-1]
+    assert (check.ok, check.detail) == (False, f"GET {api.url}/v1/models: 401")
+    outputs.pop("inferenceGateKey")
+    check = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)[-1]
+    assert (check.ok, check.detail) == (False, f"no inferenceGateKey output to call {api.url}/v1/models")
 
 
 def test_missing_inference_output_stops_at_outputs(aws: MotoServer) -> None:
@@ -351,7 +425,7 @@ class FakeTime:
         return self.now
 
 
-WHERE = f"s3://{REPLICA}/release/{CFG.inference.model_name}/"
+WHERE = f"s3://{REPLICA}/release/{CFG.inference.model.name}/"
 
 
 def _gate(aws: MotoServer, t: FakeTime) -> AwsHealthGate:
@@ -360,13 +434,14 @@ def _gate(aws: MotoServer, t: FakeTime) -> AwsHealthGate:
 
 
 def test_first_deploy_without_a_model_release_is_awaiting_not_failed(aws: MotoServer, api: Api) -> None:
-    """F6: a new platform has nothing under release/<model>/ in the replica bucket; the servers run and poll
-    for it, not ready. The gate passes the stack as waiting for a release, at once, without the endpoint
-    check (nothing can answer it yet)."""
+    """A new platform has nothing under release/<model>/ in the replica bucket; the pods' release fetch
+    fails (exit 3) and is retried, not ready. The gate passes the stack as waiting for a release, at once,
+    without the endpoint check (nothing can answer it yet)."""
     outputs = _deploy(aws, api.url)
     _nodes_ready(api, outputs)
     _replica(aws)  # the bucket exists (the train stack made it), no release in it
     api.deployment, api.health_status = NOT_READY, 503
+    api.pods = [fetch_failed("inference-a"), fetch_failed("inference-b")]
     t = FakeTime()
     checks = _gate(aws, t).check("prod-sg-infer", CFG, outputs)
     assert [(c.name, c.ok) for c in checks] == [
@@ -376,8 +451,8 @@ def test_first_deploy_without_a_model_release_is_awaiting_not_failed(aws: MotoSe
     ]
     assert checks[2].awaiting == "a model release"
     assert checks[2].detail == (
-        f"no model release yet: nothing under {WHERE}; 2 pod(s) up and polling for it, not ready (and the "
-        "endpoint not checked) until a release is published and replicated there"
+        f"no model release yet: nothing under {WHERE}; 2 pod(s) retry the release fetch, not ready (and "
+        "the endpoint not checked) until a release is published and replicated there"
     )
     assert t.sleeps == []  # settled: a release will not appear while the gate waits
     assert api.pod_queries == ["labelSelector=app.kubernetes.io/name=inference-server"]
@@ -467,7 +542,7 @@ def test_rollout_status_as_kubectl_judges_it(d: dict[str, Any], state: str, why:
     ("state", "problem"),
     [
         ("up", None),
-        ("starting", "p: starting (startup probe on /healthz not passed yet)"),
+        ("starting", "p: starting (startup probe on /health not passed yet)"),
         ("crashloop", "p: CrashLoopBackOff: back-off 5m0s restarting failed container=server"),
         (
             "unschedulable",
@@ -479,22 +554,42 @@ def test_pod_problem(state: str, problem: str | None) -> None:
     assert pod_problem(pod("p", state)) == problem
 
 
+def test_pod_problem_names_the_failed_release_fetch_with_its_line() -> None:
+    line = "release gpt2-small/20261001T000000Z-step100: model.safetensors sha256 does not match the manifest"
+    assert pod_problem(fetch_failed("p", 3, line)) == (
+        f"p: fetch-release exit 3 (release missing, partial, corrupt or unsigned): {line}"
+    )
+    assert pod_problem(fetch_failed("p", 4, "release gpt2-small/x: s3 unreachable")).startswith(
+        "p: fetch-release exit 4 (release store unreachable): release gpt2-small/x: s3 unreachable"
+    )
+
+
 def test_starting_servers_without_a_release_are_not_settled_yet() -> None:
-    check, settled = inference_rollout_check(NOT_READY, [pod("a", "starting")], [], where=WHERE)
+    check, settled = inference_rollout_check(
+        NOT_READY, [pod("a", "starting")], [], where=WHERE, version=RELEASE
+    )
     assert not check.ok and not settled and not check.awaiting
 
 
-def test_a_pinned_version_that_is_not_there_fails() -> None:
+def test_a_version_that_is_not_there_fails_and_the_old_pods_keep_serving() -> None:
+    wanted = "20261001T000000Z-step100"
     check, settled = inference_rollout_check(
-        NOT_READY, [pod("a")], [RELEASE], where=WHERE, pin_version="20261001T000000Z-step100"
+        deployment(updated=1, available=2, total=3),
+        [fetch_failed("new", 3, f"release gpt2-small/{wanted}: missing")],
+        [RELEASE],
+        where=WHERE,
+        version=wanted,
     )
     assert settled and not check.ok
     assert check.detail == (
-        f"inference.pin_version 20261001T000000Z-step100 is not under {WHERE} (newest there: {RELEASE}); "
-        "the server serves nothing until it is: fix the pin or replicate that version"
+        f"inference.model.version {wanted} is not under {WHERE} (newest there: {RELEASE}); the new pods "
+        "serve nothing until it is and the running ones keep the previous release: fix the version or "
+        "replicate that release"
     )
 
 
 def test_an_unlisted_bucket_is_never_taken_for_no_release() -> None:
-    check, settled = inference_rollout_check(NOT_READY, [pod("a")], None, where=WHERE)
+    check, settled = inference_rollout_check(
+        NOT_READY, [fetch_failed("a")], None, where=WHERE, version=RELEASE
+    )
     assert not check.ok and not settled and not check.awaiting

@@ -1,6 +1,7 @@
-"""The inference server's Kubernetes documents against what the server itself says (its settings parser, its
-metrics registry, its routes, its image), and the ALB annotations and KEDA policies against the controllers'
-documented formats and ports. ``infra`` may not import ``inference``; the tests tie the two together."""
+"""The inference server's Kubernetes documents against what vLLM itself accepts (the flags, the
+authentication and the routes of the pinned version, recorded from its source), the fetch tool's contract
+(C1), the images, and the ALB annotations and KEDA policies against the controllers' documented formats and
+ports."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from inference.config import ConfigError, ServerConfig
-from inference.metrics import IN_FLIGHT, Metrics
+from infra.inference.config import VLLM_VERSION
 from infra.inference.documents import alb, keda
 from infra.inference.documents import inference as inf
 from infra.monitoring import documents as mon
 
 REPO = Path(__file__).resolve().parents[4]
+DATA = REPO / "tests" / "infra" / "inference" / "data"
+VERSION = "20261130T100100Z-step4"
 SPEC = inf.ServerSpec(
     model_name="gpt2-small",
+    model_version=VERSION,
+    served_model_name="gpt2-small",
     region="ap-east-1",
     service_account="inference",
     pool_label="aiplat.io/pool",
@@ -28,133 +32,236 @@ SPEC = inf.ServerSpec(
     gpu_taint=("nvidia.com/gpu", "true"),
     cpu="3",
     cpu_limit=None,
-    memory="12Gi",
-    cache_size="20Gi",
-    tmp_size="2Gi",
-    drain_delay_s=15,
-    graceful_shutdown_s=60,
-    request_timeout_s=60,
+    memory="16Gi",
+    model_volume_size="20Gi",
+    tmp_size="10Gi",
+    shm_size="2Gi",
+    dtype="float16",
+    max_model_len=1024,
+    gpu_memory_utilization=0.9,
+    max_num_seqs=256,
+    gpus=1,
+    api_key_slots=2,
+    prestop_s=15,
+    shutdown_timeout_s=60,
     first_load_timeout_s=1800,
 )
-IMAGE = "123456789012.dkr.ecr.ap-east-1.amazonaws.com/aiplat-prod/inference@sha256:" + "a" * 64
+IMAGE = "123456789012.dkr.ecr.ap-east-1.amazonaws.com/aiplat-prod/vllm@sha256:" + "a" * 64
+FETCH_IMAGE = "123456789012.dkr.ecr.ap-east-1.amazonaws.com/aiplat-prod/inference@sha256:" + "b" * 64
 ROOT = "s3://aiplat-prod-ap-east-1-artifacts"
+KEYS = ["k" * 32, "m" * 40]
+
+
+def _pod(spec: inf.ServerSpec = SPEC) -> dict:
+    return inf.deployment_spec(spec, image=IMAGE, fetch_image=FETCH_IMAGE, release_root=ROOT)["template"][
+        "spec"
+    ]
 
 
 def _container(spec: inf.ServerSpec = SPEC) -> dict:
-    (container,) = inf.deployment_spec(spec, image=IMAGE, release_root=ROOT)["template"]["spec"]["containers"]
+    (container,) = _pod(spec)["containers"]
     return container
 
 
-def _server_config(spec: inf.ServerSpec = SPEC) -> ServerConfig:
-    """What the server makes of the environment the Deployment gives it (its own parser)."""
-    return ServerConfig.from_env({e["name"]: e["value"] for e in _container(spec)["env"]})
+def _recorded(name: str) -> tuple[str, list[str]]:
+    """(header, entries) of a file record_vllm.py wrote from the pinned vLLM's source."""
+    lines = (DATA / name).read_text().splitlines()
+    return lines[0], [ln for ln in lines if ln and not ln.startswith("#")]
 
 
-def test_the_server_accepts_the_environment_and_reads_our_values() -> None:
-    cfg = _server_config(replace(SPEC, pin_version="20261130T100100Z-step4"))
-    assert (cfg.release_root, cfg.model_name, cfg.pin_version) == (
-        ROOT,
-        "gpt2-small",
-        "20261130T100100Z-step4",
+def _flags(args: list[str]) -> dict[str, list[str]]:
+    """Flag -> its values, as argparse reads ``args``."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for a in args:
+        if a.startswith("--"):
+            current = a
+            out[a] = []
+        else:
+            assert current is not None, f"a value before any flag: {a}"
+            out[current].append(a)
+    return out
+
+
+def test_the_recorded_vllm_data_is_of_the_pinned_version() -> None:
+    """The flag list, the metric names and the auth lines were read from the wheel of VLLM_VERSION, and
+    the image is built from that version's vllm/vllm-openai tag."""
+    for name in ("vllm-serve-flags.txt", "vllm-auth.txt"):
+        header, _ = _recorded(name)
+        assert f"vLLM {VLLM_VERSION} (PyPI wheel vllm-{VLLM_VERSION})" in header
+    metrics_header = (REPO / "tests" / "monitoring" / "emitted" / "vllm.txt").read_text().splitlines()[0]
+    assert f"vLLM {VLLM_VERSION} " in metrics_header
+    dockerfile = (REPO / "images" / "vllm" / "Dockerfile").read_text()
+    assert re.search(
+        rf"^ARG VLLM_IMAGE=docker\.io/vllm/vllm-openai:v{re.escape(VLLM_VERSION)}$", dockerfile, re.M
     )
-    assert (cfg.drain_delay_s, cfg.graceful_shutdown_s, cfg.request_timeout_s) == (15, 60, 60)
-    assert cfg.http_port == inf.PORT and cfg.cache_dir == inf.CACHE_DIR
-    # without a pin the variable is absent: the server follows the newest release
-    assert "INFERENCE_PIN_VERSION" not in {e["name"] for e in _container()["env"]}
-    assert _server_config().pin_version == ""
 
 
-def test_an_unknown_setting_would_stop_the_server() -> None:
-    """Why server_env may only hold variables the server knows: it refuses the rest (exit 2)."""
-    env = {e["name"]: e["value"] for e in _container()["env"]}
-    with pytest.raises(ConfigError, match="INFERENCE_DRAIN_DELAY"):
-        ServerConfig.from_env({**env, "INFERENCE_DRAIN_DELAY": "5"})
+def test_every_flag_exists_in_the_pinned_vllm() -> None:
+    """Every flag the Deployment passes is one ``vllm serve`` of the pinned version registers
+    (tests/infra/inference/data/vllm-serve-flags.txt, from vllm/engine/arg_utils.py and
+    vllm/entrypoints/common/cli_args.py of the vllm 0.33.0 wheel)."""
+    _, known = _recorded("vllm-serve-flags.txt")
+    passed = set(_flags(inf.vllm_args(SPEC)))
+    assert passed and passed <= set(known), passed - set(known)
+    # what the check catches: flags older vLLM releases took and 0.33.0 does not (it would exit with
+    # "unrecognized arguments" and the pod would crash-loop)
+    assert not {"--guided-decoding-backend", "--swap-space", "--num-scheduler-steps"} & set(known)
 
 
-def test_grace_period_covers_the_servers_drain_and_grace() -> None:
-    """terminationGracePeriodSeconds > drain delay + graceful shutdown + 5 (inference/serve.py), for our
-    settings and for the server's own defaults."""
-    pod = inf.deployment_spec(SPEC, image=IMAGE, release_root=ROOT)["template"]["spec"]
-    cfg = _server_config()
-    assert pod["terminationGracePeriodSeconds"] > cfg.drain_delay_s + cfg.graceful_shutdown_s + 5
-    defaults = ServerConfig(release_root=ROOT, model_name="m")
-    spec = replace(
-        SPEC, drain_delay_s=int(defaults.drain_delay_s), graceful_shutdown_s=int(defaults.graceful_shutdown_s)
+def test_engine_settings_reach_vllm() -> None:
+    spec = replace(SPEC, gpus=4, dtype="bfloat16", max_model_len=512, max_num_seqs=64)
+    flags = _flags(_container(spec)["args"])
+    assert flags["--tensor-parallel-size"] == ["4"]
+    assert _container(spec)["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    assert (flags["--dtype"], flags["--max-model-len"], flags["--max-num-seqs"]) == (
+        ["bfloat16"],
+        ["512"],
+        ["64"],
     )
-    assert inf.termination_grace_s(spec) > defaults.drain_delay_s + defaults.graceful_shutdown_s + 5
+    assert flags["--gpu-memory-utilization"] == ["0.9"] and flags["--served-model-name"] == ["gpt2-small"]
+    assert flags["--port"] == [str(inf.PORT)]
+    assert _container(spec)["command"] == ["vllm", "serve"]
 
 
-def test_autoscaling_metric_is_the_gauge_the_server_exports() -> None:
-    exported = {m.name: m.type for m in Metrics().registry.collect()}
-    assert inf.IN_FLIGHT_METRIC == IN_FLIGHT and exported[IN_FLIGHT] == "gauge"
-    query = inf.in_flight_query("inference", mon.INFERENCE_JOB)
-    assert query == f'sum({IN_FLIGHT}{{namespace="inference",job="aiplat-inference"}})'
+def test_vllm_loads_the_release_the_init_container_verified_offline() -> None:
+    """C1: the fetch tool's command line, its --dest is vLLM's --model, on the shared emptyDir."""
+    pod = _pod()
+    (init,) = pod["initContainers"]
+    cmd = init["command"]
+    assert cmd[:3] == ["python", "-m", "inference.fetch"]
+    fetch = _flags(cmd[3:])
+    assert fetch == {
+        "--root": [ROOT],
+        "--model": ["gpt2-small"],
+        "--version": [VERSION],
+        "--dest": [inf.model_dir(VERSION)],
+    }
+    assert init["image"] == FETCH_IMAGE
+    server = _container()
+    assert _flags(server["args"])["--model"] == fetch["--dest"]
+    # the destination's parent is the models volume in both containers (the tool writes only there)
+    parent = str(Path(fetch["--dest"][0]).parent)
+    mounts = {c["name"]: {m["mountPath"]: m["name"] for m in c["volumeMounts"]} for c in (init, server)}
+    assert mounts[init["name"]][parent] == mounts[server["name"]][parent] == "models"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["models"]["emptyDir"] == {"sizeLimit": "20Gi"}
+    env = {e["name"]: e.get("value") for e in server["env"]}
+    assert env["HF_HUB_OFFLINE"] == "1" and env["VLLM_NO_USAGE_STATS"] == "1"
+    assert {e["name"]: e["value"] for e in init["env"]}["AWS_REGION"] == "ap-east-1"
 
 
-def _routes() -> set[str]:
-    """Paths the server's FastAPI app declares (decorators in inference/app.py)."""
-    tree = ast.parse((REPO / "inference" / "app.py").read_text())
-    paths = set()
-    for node in ast.walk(tree):
-        is_get = (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-        )
-        if is_get and node.args and isinstance(node.args[0], ast.Constant):
-            paths.add(node.args[0].value)
-    return paths
-
-
-def test_probes_use_the_servers_routes_and_only_readiness_looks_at_the_model() -> None:
+def test_api_keys_come_from_the_secret_and_never_appear_in_the_pod() -> None:
+    """--api-key gets one $(VAR) per slot, each VAR from the Secret; Kubernetes expands them."""
     container = _container()
-    assert {inf.LIVENESS_PATH, inf.READINESS_PATH, "/metrics"} <= _routes()
-    port_names = {p["name"] for p in container["ports"]}
-    for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
-        assert container[kind]["httpGet"]["port"] in port_names
-    # probes that restart the container never ask for the model: no release is not a reason to restart
-    assert container["startupProbe"]["httpGet"]["path"] == inf.LIVENESS_PATH
-    assert container["livenessProbe"]["httpGet"]["path"] == inf.LIVENESS_PATH
-    assert container["readinessProbe"]["httpGet"]["path"] == inf.READINESS_PATH
+    keys = _flags(container["args"])["--api-key"]
+    env = {e["name"]: e for e in container["env"]}
+    assert len(keys) == SPEC.api_key_slots == 2
+    for ref in keys:
+        var = re.fullmatch(r"\$\((\w+)\)", ref)
+        assert var, ref
+        source = env[var.group(1)]["valueFrom"]["secretKeyRef"]
+        assert source["name"] == inf.NAME and "optional" not in source  # missing key: no start
+    data = inf.api_keys_secret_data(KEYS, slots=2, source="aiplat:inference-api-keys")
+    assert sorted(data.values()) == sorted(KEYS)
+    assert {e["valueFrom"]["secretKeyRef"]["key"] for e in env.values() if "valueFrom" in e} == set(data)
+    assert not any(k in json.dumps(_pod()) for k in KEYS)
 
 
-def test_port_user_and_cache_match_the_image() -> None:
-    dockerfile = (REPO / "images" / "inference" / "Dockerfile").read_text()
-    assert f"EXPOSE {inf.PORT}" in dockerfile
-    assert re.search(rf"^USER {inf.RUN_AS}:{inf.RUN_AS}$", dockerfile, re.M)
-    assert f"INFERENCE_CACHE_DIR={inf.CACHE_DIR}" in dockerfile
+def test_vllm_takes_several_keys_and_guards_every_routed_path() -> None:
+    """C2 rests on two lines of vLLM 0.33.0 (tests/infra/inference/data/vllm-auth.txt):
+    vllm/entrypoints/common/cli_args.py FrontendArgs.api_key is a list (several keys at once, since
+    vllm-project/vllm#18548), and vllm/entrypoints/serve/middleware/authenticate.py checks the key only
+    under GUARDED_PREFIX. Every path the Ingress routes is under it; /metrics and /health are not."""
+    _, lines = _recorded("vllm-auth.txt")
+    auth = dict(ln.split(": ", 1) for ln in lines)
+    assert auth["vllm/entrypoints/common/cli_args.py"] == "api_key: list[str] | None = None"
+    guarded = ast.literal_eval(auth["vllm/entrypoints/serve/middleware/authenticate.py"].split(" = ", 1)[1])
+    for chat in (False, True):
+        paths = inf.api_paths(chat=chat)
+        assert all(p.startswith(tuple(f"{g}/" for g in guarded)) for p in paths), paths
+        assert "/metrics" not in paths and inf.HEALTH_PATH not in paths
+    assert inf.CHAT_PATH in inf.api_paths(chat=True) and inf.CHAT_PATH not in inf.api_paths(chat=False)
+    assert not inf.HEALTH_PATH.startswith(guarded)  # probes and ALB health checks need no key
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        (["k" * 32], "holds 1 keys, inference.auth.api_key_slots is 2"),
+        (["k" * 32, "k" * 32], "names a key twice"),
+        (["k" * 32, "short"], "keys at positions [1] are shorter than 32 characters"),
+        (["k" * 32, "m" * 31 + " "], "contain whitespace"),
+        ("k" * 64, "must be a JSON list of strings"),
+    ],
+)
+def test_bad_key_lists_are_refused_naming_the_secret(keys, message) -> None:
+    with pytest.raises(ValueError) as info:
+        inf.api_keys_secret_data(keys, slots=2, source="aiplat:inference-api-keys")
+    assert message in str(info.value)
+    assert "aiplat:inference-api-keys" in str(info.value) and "pulumi config set --secret" in str(info.value)
+
+
+def test_probes_liveness_on_health_readiness_on_the_model_list_with_a_key() -> None:
     container = _container()
-    assert container["ports"] == [{"name": inf.PORT_NAME, "containerPort": inf.PORT, "protocol": "TCP"}]
-    mounts = {m["mountPath"] for m in container["volumeMounts"]}
-    assert mounts == {inf.CACHE_DIR, inf.TMP_DIR}
+    for kind in ("startupProbe", "livenessProbe"):
+        assert container[kind]["httpGet"] == {"path": inf.HEALTH_PATH, "port": inf.PORT_NAME}
+    assert inf.PORT_NAME in {p["name"] for p in container["ports"]}
+    command = container["readinessProbe"]["exec"]["command"]
+    assert command[:2] == ["python3", "-c"]
+    script = command[2]
+    ast.parse(script)  # valid Python
+    assert f"http://127.0.0.1:{inf.PORT}{inf.MODELS_PATH}" in script
+    first_key = _flags(container["args"])["--api-key"][0]
+    assert f"os.environ['{first_key[2:-1]}']" in script
+
+
+def test_grace_period_covers_the_prestop_pause_and_vllms_drain() -> None:
+    """terminationGracePeriodSeconds > preStop sleep + --shutdown-timeout (the plan's Deployments are
+    checked the same way in tests/infra/inference/test_wire.py)."""
+    for spec in (SPEC, replace(SPEC, prestop_s=0, shutdown_timeout_s=300)):
+        pod = _pod(spec)
+        container = pod["containers"][0]
+        prestop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+        (drain,) = _flags(container["args"])["--shutdown-timeout"]
+        assert prestop == spec.prestop_s
+        assert pod["terminationGracePeriodSeconds"] > prestop + int(drain)
 
 
 def test_pod_is_restricted_and_non_root() -> None:
-    pod = inf.deployment_spec(SPEC, image=IMAGE, release_root=ROOT)["template"]["spec"]
-    sc = _container()["securityContext"]
-    assert sc == {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "capabilities": {"drop": ["ALL"]},
-    }
+    pod = _pod()
+    for c in (*pod["initContainers"], *pod["containers"]):
+        assert c["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+        }
     assert pod["securityContext"]["runAsUser"] == inf.RUN_AS != 0
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert pod["enableServiceLinks"] is False and pod["automountServiceAccountToken"] is False
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert all(set(v) == {"name", "emptyDir"} for v in volumes.values())  # no hostPath, no PVC
+    assert volumes["shm"]["emptyDir"]["medium"] == "Memory"
+    for name in ("vllm", "inference"):
+        assert re.search(
+            rf"^USER {inf.RUN_AS}:{inf.RUN_AS}$", (REPO / "images" / name / "Dockerfile").read_text(), re.M
+        )
+    assert f"EXPOSE {inf.PORT}" in (REPO / "images" / "vllm" / "Dockerfile").read_text()
 
 
-def test_one_gpu_and_ephemeral_storage_for_both_volumes() -> None:
+def test_gpus_and_ephemeral_storage_for_the_volumes() -> None:
     res = _container()["resources"]
     assert res["requests"]["nvidia.com/gpu"] == res["limits"]["nvidia.com/gpu"] == "1"
-    assert res["requests"]["memory"] == res["limits"]["memory"] == "12Gi"
+    assert res["requests"]["memory"] == res["limits"]["memory"] == "16Gi"
     assert "cpu" not in res["limits"]
-    # 20Gi + 2Gi + 1Gi of headroom, in Mi
-    assert res["requests"]["ephemeral-storage"] == res["limits"]["ephemeral-storage"] == f"{23 * 1024}Mi"
+    # 20Gi + 10Gi + 1Gi of headroom, in Mi
+    assert res["requests"]["ephemeral-storage"] == res["limits"]["ephemeral-storage"] == f"{31 * 1024}Mi"
     assert _container(replace(SPEC, cpu_limit="6"))["resources"]["limits"]["cpu"] == "6"
 
 
 def test_selectors_match_the_pods() -> None:
-    deployment = inf.deployment_spec(SPEC, image=IMAGE, release_root=ROOT)
+    deployment = inf.deployment_spec(SPEC, image=IMAGE, fetch_image=FETCH_IMAGE, release_root=ROOT)
     labels = deployment["template"]["metadata"]["labels"]
 
     def selects(selector: dict) -> bool:
@@ -171,7 +278,7 @@ def test_selectors_match_the_pods() -> None:
 
 
 def test_deployment_leaves_the_replica_count_to_the_autoscaler_and_never_drops_capacity() -> None:
-    deployment = inf.deployment_spec(SPEC, image=IMAGE, release_root=ROOT)
+    deployment = inf.deployment_spec(SPEC, image=IMAGE, fetch_image=FETCH_IMAGE, release_root=ROOT)
     assert "replicas" not in deployment
     assert deployment["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
     assert deployment["progressDeadlineSeconds"] == SPEC.first_load_timeout_s
@@ -182,11 +289,11 @@ def test_deployment_leaves_the_replica_count_to_the_autoscaler_and_never_drops_c
     )
 
 
-def test_scaled_object_targets_the_deployment_with_a_safe_fallback() -> None:
+def test_scaled_object_scales_on_running_plus_waiting_with_a_safe_fallback() -> None:
     a = inf.Autoscaling(
         prometheus_url="http://kps-prometheus.monitoring.svc:9090",
-        query=inf.in_flight_query("inference", mon.INFERENCE_JOB),
-        target_in_flight=8,
+        query=inf.requests_query("inference", mon.INFERENCE_JOB),
+        target_per_replica=32,
         min_replicas=2,
         max_replicas=8,
         scale_down_stabilization_s=300,
@@ -196,7 +303,12 @@ def test_scaled_object_targets_the_deployment_with_a_safe_fallback() -> None:
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 8)
     (trigger,) = spec["triggers"]
     assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
-    assert trigger["metadata"]["threshold"] == "8" and IN_FLIGHT in trigger["metadata"]["query"]
+    assert trigger["metadata"]["threshold"] == "32"
+    query = trigger["metadata"]["query"]
+    assert query == (
+        'sum(vllm:num_requests_running{namespace="inference",job="aiplat-inference"}) + '
+        'sum(vllm:num_requests_waiting{namespace="inference",job="aiplat-inference"})'
+    )
     # an empty answer is an error (fallback keeps the replicas), not 0 (which would scale down)
     assert trigger["metadata"]["ignoreNullValues"] == "false"
     assert spec["fallback"] == {"failureThreshold": 3, "replicas": 2, "behavior": "currentReplicasIfHigher"}
@@ -205,10 +317,29 @@ def test_scaled_object_targets_the_deployment_with_a_safe_fallback() -> None:
     assert down["stabilizationWindowSeconds"] == 300
 
 
+def test_the_rollout_gate_reads_the_version_from_vllms_model_list() -> None:
+    """A /v1/models answer as vLLM writes it (ModelCard id = served name, root = the --model path)."""
+    answer = {
+        "object": "list",
+        "data": [
+            {"id": "gpt2-small", "object": "model", "root": inf.model_dir(VERSION), "max_model_len": 1024}
+        ],
+    }
+    assert inf.models_answer_version(answer, served_name="gpt2-small", version=VERSION) is None
+    older = "20261120T100100Z-step2"
+    assert "not '/models/20261120T100100Z-step2'" in str(
+        inf.models_answer_version(answer, served_name="gpt2-small", version=older)
+    )
+    assert "no model 'other'" in str(inf.models_answer_version(answer, served_name="other", version=VERSION))
+    assert "not a model list" in str(
+        inf.models_answer_version({"error": "x"}, served_name="m", version=VERSION)
+    )
+
+
 INGRESS = alb.IngressSpec(
     internet_facing=True,
     tls_policy="ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
-    health_path=inf.READINESS_PATH,
+    health_path=inf.HEALTH_PATH,
     request_timeout_s=60,
     deregistration_delay_s=75,
     inbound_cidrs=["0.0.0.0/0"],
@@ -228,7 +359,7 @@ def test_ingress_annotations_https_only_with_the_tls_policy() -> None:
     assert ann["ssl-policy"] == "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09"
     assert ann["certificate-arn"] == CERT
     assert (ann["scheme"], ann["target-type"]) == ("internet-facing", "ip")
-    assert ann["healthcheck-path"] == inf.READINESS_PATH
+    assert ann["healthcheck-path"] == inf.HEALTH_PATH
     assert ann["wafv2-acl-arn"] == "none"  # explicit: an absent annotation leaves an old ACL attached
     lb = dict(kv.split("=") for kv in ann["load-balancer-attributes"].split(","))
     assert int(lb["idle_timeout.timeout_seconds"]) > INGRESS.request_timeout_s
@@ -248,12 +379,17 @@ def test_annotation_maps_refuse_what_they_cannot_encode() -> None:
         )
 
 
-def test_ingress_routes_the_host_to_the_service_port() -> None:
-    spec = alb.ingress_spec(host="hk.example.com", service=inf.NAME, service_port=inf.SERVICE_PORT_NAME)
+def test_ingress_routes_exactly_the_api_paths_to_the_service_port() -> None:
+    paths = inf.api_paths(chat=False)
+    spec = alb.ingress_spec(
+        host="hk.example.com", service=inf.NAME, service_port=inf.SERVICE_PORT_NAME, paths=paths
+    )
     (rule,) = spec["rules"]
-    (path,) = rule["http"]["paths"]
     assert spec["ingressClassName"] == alb.INGRESS_CLASS and rule["host"] == "hk.example.com"
-    assert path["backend"]["service"] == {"name": inf.NAME, "port": {"name": inf.SERVICE_PORT_NAME}}
+    routed = rule["http"]["paths"]
+    assert [(p["path"], p["pathType"]) for p in routed] == [(p, "Exact") for p in paths]
+    for p in routed:
+        assert p["backend"]["service"] == {"name": inf.NAME, "port": {"name": inf.SERVICE_PORT_NAME}}
     assert {p["name"] for p in inf.service_spec()["ports"]} == {inf.SERVICE_PORT_NAME}
 
 

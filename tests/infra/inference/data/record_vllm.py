@@ -1,0 +1,93 @@
+"""Record what the pinned vLLM accepts and emits, from that version's own source, as test data.
+
+    python tests/infra/inference/data/record_vllm.py <unpacked vllm wheel> <version>
+
+(``pip download --no-deps vllm==<version>`` and unzip the wheel.) Writes
+``tests/infra/inference/data/vllm-serve-flags.txt`` (every option ``vllm serve`` registers: the literal
+``--x`` strings of ``add_argument`` calls in ``vllm/engine/arg_utils.py`` and
+``vllm/entrypoints/common/cli_args.py``, plus the ``--<field>`` options ``BaseFrontendArgs``/``FrontendArgs``
+generate from their fields; not the ``--no-x``/``--disable-x`` negations argparse adds to boolean flags)
+and ``tests/monitoring/emitted/vllm.txt`` (the Prometheus sample names of every
+``Gauge``/``Counter``/``Histogram`` ``vllm/v1/metrics/loggers.py`` creates), and
+``tests/infra/inference/data/vllm-auth.txt`` (the two source lines the authentication design rests on:
+``FrontendArgs.api_key``'s type, several keys, and the middleware's ``GUARDED_PREFIX``). Pure ``ast``: vLLM
+is not imported (it needs CUDA torch).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[3]
+FLAG_FILES = ("vllm/engine/arg_utils.py", "vllm/entrypoints/common/cli_args.py")
+FRONTEND_CLASSES = ("BaseFrontendArgs", "FrontendArgs")
+METRICS_FILE = "vllm/v1/metrics/loggers.py"
+AUTH_LINES = {
+    "vllm/entrypoints/common/cli_args.py": "    api_key: ",
+    "vllm/entrypoints/serve/middleware/authenticate.py": "GUARDED_PREFIX = ",
+}
+# Sample names prometheus_client exposes per metric type (its exposition format).
+SUFFIXES = {
+    "_gauge_cls": ("",),
+    "_counter_cls": ("_total", "_created"),
+    "_histogram_cls": ("_bucket", "_count", "_sum", "_created"),
+}
+
+
+def flags(root: Path) -> set[str]:
+    out: set[str] = set()
+    for rel in FLAG_FILES:
+        tree = ast.parse((root / rel).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
+                out |= {
+                    a.value
+                    for a in node.args
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")
+                }
+            if isinstance(node, ast.ClassDef) and node.name in FRONTEND_CLASSES:
+                out |= {
+                    "--" + s.target.id.replace("_", "-")
+                    for s in node.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                }
+    return out
+
+
+def metrics(root: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse((root / METRICS_FILE).read_text())):
+        kind = getattr(node.func, "attr", None) if isinstance(node, ast.Call) else None
+        if kind not in SUFFIXES:
+            continue
+        name = next(k.value for k in node.keywords if k.arg == "name")
+        if isinstance(name, ast.Constant):
+            base = name.value.removesuffix("_total")
+            out |= {base + s for s in SUFFIXES[kind]}
+    return out
+
+
+def main(root: Path, version: str) -> None:
+    head = (
+        f"# vLLM {version} (PyPI wheel vllm-{version}), recorded by tests/infra/inference/data/record_vllm.py"
+    )
+    (HERE / "vllm-serve-flags.txt").write_text(
+        f"{head}\n# from {', '.join(FLAG_FILES)} ({', '.join(FRONTEND_CLASSES)} fields)\n"
+        + "".join(f"{f}\n" for f in sorted(flags(root)))
+    )
+    (REPO / "tests" / "monitoring" / "emitted" / "vllm.txt").write_text(
+        f"{head}\n# from {METRICS_FILE} (prometheus_client sample names per metric type)\n"
+        + "".join(f"{m}\n" for m in sorted(metrics(root)))
+    )
+    lines = [head]
+    for rel, start in AUTH_LINES.items():
+        (line,) = [ln for ln in (root / rel).read_text().splitlines() if ln.startswith(start)]
+        lines.append(f"{rel}: {line.strip()}")
+    (HERE / "vllm-auth.txt").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2])
