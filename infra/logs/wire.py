@@ -23,6 +23,7 @@ from infra.logs import documents as logs_docs
 from infra.logs.component import LogCollector, LogCollectorArgs, LogStore, LogStoreArgs
 from infra.monitoring import documents as mon
 from infra.monitoring.wire import MonitoringWiring
+from infra.queueing.names import team_namespace
 from infra.services.wire import SYSTEM_NAMESPACE, ClusterServicesWiring, workload_namespace_specs
 from infra.stack.schema import Role
 
@@ -37,12 +38,17 @@ class LogsWiring:
 
 
 def covered_namespaces(ctx: StackContext, extra: Sequence[str] = ()) -> list[str]:
-    """kube-system, the stack's workload namespaces and ``extra`` (e.g. the teams' namespaces), once each;
+    """kube-system, the stack's workload namespaces, the teams' and ``extra``, once each;
     none when logs are off or the stack declares no Kubernetes objects (``kubernetes_access: skip``)."""
     cfg = ctx.cfg
     if not cfg.logs.enabled or cfg.cluster_services.kubernetes_access is KubernetesAccess.skip:
         return []
-    names = [SYSTEM_NAMESPACE, *(spec.name for spec in workload_namespace_specs(ctx)), *extra]
+    names = [
+        SYSTEM_NAMESPACE,
+        *(spec.name for spec in workload_namespace_specs(ctx)),
+        *team_namespaces(ctx),
+        *extra,
+    ]
     return sorted(set(names))
 
 
@@ -165,4 +171,9 @@ def wire_log_collector(
 def run_namespaces(ctx: StackContext, extra: Sequence[str] = ()) -> list[str]:
     """The namespaces a run's pods can be in: the trainer's on a train stack, and ``extra`` (the teams')."""
     own = [ctx.cfg.storage.trainer.namespace] if ctx.cfg.role is Role.train else []
-    return sorted({*own, *extra})
+    return sorted({*own, *team_namespaces(ctx), *extra})
+
+
+def team_namespaces(ctx: StackContext) -> list[str]:
+    """The namespaces of the teams the stack declares (infra/queueing/names.py)."""
+    return [team_namespace(team, c.namespace) for team, c in ctx.cfg.teams.items()]

@@ -47,6 +47,8 @@ SECRET = "[secret]"
 # What the offline plan hands the program for a Pulumi secret the stack reads (Alertmanager receiver URLs,
 # set with `pulumi config set --secret` for a real stack); it is marked secret, so it never reaches a plan.
 PLAN_SECRET_VALUE = "https://plan.invalid/secret"
+
+
 # The same for the inference API keys a train stack holds (aiplat:inference-api-keys, a JSON list).
 def plan_api_keys(slots: int = 2) -> list[str]:
     """Placeholder API keys of the plan's config, shaped as the inference Secret requires (distinct, 32+
