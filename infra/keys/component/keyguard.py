@@ -100,7 +100,7 @@ class KeyGuard(pulumi.ComponentResource):
             kms_master_key_id=args.topic_key_arn,
             opts=fixed_name(child),
         )
-        aws.sns.TopicPolicy(
+        topic_policy = aws.sns.TopicPolicy(
             f"{name}-alerts-policy",
             arn=topic.arn,
             policy=topic.arn.apply(
@@ -124,7 +124,13 @@ class KeyGuard(pulumi.ComponentResource):
             event_pattern=pattern,
             opts=fixed_name(child),
         )
-        aws.cloudwatch.EventTarget(f"{name}-key-events-topic", rule=rule.name, arn=topic.arn, opts=child)
+        # Events delivered before the topic policy lets EventBridge publish are dropped.
+        aws.cloudwatch.EventTarget(
+            f"{name}-key-events-topic",
+            rule=rule.name,
+            arn=topic.arn,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[topic_policy])),
+        )
         self.topic_arn = topic.arn
 
         if args.forward_regions:
