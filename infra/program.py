@@ -27,6 +27,7 @@ from infra.io.provider_facts import LIVE_SOURCE, account_facts, gather_facts
 from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
 from infra.io.trainer_configs import training_settings
+from infra.keys.rules import account_findings
 from infra.keys.wire import wire_keys
 from infra.monitoring.wire import wire_monitoring
 from infra.network.wire import wire_network
@@ -120,7 +121,9 @@ def program(
     ctx = dataclasses.replace(ctx, facts=facts)
     report(run_rules(Phase.plan, ctx, requiring=Need.facts), on_finding)
 
-    stack = StackContext(cfg=cfg, facts=facts, account=account_facts(provider), provider=provider)
+    account = account_facts(provider)
+    report(account_findings(cfg, account.account_id), on_finding)
+    stack = StackContext(cfg=cfg, facts=facts, account=account, provider=provider)
     stack.export("region", cfg.region)
     stack.export("environment", cfg.environment.value)
     stack.export("role", cfg.role.value)

@@ -166,6 +166,8 @@ def read_stack_index(stacks_dir: Path | None = None) -> StackIndex:
         images = section.get("images") if isinstance(section.get("images"), dict) else {}
         builds = images.get("builds") if isinstance(images.get("builds"), dict) else {}
         network = section.get("network") if isinstance(section.get("network"), dict) else {}
+        security = section.get("security") if isinstance(section.get("security"), dict) else {}
+        account = security.get("account") if isinstance(security.get("account"), dict) else {}
         stacks[stack] = StackSummary(
             role=str(section.get("role", "")),
             region=str(section.get("region", "")),
@@ -175,5 +177,7 @@ def read_stack_index(stacks_dir: Path | None = None) -> StackIndex:
             # unset: the schema's default, which that stack's VPC gets
             vpc_cidr=str(network.get("vpc_cidr") or NetworkConfig.model_fields["vpc_cidr"].default),
             source_stack=str(storage.get("source_stack") or ""),
+            account_id=str(account.get("id") or ""),
+            allow_shared_account=account.get("allow_shared_account") is True,
         )
     return StackIndex(stacks)

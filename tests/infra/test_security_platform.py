@@ -98,3 +98,93 @@ def test_key_events_target_waits_for_the_topic_policy(plans, stack: str) -> None
     target = plan.one("aws:cloudwatch/eventTarget:EventTarget", "keyguard-key-events-topic")
     policy = _urn_of(plan, "aws:sns/topicPolicy:TopicPolicy", "keyguard-alerts-policy")
     assert policy in target.dependencies
+
+
+# -- item 3: keys nobody but break-glass (and the deployer) can rewrite ------------------------------------
+
+
+def _by_sid(r: RecordedResource, key: str = "policy") -> dict[str, dict[str, Any]]:
+    return {s.get("Sid", str(i)): s for i, s in enumerate(_statements(r, key))}
+
+
+def _protected(plan: Plan) -> bool:
+    sec = plan.config["security"]
+    return sec["protect"] if sec["protect"] is not None else plan.config["environment"] == "prod"
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_only_break_glass_and_the_deployer_change_key_policies(plans, stack: str) -> None:
+    plan = plans[stack]
+    glass = plan.outputs["keyRoles"]["breakGlass"]
+    deployer = plan.config["security"]["account"]["deployer_role"]
+    for key in plan.by_type("aws:kms/key:Key"):
+        st = _by_sid(key)
+        if not _protected(plan):
+            assert "OnlyBreakGlassAndDeployerChangePolicy" not in st
+            continue
+        deny = st["OnlyBreakGlassAndDeployerChangePolicy"]
+        assert deny["Effect"] == "Deny" and deny["Principal"] == {"AWS": "*"}
+        assert deny["Action"] == ["kms:PutKeyPolicy"]
+        assert deny["Condition"] == {
+            "ArnNotEquals": {"aws:PrincipalArn": [glass, f"arn:aws:iam::123456789012:role/{deployer}"]}
+        }
+    admin = plan.one("aws:iam/rolePolicy:RolePolicy", "keyguard-key-admin-policy")
+    actions = {a for s in _statements(admin) for a in _actions(s)}
+    assert not [a for a in actions if a in ("kms:*", "kms:Put*", "kms:PutKeyPolicy")], actions
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_key_roles_trust_named_principals_with_mfa(plans, stack: str) -> None:
+    plan = plans[stack]
+    sec = plan.config["security"]
+    for role, field in (
+        ("keyguard-key-admin", "key_admin_principals"),
+        ("keyguard-break-glass", "break_glass_principals"),
+    ):
+        (trust,) = _statements(plan.one("aws:iam/role:Role", role), "assumeRolePolicy")
+        assert trust["Action"] == "sts:AssumeRole"
+        assert trust["Condition"] == {"Bool": {"aws:MultiFactorAuthPresent": "true"}}
+        named = sorted(set(sec[field]))
+        if _protected(plan):
+            assert named and trust["Principal"] == {"AWS": named}
+        else:  # an unprotected stack without names: the account root, still only with MFA
+            assert trust["Principal"] == {"AWS": named or ["arn:aws:iam::123456789012:root"]}
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_eventbridge_uses_the_logs_key_only_for_our_rules(plans, stack: str) -> None:
+    plan = plans[stack]
+    logs_keys = [k for k in plan.by_type("aws:kms/key:Key") if "EventBridgePublishesAlerts" in _by_sid(k)]
+    assert logs_keys
+    for key in logs_keys:
+        cond = _by_sid(key)["EventBridgePublishesAlerts"]["Condition"]
+        assert cond["StringEquals"] == {"aws:SourceAccount": "123456789012"}
+        assert cond["ArnLike"] == {"aws:SourceArn": f"arn:aws:events:{plan.region}:123456789012:rule/*"}
+    # and the rules that publish to the topic are such rules
+    topic_policy = plan.one("aws:sns/topicPolicy:TopicPolicy", "keyguard-alerts-policy")
+    (publish,) = _statements(topic_policy)
+    rules = {
+        r.inputs["name"]
+        for r in plan.by_type("aws:cloudwatch/eventRule:EventRule")
+        if r.name.startswith("keyguard-")
+    }
+    assert sorted(publish["Condition"]["ArnEquals"]["aws:SourceArn"]) == sorted(
+        f"arn:aws:events:{plan.region}:123456789012:rule/{n}" for n in rules
+    )
+
+
+def test_a_protected_stack_must_name_its_key_guards(stack_config) -> None:
+    from infra.plan.runner import run_plan
+    from infra.stack.parse import parse_platform_config
+
+    raw = stack_config("dev-us-train")
+    raw["security"] = {"protect": True}
+    with pytest.raises(Exception) as info:
+        run_plan("dev-protected", parse_platform_config(raw))
+    message = str(info.value)
+    assert (
+        "aiplat:platform.security.account.deployer_role: is not set, but the key policies of a protected "
+        in message
+    )
+    assert "aiplat:platform.security.key_admin_principals: is empty on a protected stack" in message
+    assert "aiplat:platform.security.break_glass_principals: is empty on a protected stack" in message
