@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 import pulumi
 import pulumi_aws as aws
 
+from infra.admission.wire import wire_admission
 from infra.audit.wire import wire_audit, wire_region_settings
 from infra.cluster.wire import wire_cluster
 from infra.context import StackContext
@@ -140,6 +141,9 @@ def program(
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
     services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
+    # Kubernetes' own admission policies on the workload namespaces (images by digest, identities).
+    if services is not None:
+        wire_admission(stack, k8s_provider=cluster.cluster.k8s_provider, k8s_depends_on=[services.gate])
     # The optional FSx for Lustre file system, linked to the datasets bucket, and its claim for the trainer.
     fsx = wire_fsx(stack, cluster, keys, network, storage, services)
     # Prometheus, Alertmanager, Grafana, dcgm-exporter and the EFA exporter; aiplat's rules and dashboards.

@@ -188,3 +188,42 @@ def test_a_protected_stack_must_name_its_key_guards(stack_config) -> None:
     )
     assert "aiplat:platform.security.key_admin_principals: is empty on a protected stack" in message
     assert "aiplat:platform.security.break_glass_principals: is empty on a protected stack" in message
+
+
+# -- item 6: what upstream leaves wide, narrowed ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_load_balancer_controller_is_scoped_to_its_cluster_and_region(plans, stack: str) -> None:
+    from infra.services.documents.lbc_iam import POLICY
+
+    plan = plans[stack]
+    docs = [p for p in plan.by_type("aws:iam/policy:Policy") if p.name == "lbc-iam-policy"]
+    services = plan.config["cluster_services"]
+    if not services["load_balancer_controller"]["enabled"] or services["kubernetes_access"] == "skip":
+        assert not docs
+        return
+    (doc,) = docs
+    cluster = plan.outputs["clusterName"]
+    statements = _statements(doc)
+    # every upstream action is still granted (the controller keeps working), nothing more
+    granted = sorted({a for s in statements for a in _actions(s)})
+    assert granted == sorted({a for s in POLICY["Statement"] for a in _actions(s)})
+    for st in statements:
+        actions = _actions(st)
+        cond = st.get("Condition", {})
+        # no statement accepts any value of the cluster tag: only this cluster's
+        for key, value in cond.get("Null", {}).items():
+            assert not (key.endswith("Tag/elbv2.k8s.aws/cluster") and value == "false"), st
+        for key, value in cond.get("StringEquals", {}).items():
+            if key.endswith("Tag/elbv2.k8s.aws/cluster"):
+                assert value == cluster
+        if all(a.startswith(("ec2:", "elasticloadbalancing:")) for a in actions):
+            assert cond["StringEquals"]["aws:RequestedRegion"] == plan.region, st
+            for arn in _resources(st):
+                assert arn == "*" or f":{plan.region}:123456789012:" in arn, st
+        # security-group ingress only on this cluster's groups (its own, or the node group it opens)
+        if "ec2:AuthorizeSecurityGroupIngress" in actions:
+            tagged = cond["StringEquals"].get("aws:ResourceTag/elbv2.k8s.aws/cluster") == cluster
+            nodes = cond.get("Null") == {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "false"}
+            assert tagged or nodes, st

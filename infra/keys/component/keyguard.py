@@ -9,8 +9,7 @@
 * EventBridge rules on the default bus of the stack's region for the CloudTrail events
   ``ScheduleKeyDeletion``, ``DisableKey`` and ``PutKeyPolicy``, and for every ``AssumeRole`` of the
   break-glass role, to an SNS topic encrypted with the logs key; in every other region where the stack owns
-  keys (the replica keys), and for the break-glass rule in us-east-1 (where calls to STS's global endpoint
-  are logged), a rule forwards the same events to the home region's default bus.
+  keys (the replica keys) a rule forwards the same events to the home region's default bus.
   https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-cross-region.html
 """
 
@@ -31,9 +30,10 @@ from infra.resources.aws import fixed_name
 # the region where the call happened (a trail must be logging).
 # https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudtrail.html
 KEY_EVENTS = ("ScheduleKeyDeletion", "DisableKey", "PutKeyPolicy")
-# STS logs AssumeRole in the region of the endpoint called; the global endpoint's calls in us-east-1.
+# STS logs AssumeRole in the region of the endpoint called, the global endpoint's calls in us-east-1: the
+# break-glass rule sees assumptions through the regional endpoints of the stack's regions (no rule is put in
+# us-east-1 for a stack elsewhere: data residency). docs/platform/security.md says to use those endpoints.
 # https://docs.aws.amazon.com/IAM/latest/UserGuide/cloudtrail-integration.html#stscloudtrailregion
-STS_GLOBAL_REGION = "us-east-1"
 
 
 def key_event_pattern() -> dict[str, object]:
@@ -158,7 +158,7 @@ class KeyGuard(pulumi.ComponentResource):
                 args.break_glass_rule_name,
                 "The break-glass role was assumed",
                 break_glass_event_pattern(glass_arn),
-                sorted((set(args.forward_regions) | {STS_GLOBAL_REGION}) - {args.region}),
+                sorted(set(args.forward_regions) - {args.region}),
             ),
         ]
         # Events delivered before the topic policy lets EventBridge publish are dropped.

@@ -238,7 +238,7 @@ def test_workload_namespaces_deny_by_default_and_block_imds(plan_stack, stack: s
         _services(plan)["monitoring_namespace"]: "privileged",
     }
     if plan.config["role"] == "train":
-        workload[storage["trainer"]["namespace"]] = "baseline"
+        workload[storage["trainer"]["namespace"]] = "restricted"
     if plan.config.get("inference"):  # KEDA's namespace, made by the inference wiring the same way
         workload[plan.config["inference"]["autoscaling"]["keda"]["namespace"]] = "restricted"
     version = f"v{plan.config['cluster']['kubernetes_version']}"
