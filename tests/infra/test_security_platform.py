@@ -227,3 +227,22 @@ def test_load_balancer_controller_is_scoped_to_its_cluster_and_region(plans, sta
             tagged = cond["StringEquals"].get("aws:ResourceTag/elbv2.k8s.aws/cluster") == cluster
             nodes = cond.get("Null") == {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "false"}
             assert tagged or nodes, st
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_grafana_reads_secrets_only_in_its_namespace(plans, stack: str) -> None:
+    plan = plans[stack]
+    releases = [
+        r
+        for r in plan.by_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs.get("chart") == "kube-prometheus-stack"
+    ]
+    if plan.config["cluster_services"]["kubernetes_access"] == "skip":
+        assert not releases
+        return
+    (kps,) = releases
+    grafana = kps.inputs["values"]["grafana"]
+    # grafana chart 12.11.1: namespaced -> a Role in the release namespace, no ClusterRole
+    assert grafana["rbac"]["namespaced"] is True and not grafana["rbac"].get("extraClusterRoleRules")
+    for sidecar in grafana["sidecar"].values():
+        assert sidecar.get("searchNamespace") in (None, ["{{ .Release.Namespace }}"]), sidecar

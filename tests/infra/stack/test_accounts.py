@@ -94,3 +94,12 @@ def test_credentials_of_another_account_are_refused(stack_config) -> None:
         f"{FIELD}: is 999999999999 but the credentials are of account 123456789012; fix: deploy with "
         "credentials of account 999999999999" in str(info.value)
     )
+
+
+def test_the_efa_exporter_image_must_be_pinned_by_digest(stack_config) -> None:
+    assert_rejected(
+        stack_config("prod-us-train"),
+        "monitoring.efa_exporter_image",
+        "public.ecr.aws/docker/library/python:3.12.12-slim-bookworm",
+        ["monitoring.efa_exporter_image", "is not an image pinned by digest; fix: append @sha256:<digest>"],
+    )
