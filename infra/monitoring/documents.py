@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.core.kube import TOLERATE_ALL
-from infra.core.namespaces import PART_OF
+from infra.core.namespaces import EXPORTERS_NAMESPACE, PART_OF
 from infra.pools.documents.nodes import EFA_LABEL, pool_affinity
 from infra.training.documents.runtime import WORKLOAD_BANDWIDTH, WORKLOAD_LABEL
 
@@ -191,6 +191,8 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
             "affinity": system,
         },
         "prometheus-node-exporter": {
+            # in the exporters' privileged namespace, not monitoring (node-exporter chart 4.56.1 values)
+            "namespaceOverride": EXPORTERS_NAMESPACE,
             "prometheus": {
                 "monitor": {"additionalLabels": dict(SELECT), "relabelings": [_node_relabeling()]}
             },
