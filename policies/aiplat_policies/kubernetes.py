@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.core.namespaces import PSS_LABEL_PREFIX, WORKLOADS_LABEL, PodSecurity
+from infra.core.namespaces import EXPORTERS_NAMESPACE, PSS_LABEL_PREFIX, WORKLOADS_LABEL, PodSecurity
 from infra.pools.documents.nodes import EFA_LABEL, EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT_KEY
 
 from .core import (
@@ -308,8 +308,9 @@ ENFORCE = f"{PSS_LABEL_PREFIX}enforce"
         "privilegedNamespaces": {
             "type": "array",
             "items": {"type": "string"},
-            # monitoring: node-exporter needs the host's network and PID namespaces (infra/core/namespaces.py)
-            "default": ["kube-system", "monitoring"],
+            # the node exporters' namespace: node-exporter needs the host's network and PID namespaces, the
+            # GPU and EFA exporters host paths (infra/core/namespaces.py EXPORTERS_NAMESPACE)
+            "default": ["kube-system", EXPORTERS_NAMESPACE],
             "description": "Namespaces allowed to enforce 'privileged' (node agents such as node-exporter).",
         }
     },

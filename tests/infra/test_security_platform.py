@@ -246,3 +246,72 @@ def test_grafana_reads_secrets_only_in_its_namespace(plans, stack: str) -> None:
     assert grafana["rbac"]["namespaced"] is True and not grafana["rbac"].get("extraClusterRoleRules")
     for sidecar in grafana["sidecar"].values():
         assert sidecar.get("searchNamespace") in (None, ["{{ .Release.Namespace }}"]), sidecar
+
+
+# -- item 4 (infra side): what the run record holds -------------------------------------------------------
+
+
+def test_runtime_env_names_are_the_run_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    from infra.training.documents import runtime
+    from trainer import runrecord
+
+    assert runtime.IMAGE_DIGEST_ENV == runrecord.IMAGE_DIGEST_ENV
+    monkeypatch.setenv(runtime.NODE_NAME_ENV, "ip-10-20-1-7.ec2.internal")
+    assert runrecord.node_name() == "ip-10-20-1-7.ec2.internal"
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_every_training_pod_knows_its_image_digest_and_node(plans, stack: str) -> None:
+    plan = plans[stack]
+    runtimes = plan.by_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
+    assert bool(runtimes) == (
+        plan.config["role"] == "train"
+        and plan.config.get("training") is not None
+        and (plan.config["cluster_services"]["kubernetes_access"] != "skip")
+    )
+    for rt in runtimes:
+        for job in rt.inputs["spec"]["template"]["spec"]["replicatedJobs"]:
+            pod = job["template"]["spec"]["template"]["spec"]
+            for container in pod["containers"]:
+                env = {e["name"]: e for e in container["env"]}
+                image = container["image"]
+                assert env["AIPLAT_IMAGE_DIGEST"]["value"] == image.split("@", 1)[1]
+                assert env["AIPLAT_IMAGE_DIGEST"]["value"].startswith("sha256:")
+                assert env["NODE_NAME"] == {
+                    "name": "NODE_NAME",
+                    "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+                }
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_prod_keeps_audit_logs_a_year_and_trail_logs_in_compliance(plans, stack: str) -> None:
+    plan = plans[stack]
+    prod = plan.config["environment"] == "prod"
+    group = plan.one("aws:cloudwatch/logGroup:LogGroup", "cluster-control-plane-logs")
+    assert group.inputs["retentionInDays"] == (
+        plan.config["cluster"]["log_retention_days"] or (365 if prod else 90)
+    )
+    if prod:
+        assert group.inputs["retentionInDays"] >= 365
+    for lock in plan.by_type("aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"):
+        mode = lock.inputs["rule"]["defaultRetention"]["mode"]
+        assert mode == (
+            plan.config["security"]["audit"]["object_lock_mode"] or ("COMPLIANCE" if prod else "GOVERNANCE")
+        )
+
+
+def test_a_prod_cluster_keeping_its_audit_log_less_than_a_year_is_refused(stack_config) -> None:
+    from infra.rules import Phase, RuleContext, run_rules
+    from infra.stack.parse import parse_platform_config
+
+    raw = stack_config("prod-us-train")
+    raw["cluster"]["log_retention_days"] = 90
+    findings = [
+        f
+        for f in run_rules(Phase.plan, RuleContext(parse_platform_config(raw)))
+        if f.rule == "eks-audit-logs-kept-a-year-in-prod"
+    ]
+    assert [f.one_line() for f in findings] == [
+        "aiplat:platform.cluster.log_retention_days: 90 days is less than the 365 days a prod cluster keeps "
+        "its audit log; fix: set it to 365 or more (a CloudWatch Logs retention value), or leave it unset"
+    ]

@@ -90,8 +90,10 @@ class AuditConfig(Strict):
         description="Days trail logs (and the access logs' noncurrent versions) are kept: the Object Lock "
         "default retention and the expiry of the trail bucket.",
     )
-    object_lock_mode: ObjectLockMode = Field(
-        ObjectLockMode.GOVERNANCE, description="GOVERNANCE or COMPLIANCE (see ObjectLockMode)."
+    object_lock_mode: ObjectLockMode | None = Field(
+        None,
+        description="GOVERNANCE or COMPLIANCE (see ObjectLockMode). Unset: COMPLIANCE in prod (nobody, the "
+        "root user included, deletes a trail log before its retention ends), GOVERNANCE in dev.",
     )
     s3_data_events: bool = Field(
         True,

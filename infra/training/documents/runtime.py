@@ -336,6 +336,20 @@ def trust_bundle(image: str, ca_secret: str, container: dict[str, Any], volumes:
     }
 
 
+# What the run record reads (trainer/runrecord.py, its IMAGE_DIGEST_ENV and NODE_NAME; a test compares them):
+# the image digest the runtime launched (set by the wiring once the image is built) and the node's name.
+IMAGE_DIGEST_ENV = "AIPLAT_IMAGE_DIGEST"
+NODE_NAME_ENV = "NODE_NAME"
+
+
+def image_digest(image_ref: str) -> str:
+    """``sha256:<hex>`` of an image referenced by digest (``repo@sha256:<hex>``)."""
+    _, sep, digest = image_ref.partition("@")
+    if not sep or not digest.startswith("sha256:"):
+        raise ValueError(f"{image_ref!r} is not an image reference by digest (repo@sha256:...)")
+    return digest
+
+
 def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
     """The ``ClusterTrainingRuntime`` (apiVersion, kind, metadata, spec)."""
     shape = spec.shape
@@ -345,7 +359,12 @@ def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:
         "image": spec.image,
         "command": list(LAUNCHER),
         "args": launcher_args(spec.default_config, [], worker_restarts=spec.worker_restarts),
-        "env": [{"name": k, "value": v} for k, (v, _why) in spec.env.items()],
+        "env": [
+            *({"name": k, "value": v} for k, (v, _why) in spec.env.items()),
+            # The run record's node names (trainer/runrecord.py): the node each rank ran on.
+            # https://kubernetes.io/docs/concepts/workloads/pods/downward-api/
+            {"name": NODE_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        ],
         "ports": metrics_ports(spec.metrics_port_base, shape.gpus),
         "resources": shape.resources(),
         "volumeMounts": [
