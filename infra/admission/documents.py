@@ -110,11 +110,15 @@ def _pod_spec_images(spec: str, pattern: str) -> str:
     )
 
 
-def _host_access_free(spec: str, containers: Sequence[str]) -> str:
-    """No privileged container, host path, host network/PID/IPC in the pod spec (or pod spec patch)."""
+def _host_access_free(spec: str, containers: Sequence[str], *, host_namespaces: bool = True) -> str:
+    """No privileged container, host path (and with ``host_namespaces`` no host network/PID/IPC) in the pod
+    spec. A TrainJob's pod spec patch has no host namespace fields (Kubeflow Trainer v2.3.0 PodSpecPatch),
+    and the API server type-checks an expression against the CRD's schema: naming an absent field would
+    fail the policy's compilation, and with ``failurePolicy: Fail`` refuse every TrainJob."""
     parts = [_all_optional(f"{spec}.{field}", "c", _not_privileged("c")) for field in containers]
     parts.append(_all_optional(f"{spec}.volumes", "v", "!has(v.hostPath)"))
-    parts += [f"(!has({spec}.{h}) || !{spec}.{h})" for h in ("hostNetwork", "hostPID", "hostIPC")]
+    if host_namespaces:
+        parts += [f"(!has({spec}.{h}) || !{spec}.{h})" for h in ("hostNetwork", "hostPID", "hostIPC")]
     return " && ".join(parts)
 
 
@@ -195,7 +199,8 @@ def trainjob_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
         ),
         validation(
             _patched_pod_specs_all(
-                f"{_host_access_free(SPEC, ['containers', 'initContainers'])} && {image_volumes}"
+                f"{_host_access_free(SPEC, ['containers', 'initContainers'], host_namespaces=False)} "
+                f"&& {image_volumes}"
             ),
             "runtimePatches may not add privileged containers, host paths or images from outside the "
             "stack's ECR repositories",

@@ -3,6 +3,7 @@ server's CEL) on pods and TrainJobs they must let through and refuse."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import celpy
@@ -243,3 +244,34 @@ def test_bindings_select_workload_namespaces_and_deny() -> None:
     ]
     for p in POLICIES.values():
         assert p["spec"]["failurePolicy"] == "Fail"
+
+
+# The fields of a TrainJob's pod spec patch and of its container patch: Kubeflow Trainer v2.3.0
+# manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml, spec.runtimePatches[].trainingRuntimeSpec.template
+# .spec.replicatedJobs[].template.spec.template.spec (an excerpt of the names, read at tag v2.3.0).
+PATCH_POD_FIELDS = {
+    "affinity",
+    "containers",
+    "imagePullSecrets",
+    "initContainers",
+    "nodeSelector",
+    "schedulingGates",
+    "securityContext",
+    "serviceAccountName",
+    "terminationGracePeriodSeconds",
+    "tolerations",
+    "volumes",
+}
+PATCH_CONTAINER_FIELDS = {"env", "name", "securityContext", "volumeMounts"}
+
+
+def test_trainjob_expressions_name_only_fields_the_crd_has() -> None:
+    """The API server type-checks CEL against the CRD schema: a field the patch type lacks would break the
+    policy (and, failing closed, every TrainJob)."""
+    spec = "j.template.spec.template.spec"
+    for v in POLICIES["aiplat-trainjobs"]["spec"]["validations"]:
+        used = set(re.findall(re.escape(spec) + r"\.(\w+)", v["expression"]))
+        assert used <= PATCH_POD_FIELDS, used - PATCH_POD_FIELDS
+        # container fields read through the patches' containers (c.<field>) exist in the container patch
+        if "containers" in used:
+            assert set(re.findall(r"\bc\.(\w+)", v["expression"])) <= PATCH_CONTAINER_FIELDS
