@@ -181,7 +181,7 @@ def _guards_policy_changes(stmt: dict[str, Any]) -> list[str] | None:
     doc="https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html#prevent-unmanageable-key",
     types=(KEY,),
     unknowns=deferred_unknowns("key policy"),
-    defers=unknown_resource_policy,
+    defers=lambda r: unknown_resource_policy(r) if r.type == KEY else [],
 )
 def kms_key_policy_change_guarded(r: Res, ctx: Ctx) -> Iterator[Violation]:
     platform = ctx.stack.platform or {}
