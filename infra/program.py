@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 import pulumi
 import pulumi_aws as aws
 
+from infra.admission.wire import wire_admission
 from infra.audit.wire import wire_audit, wire_region_settings
 from infra.cluster.wire import wire_cluster
 from infra.context import StackContext
@@ -29,6 +30,7 @@ from infra.io.provider_facts import LIVE_SOURCE, account_facts, gather_facts
 from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
 from infra.io.trainer_configs import training_settings
+from infra.keys.rules import account_findings
 from infra.keys.wire import wire_keys
 from infra.logs.wire import (
     container_log_groups,
@@ -130,7 +132,9 @@ def program(
     ctx = dataclasses.replace(ctx, facts=facts)
     report(run_rules(Phase.plan, ctx, requiring=Need.facts), on_finding)
 
-    stack = StackContext(cfg=cfg, facts=facts, account=account_facts(provider), provider=provider)
+    account = account_facts(provider)
+    report(account_findings(cfg, account.account_id), on_finding)
+    stack = StackContext(cfg=cfg, facts=facts, account=account, provider=provider)
     stack.export("region", cfg.region)
     stack.export("environment", cfg.environment.value)
     stack.export("role", cfg.role.value)
@@ -149,6 +153,9 @@ def program(
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
     services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
+    # Kubernetes' own admission policies on the workload namespaces (images by digest, identities).
+    if services is not None:
+        wire_admission(stack, k8s_provider=cluster.cluster.k8s_provider, k8s_depends_on=[services.gate])
     # The optional FSx for Lustre file system, linked to the datasets bucket, and its claim for the trainer.
     fsx = wire_fsx(stack, cluster, keys, network, storage, services)
     # Container log groups (one per namespace collected) and the roles of the collector and of Grafana.

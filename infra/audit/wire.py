@@ -15,6 +15,7 @@ from infra.context import StackContext
 from infra.core import naming
 from infra.keys.component.kms import KmsKeys
 from infra.stack.schema import TrailMode
+from infra.storage.rules import trail_object_lock_mode
 from infra.storage.wire import StorageWiring, trail_bucket_name
 
 
@@ -42,7 +43,7 @@ def wire_audit(ctx: StackContext, keys: KmsKeys, storage: StorageWiring) -> Audi
             account_id=account.account_id,
             logs_key_arn=keys.logs_key_arn,
             retention_days=audit.retention_days,
-            object_lock_mode=audit.object_lock_mode.value,
+            object_lock_mode=trail_object_lock_mode(cfg).value,
             data_event_bucket_arns=data_buckets,
             access_log_bucket=storage.buckets.log_bucket_name if storage.buckets is not None else None,
             min_tls=cfg.security.min_tls_version.value,

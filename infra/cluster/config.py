@@ -117,7 +117,11 @@ class ClusterConfig(Strict):
     access_entries: dict[str, AccessEntryConfig] = Field(
         default_factory=dict, description="Access entries keyed by a short name."
     )
-    log_retention_days: int = Field(90, description="Retention of the control-plane log group (days).")
+    log_retention_days: int | None = Field(
+        None,
+        description="Retention of the control-plane log group (days; the EKS audit log among them). Unset: "
+        "365 in prod, 90 in dev; prod refuses less than 365.",
+    )
     support_type: SupportType = Field(
         SupportType.standard,
         description="STANDARD (upgraded by EKS at the end of standard support) or EXTENDED (stays on the "
@@ -180,5 +184,5 @@ class ClusterConfig(Strict):
 
     @field_validator("log_retention_days")
     @classmethod
-    def _retention(cls, v: int) -> int:
-        return check_log_retention(v)
+    def _retention(cls, v: int | None) -> int | None:
+        return None if v is None else check_log_retention(v)

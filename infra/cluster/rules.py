@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from infra.cluster import addon_versions
 from infra.stack.registry import Finding, RuleContext, at, error, rule, warning
+from infra.stack.schema import Environment, PlatformConfig
 
 DESCRIBE = "aws eks describe-addon-versions --kubernetes-version {minor} --addon-name {addon}"
 CREATE_ADDON_DOC = "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html"
@@ -67,3 +68,31 @@ def cluster_admin_entry(ctx: RuleContext) -> Iterator[Finding]:
         "policy: AmazonEKSClusterAdminPolicy}}",
         "https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html",
     )
+
+
+# The EKS audit log (a control-plane log type) is kept a year in prod: long enough to answer who did what to
+# a production cluster after the fact (issue 24). Dev keeps CloudWatch's cost down.
+PROD_MIN_LOG_RETENTION_DAYS = 365
+DEV_LOG_RETENTION_DAYS = 90
+
+
+def control_plane_log_retention(cfg: PlatformConfig) -> int:
+    """``cluster.log_retention_days``, or 365 days in prod and 90 in dev when unset."""
+    if cfg.cluster.log_retention_days is not None:
+        return cfg.cluster.log_retention_days
+    return PROD_MIN_LOG_RETENTION_DAYS if cfg.environment is Environment.prod else DEV_LOG_RETENTION_DAYS
+
+
+@rule("eks-audit-logs-kept-a-year-in-prod")
+def eks_audit_logs_kept_a_year_in_prod(ctx: RuleContext) -> Iterator[Finding]:
+    """A prod cluster keeps its control-plane logs (the EKS audit log) at least 365 days."""
+    cfg = ctx.cfg
+    days = control_plane_log_retention(cfg)
+    if cfg.environment is Environment.prod and days < PROD_MIN_LOG_RETENTION_DAYS:
+        yield error(
+            at("cluster", "log_retention_days"),
+            f"{days} days is less than the {PROD_MIN_LOG_RETENTION_DAYS} days a prod cluster keeps its "
+            "audit log",
+            f"set it to {PROD_MIN_LOG_RETENTION_DAYS} or more (a CloudWatch Logs retention value), or leave "
+            "it unset",
+        )

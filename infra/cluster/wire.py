@@ -9,6 +9,7 @@ import pulumi
 from infra.cluster.component.addons import EksAddons, EksAddonsArgs
 from infra.cluster.component.eks import AccessEntry, EksCluster, EksClusterArgs
 from infra.cluster.config import AccessPolicy
+from infra.cluster.rules import control_plane_log_retention
 from infra.context import StackContext
 from infra.core import naming
 from infra.core.facts import InstanceFacts
@@ -107,7 +108,7 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
             endpoint_public_access_cidrs=tuple(cfg.cluster.endpoint_public_access_cidrs),
             secrets_key_arn=keys.eks_key_arn,
             logs_key_arn=keys.logs_key_arn,
-            log_retention_days=cfg.cluster.log_retention_days,
+            log_retention_days=control_plane_log_retention(cfg),
             access_entries={
                 **{
                     name: AccessEntry(

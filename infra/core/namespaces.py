@@ -26,6 +26,18 @@ ANYWHERE = "0.0.0.0/0"
 PSS_LABEL_PREFIX = "pod-security.kubernetes.io/"  # PSA labels: <prefix><mode>, <prefix><mode>-version
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 PART_OF = {"app.kubernetes.io/part-of": "aiplat"}
+# Namespaces whose pods the platform's admission policies govern (infra/admission), and the label of a
+# team's namespace (infra/queueing): the names both sides select on.
+WORKLOADS_LABEL = ("aiplat.io/workloads", "true")
+# The node exporters' own namespace, the only one at Pod Security ``privileged``: node-exporter (host network,
+# PID and root file system), dcgm-exporter (SYS_ADMIN, the kubelet's pod-resources socket), the EFA exporter
+# (the host's sysfs). Prometheus, Alertmanager and Grafana stay in the monitoring namespace at ``baseline``.
+EXPORTERS_NAMESPACE = "node-exporters"
+# Ports Prometheus scrapes there over the pod network: dcgm-exporter (NVIDIA/dcgm-exporter chart values
+# service.port / the exporter's --address :9400) and aiplat's EFA exporter (infra/monitoring/documents.py).
+# node-exporter listens on the host network, which NetworkPolicies do not govern.
+EXPORTER_PORTS = (9400, 9809)
+TEAM_LABEL = "aiplat.io/team"
 # vpc-cni add-on configuration that turns on NetworkPolicy enforcement (the node agent in aws-node; the
 # policy controller runs in the EKS control plane). aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml
 # (enableNetworkPolicy, v1.23.1);
@@ -204,24 +216,25 @@ def workload_namespaces(
 ) -> list[WorkloadNamespace]:
     """The stack's workload namespaces (``trainer``/``inference``: the namespace, or None if not here).
 
-    ``trainer`` namespace: ``baseline``. AWS's NCCL/EFA images (aws-samples nccl-tests, the EFA installer's
-    test images) run as root, and EFA's locked memory comes from the container runtime, not from a
-    capability: ``restricted`` would refuse them for ``runAsNonRoot``; nothing there needs more than
-    baseline (no privileged mode, host paths or host network). ``inference``: ``restricted`` (the server
-    runs as non-root; GPUs come through the device plugin, which needs no privilege in the pod).
-    ``monitoring``: ``privileged``: node-exporter runs on the host network and PID namespace with the host's
-    root file system mounted, dcgm-exporter with SYS_ADMIN and a host path to the kubelet's pod resources.
+    ``trainer`` namespace: ``restricted``: the trainer image runs as uid 10001 with no capability (EFA's
+    locked memory comes from the container runtime, the devices from the device plugin), and the runtime
+    sets the restricted profile's fields (``infra/training/documents/runtime.py``). ``inference``:
+    ``restricted`` (the server runs as non-root; GPUs come through the device plugin, which needs no
+    privilege in the pod). Both carry ``aiplat.io/workloads: "true"``: the admission policies
+    (``infra/admission``) govern their pods.
+    ``monitoring``: ``baseline``: Prometheus, Alertmanager, Grafana and the operator need no privilege;
+    the node exporters run in ``EXPORTERS_NAMESPACE``, ``privileged``, scraped from monitoring only.
     """
     out: list[WorkloadNamespace] = []
     if trainer is not None:
         out.append(
             WorkloadNamespace(
                 name=trainer,
-                pod_security=PodSecurity.baseline,
-                reason="NCCL/EFA training images run as root (runAsNonRoot is restricted-only)",
+                pod_security=PodSecurity.restricted,
                 intra_namespace=True,
                 scrape_ports=(PortRange(port=trainer_metrics_ports[0], end_port=trainer_metrics_ports[1]),),
                 egress_services=tuple(s3_services),
+                labels=dict([WORKLOADS_LABEL]),
             )
         )
     if inference is not None:
@@ -233,16 +246,25 @@ def workload_namespaces(
                 scrape_ports=(PortRange(port="metrics"),),
                 egress_services=tuple(s3_services),
                 # the ALB sends to the inference pods by IP: readiness gates keep rollouts gapless
-                labels=dict([READINESS_GATE_LABEL]),
+                labels=dict([READINESS_GATE_LABEL, WORKLOADS_LABEL]),
             )
         )
     out.append(
         WorkloadNamespace(
             name=monitoring,
-            pod_security=PodSecurity.privileged,
-            reason="node-exporter (host network/PID/root fs) and dcgm-exporter (SYS_ADMIN, host path)",
+            pod_security=PodSecurity.baseline,
+            reason="upstream charts (kube-prometheus-stack, Grafana) are not all configured for restricted",
             intra_namespace=True,
             egress_cidrs=(vpc_cidr,),
+        )
+    )
+    out.append(
+        WorkloadNamespace(
+            name=EXPORTERS_NAMESPACE,
+            pod_security=PodSecurity.privileged,
+            reason="node-exporter (host network/PID/root fs), dcgm-exporter (SYS_ADMIN, host path), EFA "
+            "exporter (host sysfs)",
+            scrape_ports=tuple(PortRange(port=p) for p in EXPORTER_PORTS),
         )
     )
     return out

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 class StackSummary:
     """What other stacks may know of a stack: its role, region, environment, replication targets, the
     images it builds (or takes prebuilt) into its registry (``images.builds``), its VPC's CIDR and the
-    train stack it takes artifacts from (``storage.source_stack``)."""
+    train stack it takes artifacts from (``storage.source_stack``), its AWS account (``security.account.id``,
+    empty when unset) and whether it may share that account with the other environment."""
 
     role: str
     region: str
@@ -22,6 +23,8 @@ class StackSummary:
     # infer stacks: what every stack serving one global name must agree on (infra/edge/rules.py
     # serving_terms), as (term, value) pairs; empty for train stacks and unreadable inference sections
     serving: tuple[tuple[str, str], ...] = ()
+    account_id: str = ""
+    allow_shared_account: bool = False
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,8 @@ def read_stack_index(stacks_dir: Path | None = None) -> StackIndex:
         images = section.get("images") if isinstance(section.get("images"), dict) else {}
         builds = images.get("builds") if isinstance(images.get("builds"), dict) else {}
         network = section.get("network") if isinstance(section.get("network"), dict) else {}
+        security = section.get("security") if isinstance(section.get("security"), dict) else {}
+        account = security.get("account") if isinstance(security.get("account"), dict) else {}
         stacks[stack] = StackSummary(
             role=str(section.get("role", "")),
             region=str(section.get("region", "")),
@@ -192,6 +194,8 @@ def read_stack_index(stacks_dir: Path | None = None) -> StackIndex:
             vpc_cidr=str(network.get("vpc_cidr") or NetworkConfig.model_fields["vpc_cidr"].default),
             source_stack=str(storage.get("source_stack") or ""),
             serving=_serving(section, str(storage.get("source_stack") or "")),
+            account_id=str(account.get("id") or ""),
+            allow_shared_account=account.get("allow_shared_account") is True,
         )
     return StackIndex(stacks)
 

@@ -37,6 +37,9 @@ def key_access(ctx: StackContext, region: str | None = None, log_groups: Sequenc
         region=region or cfg.region,
         key_admin_role_arn=naming.iam_role_arn(part, acct, names.role_name("key-admin")),
         break_glass_role_arn=naming.iam_role_arn(part, acct, names.role_name("break-glass")),
+        deployer_role_arn=naming.iam_role_arn(part, acct, cfg.security.account.deployer_role)
+        if cfg.security.account.deployer_role
+        else None,
         protect=cfg.protected,
         log_group_arns=tuple(naming.log_group_arn(part, cfg.region, acct, g) for g in groups) if home else (),
         trail_arn=naming.trail_arn(part, cfg.region, acct, naming.trail_name(names.global_prefix))
@@ -90,10 +93,15 @@ def wire_keys(ctx: StackContext, log_groups: Sequence[str] = ()) -> KmsKeys:
             region=cfg.region,
             cluster_arn=naming.cluster_arn(account.partition, cfg.region, account.account_id, names.cluster),
             rule_name=naming.event_rule_name(names.stack_prefix, "key-events"),
+            break_glass_rule_name=naming.event_rule_name(
+                names.global_prefix, "break-glass"
+            ),  # also in us-east-1
             topic_name=naming.topic_name(names.stack_prefix, "key-alerts"),
             topic_key_arn=keys.logs_key_arn,
             forward_regions=replica_regions(ctx),
             alert_emails=tuple(cfg.security.alert_emails),
+            key_admin_principals=tuple(cfg.security.key_admin_principals),
+            break_glass_principals=tuple(cfg.security.break_glass_principals),
         ),
         opts=ctx.in_region,
     )

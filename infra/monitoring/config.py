@@ -12,7 +12,7 @@ import re
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from infra.core.charts import ChartPin
 from infra.core.config import NAME_RE, Strict
@@ -184,6 +184,19 @@ class AlertmanagerSettings(Strict):
         return v
 
 
+# An image reference by digest (the tag, when given, is informative): repository[:tag]@sha256:<64 hex>.
+EFA_EXPORTER_IMAGE_PATTERN = r"^[a-z0-9.-]+(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]+)?@sha256:[a-f0-9]{64}$"
+
+
+def _by_digest(v: str) -> str:
+    if not re.match(EFA_EXPORTER_IMAGE_PATTERN, v):
+        raise ValueError(
+            f"{v!r} is not an image pinned by digest; append @sha256:<digest> (docker buildx imagetools "
+            "inspect <image> prints it)"
+        )
+    return v
+
+
 class MonitoringConfig(Strict):
     """The monitoring stack (docs/platform/monitoring.md), in ``cluster_services.monitoring_namespace``."""
 
@@ -193,13 +206,14 @@ class MonitoringConfig(Strict):
     )
     operator_crds: OperatorCrdsChart = Field(default_factory=lambda: OperatorCrdsChart())
     dcgm_exporter: DcgmExporterChart = Field(default_factory=lambda: DcgmExporterChart())
-    efa_exporter_image: Annotated[str, Field(pattern=r"^[a-z0-9.-]+(/[a-z0-9._-]+)+:[A-Za-z0-9._-]+$")] = (
-        Field(
-            "public.ecr.aws/docker/library/python:3.12.12-slim-bookworm",
-            description="Image that runs the EFA exporter script (standard library only). Default: Docker's "
-            "official python image, tag from docker-library/official-images library/python (commit 01732a4), "
-            "through the ECR Public mirror of Docker official images (no Docker Hub pull limits).",
-        )
+    efa_exporter_image: Annotated[str, AfterValidator(_by_digest)] = Field(
+        "public.ecr.aws/docker/library/python:3.12.12-slim-bookworm"
+        "@sha256:593bd06efe90efa80dc4eee3948be7c0fde4134606dd40d8dd8dbcade98e669c",
+        description="Image that runs the EFA exporter script (standard library only), by digest (a tag can "
+        "be re-pushed). Default: Docker's official python image, tag from docker-library/official-images "
+        "library/python (commit 01732a4), through the ECR Public mirror of Docker official images (no "
+        "Docker Hub pull limits); the digest is the one public Dockerfiles pin for that tag (stored "
+        "sources, 2026): confirm it with `docker buildx imagetools inspect` before relying on it.",
     )
     prometheus: PrometheusSettings = Field(default_factory=lambda: PrometheusSettings())
     alertmanager: AlertmanagerSettings = Field(default_factory=lambda: AlertmanagerSettings())

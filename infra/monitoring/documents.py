@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.core.kube import IRSA_ANNOTATION, TOLERATE_ALL
-from infra.core.namespaces import PART_OF
+from infra.core.namespaces import EXPORTERS_NAMESPACE, PART_OF
 from infra.pools.documents.nodes import EFA_LABEL, pool_affinity
 from infra.training.documents.runtime import WORKLOAD_BANDWIDTH, WORKLOAD_LABEL
 
@@ -173,12 +173,18 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
             # no load balancer, no ingress: reach it with kubectl port-forward (docs/platform/monitoring.md)
             "service": {"type": "ClusterIP"},
             "ingress": {"enabled": False},
+            # A Role in Grafana's own namespace instead of a ClusterRole that reads every Secret and
+            # ConfigMap of the cluster: the sidecars look only there, where our dashboards and the chart's
+            # datasources are. grafana-community/helm-charts charts/grafana 12.11.1 values.yaml
+            # (rbac.namespaced) and templates/role.yaml; searchNamespace goes through `tpl`
+            # (templates/_pod.tpl), so the release namespace is named, not written down twice.
+            "rbac": {"namespaced": True},
             "sidecar": {
                 "dashboards": {
                     "enabled": True,
                     "label": DASHBOARD_LABEL[0],
                     "labelValue": DASHBOARD_LABEL[1],
-                    "searchNamespace": "ALL",
+                    "searchNamespace": ["{{ .Release.Namespace }}"],
                     "folderAnnotation": DASHBOARD_FOLDER_ANNOTATION,
                     "provider": {"foldersFromFilesStructure": True},
                 }
@@ -201,6 +207,8 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
             "affinity": system,
         },
         "prometheus-node-exporter": {
+            # in the exporters' privileged namespace, not monitoring (node-exporter chart 4.56.1 values)
+            "namespaceOverride": EXPORTERS_NAMESPACE,
             "prometheus": {
                 "monitor": {"additionalLabels": dict(SELECT), "relabelings": [_node_relabeling()]}
             },

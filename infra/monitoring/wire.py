@@ -22,6 +22,7 @@ import pulumi
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core.charts import chart_ref
+from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.monitoring import documents as mon
 from infra.monitoring.assets import MonitoringAssets
 from infra.monitoring.component.exporters import DcgmExporter, EfaExporter, EfaExporterArgs
@@ -145,7 +146,7 @@ def wire_monitoring(
             ChartArgs(
                 chart=chart_ref(mc.dcgm_exporter),
                 release_name=mon.DCGM_RELEASE,
-                namespace=namespace,
+                namespace=EXPORTERS_NAMESPACE,
                 values=mon.dcgm_exporter_values(gpu_pools=gpus, counters_csv=assets.dcgm_counters),
             ),
             opts=after_crds,
@@ -155,7 +156,7 @@ def wire_monitoring(
         efa = EfaExporter(
             "efa-exporter",
             EfaExporterArgs(
-                namespace=namespace,
+                namespace=EXPORTERS_NAMESPACE,
                 image=mc.efa_exporter_image,
                 script_name=assets.efa_exporter_script[0],
                 script=assets.efa_exporter_script[1],

@@ -251,7 +251,7 @@ class GpuVpc(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        aws.iam.RolePolicy(
+        role_policy = aws.iam.RolePolicy(
             f"{name}-flow-logs-policy",
             role=role.id,
             policy=self.flow_log_group.arn.apply(
@@ -268,5 +268,6 @@ class GpuVpc(pulumi.ComponentResource):
             iam_role_arn=role.arn,
             max_aggregation_interval=flow_logs.aggregation_interval_s,
             tags={"Name": f"{args.name_tag_prefix}-vpc"},
-            opts=child,
+            # The role must be able to write before the service first delivers (it checks at creation).
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[role_policy])),
         )

@@ -224,6 +224,9 @@ def wire_cluster_services(
             "lbc-iam",
             LoadBalancerControllerRoleArgs(
                 partition=ctx.account.partition,
+                cluster_name=names.cluster,
+                region=cfg.region,
+                account_id=ctx.account.account_id,
                 oidc_provider_arn=eks.oidc_provider_arn,
                 oidc_issuer=eks.oidc_issuer,
                 namespace=SYSTEM_NAMESPACE,

@@ -70,6 +70,8 @@ def summary_of(stack: str, cfg: PlatformConfig) -> StackSummary:
         replicate_to=tuple(cfg.storage.replicate_to),
         vpc_cidr=cfg.network.vpc_cidr,
         source_stack=cfg.storage.source_stack or "",
+        account_id=cfg.security.account.id or "",
+        allow_shared_account=cfg.security.account.allow_shared_account,
     )
 
 
@@ -114,3 +116,33 @@ def vpc_cidrs_disjoint(ctx: RuleContext) -> Iterator[Finding]:
         fix = f"give one of the two VPCs a range no other stack uses (network.vpc_cidr{suggestion})"
         make = error if linked else warning
         yield make(at("network", "vpc_cidr"), problem, fix, PEERING_DOC)
+
+
+ACCOUNTS_DOC = (
+    "https://docs.aws.amazon.com/whitepapers/latest/organizing-your-aws-environment/"
+    "benefits-of-using-multiple-aws-accounts.html"
+)
+
+
+@rule("prod-and-dev-accounts-apart", needs=[Need.stacks])
+def prod_and_dev_accounts_apart(ctx: RuleContext) -> Iterator[Finding]:
+    """A prod and a dev stack never name the same AWS account, unless both allow it
+    (``security.account.allow_shared_account``)."""
+    assert ctx.stacks is not None
+    me = summary_of(ctx.stack, ctx.cfg)
+    if not me.account_id:
+        return  # the account of the credentials: nothing to compare before pulumi up
+    for name, other in ctx.stacks.others(ctx.stack).items():
+        if other.account_id != me.account_id or other.environment == me.environment:
+            continue
+        if me.allow_shared_account and other.allow_shared_account:
+            continue
+        yield error(
+            at("security", "account", "id"),
+            f"{me.account_id} is also the account of {other.environment} stack {name}: a {me.environment} "
+            f"and a {other.environment} stack in one account share IAM, quotas and every account-wide "
+            "setting, so a dev credential can reach prod",
+            "give each environment its own account (security.account.id), or set "
+            "security.account.allow_shared_account: true on both stacks",
+            ACCOUNTS_DOC,
+        )

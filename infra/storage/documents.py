@@ -47,12 +47,13 @@ def trainer_policy(
         {
             "Sid": "ListOwnPrefix",
             "Effect": "Allow",
-            "Action": ["s3:ListBucket", "s3:ListBucketMultipartUploads"],
+            "Action": ["s3:ListBucket"],
             "Resource": written,
             # Listing is a bucket-level action; s3:prefix keeps it inside the trainer's prefix.
             # https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html
             "Condition": {"StringLike": {"s3:prefix": [pattern, prefix.strip("/")]}},
         },
+        list_uploads("ListUploads", written),
         {
             "Sid": "ReadWriteOwnPrefix",
             "Effect": "Allow",
@@ -73,6 +74,18 @@ def trainer_policy(
     if kms_key_arns:
         statements.append(s3_key_use("UseDataKey", KMS_WRITE, kms_key_arns, [datasets_arn, *written], region))
     return policy(*statements)
+
+
+def list_uploads(sid: str, bucket_arns: Sequence[str]) -> dict[str, Any]:
+    """Listing a bucket's multipart uploads (to abort stale ones). Its request carries no ``s3:prefix``
+    key, so under an ``s3:prefix`` condition it is never granted; it lists upload keys, not object data.
+    https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html"""
+    return {
+        "Sid": sid,
+        "Effect": "Allow",
+        "Action": ["s3:ListBucketMultipartUploads"],
+        "Resource": list(bucket_arns),
+    }
 
 
 def publisher_policy(
@@ -106,10 +119,11 @@ def publisher_policy(
         {
             "Sid": "ListReleases",
             "Effect": "Allow",
-            "Action": ["s3:ListBucket", "s3:ListBucketMultipartUploads"],
+            "Action": ["s3:ListBucket"],
             "Resource": [artifacts_arn],
             "Condition": {"StringLike": {"s3:prefix": [release, release_prefix.strip("/")]}},
         },
+        list_uploads("ListUploads", [artifacts_arn]),
         {
             "Sid": "WriteReleases",
             "Effect": "Allow",

@@ -11,7 +11,7 @@ from infra.core import allocatable
 from infra.core.config import KubernetesAccess
 from infra.core.trainjobs import quantity_mib
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule
-from infra.stack.schema import MinioMode, StorageBackend
+from infra.stack.schema import Environment, MinioMode, ObjectLockMode, PlatformConfig, StorageBackend
 
 ALLOCATABLE_DOC = (
     "https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/#node-allocatable"
@@ -78,3 +78,16 @@ def minio_fits_system_pools(ctx: RuleContext) -> Iterator[Finding]:
         fix,
         ALLOCATABLE_DOC,
     )
+
+
+def trail_object_lock_mode(cfg: PlatformConfig) -> ObjectLockMode:
+    """``security.audit.object_lock_mode``, or COMPLIANCE in prod and GOVERNANCE in dev when unset.
+
+    COMPLIANCE: a trail log cannot be deleted or overwritten before its retention ends by anyone, which is
+    what an audit record must hold; the price is that a wrong retention cannot be shortened (only the
+    account's closure removes the objects). https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock.html
+    """
+    mode = cfg.security.audit.object_lock_mode
+    if mode is not None:
+        return mode
+    return ObjectLockMode.COMPLIANCE if cfg.environment is Environment.prod else ObjectLockMode.GOVERNANCE

@@ -161,9 +161,10 @@ def _with_image(doc: dict, image: pulumi.Output[str]) -> dict:
     # every container runs the trainer image: the node and the init container that builds the trust store
     for container in [*pod.get("initContainers", []), *pod["containers"]]:
         container["image"] = image
-    # the run record's image_digest (trainer/runrecord.py): the digest the pods were launched with
+    # the run record holds the digest the runtime launched (t.IMAGE_DIGEST_ENV)
     for container in pod["containers"]:
-        container["env"].append(
-            {"name": "AIPLAT_IMAGE_DIGEST", "value": image.apply(lambda ref: ref.partition("@")[2])}
-        )
+        container["env"] = [
+            {"name": t.IMAGE_DIGEST_ENV, "value": image.apply(t.image_digest)},
+            *container["env"],
+        ]
     return doc

@@ -1,8 +1,12 @@
-"""KMS keys: rotation, deletion window, and resource policies without wildcard principals."""
+"""KMS keys: rotation, deletion window, key policies only break-glass and the deployer change, and
+resource policies without wildcard principals."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from infra.core.naming import StackNames
 
 from . import iamdoc
 from .core import (
@@ -12,7 +16,9 @@ from .core import (
     Ctx,
     Res,
     Violation,
+    as_list,
     deferred_unknowns,
+    dig,
     number,
     resource_rule,
     truthy,
@@ -128,3 +134,78 @@ def no_wildcard_principal(r: Res, ctx: Ctx) -> Iterator[Violation]:
                 "name the principals, or add a condition on aws:PrincipalAccount / aws:PrincipalOrgID / "
                 "kms:CallerAccount",
             )
+
+
+def _policy_changers(platform: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The break-glass role's name (derived as the program derives it) and the deployer role's name
+    (``security.account.deployer_role``) of the stack under review."""
+    names = StackNames(
+        str(platform.get("name_prefix") or "aiplat"),
+        str(platform.get("environment") or ""),
+        str(platform.get("role") or ""),
+        str(platform.get("region") or ""),
+    )
+    deployer = dig(platform, "security", "account", "deployer_role")
+    return names.role_name("break-glass"), deployer if isinstance(deployer, str) else None
+
+
+def _stack_protected(platform: Mapping[str, Any]) -> bool:
+    protect = dig(platform, "security", "protect")
+    return protect if isinstance(protect, bool) else platform.get("environment") == "prod"
+
+
+def _guards_policy_changes(stmt: dict[str, Any]) -> list[str] | None:
+    """For a Deny of ``kms:PutKeyPolicy`` to every principal but those of an ``ArnNotEquals`` /
+    ``ArnNotLike`` on ``aws:PrincipalArn``: the role names it exempts (None: not such a statement)."""
+    if stmt.get("Effect") != "Deny" or ("AWS", "*") not in iamdoc.principals(stmt):
+        return None
+    if not any(iamdoc.action_matches(a, "kms:PutKeyPolicy") for a in iamdoc.actions(stmt)):
+        return None
+    keys = iamdoc.condition_keys(stmt)
+    if set(keys) != {"aws:principalarn"}:
+        return None  # any other condition narrows the deny: not a guard for everyone else
+    exempt: list[str] = []
+    for operator, value in keys["aws:principalarn"]:
+        if operator not in ("ArnNotEquals", "ArnNotLike"):
+            return None
+        exempt += [str(v) for v in as_list(value)]
+    return [e.rsplit(":role/", 1)[-1] if ":role/" in e else e for e in exempt]
+
+
+@resource_rule(
+    "kms-key-policy-change-guarded",
+    description="In protected stacks, each key policy denies kms:PutKeyPolicy to every principal but the "
+    "break-glass role and the deployer role: whoever rewrites a key policy can grant itself decrypt or "
+    "deletion.",
+    severity=CRITICAL,
+    doc="https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html#prevent-unmanageable-key",
+    types=(KEY,),
+    unknowns=deferred_unknowns("key policy"),
+    defers=lambda r: unknown_resource_policy(r) if r.type == KEY else [],
+)
+def kms_key_policy_change_guarded(r: Res, ctx: Ctx) -> Iterator[Violation]:
+    platform = ctx.stack.platform or {}
+    if not _stack_protected(platform):
+        return
+    stmts = iamdoc.statements(r.get("policy"))
+    if stmts is UNKNOWN:
+        if not ctx.at_preview:
+            yield violation("the key policy is unknown outside a preview", "build it from known values")
+        return
+    glass, deployer = _policy_changers(platform)
+    allowed = {glass} | ({deployer} if deployer else set())
+    guards = [g for g in (_guards_policy_changes(s) for s in stmts) if g is not None]
+    if not guards:
+        yield violation(
+            f"{r.label}'s policy lets any principal with kms:PutKeyPolicy (e.g. an account admin) rewrite it",
+            f"add a Deny of kms:PutKeyPolicy to Principal '*' with ArnNotEquals aws:PrincipalArn [the "
+            f"break-glass role {glass}, the deployer role]",
+        )
+        return
+    if not any(set(g) <= allowed for g in guards):
+        others = sorted({name for g in guards for name in g} - allowed)
+        yield violation(
+            f"{r.label}'s policy lets {others} change it besides break-glass ({glass}) and the deployer "
+            f"({deployer or 'security.account.deployer_role unset'})",
+            "exempt only the break-glass role and the deployer role from the kms:PutKeyPolicy deny",
+        )

@@ -1,7 +1,7 @@
 """Kubernetes objects the stack declares: pods non-root without privilege escalation, with requests and
 limits; GPU/EFA requests on pods meant for GPU and EFA nodes; no LoadBalancer Service for Prometheus,
 Grafana or Alertmanager (also through kube-prometheus-stack Helm values); Pod Security labels on every
-namespace.
+namespace; every workload namespace under the admission policies.
 
 Pod specs are found wherever a workload keeps them (Deployment, Job, CronJob, DaemonSet, StatefulSet, Pod,
 JobSet, Kubeflow TrainJob/TrainingRuntime ...): any object with a ``containers`` list. Helm releases are
@@ -13,10 +13,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.core.namespaces import PSS_LABEL_PREFIX, PodSecurity
+from infra.core.namespaces import EXPORTERS_NAMESPACE, PSS_LABEL_PREFIX, WORKLOADS_LABEL, PodSecurity
 from infra.pools.documents.nodes import EFA_LABEL, EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT_KEY
 
-from .core import HIGH, MEDIUM, UNKNOWN, Ctx, Res, Violation, as_list, dig, number, resource_rule, violation
+from .core import (
+    HIGH,
+    MEDIUM,
+    UNKNOWN,
+    Ctx,
+    Res,
+    Stack,
+    Violation,
+    as_list,
+    dig,
+    number,
+    resource_rule,
+    stack_rule,
+    violation,
+)
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -294,8 +308,9 @@ ENFORCE = f"{PSS_LABEL_PREFIX}enforce"
         "privilegedNamespaces": {
             "type": "array",
             "items": {"type": "string"},
-            # monitoring: node-exporter needs the host's network and PID namespaces (infra/core/namespaces.py)
-            "default": ["kube-system", "monitoring"],
+            # the node exporters' namespace: node-exporter needs the host's network and PID namespaces, the
+            # GPU and EFA exporters host paths (infra/core/namespaces.py EXPORTERS_NAMESPACE)
+            "default": ["kube-system", EXPORTERS_NAMESPACE],
             "description": "Namespaces allowed to enforce 'privileged' (node agents such as node-exporter).",
         }
     },
@@ -314,3 +329,56 @@ def k8s_namespace_pod_security(r: Res, ctx: Ctx) -> Iterator[Violation]:
             f"namespace {name!r} enforces 'privileged'",
             "use restricted or baseline, or list the namespace in privilegedNamespaces with the reason",
         )
+
+
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+# The policies every workload namespace must be under (names of infra/admission/documents.py).
+WORKLOAD_POLICIES = ("aiplat-workload-images", "aiplat-publisher-identity")
+VAP_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+
+
+def _selects(selector: Any, labels: dict[str, Any]) -> bool:
+    """Whether a namespaceSelector's matchLabels hold for ``labels`` (matchExpressions narrow a binding to
+    some of the namespaces, e.g. the team ones: such a binding does not cover every workload namespace)."""
+    if not isinstance(selector, dict) or selector.get("matchExpressions"):
+        return False
+    match = selector.get("matchLabels") or {}
+    return isinstance(match, dict) and all(labels.get(k) == v for k, v in match.items())
+
+
+@stack_rule(
+    "k8s-workload-namespace-admission",
+    description='Every workload namespace (labelled aiplat.io/workloads: "true") is selected by a '
+    "ValidatingAdmissionPolicyBinding that denies, for the image policy (aiplat-workload-images) and the "
+    "publisher identity policy (aiplat-publisher-identity) declared in the same stack.",
+    severity=HIGH,
+    doc="https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/",
+    unknowns="Namespace labels and binding selectors are literals in this program; an unknown one counts "
+    "as not matching.",
+)
+def k8s_workload_namespace_admission(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
+    key, value = WORKLOADS_LABEL
+    policies = {dig(p.props, "metadata", "name") for p in stack.of_type(VAP)}
+    bindings = [
+        b for b in stack.of_type(VAP_BINDING) if "Deny" in as_list(b.get("spec", "validationActions"))
+    ]
+    for ns in stack.of_type(NAMESPACE):
+        labels = ns.get("metadata", "labels")
+        labels = labels if isinstance(labels, dict) else {}
+        if labels.get(key) != value:
+            continue
+        bound = {
+            b.get("spec", "policyName")
+            for b in bindings
+            if b.get("spec", "policyName") in policies
+            and _selects(b.get("spec", "matchResources", "namespaceSelector"), labels)
+        }
+        missing = sorted(set(WORKLOAD_POLICIES) - bound)
+        if missing:
+            yield violation(
+                f"workload namespace {ns.get('metadata', 'name')!r} is not under the admission policies "
+                f"{missing}",
+                'declare the policies and bind them to namespaces labelled aiplat.io/workloads: "true" with '
+                "validationActions [Deny] (infra/admission)",
+                ns.urn,
+            )

@@ -17,10 +17,12 @@ from infra.core.instance_types import TABLE
 from infra.pools.documents.efa import EFA, EFA_ONLY, layout_for
 from infra.pools.documents.nodes import EFA_LABEL
 from infra.pools.rules import SINGLE_ZONE_DOC, zone_spread
+from infra.training.documents.runtime import IMAGE_DIGEST_ENV, NODE_NAME_ENV
 
 from .aws import LAUNCH_TEMPLATE, NODE_GROUP, SECURITY_GROUP, SUBNET, linked
 from .core import (
     HIGH,
+    MEDIUM,
     UNKNOWN,
     Ctx,
     Res,
@@ -29,6 +31,7 @@ from .core import (
     as_list,
     dig,
     number,
+    resource_rule,
     stack_rule,
     truthy,
     violation,
@@ -281,3 +284,53 @@ def training_pool_efa_security_group(stack: Stack, ctx: Ctx) -> Iterator[Violati
                 "it on every EFA interface",
                 pool.group.urn,
             )
+
+
+TRAINING_RUNTIME_TYPES = (
+    "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime",
+    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainingRuntime",
+)
+
+
+def _env_ok(env: Any) -> tuple[bool, bool]:
+    """(image digest set, node name from the downward API) in a container's env list."""
+    entries = {e.get("name"): e for e in as_list(env) if isinstance(e, dict)}
+    digest = entries.get(IMAGE_DIGEST_ENV, {}).get("value")
+    node = dig(entries.get(NODE_NAME_ENV, {}), "valueFrom", "fieldRef", "fieldPath")
+    digest_ok = digest is UNKNOWN or (isinstance(digest, str) and digest.startswith("sha256:"))
+    return digest_ok, node == "spec.nodeName"
+
+
+@resource_rule(
+    "training-runtime-records-image-and-node",
+    description="Every container of a training runtime carries the image digest it runs "
+    "(AIPLAT_IMAGE_DIGEST) and its node's name from the downward API (NODE_NAME = spec.nodeName): the run "
+    "record promises both.",
+    severity=MEDIUM,
+    doc="https://kubernetes.io/docs/concepts/workloads/pods/downward-api/",
+    types=TRAINING_RUNTIME_TYPES,
+    unknowns="The digest is computed from the image build of the same update: unknown at preview counts "
+    "as set.",
+)
+def training_runtime_records_image_and_node(r: Res, ctx: Ctx) -> Iterator[Violation]:
+    jobs = r.get("spec", "template", "spec", "replicatedJobs")
+    if jobs is UNKNOWN or not isinstance(jobs, list):
+        yield violation("the runtime's replicated jobs are unknown", "write the runtime document as literals")
+        return
+    for job in jobs:
+        pod = dig(job, "template", "spec", "template", "spec") if isinstance(job, dict) else None
+        if not isinstance(pod, dict):
+            yield violation("a replicated job's pod template is unknown", "write it as a literal")
+            continue
+        for c in as_list(pod.get("containers")):
+            if not isinstance(c, dict):
+                yield violation("a container of the runtime is unknown", "write it as a literal")
+                continue
+            digest_ok, node_ok = _env_ok(c.get("env"))
+            missing = [n for n, ok in ((IMAGE_DIGEST_ENV, digest_ok), (NODE_NAME_ENV, node_ok)) if not ok]
+            if missing:
+                yield violation(
+                    f"container {c.get('name')!r} of replicated job {job.get('name')!r} lacks {missing}",
+                    f"set {IMAGE_DIGEST_ENV} to the image's sha256 digest and {NODE_NAME_ENV} from fieldRef "
+                    "spec.nodeName (infra/training/documents/runtime.py)",
+                )

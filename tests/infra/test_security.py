@@ -152,24 +152,33 @@ def test_key_policies_separate_admins_and_guard_deletion(plans, stack: str) -> N
 
 
 @pytest.mark.parametrize("stack", ALL)
-def test_key_deletion_and_disabling_alert(plans, stack: str) -> None:
+def test_key_deletion_disabling_policy_change_and_break_glass_alert(plans, stack: str) -> None:
     plan = plans[stack]
     topic = plan.one("aws:sns/topic:Topic")
     assert topic.inputs["kmsMasterKeyId"] == plan.outputs["kmsKeyArns"]["logs"]
     rules = [r for r in plan.by_type("aws:cloudwatch/eventRule:EventRule") if r.name.startswith("keyguard-")]
     key_regions = {k.inputs.get("region") or plan.region for k in plan.by_type("aws:kms/key:Key")}
-    assert {r.inputs.get("region") or plan.region for r in rules} == key_regions
-    for rule in rules:
+    key_rules = [r for r in rules if r.name.startswith("keyguard-key-events")]
+    assert {r.inputs.get("region") or plan.region for r in key_rules} == key_regions
+    for rule in key_rules:
         pattern = json.loads(rule.inputs["eventPattern"])
-        assert pattern["detail"]["eventName"] == ["ScheduleKeyDeletion", "DisableKey"]
+        assert pattern["detail"]["eventName"] == ["ScheduleKeyDeletion", "DisableKey", "PutKeyPolicy"]
         assert pattern["detail-type"] == ["AWS API Call via CloudTrail"]
-    targets = {
-        t.inputs.get("region") or plan.region: t
-        for t in plan.by_type("aws:cloudwatch/eventTarget:EventTarget")
-    }
-    assert targets[plan.region].inputs["arn"] == plan.outputs["keyAlertsTopic"]
-    for region, target in targets.items():
-        if region != plan.region:  # other regions forward to the home region's default bus
+    # every AssumeRole of the break-glass role, in every region where the stack has keys
+    glass_rules = [r for r in rules if r.name.startswith("keyguard-break-glass")]
+    assert {r.inputs.get("region") or plan.region for r in glass_rules} == key_regions
+    for rule in glass_rules:
+        detail = json.loads(rule.inputs["eventPattern"])["detail"]
+        assert detail["eventName"] == ["AssumeRole"]
+        assert detail["requestParameters"]["roleArn"] == [plan.outputs["keyRoles"]["breakGlass"]]
+    targets = [
+        t for t in plan.by_type("aws:cloudwatch/eventTarget:EventTarget") if t.name.startswith("keyguard-")
+    ]
+    assert len(targets) == len(rules)
+    for target in targets:
+        if (target.inputs.get("region") or plan.region) == plan.region:
+            assert target.inputs["arn"] == plan.outputs["keyAlertsTopic"]
+        else:  # other regions forward to the home region's default bus
             assert target.inputs["arn"] == f"arn:aws:events:{plan.region}:123456789012:event-bus/default"
 
 
@@ -191,10 +200,11 @@ def test_trail_and_data_events(plans, stack: str) -> None:
     bucket = plan.one("aws:s3/bucket:Bucket", "audit-bucket")
     assert t["s3BucketName"] == bucket.inputs["bucket"] and bucket.inputs["objectLockEnabled"] is True
     lock = plan.one("aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration").inputs
-    assert lock["rule"]["defaultRetention"] == {
-        "days": audit["retention_days"],
-        "mode": audit["object_lock_mode"],
-    }
+    # unset: COMPLIANCE in prod (nobody deletes a trail log early), GOVERNANCE in dev
+    mode = audit["object_lock_mode"] or (
+        "COMPLIANCE" if plan.config["environment"] == "prod" else "GOVERNANCE"
+    )
+    assert lock["rule"]["defaultRetention"] == {"days": audit["retention_days"], "mode": mode}
     selectors = {s["name"]: s["fieldSelectors"] for s in t["advancedEventSelectors"]}
     assert {"field": "eventCategory", "equals": ["Management"]} in selectors["management events"]
     if audit["s3_data_events"] and _s3(plan):
@@ -343,7 +353,12 @@ def test_dev_switch_protects_on_request(stack_config) -> None:
     from infra.stack.parse import parse_platform_config
 
     raw = stack_config("dev-us-train")
-    raw["security"] = {"protect": True}
+    raw["security"] = {
+        "protect": True,
+        "account": {"deployer_role": "aiplat-deploy"},
+        "key_admin_principals": ["arn:aws:iam::123456789012:role/admins"],
+        "break_glass_principals": ["arn:aws:iam::123456789012:role/oncall"],
+    }
     plan = run_plan("dev-protected", parse_platform_config(raw))
     assert all(r.options["protect"] and r.options["retainOnDelete"] for r in _precious(plan))
     assert all("OnlyBreakGlassDeletesKey" in _statements(k) for k in plan.by_type("aws:kms/key:Key"))

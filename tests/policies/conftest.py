@@ -51,9 +51,11 @@ def make_plan(
     region: str = "us-east-1",
     default_tags: dict[str, str] | None = TAGS,
     provider_inputs: dict[str, Any] | None = None,
+    platform: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A plan document: an AWS provider (region, default tags as the SDK sends them: a JSON string) and
-    ``resources``, with URNs, provider references, dependencies and property dependencies."""
+    ``resources``, with URNs, provider references, dependencies and property dependencies; ``platform``:
+    more of the stack's ``aiplat:platform`` config."""
     resources = list(resources)
     names = {r.name: urn(stack, r.type, r.name) for r in resources}
     prov_inputs = {"region": region, "skipCredentialsValidation": "false"}
@@ -90,7 +92,7 @@ def make_plan(
                 "options": {"protect": r.protect},
             }
         )
-    config = {"role": role, "environment": environment, "region": region}
+    config = {"role": role, "environment": environment, "region": region, **(platform or {})}
     return {
         "stack": stack,
         "project": PROJECT,

@@ -301,8 +301,10 @@ def namespace(name: str, level: str | None) -> R:
         (namespace("minio", None), "namespace 'minio' has no pod-security.kubernetes.io/enforce label"),
         (namespace("training", "privileged"), "namespace 'training' enforces 'privileged'"),
         (namespace("kube-system", "privileged"), None),
+        (namespace("node-exporters", "privileged"), None),
+        (namespace("monitoring", "privileged"), "namespace 'monitoring' enforces 'privileged'"),
     ],
-    ids=["restricted", "baseline", "missing", "privileged", "privileged-allowed"],
+    ids=["restricted", "baseline", "missing", "privileged", "privileged-allowed", "exporters", "monitoring"],
 )
 def test_k8s_namespace_pod_security(check, resource, expected):
     check("k8s-namespace-pod-security", [resource], expected)

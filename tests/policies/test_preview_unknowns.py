@@ -89,6 +89,12 @@ CASES = [
         "policy",
         "the policy document is unknown outside a preview",
     ),
+    (
+        "kms-key-policy-change-guarded",
+        [R(KEY, "key", {"policy": UNKNOWN})],
+        "policy",
+        "the key policy is unknown outside a preview",
+    ),
     ("s3-tls-only", unknown_bucket_policy(), "policy", "the policy of bucket 'data' is unknown outside"),
     ("s3-tls-floor", unknown_bucket_policy(), "policy", "the policy of bucket 'data' is unknown outside"),
     (

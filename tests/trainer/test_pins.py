@@ -65,8 +65,13 @@ def test_test_environment_runs_the_pinned_version(name: str) -> None:
 def test_dockerfile_installs_exactly_the_pin_file() -> None:
     text = DOCKERFILE.read_text()
     run_lines = " ".join(re.findall(r"^RUN .*?(?<!\\)$", text, flags=re.S | re.M)).replace("\\\n", " ")
-    assert "COPY images/trainer/requirements.txt /opt/trainer/requirements.txt" in text
-    assert "pip install --no-cache-dir -r /opt/trainer/requirements.txt" in run_lines
+    assert "COPY images/trainer/requirements.txt images/trainer/requirements.lock /opt/trainer/" in text
+    # everything but torch from the lock generated from the pin file, every file checked against its hash
+    # (tests/trainer/test_lock.py checks the lock against the pins)
+    assert (
+        "pip install --no-cache-dir --require-hashes --no-deps -r /opt/trainer/requirements.lock" in run_lines
+    )
+    assert "&& pip check" in run_lines
     # torch (CUDA build) comes from the PyTorch index with the version taken from the pin file itself.
     assert """"$(grep -E '^torch==' /opt/trainer/requirements.txt)\"""" in run_lines
     # No library is pinned a second time in the Dockerfile (or installed from the base image).

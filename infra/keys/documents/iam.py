@@ -58,12 +58,12 @@ def break_glass_policy(*, account_id: str, partition: str, keyset_tag: str, clus
 
 
 # Administrative KMS actions (the default key policy's key-administrator list) without any cryptographic
-# operation and without kms:CreateGrant, which could hand the holder a decrypt grant.
+# operation, without kms:CreateGrant, which could hand the holder a decrypt grant, and without kms:Put*
+# (PutKeyPolicy): rewriting a key policy is break-glass's (and the deployer's), denied to all others.
 KEY_ADMIN_ACTIONS = [
     "kms:Describe*",
     "kms:List*",
     "kms:Get*",
-    "kms:Put*",
     "kms:Update*",
     "kms:Enable*",
     "kms:Revoke*",
@@ -91,6 +91,22 @@ def alerts_topic_policy(*, topic_arn: str, rule_arns: Sequence[str], account_id:
                 "ArnEquals": {"aws:SourceArn": list(rule_arns)},
                 "StringEquals": {"aws:SourceAccount": account_id},
             },
+        }
+    )
+
+
+def mfa_trust_policy(principals: Sequence[str]) -> Policy:
+    """Trust for named principals (role ARNs), only in a session authenticated with MFA.
+
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_mfa_configure-api-require.html
+    """
+    return policy(
+        {
+            "Sid": "NamedPrincipalsWithMfa",
+            "Effect": "Allow",
+            "Principal": {"AWS": sorted(set(principals))},
+            "Action": "sts:AssumeRole",
+            "Condition": {"Bool": {"aws:MultiFactorAuthPresent": "true"}},
         }
     )
 

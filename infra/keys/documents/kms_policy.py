@@ -84,7 +84,9 @@ class KeyAccess:
     """Who may do what with a stack's keys, beyond the account root (see ``key_policy``).
 
     ``key_admin_role_arn``: administers the keys, is denied every cryptographic action.
-    ``break_glass_role_arn`` with ``protect``: the only principal that may schedule deletion or disable.
+    ``break_glass_role_arn`` with ``protect``: the only principal that may schedule deletion or disable,
+    and with ``deployer_role_arn`` (the role that runs ``pulumi up``) the only ones that may change the key
+    policy.
     ``log_group_arns``: the log groups CloudWatch Logs may encrypt with the logs key (encryption context).
     ``trail_arn``: the CloudTrail trail that encrypts its log files with the logs key.
     ``events_publish``: EventBridge publishes to an SNS topic encrypted with the logs key.
@@ -97,6 +99,7 @@ class KeyAccess:
     region: str
     key_admin_role_arn: str | None = None
     break_glass_role_arn: str | None = None
+    deployer_role_arn: str | None = None
     protect: bool = False
     log_group_arns: tuple[str, ...] = ()
     trail_arn: str | None = None
@@ -155,6 +158,27 @@ def key_policy(purpose: KeyPurpose, access: KeyAccess) -> dict[str, Any]:
                 "Action": ["kms:ScheduleKeyDeletion", "kms:DisableKey"],
                 "Resource": "*",
                 "Condition": {"ArnNotEquals": {"aws:PrincipalArn": access.break_glass_role_arn}},
+            }
+        )
+        if not access.deployer_role_arn:
+            raise ValueError("a protected key needs the deployer role (it updates the key policy)")
+        # Whoever rewrites a key policy can then grant itself decrypt or deletion: only break-glass, and the
+        # deployer for the program's own updates. A negated operator with several values matches a principal
+        # equal to none of them. KMS refuses a policy that locks out the caller (the lockout safety check),
+        # so a wrong deployer role fails CreateKey/PutKeyPolicy instead of stranding the key.
+        # https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html#prevent-unmanageable-key
+        statements.append(
+            {
+                "Sid": "OnlyBreakGlassAndDeployerChangePolicy",
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Action": ["kms:PutKeyPolicy"],
+                "Resource": "*",
+                "Condition": {
+                    "ArnNotEquals": {
+                        "aws:PrincipalArn": [access.break_glass_role_arn, access.deployer_role_arn]
+                    }
+                },
             }
         )
     if purpose is KeyPurpose.ebs:
@@ -263,10 +287,11 @@ def _logs_key_statements(access: KeyAccess) -> list[dict[str, Any]]:
             },
         ]
     if access.events_publish:
-        # EventBridge publishing to an SNS topic encrypted with this key, as the SNS guide writes it (no
-        # condition: which keys reach KMS on this path is not documented, and a wrong one would silence the
-        # alerts). Who may publish is decided by the topic policy: our rule only (iam.alerts_topic_policy).
+        # EventBridge publishing to an SNS topic encrypted with this key, as the SNS guide writes it, with
+        # the confused-deputy guards: only for rules of our account in this region. Who may publish is
+        # decided by the topic policy: our rules only (iam.alerts_topic_policy).
         # https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services
+        # https://docs.aws.amazon.com/IAM/latest/UserGuide/confused-deputy.html
         statements.append(
             {
                 "Sid": "EventBridgePublishesAlerts",
@@ -274,6 +299,10 @@ def _logs_key_statements(access: KeyAccess) -> list[dict[str, Any]]:
                 "Principal": {"Service": "events.amazonaws.com"},
                 "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
                 "Resource": "*",
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": account_id},
+                    "ArnLike": {"aws:SourceArn": f"arn:{partition}:events:{region}:{account_id}:rule/*"},
+                },
             }
         )
     return statements

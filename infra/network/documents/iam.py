@@ -16,15 +16,19 @@ def flow_logs_delivery_policy(log_group_arn: str) -> Policy:
     """
     return policy(
         {
+            "Sid": "WriteFlowLogGroup",
             "Effect": "Allow",
-            "Action": [
-                "logs:CreateLogStream",
-                "logs:PutLogEvents",
-                "logs:DescribeLogGroups",
-                "logs:DescribeLogStreams",
-            ],
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
             "Resource": [log_group_arn, f"{log_group_arn}:*"],
-        }
+        },
+        {
+            # DescribeLogGroups has no resource-level permission: on a log group ARN it is never granted.
+            # https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html
+            "Sid": "DescribeLogGroups",
+            "Effect": "Allow",
+            "Action": ["logs:DescribeLogGroups"],
+            "Resource": "*",
+        },
     )
 
 

@@ -19,6 +19,9 @@ from infra.services.documents import lbc_iam
 @dataclass(frozen=True, kw_only=True)
 class LoadBalancerControllerRoleArgs:
     partition: str
+    cluster_name: str
+    region: str
+    account_id: str
     oidc_provider_arn: pulumi.Input[str]
     oidc_issuer: pulumi.Input[str]
     namespace: str
@@ -50,7 +53,14 @@ class LoadBalancerControllerRole(pulumi.ComponentResource):
             f"{name}-policy",
             role=role,
             description=f"{args.description_prefix}: AWS Load Balancer Controller {lbc_iam.SOURCE_TAG}",
-            policy=json.dumps(lbc_iam.controller_policy(args.partition)),
+            policy=json.dumps(
+                lbc_iam.scoped_policy(
+                    cluster_name=args.cluster_name,
+                    region=args.region,
+                    account_id=args.account_id,
+                    partition=args.partition,
+                )
+            ),
             attachment_name=f"{name}-attachment",
             opts=child,
         )

@@ -1,4 +1,5 @@
-"""The AWS Load Balancer Controller's IAM policy, kept verbatim from upstream. Pure data.
+"""The AWS Load Balancer Controller's IAM policy, kept verbatim from upstream, and narrowed to one cluster,
+region and account (``scoped_policy``: what the controller's role gets). Pure data.
 
 Source: kubernetes-sigs/aws-load-balancer-controller ``docs/install/iam_policy.json`` at tag v3.5.0
 (commit 11eb202c97e4ae2ee45e0658c4cde9a4b59f33d4, 2026-08-03; the file last changed in 2f6ce5c, 2025-03-27).
@@ -10,6 +11,7 @@ https://docs.aws.amazon.com/eks/latest/userguide/lbc-helm.html
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 SOURCE_TAG = "v3.5.0"
@@ -220,3 +222,63 @@ def controller_policy(partition: str = "aws") -> dict[str, Any]:
             f"partition {partition!r}: use upstream's iam_policy for that partition (e.g. iam_policy_cn.json)"
         )
     return POLICY
+
+
+CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+_EXISTS = "false"  # "Null": {key: "false"}: the key is present
+
+
+def scoped_policy(
+    *, cluster_name: str, region: str, account_id: str, partition: str = "aws"
+) -> dict[str, Any]:
+    """The upstream policy narrowed to one cluster, region and account, so that the controller of one
+    stack (a dev cluster) cannot change another stack's load balancers or security groups:
+
+    * every existence check of the ``elbv2.k8s.aws/cluster`` tag (``Null: false``), on the resource or the
+      request, becomes ``StringEquals`` to this cluster's name: the value the controller writes
+      (``--cluster-name``);
+    * every EC2 / Elastic Load Balancing statement gets ``aws:RequestedRegion`` = the stack's region, and
+      ARNs with any region and account (``*:*``) name ours;
+    * the unconditioned ``Authorize/RevokeSecurityGroupIngress`` on ``*`` becomes two statements: security
+      groups the controller made for this cluster (the tag above), and the node security group it opens to
+      the load balancer, which carries ``kubernetes.io/cluster/<name>`` (the scoping upstream recommends,
+      docs/deploy/installation.md at v3.5.0).
+
+    Statements of global or read-only services (IAM, Shield, ACM/Cognito/WAF lookups) keep upstream's form.
+    """
+    out: list[dict[str, Any]] = []
+    for original in controller_policy(partition)["Statement"]:
+        st = json.loads(json.dumps(original))  # a deep copy of plain JSON data
+        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        regional = all(a.split(":", 1)[0] in ("ec2", "elasticloadbalancing") for a in actions)
+        cond = st.get("Condition", {})
+        nulls = cond.pop("Null", {})
+        equals = cond.setdefault("StringEquals", {})
+        for key, value in nulls.items():
+            if key.endswith(f"Tag/{CLUSTER_TAG}") and value == _EXISTS:
+                equals[key] = cluster_name
+            else:
+                cond.setdefault("Null", {})[key] = value
+        if regional:
+            equals["aws:RequestedRegion"] = region
+        if not equals:
+            del cond["StringEquals"]
+        resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+        resources = [r.replace(":*:*:", f":{region}:{account_id}:") if r != "*" else r for r in resources]
+        st["Resource"] = resources[0] if len(resources) == 1 else resources
+        if cond:
+            st["Condition"] = cond
+        ingress = {"ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"}
+        if (
+            set(actions) == ingress
+            and set(cond) == {"StringEquals"}
+            and list(equals) == ["aws:RequestedRegion"]
+        ):
+            managed = json.loads(json.dumps(st))
+            managed["Condition"]["StringEquals"][f"aws:ResourceTag/{CLUSTER_TAG}"] = cluster_name
+            nodes = json.loads(json.dumps(st))
+            nodes["Condition"]["Null"] = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": _EXISTS}
+            out += [managed, nodes]
+            continue
+        out.append(st)
+    return {"Version": POLICY["Version"], "Statement": out}

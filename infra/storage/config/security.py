@@ -51,6 +51,17 @@ _TRAIL = re.compile(
     r"^(arn:aws[a-z-]*:cloudtrail:[a-z0-9-]+:\d{12}:trail/)?[A-Za-z0-9][A-Za-z0-9._-]{1,126}[A-Za-z0-9]$"
 )
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# An IAM role ARN (with an optional path) and a role name.
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-arns
+ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
+ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
+ACCOUNT_ID = re.compile(r"^\d{12}$")
+
+
+def _role_arn(v: str) -> str:
+    if not ROLE_ARN.match(v):
+        raise ValueError(f"{v!r} is not an IAM role ARN; use arn:aws:iam::<account id>:role/<name>")
+    return v
 
 
 def _bucket(v: str) -> str:
@@ -79,8 +90,10 @@ class AuditConfig(Strict):
         description="Days trail logs (and the access logs' noncurrent versions) are kept: the Object Lock "
         "default retention and the expiry of the trail bucket.",
     )
-    object_lock_mode: ObjectLockMode = Field(
-        ObjectLockMode.GOVERNANCE, description="GOVERNANCE or COMPLIANCE (see ObjectLockMode)."
+    object_lock_mode: ObjectLockMode | None = Field(
+        None,
+        description="GOVERNANCE or COMPLIANCE (see ObjectLockMode). Unset: COMPLIANCE in prod (nobody, the "
+        "root user included, deletes a trail log before its retention ends), GOVERNANCE in dev.",
     )
     s3_data_events: bool = Field(
         True,
@@ -110,6 +123,48 @@ class AuditConfig(Strict):
         if self.trail is TrailMode.create and self.existing_trail:
             raise ValueError("existing_trail is set but trail is 'create'; set trail: existing or drop it")
         return self
+
+
+class AccountConfig(Strict):
+    """The AWS account the stack deploys into and the role that deploys it.
+
+    Prod and dev belong in separate accounts: an account is the boundary IAM cannot cross by mistake, and
+    the upstream controllers' policies are scoped by tags that a dev credential could otherwise meet on a
+    prod resource. https://docs.aws.amazon.com/whitepapers/latest/organizing-your-aws-environment/
+    organizing-your-aws-environment.html
+    """
+
+    id: str | None = Field(
+        None,
+        description="The 12-digit AWS account ID of this stack. Set: pulumi up refuses credentials of "
+        "another account, and the plan refuses a prod and a dev stack of the project in one account "
+        "(unless allow_shared_account). Unset: the account of the credentials, not compared.",
+    )
+    deployer_role: str | None = Field(
+        None,
+        description="Name of the IAM role in this account that runs pulumi up: the only principal besides "
+        "break-glass the key policies of a protected stack let change a key policy. Required when the "
+        "stack is protected.",
+    )
+    allow_shared_account: bool = Field(
+        False,
+        description="Let this stack share its account with a stack of the other environment (prod with "
+        "dev); refused otherwise when both name the same account id.",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str | None) -> str | None:
+        if v is not None and not ACCOUNT_ID.match(v):
+            raise ValueError(f'{v!r} is not a 12-digit AWS account ID; quote it in YAML ("012345678901")')
+        return v
+
+    @field_validator("deployer_role")
+    @classmethod
+    def _role(cls, v: str | None) -> str | None:
+        if v is not None and not ROLE_NAME.match(v):
+            raise ValueError(f"{v!r} is not an IAM role name (1-64 of letters, digits and +=,.@_-)")
+        return v
 
 
 class SecurityConfig(Strict):
@@ -145,10 +200,24 @@ class SecurityConfig(Strict):
     )
     alert_emails: list[str] = Field(
         default_factory=list,
-        description="E-mail addresses subscribed to the key alerts topic (ScheduleKeyDeletion, DisableKey); "
+        description="E-mail addresses subscribed to the key alerts topic (ScheduleKeyDeletion, DisableKey, "
+        "PutKeyPolicy, every assumption of the break-glass role); "
         "each must confirm the subscription.",
     )
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    account: AccountConfig = Field(default_factory=AccountConfig)
+    key_admin_principals: list[Annotated[str, AfterValidator(_role_arn)]] = Field(
+        default_factory=list,
+        description="IAM role ARNs that may assume the key administrator role, with MFA "
+        "(aws:MultiFactorAuthPresent). Required when the stack is protected; unset on an unprotected "
+        "stack: the account root, with MFA.",
+    )
+    break_glass_principals: list[Annotated[str, AfterValidator(_role_arn)]] = Field(
+        default_factory=list,
+        description="IAM role ARNs that may assume the break-glass role, with MFA; every assumption "
+        "alerts the key alerts topic. Required when the stack is protected; unset on an unprotected "
+        "stack: the account root, with MFA.",
+    )
 
     @field_validator("session_log_retention_days")
     @classmethod

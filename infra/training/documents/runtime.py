@@ -294,13 +294,19 @@ class RuntimeSpec:
     cluster_name: str = ""  # names the log group of the pod's logs (infra/core/lognames.py); "": none
 
 
+# What the run record reads (trainer/runrecord.py, its IMAGE_DIGEST_ENV and NODE_NAME; a test compares them):
+# the image digest the runtime launched (set by the wiring once the image is built) and the node's name.
+IMAGE_DIGEST_ENV = "AIPLAT_IMAGE_DIGEST"
+NODE_NAME_ENV = "NODE_NAME"
+
+
 # What a training pod knows of itself, for its run record (trainer/runrecord.py): the Kubernetes downward
 # API (https://kubernetes.io/docs/concepts/workloads/pods/downward-api/). A label or annotation the pod
 # lacks gives an empty value. Kueue v0.19.2 puts no workload name or admission time on a TrainJob's pods
 # (pkg/podset/podset.go FromAssignment: node selectors, tolerations, topology annotations only), so the
 # queue and the submission time come from what `aiplat train submit` patches onto the pods.
 POD_FIELDS = {
-    "NODE_NAME": "spec.nodeName",
+    NODE_NAME_ENV: "spec.nodeName",
     "POD_NAME": "metadata.name",
     "POD_NAMESPACE": "metadata.namespace",
     "AIPLAT_TRAINJOB": "metadata.labels['jobset.sigs.k8s.io/jobset-name']",  # JobSet's name = the TrainJob's
@@ -375,6 +381,14 @@ def trust_bundle(image: str, ca_secret: str, container: dict[str, Any], volumes:
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
         "securityContext": dict(container["securityContext"]),
     }
+
+
+def image_digest(image_ref: str) -> str:
+    """``sha256:<hex>`` of an image referenced by digest (``repo@sha256:<hex>``)."""
+    _, sep, digest = image_ref.partition("@")
+    if not sep or not digest.startswith("sha256:"):
+        raise ValueError(f"{image_ref!r} is not an image reference by digest (repo@sha256:...)")
+    return digest
 
 
 def runtime_document(spec: RuntimeSpec) -> dict[str, Any]:

@@ -78,7 +78,9 @@ def test_tag_changes_with_what_the_image_copies_only(tmp_path: Path) -> None:
 
 def test_the_trainer_image_context_is_the_trainer_package() -> None:
     files = context_files(REPO_ROOT, ".", "images/trainer/Dockerfile")
-    assert files and all(f.startswith("trainer/") or f == "images/trainer/requirements.txt" for f in files)
+    pins = ("images/trainer/requirements.txt", "images/trainer/requirements.lock")
+    assert files and all(f.startswith("trainer/") or f in pins for f in files)
+    assert set(pins) <= set(files)
     assert "trainer/train.py" in files
     assert not any("__pycache__" in f for f in files)
     tag = image_tag(_hash(REPO_ROOT))

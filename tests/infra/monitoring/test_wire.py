@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.logs import documents as logs_docs
 from infra.monitoring import documents as mon
 from infra.plan.runner import SECRET, Plan, RecordedResource
@@ -24,8 +25,9 @@ POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 
 
 def _releases(plan: Plan) -> dict[str, RecordedResource]:
-    ns = plan.config["cluster_services"]["monitoring_namespace"]
-    return {r.inputs["name"]: r for r in plan.by_type(RELEASE) if r.inputs["namespace"] == ns}
+    """The monitoring stack's releases: its own namespace's and the node exporters' (dcgm-exporter)."""
+    ns = {plan.config["cluster_services"]["monitoring_namespace"], EXPORTERS_NAMESPACE}
+    return {r.inputs["name"]: r for r in plan.by_type(RELEASE) if r.inputs["namespace"] in ns}
 
 
 def _logs(plan: Plan) -> bool:
@@ -59,6 +61,9 @@ def test_releases_pinned_and_crds_first(plan_stack, stack: str) -> None:
     crds = releases[mon.CRDS_RELEASE].urn
     assert kps.inputs["skipCrds"] is True and kps.inputs["values"]["crds"] == {"enabled": False}
     assert crds in kps.dependencies
+    # the exporters that need host access run in their own privileged namespace, not in monitoring
+    assert releases[mon.DCGM_RELEASE].inputs["namespace"] == EXPORTERS_NAMESPACE
+    assert kps.inputs["values"]["prometheus-node-exporter"]["namespaceOverride"] == EXPORTERS_NAMESPACE
     # everything that needs a monitoring.coreos.com kind waits for the CRD release
     for r in [*plan.by_type(RULE), *plan.by_type(POD_MONITOR), releases[mon.DCGM_RELEASE]]:
         assert crds in r.dependencies, r.name

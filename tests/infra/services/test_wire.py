@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.io import snapshot
 from infra.plan.runner import Plan, RecordedResource, run_plan
 from tests.conftest import STACKS
@@ -25,7 +26,7 @@ POOL_LABEL = "aiplat.io/pool"
 def _releases(plan: Plan) -> dict[str, RecordedResource]:
     """The cluster services' releases (the monitoring stack's, in its own namespace, are tested in
     tests/infra/monitoring/test_wire.py; KEDA, the inference autoscaler's, in test_inference.py)."""
-    own = {plan.config["cluster_services"]["monitoring_namespace"]}
+    own = {plan.config["cluster_services"]["monitoring_namespace"], EXPORTERS_NAMESPACE}
     if plan.config.get("inference"):
         own.add(plan.config["inference"]["autoscaling"]["keda"]["namespace"])
     return {r.inputs["name"]: r for r in plan.by_type(RELEASE) if r.inputs["namespace"] not in own}
@@ -237,10 +238,11 @@ def test_workload_namespaces_deny_by_default_and_block_imds(plan_stack, stack: s
     storage = plan.config["storage"]
     workload = {
         storage["inference"]["namespace"]: "restricted",
-        _services(plan)["monitoring_namespace"]: "privileged",
+        _services(plan)["monitoring_namespace"]: "baseline",
+        EXPORTERS_NAMESPACE: "privileged",
     }
     if plan.config["role"] == "train":
-        workload[storage["trainer"]["namespace"]] = "baseline"
+        workload[storage["trainer"]["namespace"]] = "restricted"
     if plan.config.get("inference"):  # KEDA's namespace, made by the inference wiring the same way
         workload[plan.config["inference"]["autoscaling"]["keda"]["namespace"]] = "restricted"
     for team, t in plan.config.get("teams", {}).items():  # made by the queueing wiring the same way

@@ -68,7 +68,7 @@ def test_prod_runtime_uses_every_gpu_and_efa_device_of_a_p5(plan_stack) -> None:
         assert node["resources"][part]["nvidia.com/gpu"] == "8"
         assert node["resources"][part]["vpc.amazonaws.com/efa"] == "32"
         assert node["resources"][part]["hugepages-2Mi"] == "5120Mi"
-    env = {e["name"]: e["value"] for e in node["env"] if "value" in e}  # not the downward-API ones
+    env = {e["name"]: e.get("value") for e in node["env"]}  # NODE_NAME comes from the downward API
     assert env["NCCL_NET"] == "Libfabric" and env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
     assert not set(env) & set(OBSOLETE_ENV)
     # the run record's image digest is the one the pod runs
@@ -85,7 +85,7 @@ def test_dev_runtime_has_no_efa_and_runs_on_the_spot_pool(plan_stack) -> None:
         assert "vpc.amazonaws.com/efa" not in node["resources"][part]
         assert "hugepages-2Mi" not in node["resources"][part]
         assert node["resources"][part]["nvidia.com/gpu"] == "1"
-    env = {e["name"]: e["value"] for e in node["env"] if "value" in e}  # not the downward-API ones
+    env = {e["name"]: e.get("value") for e in node["env"]}  # NODE_NAME comes from the downward API
     assert env["NCCL_NET"] == "Socket"
     pool = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"

@@ -13,6 +13,7 @@ from infra.keys.documents.kms_policy import CRYPTO_ACTIONS, KeyAccess, KeyPurpos
 ACCOUNT = "111122223333"
 ADMIN = f"arn:aws:iam::{ACCOUNT}:role/aiplat-prod-train-use1-key-admin"
 GLASS = f"arn:aws:iam::{ACCOUNT}:role/aiplat-prod-train-use1-break-glass"
+DEPLOYER = f"arn:aws:iam::{ACCOUNT}:role/aiplat-deploy"
 GROUPS = (f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/aws/eks/c/cluster",)
 TRAIL = f"arn:aws:cloudtrail:us-east-1:{ACCOUNT}:trail/aiplat-prod-train-use1-trail"
 DATASETS = "arn:aws:s3:::aiplat-prod-us-east-1-datasets"
@@ -25,6 +26,7 @@ FULL = dataclasses.replace(
     ACCESS,
     key_admin_role_arn=ADMIN,
     break_glass_role_arn=GLASS,
+    deployer_role_arn=DEPLOYER,
     protect=True,
     log_group_arns=GROUPS,
     trail_arn=TRAIL,
@@ -87,7 +89,7 @@ LOGS_FULL = {
     "EventBridgePublishesAlerts",
 }
 AUTO_SCALING = {"AutoScalingUsesKey", "AutoScalingAttachesVolumes"}
-GUARDS = {"KeyAdministratorsNeverUseKey", "OnlyBreakGlassDeletesKey"}
+GUARDS = {"KeyAdministratorsNeverUseKey", "OnlyBreakGlassDeletesKey", "OnlyBreakGlassAndDeployerChangePolicy"}
 
 
 @pytest.mark.parametrize(
@@ -131,6 +133,20 @@ def test_only_break_glass_deletes_a_protected_key(purpose: KeyPurpose) -> None:
 def test_protection_needs_a_break_glass_role() -> None:
     with pytest.raises(ValueError, match="break-glass"):
         key_policy(KeyPurpose.data, dataclasses.replace(ACCESS, protect=True))
+
+
+def test_protection_needs_the_deployer_role() -> None:
+    with pytest.raises(ValueError, match="deployer role"):
+        key_policy(KeyPurpose.data, dataclasses.replace(FULL, deployer_role_arn=None))
+
+
+@pytest.mark.parametrize("purpose", list(KeyPurpose))
+def test_only_break_glass_and_the_deployer_change_the_policy(purpose: KeyPurpose) -> None:
+    deny = _sids(key_policy(purpose, FULL))["OnlyBreakGlassAndDeployerChangePolicy"]
+    assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", {"AWS": "*"}, ["kms:PutKeyPolicy"])
+    assert deny["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [GLASS, DEPLOYER]}}
+    unprotected = dataclasses.replace(FULL, protect=False)
+    assert "OnlyBreakGlassAndDeployerChangePolicy" not in _sids(key_policy(purpose, unprotected))
 
 
 def test_ebs_key_grants_autoscaling_service_linked_role_by_condition() -> None:

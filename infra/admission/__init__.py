@@ -1,0 +1,1 @@
+"""Admission rules in the cluster: Kubernetes' built-in ValidatingAdmissionPolicy, no extra controller."""

@@ -1,0 +1,256 @@
+"""ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects as data. Pure.
+
+Kubernetes' built-in admission (admissionregistration.k8s.io/v1, GA since 1.30; every cluster version the
+config accepts is newer): CEL expressions the API server evaluates, no webhook or controller to run.
+https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/
+
+The bindings select the namespaces labelled ``aiplat.io/workloads: "true"`` (the trainer's, the inference
+server's, every team's, the publisher's): what runs there was built by this platform, so
+
+* ``aiplat-workload-images``: every container, init container, ephemeral container and image volume comes
+  from the stack's ECR namespace (``<account>.dkr.ecr.<region>.amazonaws.com/<env prefix>/...``) by digest,
+  or from an upstream registry the config names (pinned by digest too);
+* ``aiplat-publisher-identity``: the publisher's service account runs pods only in the publisher's
+  namespace (it is the one identity that may write releases);
+* ``aiplat-team-pods`` (team namespaces, ``aiplat.io/team``): no privileged container, host path, host
+  network, PID or IPC namespace (Pod Security ``restricted`` refuses them as well; this holds even if the
+  namespace's Pod Security labels are changed);
+* ``aiplat-trainjobs``: a TrainJob's image and ``runtimePatches`` (Kubeflow Trainer v2.3.0: pod
+  ``serviceAccountName``, container ``securityContext``, ``volumes``) stay within the same rules, so a job
+  is refused when it is submitted rather than its pods one by one.
+
+Every expression guards optional fields with ``has()`` before reading them, and stays within standard CEL
+(``all``, ``matches``, ``has``, ``in``): the tests evaluate them with cel-python on allowed and refused
+objects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from infra.core.namespaces import PART_OF, TEAM_LABEL, WORKLOADS_LABEL
+
+API_VERSION = "admissionregistration.k8s.io/v1"
+DIGEST = r"@sha256:[a-f0-9]{64}$"
+SPEC = "__SPEC__"  # placeholder for a patched pod spec in the TrainJob expressions
+TRAINJOBS = {
+    "apiGroups": ["trainer.kubeflow.org"],
+    "apiVersions": ["v1alpha1"],
+    "operations": ["CREATE", "UPDATE"],
+    "resources": ["trainjobs"],
+}
+PODS = {
+    "apiGroups": [""],
+    "apiVersions": ["v1"],
+    "operations": ["CREATE", "UPDATE"],
+    "resources": ["pods", "pods/ephemeralcontainers"],
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdmissionRules:
+    """What the policies allow: the stack's ECR namespace, upstream registries (``registry/path`` prefixes),
+    the publisher's service account and namespace, and the service account a TrainJob's pods may use."""
+
+    account_id: str
+    region: str
+    ecr_namespace: str
+    publisher_namespace: str
+    publisher_service_account: str
+    trainer_service_account: str
+    upstream_registries: Sequence[str] = ()
+    partition_dns_suffix: str = "amazonaws.com"
+
+    def image_pattern(self) -> str:
+        """The RE2 pattern an image reference must match (CEL ``matches`` is RE2, as Python's ``re`` here)."""
+        ecr = re.escape(
+            f"{self.account_id}.dkr.ecr.{self.region}.{self.partition_dns_suffix}/{self.ecr_namespace}/"
+        )
+        prefixes = [ecr + r"[a-z0-9][a-z0-9._/-]*"]
+        prefixes += [
+            re.escape(r.rstrip("/") + "/") + r"[a-z0-9][a-z0-9._/-]*" for r in self.upstream_registries
+        ]
+        return "^(" + "|".join(prefixes) + ")" + DIGEST
+
+
+def _quote(text: str) -> str:
+    """A CEL string literal (single-quoted raw string: the pattern's backslashes stay as they are)."""
+    if "'" in text:
+        raise ValueError(f"cannot quote {text!r} as a CEL raw string")
+    return f"r'{text}'"
+
+
+def _all_optional(list_expr: str, var: str, cond: str) -> str:
+    """``cond`` holds for every element of the optional list field ``list_expr`` (absent: true)."""
+    owner, _, field = list_expr.rpartition(".")
+    return f"(!has({owner}.{field}) || {list_expr}.all({var}, {cond}))"
+
+
+def _not_privileged(c: str) -> str:
+    sc = f"{c}.securityContext"
+    return f"(!has({sc}) || !has({sc}.privileged) || !{sc}.privileged)"
+
+
+def _pod_spec_images(spec: str, pattern: str) -> str:
+    image_ok = f"c.image.matches({pattern})"
+    return " && ".join(
+        [
+            f"{spec}.containers.all(c, {image_ok})",
+            _all_optional(f"{spec}.initContainers", "c", image_ok),
+            _all_optional(f"{spec}.ephemeralContainers", "c", image_ok),
+            _all_optional(
+                f"{spec}.volumes",
+                "v",
+                f"(!has(v.image) || !has(v.image.reference) || v.image.reference.matches({pattern}))",
+            ),
+        ]
+    )
+
+
+def _host_access_free(spec: str, containers: Sequence[str], *, host_namespaces: bool = True) -> str:
+    """No privileged container, host path (and with ``host_namespaces`` no host network/PID/IPC) in the pod
+    spec. A TrainJob's pod spec patch has no host namespace fields (Kubeflow Trainer v2.3.0 PodSpecPatch),
+    and the API server type-checks an expression against the CRD's schema: naming an absent field would
+    fail the policy's compilation, and with ``failurePolicy: Fail`` refuse every TrainJob."""
+    parts = [_all_optional(f"{spec}.{field}", "c", _not_privileged("c")) for field in containers]
+    parts.append(_all_optional(f"{spec}.volumes", "v", "!has(v.hostPath)"))
+    if host_namespaces:
+        parts += [f"(!has({spec}.{h}) || !{spec}.{h})" for h in ("hostNetwork", "hostPID", "hostIPC")]
+    return " && ".join(parts)
+
+
+def validation(expression: str, message: str, reason: str = "Forbidden") -> dict[str, Any]:
+    return {"expression": expression, "message": message, "reason": reason}
+
+
+def workload_images_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
+    pattern = _quote(rules.image_pattern())
+    where = f"{rules.account_id}.dkr.ecr.{rules.region}.{rules.partition_dns_suffix}/{rules.ecr_namespace}/"
+    return [
+        validation(
+            _pod_spec_images("object.spec", pattern),
+            f"every image of a pod in a workload namespace comes from the stack's ECR repositories ({where}) "
+            "by digest (@sha256:...); push the image there and reference it by digest",
+        )
+    ]
+
+
+def publisher_identity_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
+    sa, ns = rules.publisher_service_account, rules.publisher_namespace
+    return [
+        validation(
+            f"!has(object.spec.serviceAccountName) || object.spec.serviceAccountName != '{sa}' "
+            f"|| request.namespace == '{ns}'",
+            f"the service account '{sa}' (the release publisher's) runs pods only in namespace '{ns}'",
+        )
+    ]
+
+
+def team_pod_validations() -> list[dict[str, Any]]:
+    return [
+        validation(
+            "object.spec.containers.all(c, "
+            + _not_privileged("c")
+            + ") && "
+            + _host_access_free("object.spec", ["initContainers", "ephemeralContainers"]),
+            "pods in team namespaces run no privileged container, host path, host network, host PID or "
+            "host IPC; remove them from the pod spec",
+        )
+    ]
+
+
+def _patched_pod_specs_all(cond_on_spec: str) -> str:
+    """``cond_on_spec`` (written over ``SPEC``) holds for the pod spec of every replicated job of every
+    runtime patch of the TrainJob (Kubeflow Trainer v2.3.0 TrainJob.spec.runtimePatches)."""
+    s = "j.template.spec.template.spec"
+    jobs = "p.trainingRuntimeSpec.template.spec.replicatedJobs"
+    job_ok = (
+        "!has(j.template) || !has(j.template.spec) || !has(j.template.spec.template) "
+        f"|| !has(j.template.spec.template.spec) || ({cond_on_spec.replace(SPEC, s)})"
+    )
+    patch_ok = (
+        "!has(p.trainingRuntimeSpec) || !has(p.trainingRuntimeSpec.template) "
+        "|| !has(p.trainingRuntimeSpec.template.spec) "
+        f"|| !has({jobs}) || {jobs}.all(j, {job_ok})"
+    )
+    return f"!has(object.spec.runtimePatches) || object.spec.runtimePatches.all(p, {patch_ok})"
+
+
+def trainjob_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
+    pattern = _quote(rules.image_pattern())
+    sa = rules.trainer_service_account
+    image_volumes = _all_optional(
+        f"{SPEC}.volumes",
+        "v",
+        f"(!has(v.image) || !has(v.image.reference) || v.image.reference.matches({pattern}))",
+    )
+    return [
+        validation(
+            "!has(object.spec.trainer) || !has(object.spec.trainer.image) "
+            f"|| object.spec.trainer.image.matches({pattern})",
+            "spec.trainer.image comes from the stack's ECR repositories by digest",
+        ),
+        validation(
+            _patched_pod_specs_all(f"!has({SPEC}.serviceAccountName) || {SPEC}.serviceAccountName == '{sa}'"),
+            f"runtimePatches may not change the pods' service account (only '{sa}', the trainer's)",
+        ),
+        validation(
+            _patched_pod_specs_all(
+                f"{_host_access_free(SPEC, ['containers', 'initContainers'], host_namespaces=False)} "
+                f"&& {image_volumes}"
+            ),
+            "runtimePatches may not add privileged containers, host paths or images from outside the "
+            "stack's ECR repositories",
+        ),
+    ]
+
+
+def policy(
+    name: str, resource_rules: list[dict[str, Any]], validations: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A ValidatingAdmissionPolicy: ``failurePolicy: Fail`` (an expression that errors refuses)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name, "labels": dict(PART_OF)},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": resource_rules},
+            "validations": validations,
+        },
+    }
+
+
+def binding(policy_name: str, *, teams_only: bool = False) -> dict[str, Any]:
+    """The binding of ``policy_name`` to the workload namespaces (``teams_only``: those of teams), denying."""
+    key, value = WORKLOADS_LABEL
+    selector: dict[str, Any] = {"matchLabels": {key: value}}
+    if teams_only:
+        selector["matchExpressions"] = [{"key": TEAM_LABEL, "operator": "Exists"}]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": policy_name, "labels": dict(PART_OF)},
+        "spec": {
+            "policyName": policy_name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": selector},
+        },
+    }
+
+
+def admission_objects(rules: AdmissionRules) -> list[dict[str, Any]]:
+    """Every policy and its binding."""
+    policies = [
+        (policy("aiplat-workload-images", [PODS], workload_images_validations(rules)), False),
+        (policy("aiplat-publisher-identity", [PODS], publisher_identity_validations(rules)), False),
+        (policy("aiplat-team-pods", [PODS], team_pod_validations()), True),
+        (policy("aiplat-trainjobs", [TRAINJOBS], trainjob_validations(rules)), False),
+    ]
+    out = []
+    for p, teams_only in policies:
+        out += [p, binding(p["metadata"]["name"], teams_only=teams_only)]
+    return out

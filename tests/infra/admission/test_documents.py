@@ -1,0 +1,277 @@
+"""The admission policies' CEL expressions, evaluated with cel-python (RE2 regular expressions, as the API
+server's CEL) on pods and TrainJobs they must let through and refuse."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import celpy
+import pytest
+
+from infra.admission.documents import AdmissionRules, admission_objects
+
+RULES = AdmissionRules(
+    account_id="123456789012",
+    region="us-east-1",
+    ecr_namespace="aiplat-prod",
+    publisher_namespace="release-publisher",
+    publisher_service_account="publisher",
+    trainer_service_account="trainer",
+    upstream_registries=("public.ecr.aws/neuron",),
+)
+DIGEST = "@sha256:" + "0123456789abcdef" * 4
+OURS = "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/trainer" + DIGEST
+POLICIES = {
+    o["metadata"]["name"]: o for o in admission_objects(RULES) if o["kind"] == "ValidatingAdmissionPolicy"
+}
+
+
+def refused(policy: str, obj: dict[str, Any], namespace: str = "team-a") -> list[str]:
+    """The messages of the validations of ``policy`` that refuse ``obj`` created in ``namespace``."""
+    env = celpy.Environment()
+    activation = {
+        "object": celpy.json_to_cel(obj),
+        "request": celpy.json_to_cel({"namespace": namespace, "operation": "CREATE"}),
+    }
+    out = []
+    for v in POLICIES[policy]["spec"]["validations"]:
+        result = env.program(env.compile(v["expression"])).evaluate(activation)
+        assert isinstance(result, celpy.celtypes.BoolType), (v["expression"], result)  # never an error
+        if not result:
+            out.append(v["message"])
+    return out
+
+
+def pod(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "spec": {"containers": [{"name": "main", "image": OURS}], **spec},
+    }
+
+
+# -- images -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        OURS,
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/inference" + DIGEST,
+        "public.ecr.aws/neuron/pytorch" + DIGEST,  # a configured upstream registry, by digest
+    ],
+)
+def test_images_from_our_registry_by_digest_pass(image: str) -> None:
+    p = pod(initContainers=[{"name": "fetch", "image": image}])
+    p["spec"]["containers"][0]["image"] = image
+    assert refused("aiplat-workload-images", p) == []
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/trainer:latest",  # a tag
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-dev/trainer" + DIGEST,  # another ECR namespace
+        "999999999999.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/trainer" + DIGEST,  # another account
+        "123456789012.dkr.ecr.eu-west-1.amazonaws.com/aiplat-prod/trainer" + DIGEST,  # another region
+        "docker.io/library/python" + DIGEST,
+        "123456789012xdkrxecr.us-east-1.amazonaws.com/aiplat-prod/trainer" + DIGEST,  # dots are literal
+        OURS + "x",
+    ],
+)
+@pytest.mark.parametrize("where", ["containers", "initContainers", "ephemeralContainers", "volumes"])
+def test_other_images_are_refused_wherever_they_appear(image: str, where: str) -> None:
+    p = pod()
+    if where == "containers":
+        p["spec"]["containers"].append({"name": "side", "image": image})
+    elif where == "volumes":
+        p["spec"]["volumes"] = [{"name": "model", "image": {"reference": image}}]
+    else:
+        p["spec"][where] = [{"name": "x", "image": image}]
+    [message] = refused("aiplat-workload-images", p)
+    assert (
+        "comes from the stack's ECR repositories (123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/)"
+        in (message)
+    )
+
+
+# -- the publisher's identity -----------------------------------------------------------------------------
+
+
+def test_the_publisher_service_account_only_in_its_namespace() -> None:
+    p = pod(serviceAccountName="publisher")
+    assert refused("aiplat-publisher-identity", p, namespace="release-publisher") == []
+    assert refused("aiplat-publisher-identity", p, namespace="training") == [
+        "the service account 'publisher' (the release publisher's) runs pods only in namespace "
+        "'release-publisher'"
+    ]
+    assert refused("aiplat-publisher-identity", pod(serviceAccountName="trainer"), namespace="training") == []
+    assert refused("aiplat-publisher-identity", pod(), namespace="training") == []
+
+
+# -- team pods --------------------------------------------------------------------------------------------
+
+
+def test_a_plain_team_pod_passes() -> None:
+    p = pod(
+        securityContext={"runAsNonRoot": True},
+        volumes=[{"name": "scratch", "emptyDir": {}}],
+        hostNetwork=False,
+    )
+    p["spec"]["containers"][0]["securityContext"] = {"privileged": False, "allowPrivilegeEscalation": False}
+    assert refused("aiplat-team-pods", p) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda s: s["containers"][0].update(securityContext={"privileged": True}),
+        lambda s: s.update(
+            initContainers=[{"name": "i", "image": OURS, "securityContext": {"privileged": True}}]
+        ),
+        lambda s: s.update(
+            ephemeralContainers=[{"name": "d", "image": OURS, "securityContext": {"privileged": True}}]
+        ),
+        lambda s: s.update(volumes=[{"name": "host", "hostPath": {"path": "/"}}]),
+        lambda s: s.update(hostNetwork=True),
+        lambda s: s.update(hostPID=True),
+        lambda s: s.update(hostIPC=True),
+    ],
+    ids=[
+        "privileged",
+        "privileged-init",
+        "privileged-debug",
+        "hostPath",
+        "hostNetwork",
+        "hostPID",
+        "hostIPC",
+    ],
+)
+def test_host_access_in_a_team_pod_is_refused(change) -> None:
+    p = pod()
+    change(p["spec"])
+    assert refused("aiplat-team-pods", p) == [
+        "pods in team namespaces run no privileged container, host path, host network, host PID or host IPC; "
+        "remove them from the pod spec"
+    ]
+
+
+# -- TrainJobs --------------------------------------------------------------------------------------------
+
+
+def trainjob(pod_spec: dict[str, Any] | None = None, image: str | None = None) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "spec": {"runtimeRef": {"name": "aiplat-torch"}, "trainer": {"numNodes": 2}},
+    }
+    if image:
+        job["spec"]["trainer"]["image"] = image
+    if pod_spec is not None:
+        job["spec"]["runtimePatches"] = [
+            {
+                "manager": "aiplat.io/cli",
+                "trainingRuntimeSpec": {
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {"name": "node", "template": {"spec": {"template": {"spec": pod_spec}}}}
+                            ]
+                        }
+                    }
+                },
+            }
+        ]
+    return job
+
+
+def test_a_trainjob_within_the_rules_passes() -> None:
+    assert refused("aiplat-trainjobs", trainjob()) == []
+    assert refused("aiplat-trainjobs", trainjob(image=OURS)) == []
+    ok = {
+        "serviceAccountName": "trainer",
+        "nodeSelector": {"a": "b"},
+        "containers": [{"name": "node", "env": []}],
+    }
+    assert refused("aiplat-trainjobs", trainjob(ok)) == []
+    # patches that carry only metadata (the labels the CLI sets) pass too
+    job = trainjob({})
+    del job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0][
+        "template"
+    ]["spec"]
+    assert refused("aiplat-trainjobs", job) == []
+
+
+@pytest.mark.parametrize(
+    ("job", "fragment"),
+    [
+        (trainjob(image="docker.io/evil/trainer:1"), "spec.trainer.image comes from the stack's ECR"),
+        (
+            trainjob({"serviceAccountName": "publisher"}),
+            "runtimePatches may not change the pods' service account",
+        ),
+        (
+            trainjob({"containers": [{"name": "node", "securityContext": {"privileged": True}}]}),
+            "runtimePatches may not add privileged containers",
+        ),
+        (
+            trainjob({"volumes": [{"name": "h", "hostPath": {"path": "/var/run"}}]}),
+            "runtimePatches may not add privileged containers, host paths",
+        ),
+        (
+            trainjob({"volumes": [{"name": "m", "image": {"reference": "docker.io/x/y:1"}}]}),
+            "images from outside the stack's ECR repositories",
+        ),
+    ],
+)
+def test_a_trainjob_outside_the_rules_is_refused(job: dict[str, Any], fragment: str) -> None:
+    [message] = refused("aiplat-trainjobs", job)
+    assert fragment in message
+
+
+def test_bindings_select_workload_namespaces_and_deny() -> None:
+    objects = admission_objects(RULES)
+    bindings = {
+        o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"
+    }
+    assert set(bindings) == set(POLICIES)
+    for name, spec in bindings.items():
+        assert spec["policyName"] == name and spec["validationActions"] == ["Deny"]
+        assert spec["matchResources"]["namespaceSelector"]["matchLabels"] == {"aiplat.io/workloads": "true"}
+    assert bindings["aiplat-team-pods"]["matchResources"]["namespaceSelector"]["matchExpressions"] == [
+        {"key": "aiplat.io/team", "operator": "Exists"}
+    ]
+    for p in POLICIES.values():
+        assert p["spec"]["failurePolicy"] == "Fail"
+
+
+# The fields of a TrainJob's pod spec patch and of its container patch: Kubeflow Trainer v2.3.0
+# manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml, spec.runtimePatches[].trainingRuntimeSpec.template
+# .spec.replicatedJobs[].template.spec.template.spec (an excerpt of the names, read at tag v2.3.0).
+PATCH_POD_FIELDS = {
+    "affinity",
+    "containers",
+    "imagePullSecrets",
+    "initContainers",
+    "nodeSelector",
+    "schedulingGates",
+    "securityContext",
+    "serviceAccountName",
+    "terminationGracePeriodSeconds",
+    "tolerations",
+    "volumes",
+}
+PATCH_CONTAINER_FIELDS = {"env", "name", "securityContext", "volumeMounts"}
+
+
+def test_trainjob_expressions_name_only_fields_the_crd_has() -> None:
+    """The API server type-checks CEL against the CRD schema: a field the patch type lacks would break the
+    policy (and, failing closed, every TrainJob)."""
+    spec = "j.template.spec.template.spec"
+    for v in POLICIES["aiplat-trainjobs"]["spec"]["validations"]:
+        used = set(re.findall(re.escape(spec) + r"\.(\w+)", v["expression"]))
+        assert used <= PATCH_POD_FIELDS, used - PATCH_POD_FIELDS
+        # container fields read through the patches' containers (c.<field>) exist in the container patch
+        if "containers" in used:
+            assert set(re.findall(r"\bc\.(\w+)", v["expression"])) <= PATCH_CONTAINER_FIELDS

@@ -1,0 +1,93 @@
+"""The admission policies on every plan: schema-valid (tests/infra/test_k8s_objects.py validates them with
+the rest), bound to every workload namespace, and letting through the pods the plan itself declares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import celpy
+import pytest
+
+from infra.plan.runner import Plan
+from tests.conftest import EXAMPLES, STACKS
+
+ALL = [f"stacks/{s}" for s in STACKS] + [f"examples/{s}" for s in EXAMPLES]
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+
+
+@pytest.fixture(scope="module")
+def plans(plan_stack, plan_example) -> dict[str, Plan]:
+    out = {f"stacks/{s}": plan_stack(s) for s in STACKS}
+    out.update({f"examples/{s}": plan_example(s) for s in EXAMPLES})
+    return out
+
+
+def _evaluate(policy: dict[str, Any], obj: dict[str, Any], namespace: str) -> list[str]:
+    env = celpy.Environment()
+    act = {"object": celpy.json_to_cel(obj), "request": celpy.json_to_cel({"namespace": namespace})}
+    return [
+        v["message"]
+        for v in policy["spec"]["validations"]
+        if not env.program(env.compile(v["expression"])).evaluate(act)
+    ]
+
+
+def _pods(plan: Plan) -> list[tuple[str, dict[str, Any]]]:
+    """(namespace, pod) for every pod template of the plan's workloads: the training runtime's replicated
+    jobs (their pods run in the TrainJob's namespace) and the Deployments of workload namespaces."""
+    out = []
+    trainer_ns = plan.config["storage"]["trainer"]["namespace"]
+    for rt in plan.by_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"):
+        for job in rt.inputs["spec"]["template"]["spec"]["replicatedJobs"]:
+            out.append((trainer_ns, {"spec": job["template"]["spec"]["template"]["spec"]}))
+    for d in plan.by_type("kubernetes:apps/v1:Deployment"):
+        out.append((d.inputs["metadata"]["namespace"], {"spec": d.inputs["spec"]["template"]["spec"]}))
+    return out
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) -> None:
+    plan = plans[stack]
+    if plan.config["cluster_services"]["kubernetes_access"] == "skip":
+        assert not plan.by_type(VAP)
+        return
+    policies = {p.inputs["metadata"]["name"]: p.inputs for p in plan.by_type(VAP)}
+    bindings = [b.inputs["spec"] for b in plan.by_type(BINDING)]
+    assert (
+        {b["policyName"] for b in bindings}
+        == set(policies)
+        == {
+            "aiplat-workload-images",
+            "aiplat-publisher-identity",
+            "aiplat-team-pods",
+            "aiplat-trainjobs",
+        }
+    )
+    workload = {
+        n.inputs["metadata"]["name"]: n.inputs["metadata"]["labels"]
+        for n in plan.by_type("kubernetes:core/v1:Namespace")
+        if n.inputs["metadata"]["labels"].get("aiplat.io/workloads") == "true"
+    }
+    expected = {plan.config["storage"]["inference"]["namespace"]}
+    if plan.config["role"] == "train":
+        expected |= {
+            plan.config["storage"]["trainer"]["namespace"],
+            plan.config["storage"]["publisher"]["namespace"],
+        }
+    assert expected <= set(workload)
+    for labels in workload.values():
+        for b in bindings:
+            selector = b["matchResources"]["namespaceSelector"]
+            assert selector["matchLabels"].items() <= labels.items()
+    # what the plan runs in those namespaces passes every policy bound there
+    checked = 0
+    for namespace, pod in _pods(plan):
+        if namespace not in workload:
+            continue
+        for name in ("aiplat-workload-images", "aiplat-publisher-identity"):
+            assert _evaluate(policies[name], pod, namespace) == [], (stack, namespace, name)
+        checked += 1
+    assert checked == (plan.config["role"] == "train" and plan.config.get("training") is not None) + bool(
+        plan.config.get("inference")
+    )
