@@ -29,14 +29,17 @@ PART_OF = {"app.kubernetes.io/part-of": "aiplat"}
 # Namespaces whose pods the platform's admission policies govern (infra/admission), and the label of a
 # team's namespace (infra/queueing): the names both sides select on.
 WORKLOADS_LABEL = ("aiplat.io/workloads", "true")
-# The node exporters' own namespace, the only one at Pod Security ``privileged``: node-exporter (host network,
+# The node agents' own namespace, the only one at Pod Security ``privileged``: node-exporter (host network,
 # PID and root file system), dcgm-exporter (SYS_ADMIN, the kubelet's pod-resources socket), the EFA exporter
-# (the host's sysfs). Prometheus, Alertmanager and Grafana stay in the monitoring namespace at ``baseline``.
+# (the host's sysfs) and the log collector (infra/logs: the host's /var/log and its offsets). Prometheus,
+# Alertmanager and Grafana stay in the monitoring namespace at ``baseline``.
 EXPORTERS_NAMESPACE = "node-exporters"
 # Ports Prometheus scrapes there over the pod network: dcgm-exporter (NVIDIA/dcgm-exporter chart values
-# service.port / the exporter's --address :9400) and aiplat's EFA exporter (infra/monitoring/documents.py).
-# node-exporter listens on the host network, which NetworkPolicies do not govern.
-EXPORTER_PORTS = (9400, 9809)
+# service.port / the exporter's --address :9400), aiplat's EFA exporter (infra/monitoring/documents.py) and
+# Fluent Bit's HTTP server (fluent-bit chart values metricsPort). node-exporter listens on the host network,
+# which NetworkPolicies do not govern.
+LOG_COLLECTOR_PORT = 2020
+EXPORTER_PORTS = (9400, 9809, LOG_COLLECTOR_PORT)
 TEAM_LABEL = "aiplat.io/team"
 # vpc-cni add-on configuration that turns on NetworkPolicy enforcement (the node agent in aws-node; the
 # policy controller runs in the EKS control plane). aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml
@@ -263,7 +266,7 @@ def workload_namespaces(
             name=EXPORTERS_NAMESPACE,
             pod_security=PodSecurity.privileged,
             reason="node-exporter (host network/PID/root fs), dcgm-exporter (SYS_ADMIN, host path), EFA "
-            "exporter (host sysfs)",
+            "exporter (host sysfs), Fluent Bit (host /var/log)",
             scrape_ports=tuple(PortRange(port=p) for p in EXPORTER_PORTS),
         )
     )

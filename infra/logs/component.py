@@ -111,8 +111,9 @@ class LogStore(pulumi.ComponentResource):
 
 @dataclass(frozen=True, kw_only=True)
 class LogCollectorArgs:
-    """The chart (pinned) and its values, the namespace (the monitoring stack's), the PodMonitor's spec,
-    the data source provisioning and the run dashboard (None: no run to show, an infer stack), as data."""
+    """The chart (pinned) and its values, the namespace (the node agents', EXPORTERS_NAMESPACE), the
+    PodMonitor's spec, the data source provisioning and the run dashboard (None: no run to show, an infer
+    stack), as data."""
 
     namespace: str
     chart: ChartRef

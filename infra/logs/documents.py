@@ -19,7 +19,7 @@ from typing import Any
 from infra.core import iam
 from infra.core.kube import IRSA_ANNOTATION
 from infra.core.lognames import container_log_group, container_log_stream
-from infra.core.namespaces import PART_OF
+from infra.core.namespaces import LOG_COLLECTOR_PORT, PART_OF
 from infra.core.trainjobs import REPLICATED_JOB
 from infra.pools.documents.nodes import GPU_TAINT_KEY
 
@@ -30,7 +30,7 @@ SERVICE_ACCOUNT = "fluent-bit"
 POD_LABELS = {"app.kubernetes.io/name": "fluent-bit", "app.kubernetes.io/instance": RELEASE}
 # Container port "http" (chart values metricsPort 2020); the v2 Prometheus endpoint serves the cmetrics
 # counters the alerts read (src/http_server/api/v2/metrics.c at v5.1.1).
-METRICS_PORT = 2020
+METRICS_PORT = LOG_COLLECTOR_PORT
 METRICS_PORT_NAME = "http"
 METRICS_PATH = "/api/v2/metrics/prometheus"
 JOB = "fluent-bit"

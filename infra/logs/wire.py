@@ -18,6 +18,7 @@ from infra.context import StackContext
 from infra.core import naming
 from infra.core.charts import chart_ref
 from infra.core.config import KubernetesAccess
+from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.keys.component.kms import KmsKeys
 from infra.logs import documents as logs_docs
 from infra.logs.component import LogCollector, LogCollectorArgs, LogStore, LogStoreArgs
@@ -58,9 +59,9 @@ def container_log_groups(ctx: StackContext, namespaces: Sequence[str]) -> list[s
 
 
 def collector_namespace(ctx: StackContext) -> str:
-    """The collector runs in the monitoring namespace: Pod Security ``privileged`` there allows its
-    host paths, and Prometheus scrapes it from the same namespace."""
-    return ctx.cfg.cluster_services.monitoring_namespace
+    """The collector runs beside the node exporters: the one ``privileged`` namespace allows its host
+    paths, and Prometheus scrapes it there (``EXPORTER_PORTS``)."""
+    return EXPORTERS_NAMESPACE
 
 
 def wire_log_store(
@@ -76,7 +77,6 @@ def wire_log_store(
         return None
     cfg, names, account = ctx.cfg, ctx.names, ctx.account
     groups = logs_docs.log_groups(names.cluster, namespaces)
-    monitoring_ns = collector_namespace(ctx)
     store = LogStore(
         "logs",
         LogStoreArgs(
@@ -87,8 +87,8 @@ def wire_log_store(
             protect=cfg.protected,
             oidc_provider_arn=cluster.cluster.oidc_provider_arn,
             oidc_issuer=cluster.cluster.oidc_issuer,
-            collector_service_account=(monitoring_ns, logs_docs.SERVICE_ACCOUNT),
-            grafana_service_account=(monitoring_ns, mon.GRAFANA_SERVICE_ACCOUNT),
+            collector_service_account=(collector_namespace(ctx), logs_docs.SERVICE_ACCOUNT),
+            grafana_service_account=(cfg.cluster_services.monitoring_namespace, mon.GRAFANA_SERVICE_ACCOUNT),
             description_prefix=names.stack_prefix,
         ),
         opts=ctx.in_region,

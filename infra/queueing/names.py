@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from infra.core.namespaces import TEAM_LABEL, WORKLOADS_LABEL
+
 # Kueue's job labels: the LocalQueue a job is submitted to and its WorkloadPriorityClass.
 # kubernetes-sigs/kueue pkg/controller/constants/constants.go (QueueLabel, WorkloadPriorityClassLabel).
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-# Our namespace labels: which team owns it, and that it holds workloads (the admission policies select on
-# the latter, CONTRACTS C5).
-TEAM_LABEL = "aiplat.io/team"
-WORKLOADS_LABEL = "aiplat.io/workloads"
+# Our namespace labels (which team owns it; that it holds workloads, which the admission policies select on)
+# live with the other namespace facts in infra/core/namespaces.py.
 TEAM_NAMESPACE_PREFIX = "team-"
 CLUSTER_QUEUE_PREFIX = "team-"
 # Every team runs its pods as this service account in its own namespace (the training runtime names it).
@@ -39,7 +39,7 @@ def cluster_queue(team: str) -> str:
 
 def namespace_labels(team: str) -> dict[str, str]:
     """The labels of the team's namespace besides Pod Security's."""
-    return {TEAM_LABEL: team, WORKLOADS_LABEL: "true"}
+    return {TEAM_LABEL: team, **dict([WORKLOADS_LABEL])}
 
 
 def trainjob_labels(team: str, priority: str) -> dict[str, str]:
