@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.core.namespaces import PART_OF, TEAM_LABEL, WORKLOADS_LABEL
+from infra.core.labels import TEAM_LABEL, WORKLOADS_LABEL
+from infra.core.namespaces import PART_OF
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 DIGEST = r"@sha256:[a-f0-9]{64}$"

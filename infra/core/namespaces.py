@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from infra.core.labels import WORKLOADS_LABEL
+
 IMDS_CIDR = "169.254.169.254/32"
 ANYWHERE = "0.0.0.0/0"
 PSS_LABEL_PREFIX = "pod-security.kubernetes.io/"  # PSA labels: <prefix><mode>, <prefix><mode>-version
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 PART_OF = {"app.kubernetes.io/part-of": "aiplat"}
-# Namespaces whose pods the platform's admission policies govern (infra/admission), and the label of a
-# team's namespace (infra/queueing): the names both sides select on.
-WORKLOADS_LABEL = ("aiplat.io/workloads", "true")
 # The node agents' own namespace, the only one at Pod Security ``privileged``: node-exporter (host network,
 # PID and root file system), dcgm-exporter (SYS_ADMIN, the kubelet's pod-resources socket), the EFA exporter
 # (the host's sysfs) and the log collector (infra/logs: the host's /var/log and its offsets). Prometheus,
@@ -40,7 +39,6 @@ EXPORTERS_NAMESPACE = "node-exporters"
 # which NetworkPolicies do not govern.
 LOG_COLLECTOR_PORT = 2020
 EXPORTER_PORTS = (9400, 9809, LOG_COLLECTOR_PORT)
-TEAM_LABEL = "aiplat.io/team"
 # vpc-cni add-on configuration that turns on NetworkPolicy enforcement (the node agent in aws-node; the
 # policy controller runs in the EKS control plane). aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml
 # (enableNetworkPolicy, v1.23.1);

@@ -24,8 +24,9 @@ DELEGATION_DOC = (
 )
 ACM_DNS_DOC = "https://docs.aws.amazon.com/acm/latest/userguide/dns-validation.html"
 # Terms of the inference section every stack serving one global name must share: the name and its record
-# owner, which model and which version policy, and any authentication setting of the section.
-AGREED_FIELDS = ("global_endpoint", "model_name", "pin_version")
+# owner, which model release (name, version and whether `latest` is allowed), and any authentication
+# setting of the section.
+AGREED_FIELDS = ("global_endpoint", "model")
 KEY_SOURCE = "storage.source_stack"
 
 

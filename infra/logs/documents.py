@@ -52,15 +52,14 @@ WRITER_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
 # What Grafana's CloudWatch data source calls for Logs Insights queries and log lookups
 # (https://grafana.com/docs/grafana/latest/datasources/aws-cloudwatch/#configure-iam-policies).
 READER_GROUP_ACTIONS = (
-    "logs:DescribeLogGroups",
     "logs:FilterLogEvents",
     "logs:GetLogEvents",
     "logs:GetLogGroupFields",
     "logs:StartQuery",
 )
-# GetQueryResults and StopQuery take a query id, no resource: IAM accepts only "*" for them
-# (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html).
-READER_QUERY_ACTIONS = ("logs:GetQueryResults", "logs:StopQuery")
+# GetQueryResults and StopQuery take a query id, DescribeLogGroups lists the account's groups: IAM accepts
+# only "*" for them (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html).
+READER_QUERY_ACTIONS = ("logs:DescribeLogGroups", "logs:GetQueryResults", "logs:StopQuery")
 
 
 def log_groups(cluster_name: str, namespaces: Sequence[str]) -> dict[str, str]:

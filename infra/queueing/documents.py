@@ -21,6 +21,7 @@ from infra.core import iam
 from infra.core.iam import Policy
 from infra.core.namespaces import PART_OF, PodSecurity, PortRange, WorkloadNamespace
 from infra.queueing.names import TeamNames
+from infra.storage.documents import list_uploads
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 # The release name: the chart's objects are named '<release>-...' (kueue-controller-manager,
@@ -339,7 +340,7 @@ def team_policy(
         {
             "Sid": "ListOwnPrefix",
             "Effect": "Allow",
-            "Action": ["s3:ListBucket", "s3:ListBucketMultipartUploads"],
+            "Action": ["s3:ListBucket"],
             "Resource": [datasets_arn, checkpoints_arn],
             # Listing is a bucket-level action; s3:prefix keeps it inside the team's prefix.
             # https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html
@@ -357,6 +358,8 @@ def team_policy(
             "Action": iam.OBJECT_READ + iam.OBJECT_WRITE,
             "Resource": [f"{checkpoints_arn}/{pattern}"],
         },
+        # the checkpoint writer aborts stale multipart uploads; upload keys only, never object data
+        list_uploads("ListCheckpointUploads", [checkpoints_arn]),
     ]
     statements = [iam.in_account(st, account_id) for st in statements]
     if kms_key_arns:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infra.core.namespaces import TEAM_LABEL, WORKLOADS_LABEL
+from infra.core.labels import TEAM_LABEL, WORKLOADS_LABEL
 
 # Kueue's job labels: the LocalQueue a job is submitted to and its WorkloadPriorityClass.
 # kubernetes-sigs/kueue pkg/controller/constants/constants.go (QueueLabel, WorkloadPriorityClassLabel).
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # Our namespace labels (which team owns it; that it holds workloads, which the admission policies select on)
-# live with the other namespace facts in infra/core/namespaces.py.
+# live in infra/core/labels.py.
 TEAM_NAMESPACE_PREFIX = "team-"
 CLUSTER_QUEUE_PREFIX = "team-"
 # Every team runs its pods as this service account in its own namespace (the training runtime names it).

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.core.namespaces import EXPORTERS_NAMESPACE, PSS_LABEL_PREFIX, WORKLOADS_LABEL, PodSecurity
+from infra.core.labels import WORKLOADS_LABEL
+from infra.core.namespaces import EXPORTERS_NAMESPACE, PSS_LABEL_PREFIX, PodSecurity
 from infra.pools.documents.nodes import EFA_LABEL, EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT_KEY
 
 from .core import (

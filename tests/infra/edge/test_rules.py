@@ -40,15 +40,18 @@ CASES = [
     ),
     (
         "another-model",
-        set_at("inference.model_name", "gpt2-medium"),
-        'aiplat:platform.inference.model_name: inference.model_name is "gpt2-medium" here and "gpt2-small" '
-        "in prod-hk-infer, which serves the same global name api.inference.example.com",
+        set_at("inference.model.name", "gpt2-medium"),
+        'aiplat:platform.inference.model: inference.model is {"allow_latest": false, "name": "gpt2-medium", '
+        '"version": "20261130T100100Z-step4"} here and {"allow_latest": false, "name": "gpt2-small", '
+        '"version": "20261130T100100Z-step4"} in prod-hk-infer, which serves the same global name '
+        "api.inference.example.com",
     ),
     (
-        "a-pinned-version-the-other-region-does-not-pin",
-        set_at("inference.pin_version", "20261130T100100Z-step4"),
-        'aiplat:platform.inference.pin_version: inference.pin_version is "20261130T100100Z-step4" here and '
-        "null in prod-sg-infer",
+        "another-version",
+        set_at("inference.model.version", "20261201T000000Z-step9"),
+        'aiplat:platform.inference.model: inference.model is {"allow_latest": false, "name": "gpt2-small", '
+        '"version": "20261201T000000Z-step9"} here and {"allow_latest": false, "name": "gpt2-small", '
+        '"version": "20261130T100100Z-step4"} in prod-hk-infer',
     ),
     (
         "another-key-source",

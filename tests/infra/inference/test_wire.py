@@ -145,15 +145,18 @@ def test_grace_period_covers_the_prestop_pause_and_vllms_drain(plan_stack, stack
 
 @pytest.mark.parametrize("stack", INFER)
 def test_no_route_without_authentication_and_none_to_metrics(plan_stack, stack: str) -> None:
-    """Every path the Ingress routes reaches vLLM under a prefix it checks the API key on, and vLLM runs
-    with --api-key; /metrics, /health and the rest of the server are not routed."""
+    """Every path the Ingress routes, under every host (the regional name and the global one), reaches vLLM
+    under a prefix it checks the API key on, and vLLM runs with --api-key; /metrics, /health and the rest of
+    the server are not routed."""
     plan = plan_stack(stack)
-    (rule,) = _one(plan, INGRESS).inputs["spec"]["rules"]
-    routed = [p["path"] for p in rule["http"]["paths"]]
-    assert routed and all(p["pathType"] == "Exact" for p in rule["http"]["paths"])
-    assert all(p.startswith("/v1/") for p in routed), routed
-    assert "/metrics" not in routed and "/health" not in routed and "/" not in routed
-    assert set(routed) == set(inf.api_paths(chat=plan.config["inference"]["engine"]["serve_chat"]))
+    rules = _one(plan, INGRESS).inputs["spec"]["rules"]
+    assert rules
+    for rule in rules:
+        routed = [p["path"] for p in rule["http"]["paths"]]
+        assert routed and all(p["pathType"] == "Exact" for p in rule["http"]["paths"])
+        assert all(p.startswith("/v1/") for p in routed), routed
+        assert "/metrics" not in routed and "/health" not in routed and "/" not in routed
+        assert set(routed) == set(inf.api_paths(chat=plan.config["inference"]["engine"]["serve_chat"]))
     (container,) = _pod(plan)["containers"]
     assert "--api-key" in container["args"]
 
@@ -428,8 +431,11 @@ def one_key(cfg):
     return config, secrets
 
 runner.plan_config = one_key
+cfg = load_stack_config("prod-hk-infer")
+# without a global endpoint the stack serves with its own secret (with one, the train stack's: infra/edge)
+cfg = cfg.model_copy(update={"inference": cfg.inference.model_copy(update={"global_endpoint": None})})
 try:
-    runner.run_plan("prod-hk-infer", load_stack_config("prod-hk-infer"))
+    runner.run_plan("prod-hk-infer", cfg)
 except Exception as exc:
     print(exc)
     sys.exit(3)

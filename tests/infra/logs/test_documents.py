@@ -205,14 +205,15 @@ def test_collector_writes_only_its_groups() -> None:
 
 def test_grafana_reads_only_the_groups() -> None:
     policy = docs.reader_policy(OWN_ARNS)
-    for action in ("logs:StartQuery", "logs:FilterLogEvents", "logs:DescribeLogGroups"):
+    for action in ("logs:StartQuery", "logs:FilterLogEvents", "logs:GetLogEvents"):
         assert allowed(policy, action, f"{OWN_ARNS[0]}:*")
         for arn in OTHERS:
             assert not allowed(policy, action, f"{arn}:*"), (action, arn)
     for action in ("logs:PutLogEvents", "logs:CreateLogStream", "logs:DeleteLogGroup"):
         assert not allowed(policy, action, f"{OWN_ARNS[0]}:*"), action
-    # GetQueryResults takes a query id, no resource
+    # GetQueryResults takes a query id, DescribeLogGroups lists the account's groups: "*" only
     assert allowed(policy, "logs:GetQueryResults", "*")
+    assert allowed(policy, "logs:DescribeLogGroups", "*")
 
 
 def test_run_dashboard_filters_the_runs_pod_streams() -> None:

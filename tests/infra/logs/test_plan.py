@@ -14,6 +14,7 @@ from infra.core.lognames import container_log_group
 from infra.logs import documents as docs
 from infra.monitoring import documents as mon
 from infra.plan.runner import Plan, RecordedResource
+from infra.queueing.names import team_namespace
 from tests.conftest import STACKS
 from tests.infra.logs.test_documents import allowed, iam_match
 from tests.support.kubernetes import tolerates
@@ -133,17 +134,18 @@ def trusted_subject(role: RecordedResource) -> str:
 @pytest.mark.parametrize("stack", STACKS)
 def test_roles_are_trusted_by_the_service_accounts_the_charts_create(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
-    ns = plan.config["cluster_services"]["monitoring_namespace"]
     fluent = release_values(plan, docs.RELEASE)["serviceAccount"]
     kps = release_values(plan, mon.KPS_RELEASE)["grafana"]["serviceAccount"]
     collector_role = plan.one(ROLE, "logs-collector-role")
     grafana_role = plan.one(ROLE, "logs-grafana-role")
-    assert trusted_subject(collector_role) == f"system:serviceaccount:{ns}:{fluent['name']}"
-    assert trusted_subject(grafana_role) == f"system:serviceaccount:{ns}:{kps['name']}"
-    # the annotations carry the roles' ARNs (their resources feed the values)
+    # each role trusts the service account its chart creates, in the namespace the chart is installed in
     (chart,) = [r for r in plan.by_type(RELEASE) if r.inputs["name"] == docs.RELEASE]
-    assert collector_role.urn in chart.property_dependencies["values"]
     (stack_chart,) = [r for r in plan.by_type(RELEASE) if r.inputs["name"] == mon.KPS_RELEASE]
+    ns, kps_ns = chart.inputs["namespace"], stack_chart.inputs["namespace"]
+    assert trusted_subject(collector_role) == f"system:serviceaccount:{ns}:{fluent['name']}"
+    assert trusted_subject(grafana_role) == f"system:serviceaccount:{kps_ns}:{kps['name']}"
+    # the annotations carry the roles' ARNs (their resources feed the values)
+    assert collector_role.urn in chart.property_dependencies["values"]
     assert grafana_role.urn in stack_chart.property_dependencies["values"]
 
 
@@ -194,7 +196,12 @@ def test_grafana_gets_the_data_source_and_the_run_dashboard_reads_the_runs_group
     (text,) = board["data"].values()
     (logs_panel,) = [p for p in json.loads(text)["panels"] if p["datasource"]["type"] == "cloudwatch"]
     assert logs_panel["datasource"]["uid"] == ds["uid"]
-    trainer_group = container_log_group(cluster_name(plan), plan.config["storage"]["trainer"]["namespace"])
-    assert trainer_group in container_groups(plan)
-    assert logs_panel["targets"][0]["logGroupNames"] == [trainer_group]
-    assert logs_panel["targets"][0]["logGroups"] == [{"arn": arn(plan, trainer_group), "name": trainer_group}]
+    # a run's pods are in the trainer namespace or in a team's
+    run_namespaces = [plan.config["storage"]["trainer"]["namespace"]] + [
+        team_namespace(team, c.get("namespace")) for team, c in plan.config.get("teams", {}).items()
+    ]
+    run_groups = sorted(container_log_group(cluster_name(plan), ns) for ns in run_namespaces)
+    assert set(run_groups) <= set(container_groups(plan))
+    assert sorted(logs_panel["targets"][0]["logGroupNames"]) == run_groups
+    assert sorted(g["name"] for g in logs_panel["targets"][0]["logGroups"]) == run_groups
+    assert all(g["arn"] == arn(plan, g["name"]) for g in logs_panel["targets"][0]["logGroups"])

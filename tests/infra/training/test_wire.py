@@ -107,7 +107,8 @@ def test_grace_period_covers_the_trainers_shutdown_window(plan_stack, stack: str
 def test_workloads_run_the_built_image_by_digest(plan_stack) -> None:
     plan = plan_stack("prod-us-train")
     images = {r.name: r for r in plan.resources if r.type == IMAGE}
-    assert set(images) == {"images-trainer", "images-inference"}
+    # one build per image the stack file builds (trainer, the release fetch tool, vLLM)
+    assert set(images) == {f"images-{name}" for name in plan.config["images"]["builds"]}
     image = images["images-trainer"]
     assert image.inputs["push"] is True and image.inputs["buildOnPreview"] is False
     assert image.inputs["registries"] == "[secret]"  # the ECR token never reaches the plan
