@@ -12,11 +12,11 @@ import pytest
 
 from tests.trainer._support import read_events, wait_for
 from trainer import exitcodes
+from trainer.blobstore import open_blobs
 from trainer.checkpoint_store import LocalStore
+from trainer.errors import BlobExists
 from trainer.hashing import MANIFEST, sha256_file
 from trainer.loop import Trainer
-from trainer.blobstore import open_blobs
-from trainer.errors import BlobExists
 from trainer.runrecord import PREFIX, gpu_hours, record_key, resources
 from trainer.tools.moto_server import MotoServer
 
@@ -67,8 +67,9 @@ def test_record_at_start_and_end(
         rec["checkpoints"]["committed"] == [store.uri(s) for s in committed] == [store.uri(2), store.uri(4)]
     )
     assert rec["checkpoints"]["latest"] == store.uri(4)
-    assert Path(rec["artifacts"]["run_record"]) == work_dir / "ckpt" / PREFIX / f"{t.ckpt.attempt}.end.json"
-    assert Path(during["artifacts"]["run_record"]) == work_dir / "ckpt" / PREFIX / f"{t.ckpt.attempt}.start.json"
+    folder = work_dir / "ckpt" / PREFIX
+    assert Path(rec["artifacts"]["run_record"]) == folder / f"{t.ckpt.attempt}.end.json"
+    assert Path(during["artifacts"]["run_record"]) == folder / f"{t.ckpt.attempt}.start.json"
     assert rec["artifacts"]["metrics_log"] == str(work_dir / "log_rank0.jsonl")
 
 
