@@ -18,6 +18,7 @@ from infra.inference.documents import alb
 from infra.plan.runner import Plan, RecordedResource
 from infra.storage import documents as storage_docs
 from tests.conftest import EXAMPLES, STACKS
+from tests.support.config_cases import SCHEMA, assert_refused
 
 ALL = [f"stacks/{s}" for s in STACKS] + [f"examples/{s}" for s in EXAMPLES]
 INFER = [f"stacks/{s}" for s in STACKS if s.endswith("-infer")]
@@ -210,3 +211,15 @@ def test_elb_log_principal_by_region() -> None:
     # a Region opened after August 2022 (Malaysia, 2024): the log delivery service principal
     new = storage_docs.load_balancer_log_delivery("arn:aws:s3:::b", account_id="1", region="ap-southeast-5")
     assert new["Principal"] == {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"}
+
+
+def test_a_waf_log_retention_cloudwatch_lacks_is_refused_naming_the_field(stack_config, monitors) -> None:
+    raw = stack_config("prod-hk-infer")
+    raw["inference"]["https"]["waf_log_retention_days"] = 45
+    assert_refused(
+        raw,
+        "aiplat:platform.inference.https.waf_log_retention_days: 45 is not a CloudWatch Logs retention "
+        "period; fix: use e.g. 30",
+        monitors,
+        SCHEMA,
+    )
