@@ -1,6 +1,7 @@
 """The AWS side of serving over HTTPS: the ACM certificate (DNS-validated in a Route 53 zone), the DNS name
-that points at the load balancer, and an optional WAFv2 web ACL. The ALB itself belongs to the AWS Load
-Balancer Controller (it creates it from the Ingress), so nothing here names it.
+that points at the load balancer, and an optional WAFv2 web ACL with its request logs (encrypted log group,
+API key redacted). The ALB itself belongs to the AWS Load Balancer Controller (it creates it from the
+Ingress), so nothing here names it.
 
 - DNS validation: https://docs.aws.amazon.com/acm/latest/userguide/dns-validation.html; the validation
   records are declared up front (one per name, known at program time) and fed the values ACM computes, never
