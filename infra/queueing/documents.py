@@ -339,20 +339,11 @@ def team_policy(
         {
             "Sid": "ListOwnPrefix",
             "Effect": "Allow",
-            "Action": ["s3:ListBucket"],
+            "Action": ["s3:ListBucket", "s3:ListBucketMultipartUploads"],
             "Resource": [datasets_arn, checkpoints_arn],
             # Listing is a bucket-level action; s3:prefix keeps it inside the team's prefix.
             # https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html
             "Condition": only_prefix,
-        },
-        {
-            # Its request carries no s3:prefix, so under that condition it would never be granted; it lists
-            # upload keys, not data (https://docs.aws.amazon.com/service-authorization/latest/reference/
-            # list_amazons3.html).
-            "Sid": "ListUploads",
-            "Effect": "Allow",
-            "Action": ["s3:ListBucketMultipartUploads"],
-            "Resource": [checkpoints_arn],
         },
         {
             "Sid": "ReadOwnDatasets",
