@@ -21,7 +21,7 @@ from infra.core.project import CONFIG_NAMESPACE
 from infra.core.stacks import StackIndex
 from infra.edge.wire import export_api_keys
 from infra.fsx.wire import wire_fsx
-from infra.inference.wire import wire_inference
+from infra.inference.wire import inference_log_groups, wire_inference
 from infra.io.build_context import image_tags
 from infra.io.inference import inference_api_keys
 from infra.io.monitoring import load_monitoring_assets
@@ -140,7 +140,10 @@ def program(
     stack.export("role", cfg.role.value)
     # The namespaces whose container logs are kept (infra/logs); their groups are under the logs key.
     log_namespaces = covered_namespaces(stack)
-    keys = wire_keys(stack, log_groups=container_log_groups(stack, log_namespaces))
+    # ...and the web ACL's request logs (infra/inference).
+    keys = wire_keys(
+        stack, log_groups=[*container_log_groups(stack, log_namespaces), *inference_log_groups(stack)]
+    )
     # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).
     storage = wire_storage(stack, data_key_arn=keys.data_key_arn)
     # The trainer (and inference) images, built into the registry's repositories, by digest.
@@ -228,6 +231,7 @@ def program(
         ),
         k8s_depends_on=[identities] if identities else [],
         stack=pulumi.get_stack(),
+        logs_key_arn=keys.logs_key_arn,
     )
     # Train stacks: the inference API keys every infer stack of the environment reads (one source).
     export_api_keys(stack)

@@ -30,7 +30,7 @@ from trainer.data import (
 from trainer.distributed import destroy_distributed, init_distributed, run_agreed
 from trainer.metrics import Metrics, peak_flops
 from trainer.model import GPT
-from trainer.runrecord import RunRecord, node_name
+from trainer.runrecord import RunRecord, node_name, resources
 from trainer.schedule import lr_lambda
 from trainer.sidewrites import SideWrite, SideWriter
 from trainer.signals import StopFlags
@@ -286,6 +286,7 @@ class Trainer:
                 "config": cfg.to_dict(),
                 "world_size": info.world_size,
                 "nodes": sorted(set(nodes)),
+                "resources": resources(info.world_size, self.device.type == "cuda"),
                 "restart_count": info.restart_count,
                 "torch": torch.__version__,
                 "device": str(self.device),
@@ -308,7 +309,7 @@ class Trainer:
         )
         if self.record is not None:
             self.record.start()
-            self.metrics.event("run_record", uri=self.record.uri)
+            self.metrics.event("run_record", uri=self.record.uri("start"))
 
     def _run(self) -> int:
         cfg = self.cfg

@@ -37,6 +37,40 @@ def policy(*statements: dict[str, Any]) -> Policy:
     return {"Version": VERSION, "Statement": list(statements)}
 
 
+# Where the trainer writes its run records, under each run's prefix (trainer/runrecord.py PREFIX; a test
+# compares them): <run>/run-records/<attempt>.<event>.json, each object created once.
+RUN_RECORDS = "run-records"
+
+
+def keep_run_records(bucket_arns: Sequence[str], *, any_principal: bool = False) -> list[dict[str, Any]]:
+    """Denials that make run records append-only: an upload under ``*run-records/*`` must carry
+    ``If-None-Match`` (S3 then refuses a key that exists: the condition key is ``s3:if-none-match``,
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html), and no record
+    is deleted or made a non-current version. Multipart uploads carry no such header on their first request,
+    so they are refused there too (records are single small PUTs). ``any_principal``: for a bucket policy
+    (every caller, the deployer's and admins' roles included; only a change of the bucket policy, logged by
+    CloudTrail, or the lifecycle's expiry removes a record)."""
+    resources = [f"{arn}/*{RUN_RECORDS}/*" for arn in bucket_arns]
+    who: dict[str, Any] = {"Principal": "*"} if any_principal else {}
+    return [
+        {
+            "Sid": "RunRecordsCreateOnly",
+            "Effect": "Deny",
+            **who,
+            "Action": ["s3:PutObject"],
+            "Resource": resources,
+            "Condition": {"Null": {"s3:if-none-match": "true"}},
+        },
+        {
+            "Sid": "RunRecordsNeverDeleted",
+            "Effect": "Deny",
+            **who,
+            "Action": ["s3:DeleteObject", "s3:DeleteObjectVersion"],
+            "Resource": resources,
+        },
+    ]
+
+
 def prefix_pattern(prefix: str) -> str:
     prefix = prefix.strip("/")
     return f"{prefix}/*" if prefix else "*"

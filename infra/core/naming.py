@@ -125,6 +125,12 @@ def placement_group_name(stack_prefix: str, pool: str) -> str:
     return f"{nodegroup_name(stack_prefix, pool)}-cluster"
 
 
+def waf_log_group(stack_prefix: str, purpose: str) -> str:
+    """The CloudWatch Logs group of a web ACL's logs: WAF accepts only names starting ``aws-waf-logs-``.
+    https://docs.aws.amazon.com/waf/latest/developerguide/logging-cw-logs.html"""
+    return f"aws-waf-logs-{stack_prefix}-{purpose}"
+
+
 def session_log_group(stack_prefix: str) -> str:
     """The log group of the stack's Session Manager sessions."""
     return f"/aiplat/{stack_prefix}/ssm-sessions"

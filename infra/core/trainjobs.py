@@ -8,6 +8,9 @@ REPLICATED_JOB = "node"  # Trainer v2's trainer replicated job (pkg/constants/co
 # When `aiplat train submit` created the job (UTC, ISO 8601 with Z): on the TrainJob and its pods, whose
 # run record reads it through the downward API.
 SUBMITTED_AT_ANNOTATION = "aiplat.io/submitted-at"
+# Who ran `aiplat train submit` (the STS caller ARN): on the TrainJob and its pods, whose run record reads it
+# through the downward API.
+SUBMITTED_BY_ANNOTATION = "aiplat.io/submitted-by"
 
 
 def pod_name_length(trainjob: str, nodes: int) -> int:

@@ -17,7 +17,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from infra.core.charts import ChartPin
-from infra.core.config import CPU_QUANTITY, Strict, check_image_by_digest
+from infra.core.config import CPU_QUANTITY, Strict, check_image_by_digest, check_log_retention
 from infra.core.trainjobs import quantity_mib
 from infra.edge.config import GlobalEndpointConfig
 from infra.services.config import NAMESPACE_PATTERN
@@ -267,12 +267,22 @@ class HttpsConfig(Strict):
     waf_rate_limit: Annotated[int, Field(ge=10, le=2_000_000_000)] = Field(
         2000, description="With waf: create, requests per client IP per 5 minutes before it is blocked."
     )
+    waf_log_retention_days: int = Field(
+        365,
+        description="With waf: create, days the web ACL's request logs (CloudWatch Logs group "
+        "aws-waf-logs-<stack>-inference, under the logs key, Authorization header redacted) are kept.",
+    )
     waf_count_rules: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]] = Field(
         default_factory=list,
         description="With waf: create, rules of AWSManagedRulesCommonRuleSet that only count instead of "
         "blocking. Default none: its 8 KB body limit (SizeRestrictions_BODY) blocks, and a prompt of "
         "engine.max_model_len tokens fits in it (rule inference-body-limit).",
     )
+
+    @field_validator("waf_log_retention_days")
+    @classmethod
+    def _waf_retention(cls, v: int) -> int:
+        return check_log_retention(v)
 
     @field_validator("inbound_cidrs")
     @classmethod

@@ -59,6 +59,7 @@ from infra.network.zones import vpc_zones
 from infra.pools.documents import nodes
 from infra.services.wire import ClusterServicesWiring, system_pools
 from infra.stack.schema import Role
+from infra.storage.documents import ALB_LOG_PREFIX
 from infra.storage.wire import StorageWiring
 
 
@@ -151,6 +152,14 @@ def _server_spec(ctx: StackContext, cfg: InferenceConfig) -> inf.ServerSpec:
     )
 
 
+def inference_log_groups(ctx: StackContext) -> list[str]:
+    """The log groups of the inference capability the logs key encrypts: the web ACL's request logs."""
+    serving = ctx.cfg.inference
+    if ctx.cfg.role is not Role.infer or serving is None or serving.https.waf is not WafMode.create:
+        return []
+    return [naming.waf_log_group(ctx.names.stack_prefix, "inference")]
+
+
 def wire_keda(ctx: StackContext, cfg: InferenceConfig, opts: pulumi.ResourceOptions) -> Keda:
     """KEDA in its own restricted namespace, admitted to Prometheus."""
     chart = cfg.autoscaling.keda
@@ -187,10 +196,12 @@ def wire_inference(
     api_keys: pulumi.Input[Sequence[str]],
     k8s_depends_on: Sequence[pulumi.Resource] = (),
     stack: str = "",
+    logs_key_arn: pulumi.Input[str] | None = None,
 ) -> InferenceWiring | None:
     """Serve the model (None on train stacks, without an ``inference`` section, or with the cluster
     services skipped). ``api_keys``: the secret list of API keys (``aiplat:inference-api-keys``);
-    ``k8s_depends_on``: what the pods need first (the inference service account)."""
+    ``k8s_depends_on``: what the pods need first (the inference service account); ``logs_key_arn``: the
+    key of the web ACL's log group (``inference_log_groups``)."""
     cfg = ctx.cfg
     serving = cfg.inference
     if (
@@ -237,6 +248,9 @@ def wire_inference(
                 metric_prefix=f"{ctx.names.stack_prefix}-inference",
                 rate_limit=https.waf_rate_limit,
                 count_rules=list(https.waf_count_rules),
+                log_group_name=naming.waf_log_group(ctx.names.stack_prefix, "inference"),
+                log_retention_days=https.waf_log_retention_days,
+                log_key_arn=logs_key_arn,
             ),
             opts=ctx.in_region,
         )
@@ -293,6 +307,9 @@ def wire_inference(
             load_balancer_cidrs=load_balancer_cidrs(ctx, https.exposure),
             scaled_object_after=[keda_release.release],
             extra_hosts=[ge.name] if ge is not None else [],
+            # the Region's access-log bucket (the train stack's replica set), one prefix per stack
+            access_log_bucket=storage.replica.apply(lambda r: r["accessLogBucket"]),
+            access_log_prefix=f"{ALB_LOG_PREFIX}/{ctx.names.stack_prefix}",
         ),
         opts=pulumi.ResourceOptions(
             provider=eks.k8s_provider, depends_on=[*after_services, *lbc, *k8s_depends_on]

@@ -3,8 +3,8 @@
 A submitted TrainJob is the one ``aiplat train render`` prints, put in the team's namespace and LocalQueue
 with a WorkloadPriorityClass (``infra/queueing/names.py``), created suspended for Kueue to admit, and
 annotated with who submitted it, the trainer config's sha256 and the runtime image's digest. Its pods get
-the queue, priority and submission time too, through a runtime patch, because the pod (and so the run
-record, ``trainer/runrecord.py``) can read only its own labels and annotations (downward API).
+the queue, priority, submitter and submission time too, through a runtime patch, because the pod (and so
+the run record, ``trainer/runrecord.py``) can read only its own labels and annotations (downward API).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from infra.core.trainjobs import REPLICATED_JOB, SUBMITTED_AT_ANNOTATION
+from infra.core.trainjobs import REPLICATED_JOB, SUBMITTED_AT_ANNOTATION, SUBMITTED_BY_ANNOTATION
 from infra.queueing.names import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL, TeamNames
 
-SUBMITTED_BY = "aiplat.io/submitted-by"  # the STS caller ARN of whoever ran `aiplat train submit`
+SUBMITTED_BY = SUBMITTED_BY_ANNOTATION  # the STS caller ARN of whoever ran `aiplat train submit`
 CONFIG_SHA256 = "aiplat.io/config-sha256"  # sha256 of the trainer config file's bytes
 IMAGE_DIGEST = "aiplat.io/image-digest"  # the training runtime's image digest when it was submitted
 SUBMITTED_AT = SUBMITTED_AT_ANNOTATION
@@ -80,7 +80,7 @@ def submitted_trainjob(
     out["spec"]["suspend"] = True
     pod_meta = {
         "labels": {**queue, TEAM_LABEL: names.team},
-        "annotations": {SUBMITTED_AT: utc_iso(submitted_at)},
+        "annotations": {SUBMITTED_AT: utc_iso(submitted_at), SUBMITTED_BY: submitter_arn},
     }
     out["spec"].setdefault("runtimePatches", []).append(
         {

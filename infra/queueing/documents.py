@@ -362,6 +362,7 @@ def team_policy(
         list_uploads("ListCheckpointUploads", [checkpoints_arn]),
     ]
     statements = [iam.in_account(st, account_id) for st in statements]
+    statements += iam.keep_run_records([checkpoints_arn])  # its runs' records: written once, never removed
     if kms_key_arns:
         statements.append(
             iam.s3_key_use("UseDataKey", iam.KMS_WRITE, kms_key_arns, [datasets_arn, checkpoints_arn], region)

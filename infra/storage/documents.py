@@ -13,6 +13,7 @@ from infra.core.iam import (
     OBJECT_WRITE,
     Policy,
     in_account,
+    keep_run_records,
     policy,
     prefix_pattern,
     s3_key_use,
@@ -71,6 +72,7 @@ def trainer_policy(
             "Resource": [f"{artifacts_arn}/{release_prefix}/*"],
         }
     )
+    statements += keep_run_records(written)  # its own records too: written once, never removed
     if kms_key_arns:
         statements.append(s3_key_use("UseDataKey", KMS_WRITE, kms_key_arns, [datasets_arn, *written], region))
     return policy(*statements)
@@ -264,6 +266,12 @@ def bucket_policy(bucket_arn: str, *, kms_key_arn: str | None = None, min_tls: s
     return policy(*statements)
 
 
+def with_run_records_kept(doc: Policy, bucket_arn: str) -> Policy:
+    """``doc`` (a data bucket's policy) with the denials that keep run records append-only for every caller
+    (infra/core/iam.py ``keep_run_records``)."""
+    return policy(*doc["Statement"], *keep_run_records([bucket_arn], any_principal=True))
+
+
 def access_log_bucket_policy(
     log_bucket_arn: str, source_bucket_arns: Sequence[str], account_id: str, *, min_tls: str = "1.2"
 ) -> Policy:
@@ -285,6 +293,67 @@ def access_log_bucket_policy(
             },
         },
     )
+
+
+# The Elastic Load Balancing account of each Region opened before August 2022: their load balancers deliver
+# access logs as this account, later Regions as the service principal logdelivery.elasticloadbalancing.
+# https://docs.aws.amazon.com/elasticloadbalancing/latest/application/enable-access-logging.html (Step 2)
+ELB_LOG_ACCOUNTS = {
+    "us-east-1": "127311923021",
+    "us-east-2": "033677994240",
+    "us-west-1": "027434742980",
+    "us-west-2": "797873946194",
+    "af-south-1": "098369216593",
+    "ap-east-1": "754344448648",
+    "ap-south-1": "718504428378",
+    "ap-northeast-1": "582318560864",
+    "ap-northeast-2": "600734575887",
+    "ap-northeast-3": "383597477331",
+    "ap-southeast-1": "114774131450",
+    "ap-southeast-2": "783225319266",
+    "ap-southeast-3": "589379963580",
+    "ca-central-1": "985666609251",
+    "eu-central-1": "054676820928",
+    "eu-west-1": "156460612806",
+    "eu-west-2": "652711504416",
+    "eu-west-3": "009996457667",
+    "eu-south-1": "635631232127",
+    "eu-north-1": "897822967062",
+    "me-south-1": "076674570225",
+    "sa-east-1": "507241528517",
+}
+ELB_LOG_SERVICE = "logdelivery.elasticloadbalancing.amazonaws.com"
+# Where the inference ALBs of a Region write in its access-log bucket: <ALB_LOG_PREFIX>/<stack>/AWSLogs/...
+ALB_LOG_PREFIX = "alb"
+
+
+def load_balancer_log_delivery(
+    log_bucket_arn: str, *, account_id: str, region: str, partition: str = "aws"
+) -> dict[str, Any]:
+    """Elastic Load Balancing may write access logs of this account's load balancers under
+    ``alb/<stack>/AWSLogs/<account>/`` of the access-log bucket (same Region as the load balancers, SSE-S3
+    as ALB logs require): as the Region's ELB account where it has one, else as the log delivery service."""
+    elb = ELB_LOG_ACCOUNTS.get(region)
+    principal = (
+        {"AWS": f"arn:{partition}:iam::{elb}:root"} if elb is not None else {"Service": ELB_LOG_SERVICE}
+    )
+    return {
+        "Sid": "LoadBalancerAccessLogs",
+        "Effect": "Allow",
+        "Principal": principal,
+        "Action": "s3:PutObject",
+        "Resource": [f"{log_bucket_arn}/{ALB_LOG_PREFIX}/*/AWSLogs/{account_id}/*"],
+    }
+
+
+def with_load_balancer_logs(
+    doc: Policy, log_bucket_arn: str, *, account_id: str, region: str, partition: str = "aws"
+) -> Policy:
+    """``doc`` (the access-log bucket's policy) with the load balancers' log delivery."""
+    grant = load_balancer_log_delivery(
+        log_bucket_arn, account_id=account_id, region=region, partition=partition
+    )
+    return policy(*doc["Statement"], grant)
 
 
 def replication_policy(

@@ -158,6 +158,8 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
                 region: {
                     "bucket": rep.replica_bucket_names[region],
                     "bucketArn": rep.replica_bucket_arns[region],
+                    # where the Region's inference ALB writes its access logs (same Region, SSE-S3)
+                    "accessLogBucket": rep.replica_log_bucket_names[region],
                     "keyArn": rep.replica_key_arns[region],
                     "registry": out.registry.replica_registries[region],
                     # ECR replication creates the same repositories there, with the same digests: what the

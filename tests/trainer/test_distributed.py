@@ -131,9 +131,9 @@ def test_sigterm_checkpoints_and_restart_continues_without_gaps(
     second = logged_steps(d)[len(first) :]
     assert second == list(range(s + 1, REF_STEPS + 1))  # nothing repeated, nothing skipped
     assert_bitwise_equal(final_tensors(d, REF_STEPS), final_tensors(reference, REF_STEPS))
-    # One run record per attempt, written by rank 0: the preempted one, then the one that finished.
+    # One end record per attempt, written by rank 0: the preempted one, then the one that finished.
     recs = sorted(
-        (json.loads(p.read_text()) for p in (d / "ckpt" / "run-records").glob("*.json")),
+        (json.loads(p.read_text()) for p in (d / "ckpt" / "run-records").glob("*.end.json")),
         key=lambda r: r["started_utc"] + r["attempt"],
     )
     assert [(r["exit"]["code"], r["steps"]["last"], r["world_size"]) for r in recs] == [
@@ -141,6 +141,7 @@ def test_sigterm_checkpoints_and_restart_continues_without_gaps(
         (0, REF_STEPS, 2),
     ]
     assert recs[1]["steps"]["resumed_from"] == s and len(recs[0]["nodes"]) == 1
+    assert [r["resources"]["nodes"] for r in recs] == [1, 1]  # two local ranks on one node
 
 
 def test_corrupt_newest_checkpoint_is_skipped_on_resume(

@@ -18,6 +18,7 @@ POD_ENV = {
     "AIPLAT_QUEUE": "research",
     "AIPLAT_PRIORITY_CLASS": "research",
     "AIPLAT_SUBMITTED_AT": "2026-12-02T01:00:00Z",
+    "AIPLAT_SUBMITTED_BY": "arn:aws:sts::111122223333:assumed-role/ml-research/alice",
     # as the kubelet expands the runtime's $(POD_NAMESPACE) / $(POD_NAME)
     "AIPLAT_LOG_GROUP": "/aiplat/aiplat-prod-use1/containers/team-research",
     "AIPLAT_LOG_STREAM": "exp-node-0-0-abcde.node",
@@ -30,7 +31,7 @@ def _written(tmp_path: Path) -> dict:
     assert record is not None
     record.start()
     assert writer.close() == []
-    return json.loads((tmp_path / "run-records" / "attempt-1.json").read_text())
+    return json.loads((tmp_path / "run-records" / "attempt-1.start.json").read_text())
 
 
 def test_record_links_the_log_stream_and_the_workload(
@@ -45,6 +46,7 @@ def test_record_links_the_log_stream_and_the_workload(
         "pod": "exp-node-0-0-abcde",
         "namespace": "team-research",
     }
+    assert doc["submitted_by"] == POD_ENV["AIPLAT_SUBMITTED_BY"]
     wl = doc["workload"]
     assert (wl["trainjob"], wl["queue"], wl["priority_class"]) == ("exp", "research", "research")
     assert wl["submitted_utc"] == "2026-12-02T01:00:00Z"
@@ -59,7 +61,7 @@ def test_record_off_the_cluster_has_no_links(tmp_path: Path, monkeypatch: pytest
     for k in POD_ENV:
         monkeypatch.delenv(k, raising=False)
     doc = _written(tmp_path)
-    assert doc["logs"] is None and doc["workload"] is None
+    assert doc["logs"] is None and doc["workload"] is None and doc["submitted_by"] is None
 
 
 def test_a_job_not_submitted_by_the_cli_has_its_queue_but_no_wait(

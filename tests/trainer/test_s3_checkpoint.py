@@ -112,7 +112,9 @@ def test_endpoint_gone_with_continue_policy(moto_s3: MotoServer, shards_dir: Pat
     for s in failed_steps(d):
         assert s not in store.list_steps() or validate_checkpoint(store, s, True) != ""
     # The run record sits next to the checkpoints in the bucket.
-    [rec] = [json.loads(store.blobs.read(f"run-records/{k}")) for k in store.blobs.list("run-records")]
+    keys = store.blobs.list("run-records")
+    assert len(keys) == 2  # the start and the end record of the one attempt
+    [rec] = [json.loads(store.blobs.read(f"run-records/{k}")) for k in keys if k.endswith(".end.json")]
     assert rec["exit"]["code"] == 0 and rec["checkpoints"]["latest"] == "s3://train-ckpt/run1/step_000000018"
     assert rec["artifacts"]["run_record"].startswith("s3://train-ckpt/run1/run-records/attempt-")
 

@@ -61,6 +61,9 @@ class InferenceServerArgs:
     scaled_object_after: Sequence[pulumi.Resource] = field(default_factory=tuple)
     # more names the Ingress answers with the same paths (the global endpoint, infra/edge)
     extra_hosts: Sequence[str] = field(default_factory=tuple)
+    # where the ALB writes its access logs: the Region's access-log bucket and the prefix in it (None: off)
+    access_log_bucket: pulumi.Input[str] | None = None
+    access_log_prefix: str = ""
 
 
 class InferenceServer(pulumi.ComponentResource):
@@ -105,6 +108,11 @@ class InferenceServer(pulumi.ComponentResource):
         annotations = alb.ingress_annotations(
             args.ingress, certificate_arn=args.certificate_arn, waf_acl_arn=args.waf_acl_arn
         )
+        if args.access_log_bucket is not None:
+            log_prefix, ingress = args.access_log_prefix, args.ingress
+            annotations[alb.PREFIX + "load-balancer-attributes"] = pulumi.Output.from_input(
+                args.access_log_bucket
+            ).apply(lambda bucket: alb.load_balancer_attributes(ingress, access_logs=(bucket, log_prefix)))
         self.ingress = k8s.networking.v1.Ingress(
             f"{name}-ingress",
             metadata=meta(annotations),

@@ -1,6 +1,7 @@
 """The AWS side of serving over HTTPS: the ACM certificate (DNS-validated in a Route 53 zone), the DNS name
-that points at the load balancer, and an optional WAFv2 web ACL. The ALB itself belongs to the AWS Load
-Balancer Controller (it creates it from the Ingress), so nothing here names it.
+that points at the load balancer, and an optional WAFv2 web ACL with its request logs (encrypted log group,
+API key redacted). The ALB itself belongs to the AWS Load Balancer Controller (it creates it from the
+Ingress), so nothing here names it.
 
 - DNS validation: https://docs.aws.amazon.com/acm/latest/userguide/dns-validation.html; the validation
   records are declared up front (one per name, known at program time) and fed the values ACM computes, never
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
+
+from infra.resources.aws import fixed_name
 
 w = aws.wafv2
 VALIDATION_TTL_S = 300
@@ -113,6 +116,9 @@ MANAGED_RULE_GROUPS = (
     "AWSManagedRulesKnownBadInputsRuleSet",
 )
 COUNT_OVERRIDES_GROUP = "AWSManagedRulesCommonRuleSet"
+# Clients send their API key as `Authorization: Bearer <key>`: never in the WAF logs (lower case, as WAF
+# requires of a header name in redacted fields).
+REDACTED_HEADER = "authorization"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,6 +130,10 @@ class InferenceWebAclArgs:
     metric_prefix: str
     rate_limit: int
     count_rules: Sequence[str] = field(default_factory=tuple)
+    # request logs: a CloudWatch Logs group (name must start aws-waf-logs-) under the logs key
+    log_group_name: str | None = None
+    log_retention_days: int = 365
+    log_key_arn: pulumi.Input[str] | None = None
 
 
 def _visibility(metric: str) -> w.WebAclRuleVisibilityConfigArgs:
@@ -193,4 +203,33 @@ class InferenceWebAcl(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.arn = self.web_acl.arn
+        self.log_group: aws.cloudwatch.LogGroup | None = None
+        if args.log_group_name is not None:
+            self._logging(name, args)
         self.register_outputs({"arn": self.arn})
+
+    def _logging(self, name: str, args: InferenceWebAclArgs) -> None:
+        """Every request the web ACL sees, to an encrypted log group; the Authorization header (the API
+        key) is redacted. AWS adds the log group's resource policy for the log delivery service itself
+        (the deployer needs logs:PutResourcePolicy).
+        https://docs.aws.amazon.com/waf/latest/developerguide/logging-cw-logs.html"""
+        self.log_group = aws.cloudwatch.LogGroup(
+            f"{name}-logs",
+            name=args.log_group_name,
+            retention_in_days=args.log_retention_days,
+            kms_key_id=args.log_key_arn,
+            opts=fixed_name(pulumi.ResourceOptions(parent=self)),
+        )
+        self.logging = w.WebAclLoggingConfiguration(
+            f"{name}-logging",
+            resource_arn=self.web_acl.arn,
+            log_destination_configs=[self.log_group.arn],
+            redacted_fields=[
+                w.WebAclLoggingConfigurationRedactedFieldArgs(
+                    single_header=w.WebAclLoggingConfigurationRedactedFieldSingleHeaderArgs(
+                        name=REDACTED_HEADER
+                    )
+                )
+            ],
+            opts=pulumi.ResourceOptions(parent=self),
+        )

@@ -76,12 +76,7 @@ def ingress_annotations(s: IngressSpec, *, certificate_arn: Any, waf_acl_arn: An
         "healthy-threshold-count": str(HEALTH_THRESHOLD),
         "unhealthy-threshold-count": str(HEALTH_THRESHOLD),
         "success-codes": "200",
-        "load-balancer-attributes": _string_map(
-            {
-                "idle_timeout.timeout_seconds": s.request_timeout_s + IDLE_MARGIN_S,
-                "routing.http.drop_invalid_header_fields.enabled": "true",
-            }
-        ),
+        "load-balancer-attributes": load_balancer_attributes(s),
         "target-group-attributes": _string_map(
             {
                 # A draining target keeps its connections as long as the server keeps serving after SIGTERM.
@@ -95,6 +90,26 @@ def ingress_annotations(s: IngressSpec, *, certificate_arn: Any, waf_acl_arn: An
     if s.tags:
         annotations["tags"] = _string_map(s.tags)
     return {PREFIX + k: v for k, v in annotations.items()}
+
+
+def load_balancer_attributes(s: IngressSpec, access_logs: tuple[str, str] | None = None) -> str:
+    """The ALB's attributes (``load-balancer-attributes``); ``access_logs``: (bucket, prefix) where the ALB
+    writes its access logs, ``<bucket>/<prefix>/AWSLogs/<account>/elasticloadbalancing/...`` (the bucket in
+    the ALB's Region, SSE-S3, with the ELB log-delivery grant: infra/storage/documents.py
+    ``load_balancer_log_delivery``).
+    https://docs.aws.amazon.com/elasticloadbalancing/latest/application/enable-access-logging.html"""
+    attributes: dict[str, Any] = {
+        "idle_timeout.timeout_seconds": s.request_timeout_s + IDLE_MARGIN_S,
+        "routing.http.drop_invalid_header_fields.enabled": "true",
+    }
+    if access_logs is not None:
+        bucket, prefix = access_logs
+        attributes |= {
+            "access_logs.s3.enabled": "true",
+            "access_logs.s3.bucket": bucket,
+            "access_logs.s3.prefix": prefix,
+        }
+    return _string_map(attributes)
 
 
 def ingress_spec(*, host: str, service: str, service_port: str, paths: Sequence[str]) -> dict[str, Any]:

@@ -123,6 +123,8 @@ class BucketsArgs:
     protect: bool = False
     min_tls: str = "1.2"
     extra_log_sources: Sequence[str] = ()
+    # the Region's load balancers (the inference ALBs, in the replica Regions) deliver access logs here
+    load_balancer_logs: bool = False
 
 
 class Buckets(pulumi.ComponentResource):
@@ -154,13 +156,7 @@ class Buckets(pulumi.ComponentResource):
         self.log_policy = aws.s3.BucketPolicy(
             f"{name}-access-logs-policy",
             bucket=self.log_bucket.id,
-            policy=self.log_bucket.arn.apply(
-                lambda arn: json.dumps(
-                    storage_documents.access_log_bucket_policy(
-                        arn, source_arns, args.account_id, min_tls=args.min_tls
-                    )
-                )
-            ),
+            policy=self.log_bucket.arn.apply(lambda arn: json.dumps(self._log_policy(arn, source_arns))),
             region=args.region,
             opts=pulumi.ResourceOptions(parent=self, depends_on=log_controls),
         )
@@ -190,7 +186,10 @@ class Buckets(pulumi.ComponentResource):
                 bucket=bucket.id,
                 policy=pulumi.Output.all(bucket.arn, args.kms_key_arn).apply(
                     lambda v: json.dumps(
-                        storage_documents.bucket_policy(v[0], kms_key_arn=v[1], min_tls=args.min_tls)
+                        storage_documents.with_run_records_kept(
+                            storage_documents.bucket_policy(v[0], kms_key_arn=v[1], min_tls=args.min_tls),
+                            v[0],
+                        )
                     )
                 ),
                 region=args.region,
@@ -224,6 +223,20 @@ class Buckets(pulumi.ComponentResource):
                 "log_bucket_arn": self.log_bucket_arn,
             }
         )
+
+    def _log_policy(self, log_bucket_arn: str, source_arns: list[str]) -> dict:
+        """The access-log bucket's policy: S3 server access logs of our buckets, and with
+        ``load_balancer_logs`` the Region's load balancers' access logs."""
+        args = self._args
+        doc = storage_documents.access_log_bucket_policy(
+            log_bucket_arn, source_arns, args.account_id, min_tls=args.min_tls
+        )
+        if args.load_balancer_logs:
+            assert args.region is not None  # replicas only: the inference Regions
+            doc = storage_documents.with_load_balancer_logs(
+                doc, log_bucket_arn, account_id=args.account_id, region=args.region, partition=args.partition
+            )
+        return doc
 
     def _bucket(self, role: str, bucket_name: str, opts: pulumi.ResourceOptions) -> aws.s3.Bucket:
         return aws.s3.Bucket(

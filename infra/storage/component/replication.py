@@ -109,6 +109,7 @@ class ArtifactReplication(pulumi.ComponentResource):
                     region=region,
                     protect=args.key_access.protect,
                     min_tls=args.min_tls,
+                    load_balancer_logs=True,  # the inference ALBs of the Region log here
                 ),
                 opts=child,
             )
@@ -182,6 +183,7 @@ class ArtifactReplication(pulumi.ComponentResource):
 
         self.replica_key_arns = {r: k.arn for r, k in self.keys.items()}
         self.replica_bucket_names = {r: b.bucket_names["artifacts"] for r, b in self.replicas.items()}
+        self.replica_log_bucket_names = {r: b.log_bucket_name for r, b in self.replicas.items()}
         self.replica_bucket_arns = {r: b.bucket_arns["artifacts"] for r, b in self.replicas.items()}
         self.role_arn = self.role.arn
         self.register_outputs(

@@ -24,6 +24,7 @@ from infra.core.namespaces import PART_OF
 from infra.core.trainjobs import (
     REPLICATED_JOB,
     SUBMITTED_AT_ANNOTATION,
+    SUBMITTED_BY_ANNOTATION,
     grace_period_s,
     pod_name_length,
     quantity_mib,
@@ -313,6 +314,7 @@ POD_FIELDS = {
     "AIPLAT_QUEUE": f"metadata.labels['{QUEUE_LABEL}']",
     "AIPLAT_PRIORITY_CLASS": f"metadata.labels['{PRIORITY_LABEL}']",
     "AIPLAT_SUBMITTED_AT": f"metadata.annotations['{SUBMITTED_AT_ANNOTATION}']",
+    "AIPLAT_SUBMITTED_BY": f"metadata.annotations['{SUBMITTED_BY_ANNOTATION}']",
 }
 
 

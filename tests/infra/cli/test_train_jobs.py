@@ -128,13 +128,14 @@ def test_submit_creates_the_rendered_trainjob_in_the_team_queue(cluster: FakeKub
     assert meta["annotations"][jobs.SUBMITTED_BY].endswith(":user/moto")
     assert meta["annotations"][jobs.CONFIG_SHA256] == hashlib.sha256((REPO / CONFIG).read_bytes()).hexdigest()
     assert meta["annotations"][jobs.IMAGE_DIGEST] == DIGEST
-    # the pods carry the queue and submission time for the run record (downward API)
+    # the pods carry the queue, submitter and submission time for the run record (downward API)
     [patch] = [p for p in doc["spec"]["runtimePatches"] if p["manager"] == jobs.SUBMIT_PATCH_MANAGER]
     pod_meta = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"][
         "template"
     ]["metadata"]
     assert pod_meta["labels"]["kueue.x-k8s.io/queue-name"] == "research"
     assert pod_meta["annotations"][jobs.SUBMITTED_AT] == meta["annotations"][jobs.SUBMITTED_AT]
+    assert pod_meta["annotations"][jobs.SUBMITTED_BY] == meta["annotations"][jobs.SUBMITTED_BY]
     assert validate_manifest(doc, CFG.cluster.kubernetes_version) == []
     assert "submitted team-research/exp-1 to queue research" in out
 

@@ -205,10 +205,18 @@ def test_team_policy_reaches_only_its_prefix() -> None:
         region="us-east-1",
     )
     objects = sorted(
-        r for s in doc["Statement"] if s["Sid"] != "UseDataKey" for r in s["Resource"] if "/" in r
+        r
+        for s in doc["Statement"]
+        if s["Sid"] != "UseDataKey" and s["Effect"] == "Allow"
+        for r in s["Resource"]
+        if "/" in r
     )
     assert objects == ["arn:aws:s3:::c/research/*", "arn:aws:s3:::d/research/*"]
+    # its runs' records: created once (If-None-Match), never deleted (tests/infra/test_security_audit.py)
+    denied = {s["Sid"]: s for s in doc["Statement"] if s["Effect"] == "Deny"}
+    assert denied["RunRecordsCreateOnly"]["Resource"] == ["arn:aws:s3:::c/*run-records/*"]
+    assert "s3:DeleteObjectVersion" in denied["RunRecordsNeverDeleted"]["Action"]
     listing = next(s for s in doc["Statement"] if s["Sid"] == "ListOwnPrefix")
     assert listing["Condition"]["StringLike"] == {"s3:prefix": ["research/*", "research"]}
-    writes = [s for s in doc["Statement"] if "s3:PutObject" in s["Action"]]
+    writes = [s for s in doc["Statement"] if "s3:PutObject" in s["Action"] and s["Effect"] == "Allow"]
     assert [s["Resource"] for s in writes] == [["arn:aws:s3:::c/research/*"]]  # never the datasets

@@ -167,6 +167,10 @@ def test_runtime_pod_knows_itself_its_queue_and_where_its_log_lands() -> None:
     assert fields["POD_NAME"] == "metadata.name" and fields["POD_NAMESPACE"] == "metadata.namespace"
     assert fields["AIPLAT_QUEUE"] == "metadata.labels['kueue.x-k8s.io/queue-name']"
     assert fields["AIPLAT_SUBMITTED_AT"] == "metadata.annotations['aiplat.io/submitted-at']"
+    assert fields["AIPLAT_SUBMITTED_BY"] == "metadata.annotations['aiplat.io/submitted-by']"
+    from trainer.runrecord import SUBMITTED_BY_ENV  # the name the run record reads
+
+    assert fields[SUBMITTED_BY_ENV] == fields["AIPLAT_SUBMITTED_BY"]
     # what the kubelet makes of the log variables in a team's pod: the collector's group and stream (C4)
     names = [e["name"] for e in node["env"]]
     seen = {"POD_NAME": "exp-node-0-1-abcde", "POD_NAMESPACE": "team-research"}
