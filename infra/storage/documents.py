@@ -224,30 +224,31 @@ def deny_sse_c(bucket_arn: str) -> dict[str, Any]:
 
 
 def deny_other_kms_keys(bucket_arn: str, key_arn: str) -> list[dict[str, Any]]:
-    """Deny uploads that ask for another encryption than SSE-KMS under the bucket's key. Requests that name
-    no key get the bucket default (our key), hence ``IfExists``.
+    """Deny uploads that ask for another encryption than SSE-KMS under the bucket's key. A request that
+    names no encryption gets the bucket default (our key) and passes; so each denial holds only when its
+    header is present (``Null: false``): ``StringNotEquals...IfExists`` would be true for an absent header
+    and refuse every upload that relies on the default (the trainer's, the publisher's). ``aws:kms``
+    without a key id is refused too: S3 would use the AWS managed key ``aws/s3``, not ours.
 
     https://docs.aws.amazon.com/AmazonS3/latest/userguide/specifying-kms-encryption.html
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html
     """
+    key_id, algo = "s3:x-amz-server-side-encryption-aws-kms-key-id", "s3:x-amz-server-side-encryption"
+
+    def deny(sid: str, condition: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "Sid": sid,
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:PutObject",
+            "Resource": [f"{bucket_arn}/*"],
+            "Condition": condition,
+        }
+
     return [
-        {
-            "Sid": "DenyOtherKmsKeys",
-            "Effect": "Deny",
-            "Principal": "*",
-            "Action": "s3:PutObject",
-            "Resource": [f"{bucket_arn}/*"],
-            "Condition": {
-                "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption-aws-kms-key-id": key_arn}
-            },
-        },
-        {
-            "Sid": "DenyOtherEncryption",
-            "Effect": "Deny",
-            "Principal": "*",
-            "Action": "s3:PutObject",
-            "Resource": [f"{bucket_arn}/*"],
-            "Condition": {"StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": "aws:kms"}},
-        },
+        deny("DenyOtherKmsKeys", {"Null": {key_id: "false"}, "StringNotEquals": {key_id: key_arn}}),
+        deny("DenyOtherEncryption", {"Null": {algo: "false"}, "StringNotEquals": {algo: "aws:kms"}}),
+        deny("DenyAwsManagedKey", {"StringEquals": {algo: "aws:kms"}, "Null": {key_id: "true"}}),
     ]
 
 

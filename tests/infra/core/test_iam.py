@@ -160,6 +160,7 @@ def test_bucket_policy_tls_floor_sse_c_and_the_bucket_key_only(tls: str) -> None
         "DenySseC",
         "DenyOtherKmsKeys",
         "DenyOtherEncryption",
+        "DenyAwsManagedKey",
     }
     assert all(s["Effect"] == "Deny" and s["Principal"] == "*" for s in doc["Statement"])
     assert sids["DenyOldTls"]["Condition"] == {"NumericLessThan": {"s3:TlsVersion": tls}}
@@ -167,15 +168,58 @@ def test_bucket_policy_tls_floor_sse_c_and_the_bucket_key_only(tls: str) -> None
     assert sids["DenySseC"]["Condition"] == {
         "Null": {"s3:x-amz-server-side-encryption-customer-algorithm": "false"}
     }
-    assert sids["DenyOtherKmsKeys"]["Condition"] == {
-        "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption-aws-kms-key-id": KEY}
-    }
-    assert sids["DenyOtherEncryption"]["Condition"] == {
-        "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": "aws:kms"}
-    }
     assert "DenyOtherKmsKeys" not in {
         s["Sid"] for s in storage_documents.bucket_policy(ARTIFACTS)["Statement"]
     }
+
+
+def _condition_holds(condition: dict, request: dict[str, str]) -> bool:
+    """IAM's condition operators for the ones the encryption denials use
+    (reference_policies_elements_condition_operators: an absent key makes StringEquals false,
+    StringNotEquals true, any ...IfExists true; Null: "true" holds when the key is absent)."""
+    for op, keys in condition.items():
+        for key, value in keys.items():
+            present = key in request
+            if op == "Null":
+                ok = (not present) == (value == "true")
+            elif op.endswith("IfExists") and not present:
+                ok = True
+            elif op.removesuffix("IfExists") == "StringEquals":
+                ok = present and request[key] == value
+            elif op.removesuffix("IfExists") == "StringNotEquals":
+                ok = not present or request[key] != value
+            else:
+                raise AssertionError(f"operator {op} not modelled here")
+            if not ok:
+                return False
+    return True
+
+
+ALGO = "s3:x-amz-server-side-encryption"
+KEY_ID = "s3:x-amz-server-side-encryption-aws-kms-key-id"
+
+
+@pytest.mark.parametrize(
+    ("request_headers", "refused"),
+    [
+        ({}, False),  # the bucket default: our key (the trainer and the publisher send no SSE header)
+        ({ALGO: "aws:kms", KEY_ID: KEY}, False),
+        ({ALGO: "aws:kms", KEY_ID: "arn:aws:kms:us-east-1:123456789012:key/other"}, True),
+        ({ALGO: "aws:kms"}, True),  # S3 would use the AWS managed key aws/s3
+        ({ALGO: "AES256"}, True),
+        ({KEY_ID: "arn:aws:kms:us-east-1:123456789012:key/other"}, True),
+    ],
+)
+def test_encryption_denials_refuse_other_keys_and_let_the_bucket_default_through(
+    request_headers: dict[str, str], refused: bool
+) -> None:
+    encryption = [
+        st
+        for st in storage_documents.bucket_policy(ARTIFACTS, kms_key_arn=KEY)["Statement"]
+        if st["Sid"] in {"DenyOtherKmsKeys", "DenyOtherEncryption", "DenyAwsManagedKey"}
+    ]
+    assert len(encryption) == 3
+    assert any(_condition_holds(st["Condition"], request_headers) for st in encryption) is refused
 
 
 def test_access_log_policy_grants_logging_service_for_our_buckets_only() -> None:
