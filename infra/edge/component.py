@@ -12,13 +12,14 @@ validation record declared by one stack only), the region's drain switch and its
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
 from infra.edge import documents as edge
+from infra.resources.aws import dns_validation_field
 
 VALIDATION_TTL_S = 300
 
@@ -49,11 +50,7 @@ class GlobalCertificate(pulumi.ComponentResource):
         if args.declare_validation_record:
 
             def option(field_name: str) -> pulumi.Output[str]:
-                def pick(options: Sequence[aws.acm.outputs.CertificateDomainValidationOption]) -> str:
-                    (match,) = [o for o in options if o.domain_name == args.name]
-                    return getattr(match, field_name)
-
-                return self.certificate.domain_validation_options.apply(pick)
+                return dns_validation_field(self.certificate, args.name, field_name)
 
             # no allow_overwrite: this stack is the record's one owner (rule global-endpoint-agreement)
             self.validation_record = aws.route53.Record(

@@ -27,6 +27,7 @@ from infra.cluster.component.namespaces import (
     own_namespace,
 )
 from infra.core.charts import ChartRef
+from infra.resources.custom import custom_resource
 from infra.resources.helm import chart_release
 from infra.resources.irsa import irsa_role
 from infra.resources.options import child_options
@@ -53,17 +54,7 @@ def kueue_object(name: str, doc: Mapping[str, Any], opts: pulumi.ResourceOptions
     ``spec``, the WorkloadPriorityClass, as it is)."""
     if "spec" not in doc:
         return TopLevelCustomResource(name, doc, opts)
-    meta = doc["metadata"]
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=doc["apiVersion"],
-        kind=doc["kind"],
-        metadata=k8s.meta.v1.ObjectMetaArgs(
-            name=meta["name"], namespace=meta.get("namespace"), labels=dict(meta.get("labels") or {})
-        ),
-        spec=doc["spec"],
-        opts=opts,
-    )
+    return custom_resource(name, doc, opts)
 
 
 @dataclass(frozen=True, kw_only=True)

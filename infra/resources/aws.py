@@ -13,7 +13,10 @@ https://www.pulumi.com/docs/iac/concepts/options/deletebeforereplace/
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
+import pulumi_aws as aws
 
 
 def fixed_name(opts: pulumi.ResourceOptions | None = None) -> pulumi.ResourceOptions:
@@ -32,3 +35,17 @@ def protected(opts: pulumi.ResourceOptions | None, protect: bool) -> pulumi.Reso
     if not protect:
         return opts or pulumi.ResourceOptions()
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=True, retain_on_delete=True))
+
+
+def dns_validation_field(
+    certificate: aws.acm.Certificate, domain: str, field_name: str
+) -> pulumi.Output[str]:
+    """One field (``resource_record_name``, ``_type`` or ``_value``) of the DNS record ACM asks for to
+    validate ``domain`` of ``certificate``.
+    https://docs.aws.amazon.com/acm/latest/userguide/dns-validation.html"""
+
+    def pick(options: Sequence[aws.acm.outputs.CertificateDomainValidationOption]) -> str:
+        (match,) = [o for o in options if o.domain_name == domain]
+        return getattr(match, field_name)
+
+    return certificate.domain_validation_options.apply(pick)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from infra.resources.aws import fixed_name
+from infra.resources.aws import dns_validation_field, fixed_name
 
 w = aws.wafv2
 VALIDATION_TTL_S = 300
@@ -50,12 +50,8 @@ class ServingCertificate(pulumi.ComponentResource):
             opts=child,
         )
 
-        def option(field_name: str):
-            def pick(options: Sequence[aws.acm.outputs.CertificateDomainValidationOption]) -> str:
-                (match,) = [o for o in options if o.domain_name == args.domain]
-                return getattr(match, field_name)
-
-            return self.certificate.domain_validation_options.apply(pick)
+        def option(field_name: str) -> pulumi.Output[str]:
+            return dns_validation_field(self.certificate, args.domain, field_name)
 
         self.validation_record = aws.route53.Record(
             f"{name}-validation-record",

@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 
 from infra.cluster.component.namespaces import own_namespace
 from infra.core.charts import ChartRef
+from infra.resources.custom import custom_resource
 from infra.resources.helm import chart_release
 from infra.resources.options import child_options
 
@@ -72,22 +73,6 @@ class TrainingRuntimeArgs:
     runtime: Mapping[str, Any]
 
 
-def _custom(
-    name: str, doc: Mapping[str, Any], opts: pulumi.ResourceOptions
-) -> k8s.apiextensions.CustomResource:
-    meta = doc["metadata"]
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=doc["apiVersion"],
-        kind=doc["kind"],
-        metadata=k8s.meta.v1.ObjectMetaArgs(
-            name=meta["name"], namespace=meta.get("namespace"), labels=dict(meta.get("labels") or {})
-        ),
-        spec=doc["spec"],
-        opts=opts,
-    )
-
-
 class TrainingRuntime(pulumi.ComponentResource):
     """Our ``ClusterTrainingRuntime``."""
 
@@ -98,7 +83,7 @@ class TrainingRuntime(pulumi.ComponentResource):
         self.runtime_name = str(args.runtime["metadata"]["name"])
         # The JobSet template's failurePolicy is immutable (CRD CEL 'self == oldSelf'): a change replaces
         # the runtime (the name is fixed, so delete first).
-        self.runtime = _custom(
+        self.runtime = custom_resource(
             f"{name}-runtime",
             args.runtime,
             _child(
@@ -129,7 +114,7 @@ class TrainJobs(pulumi.ComponentResource):
     def __init__(self, name: str, args: TrainJobsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:training:TrainJobs", name, None, opts)
         self.jobs = {
-            key: _custom(
+            key: custom_resource(
                 f"{name}-{key}",
                 doc,
                 _child(
