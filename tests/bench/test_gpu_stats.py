@@ -139,3 +139,14 @@ def test_the_check_script_imports_without_a_gpu() -> None:
                        text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "1, 16 and 64 concurrent" in r.stdout
+
+
+def test_the_gpu_check_serves_the_vllm_version_the_deployment_pins() -> None:
+    """bench/gpu/run.sh installs the vLLM the inference Deployment runs (infra/inference/config.py)."""
+    import re
+
+    from infra.inference.config import VLLM_VERSION
+
+    script = (Path(__file__).resolve().parents[2] / "bench" / "gpu" / "run.sh").read_text()
+    (pinned,) = re.findall(r"^VLLM_VERSION=(\S+)$", script, flags=re.M)
+    assert pinned == VLLM_VERSION
