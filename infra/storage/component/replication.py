@@ -64,6 +64,8 @@ class ArtifactReplicationArgs:
     deletion_window_days: int = 30
     # What makes the source ready for replication (its versioning): the rules wait for it.
     source_ready: Sequence[pulumi.Resource] = ()
+    # who may write the replicas' release/ (break-glass only) and administer them
+    release_guard: storage_documents.ReleaseGuard | None = None
 
 
 class ArtifactReplication(pulumi.ComponentResource):
@@ -109,6 +111,7 @@ class ArtifactReplication(pulumi.ComponentResource):
                     region=region,
                     protect=args.key_access.protect,
                     min_tls=args.min_tls,
+                    release_guards={"artifacts": args.release_guard} if args.release_guard else {},
                 ),
                 opts=child,
             )
