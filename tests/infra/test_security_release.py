@@ -137,3 +137,30 @@ def test_the_publisher_runs_in_its_own_namespace(plans, stack: str) -> None:
     )
     text = json.dumps(vap.inputs["spec"])
     assert f"'{pub['namespace']}'" in text and f"'{pub['service_account']}'" in text
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_the_fetch_container_verifies_with_the_train_stacks_public_key(plans, plan_stack, stack: str) -> None:
+    from trainer.signing import PUBLIC_KEY_ENV, load_public_key
+
+    plan = plans[stack]
+    deployments = [
+        d for d in plan.by_type("kubernetes:apps/v1:Deployment") if d.name == "inference-deployment"
+    ]
+    if not deployments:
+        return  # no inference server in this stack
+    source = plan_stack(plan.config["storage"]["source_stack"])
+    cm = plan.one("kubernetes:core/v1:ConfigMap", "inference-release-key")
+    ((name, pem),) = cm.inputs["data"].items()
+    assert pem == source.outputs["releaseSigningPublicKey"]
+    load_public_key(pem.encode())  # a P-256 public key trainer/signing.py accepts
+    spec = deployments[0].inputs["spec"]["template"]["spec"]
+    (fetch,) = spec["initContainers"]
+    env = {e["name"]: e.get("value") for e in fetch["env"]}
+    mounts = {m["name"]: m for m in fetch["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    (vol,) = [
+        n for n, v in volumes.items() if v.get("configMap", {}).get("name") == cm.inputs["metadata"]["name"]
+    ]
+    assert mounts[vol]["readOnly"] is True
+    assert env[PUBLIC_KEY_ENV] == f"{mounts[vol]['mountPath']}/{name}"
