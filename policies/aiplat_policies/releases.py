@@ -14,6 +14,7 @@ from .core import (
     CRITICAL,
     UNKNOWN,
     Ctx,
+    Res,
     Stack,
     Violation,
     as_list,
@@ -29,16 +30,19 @@ RELEASE_BUCKET_SUFFIX = "-artifacts"
 WRITES = ("s3:PutObject", "s3:DeleteObject")
 
 
-def _release_writers(platform: dict[str, Any]) -> set[str]:
+def _release_writers(platform: dict[str, Any]) -> set[str] | None:
     """Role names that may write ``release/``: the publisher and break-glass, derived as the program
-    derives them (``StackNames.role_name``)."""
-    names = StackNames(
-        str(platform.get("name_prefix") or "aiplat"),
-        str(platform.get("environment") or ""),
-        str(platform.get("role") or ""),
-        str(platform.get("region") or ""),
-    )
-    return {names.role_name("publisher"), names.role_name("break-glass")}
+    derives them (``StackNames.role_name``); None without the stack's config to derive them from."""
+    try:
+        names = StackNames(
+            str(platform.get("name_prefix") or "aiplat"),
+            str(platform.get("environment") or ""),
+            str(platform.get("role") or ""),
+            str(platform.get("region") or ""),
+        )
+        return {names.role_name("publisher"), names.role_name("break-glass")}
+    except ValueError:
+        return None
 
 
 def _denies_everyone(stmt: dict[str, Any]) -> bool:
@@ -79,6 +83,14 @@ def _create_only(stmt: dict[str, Any], release_arn: str) -> bool:
     return any(op == "Null" and str(v).lower() == "true" for op, v in nulls)
 
 
+def _unknown_release_bucket_policy(r: Res) -> list[str]:
+    """``["policy"]`` for an unknown policy of a release bucket (the program names it
+    ``<bucket resource>-policy``); other buckets' policies are not this rule's."""
+    if not r.name.endswith(f"{RELEASE_BUCKET_SUFFIX}-policy"):
+        return []
+    return unknown_bucket_policy(r)
+
+
 @stack_rule(
     "s3-release-writers-only-publisher",
     description="A bucket holding model releases (the artifacts bucket, its replicas) denies s3:PutObject "
@@ -88,14 +100,15 @@ def _create_only(stmt: dict[str, Any], release_arn: str) -> bool:
     doc="https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html",
     unknowns=deferred_unknowns("policy document", kind="stack")
     + " A bucket whose name is unknown is judged on a release/ resource of any bucket.",
-    defers=unknown_bucket_policy,
+    defers=_unknown_release_bucket_policy,
 )
 def s3_release_writers_only_publisher(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
     platform = ctx.stack.platform or {}
     allowed = _release_writers(platform)
+    who = sorted(allowed) if allowed is not None else "<prefix>-<region code>-publisher, -break-glass"
     fix = (
         "add a Deny for Principal '*' of s3:PutObject and s3:DeleteObject on <bucket>/release/* with "
-        f"Condition ArnNotEquals aws:PrincipalArn [the publisher and break-glass roles: {sorted(allowed)}], "
+        f"Condition ArnNotEquals aws:PrincipalArn [the publisher and break-glass roles: {who}], "
         "and a Deny of s3:PutObject there under Null s3:if-none-match 'true' "
         "(infra/storage/documents.py release_guard_statements)"
     )
@@ -116,7 +129,7 @@ def s3_release_writers_only_publisher(stack: Stack, ctx: Ctx) -> Iterator[Violat
                     fix,
                     bucket.urn,
                 )
-            elif all(set(e) - allowed for e in exempts):
+            elif allowed is not None and all(set(e) - allowed for e in exempts):
                 others = sorted(set(exempts[0]) - allowed)
                 yield violation(
                     f"bucket {bucket.name!r} lets {others} {action} under {RELEASE_PREFIX}/ besides the "
