@@ -18,6 +18,7 @@ from infra.core.iam import (
     prefix_pattern,
     s3_key_use,
 )
+from infra.keys.documents.kms_policy import CRYPTO_ACTIONS
 
 
 def trainer_policy(
@@ -167,14 +168,16 @@ def release_signing_key_policy(
     *,
     account_root_arn: str,
     publisher_role_arn: str,
+    key_admin_role_arn: str,
     break_glass_role_arn: str,
     deployer_role_arn: str | None,
     protect: bool,
 ) -> Policy:
     """Key policy of the release signing key (``ECC_NIST_P256``, ``SIGN_VERIFY``): the account root
     delegates to IAM (AWS's default key policy), only the publisher role may ``kms:Sign`` whatever IAM
-    says, and (``protect``) only break-glass deletes or disables it and only break-glass and the deployer
-    change this policy, as for the stack's other keys (infra/keys/documents/kms_policy.py).
+    says, the key administrator never uses it, and (``protect``) only break-glass deletes or disables it
+    and only break-glass and the deployer change this policy, as for the stack's other keys
+    (infra/keys/documents/kms_policy.py).
     https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html
     """
     statements: list[dict[str, Any]] = [
@@ -184,6 +187,14 @@ def release_signing_key_policy(
             "Principal": {"AWS": account_root_arn},
             "Action": ["kms:*"],
             "Resource": "*",
+        },
+        {
+            "Sid": "KeyAdministratorsNeverUseKey",
+            "Effect": "Deny",
+            "Principal": {"AWS": "*"},
+            "Action": [*CRYPTO_ACTIONS, "kms:Sign"],
+            "Resource": "*",
+            "Condition": {"ArnEquals": {"aws:PrincipalArn": key_admin_role_arn}},
         },
         {
             "Sid": "OnlyPublisherSigns",

@@ -131,6 +131,9 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
                 keyset=ctx.names.global_prefix,
                 account_root_arn=f"arn:{account.partition}:iam::{account.account_id}:root",
                 publisher_role_arn=publisher,
+                key_admin_role_arn=naming.iam_role_arn(
+                    account.partition, account.account_id, ctx.names.role_name("key-admin")
+                ),
                 break_glass_role_arn=glass,
                 deployer_role_arn=deployer,
                 protect=cfg.protected,

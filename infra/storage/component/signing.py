@@ -30,6 +30,7 @@ class ReleaseSigningKeyArgs:
     keyset: str
     account_root_arn: str
     publisher_role_arn: str
+    key_admin_role_arn: str
     break_glass_role_arn: str
     deployer_role_arn: str | None = None
     protect: bool = False
@@ -48,6 +49,7 @@ class ReleaseSigningKey(pulumi.ComponentResource):
         doc = storage_documents.release_signing_key_policy(
             account_root_arn=args.account_root_arn,
             publisher_role_arn=args.publisher_role_arn,
+            key_admin_role_arn=args.key_admin_role_arn,
             break_glass_role_arn=args.break_glass_role_arn,
             deployer_role_arn=args.deployer_role_arn,
             protect=args.protect,
