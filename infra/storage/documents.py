@@ -363,13 +363,14 @@ def bucket_policy(
 # What only the publisher (and break-glass) may do under release/: write a version, or remove one.
 RELEASE_WRITE_ACTIONS = ["s3:PutObject", "s3:DeleteObject"]
 # What would let anyone undo the release path's guarantees: remove old versions for good, turn versioning
-# off, expire or re-route objects, or rewrite this very policy. Break-glass and the deployer only.
+# off, expire or re-route objects, or rewrite (or drop) this very policy. Break-glass and the deployer only.
 BUCKET_ADMIN_ACTIONS = [
     "s3:DeleteObjectVersion",
     "s3:PutBucketVersioning",
     "s3:PutLifecycleConfiguration",
     "s3:PutReplicationConfiguration",
     "s3:PutBucketPolicy",
+    "s3:DeleteBucketPolicy",
 ]
 
 
