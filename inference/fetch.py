@@ -4,17 +4,22 @@
         --version <version|latest> --dest <dir>
 
 Reads ``<root>/release/<model>/<version>/`` (trainer/release.py: a Hugging Face GPT-2 folder plus
-``manifest.json``), accepts the manifest, checks every file's size and sha256 while downloading it into a
-temporary folder beside ``<dir>`` (same parent, so the last step is a rename), checks that config.json and
-the weights' tensor table agree, and only then renames the folder to ``<dir>``: vLLM then loads ``<dir>``
-(``--model <dir>``) with no hub access. ``latest`` is the newest version that verifies.
+``manifest.json`` and its signature ``manifest.json.sig``), accepts the manifest only when its signature
+verifies with the release signing key's public half (the PEM file ``AIPLAT_RELEASE_PUBLIC_KEY`` names, mounted
+from the stack's ConfigMap: no KMS call, no network besides S3) and before it downloads any other file,
+checks every file's size and sha256 while downloading it into a temporary folder beside ``<dir>`` (same
+parent, so the last step is a rename), checks that config.json and the weights' tensor table agree, and
+only then renames the folder to ``<dir>``: vLLM then loads ``<dir>`` (``--model <dir>``) with no hub access.
+``latest`` is the newest version that verifies.
 
 Exit codes (the pod's init container status shows them; the one stderr line is its termination message):
 
 - 0: ``<dir>`` holds the verified release; the last stdout line is the version (``latest`` resolved).
-- 3: the release is missing, partial, corrupt or otherwise not servable.
+- 3: the release is missing, partial, corrupt, unsigned, not signed by the release key, or otherwise not
+  servable.
 - 4: the store did not answer, or refused us (no bucket, access denied, no credentials).
-- 2: bad arguments or a local problem (``<dir>``'s parent missing or not writable, disk full).
+- 2: bad arguments or a local problem (``<dir>``'s parent missing or not writable, disk full, no readable
+  release public key).
 - 1: a bug (an unexpected exception).
 
 On any failure exactly one line ``release <model>/<version>: <reason>`` goes to stderr, and neither ``<dir>``
@@ -33,6 +38,7 @@ import sys
 import tempfile
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from trainer.errors import BadInput, StoreUnavailable
 from trainer.release import (
@@ -43,6 +49,7 @@ from trainer.release import (
     download,
     list_versions,
 )
+from trainer.signing import PUBLIC_KEY_ENV, trusted_key
 
 LATEST = "latest"
 OK, BUG, LOCAL, RELEASE, STORE = 0, 1, 2, 3, 4
@@ -71,14 +78,15 @@ def _leftovers(dest: Path) -> list[Path]:
     return [p for p in dest.parent.iterdir() if p.name.startswith(prefixes)]
 
 
-def fetch_into(root: str, model: str, version: str, dest: Path) -> Release:
-    """Download ``version`` (a version folder name) to ``dest`` through a temporary sibling folder;
-    raises :class:`~trainer.release.ReleaseError` / store errors with nothing left behind."""
+def fetch_into(root: str, model: str, version: str, dest: Path, public_key: Any) -> Release:
+    """Download ``version`` (a version folder name), signed with ``public_key``'s private half, to ``dest``
+    through a temporary sibling folder; raises :class:`~trainer.release.ReleaseError` / store errors with
+    nothing left behind."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}{FETCHING}", dir=dest.parent))
     try:
         # mkdtemp makes it 0700; the serving container may run as another user and only reads it.
         tmp.chmod(0o755)
-        release = download(root, model, version, tmp)
+        release = download(root, model, version, tmp, public_key)
         if dest.exists() or dest.is_symlink():  # a restarted init container finds its earlier result
             old = Path(tempfile.mkdtemp(prefix=f".{dest.name}{REPLACED}", dir=dest.parent))
             dest.rename(old / "old")
@@ -89,19 +97,19 @@ def fetch_into(root: str, model: str, version: str, dest: Path) -> Release:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def fetch(root: str, model: str, version: str, dest: Path) -> Release:
+def fetch(root: str, model: str, version: str, dest: Path, public_key: Any) -> Release:
     """:func:`fetch_into` for a version or ``latest`` (the newest version that verifies); raises
     :class:`Failure`."""
     try:
         if version != LATEST:
-            return fetch_into(root, model, version, dest)
+            return fetch_into(root, model, version, dest, public_key)
         versions = list_versions(root, model)
         if not versions:
             raise Failure(RELEASE, f"no version under {root.rstrip('/')}/release/{model}/")
         skipped: list[str] = []
         for v in reversed(versions):
             try:
-                return fetch_into(root, model, v, dest)
+                return fetch_into(root, model, v, dest, public_key)
             except ReleaseError as exc:
                 print(f"skipped {model}/{v}: {exc.reason}", flush=True)
                 skipped.append(f"{v}: {exc.reason}")
@@ -114,6 +122,13 @@ def fetch(root: str, model: str, version: str, dest: Path) -> Release:
         raise Failure(STORE, f"release store refused the request: {exc}") from None
     except OSError as exc:
         raise Failure(LOCAL, f"cannot write beside {dest}: {exc}") from None
+
+
+def _public_key() -> Any:
+    try:
+        return trusted_key()
+    except BadInput as exc:
+        raise Failure(LOCAL, f"{exc} ({PUBLIC_KEY_ENV})") from None
 
 
 def _check_args(args: argparse.Namespace) -> Path:
@@ -145,10 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     dest = Path(args.dest)
     try:
         dest = _check_args(args)
+        public_key = _public_key()
         for stale in _leftovers(dest):
             shutil.rmtree(stale, ignore_errors=True)
         print(f"fetching {args.model}/{args.version} from {args.root} into {dest}", flush=True)
-        rel = fetch(args.root, args.model, args.version, dest)
+        rel = fetch(args.root, args.model, args.version, dest, public_key)
     except Failure as exc:
         print(f"release {args.model}/{args.version}: {exc.reason}", file=sys.stderr, flush=True)
         return exc.code

@@ -122,14 +122,23 @@ class LocalBlobs(_HashedReads):
             finally:
                 tmp.unlink(missing_ok=True)
 
-    def upload(self, key: str, path: str | os.PathLike[str]) -> None:
-        """Copy a local file in (temp file, then rename)."""
+    def upload(self, key: str, path: str | os.PathLike[str], *, create_only: bool = False) -> None:
+        """Copy a local file in (temp file, then rename; ``create_only``: link, refusing an existing name)."""
         dst = self.root / key
         with self._errors(key):
             dst.parent.mkdir(parents=True, exist_ok=True)
             tmp = dst.parent / f".{dst.name}.{os.getpid()}.tmp"
             shutil.copyfile(path, tmp)
-            os.replace(tmp, dst)
+            try:
+                if create_only:
+                    try:
+                        os.link(tmp, dst)
+                    except FileExistsError:
+                        raise BlobExists(self.url(key)) from None
+                else:
+                    os.replace(tmp, dst)
+            finally:
+                tmp.unlink(missing_ok=True)
 
     @contextlib.contextmanager
     def open(self, key: str) -> Iterator[BinaryIO]:
@@ -175,6 +184,7 @@ class LocalBlobs(_HashedReads):
 
 # botocore error codes, by what they mean for us.
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
+MULTIPART_PART = 64 << 20  # bytes per part of a create-only multipart upload (S3: 5 MiB to 5 GiB)
 _EXISTS = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _TRANSIENT = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError",
               "ServiceUnavailable", "503", "500"}  # fmt: skip
@@ -301,10 +311,51 @@ class S3Blobs(_HashedReads):
         with self._errors(key):
             self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=io.BytesIO(data), **extra)
 
-    def upload(self, key: str, path: str | os.PathLike[str]) -> None:
-        """Upload a local file (multipart above boto3's threshold)."""
+    def upload(self, key: str, path: str | os.PathLike[str], *, create_only: bool = False) -> None:
+        """Upload a local file (multipart above boto3's threshold). ``create_only``: ``If-None-Match: *`` on
+        the request that creates the object (PutObject, or CompleteMultipartUpload: the part uploads take no
+        condition), so an existing object is never replaced (:class:`BlobExists`)."""
+        if create_only:
+            self._upload_create_only(key, Path(path))
+            return
         with self._errors(key):
             self.client.upload_file(str(path), self.bucket, self._key(key))
+
+    def _upload_create_only(self, key: str, path: Path) -> None:
+        # boto3's transfer manager does not pass IfNoneMatch to CompleteMultipartUpload (s3transfer's
+        # COMPLETE_MULTIPART_ARGS), so the parts go up here, one at a time.
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
+        size = path.stat().st_size
+        if size <= MULTIPART_PART:
+            self.write(key, path.read_bytes(), create_only=True)
+            return
+        k = self._key(key)
+        with self._errors(key):
+            upload_id = self.client.create_multipart_upload(Bucket=self.bucket, Key=k)["UploadId"]
+        try:
+            parts = []
+            with open(path, "rb") as f:
+                for number in range(1, size // MULTIPART_PART + 2):
+                    block = f.read(MULTIPART_PART)
+                    if not block:
+                        break
+                    with self._errors(key):
+                        etag = self.client.upload_part(
+                            Bucket=self.bucket, Key=k, UploadId=upload_id, PartNumber=number, Body=block
+                        )["ETag"]
+                    parts.append({"PartNumber": number, "ETag": etag})
+            with self._errors(key):
+                self.client.complete_multipart_upload(
+                    Bucket=self.bucket,
+                    Key=k,
+                    UploadId=upload_id,
+                    MultipartUpload={"Parts": parts},
+                    IfNoneMatch="*",
+                )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=k, UploadId=upload_id)
+            raise
 
     @contextlib.contextmanager
     def open(self, key: str) -> Iterator[BinaryIO]:

@@ -8,12 +8,18 @@ Layout, in a bucket (``s3://bucket[/prefix]``, boto3, ``AWS_ENDPOINT_URL`` honou
         model.safetensors       weights only (no pickle: a pod must never unpickle a model), float32,
         tokenizer.json          GPT-2 tensor names and Conv1D layouts, lm_head tied to wte, the embedding
         tokenizer_config.json   rows beyond the tokenizer's vocabulary left out
+        manifest.json.sig       the publisher's signature of manifest.json (trainer/signing.py: ECDSA
+                                P-256 with the stack's release signing key in KMS), written before it
         manifest.json           written LAST: format, model name, version, size and sha256 of every file,
                                 source (run id, checkpoint URI, step), the trainer's metrics at that step,
                                 tokenizer, creation time (UTC)
 
 ``version`` is ``<YYYYmmddTHHMMSSZ>-step<N>`` (UTC), so lexicographic order is publication order.
-Publishing is an explicit step (``python -m trainer.publish``); the trainer itself never writes here.
+Publishing is an explicit step (``python -m trainer.publish``); the trainer itself never writes here. Every
+object is written create-only (``If-None-Match: *``, which the artifacts bucket policy requires under
+``release/``), so a published version is never overwritten. A reader accepts a manifest only when its
+signature verifies with the trusted public key (:func:`accept_manifest`), before it reads any other file:
+the sha256 sums catch corruption, the signature catches tampering.
 
 Replication to other regions copies objects one by one in no particular order, so a reader can see a
 manifest before the files it names: :func:`verify` reports such a release as incomplete
@@ -40,6 +46,7 @@ from trainer.blobstore import Blobs, open_blobs
 from trainer.errors import BadInput, BlobNotFound
 from trainer.hashing import MANIFEST, is_sha256_hex, sha256_stream
 from trainer.hf_gpt2 import ReleaseFormatError, check_config, hf_shapes
+from trainer.signing import SIGNATURE_SUFFIX, BadSignature, trusted_key, verify_signature
 
 FORMAT = "aiplat-release-v2"
 RELEASE_PREFIX = "release"
@@ -49,6 +56,7 @@ GENERATION_CONFIG = "generation_config.json"
 TOKENIZER = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 FILES = (CONFIG, GENERATION_CONFIG, WEIGHTS, TOKENIZER, TOKENIZER_CONFIG)
+SIGNATURE = MANIFEST + SIGNATURE_SUFFIX  # manifest.json.sig
 VERSION_RE = re.compile(r"^(\d{8}T\d{6}Z)-step(\d+)$")
 MODEL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 _ST_DTYPES = {"F32", "BF16", "F16"}
@@ -137,10 +145,23 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def accept_manifest(raw: bytes, root: str, model_name: str, version: str, uri: str) -> Release:
-    """The one place a release's manifest is accepted, before any file of the release is read: every field
-    type-checked against the folder it came from (the manifest signature check goes here too). Returns the
-    release with an empty ``config`` (filled in from config.json once its sha256 matched)."""
+def accept_manifest(
+    raw: bytes, signature: bytes, public_key: Any, root: str, model_name: str, version: str, uri: str
+) -> Release:
+    """The one place a release's manifest is accepted, before any file of the release is read: its
+    ``signature`` must verify with ``public_key`` (the release signing key's public half), then every field
+    is type-checked against the folder it came from (:func:`parse_manifest`). Returns the release with an
+    empty ``config`` (filled in from config.json once its sha256 matched)."""
+    try:
+        verify_signature(raw, signature, public_key)
+    except BadSignature as exc:
+        raise ReleaseError(f"{MANIFEST}: {exc.reason}") from None
+    return parse_manifest(raw, root, model_name, version, uri)
+
+
+def parse_manifest(raw: bytes, root: str, model_name: str, version: str, uri: str) -> Release:
+    """The fields of a manifest, type-checked, without the signature check: for the publisher's own
+    manifest, just written; readers go through :func:`accept_manifest`."""
     try:
         m = json.loads(raw)
     except ValueError as exc:
@@ -249,9 +270,12 @@ class _Head:
 
 
 # ----------------------------------------------------------------------------------------- reading
-def _read_release(root: str, model_name: str, version: str, download_to: Path | None = None) -> Release:
+def _read_release(
+    root: str, model_name: str, version: str, public_key: Any, download_to: Path | None = None
+) -> Release:
     if not VERSION_RE.match(version or ""):
         raise ReleaseError(f"{version!r} is not a release version (<YYYYmmddTHHMMSSZ>-step<N>)")
+    public_key = public_key if public_key is not None else trusted_key()
     store = versions_store(root, model_name).child(version)
     try:
         raw = store.read(MANIFEST)
@@ -259,7 +283,14 @@ def _read_release(root: str, model_name: str, version: str, download_to: Path | 
         raise ReleaseError(
             f"no {MANIFEST} (publishing did not finish, or replication has not copied it yet)"
         ) from None
-    rel = accept_manifest(raw, root, model_name, version, store.uri)
+    try:
+        signature = store.read(SIGNATURE)
+    except BlobNotFound:
+        raise ReleaseError(
+            f"no {SIGNATURE}: unsigned release (or replication has not copied it yet)"
+        ) from None
+    # Nothing else of the release is read before the signed manifest is accepted.
+    rel = accept_manifest(raw, signature, public_key, root, model_name, version, store.uri)
     present = store.list()
     for name, entry in rel.files.items():
         if name not in present:
@@ -294,31 +325,36 @@ def _read_release(root: str, model_name: str, version: str, download_to: Path | 
         _json_object(name, small[name])
     _check_header(bytes(head.data), config)
     if download_to is not None:
+        (download_to / SIGNATURE).write_bytes(signature)
         (download_to / MANIFEST).write_bytes(raw)
     return dataclasses.replace(rel, config=config)
 
 
-def verify(root: str, model_name: str, version: str) -> Release:
-    """The release at ``<root>/release/<model_name>/<version>`` if it is complete and intact (manifest
+def verify(root: str, model_name: str, version: str, public_key: Any = None) -> Release:
+    """The release at ``<root>/release/<model_name>/<version>`` if it is signed, complete and intact
+    (manifest signature verified with ``public_key``, default :func:`trainer.signing.trusted_key`; manifest
     accepted, every file present with its size and sha256, config.json the GPT-2 config whose tensors the
     weights file holds, the other files JSON objects); else :class:`ReleaseError` with the reason."""
-    return _read_release(root, model_name, version)
+    return _read_release(root, model_name, version, public_key)
 
 
-def download(root: str, model_name: str, version: str, dest: str | Path) -> Release:
+def download(root: str, model_name: str, version: str, dest: str | Path, public_key: Any = None) -> Release:
     """Copy a release into the local directory ``dest``, verifying every byte on the way (the same checks
     as :func:`verify`); files appear under their names only once they matched the manifest, and
     ``manifest.json`` only once all did. On :class:`ReleaseError` ``dest`` may hold a part: the caller
     downloads into a folder of its own (inference/fetch.py) and removes it."""
-    return _read_release(root, model_name, version, download_to=Path(dest))
+    return _read_release(root, model_name, version, public_key, download_to=Path(dest))
 
 
-def newest_valid(root: str, model_name: str) -> tuple[Release | None, list[tuple[str, str]]]:
+def newest_valid(
+    root: str, model_name: str, public_key: Any = None
+) -> tuple[Release | None, list[tuple[str, str]]]:
     """The newest version that verifies, and ``(version, reason)`` for each newer one that did not."""
+    public_key = public_key if public_key is not None else trusted_key()
     skipped: list[tuple[str, str]] = []
     for version in reversed(list_versions(root, model_name)):
         try:
-            return verify(root, model_name, version), skipped
+            return verify(root, model_name, version, public_key), skipped
         except ReleaseError as exc:
             skipped.append((version, exc.reason))
     return None, skipped

@@ -47,6 +47,28 @@ def sh(cmd: list[str], deadline: float, log: Path, env: dict[str, str] | None = 
     return text
 
 
+def release_key_env(folder: Path) -> dict[str, str]:
+    """A new P-256 key pair in ``folder`` and the variables trainer.publish and inference.fetch read it
+    from (trainer/signing.py)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    folder.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    private, public = folder / "release.key.pem", folder / "release.pub.pem"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return {"AIPLAT_RELEASE_SIGNING_KEY": f"file:{private}", "AIPLAT_RELEASE_PUBLIC_KEY": str(public)}
+
+
 def corpus(path: Path, size: int) -> None:
     """``size`` bytes of English text: the repository's own docs, repeated (no download)."""
     text = "\n\n".join(p.read_text() for p in sorted((REPO / "docs").rglob("*.md")))
@@ -115,7 +137,9 @@ def main() -> int:
           f"{(train.mfu or 0) * 100:.1f}% ({train.tokens_per_s / LLMC_TOKENS_PER_S:.2f}x llm.c's 460k/s)",
           flush=True)  # fmt: skip
 
-    # 2. Publish, fetch (verified), serve with vLLM from the local folder.
+    # 2. Publish (signed with a throwaway local key: the stacks use the KMS key), fetch (verified), serve
+    #    with vLLM from the local folder.
+    env = {**env, **release_key_env(work / "release-key")}
     sh([py, "-m", "trainer.publish", "--checkpoint", str(work / "ckpt"), "--release-root", str(work / "rel"),
         "--model-name", MODEL], end, work / "publish.log", env)  # fmt: skip
     (work / "node").mkdir(exist_ok=True)

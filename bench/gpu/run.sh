@@ -25,7 +25,7 @@ python3 -m venv "$WORK/venv"
 "$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check uv
 # The trainer's libraries besides torch, at the trainer image's pins (images/trainer/requirements.txt).
 "$WORK/venv/bin/uv" pip install -q --python "$WORK/venv/bin/python" "vllm==${VLLM_VERSION}" \
-  "boto3==1.44.8" "prometheus-client==0.26.0" "safetensors==0.8.0"
+  "boto3==1.44.8" "prometheus-client==0.26.0" "safetensors==0.8.0" "cryptography==50.0.2"
 "$WORK/venv/bin/python" -c 'import torch, vllm, transformers; print("torch", torch.__version__, "vllm", vllm.__version__, "transformers", transformers.__version__, "cuda", torch.cuda.is_available())'
 
 LEFT=$((BUDGET_S - ($(date +%s) - START)))

@@ -214,8 +214,13 @@ def workload_namespaces(
     vpc_cidr: str,
     trainer_metrics_ports: tuple[int, int],
     s3_services: Sequence[tuple[str, int]] = (),
+    publisher: str | None = None,
 ) -> list[WorkloadNamespace]:
-    """The stack's workload namespaces (``trainer``/``inference``: the namespace, or None if not here).
+    """The stack's workload namespaces (``trainer``/``inference``/``publisher``: the namespace, or None if
+    not here).
+
+    ``publisher``: the release publisher's own namespace, ``restricted`` (the trainer image, uid 10001),
+    a workload namespace like the trainer's, nothing scraped.
 
     ``trainer`` namespace: ``restricted``: the trainer image runs as uid 10001 with no capability (EFA's
     locked memory comes from the container runtime, the devices from the device plugin), and the runtime
@@ -234,6 +239,15 @@ def workload_namespaces(
                 pod_security=PodSecurity.restricted,
                 intra_namespace=True,
                 scrape_ports=(PortRange(port=trainer_metrics_ports[0], end_port=trainer_metrics_ports[1]),),
+                egress_services=tuple(s3_services),
+                labels=dict([WORKLOADS_LABEL]),
+            )
+        )
+    if publisher is not None and publisher != trainer:
+        out.append(
+            WorkloadNamespace(
+                name=publisher,
+                pod_security=PodSecurity.restricted,
                 egress_services=tuple(s3_services),
                 labels=dict([WORKLOADS_LABEL]),
             )

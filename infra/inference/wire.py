@@ -280,6 +280,7 @@ def wire_inference(
             image=image,
             fetch_image=fetch_image,
             release_root=storage.replica.apply(lambda r: f"s3://{r['bucket']}"),
+            release_public_key=storage.source.require_output("releaseSigningPublicKey"),
             api_keys=api_keys,
             api_keys_source=api_keys_source,
             host=https.domain,

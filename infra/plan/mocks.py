@@ -55,6 +55,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "aws:index/getRegion:getRegion": self._region,
             "aws:ecr/getAuthorizationToken:getAuthorizationToken": self._ecr_token,
             "aws:lb/getHostedZoneId:getHostedZoneId": self._lb_hosted_zone,
+            "aws:kms/getPublicKey:getPublicKey": self._kms_public_key,
         }
 
     # -- data calls -------------------------------------------------------------------------------
@@ -169,6 +170,22 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "instanceTypes": [t for t, _ in rows],
             "locations": [loc for _, loc in rows],
             "locationTypes": [location_type for _ in rows],
+        }
+
+    def _kms_public_key(self, args: dict[str, Any]) -> dict[str, Any]:
+        # The release signing key's public half (kms:GetPublicKey) has no offline source: a fixed P-256
+        # placeholder of the right shape; `pulumi up` reads the real one from KMS.
+        key_id = str(args.get("keyId", ""))
+        return {
+            "id": key_id,
+            "keyId": key_id,
+            "arn": key_id,
+            "customerMasterKeySpec": "ECC_NIST_P256",
+            "keyUsage": "SIGN_VERIFY",
+            "signingAlgorithms": ["ECDSA_SHA_256"],
+            "encryptionAlgorithms": [],
+            "publicKey": base64.b64encode(bytes.fromhex(OFFLINE_P256_PUBLIC_KEY_DER)).decode(),
+            "publicKeyPem": OFFLINE_P256_PUBLIC_KEY_PEM,
         }
 
     def _caller_identity(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -288,6 +305,19 @@ def _s3_bucket(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, 
         "bucketRegionalDomainName": f"{name}.s3.{region}.amazonaws.com",
         "bucketRegion": region,
     }
+
+
+# A P-256 public key generated once for the offline plan (its private half was discarded): what
+# aws.kms.get_public_key answers for the release signing key in a plan.
+OFFLINE_P256_PUBLIC_KEY_PEM = """-----BEGIN PUBLIC KEY-----
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE7IS7JWcl7+6FNeFwUp2eUPinxr7q
+nMrD3RGGWt+1W1RfBbXO+NEpTOIWcqnxg4jXvPVKKKb5YAbagAtiiBlWwA==
+-----END PUBLIC KEY-----
+"""
+OFFLINE_P256_PUBLIC_KEY_DER = (
+    "3059301306072a8648ce3d020106082a8648ce3d03010703420004ec84bb256725efee8535e170529d9e50f8a7c6beea9c"
+    "cac3dd11865adfb55b545f05b5cef8d1294ce21672a9f18388d7bcf54a28a6f96006da800b62881956c0"
+)
 
 
 def _kms_key(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from infra.stack.schema import (
     StorageBackend,
 )
 from infra.storage import documents as storage_documents
-from infra.storage.config.storage import MinioResources
+from infra.storage.config.storage import PUBLISHER_ROLE, MinioResources
 from infra.storage.wire import DATA_PURPOSES, StorageWiring
 
 
@@ -135,6 +135,8 @@ def wire_cluster_storage(
                     checkpoints_arn=arns[BucketPurpose.checkpoints.value],
                     checkpoints_prefix=st.trainer.prefix,
                     artifacts_arn=arns[BucketPurpose.artifacts.value],
+                    role_name=ctx.names.role_name(PUBLISHER_ROLE),
+                    signing_key_arn=storage.signing.key_arn if storage.signing else None,
                 ),
                 account_id=ctx.account.account_id,
                 region=cfg.region,

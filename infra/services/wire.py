@@ -125,6 +125,7 @@ def workload_namespace_specs(ctx: StackContext) -> list[NamespaceSpec]:
     )
     specs = namespaces.workload_namespaces(
         trainer=st.trainer.namespace if cfg.role is Role.train else None,
+        publisher=st.publisher.namespace if cfg.role is Role.train else None,
         inference=st.inference.namespace,
         monitoring=cfg.cluster_services.monitoring_namespace,
         vpc_cidr=cfg.network.vpc_cidr,

@@ -4,6 +4,7 @@ lifecycle and MinIO's policies. Pure."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from infra.core.iam import (
@@ -18,6 +19,7 @@ from infra.core.iam import (
     prefix_pattern,
     s3_key_use,
 )
+from infra.keys.documents.kms_policy import CRYPTO_ACTIONS
 
 
 def trainer_policy(
@@ -99,9 +101,12 @@ def publisher_policy(
     kms_key_arns: Sequence[str],
     account_id: str | None = None,
     region: str | None = None,
+    signing_key_arn: str | None = None,
 ) -> Policy:
     """The model publisher (``python -m trainer.publish``): read the trainer's checkpoints, write new
-    objects under ``release/`` of the artifacts bucket. No delete: a published version stays."""
+    objects under ``release/`` of the artifacts bucket (the bucket policy requires ``If-None-Match``). No
+    delete: a published version stays. With ``signing_key_arn``: sign manifests with the release signing
+    key (the key policy lets no other principal sign)."""
     ckpt = prefix_pattern(checkpoints_prefix)
     release = prefix_pattern(release_prefix)
     statements: list[dict[str, Any]] = [
@@ -143,6 +148,88 @@ def publisher_policy(
         statements.append(
             s3_key_use("UseDataKey", KMS_WRITE, kms_key_arns, [checkpoints_arn, artifacts_arn], region)
         )
+    if signing_key_arn:
+        statements.append(
+            {
+                "Sid": "SignManifests",
+                "Effect": "Allow",
+                "Action": ["kms:Sign", "kms:GetPublicKey", "kms:DescribeKey"],
+                "Resource": [signing_key_arn],
+                # https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-signing-algorithm
+                "Condition": {"StringEqualsIfExists": {"kms:SigningAlgorithm": SIGNING_ALGORITHM}},
+            }
+        )
+    return policy(*statements)
+
+
+SIGNING_ALGORITHM = "ECDSA_SHA_256"  # trainer/signing.py ALGORITHM
+SIGNING_KEY_SPEC = "ECC_NIST_P256"  # trainer/signing.py KEY_SPEC
+
+
+def release_signing_key_policy(
+    *,
+    account_root_arn: str,
+    publisher_role_arn: str,
+    key_admin_role_arn: str,
+    break_glass_role_arn: str,
+    deployer_role_arn: str | None,
+    protect: bool,
+) -> Policy:
+    """Key policy of the release signing key (``ECC_NIST_P256``, ``SIGN_VERIFY``): the account root
+    delegates to IAM (AWS's default key policy), only the publisher role may ``kms:Sign`` whatever IAM
+    says, the key administrator never uses it, and (``protect``) only break-glass deletes or disables it
+    and only break-glass and the deployer change this policy, as for the stack's other keys
+    (infra/keys/documents/kms_policy.py).
+    https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html
+    """
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "AccountAdministers",
+            "Effect": "Allow",
+            "Principal": {"AWS": account_root_arn},
+            "Action": ["kms:*"],
+            "Resource": "*",
+        },
+        {
+            "Sid": "KeyAdministratorsNeverUseKey",
+            "Effect": "Deny",
+            "Principal": {"AWS": "*"},
+            "Action": [*CRYPTO_ACTIONS, "kms:Sign"],
+            "Resource": "*",
+            "Condition": {"ArnEquals": {"aws:PrincipalArn": key_admin_role_arn}},
+        },
+        {
+            "Sid": "OnlyPublisherSigns",
+            "Effect": "Deny",
+            "Principal": {"AWS": "*"},
+            "Action": ["kms:Sign"],
+            "Resource": "*",
+            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": publisher_role_arn}},
+        },
+    ]
+    if protect:
+        if not deployer_role_arn:
+            raise ValueError("a protected key needs the deployer role (it updates the key policy)")
+        statements += [
+            {
+                "Sid": "OnlyBreakGlassDeletesKey",
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Action": ["kms:ScheduleKeyDeletion", "kms:DisableKey"],
+                "Resource": "*",
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": break_glass_role_arn}},
+            },
+            {
+                "Sid": "OnlyBreakGlassAndDeployerChangePolicy",
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Action": ["kms:PutKeyPolicy"],
+                "Resource": "*",
+                "Condition": {
+                    "ArnNotEquals": {"aws:PrincipalArn": [break_glass_role_arn, deployer_role_arn]}
+                },
+            },
+        ]
     return policy(*statements)
 
 
@@ -258,12 +345,21 @@ def baseline_denials(bucket_arn: str, min_tls: str) -> list[dict[str, Any]]:
     return [deny_insecure_transport(bucket_arn), deny_old_tls(bucket_arn, min_tls), deny_sse_c(bucket_arn)]
 
 
-def bucket_policy(bucket_arn: str, *, kms_key_arn: str | None = None, min_tls: str = "1.2") -> Policy:
-    """Policy of a data bucket: TLS only, TLS ``min_tls`` at least, no SSE-C, and (with ``kms_key_arn``) no
-    other key or encryption than the bucket's."""
+def bucket_policy(
+    bucket_arn: str,
+    *,
+    kms_key_arn: str | None = None,
+    min_tls: str = "1.2",
+    release_guard: ReleaseGuard | None = None,
+) -> Policy:
+    """Policy of a data bucket: TLS only, TLS ``min_tls`` at least, no SSE-C, (with ``kms_key_arn``) no
+    other key or encryption than the bucket's, and (with ``release_guard``) the release path's denials
+    (:func:`release_guard_statements`)."""
     statements = baseline_denials(bucket_arn, min_tls)
     if kms_key_arn is not None:
         statements += deny_other_kms_keys(bucket_arn, kms_key_arn)
+    if release_guard is not None:
+        statements += release_guard_statements(bucket_arn, release_guard)
     return policy(*statements)
 
 
@@ -271,6 +367,92 @@ def with_run_records_kept(doc: Policy, bucket_arn: str) -> Policy:
     """``doc`` (a data bucket's policy) with the denials that keep run records append-only for every caller
     (infra/core/iam.py ``keep_run_records``)."""
     return policy(*doc["Statement"], *keep_run_records([bucket_arn], any_principal=True))
+
+
+# What only the publisher (and break-glass) may do under release/: write a version, or remove one.
+RELEASE_WRITE_ACTIONS = ["s3:PutObject", "s3:DeleteObject"]
+# What would let anyone undo the release path's guarantees: remove old versions for good, turn versioning
+# off, expire or re-route objects, or rewrite (or drop) this very policy. Break-glass and the deployer only.
+BUCKET_ADMIN_ACTIONS = [
+    "s3:DeleteObjectVersion",
+    "s3:PutBucketVersioning",
+    "s3:PutLifecycleConfiguration",
+    "s3:PutReplicationConfiguration",
+    "s3:PutBucketPolicy",
+    "s3:DeleteBucketPolicy",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseGuard:
+    """Who may change the release path of a bucket (the artifacts bucket and its replicas).
+
+    ``writers``: role ARNs that may put and delete objects under ``prefix/`` (the publisher and break-glass
+    in the training region; only break-glass in a replica, which S3 replication fills with
+    ``s3:ReplicateObject``, not ``s3:PutObject``). ``admins``: role ARNs that may run the
+    :data:`BUCKET_ADMIN_ACTIONS` (break-glass and the deployer that runs ``pulumi up``); empty when the
+    stack names no deployer role, so the program never locks itself out of its own bucket.
+    """
+
+    prefix: str
+    writers: tuple[str, ...]
+    admins: tuple[str, ...] = ()
+
+
+def release_guard_statements(bucket_arn: str, guard: ReleaseGuard) -> list[dict[str, Any]]:
+    """Bucket policy denials that make ``<prefix>/`` the publisher's, create-only, and the bucket's
+    versioning, lifecycle, replication and policy the deployer's and break-glass's.
+
+    A Deny with ``Principal: *`` and ``aws:PrincipalArn`` binds every identity of the account, whatever its
+    IAM policy says, and needs no principal to exist (a negated operator with several values matches a
+    principal equal to none of them).
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalarn
+
+    Create-only: ``PutObject`` and ``CompleteMultipartUpload`` (both authorised as ``s3:PutObject``) must
+    carry ``If-None-Match`` (condition key ``s3:if-none-match``); ``CreateMultipartUpload`` and
+    ``UploadPart`` take no conditional header and are exempted with ``s3:ObjectCreationOperation`` (false
+    for them). CopyObject into the prefix is refused as a consequence (S3 does not copy conditionally).
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html
+    The account root may always put or delete a bucket policy, whatever it says (the way back from a
+    wrong deployer role).
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/example-bucket-policies.html
+    """
+    if not guard.writers:
+        raise ValueError("a release guard needs at least one writer (the publisher, or break-glass)")
+    objects = [f"{bucket_arn}/{prefix_pattern(guard.prefix)}"]
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "OnlyPublisherWritesReleases",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": list(RELEASE_WRITE_ACTIONS),
+            "Resource": objects,
+            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": list(guard.writers)}},
+        },
+        {
+            "Sid": "ReleaseWritesCreateOnly",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:PutObject",
+            "Resource": objects,
+            "Condition": {
+                "Null": {"s3:if-none-match": "true"},
+                "Bool": {"s3:ObjectCreationOperation": "true"},
+            },
+        },
+    ]
+    if guard.admins:
+        statements.append(
+            {
+                "Sid": "OnlyBreakGlassAndDeployerAdministerBucket",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": list(BUCKET_ADMIN_ACTIONS),
+                "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": list(guard.admins)}},
+            }
+        )
+    return statements
 
 
 def access_log_bucket_policy(

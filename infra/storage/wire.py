@@ -25,7 +25,9 @@ from infra.stack.schema import (
 from infra.storage.component.buckets import Buckets, BucketsArgs, NoncurrentRule
 from infra.storage.component.registry import Registry, RegistryArgs
 from infra.storage.component.replication import ArtifactReplication, ArtifactReplicationArgs, ReplicaTarget
-from infra.storage.config.storage import RELEASE_PREFIX
+from infra.storage.component.signing import ReleaseSigningKey, ReleaseSigningKeyArgs
+from infra.storage.config.storage import PUBLISHER_ROLE, RELEASE_PREFIX
+from infra.storage.documents import ReleaseGuard
 
 DATA_PURPOSES = (BucketPurpose.datasets, BucketPurpose.checkpoints, BucketPurpose.artifacts)
 
@@ -40,6 +42,32 @@ class StorageWiring:
     # infer stacks: this region's replica, read from the train stack (and the reference, for other outputs)
     replica: pulumi.Output[Any] | None = None
     source: pulumi.StackReference | None = None
+    # train stacks on S3: the key the publisher signs release manifests with
+    signing: ReleaseSigningKey | None = None
+
+
+def release_roles(ctx: StackContext) -> tuple[str, str, str | None]:
+    """ARNs of the publisher, break-glass and deployer (None when not configured) roles, from their names
+    (``infra/core/naming.py``): a bucket or key policy names them before they exist."""
+    part, acct, names = ctx.account.partition, ctx.account.account_id, ctx.names
+    deployer = ctx.cfg.security.account.deployer_role
+    return (
+        naming.iam_role_arn(part, acct, names.role_name(PUBLISHER_ROLE)),
+        naming.iam_role_arn(part, acct, names.role_name("break-glass")),
+        naming.iam_role_arn(part, acct, deployer) if deployer else None,
+    )
+
+
+def release_guard(ctx: StackContext, *, replica: bool) -> ReleaseGuard:
+    """Who may write ``release/`` of the artifacts bucket (the publisher and break-glass; in a replica
+    break-glass only, S3 replication writes there with s3:ReplicateObject) and administer the bucket
+    (break-glass and the deployer; nobody is named without a deployer role, see ``ReleaseGuard``)."""
+    publisher, glass, deployer = release_roles(ctx)
+    return ReleaseGuard(
+        prefix=RELEASE_PREFIX,
+        writers=(glass,) if replica else (publisher, glass),
+        admins=(glass, deployer) if deployer else (),
+    )
 
 
 def trail_bucket_name(ctx: StackContext) -> str | None:
@@ -91,9 +119,29 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
                 protect=cfg.protected,
                 min_tls=cfg.security.min_tls_version.value,
                 extra_log_sources=[n for n in [trail_bucket_name(ctx)] if n],
+                release_guards={BucketPurpose.artifacts.value: release_guard(ctx, replica=False)},
             ),
             opts=opts,
         )
+        publisher, glass, deployer = release_roles(ctx)
+        out.signing = ReleaseSigningKey(
+            "release-signing",
+            ReleaseSigningKeyArgs(
+                alias=naming.kms_alias(ctx.names.global_prefix, "release-signing"),
+                keyset=ctx.names.global_prefix,
+                account_root_arn=f"arn:{account.partition}:iam::{account.account_id}:root",
+                publisher_role_arn=publisher,
+                key_admin_role_arn=naming.iam_role_arn(
+                    account.partition, account.account_id, ctx.names.role_name("key-admin")
+                ),
+                break_glass_role_arn=glass,
+                deployer_role_arn=deployer,
+                protect=cfg.protected,
+            ),
+            opts=opts,
+        )
+        ctx.export("releaseSigningKeyArn", out.signing.key_arn)
+        ctx.export("releaseSigningPublicKey", out.signing.public_key_pem)
         ctx.export("buckets", out.buckets.bucket_names)
         ctx.export("accessLogBucket", out.buckets.log_bucket_name)
 
@@ -127,6 +175,7 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
                 log_expire_days=life.access_log_expire_days,
                 noncurrent_expire_days=life.noncurrent_expire_days,
                 source_ready=[out.buckets],
+                release_guard=release_guard(ctx, replica=True),
             ),
             opts=opts,
         )

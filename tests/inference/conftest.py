@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.inference.importguard import build_site
+from tests.support.release_keys import release_keys
 from tests.trainer._support import make_corpus
 from trainer.publish import publish
 from trainer.release import WEIGHTS, Release
@@ -60,6 +61,14 @@ def inference_tmp() -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="inference-tests-"))
     yield root
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def release_key_pair(inference_tmp: Path) -> Iterator[tuple[Path, Path]]:
+    """The release signing key pair: trainer.publish signs with it, the fetch tool (a child process,
+    through the environment) trusts its public half."""
+    with release_keys(inference_tmp / "release-keys") as pair:
+        yield pair
 
 
 @pytest.fixture(scope="session")

@@ -26,10 +26,12 @@ from tests.inference.conftest import (
     train,
     version_dir,
 )
+from tests.support.release_keys import write_key_pair
 from trainer.checkpoint import open_committed
 from trainer.config import ModelConfig
 from trainer.model import GPT
-from trainer.release import FILES, MANIFEST, TOKENIZER, WEIGHTS
+from trainer.release import FILES, MANIFEST, SIGNATURE, TOKENIZER, WEIGHTS
+from trainer.signing import PUBLIC_KEY_ENV, LocalSigner
 from trainer.tools.moto_server import MotoServer
 
 pytestmark = pytest.mark.slow  # child processes and a moto server: left out of `make test-fast`
@@ -104,7 +106,7 @@ def test_train_publish_replicate_fetch_generate(moto_s3: MotoServer, work: Path,
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == v1 and r.stderr == ""
     assert sorted(p.name for p in models.iterdir()) == ["current"]  # no temporary folder beside it
-    assert sorted(p.name for p in dest.iterdir()) == sorted([*FILES, MANIFEST])
+    assert sorted(p.name for p in dest.iterdir()) == sorted([*FILES, MANIFEST, SIGNATURE])
 
     # 3. transformers generates from that folder the trainer model's greedy text (the weights of step 2).
     ck = open_committed("s3://us-ckpt/runs/e2e", 2)
@@ -149,7 +151,7 @@ def test_train_publish_replicate_fetch_generate(moto_s3: MotoServer, work: Path,
 
     # 5. Replication still under way (manifest and tokenizer copied, no weights yet): one line, nothing left.
     s3.create_bucket(Bucket="sg-models")
-    replicate(s3, "us-artifacts", "sg-models", v1, only=(TOKENIZER, MANIFEST))
+    replicate(s3, "us-artifacts", "sg-models", v1, only=(TOKENIZER, MANIFEST, SIGNATURE))
     r = run_fetch(image_site, "--root", "s3://sg-models", "--model", MODEL, "--version", v1,
                   "--dest", str(empty / "m"))  # fmt: skip
     assert_failed(r, RELEASE, v1, "incomplete: ")
@@ -208,6 +210,46 @@ def test_local_root_latest_missing_and_bad_arguments(checkpoints: Path, work: Pa
     assert {(parent / "model" / n).stat().st_mode & 0o777 for n in (*FILES, MANIFEST)} == {0o644}
 
 
+def test_tampered_or_foreign_signed_release_is_refused_before_any_download(
+    checkpoints: Path, work: Path, image_site: Path
+) -> None:
+    """A manifest changed after signing (its hashes still right), or signed by another key, or not signed:
+    exit 3, one line, nothing left; the weights are never fetched (removed here: reaching them would give
+    another reason). Without a trusted public key the tool refuses to run (exit 2)."""
+    root = work / "rel"
+    rel = Publisher(checkpoints, root)(2)
+    d = version_dir(root, rel.version)
+    parent = work / "pod"
+    parent.mkdir()
+    dest = str(parent / "model")
+    args = ("--root", str(root), "--model", MODEL, "--version", rel.version, "--dest", dest)
+    refused = f"{MANIFEST}: signature does not verify with the release signing key"
+    manifest = json.loads((d / MANIFEST).read_bytes())
+    manifest["source"]["run_id"] = "someone-elses-run"  # every sha256 still matches the files
+    tampered = json.dumps(manifest, indent=1).encode()
+    (d / MANIFEST).write_bytes(tampered)
+    (d / WEIGHTS).unlink()
+    r = run_fetch(image_site, *args)
+    assert_failed(r, RELEASE, rel.version, refused)
+    assert "fetching" in r.stdout and "verified" not in r.stdout
+    nothing_left(parent)
+
+    foreign_key, _ = write_key_pair(work / "foreign")
+    (d / SIGNATURE).write_bytes(LocalSigner.from_pem_file(foreign_key).sign(tampered))
+    r = run_fetch(image_site, *args)
+    assert_failed(r, RELEASE, rel.version, refused)
+    nothing_left(parent)
+
+    (d / SIGNATURE).unlink()
+    r = run_fetch(image_site, *args)
+    assert_failed(r, RELEASE, rel.version, f"no {SIGNATURE}: unsigned release")
+    nothing_left(parent)
+
+    r = run_fetch(image_site, *args, env={PUBLIC_KEY_ENV: str(work / "no-such-key.pem")})
+    assert_failed(r, LOCAL, rel.version, "release public key")
+    nothing_left(parent)
+
+
 def test_sigterm_mid_download_leaves_nothing(
     checkpoints: Path, work: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -220,10 +262,10 @@ def test_sigterm_mid_download_leaves_nothing(
     rel = Publisher(checkpoints, work / "rel")(2)
     real = fetch.download
 
-    def interrupted(root: str, model: str, version: str, dest: Path) -> Any:
+    def interrupted(root: str, model: str, version: str, dest: Path, public_key: Any) -> Any:
         (Path(dest) / "model.safetensors").write_bytes(b"half")
         os.kill(os.getpid(), signal.SIGTERM)
-        return real(root, model, version, dest)
+        return real(root, model, version, dest, public_key)
 
     monkeypatch.setattr(fetch, "download", interrupted)
     parent = work / "pod"

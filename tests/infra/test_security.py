@@ -257,6 +257,9 @@ def test_who_writes_and_reads_releases(plans, stack: str) -> None:
         for st in statements.values():
             if st["Effect"] == "Allow" and all(a.startswith("s3:") for a in st["Action"]):
                 assert st["Condition"]["StringEquals"]["s3:ResourceAccount"] == "123456789012"
+            elif st.get("Sid") == "SignManifests":  # the publisher signs with the release signing key only
+                assert st["Resource"] == [plan.outputs["releaseSigningKeyArn"]]
+                assert set(st["Action"]) <= {"kms:Sign", "kms:GetPublicKey", "kms:DescribeKey"}
             elif st["Effect"] == "Allow":  # KMS: only through S3 in this region, for our buckets
                 assert st["Condition"]["StringEquals"]["kms:ViaService"] == f"s3.{plan.region}.amazonaws.com"
                 assert st["Condition"]["StringLike"]["kms:EncryptionContext:aws:s3:arn"]

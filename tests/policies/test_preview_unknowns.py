@@ -98,6 +98,20 @@ CASES = [
     ("s3-tls-only", unknown_bucket_policy(), "policy", "the policy of bucket 'data' is unknown outside"),
     ("s3-tls-floor", unknown_bucket_policy(), "policy", "the policy of bucket 'data' is unknown outside"),
     (
+        "s3-release-writers-only-publisher",
+        [
+            R(BUCKET, "storage-artifacts", {"bucket": "aiplat-artifacts"}),
+            R(
+                BUCKET_POLICY,
+                "storage-artifacts-policy",
+                {"bucket": "aiplat-artifacts", "policy": UNKNOWN},
+                deps={"bucket": ["storage-artifacts"]},
+            ),
+        ],
+        "policy",
+        "the policy of bucket 'storage-artifacts' is unknown outside",
+    ),
+    (
         "k8s-load-balancer-tls13",
         [
             R(

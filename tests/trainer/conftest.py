@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.release_keys import release_keys
 from tests.trainer._support import (
     REF_INTERVAL,
     REF_STEPS,
@@ -36,6 +37,13 @@ def trainer_tmp_root() -> Iterator[Path]:
     yield root
     if not os.environ.get("TRAINER_TESTS_KEEP"):  # set it to inspect logs and checkpoints after a run
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def release_key_pair(trainer_tmp_root: Path) -> Iterator[tuple[Path, Path]]:
+    """The release signing key pair every publish and every release read of these tests uses."""
+    with release_keys(trainer_tmp_root / "release-keys") as pair:
+        yield pair
 
 
 @pytest.fixture()

@@ -25,6 +25,7 @@ from trainer.release import (
     CONFIG,
     FILES,
     MANIFEST,
+    SIGNATURE,
     TOKENIZER,
     WEIGHTS,
     ReleaseError,
@@ -33,6 +34,7 @@ from trainer.release import (
     newest_valid,
     verify,
 )
+from trainer.signing import signer_for
 from trainer.tools.moto_server import MotoServer
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
@@ -79,7 +81,7 @@ def test_local_roundtrip_publish_verify_download_load(info: DistInfo, work_dir: 
     assert rel.version == "20261130T100100Z-step4" and rel.step == 4  # newest committed by default
     assert list_versions(str(work_dir / "rel"), "gpt-debug") == [rel.version]
     d = version_dir(work_dir / "rel", rel.version)
-    assert sorted(p.name for p in d.iterdir()) == sorted([*FILES, MANIFEST])
+    assert sorted(p.name for p in d.iterdir()) == sorted([*FILES, MANIFEST, SIGNATURE])
     manifest = json.loads((d / MANIFEST).read_text())
     assert manifest["source"] == {
         "run_id": "job-test",
@@ -97,7 +99,7 @@ def test_local_roundtrip_publish_verify_download_load(info: DistInfo, work_dir: 
     assert got.config["n_embd"] == 32 and got.config["vocab_size"] == 257
     dl = download(str(work_dir / "rel"), "gpt-debug", rel.version, work_dir / "dl")
     assert dl.version == rel.version
-    assert sorted(p.name for p in (work_dir / "dl").iterdir()) == sorted([*FILES, MANIFEST])
+    assert sorted(p.name for p in (work_dir / "dl").iterdir()) == sorted([*FILES, MANIFEST, SIGNATURE])
     for name in (*FILES, MANIFEST):
         assert (work_dir / "dl" / name).read_bytes() == (d / name).read_bytes(), name
 
@@ -118,7 +120,7 @@ def test_s3_roundtrip_and_partial_replication(
     rel = publish("s3://ckpt/runs/r1", 3, "s3://artifacts", "gpt-debug", now=at(5))
     assert rel.uri == f"s3://artifacts/release/gpt-debug/{rel.version}"
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket="artifacts")["Contents"]}
-    assert keys == {f"release/gpt-debug/{rel.version}/{n}" for n in (*FILES, MANIFEST)}
+    assert keys == {f"release/gpt-debug/{rel.version}/{n}" for n in (*FILES, MANIFEST, SIGNATURE)}
     assert verify("s3://artifacts", "gpt-debug", rel.version).source.checkpoint_uri == (
         "s3://ckpt/runs/r1/step_000000003"
     )
@@ -134,6 +136,9 @@ def test_s3_roundtrip_and_partial_replication(
         s3.put_object(Bucket="replica", Key=prefix + name, Body=body)
 
     copy(MANIFEST)
+    with pytest.raises(ReleaseError, match=r"no manifest.json.sig: unsigned release"):
+        verify("s3://replica", "gpt-debug", rel.version)
+    copy(SIGNATURE)
     with pytest.raises(ReleaseError, match=r"incomplete: .* missing"):
         verify("s3://replica", "gpt-debug", rel.version)
     for name in FILES:
@@ -161,9 +166,34 @@ def published(info: DistInfo, work_dir: Path) -> tuple[Path, str]:
     return work_dir / "rel", rel.version
 
 
-def rewrite_manifest(d: Path, change: Any) -> None:
+def rewrite_manifest(d: Path, change: Any, *, sign: bool = True) -> None:
+    """Change the manifest; ``sign``: sign it again with the release key (what a publisher with a bug would
+    write, so the checks after the signature's are reached), else leave the old signature."""
     m = json.loads((d / MANIFEST).read_text())
-    (d / MANIFEST).write_text(json.dumps(change(m)))
+    raw = json.dumps(change(m)).encode()
+    (d / MANIFEST).write_bytes(raw)
+    if sign:
+        (d / SIGNATURE).write_bytes(signer_for(None).sign(raw))
+
+
+def test_manifest_changed_after_signing_is_refused_before_any_file_is_read(
+    published: tuple[Path, str],
+) -> None:
+    root, version = published
+    d = version_dir(root, version)
+    # Right hashes, different content: only the signature tells.
+    rewrite_manifest(d, lambda m: {**m, "metrics": {"loss": 0.01}}, sign=False)
+    (d / WEIGHTS).unlink()  # never reached: the signature is checked first
+    with pytest.raises(
+        ReleaseError, match="manifest.json: signature does not verify with the release signing"
+    ):
+        verify(str(root), "gpt-debug", version)
+    (d / SIGNATURE).write_bytes(b"not a signature")
+    with pytest.raises(ReleaseError, match="signature does not verify|signature is malformed"):
+        verify(str(root), "gpt-debug", version)
+    (d / SIGNATURE).unlink()
+    with pytest.raises(ReleaseError, match="no manifest.json.sig: unsigned release"):
+        verify(str(root), "gpt-debug", version)
 
 
 @pytest.mark.parametrize(

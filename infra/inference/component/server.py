@@ -51,6 +51,8 @@ class InferenceServerArgs:
     release_root: pulumi.Input[str]
     api_keys: pulumi.Input[Sequence[str]]
     api_keys_source: str
+    # PEM of the key release manifests are signed with (the train stack's releaseSigningPublicKey)
+    release_public_key: pulumi.Input[str]
     host: str
     paths: Sequence[str]
     ingress: alb.IngressSpec
@@ -90,6 +92,14 @@ class InferenceServer(pulumi.ComponentResource):
             string_data=pulumi.Output.from_input(args.api_keys).apply(
                 lambda keys: inf.api_keys_secret_data(keys, slots=slots, source=source)
             ),
+            opts=child_options(self, opts),
+        )
+        self.release_key = k8s.core.v1.ConfigMap(
+            f"{name}-release-key",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=inf.RELEASE_KEY_CONFIG_MAP, namespace=ns, labels=inf.labels()
+            ),
+            data=pulumi.Output.from_input(args.release_public_key).apply(inf.release_key_data),
             opts=child_options(self, opts),
         )
         self.service = k8s.core.v1.Service(
@@ -133,7 +143,9 @@ class InferenceServer(pulumi.ComponentResource):
             f"{name}-deployment",
             metadata=meta(dict(SKIP_AWAIT)),
             spec=spec,
-            opts=child_options(self, opts, depends_on=[self.ingress, self.policy, self.api_keys]),
+            opts=child_options(
+                self, opts, depends_on=[self.ingress, self.policy, self.api_keys, self.release_key]
+            ),
         )
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(), spec=inf.pdb_spec(), opts=child_options(self, opts)

@@ -49,6 +49,12 @@ COMPLETIONS_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
 MODELS_DIR = "/models"
 TMP_DIR = "/tmp"
+# The release signing key's public half (the train stack's output releaseSigningPublicKey), in a ConfigMap
+# mounted into the fetch container: it verifies each manifest's signature offline (trainer/signing.py).
+RELEASE_KEY_CONFIG_MAP = "release-signing-key"
+RELEASE_KEY_DIR = "/etc/aiplat/release-key"
+RELEASE_KEY_FILE = "public.pem"
+RELEASE_KEY_ENV = "AIPLAT_RELEASE_PUBLIC_KEY"  # trainer/signing.py PUBLIC_KEY_ENV
 SHM_DIR = "/dev/shm"
 RUN_AS = 10001  # the user of both images (images/inference/Dockerfile, images/vllm/Dockerfile)
 # The Secret's data keys and the env variables holding the API keys, one per slot. Not VLLM_*: vLLM warns
@@ -283,7 +289,11 @@ def fetch_container(s: ServerSpec, *, image: Any, release_root: Any) -> dict[str
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "command": fetch_args(s, release_root=release_root),
-        "env": [*_aws_env(s.region), {"name": "HOME", "value": TMP_DIR}],
+        "env": [
+            *_aws_env(s.region),
+            {"name": "HOME", "value": TMP_DIR},
+            {"name": RELEASE_KEY_ENV, "value": f"{RELEASE_KEY_DIR}/{RELEASE_KEY_FILE}"},
+        ],
         "resources": {
             "requests": {"cpu": "1", "memory": "1Gi"},
             "limits": {"memory": "1Gi"},
@@ -291,6 +301,7 @@ def fetch_container(s: ServerSpec, *, image: Any, release_root: Any) -> dict[str
         "volumeMounts": [
             {"name": "models", "mountPath": MODELS_DIR},
             {"name": "tmp", "mountPath": TMP_DIR},
+            {"name": "release-key", "mountPath": RELEASE_KEY_DIR, "readOnly": True},
         ],
         # The one stderr line is the termination message kubectl describe shows.
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -398,8 +409,19 @@ def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) 
             {"name": "models", "emptyDir": {"sizeLimit": s.model_volume_size}},
             {"name": "tmp", "emptyDir": {"sizeLimit": s.tmp_size}},
             {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": s.shm_size}},
+            {"name": "release-key", "configMap": {"name": RELEASE_KEY_CONFIG_MAP}},
         ],
     }
+
+
+def release_key_data(public_key_pem: str) -> dict[str, str]:
+    """The ConfigMap data the fetch container reads the release signing key's public half from."""
+    if "BEGIN PUBLIC KEY" not in public_key_pem:
+        raise ValueError(
+            "the train stack's releaseSigningPublicKey output is not a PEM public key; run `pulumi up` on "
+            "the train stack first (it creates the release signing key)"
+        )
+    return {RELEASE_KEY_FILE: public_key_pem}
 
 
 def deployment_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from infra.resources.aws import fixed_name
 from infra.resources.irsa import irsa_role
 from infra.storage import documents as storage_documents
 
@@ -48,6 +49,10 @@ class PublisherAccess:
     checkpoints_arn: pulumi.Input[str]
     checkpoints_prefix: str
     artifacts_arn: pulumi.Input[str]
+    # the role's fixed name: the artifacts bucket policy and the signing key policy name it by ARN
+    role_name: str | None = None
+    # the release signing key (kms:Sign on it; its key policy lets no one else sign)
+    signing_key_arn: pulumi.Input[str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +113,7 @@ class PodRoles(pulumi.ComponentResource):
             self.trainer_role_arn = self._role(f"{name}-trainer", args, t.who, doc).arn
         if args.publisher is not None:
             pub = args.publisher
-            doc = pulumi.Output.all(pub.checkpoints_arn, pub.artifacts_arn, keys).apply(
+            doc = pulumi.Output.all(pub.checkpoints_arn, pub.artifacts_arn, keys, pub.signing_key_arn).apply(
                 lambda v: json.dumps(
                     storage_documents.publisher_policy(
                         checkpoints_arn=v[0],
@@ -116,11 +121,13 @@ class PodRoles(pulumi.ComponentResource):
                         artifacts_arn=v[1],
                         release_prefix=pub.who.prefix,
                         kms_key_arns=v[2],
+                        signing_key_arn=v[3],
                         **where,
                     )
                 )
             )
-            self.publisher_role_arn = self._role(f"{name}-publisher", args, pub.who, doc).arn
+            named = {"name": pub.role_name} if pub.role_name else {}
+            self.publisher_role_arn = self._role(f"{name}-publisher", args, pub.who, doc, **named).arn
         if args.inference is not None:
             i = args.inference
             doc = pulumi.Output.all(i.artifacts_arn, keys).apply(
@@ -140,7 +147,7 @@ class PodRoles(pulumi.ComponentResource):
         )
 
     def _role(
-        self, role: str, args: PodRolesArgs, who: ServiceAccountRef, doc: pulumi.Output[str]
+        self, role: str, args: PodRolesArgs, who: ServiceAccountRef, doc: pulumi.Output[str], **named: str
     ) -> aws.iam.Role:
         child = pulumi.ResourceOptions(parent=self)
         r = irsa_role(
@@ -151,7 +158,8 @@ class PodRoles(pulumi.ComponentResource):
             service_account=who.service_account,
             description=f"{args.stack_prefix}: pods of {who.namespace}/{who.service_account}",
             max_session_duration=3600,
-            opts=child,
+            opts=fixed_name(child) if named else child,
+            **named,
         )
         aws.iam.RolePolicy(f"{role}-policy", role=r.id, policy=doc, opts=child)
         return r

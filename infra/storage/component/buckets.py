@@ -108,7 +108,8 @@ class BucketsArgs:
     old versions per purpose (a purpose without an entry keeps them). ``region`` places every bucket in
     another region than the provider's (replicas). ``protect``: Pulumi protect + retain_on_delete on every
     bucket. ``min_tls``: lowest TLS version the bucket policies accept. ``extra_log_sources``: names of other
-    buckets of the stack that log into the access-log bucket (the trail bucket).
+    buckets of the stack that log into the access-log bucket (the trail bucket). ``release_guards``: per
+    purpose, who may write its ``release/`` and administer the bucket (``storage_documents.ReleaseGuard``).
     """
 
     names: Mapping[str, str]
@@ -125,6 +126,8 @@ class BucketsArgs:
     extra_log_sources: Sequence[str] = ()
     # the Region's load balancers (the inference ALBs, in the replica Regions) deliver access logs here
     load_balancer_logs: bool = False
+    # purpose -> who may change its release path (the artifacts bucket, its replicas)
+    release_guards: Mapping[str, storage_documents.ReleaseGuard] = field(default_factory=dict)
 
 
 class Buckets(pulumi.ComponentResource):
@@ -181,13 +184,17 @@ class Buckets(pulumi.ComponentResource):
                 role, bucket, child, kms_key_arn=args.kms_key_arn, bucket_key=True, region=args.region
             )
             versioning = enable_versioning(role, bucket, child, args.region)
+            guard = args.release_guards.get(purpose)
             aws.s3.BucketPolicy(
                 f"{role}-policy",
                 bucket=bucket.id,
                 policy=pulumi.Output.all(bucket.arn, args.kms_key_arn).apply(
-                    lambda v: json.dumps(
+                    # guard bound now: the callback runs after the loop has moved on
+                    lambda v, guard=guard: json.dumps(
                         storage_documents.with_run_records_kept(
-                            storage_documents.bucket_policy(v[0], kms_key_arn=v[1], min_tls=args.min_tls),
+                            storage_documents.bucket_policy(
+                                v[0], kms_key_arn=v[1], min_tls=args.min_tls, release_guard=guard
+                            ),
                             v[0],
                         )
                     )

@@ -64,6 +64,8 @@ class ArtifactReplicationArgs:
     deletion_window_days: int = 30
     # What makes the source ready for replication (its versioning): the rules wait for it.
     source_ready: Sequence[pulumi.Resource] = ()
+    # who may write the replicas' release/ (break-glass only) and administer them
+    release_guard: storage_documents.ReleaseGuard | None = None
 
 
 class ArtifactReplication(pulumi.ComponentResource):
@@ -110,6 +112,7 @@ class ArtifactReplication(pulumi.ComponentResource):
                     protect=args.key_access.protect,
                     min_tls=args.min_tls,
                     load_balancer_logs=True,  # the inference ALBs of the Region log here
+                    release_guards={"artifacts": args.release_guard} if args.release_guard else {},
                 ),
                 opts=child,
             )

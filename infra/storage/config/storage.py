@@ -236,8 +236,15 @@ def _trainer_access() -> PodAccessConfig:
     return PodAccessConfig(namespace="training", service_account="trainer", prefix="trainer")
 
 
+# The publisher runs as its own job in its own namespace, so no TrainJob (whose runtime patches could name
+# any service account of its namespace) can run with the publisher's role; its IAM role trusts only this
+# service account (IRSA), and the admission policy aiplat-publisher-identity keeps the account there.
+PUBLISHER_NAMESPACE = "release-publisher"
+PUBLISHER_ROLE = "publisher"  # the role's purpose in its account-wide name (names.role_name)
+
+
 def _publisher_access() -> PodAccessConfig:
-    return PodAccessConfig(namespace="training", service_account="publisher", prefix=RELEASE_PREFIX)
+    return PodAccessConfig(namespace=PUBLISHER_NAMESPACE, service_account="publisher", prefix=RELEASE_PREFIX)
 
 
 def _inference_access() -> PodAccessConfig:
@@ -274,7 +281,9 @@ class StorageConfig(Strict):
     publisher: PodAccessConfig = Field(
         default_factory=_publisher_access,
         description="The service account that publishes models (python -m trainer.publish): reads the "
-        "trainer's prefix in the checkpoints bucket, writes release/ in the artifacts bucket.",
+        "trainer's prefix in the checkpoints bucket, writes release/ in the artifacts bucket (the only role "
+        "the bucket policy lets write there, create-only) and signs the manifests. Its own namespace "
+        f"({PUBLISHER_NAMESPACE!r}), never the trainer's.",
     )
     inference: PodAccessConfig = Field(
         default_factory=_inference_access,
@@ -298,6 +307,12 @@ class StorageConfig(Strict):
             raise ValueError(
                 f"trainer.prefix {self.trainer.prefix!r} would let training jobs write {RELEASE_PREFIX}/, "
                 "which replicates to production inference; use a prefix of its own, e.g. 'trainer'"
+            )
+        if self.publisher.namespace == self.trainer.namespace:
+            raise ValueError(
+                f"publisher.namespace {self.publisher.namespace!r} is the trainer's: a training job there "
+                f"could run as the publisher and write {RELEASE_PREFIX}/; use a namespace of its own, e.g. "
+                f"{PUBLISHER_NAMESPACE!r}"
             )
         for who in ("publisher", "inference"):
             prefix = getattr(self, who).prefix

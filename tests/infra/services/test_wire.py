@@ -243,6 +243,7 @@ def test_workload_namespaces_deny_by_default_and_block_imds(plan_stack, stack: s
     }
     if plan.config["role"] == "train":
         workload[storage["trainer"]["namespace"]] = "restricted"
+        workload[storage["publisher"]["namespace"]] = "restricted"  # the publisher's own
     if plan.config.get("inference"):  # KEDA's namespace, made by the inference wiring the same way
         workload[plan.config["inference"]["autoscaling"]["keda"]["namespace"]] = "restricted"
     for team, t in plan.config.get("teams", {}).items():  # made by the queueing wiring the same way

@@ -241,6 +241,8 @@ def test_pod_is_restricted_and_non_root() -> None:
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert pod["enableServiceLinks"] is False and pod["automountServiceAccountToken"] is False
     volumes = {v["name"]: v for v in pod["volumes"]}
+    key = volumes.pop("release-key")  # the release signing key's public half, read-only
+    assert key == {"name": "release-key", "configMap": {"name": inf.RELEASE_KEY_CONFIG_MAP}}
     assert all(set(v) == {"name", "emptyDir"} for v in volumes.values())  # no hostPath, no PVC
     assert volumes["shm"]["emptyDir"]["medium"] == "Memory"
     for name in ("vllm", "inference"):
