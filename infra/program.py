@@ -47,7 +47,7 @@ from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
 from infra.services.wire import EndpointProbe, system_pools, wire_cluster_services, wire_workload_identities
 from infra.stack.allowlists import PackAllowlists
 from infra.stack.parse import parse_platform_config
-from infra.stack.schema import PlatformConfig, Role
+from infra.stack.schema import PlatformConfig
 from infra.storage.wire import wire_storage
 from infra.training.wire import wire_images, wire_training
 
@@ -223,12 +223,8 @@ def program(
         cluster,
         services,
         storage,
-        # an infer stack of a global endpoint serves with the train stack's keys (infra/edge), else its own
-        api_keys=(
-            inference_api_keys()
-            if cfg.role is Role.infer and cfg.inference is not None and cfg.inference.global_endpoint is None
-            else []
-        ),
+        # read only where the stack serves with its own keys (wire_inference decides)
+        own_api_keys=inference_api_keys,
         k8s_depends_on=[identities] if identities else [],
         stack=pulumi.get_stack(),
         logs_key_arn=keys.logs_key_arn,

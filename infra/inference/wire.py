@@ -26,7 +26,7 @@ autoscaling).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,13 +193,14 @@ def wire_inference(
     services: ClusterServicesWiring | None,
     storage: StorageWiring,
     *,
-    api_keys: pulumi.Input[Sequence[str]],
+    own_api_keys: Callable[[], pulumi.Input[Sequence[str]]],
     k8s_depends_on: Sequence[pulumi.Resource] = (),
     stack: str = "",
     logs_key_arn: pulumi.Input[str] | None = None,
 ) -> InferenceWiring | None:
     """Serve the model (None on train stacks, without an ``inference`` section, or with the cluster
-    services skipped). ``api_keys``: the secret list of API keys (``aiplat:inference-api-keys``);
+    services skipped). ``own_api_keys``: reads the stack's own secret list of API keys
+    (``aiplat:inference-api-keys``), called only without a global endpoint's key set (infra/edge);
     ``k8s_depends_on``: what the pods need first (the inference service account); ``logs_key_arn``: the
     key of the web ACL's log group (``inference_log_groups``)."""
     cfg = ctx.cfg
@@ -267,11 +268,12 @@ def wire_inference(
     image = image_ref(serving.engine.image, storage, field="inference.engine.image")
     fetch_image = image_ref(serving.image, storage, field="inference.image")
     # a global endpoint's stacks serve with the train stack's one key set (infra/edge), others their own
-    api_keys_source = f"aiplat:{API_KEYS_SECRET}"
     global_keys = api_keys_for(ctx, storage)
     if global_keys is not None:
-        api_keys = global_keys
+        api_keys: pulumi.Input[Sequence[str]] = global_keys
         api_keys_source = f"{cfg.storage.source_stack}'s aiplat:{API_KEYS_SECRET}"
+    else:
+        api_keys, api_keys_source = own_api_keys(), f"aiplat:{API_KEYS_SECRET}"
     server = InferenceServer(
         "inference",
         InferenceServerArgs(
