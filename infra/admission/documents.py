@@ -9,15 +9,16 @@ server's, every team's, the publisher's): what runs there was built by this plat
 
 * ``aiplat-workload-images``: every container, init container, ephemeral container and image volume comes
   from the stack's ECR namespace (``<account>.dkr.ecr.<region>.amazonaws.com/<env prefix>/...``) by digest,
-  or from an upstream registry the config names (pinned by digest too);
+  or from an upstream registry the config names (pinned by digest too); an image of a team's repositories
+  (``<env prefix>/teams/<team>/...``) only in that team's namespace;
 * ``aiplat-publisher-identity``: the publisher's service account runs pods only in the publisher's
   namespace (it is the one identity that may write releases);
 * ``aiplat-team-pods`` (team namespaces, ``aiplat.io/team``): no privileged container, host path, host
   network, PID or IPC namespace (Pod Security ``restricted`` refuses them as well; this holds even if the
   namespace's Pod Security labels are changed);
-* ``aiplat-trainjobs``: a TrainJob's image and ``runtimePatches`` (Kubeflow Trainer v2.3.0: pod
-  ``serviceAccountName``, container ``securityContext``, ``volumes``) stay within the same rules, so a job
-  is refused when it is submitted rather than its pods one by one.
+* ``aiplat-trainjobs``: a TrainJob's image (the same two rules) and ``runtimePatches`` (Kubeflow Trainer
+  v2.3.0: pod ``serviceAccountName``, container ``securityContext``, ``volumes``) stay within the same
+  rules, so a job is refused when it is submitted rather than its pods one by one.
 
 Every expression guards optional fields with ``has()`` before reading them, and stays within standard CEL
 (``all``, ``matches``, ``has``, ``in``): the tests evaluate them with cel-python on allowed and refused
@@ -27,12 +28,13 @@ objects.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from infra.core.labels import TEAM_LABEL, WORKLOADS_LABEL
 from infra.core.namespaces import PART_OF
+from infra.core.teams import team_repository_prefix
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 DIGEST = r"@sha256:[a-f0-9]{64}$"
@@ -64,17 +66,38 @@ class AdmissionRules:
     trainer_service_account: str
     upstream_registries: Sequence[str] = ()
     partition_dns_suffix: str = "amazonaws.com"
+    # namespace -> team: a team's repositories run only in its namespace
+    team_namespaces: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def registry(self) -> str:
+        return f"{self.account_id}.dkr.ecr.{self.region}.{self.partition_dns_suffix}"
 
     def image_pattern(self) -> str:
         """The RE2 pattern an image reference must match (CEL ``matches`` is RE2, as Python's ``re`` here)."""
-        ecr = re.escape(
-            f"{self.account_id}.dkr.ecr.{self.region}.{self.partition_dns_suffix}/{self.ecr_namespace}/"
-        )
+        ecr = re.escape(f"{self.registry}/{self.ecr_namespace}/")
         prefixes = [ecr + r"[a-z0-9][a-z0-9._/-]*"]
         prefixes += [
             re.escape(r.rstrip("/") + "/") + r"[a-z0-9][a-z0-9._/-]*" for r in self.upstream_registries
         ]
         return "^(" + "|".join(prefixes) + ")" + DIGEST
+
+    def teams_pattern(self) -> str:
+        """What every team's repository starts with (``<registry>/<ECR namespace>/teams/``)."""
+        return "^" + re.escape(f"{self.registry}/{team_repository_prefix(self.ecr_namespace, '')}")
+
+    def team_pattern(self, team: str) -> str:
+        """An image of one of ``team``'s repositories, by digest."""
+        prefix = re.escape(f"{self.registry}/{team_repository_prefix(self.ecr_namespace, team)}/")
+        return "^" + prefix + r"[a-z0-9][a-z0-9._/-]*" + DIGEST
+
+    def team_image_ok(self, image: str) -> str:
+        """CEL: ``image`` is no team's, or the team's whose namespace the request is in."""
+        clauses = [f"!{image}.matches({_quote(self.teams_pattern())})"]
+        for namespace, team in sorted(self.team_namespaces.items()):
+            own = _quote(self.team_pattern(team))
+            clauses.append(f"(request.namespace == {_quote(namespace)} && {image}.matches({own}))")
+        return "(" + " || ".join(clauses) + ")"
 
 
 def _quote(text: str) -> str:
@@ -95,17 +118,17 @@ def _not_privileged(c: str) -> str:
     return f"(!has({sc}) || !has({sc}.privileged) || !{sc}.privileged)"
 
 
-def _pod_spec_images(spec: str, pattern: str) -> str:
-    image_ok = f"c.image.matches({pattern})"
+def _pod_spec_images(spec: str, image_ok: Callable[[str], str]) -> str:
+    """``image_ok`` (CEL over an image expression) holds for every image of the pod spec ``spec``."""
     return " && ".join(
         [
-            f"{spec}.containers.all(c, {image_ok})",
-            _all_optional(f"{spec}.initContainers", "c", image_ok),
-            _all_optional(f"{spec}.ephemeralContainers", "c", image_ok),
+            f"{spec}.containers.all(c, {image_ok('c.image')})",
+            _all_optional(f"{spec}.initContainers", "c", image_ok("c.image")),
+            _all_optional(f"{spec}.ephemeralContainers", "c", image_ok("c.image")),
             _all_optional(
                 f"{spec}.volumes",
                 "v",
-                f"(!has(v.image) || !has(v.image.reference) || v.image.reference.matches({pattern}))",
+                f"(!has(v.image) || !has(v.image.reference) || {image_ok('v.image.reference')})",
             ),
         ]
     )
@@ -127,15 +150,25 @@ def validation(expression: str, message: str, reason: str = "Forbidden") -> dict
     return {"expression": expression, "message": message, "reason": reason}
 
 
+TEAM_IMAGE_MESSAGE = (
+    "an image of a team's repositories ({teams}<team>/) runs only in that team's namespace; push it to "
+    "the repositories of the team whose namespace runs it"
+)
+
+
 def workload_images_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
     pattern = _quote(rules.image_pattern())
-    where = f"{rules.account_id}.dkr.ecr.{rules.region}.{rules.partition_dns_suffix}/{rules.ecr_namespace}/"
+    where = f"{rules.registry}/{rules.ecr_namespace}/"
     return [
         validation(
-            _pod_spec_images("object.spec", pattern),
+            _pod_spec_images("object.spec", lambda image: f"{image}.matches({pattern})"),
             f"every image of a pod in a workload namespace comes from the stack's ECR repositories ({where}) "
             "by digest (@sha256:...); push the image there and reference it by digest",
-        )
+        ),
+        validation(
+            _pod_spec_images("object.spec", rules.team_image_ok),
+            TEAM_IMAGE_MESSAGE.format(teams=f"{where}teams/"),
+        ),
     ]
 
 
@@ -186,13 +219,20 @@ def trainjob_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
     image_volumes = _all_optional(
         f"{SPEC}.volumes",
         "v",
-        f"(!has(v.image) || !has(v.image.reference) || v.image.reference.matches({pattern}))",
+        f"(!has(v.image) || !has(v.image.reference) || (v.image.reference.matches({pattern}) "
+        f"&& {rules.team_image_ok('v.image.reference')}))",
     )
+    teams = f"{rules.registry}/{rules.ecr_namespace}/teams/"
     return [
         validation(
             "!has(object.spec.trainer) || !has(object.spec.trainer.image) "
             f"|| object.spec.trainer.image.matches({pattern})",
             "spec.trainer.image comes from the stack's ECR repositories by digest",
+        ),
+        validation(
+            "!has(object.spec.trainer) || !has(object.spec.trainer.image) "
+            f"|| {rules.team_image_ok('object.spec.trainer.image')}",
+            "spec.trainer.image: " + TEAM_IMAGE_MESSAGE.format(teams=teams),
         ),
         validation(
             _patched_pod_specs_all(f"!has({SPEC}.serviceAccountName) || {SPEC}.serviceAccountName == '{sa}'"),

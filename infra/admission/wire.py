@@ -1,5 +1,6 @@
 """Wiring of the admission policies: the stack's ECR namespace, account and region, the publisher's and
-the trainer's service accounts, from the config (``infra/admission/documents.py`` says what they enforce)."""
+the trainer's service accounts, the teams' namespaces, from the config (``infra/admission/documents.py``
+says what they enforce)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pulumi
 from infra.admission.component import AdmissionPolicies, AdmissionPoliciesArgs
 from infra.admission.documents import AdmissionRules, admission_objects
 from infra.context import StackContext
+from infra.core.teams import team_namespace
 
 
 def admission_rules(ctx: StackContext) -> AdmissionRules:
@@ -22,6 +24,7 @@ def admission_rules(ctx: StackContext) -> AdmissionRules:
         publisher_service_account=st.publisher.service_account,
         trainer_service_account=st.trainer.service_account,
         partition_dns_suffix="amazonaws.com.cn" if ctx.account.partition == "aws-cn" else "amazonaws.com",
+        team_namespaces={team_namespace(t, c.namespace): t for t, c in ctx.cfg.teams.items()},
     )
 
 

@@ -1,8 +1,10 @@
 """``aiplat train``: TrainJobs for ``kubectl``, so a run needs no ``pulumi up``; ``submit/list/logs/cancel``
 reach the cluster themselves (``infra/cli/train_jobs.py``).
 
-``aiplat train render --stack S --config FILE --nodes N`` prints the TrainJob of a run on the stack's
-runtime; ``aiplat train bandwidth-check --stack S`` prints a fresh bandwidth check. Both are built by the
+``aiplat train render --stack S --config FILE --nodes N`` prints the TrainJob of a run of the bundled
+trainer on the stack's runtime; ``aiplat train render --stack S -f job.yaml`` the TrainJob of a job file
+(any image of the team's, any command: ``infra/jobs/config.py``); ``aiplat train bandwidth-check --stack S``
+prints a fresh bandwidth check. Both are built by the
 same code as the stack's own TrainJobs (``infra/training/documents/stack.py``), pass the same rules and are
 validated against the Trainer v2.3.0 CRD model and the Kubernetes schema before they are printed.
 Warnings go to stderr, the YAML to stdout: ``aiplat train render ... | kubectl apply -f -``.
@@ -24,9 +26,12 @@ from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.facts import InstanceFacts
 from infra.core.project import CONFIG_KEY
 from infra.core.trainjobs import pod_name_length
+from infra.io.job_files import JobFile, load_job_file
 from infra.io.policypack import stack_allowlists
 from infra.io.stackfiles import load_stack_config
 from infra.io.trainer_configs import REPO, training_settings
+from infra.jobs import documents as jobs_documents
+from infra.jobs import rules as job_rules
 from infra.rules import Level, Phase, RuleContext, run_rules
 from infra.stack.parse import parse_platform_config
 from infra.stack.schema import PlatformConfig
@@ -45,9 +50,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     r = cmds.add_parser(
         "render",
-        help="print the TrainJob of a run on the stack's runtime",
-        description="Print a TrainJob (YAML) for `kubectl apply -f -`. Exit 0, or 2 when the stack, the "
-        "trainer config or the run is refused (one line each).",
+        help="print the TrainJob of a job file or of a bundled-trainer run on the stack's runtime",
+        description="Print a TrainJob (YAML) for `kubectl apply -f -`: of a job file (-f: your image and "
+        "command, docs/reference/job-file.md) or of a run of the bundled trainer (--config). Exit 0, or 2 "
+        "when the stack, the job file, the trainer config or the run is refused (one line each).",
     )
     add_run_arguments(r)
     r.add_argument(
@@ -177,12 +183,20 @@ def _config_path(path: str) -> str:
 def add_run_arguments(r: argparse.ArgumentParser) -> None:
     """The arguments that describe a run: ``render`` and ``submit`` take the same."""
     add_stack_selection(r, many=False)
-    r.add_argument(
-        "--config",
-        required=True,
-        help="trainer config in this repository, e.g. trainer/configs/gpt2_124m.toml",
+    what = r.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "-f",
+        "--file",
+        type=Path,
+        metavar="JOB_FILE",
+        help="job file (YAML): the team, image by digest, command, nodes... (docs/reference/job-file.md); "
+        "the run flags below are the file's fields then",
     )
-    r.add_argument("--nodes", type=int, required=True, help="nodes (pods) of the run")
+    what.add_argument(
+        "--config",
+        help="the bundled trainer: a trainer config in this repository, e.g. trainer/configs/gpt2_124m.toml",
+    )
+    r.add_argument("--nodes", type=int, help="nodes (pods) of the run (with --config: required)")
     r.add_argument("--name", help="TrainJob name (default: the config file's name)")
     r.add_argument(
         "--dataset",
@@ -210,6 +224,8 @@ def build_run(
     cfg = load_stack_config(args.stack, args.stacks_dir)
     if cfg.training is None:
         raise ConfigErrors([ConfigError(f"{CONFIG_KEY}.training", "the stack has no training section")])
+    if args.nodes is None:
+        raise ConfigErrors([ConfigError("--nodes", "required with --config", "pass --nodes N")])
     config = _config_path(args.config)
     name = args.name or Path(config).stem.replace("_", "-").lower()
     dataset = args.dataset
@@ -241,7 +257,82 @@ def build_run(
     return BuiltRun(cfg=one, name=name, config=config, doc=doc, facts=facts)
 
 
+# What a job file holds: with -f these flags are refused, the file's fields are the one source.
+JOB_FILE_FIELDS = {
+    "nodes": "nodes",
+    "name": "name",
+    "dataset": "data",
+    "overrides": "env or command",
+    "team": "team",
+    "priority": "priority",
+    "suspend": "(jobs are queued: Kueue starts them)",
+}
+
+
+def _no_run_flags(args: argparse.Namespace) -> None:
+    problems = []
+    for flag, field in JOB_FILE_FIELDS.items():
+        value = getattr(args, flag, None)
+        if value not in (None, False, []):
+            problems.append(
+                ConfigError(
+                    f"--{flag}",
+                    f"the job file {args.file} is the job's one description",
+                    f"drop --{flag} and set {field} in the file",
+                )
+            )
+    if problems:
+        raise ConfigErrors(problems)
+
+
+@dataclass(frozen=True)
+class BuiltJob:
+    """A job file's job, checked against the stack, and its TrainJob."""
+
+    cfg: PlatformConfig  # the stack's config (its own runs and bandwidth check dropped)
+    job: JobFile
+    doc: dict[str, Any]
+    facts: InstanceFacts
+
+
+def build_job(args: argparse.Namespace, err: Console, *, account_id: str | None = None) -> BuiltJob:
+    """The job of ``args.file`` on ``args.stack``: the file validated, the stack's rules run, the job
+    checked against the stack (``infra/jobs/rules.py``); raises ``ConfigErrors`` (each line naming the
+    file). ``account_id``: the stack's account when the caller knows it (submit: STS)."""
+    _no_run_flags(args)
+    job = load_job_file(args.file)
+    cfg = load_stack_config(args.stack, args.stacks_dir)
+    if cfg.training is None:
+        raise ConfigErrors([ConfigError(f"{CONFIG_KEY}.training", "the stack has no training section")])
+    raw = cfg.model_dump(mode="json", exclude_none=True)
+    raw["training"]["runs"] = {}
+    raw["training"]["bandwidth_check"]["enabled"] = False
+    one = parse_platform_config(raw)
+    _checked(args.stack, one, err, args.stacks_dir)
+    facts = _facts(one)
+    gpus = one.node_pools[one.training.runtime.pool].gpus_per_node or facts.gpu_count  # type: ignore[union-attr]
+    findings = job_rules.job_problems(one, job.spec, gpus_per_node=gpus)
+    for f in findings:
+        if f.level is Level.warning:
+            print_warning(err, args.stack, f"{job.source}: {f.one_line()}")
+    errors = [f.as_config_error() for f in findings if f.level is Level.error]
+    known = account_id or one.security.account.id
+    errors += job_rules.image_problems(one, job.spec.team, job.spec.image, known)
+    if errors:
+        raise ConfigErrors(errors).with_source(job.source)
+    doc = jobs_documents.job_trainjob(one, job.spec, facts, gpus_per_node=gpus)
+    return BuiltJob(cfg=one, job=job, doc=doc, facts=facts)
+
+
 def run_render(args: argparse.Namespace, console: Console, err: Console) -> int:
+    if args.file is not None:
+        try:
+            job = build_job(args, err)
+        except ConfigErrors as exc:
+            print_error(err, args.stack, exc, debug=args.debug)
+            return EXIT_CONFIG
+        _emit(job.doc, job.cfg, console)
+        return EXIT_OK
     try:
         built = build_run(args, err, team=args.team, priority=args.priority)
     except ConfigErrors as exc:

@@ -20,11 +20,13 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, print_warning
-from infra.cli.train import add_run_arguments, build_run, validated
+from infra.cli.train import add_run_arguments, build_job, build_run, validated
 from infra.core.errors import ConfigError, ConfigErrors, JobNotFoundError, PlatformError
 from infra.core.trainjobs import REPLICATED_JOB, pod_name_prefix
 from infra.io.trainer_configs import REPO
 from infra.jobs import documents as jobs
+from infra.jobs import rules as job_rules
+from infra.jobs.config import PLATFORM_TRAINER_IMAGE
 from infra.jobs.rules import check_fits, job_priority, team_config
 from infra.queueing.names import TeamNames, team_names
 from infra.stack.schema import PlatformConfig
@@ -40,14 +42,17 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
     s = cmds.add_parser(
         "submit",
         help="create a run's TrainJob on the cluster, in a team's queue",
-        description="Validate the run exactly as `render` does, put it in the team's Kueue LocalQueue with a "
-        "priority class, annotate it with your AWS identity, the trainer config's sha256 and the runtime "
+        description="Validate the job (-f job file) or run (--config) exactly as `render` does, check that "
+        "a job file's image is in the registry, put it in the team's Kueue LocalQueue with a priority "
+        "class, annotate it with your AWS identity, the job file's (or trainer config's) sha256 and the "
         "image digest, and create it through the cluster's Kubernetes API (EKS token from your AWS "
         "credentials). Exit 0; 2 refused run; 6 AWS credentials; 7 no cluster access; 8 unknown team; "
         "9 name taken; 10 fits no flavor.",
     )
     add_run_arguments(s)
-    s.add_argument("--team", required=True, help="team whose namespace, queue and quota the run uses")
+    s.add_argument(
+        "--team", help="team whose namespace, queue and quota the run uses (with --config: required)"
+    )
     s.add_argument("--priority", help="WorkloadPriorityClass (default: the team's default_priority)")
     _add_access(s)
     s.set_defaults(run=run_submit)
@@ -137,10 +142,14 @@ def _teams(cfg: PlatformConfig, args: argparse.Namespace) -> list[TeamNames]:
 
 
 def run_submit(args: argparse.Namespace, console: Console, err: Console) -> int:
+    if args.file is not None:
+        return _submit_job_file(args, console, err)
     from infra.io.aws_credentials import require_credentials
     from infra.io.kube_jobs import create_trainjob, read_runtime
 
     try:
+        if args.team is None:
+            raise ConfigErrors([ConfigError("--team", "required with --config", "pass --team <team>")])
         cfg = _stack(args)
         team = team_config(cfg, args.stack, args.team)
         names = team_names(args.team, team.namespace)
@@ -174,6 +183,70 @@ def run_submit(args: argparse.Namespace, console: Console, err: Console) -> int:
     console.print(
         f"submitted {meta['namespace']}/{meta['name']} to queue {names.local_queue} (priority {priority}, "
         f"{args.nodes} nodes); watch it: aiplat train list -s {args.stack} --team {args.team}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    return EXIT_OK
+
+
+def _submit_job_file(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``submit -f``: the job file's job, checked as render checks it and against the caller's account,
+    its image looked up in ECR, queued and created."""
+    from infra.io.aws_credentials import require_credentials
+    from infra.io.ecr_images import image_problem
+    from infra.io.kube_jobs import create_trainjob, read_runtime
+
+    try:
+        built = build_job(args, err)  # offline checks first: a bad file needs no credentials
+        cfg = built.cfg
+        spec = built.job.spec
+        aws = _aws(cfg)
+        who = require_credentials(aws.client("sts"))
+        # the stack's account is the caller's (submit runs in it): the image's registry must be too
+        wrong = job_rules.image_problems(cfg, spec.team, spec.image, who.account)
+        if wrong:
+            raise ConfigErrors(wrong).with_source(built.job.source)
+        team = team_config(built.cfg, args.stack, spec.team)
+        names = team_names(spec.team, team.namespace)
+        priority = job_priority(built.cfg, spec.team, spec.priority)
+        gpus = built.doc["spec"]["trainer"]["numProcPerNode"]
+        check_fits(built.cfg, spec.team, nodes=spec.nodes, gpus_per_node=gpus)
+        if spec.image != PLATFORM_TRAINER_IMAGE:
+            repo_ref, _, digest = spec.image.partition("@")
+            repository = repo_ref.split("/", 1)[1]
+            problem = image_problem(aws.client("ecr"), repository=repository, digest=digest, push_to=repo_ref)
+            if problem is not None:
+                raise ConfigErrors([problem]).with_source(built.job.source)
+    except ConfigErrors as exc:
+        print_error(err, args.stack, exc, debug=args.debug)
+        return EXIT_CONFIG
+    except PlatformError as exc:
+        print_error(err, args.stack, exc, debug=args.debug)
+        return exc.exit_code
+    cluster = _connect(cfg, args, aws)
+    assert built.cfg.training is not None
+    digest = jobs.image_digest(spec.image)
+    if digest is None:  # the platform's trainer image: the runtime's digest
+        digest = jobs.image_digest(
+            jobs.runtime_image(read_runtime(cluster, built.cfg.training.runtime.name)) or ""
+        )
+    doc = jobs.submitted_trainjob(
+        built.doc,
+        names=names,
+        priority=priority,
+        submitter_arn=who.arn,
+        config_hash=jobs.config_sha256(built.job.data),
+        digest=digest,
+        submitted_at=datetime.now(UTC),
+    )
+    validated(doc, built.cfg)
+    created = create_trainjob(cluster, doc)
+    meta = created.get("metadata", doc["metadata"])
+    console.print(
+        f"submitted {meta['namespace']}/{meta['name']} to queue {names.local_queue} (priority {priority}, "
+        f"{spec.nodes} nodes, image {digest}); watch it: aiplat train list -s {args.stack} "
+        f"--team {spec.team}",
         markup=False,
         highlight=False,
         soft_wrap=True,

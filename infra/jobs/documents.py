@@ -1,4 +1,5 @@
-"""What ``aiplat train submit`` sends and how ``aiplat train list`` reads the cluster's answers (pure).
+"""What ``aiplat train submit`` sends and how ``aiplat train list`` reads the cluster's answers (pure), and
+the TrainJob of a job file (``aiplat train render/submit -f job.yaml``: ``job_trainjob``).
 
 A submitted TrainJob is the one ``aiplat train render`` prints, put in the team's namespace and LocalQueue
 with a WorkloadPriorityClass (``infra/queueing/names.py``), created suspended for Kueue to admit, and
@@ -15,15 +16,97 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from infra.core.facts import InstanceFacts
 from infra.core.trainjobs import REPLICATED_JOB, SUBMITTED_AT_ANNOTATION, SUBMITTED_BY_ANNOTATION
-from infra.queueing.names import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL, TeamNames
+from infra.jobs.config import PLATFORM_TRAINER_IMAGE, JobSpec, Launcher
+from infra.queueing.names import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL, TeamNames, team_names
+from infra.stack.schema import PlatformConfig
+from infra.training.documents import runtime as t
+from infra.training.documents.stack import team_job_env, team_priority
 
 SUBMITTED_BY = SUBMITTED_BY_ANNOTATION  # the STS caller ARN of whoever ran `aiplat train submit`
-CONFIG_SHA256 = "aiplat.io/config-sha256"  # sha256 of the trainer config file's bytes
+CONFIG_SHA256 = "aiplat.io/config-sha256"  # sha256 of the trainer config file's (or the job file's) bytes
 IMAGE_DIGEST = "aiplat.io/image-digest"  # the training runtime's image digest when it was submitted
 SUBMITTED_AT = SUBMITTED_AT_ANNOTATION
 SUBMIT_PATCH_MANAGER = "aiplat.io/submit"  # runtimePatches is a map keyed by manager
 CHECKPOINT_ARG = "checkpoint.uri="  # the launcher's --set override of the run's checkpoint root
+
+
+JOB_PATCH_MANAGER = "aiplat.io/job"  # the job file's own runtime patch (the pods' grace period)
+# Kueue's limit on the time a workload is admitted, summed over its admissions (v0.19.2
+# pkg/controller/constants/constants.go MaxExecTimeSecondsLabel; past it the Workload is deactivated).
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+TORCHRUN = "torchrun"
+
+
+def job_command(spec: JobSpec, *, worker_restarts: int) -> tuple[list[str], list[str]]:
+    """(command, args) of the ``node`` container: under ``torchrun`` with the runtime's rendezvous, or the
+    job's argv as given (its first item the command, the rest args)."""
+    if spec.launcher is Launcher.torchrun:
+        restarts = spec.max_restarts if spec.max_restarts is not None else worker_restarts
+        return [TORCHRUN], [*t.rendezvous_args(worker_restarts=restarts), *spec.command]
+    return [spec.command[0]], list(spec.command[1:])
+
+
+def job_trainjob(
+    cfg: PlatformConfig, spec: JobSpec, facts: InstanceFacts, *, gpus_per_node: int | None = None
+) -> dict[str, Any]:
+    """The TrainJob of a job file's job on the stack's runtime: in the team's namespace and LocalQueue at
+    its priority, created suspended for Kueue; the team's image by digest (the runtime's for
+    ``image: trainer``, whose digest the runtime's AIPLAT_IMAGE_DIGEST already carries); the env contract
+    (``team_job_env``, the job's own env after it); the preemption window as the pods' grace period (a
+    runtime patch) and AIPLAT_PREEMPTION_WINDOW_S; Kueue's and the Trainer's time limits. ``spec`` must have
+    passed ``infra/jobs/rules.py`` (the team and priority exist)."""
+    training = cfg.training
+    if training is None:
+        raise ValueError("the stack has no training section")
+    names = team_names(spec.team, cfg.teams[spec.team].namespace)
+    labels = names.trainjob_labels(team_priority(cfg, spec.team, spec.priority))
+    if spec.timeouts.max_run_s is not None:
+        labels[MAX_EXEC_TIME_LABEL] = str(spec.timeouts.max_run_s)
+    env = team_job_env(cfg, team=spec.team, job=spec.name, data=spec.data, checkpoints=spec.checkpoints)
+    image = None if spec.image == PLATFORM_TRAINER_IMAGE else spec.image
+    if image is not None:
+        env[t.IMAGE_DIGEST_ENV] = t.image_digest(image)  # replaces the runtime's (the trainer image's)
+    window = spec.timeouts.preemption_window_s
+    if window is not None:
+        env[t.PREEMPTION_WINDOW_ENV] = str(window)
+    command, args = job_command(spec, worker_restarts=training.runtime.worker_restarts)
+    doc = t.trainjob_document(
+        name=spec.name,
+        namespace=names.namespace,
+        runtime=training.runtime.name,
+        nodes=spec.nodes,
+        procs_per_node=gpus_per_node or facts.gpu_count,
+        command=command,
+        args=args,
+        suspend=True,
+        labels=labels,
+        env={**env, **spec.env},
+        image=image,
+    )
+    if spec.timeouts.active_deadline_s is not None:
+        doc["spec"]["activeDeadlineSeconds"] = spec.timeouts.active_deadline_s
+    if window is not None:
+        pod_spec = {"terminationGracePeriodSeconds": window}
+        doc["spec"].setdefault("runtimePatches", []).append(
+            {
+                "manager": JOB_PATCH_MANAGER,
+                "trainingRuntimeSpec": {
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {
+                                    "name": REPLICATED_JOB,
+                                    "template": {"spec": {"template": {"spec": pod_spec}}},
+                                }
+                            ]
+                        }
+                    }
+                },
+            }
+        )
+    return doc
 
 
 def config_sha256(data: bytes) -> str:

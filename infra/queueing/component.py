@@ -1,5 +1,6 @@
 """Queueing on the cluster: Kueue from its pinned chart with the cluster-wide Kueue objects (Kueue), and per
-team its namespace, IAM role, service account and queues (Team).
+team its namespace, IAM role, service account and queues (Team) and its container repositories with the
+CI role that pushes to them (TeamRegistry).
 
 The documents come from ``infra/queueing/documents.py``; the Kubernetes provider comes in through
 ``opts.provider``. Upstream: the Kueue chart, pinned in config (never its templates or CRDs: the CRDs are
@@ -9,7 +10,7 @@ chart templates, installed and upgraded with the release).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -27,6 +28,7 @@ from infra.cluster.component.namespaces import (
     own_namespace,
 )
 from infra.core.charts import ChartRef
+from infra.resources.aws import fixed_name, protected
 from infra.resources.custom import custom_resource
 from infra.resources.helm import chart_release
 from infra.resources.irsa import irsa_role
@@ -169,3 +171,116 @@ class Team(pulumi.ComponentResource):
             child_options(self, opts, depends_on=[*kueue, namespace, cq]),
         )
         self.register_outputs({"role_arn": self.role_arn})
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamRegistryArgs:
+    """A team's ECR repositories (full names), the JSON of their repository and lifecycle policies, the KMS
+    key they are encrypted with; the team's CI role (name, trust and permissions JSON; no role when
+    ``ci_role_name`` is None); and per inference region (``replica_keys``: region -> replica KMS key) a
+    repository creation template for the replicas of ``prefix``, with ``replica_policy`` and the registry's
+    template role (``template_role_arn``)."""
+
+    team: str
+    prefix: str
+    repositories: Sequence[str]
+    repository_policy: str
+    lifecycle_policy: str
+    kms_key_arn: pulumi.Input[str]
+    ci_role_name: str | None = None
+    ci_role_description: str = ""
+    ci_trust_policy: str | None = None
+    ci_policy: str | None = None
+    replica_keys: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    replica_policy: str | None = None
+    template_role_arn: pulumi.Input[str] | None = None
+    protect: bool = False
+
+
+class TeamRegistry(pulumi.ComponentResource):
+    """A team's container repositories: tags immutable, scanned on push, KMS-encrypted, expired by the
+    lifecycle policy, pushed to only by the team's pushers (the repository policy); the CI role; and the
+    creation templates ECR applies to their replicas in the inference regions.
+
+    Replication itself is the registry's (``infra/storage/component/registry.py``): its filter, the ECR
+    namespace, covers ``<namespace>/teams/...``. A template's prefix matches every repository under
+    ``<prefix>/`` (https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_CreateRepositoryCreationTemplate.html),
+    so the registry's template for the namespace matches these replicas as well. Which of two matching
+    templates ECR applies is not stated there: both give the same immutability, key and lifecycle; the
+    replica policy (nobody pushes to a replica) holds when ECR picks this, the more specific one.
+    """
+
+    repository_urls: dict[str, pulumi.Output[str]]
+    ci_role_arn: pulumi.Output[str] | None
+
+    def __init__(self, name: str, args: TeamRegistryArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("aiplat:queueing:TeamRegistry", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.ci_role_arn = None
+        waits: list[pulumi.Resource] = []
+        if args.ci_role_name is not None:
+            if args.ci_trust_policy is None or args.ci_policy is None:
+                raise ValueError("a team CI role needs its trust policy and its permissions")
+            role = aws.iam.Role(
+                f"{name}-ci-role",
+                name=args.ci_role_name,
+                description=args.ci_role_description,
+                assume_role_policy=args.ci_trust_policy,
+                max_session_duration=3600,
+                opts=fixed_name(child),
+            )
+            policy = aws.iam.RolePolicy(
+                f"{name}-ci-role-policy", role=role.id, policy=args.ci_policy, opts=child
+            )
+            self.ci_role_arn = role.arn
+            # the repository policy names the role: ECR refuses a policy whose principal does not exist
+            waits = [role, policy]
+        self.repository_urls = {}
+        for full in args.repositories:
+            short = full.rsplit("/", 1)[-1]
+            repo = aws.ecr.Repository(
+                f"{name}-{short}",
+                name=full,
+                image_tag_mutability="IMMUTABLE",
+                image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
+                    scan_on_push=True
+                ),
+                encryption_configurations=[
+                    aws.ecr.RepositoryEncryptionConfigurationArgs(
+                        encryption_type="KMS", kms_key=args.kms_key_arn
+                    )
+                ],
+                opts=protected(fixed_name(child), args.protect),
+            )
+            aws.ecr.LifecyclePolicy(
+                f"{name}-{short}-lifecycle", repository=repo.name, policy=args.lifecycle_policy, opts=child
+            )
+            aws.ecr.RepositoryPolicy(
+                f"{name}-{short}-policy",
+                repository=repo.name,
+                policy=args.repository_policy,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
+            )
+            self.repository_urls[short] = repo.repository_url
+        if args.replica_keys:
+            if args.replica_policy is None or args.template_role_arn is None:
+                raise ValueError("replica templates need the replica policy and the registry's template role")
+            for region in sorted(args.replica_keys):
+                aws.ecr.RepositoryCreationTemplate(
+                    f"{name}-template-{region}",
+                    region=region,  # pulumi-aws v7 per-resource region: same provider, other region
+                    prefix=args.prefix,
+                    applied_fors=["REPLICATION"],
+                    description=f"replicas of team {args.team}'s repositories ({args.prefix}/*)",
+                    image_tag_mutability="IMMUTABLE",
+                    encryption_configurations=[
+                        aws.ecr.RepositoryCreationTemplateEncryptionConfigurationArgs(
+                            encryption_type="KMS", kms_key=args.replica_keys[region]
+                        )
+                    ],
+                    lifecycle_policy=args.lifecycle_policy,
+                    repository_policy=args.replica_policy,
+                    custom_role_arn=args.template_role_arn,
+                    opts=fixed_name(child),
+                )
+        self.register_outputs({"repository_urls": self.repository_urls, "ci_role_arn": self.ci_role_arn})

@@ -23,6 +23,7 @@ from infra.core.config import Strict
 from infra.queueing.names import TEAM_SERVICE_ACCOUNT as TEAM_SERVICE_ACCOUNT
 from infra.queueing.names import team_namespace
 from infra.services.config import NAMESPACE_PATTERN
+from infra.storage.config.security import ROLE_ARN
 
 # A team name: a DNS label short enough that 'team-<team>' is one too, and that the IAM role name
 # '<stack prefix>-team-<team>' fits AWS's 64 characters (rule 'team-role-name-fits').
@@ -213,6 +214,60 @@ class QuotaConfig(Strict):
         return self
 
 
+# An ECR repository name segment (the CreateRepository pattern, one path segment).
+# https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_CreateRepository.html
+REPOSITORY_NAME = r"^[a-z0-9]+([._-][a-z0-9]+)*$"
+
+
+def _role_arns(v: list[str]) -> list[str]:
+    for arn in v:
+        if not ROLE_ARN.match(arn):
+            raise ValueError(f"{arn!r} is not an IAM role ARN; use arn:aws:iam::<account id>:role/<name>")
+    if len(set(v)) != len(v):
+        raise ValueError(f"{v} names a role twice; list each once")
+    return v
+
+
+class TeamRegistryConfig(Strict):
+    """The team's own ECR repositories, '<name_prefix>-<environment>/teams/<team>/<repository>' in the
+    stack's registry: tags immutable, scanned on push, encrypted with the data key, expired like the
+    platform's (registry.untagged_expire_days, keep_images) and replicated to storage.replicate_to.
+
+    Only the team's CI role and ``pushers`` may push (a repository policy denies everyone else, the team's
+    pods included); the nodes pull by digest, and the admission policies run these images only in the
+    team's namespace (docs/how-to/byo-training.md)."""
+
+    repositories: list[Annotated[str, Field(pattern=REPOSITORY_NAME, max_length=64)]] = Field(
+        default_factory=list,
+        description="Repository names under '<name_prefix>-<environment>/teams/<team>/', e.g. [byo-llama].",
+    )
+    ci_assumed_by: list[str] = Field(
+        default_factory=list,
+        description="IAM role ARNs (the team's CI runners) that may assume the team's CI role "
+        "'<stack prefix>-team-<team>-ci', which may push to these repositories and nothing else. Empty: no "
+        "CI role. Each role must exist when pulumi up runs (IAM refuses a trust policy naming a missing "
+        "principal).",
+    )
+    pushers: list[str] = Field(
+        default_factory=list,
+        description="More IAM role ARNs of the team that may push (people's roles); the repository policy "
+        "allows them, and their own identity policy must allow ecr:GetAuthorizationToken. Each must exist "
+        "when pulumi up runs (ECR refuses a policy naming a missing principal).",
+    )
+
+    @field_validator("repositories")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"{v} names a repository twice; list each once")
+        return v
+
+    @field_validator("ci_assumed_by", "pushers")
+    @classmethod
+    def _arns(cls, v: list[str]) -> list[str]:
+        return _role_arns(v)
+
+
 class TeamConfig(Strict):
     """A team sharing the GPUs: its namespace, queue, quotas and IAM role (names: infra/queueing/names.py)."""
 
@@ -227,6 +282,7 @@ class TeamConfig(Strict):
         None,
         description="Priority class of the team's jobs that name none (default queueing.default_priority).",
     )
+    registry: TeamRegistryConfig = Field(default_factory=TeamRegistryConfig)
 
     @field_validator("quotas")
     @classmethod

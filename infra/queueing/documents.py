@@ -368,3 +368,138 @@ def team_policy(
             iam.s3_key_use("UseDataKey", iam.KMS_WRITE, kms_key_arns, [datasets_arn, checkpoints_arn], region)
         )
     return iam.policy(*statements)
+
+
+# -- the team's container repositories ----------------------------------------------------------------------
+
+# What writes an image into a repository (docker push: layer uploads, then the manifest) or removes one.
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-push-iam.html
+ECR_PUSH_ACTIONS = [
+    "ecr:InitiateLayerUpload",
+    "ecr:UploadLayerPart",
+    "ecr:CompleteLayerUpload",
+    "ecr:PutImage",
+    "ecr:BatchDeleteImage",
+]
+# What a pusher reads while pushing (which layers exist) and to check what it pushed.
+ECR_PUSHER_READ_ACTIONS = [
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:BatchGetImage",
+    "ecr:GetDownloadUrlForLayer",
+    "ecr:DescribeImages",
+    "ecr:DescribeImageScanFindings",
+    "ecr:ListImages",
+]
+# What would undo the repository's guarantees (who pushes, immutable tags, scanning, expiry) or remove it:
+# the deployer's and break-glass's only.
+ECR_ADMIN_ACTIONS = [
+    "ecr:SetRepositoryPolicy",
+    "ecr:DeleteRepositoryPolicy",
+    "ecr:DeleteRepository",
+    "ecr:PutImageTagMutability",
+    "ecr:PutImageScanningConfiguration",
+    "ecr:PutLifecyclePolicy",
+    "ecr:DeleteLifecyclePolicy",
+]
+
+
+def team_repository_policy(
+    *, pushers: Sequence[str], team_role_arn: str, admins: Sequence[str] = ()
+) -> Policy:
+    """The repository policy of a team's ECR repositories: only ``pushers`` (the team's CI role and the
+    roles its config names) push or delete images, never the team's pods (``team_role_arn``, its IRSA role),
+    and only ``admins`` (the deployer and break-glass; none without a deployer role, so ``pulumi up`` never
+    locks itself out) change the policy, tag mutability, scanning or expiry, or delete the repository.
+
+    A Deny with ``Principal: *`` and a negated ``aws:PrincipalArn`` condition binds every identity of the
+    account whatever its IAM policy says, and names no principal that must exist; the Allow lets the named
+    pushers push with no identity policy of their own on the repository (same account), but
+    ``ecr:GetAuthorizationToken``. Pulls are the nodes' (their role's AmazonEC2ContainerRegistryPullOnly).
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/repository-policies.html
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalarn
+    """
+    if team_role_arn in pushers:
+        raise ValueError(f"the team's pod role {team_role_arn} cannot be a pusher: pods never push images")
+    deny_push: dict[str, Any] = {
+        "Sid": "OnlyTeamPushers",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": list(ECR_PUSH_ACTIONS),
+    }
+    if pushers:
+        deny_push["Condition"] = {"ArnNotEquals": {"aws:PrincipalArn": sorted(pushers)}}
+    statements: list[dict[str, Any]] = [
+        deny_push,
+        {
+            "Sid": "TeamPodsNeverPush",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": list(ECR_PUSH_ACTIONS),
+            "Condition": {"ArnEquals": {"aws:PrincipalArn": team_role_arn}},
+        },
+    ]
+    if pushers:
+        statements.append(
+            {
+                "Sid": "TeamPushers",
+                "Effect": "Allow",
+                "Principal": {"AWS": sorted(pushers)},
+                "Action": ECR_PUSH_ACTIONS + ECR_PUSHER_READ_ACTIONS,
+            }
+        )
+    if admins:
+        statements.append(
+            {
+                "Sid": "OnlyAdminsChangeTheRepository",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": list(ECR_ADMIN_ACTIONS),
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted(admins)}},
+            }
+        )
+    return iam.policy(*statements)
+
+
+def team_replica_repository_policy(*, admins: Sequence[str]) -> Policy:
+    """The policy ECR gives the replicas of a team's repositories in the inference regions (through the
+    team's creation template): images arrive by replication (``ecr:ReplicateImage``, not a push), so nobody
+    pushes there, and only ``admins`` change them."""
+    statements: list[dict[str, Any]] = [
+        {"Sid": "ReplicasAreNotPushed", "Effect": "Deny", "Principal": "*", "Action": list(ECR_PUSH_ACTIONS)}
+    ]
+    if admins:
+        statements.append(
+            {
+                "Sid": "OnlyAdminsChangeTheRepository",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": list(ECR_ADMIN_ACTIONS),
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted(admins)}},
+            }
+        )
+    return iam.policy(*statements)
+
+
+def team_ci_policy(*, repository_arns: Sequence[str]) -> Policy:
+    """The team's CI role: log in to the registry (``ecr:GetAuthorizationToken`` takes only ``*``) and push
+    to, read and delete images of the team's repositories; nothing else (no S3, no other repository)."""
+    if not repository_arns:
+        raise ValueError("a team CI role needs the team's repositories")
+    return iam.policy(
+        {"Sid": "RegistryLogin", "Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"], "Resource": "*"},
+        {
+            "Sid": "PushTeamImages",
+            "Effect": "Allow",
+            "Action": ECR_PUSH_ACTIONS + ECR_PUSHER_READ_ACTIONS,
+            "Resource": sorted(repository_arns),
+        },
+    )
+
+
+def team_ci_trust_policy(assumed_by: Sequence[str]) -> Policy:
+    """Who may assume the team's CI role: the team's CI runners' roles, named in the config."""
+    if not assumed_by:
+        raise ValueError("a team CI role needs at least one role that assumes it")
+    return iam.policy(
+        {"Effect": "Allow", "Principal": {"AWS": sorted(assumed_by)}, "Action": "sts:AssumeRole"}
+    )

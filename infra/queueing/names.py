@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from infra.core.labels import TEAM_LABEL, WORKLOADS_LABEL
+from infra.core.teams import TEAM_NAMESPACE_PREFIX, team_namespace
+
+__all__ = ["TEAM_LABEL", "TEAM_NAMESPACE_PREFIX", "team_namespace"]
 
 # Kueue's job labels: the LocalQueue a job is submitted to and its WorkloadPriorityClass.
 # kubernetes-sigs/kueue pkg/controller/constants/constants.go (QueueLabel, WorkloadPriorityClassLabel).
@@ -16,15 +19,9 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # Our namespace labels (which team owns it; that it holds workloads, which the admission policies select on)
 # live in infra/core/labels.py.
-TEAM_NAMESPACE_PREFIX = "team-"
 CLUSTER_QUEUE_PREFIX = "team-"
 # Every team runs its pods as this service account in its own namespace (the training runtime names it).
 TEAM_SERVICE_ACCOUNT = "trainer"
-
-
-def team_namespace(team: str, namespace: str | None = None) -> str:
-    """The team's namespace: ``namespace`` when the config names one, else ``team-<team>``."""
-    return namespace or f"{TEAM_NAMESPACE_PREFIX}{team}"
 
 
 def local_queue(team: str) -> str:

@@ -1,6 +1,7 @@
 """Wiring of queueing (creates components only): Kueue with a ResourceFlavor per GPU pool, the Topology of
 the EFA pools, the Cohort and the WorkloadPriorityClasses; per team of ``teams`` its namespace, IAM role,
-service account, ClusterQueue and LocalQueue. Stack output: ``queueing`` (the teams' names and roles)."""
+service account, ClusterQueue and LocalQueue, and its container repositories and CI role (TeamRegistry).
+Stack output: ``queueing`` (the teams' names, roles and repositories)."""
 
 from __future__ import annotations
 
@@ -14,17 +15,19 @@ import pulumi
 from infra.cluster.component.namespaces import NamespaceSpec
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
-from infra.core import namespaces
+from infra.core import namespaces, naming
 from infra.core.charts import chart_ref
+from infra.core.teams import team_repository, team_repository_prefix
 from infra.core.trainer_settings import SCRAPED_METRICS_PORTS
 from infra.core.trainjobs import quantity_mib
 from infra.karpenter.gpu_offers import gpu_offer
 from infra.pools.documents.nodes import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from infra.queueing import documents as q
-from infra.queueing.component import Kueue, KueueArgs, Team, TeamArgs
+from infra.queueing.component import Kueue, KueueArgs, Team, TeamArgs, TeamRegistry, TeamRegistryArgs
 from infra.queueing.names import TEAM_LABEL, team_names
 from infra.stack.schema import BucketPurpose, PlatformConfig
-from infra.storage.wire import StorageWiring
+from infra.storage import documents as storage_documents
+from infra.storage.wire import StorageWiring, release_roles
 
 # Kueue's namespace runs the controller and, when on, KueueViz: the chart sets the restricted profile for
 # all of them (non-root, no privilege escalation, capabilities dropped, RuntimeDefault seccomp:
@@ -142,10 +145,63 @@ def kueue_chart_values(cfg: PlatformConfig) -> dict:
     return q.kueue_values(config=config, kueueviz=cfg.queueing.kueueviz.enabled)
 
 
+def team_role_arn(ctx: StackContext, team: str) -> str:
+    """The ARN of the team's pod role (its IRSA role), from its name: policies name it before it exists."""
+    return naming.iam_role_arn(
+        ctx.account.partition, ctx.account.account_id, ctx.names.role_name(f"team-{team}")
+    )
+
+
+def team_ci_role_name(ctx: StackContext, team: str) -> str:
+    """The team's CI role (pushes to the team's repositories): account-global, so it carries the region."""
+    return ctx.names.role_name(f"team-{team}-ci")
+
+
+def team_registry_args(
+    ctx: StackContext, team: str, storage: StorageWiring, data_key_arn
+) -> TeamRegistryArgs:
+    """The team's repositories, their policies and its CI role from ``teams.<team>.registry``."""
+    cfg, acct = ctx.cfg, ctx.account
+    reg = cfg.teams[team].registry
+    namespace = ctx.names.env_prefix
+    full = [team_repository(namespace, team, r) for r in reg.repositories]
+    arns = [f"arn:{acct.partition}:ecr:{cfg.region}:{acct.account_id}:repository/{r}" for r in full]
+    ci_name = team_ci_role_name(ctx, team) if reg.ci_assumed_by else None
+    pushers = list(reg.pushers)
+    if ci_name is not None:
+        pushers.append(naming.iam_role_arn(acct.partition, acct.account_id, ci_name))
+    _publisher, glass, deployer = release_roles(ctx)
+    admins = [glass, deployer] if deployer else []
+    lifecycle = storage_documents.ecr_lifecycle_policy(
+        untagged_days=cfg.registry.untagged_expire_days, keep_tagged=cfg.registry.keep_images
+    )
+    registry = storage.registry
+    replicas = storage.replication.replica_key_arns if storage.replication else {}
+    return TeamRegistryArgs(
+        team=team,
+        prefix=team_repository_prefix(namespace, team),
+        repositories=full,
+        repository_policy=json.dumps(
+            q.team_repository_policy(pushers=pushers, team_role_arn=team_role_arn(ctx, team), admins=admins)
+        ),
+        lifecycle_policy=json.dumps(lifecycle),
+        kms_key_arn=data_key_arn,
+        ci_role_name=ci_name,
+        ci_role_description=f"{ctx.names.stack_prefix}: CI of team {team}, pushes to its repositories",
+        ci_trust_policy=json.dumps(q.team_ci_trust_policy(reg.ci_assumed_by)) if ci_name else None,
+        ci_policy=json.dumps(q.team_ci_policy(repository_arns=arns)) if ci_name else None,
+        replica_keys=replicas,
+        replica_policy=json.dumps(q.team_replica_repository_policy(admins=admins)) if replicas else None,
+        template_role_arn=registry.template_role_arn if registry is not None else None,
+        protect=cfg.protected,
+    )
+
+
 @dataclass
 class QueueingWiring:
     kueue: Kueue
     teams: dict[str, Team]
+    registries: dict[str, TeamRegistry]
 
     @property
     def ready(self) -> list[pulumi.Resource]:
@@ -182,6 +238,7 @@ def wire_queueing(
     )
     arns = storage.buckets.bucket_arns
     teams: dict[str, Team] = {}
+    registries: dict[str, TeamRegistry] = {}
     exported: dict[str, dict] = {}
     for team in cfg.teams:
         names = team_names(team, cfg.teams[team].namespace)
@@ -236,5 +293,14 @@ def wire_queueing(
             "serviceAccount": names.service_account,
             "roleArn": teams[team].role_arn,
         }
+        if cfg.teams[team].registry.repositories and storage.registry is not None:
+            registries[team] = TeamRegistry(
+                f"team-{team}-registry",
+                team_registry_args(ctx, team, storage, data_key_arn),
+                opts=pulumi.ResourceOptions(provider=ctx.provider, depends_on=[storage.registry]),
+            )
+            exported[team]["repositories"] = registries[team].repository_urls
+            if registries[team].ci_role_arn is not None:
+                exported[team]["ciRoleArn"] = registries[team].ci_role_arn
     ctx.export("queueing", {"kueue": qc.kueue.version, "teams": exported})
-    return QueueingWiring(kueue=kueue, teams=teams)
+    return QueueingWiring(kueue=kueue, teams=teams, registries=registries)

@@ -47,7 +47,9 @@ def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] |
 
 
 def _format(loc: tuple[Any, ...], prefix: str = CONFIG_KEY) -> str:
-    return ".".join([prefix, *(str(p) for p in loc)])
+    """The dotted field name; with an empty ``prefix`` (a file of its own, named as the errors' source)
+    the path from the file's top."""
+    return ".".join([*([prefix] if prefix else []), *(str(p) for p in loc)])
 
 
 def _to_config_errors(
@@ -77,7 +79,7 @@ def _to_config_errors(
             fix = f"did you mean '{close[0]}'?" if close else f"remove it; known keys: {', '.join(known)}"
             errors.append(ConfigError(_format(loc, prefix), "unknown key", fix))
         elif kind == "missing":
-            where = "the stack file" if prefix == CONFIG_KEY else prefix.split(":")[0]
+            where = "the stack file" if prefix == CONFIG_KEY else (prefix.split(":")[0] or "the file")
             errors.append(ConfigError(_format(loc, prefix), "required key is missing", f"add it to {where}"))
         elif kind in ("value_error", "assertion_error"):
             # our validators phrase "<problem>; <fix>"

@@ -202,6 +202,7 @@ class Trainer(Strict):
     numNodes: Annotated[int, Field(ge=1)]
     # int32 since v2.2 (v2.1 took "auto"/"cpu"/"gpu" strings)
     numProcPerNode: Annotated[int, Field(ge=1)]
+    image: Annotated[str, Field(min_length=1, max_length=500)] | None = None
     args: Annotated[list[str], Field(max_length=128)] = []
     command: Annotated[list[str], Field(max_length=128)] | None = None
     env: Annotated[list[dict[str, Any]], Field(max_length=128)] = []
@@ -221,8 +222,14 @@ class PodTemplateMetaPatch(Strict):
     annotations: dict[str, str] = {}
 
 
+class PodSpecPatch(Strict):
+    # PodSpecPatch (v2.3.0): the pod spec fields a runtime patch may set; we set only the grace period
+    terminationGracePeriodSeconds: Annotated[int, Field(ge=0)] | None = None
+
+
 class PodTemplatePatch(Strict):
-    metadata: PodTemplateMetaPatch
+    metadata: PodTemplateMetaPatch | None = None
+    spec: PodSpecPatch | None = None
 
 
 class JobSpecPatch(Strict):
@@ -259,6 +266,8 @@ class TrainJobSpec(Strict):
     runtimeRef: RuntimeRef
     trainer: Trainer
     suspend: bool = False
+    # int64, minimum 1, immutable; relative to the start, reset on resume from suspension (v2.3.0)
+    activeDeadlineSeconds: Annotated[int, Field(ge=1)] | None = None
     runtimePatches: Annotated[list[RuntimePatch], Field(max_length=16)] = []
 
     @field_validator("runtimePatches")

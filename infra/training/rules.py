@@ -12,6 +12,7 @@ from infra.core.trainjobs import grace_period_s, pod_name_length, quantity_mib
 from infra.pools.config import CapacityType
 from infra.pools.rules import CAPACITY_BLOCKS_DOC
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
+from infra.stack.schema import PlatformConfig
 from infra.training.config import BANDWIDTH_CHECK_NAME
 
 JOBSET_WEBHOOK = "https://github.com/kubernetes-sigs/jobset/blob/v0.12.0/pkg/webhooks/jobset_webhook.go"
@@ -91,6 +92,52 @@ def job_names(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
+def nodes_fit_pool(cfg: PlatformConfig, field: str, name: str, nodes: int) -> Iterator[Finding]:
+    """A TrainJob ``name`` on ``nodes`` nodes of the runtime's pool (``field``: where the count is set):
+    no more than the pool's max_size, nor its desired_size (nothing scales managed node groups); a Capacity
+    Block pool below the job is a warning (it is scaled up when its block starts)."""
+    t = cfg.training
+    if t is None or t.runtime.pool not in cfg.node_pools:
+        return
+    name_of_pool = t.runtime.pool
+    pool = cfg.node_pools[name_of_pool]
+    if nodes > pool.max_size:
+        yield error(
+            field,
+            f"{name} wants {nodes} nodes but pool {name_of_pool!r} has max_size {pool.max_size}; its "
+            "pods would stay Pending",
+            f"use at most {pool.max_size} nodes or raise node_pools.{name_of_pool}.max_size",
+        )
+    elif nodes > pool.desired_size and pool.capacity_type is CapacityType.capacity_block:
+        # No instance can launch before the block starts, so the pool waits at 0
+        # (docs/platform/node-pools.md, "Pool size"); the run is declared suspended and started by hand
+        # once the nodes are there.
+        yield warning(
+            field,
+            f"{name} wants {nodes} nodes but Capacity Block pool {name_of_pool!r} has desired_size "
+            f"{pool.desired_size}: its pods stay Pending until the pool is scaled up",
+            f"when the block starts, set node_pools.{name_of_pool}.desired_size to {nodes} (at most the "
+            "block's instance count) and run pulumi up",
+            CAPACITY_BLOCKS_DOC,
+        )
+    elif nodes > pool.desired_size:
+        # Managed node groups keep desired_size nodes: no cluster autoscaler is deployed, Karpenter
+        # launches only its own NodePools' nodes, and the runtime's pods require aiplat.io/pool=<this
+        # pool>, which Karpenter's nodes never carry.
+        cluster = cfg.names.cluster
+        group = naming.nodegroup_name(cfg.names.stack_prefix, name_of_pool)
+        yield error(
+            field,
+            f"{name} wants {nodes} nodes but pool {name_of_pool!r} has desired_size {pool.desired_size} "
+            "and nothing scales managed node groups (no cluster autoscaler), so "
+            f"{nodes - pool.desired_size} of its pods would stay Pending",
+            f"set node_pools.{name_of_pool}.desired_size to {nodes} and run pulumi up, or scale the "
+            f"group now with aws eks update-nodegroup-config --cluster-name {cluster} --nodegroup-name "
+            f"{group} --scaling-config desiredSize={nodes}",
+            SCALING_DOC,
+        )
+
+
 @rule("train-job-nodes-fit-pool")
 def job_nodes(ctx: RuleContext) -> Iterator[Finding]:
     """A TrainJob asks for no more nodes than the pool has (its desired_size: nothing scales managed node
@@ -99,44 +146,9 @@ def job_nodes(ctx: RuleContext) -> Iterator[Finding]:
     t = ctx.cfg.training
     if t is None or t.runtime.pool not in ctx.cfg.node_pools:
         return
-    name_of_pool = t.runtime.pool
-    pool = ctx.cfg.node_pools[name_of_pool]
+    pool = ctx.cfg.node_pools[t.runtime.pool]
     for path, name, nodes in _jobs(ctx):
-        if nodes > pool.max_size:
-            yield error(
-                at(*path),
-                f"{name} wants {nodes} nodes but pool {name_of_pool!r} has max_size {pool.max_size}; its "
-                "pods would stay Pending",
-                f"use at most {pool.max_size} nodes or raise node_pools.{name_of_pool}.max_size",
-            )
-        elif nodes > pool.desired_size and pool.capacity_type is CapacityType.capacity_block:
-            # No instance can launch before the block starts, so the pool waits at 0
-            # (docs/platform/node-pools.md, "Pool size"); the run is declared suspended and started by hand
-            # once the nodes are there.
-            yield warning(
-                at(*path),
-                f"{name} wants {nodes} nodes but Capacity Block pool {name_of_pool!r} has desired_size "
-                f"{pool.desired_size}: its pods stay Pending until the pool is scaled up",
-                f"when the block starts, set node_pools.{name_of_pool}.desired_size to {nodes} (at most the "
-                "block's instance count) and run pulumi up",
-                CAPACITY_BLOCKS_DOC,
-            )
-        elif nodes > pool.desired_size:
-            # Managed node groups keep desired_size nodes: no cluster autoscaler is deployed, Karpenter
-            # launches only its own NodePools' nodes, and the runtime's pods require aiplat.io/pool=<this
-            # pool>, which Karpenter's nodes never carry.
-            cluster = ctx.cfg.names.cluster
-            group = naming.nodegroup_name(ctx.cfg.names.stack_prefix, name_of_pool)
-            yield error(
-                at(*path),
-                f"{name} wants {nodes} nodes but pool {name_of_pool!r} has desired_size {pool.desired_size} "
-                "and nothing scales managed node groups (no cluster autoscaler), so "
-                f"{nodes - pool.desired_size} of its pods would stay Pending",
-                f"set node_pools.{name_of_pool}.desired_size to {nodes} and run pulumi up, or scale the "
-                f"group now with aws eks update-nodegroup-config --cluster-name {cluster} --nodegroup-name "
-                f"{group} --scaling-config desiredSize={nodes}",
-                SCALING_DOC,
-            )
+        yield from nodes_fit_pool(ctx.cfg, at(*path), name, nodes)
     bc = t.bandwidth_check
     if bc.enabled and bc.nodes == 1 and pool.efa:
         yield warning(

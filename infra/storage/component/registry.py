@@ -50,6 +50,9 @@ class Registry(pulumi.ComponentResource):
     # What must exist before the first push for the image to reach the replicas (empty without
     # replication): the replication configuration and the creation-template role's policy.
     replication_ready: list[pulumi.Resource]
+    # the role ECR assumes to create replicas from a creation template (None without replication); the
+    # teams' templates (infra/queueing/component.py TeamRegistry) use it too
+    template_role_arn: pulumi.Output[str] | None
 
     def __init__(self, name: str, args: RegistryArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:registry:Registry", name, None, opts)
@@ -84,6 +87,7 @@ class Registry(pulumi.ComponentResource):
             region: f"{args.account_id}.dkr.ecr.{region}.amazonaws.com" for region in args.replica_keys
         }
         self.replication_ready = []
+        self.template_role_arn = None
         if args.replica_keys:
             self.replication_ready = self._replicate(name, args, lifecycle, child)
 
@@ -113,6 +117,7 @@ class Registry(pulumi.ComponentResource):
             description="ECR creates replicated repositories with the replica KMS keys",
             opts=child,
         )
+        self.template_role_arn = role.arn
         repo_arns = [
             f"arn:{args.partition}:ecr:{region}:{args.account_id}:repository/{args.namespace}/*"
             for region in regions

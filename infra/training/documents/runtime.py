@@ -168,22 +168,23 @@ def worker_shape(
     )
 
 
-def launcher_args(config_in_image: str, overrides: Sequence[str], *, worker_restarts: int) -> list[str]:
-    """``python -m trainer.launch`` arguments (torchrun's, then the trainer's ``--config``/``--set``).
-
-    The Trainer sets ``PET_*`` on the container; Kubernetes expands ``$(VAR)`` in args from the
-    container's environment. c10d rendezvous on the first pod's stable DNS name, so the launcher's
-    in-pod restarts (``--max-restarts``) re-rendezvous every node.
-    """
-    args = [
+def rendezvous_args(*, worker_restarts: int) -> list[str]:
+    """torchrun's options on the runtime: every node's ranks (``PET_*``, set by the Trainer) meet in a c10d
+    rendezvous on the first pod's stable DNS name, so in-pod restarts (``--max-restarts``) re-rendezvous
+    every node. Kubernetes expands ``$(VAR)`` in command and args from the container's environment."""
+    return [
         "--nnodes=$(PET_NNODES)",
         "--nproc-per-node=$(PET_NPROC_PER_NODE)",
         "--rdzv-backend=c10d",
         "--rdzv-endpoint=$(PET_MASTER_ADDR):$(PET_MASTER_PORT)",
         f"--max-restarts={worker_restarts}",
-        "--config",
-        config_in_image,
     ]
+
+
+def launcher_args(config_in_image: str, overrides: Sequence[str], *, worker_restarts: int) -> list[str]:
+    """``python -m trainer.launch`` arguments (torchrun's, ``rendezvous_args``, then the trainer's
+    ``--config``/``--set``)."""
+    args = [*rendezvous_args(worker_restarts=worker_restarts), "--config", config_in_image]
     for item in overrides:
         args += ["--set", item]
     return args
@@ -318,12 +319,46 @@ POD_FIELDS = {
 }
 
 
+# The attempt a pod belongs to (docs/platform/job-contract.md): JobSet v0.12.0 labels every pod with the
+# JobSet's restart count (api/jobset/v1alpha2/jobset_types.go RestartsKey, set by the controller's
+# labelAndAnnotateObject on the pod template), and a pod's UID is new whenever the pod is (a restart, a
+# resumption after a preemption, a replaced node). AIPLAT_ATTEMPT_ID joins the two: unique per attempt,
+# the same for the pod's whole life.
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+ATTEMPT_FIELDS = {
+    "AIPLAT_RESTART_ATTEMPT": f"metadata.labels['{RESTART_ATTEMPT_LABEL}']",
+    "AIPLAT_POD_UID": "metadata.uid",
+}
+ATTEMPT_ID_ENV = "AIPLAT_ATTEMPT_ID"
+PREEMPTION_WINDOW_ENV = "AIPLAT_PREEMPTION_WINDOW_S"
+
+
+def contract_env(
+    *, grace_period_s: int, cache_dir: str, metrics_port_base: int
+) -> dict[str, tuple[str, str]]:
+    """What every training pod is told of its runtime (docs/platform/job-contract.md): name -> (value,
+    why)."""
+    return {
+        PREEMPTION_WINDOW_ENV: (
+            str(grace_period_s),
+            "seconds from SIGTERM to SIGKILL (terminationGracePeriodSeconds): the time for a last checkpoint",
+        ),
+        "AIPLAT_CACHE_DIR": (cache_dir, "the node's NVMe cache (an emptyDir on the instance store)"),
+        "AIPLAT_METRICS_PORT_BASE": (
+            str(metrics_port_base),
+            "Prometheus scrapes port base + LOCAL_RANK of every pod (0: the runtime declares no ports)",
+        ),
+    }
+
+
 def pod_env(cluster_name: str) -> list[dict[str, Any]]:
-    """The node container's downward-API variables, and where its log lands in CloudWatch Logs (C4 names;
-    ``$(VAR)`` expands the variables defined before it)."""
+    """The node container's downward-API variables, its attempt id, and where its log lands in CloudWatch
+    Logs (C4 names; ``$(VAR)`` expands the variables defined before it)."""
     env: list[dict[str, Any]] = [
-        {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}} for name, path in POD_FIELDS.items()
+        {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+        for name, path in {**POD_FIELDS, **ATTEMPT_FIELDS}.items()
     ]
+    env.append({"name": ATTEMPT_ID_ENV, "value": "$(AIPLAT_RESTART_ATTEMPT)-$(AIPLAT_POD_UID)"})
     if cluster_name:
         env += [
             {"name": "AIPLAT_LOG_GROUP", "value": container_log_group(cluster_name, "$(POD_NAMESPACE)")},
@@ -520,12 +555,18 @@ def trainjob_document(
     workload: str = WORKLOAD_TRAIN,
     labels: Mapping[str, str] | None = None,
     env: Mapping[str, str] | None = None,
+    image: str | None = None,
 ) -> dict[str, Any]:
     """A ``TrainJob`` on ``runtime``. The image comes from the runtime (pinned by digest there), so a run
-    can be rendered without knowing the digest. ``numProcPerNode`` is explicit (else ``auto``)."""
-    trainer: dict[str, Any] = {"numNodes": nodes, "numProcPerNode": procs_per_node, "args": list(args)}
+    can be rendered without knowing the digest, unless ``image`` replaces it (a team's own, by digest).
+    ``numProcPerNode`` is explicit (else ``auto``). ``args`` is always sent, empty too: the Trainer keeps the
+    runtime's args when a TrainJob has none (v2.3.0 pkg/runtime/framework/plugins/jobset/builder.go)."""
+    trainer: dict[str, Any] = {"numNodes": nodes, "numProcPerNode": procs_per_node}
+    if image is not None:
+        trainer["image"] = image
     if command is not None:
         trainer["command"] = list(command)
+    trainer["args"] = list(args)
     if env:
         trainer["env"] = [{"name": k, "value": v} for k, v in env.items()]
     spec: dict[str, Any] = {

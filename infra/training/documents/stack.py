@@ -57,6 +57,7 @@ def runtime_spec(
     r = training.runtime
     pool = cfg.node_pools[r.pool]
     shape = worker(cfg, facts)
+    grace = t.grace_period_s(settings.shutdown_window_s, r.grace_margin_s)
     tolerations = [t.Toleration(key=GPU_TAINT_KEY, effect="NoSchedule")] + [
         t.Toleration(key=k, value=v.value, effect=v.effect.value)
         for k, v in sorted(pool.taints.items())
@@ -70,9 +71,16 @@ def runtime_spec(
         tolerations=tolerations,
         service_account=cfg.storage.trainer.service_account,
         cache_dir=settings.cache_dir,
-        grace_period_s=t.grace_period_s(settings.shutdown_window_s, r.grace_margin_s),
+        grace_period_s=grace,
         metrics_port_base=settings.metrics_port_base,
-        env=t.worker_env(efa=shape.efa_devices > 0, region=cfg.region),
+        env={
+            **t.worker_env(efa=shape.efa_devices > 0, region=cfg.region),
+            **t.contract_env(
+                grace_period_s=grace,
+                cache_dir=settings.cache_dir,
+                metrics_port_base=settings.metrics_port_base,
+            ),
+        },
         max_restarts=r.max_restarts,
         worker_restarts=r.worker_restarts,
         default_config=settings.image_path(t.IMAGE_WORKDIR),
@@ -119,11 +127,43 @@ def data_uri(cfg: PlatformConfig, dataset: str, team: str | None = None) -> str:
 
 
 def checkpoint_uri(cfg: PlatformConfig, run_name: str, team: str | None = None) -> str:
-    """Checkpoints under the trainer's prefix (its pod role may write only there), or the team's, one
-    folder per run."""
+    """Checkpoints under the trainer's prefix (its pod role may write only there), one folder per run; a
+    team's under ``<team>/checkpoints/<run>`` (AIPLAT_CHECKPOINT_URI, ``team_job_env``)."""
     bucket = cfg.bucket_name(BucketPurpose.checkpoints)
-    prefix = team if team is not None else cfg.storage.trainer.prefix.strip("/")
-    return f"s3://{bucket}/{prefix}/runs/{run_name}"
+    if team is not None:
+        return f"s3://{bucket}/{team}/{TEAM_CHECKPOINTS}/{run_name}"
+    return f"s3://{bucket}/{cfg.storage.trainer.prefix.strip('/')}/runs/{run_name}"
+
+
+# Where a team job's checkpoints and outputs live under the team's prefix of the checkpoints bucket (the
+# team's IAM role reads and writes only '<team>/*'): docs/platform/job-contract.md.
+TEAM_CHECKPOINTS = "checkpoints"
+TEAM_OUTPUTS = "outputs"
+TEAM_ENV = "AIPLAT_TEAM"
+DATA_URI_ENV = "AIPLAT_DATA_URI"
+CHECKPOINT_URI_ENV = "AIPLAT_CHECKPOINT_URI"
+OUTPUT_URI_ENV = "AIPLAT_OUTPUT_URI"
+
+
+def team_job_env(
+    cfg: PlatformConfig, *, team: str, job: str, data: str | None, checkpoints: str | None = None
+) -> dict[str, str]:
+    """The team-job part of the env contract, on every pod of a team's job: the team, where it reads its
+    data (``<datasets>/<team>/<data>/``, read-only for the team's role), where it checkpoints (the same
+    folder on every attempt, so a restarted attempt resumes) and where it writes what it produces (a model
+    to release: an HF folder under ``model/``)."""
+    datasets = cfg.bucket_name(BucketPurpose.datasets)
+    return {
+        TEAM_ENV: team,
+        DATA_URI_ENV: f"s3://{datasets}/{team}/" + (f"{data.strip('/')}/" if data else ""),
+        CHECKPOINT_URI_ENV: checkpoint_uri(cfg, checkpoints or job, team) + "/",
+        OUTPUT_URI_ENV: output_uri(cfg, job, team) + "/",
+    }
+
+
+def output_uri(cfg: PlatformConfig, job: str, team: str) -> str:
+    """Where a team's job writes its outputs: ``s3://<checkpoints>/<team>/outputs/<job>``."""
+    return f"s3://{cfg.bucket_name(BucketPurpose.checkpoints)}/{team}/{TEAM_OUTPUTS}/{job}"
 
 
 def run_trainjob(cfg: PlatformConfig, name: str, run: RunConfig, facts: InstanceFacts) -> dict[str, Any]:
@@ -178,7 +218,8 @@ def queued_trainjob(
 ) -> dict[str, Any]:
     """A TrainJob on the stack's runtime queued in ``team``'s LocalQueue with a WorkloadPriorityClass: in
     the team's namespace (its ``trainer`` service account, whose IAM role reaches only the team's prefixes),
-    data from ``s3://<datasets>/<team>/<dataset>``, checkpoints to ``s3://<checkpoints>/<team>/runs/<name>``.
+    data from ``s3://<datasets>/<team>/<dataset>``, checkpoints to
+    ``s3://<checkpoints>/<team>/checkpoints/<name>``, and the team-job env contract (``team_job_env``).
 
     Created suspended: Kueue starts it when it admits it. ``hold``: without the queue label, so it waits
     unqueued (the team namespace's jobs are all Kueue's: it never starts on its own) until
@@ -212,6 +253,7 @@ def queued_trainjob(
         ),
         suspend=True,
         labels=labels,
+        env=team_job_env(cfg, team=team, job=name, data=dataset),
     )
 
 

@@ -39,7 +39,7 @@ def test_render_prints_a_trainjob_that_validates(capsys) -> None:
     # the dataset of the stack's run with the same config, under the team's prefix; checkpoints too
     args = doc["spec"]["trainer"]["args"]
     assert "data.source=s3://aiplat-prod-us-east-1-datasets/research/shards/openwebtext" in args
-    assert "checkpoint.uri=s3://aiplat-prod-us-east-1-checkpoints/research/runs/gpt2-124m" in args
+    assert "checkpoint.uri=s3://aiplat-prod-us-east-1-checkpoints/research/checkpoints/gpt2-124m" in args
     assert validate_manifest(doc, "1.35") == []
 
 

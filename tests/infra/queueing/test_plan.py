@@ -101,7 +101,7 @@ def test_runs_are_queued_in_their_team_namespace(prod: Plan) -> None:
     assert job["spec"]["suspend"] is True
     args = " ".join(job["spec"]["trainer"]["args"])
     assert "data.source=s3://aiplat-prod-us-east-1-datasets/production/shards/openwebtext" in args
-    assert "checkpoint.uri=s3://aiplat-prod-us-east-1-checkpoints/production/runs/gpt2-124m" in args
+    assert "checkpoint.uri=s3://aiplat-prod-us-east-1-checkpoints/production/checkpoints/gpt2-124m" in args
     # the queue it names exists in that namespace
     queue = prod.one(f"{KUEUE}:LocalQueue", "team-production-local-queue").inputs
     assert queue["metadata"]["namespace"] == meta["namespace"]

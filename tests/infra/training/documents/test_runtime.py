@@ -235,7 +235,7 @@ def test_trainjob_validates_and_reserved_env_is_refused() -> None:
     assert doc["spec"]["trainer"]["numProcPerNode"] == 8 and doc["spec"]["trainer"]["numNodes"] == 2
     args = doc["spec"]["trainer"]["args"]
     # the run is the production team's: its prefix of both buckets
-    assert "checkpoint.uri=s3://aiplat-prod-us-east-1-checkpoints/production/runs/gpt2-124m" in args
+    assert "checkpoint.uri=s3://aiplat-prod-us-east-1-checkpoints/production/checkpoints/gpt2-124m" in args
     assert "data.source=s3://aiplat-prod-us-east-1-datasets/production/shards/openwebtext" in args
     bad = copy.deepcopy(doc)
     bad["spec"]["trainer"]["env"] = [{"name": "PET_NNODES", "value": "3"}]
