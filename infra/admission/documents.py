@@ -87,9 +87,8 @@ class AdmissionRules:
         return "^" + re.escape(f"{self.registry}/{team_repository_prefix(self.ecr_namespace, '')}")
 
     def team_pattern(self, team: str) -> str:
-        """An image of one of ``team``'s repositories, by digest."""
-        prefix = re.escape(f"{self.registry}/{team_repository_prefix(self.ecr_namespace, team)}/")
-        return "^" + prefix + r"[a-z0-9][a-z0-9._/-]*" + DIGEST
+        """An image of one of ``team``'s repositories (that it is by digest is ``image_pattern``'s)."""
+        return "^" + re.escape(f"{self.registry}/{team_repository_prefix(self.ecr_namespace, team)}/")
 
     def team_image_ok(self, image: str) -> str:
         """CEL: ``image`` is no team's, or the team's whose namespace the request is in."""

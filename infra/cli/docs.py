@@ -22,8 +22,9 @@ from infra.core import instance_types
 from infra.io.monitoring import MONITORING_DIR, rule_file
 from infra.io.policypack import default_pack_dir
 from infra.io.stackfiles import project_root
+from infra.jobs.config import JobSpec
 from infra.review.analyzers import load_rules_package
-from infra.stack.reference import config_reference
+from infra.stack.reference import config_reference, model_reference
 
 # The width ``--help`` is rendered at (argparse reads COLUMNS), so the page does not depend on the terminal.
 HELP_WIDTH = 100
@@ -161,6 +162,24 @@ def instance_types_reference() -> str:
     return "\n".join(out) + "\n"
 
 
+JOB_FILE_HEADER = """# Job file reference
+
+Generated from the schema (`infra/jobs/config.py`) by `aiplat docs --write`; `make test` fails when this
+page is stale. A job file is what `aiplat train render -f` and `aiplat train submit -f` take: one team's
+job, its image by digest and its command, on the stack's training runtime. Unknown keys are refused with a
+did-you-mean hint, a quoted number is refused, and every error names the file, the field and the fix.
+What the stack must agree with (the team, its repositories, the pool's nodes and the quota) is checked
+against the stack's config before anything is printed or sent. How-to:
+[Bring your own training code](../how-to/byo-training.md); what each pod gets:
+[The job contract](../platform/job-contract.md).
+"""
+
+
+def job_file_reference() -> str:
+    """The job file's reference, from its schema (``JobSpec``)."""
+    return model_reference(JOB_FILE_HEADER, JobSpec, "", title="The job file")
+
+
 RUNBOOK_INTRO = """Every alert's `runbook_url` opens its page here: `<monitoring.docs_url>runbooks/<alert>/`
 (`monitoring.docs_url` in the [config reference](../reference/config.md)). "Drain" means
 `kubectl cordon <node> && kubectl drain <node> --ignore-daemonsets --delete-emptydir-data`; a training job
@@ -196,6 +215,7 @@ def pages() -> dict[str, str]:
     """Path under ``docs/`` -> the text generated for it."""
     return {
         "reference/config.md": config_reference(),
+        "reference/job-file.md": job_file_reference(),
         "reference/cli.md": cli_reference(),
         "reference/policies.md": policies_reference(),
         "reference/exit-codes.md": exit_codes_reference(),

@@ -25,7 +25,7 @@ from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_er
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.facts import InstanceFacts
 from infra.core.project import CONFIG_KEY
-from infra.core.trainjobs import pod_name_length
+from infra.core.trainjobs import grace_period_s, pod_name_length
 from infra.io.job_files import JobFile, load_job_file
 from infra.io.policypack import stack_allowlists
 from infra.io.stackfiles import load_stack_config
@@ -285,6 +285,13 @@ def _no_run_flags(args: argparse.Namespace) -> None:
         raise ConfigErrors(problems)
 
 
+def runtime_grace_s(cfg: PlatformConfig) -> int:
+    """The runtime's pods' grace period: the runtime's trainer config's shutdown window plus the margin."""
+    settings = training_settings(cfg)
+    assert settings is not None and cfg.training is not None
+    return grace_period_s(settings["runtime"].shutdown_window_s, cfg.training.runtime.grace_margin_s)
+
+
 @dataclass(frozen=True)
 class BuiltJob:
     """A job file's job, checked against the stack, and its TrainJob."""
@@ -320,7 +327,9 @@ def build_job(args: argparse.Namespace, err: Console, *, account_id: str | None 
     errors += job_rules.image_problems(one, job.spec.team, job.spec.image, known)
     if errors:
         raise ConfigErrors(errors).with_source(job.source)
-    doc = jobs_documents.job_trainjob(one, job.spec, facts, gpus_per_node=gpus)
+    doc = jobs_documents.job_trainjob(
+        one, job.spec, facts, runtime_grace_s=runtime_grace_s(one), gpus_per_node=gpus
+    )
     return BuiltJob(cfg=one, job=job, doc=doc, facts=facts)
 
 

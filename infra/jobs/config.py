@@ -25,7 +25,7 @@ PLATFORM_TRAINER_IMAGE = "trainer"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What the platform sets on every pod of a team job, and what torchrun and the Trainer set: a job's env may
 # not replace them (docs/platform/job-contract.md).
-RESERVED_ENV_PREFIXES = ("AIPLAT_", "PET_", "TORCHELASTIC_", "AWS_")
+RESERVED_ENV_PREFIXES = ("AIPLAT_", "PET_", "TORCHELASTIC_", "TORCH_ELASTIC_", "AWS_")
 RESERVED_ENV = frozenset(
     {
         "RANK",

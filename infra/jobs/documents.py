@@ -37,45 +37,108 @@ JOB_PATCH_MANAGER = "aiplat.io/job"  # the job file's own runtime patch (the pod
 # pkg/controller/constants/constants.go MaxExecTimeSecondsLabel; past it the Workload is deactivated).
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 TORCHRUN = "torchrun"
+# torchrun forwards SIGTERM to the ranks at once and kills them its shutdown timeout later: 30 s unless
+# TORCH_ELASTIC_SHUTDOWN_TIMEOUT says otherwise (torch 2.13 torch/distributed/launcher/api.py LaunchConfig;
+# a torchrun without the setting ignores the variable, where a flag would stop it). It is set to the
+# preemption window less this margin, so the ranks get the window and torchrun exits before SIGKILL.
+TORCHRUN_SHUTDOWN_ENV = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"
+TORCHRUN_EXIT_MARGIN_S = 5
 
 
-def job_command(spec: JobSpec, *, worker_restarts: int) -> tuple[list[str], list[str]]:
-    """(command, args) of the ``node`` container: under ``torchrun`` with the runtime's rendezvous, or the
-    job's argv as given (its first item the command, the rest args)."""
-    if spec.launcher is Launcher.torchrun:
-        restarts = spec.max_restarts if spec.max_restarts is not None else worker_restarts
-        return [TORCHRUN], [*t.rendezvous_args(worker_restarts=restarts), *spec.command]
-    return [spec.command[0]], list(spec.command[1:])
+@dataclass(frozen=True)
+class TeamJobSettings:
+    """What a team's TrainJob carries on the stack, whoever builds it (a job file, or the Kubeflow SDK in a
+    notebook: docs/how-to/kubeflow-sdk.md): its namespace, the runtime, the queue and priority labels, the
+    env contract, and torchrun's options for the runtime's rendezvous."""
+
+    name: str
+    namespace: str
+    runtime: str
+    labels: dict[str, str]
+    env: dict[str, str]
+    torchrun_args: list[str]
+    preemption_window_s: int
+
+
+def team_job_settings(
+    cfg: PlatformConfig,
+    *,
+    team: str,
+    name: str,
+    image: str | None = None,
+    data: str | None = None,
+    checkpoints: str | None = None,
+    priority: str | None = None,
+    max_restarts: int | None = None,
+    runtime_grace_s: int,
+    preemption_window_s: int | None = None,
+) -> TeamJobSettings:
+    """The settings of ``team``'s job ``name``: its namespace and LocalQueue at ``priority`` (default: the
+    team's), the env contract (``team_job_env``); for an ``image`` of the team's by digest, its digest as
+    AIPLAT_IMAGE_DIGEST (the runtime's is the trainer image's); its preemption window (default: the
+    runtime's pods' grace period, ``runtime_grace_s``), as AIPLAT_PREEMPTION_WINDOW_S when it differs, and
+    torchrun's shutdown timeout within it. KeyError for a team the stack lacks."""
+    training = cfg.training
+    if training is None:
+        raise ValueError("the stack has no training section")
+    names = team_names(team, cfg.teams[team].namespace)
+    env = team_job_env(cfg, team=team, job=name, data=data, checkpoints=checkpoints)
+    if image is not None and image != PLATFORM_TRAINER_IMAGE:
+        env[t.IMAGE_DIGEST_ENV] = t.image_digest(image)
+    window = runtime_grace_s if preemption_window_s is None else preemption_window_s
+    if window != runtime_grace_s:
+        env[t.PREEMPTION_WINDOW_ENV] = str(window)
+    env[TORCHRUN_SHUTDOWN_ENV] = str(max(window - TORCHRUN_EXIT_MARGIN_S, 1))
+    restarts = training.runtime.worker_restarts if max_restarts is None else max_restarts
+    return TeamJobSettings(
+        name=name,
+        namespace=names.namespace,
+        runtime=training.runtime.name,
+        labels=names.trainjob_labels(team_priority(cfg, team, priority)),
+        env=env,
+        torchrun_args=t.rendezvous_args(worker_restarts=restarts),
+        preemption_window_s=window,
+    )
 
 
 def job_trainjob(
-    cfg: PlatformConfig, spec: JobSpec, facts: InstanceFacts, *, gpus_per_node: int | None = None
+    cfg: PlatformConfig,
+    spec: JobSpec,
+    facts: InstanceFacts,
+    *,
+    runtime_grace_s: int,
+    gpus_per_node: int | None = None,
 ) -> dict[str, Any]:
     """The TrainJob of a job file's job on the stack's runtime: in the team's namespace and LocalQueue at
     its priority, created suspended for Kueue; the team's image by digest (the runtime's for
     ``image: trainer``, whose digest the runtime's AIPLAT_IMAGE_DIGEST already carries); the env contract
-    (``team_job_env``, the job's own env after it); the preemption window as the pods' grace period (a
+    (``team_job_settings``, the job's own env after it); the preemption window as the pods' grace period (a
     runtime patch) and AIPLAT_PREEMPTION_WINDOW_S; Kueue's and the Trainer's time limits. ``spec`` must have
     passed ``infra/jobs/rules.py`` (the team and priority exist)."""
-    training = cfg.training
-    if training is None:
-        raise ValueError("the stack has no training section")
-    names = team_names(spec.team, cfg.teams[spec.team].namespace)
-    labels = names.trainjob_labels(team_priority(cfg, spec.team, spec.priority))
+    job = team_job_settings(
+        cfg,
+        team=spec.team,
+        name=spec.name,
+        image=spec.image,
+        data=spec.data,
+        checkpoints=spec.checkpoints,
+        priority=spec.priority,
+        max_restarts=spec.max_restarts,
+        runtime_grace_s=runtime_grace_s,
+        preemption_window_s=spec.timeouts.preemption_window_s,
+    )
+    labels = dict(job.labels)
     if spec.timeouts.max_run_s is not None:
         labels[MAX_EXEC_TIME_LABEL] = str(spec.timeouts.max_run_s)
-    env = team_job_env(cfg, team=spec.team, job=spec.name, data=spec.data, checkpoints=spec.checkpoints)
-    image = None if spec.image == PLATFORM_TRAINER_IMAGE else spec.image
-    if image is not None:
-        env[t.IMAGE_DIGEST_ENV] = t.image_digest(image)  # replaces the runtime's (the trainer image's)
-    window = spec.timeouts.preemption_window_s
-    if window is not None:
-        env[t.PREEMPTION_WINDOW_ENV] = str(window)
-    command, args = job_command(spec, worker_restarts=training.runtime.worker_restarts)
+    env = dict(job.env)
+    if spec.launcher is Launcher.torchrun:
+        command, args = [TORCHRUN], [*job.torchrun_args, *spec.command]
+    else:
+        command, args = [spec.command[0]], list(spec.command[1:])
     doc = t.trainjob_document(
         name=spec.name,
-        namespace=names.namespace,
-        runtime=training.runtime.name,
+        namespace=job.namespace,
+        runtime=job.runtime,
         nodes=spec.nodes,
         procs_per_node=gpus_per_node or facts.gpu_count,
         command=command,
@@ -83,12 +146,12 @@ def job_trainjob(
         suspend=True,
         labels=labels,
         env={**env, **spec.env},
-        image=image,
+        image=None if spec.image == PLATFORM_TRAINER_IMAGE else spec.image,
     )
     if spec.timeouts.active_deadline_s is not None:
         doc["spec"]["activeDeadlineSeconds"] = spec.timeouts.active_deadline_s
-    if window is not None:
-        pod_spec = {"terminationGracePeriodSeconds": window}
+    if job.preemption_window_s != runtime_grace_s:
+        pod_spec = {"terminationGracePeriodSeconds": job.preemption_window_s}
         doc["spec"].setdefault("runtimePatches", []).append(
             {
                 "manager": JOB_PATCH_MANAGER,

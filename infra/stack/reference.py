@@ -125,10 +125,14 @@ def _section_model(field: FieldInfo) -> tuple[type[BaseModel] | None, str]:
 
 
 def _table(
-    model: type[BaseModel], path: str, out: list[str], nested: list[tuple[str, type[BaseModel]]]
+    model: type[BaseModel],
+    path: str,
+    out: list[str],
+    nested: list[tuple[str, type[BaseModel]]],
+    title: str | None = None,
 ) -> None:
     out += [
-        f"## `{path}`",
+        f"## {title or f'`{path}`'}",
         "",
         _doc(model),
         "",
@@ -137,7 +141,7 @@ def _table(
     ]
     for name, field in model.model_fields.items():
         sub, suffix = _section_model(field)
-        child = f"{path}.{name}{suffix}"
+        child = f"{path}.{name}{suffix}" if path else f"{name}{suffix}"
         meaning = " ".join((field.description or "").split())
         if sub is not None:
             nested.append((child, sub))
@@ -151,17 +155,23 @@ def _anchor(path: str) -> str:
     return "".join(c for c in path.lower() if c.isalnum() or c in "-_ ").replace(" ", "-")
 
 
-def config_reference() -> str:
-    """The whole reference as Markdown, one table per section, in schema order."""
-    out = [HEADER]
-    queue: list[tuple[str, type[BaseModel]]] = [(CONFIG_KEY, PlatformConfig)]
+def model_reference(header: str, model: type[BaseModel], root: str, title: str | None = None) -> str:
+    """A schema's reference as Markdown: ``header``, then one table per section, in schema order; ``root``
+    is the path of the top section (empty: a file of its own, keys from its top, its table ``title``)."""
+    out = [header]
+    queue: list[tuple[str, type[BaseModel]]] = [(root, model)]
     seen: set[str] = set()
     while queue:
-        path, model = queue.pop(0)
+        path, section = queue.pop(0)
         if path in seen:
             continue
         seen.add(path)
         nested: list[tuple[str, type[BaseModel]]] = []
-        _table(model, path, out, nested)
+        _table(section, path, out, nested, title if path == root else None)
         queue = nested + queue
     return "\n".join(out).rstrip() + "\n"
+
+
+def config_reference() -> str:
+    """The whole reference as Markdown, one table per section, in schema order."""
+    return model_reference(HEADER, PlatformConfig, CONFIG_KEY)

@@ -200,8 +200,9 @@ class RuntimeRef(Strict):
 
 class Trainer(Strict):
     numNodes: Annotated[int, Field(ge=1)]
-    # int32 since v2.2 (v2.1 took "auto"/"cpu"/"gpu" strings)
-    numProcPerNode: Annotated[int, Field(ge=1)]
+    # int32 since v2.2 (v2.1 took "auto"/"cpu"/"gpu" strings); optional (the torch runtime's default is
+    # auto: one process per GPU); ours always set it, a Kubeflow SDK job does not
+    numProcPerNode: Annotated[int, Field(ge=1)] | None = None
     image: Annotated[str, Field(min_length=1, max_length=500)] | None = None
     args: Annotated[list[str], Field(max_length=128)] = []
     command: Annotated[list[str], Field(max_length=128)] | None = None

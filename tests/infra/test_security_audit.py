@@ -81,7 +81,8 @@ def _writer_roles(plan: Plan) -> dict[str, RecordedResource]:
     return {
         r.name: r
         for r in plan.by_type("aws:iam/rolePolicy:RolePolicy")
-        if r.name == "pod-roles-trainer-policy" or (r.name.startswith("team-") and r.name.endswith("-policy"))
+        if r.name == "pod-roles-trainer-policy"
+        or r.name in {f"team-{t}-role-policy" for t in plan.config.get("teams", {})}
     }
 
 

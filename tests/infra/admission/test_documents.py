@@ -275,3 +275,111 @@ def test_trainjob_expressions_name_only_fields_the_crd_has() -> None:
         # container fields read through the patches' containers (c.<field>) exist in the container patch
         if "containers" in used:
             assert set(re.findall(r"\bc\.(\w+)", v["expression"])) <= PATCH_CONTAINER_FIELDS
+
+
+# -- team repositories ------------------------------------------------------------------------------------
+
+TEAM_RULES = AdmissionRules(
+    account_id="123456789012",
+    region="us-east-1",
+    ecr_namespace="aiplat-prod",
+    publisher_namespace="release-publisher",
+    publisher_service_account="publisher",
+    trainer_service_account="trainer",
+    team_namespaces={"team-research": "research", "vision-ns": "vision"},
+)
+TEAM_POLICIES = {
+    o["metadata"]["name"]: o
+    for o in admission_objects(TEAM_RULES)
+    if o["kind"] == "ValidatingAdmissionPolicy"
+}
+REGISTRY = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+RESEARCH_IMAGE = f"{REGISTRY}/aiplat-prod/teams/research/byo-llama" + DIGEST
+VISION_IMAGE = f"{REGISTRY}/aiplat-prod/teams/vision/detector" + DIGEST
+TEAM_MESSAGE = (
+    f"an image of a team's repositories ({REGISTRY}/aiplat-prod/teams/<team>/) runs only in that team's "
+    "namespace; push it to the repositories of the team whose namespace runs it"
+)
+
+
+def team_refused(policy: str, obj: dict[str, Any], namespace: str) -> list[str]:
+    env = celpy.Environment()
+    activation = {
+        "object": celpy.json_to_cel(obj),
+        "request": celpy.json_to_cel({"namespace": namespace, "operation": "CREATE"}),
+    }
+    out = []
+    for v in TEAM_POLICIES[policy]["spec"]["validations"]:
+        result = env.program(env.compile(v["expression"])).evaluate(activation)
+        assert isinstance(result, celpy.celtypes.BoolType), (v["expression"], result)
+        if not result:
+            out.append(v["message"])
+    return out
+
+
+@pytest.mark.parametrize(
+    ("image", "namespace"),
+    [
+        (RESEARCH_IMAGE, "team-research"),  # the team's own, in its namespace
+        (VISION_IMAGE, "vision-ns"),  # a team whose namespace the config names
+        (OURS, "team-research"),  # the platform's, in a team namespace
+        (OURS, "training"),  # the platform's, elsewhere
+    ],
+)
+def test_a_teams_images_run_in_its_namespace(image: str, namespace: str) -> None:
+    p = pod()
+    p["spec"]["containers"][0]["image"] = image
+    assert team_refused("aiplat-workload-images", p, namespace) == []
+    assert team_refused("aiplat-trainjobs", trainjob(image=image), namespace) == []
+
+
+@pytest.mark.parametrize(
+    ("image", "namespace"),
+    [
+        (VISION_IMAGE, "team-research"),  # another team's repository
+        (RESEARCH_IMAGE, "vision-ns"),
+        (RESEARCH_IMAGE, "training"),  # the platform's trainer namespace runs no team's image
+        (RESEARCH_IMAGE, "release-publisher"),
+        (f"{REGISTRY}/aiplat-prod/teams/nobody/x" + DIGEST, "team-research"),  # a team the stack lacks
+    ],
+)
+@pytest.mark.parametrize("where", ["containers", "initContainers", "volumes"])
+def test_a_teams_images_are_refused_elsewhere(image: str, namespace: str, where: str) -> None:
+    p = pod()
+    if where == "containers":
+        p["spec"]["containers"][0]["image"] = image
+    elif where == "volumes":
+        p["spec"]["volumes"] = [{"name": "model", "image": {"reference": image}}]
+    else:
+        p["spec"][where] = [{"name": "x", "image": image}]
+    # in the stack's registry by digest (the first rule holds), but not this namespace's team
+    assert team_refused("aiplat-workload-images", p, namespace) == [TEAM_MESSAGE]
+
+
+@pytest.mark.parametrize(
+    ("image", "namespace", "messages"),
+    [
+        (VISION_IMAGE, "team-research", ["spec.trainer.image: " + TEAM_MESSAGE]),
+        (
+            f"{REGISTRY}/aiplat-prod/teams/research/byo-llama:v1",  # the team's own, by tag
+            "team-research",
+            ["spec.trainer.image comes from the stack's ECR repositories by digest"],
+        ),
+    ],
+)
+def test_a_trainjob_with_another_teams_image_or_a_tag_is_refused(
+    image: str, namespace: str, messages: list[str]
+) -> None:
+    assert team_refused("aiplat-trainjobs", trainjob(image=image), namespace) == messages
+    # so are the pods it would start
+    p = pod()
+    p["spec"]["containers"][0]["image"] = image
+    assert team_refused("aiplat-workload-images", p, namespace) != []
+
+
+def test_a_patched_image_volume_of_another_team_is_refused() -> None:
+    job = trainjob({"volumes": [{"name": "m", "image": {"reference": VISION_IMAGE}}]})
+    [message] = team_refused("aiplat-trainjobs", job, "team-research")
+    assert "images from outside the stack's ECR repositories" in message
+    ok = trainjob({"volumes": [{"name": "m", "image": {"reference": RESEARCH_IMAGE}}]})
+    assert team_refused("aiplat-trainjobs", ok, "team-research") == []

@@ -35,6 +35,8 @@ def _team_roles(plan: Plan) -> dict[str, tuple[dict, dict]]:
         if not role.name.startswith("team-"):
             continue
         trust = json.loads(role.inputs["assumeRolePolicy"])
+        if "Federated" not in trust["Statement"][0]["Principal"]:
+            continue  # not a pod role (the team's CI role: tests/infra/queueing/test_registry.py)
         policy = json.loads(plan.one(POLICY, f"{role.name}-policy").inputs["policy"])
         (sub,) = [
             v for k, v in trust["Statement"][0]["Condition"]["StringEquals"].items() if k.endswith(":sub")
