@@ -75,7 +75,7 @@ promtool:
 	@promtool --version | head -1
 
 lint-docker: $(VENV)/.dev
-	$(BIN)/hadolint images/*/Dockerfile
+	$(BIN)/hadolint images/*/Dockerfile examples/*/Dockerfile
 
 # Two CPU ranks (gloo) under the launcher against a local S3 (a moto server the tool starts and stops);
 # checkpoints to s3://local-ckpt/debug, Prometheus metrics on :9400 (rank 0) and :9401 (rank 1).

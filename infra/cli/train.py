@@ -292,6 +292,44 @@ def runtime_grace_s(cfg: PlatformConfig) -> int:
     return grace_period_s(settings["runtime"].shutdown_window_s, cfg.training.runtime.grace_margin_s)
 
 
+def team_job(
+    stack: str,
+    *,
+    team: str,
+    name: str,
+    image: str | None = None,
+    data: str | None = None,
+    checkpoints: str | None = None,
+    priority: str | None = None,
+    stacks_dir: Path | None = None,
+) -> jobs_documents.TeamJobSettings:
+    """What a TrainJob of ``team`` on ``stack`` carries when something other than a job file builds it (the
+    Kubeflow SDK in a notebook, docs/how-to/kubeflow-sdk.md): its namespace, the runtime, the queue and
+    priority labels, the env contract and torchrun's options. ``image`` (the team's, by digest) is checked
+    as a job file's is; ``ConfigErrors`` otherwise."""
+    cfg = load_stack_config(stack, stacks_dir)
+    if cfg.training is None:
+        raise ConfigErrors([ConfigError(f"{CONFIG_KEY}.training", "the stack has no training section")])
+    if team not in cfg.teams:
+        raise ConfigErrors(
+            [ConfigError("team", f"{team!r} is not a team", f"use one of {sorted(cfg.teams)}")]
+        )
+    if image is not None:
+        problems = job_rules.image_problems(cfg, team, image, cfg.security.account.id)
+        if problems:
+            raise ConfigErrors(problems)
+    return jobs_documents.team_job_settings(
+        cfg,
+        team=team,
+        name=name,
+        image=image,
+        data=data,
+        checkpoints=checkpoints,
+        priority=priority,
+        runtime_grace_s=runtime_grace_s(cfg),
+    )
+
+
 @dataclass(frozen=True)
 class BuiltJob:
     """A job file's job, checked against the stack, and its TrainJob."""

@@ -15,7 +15,7 @@ from infra.io.stackfiles import load_stack_config
 from infra.training.documents.runtime import OBSOLETE_ENV
 from tests.conftest import REPO, STACKS
 
-DOCKERFILES = sorted(REPO.glob("images/*/Dockerfile"))
+DOCKERFILES = sorted([*REPO.glob("images/*/Dockerfile"), *REPO.glob("examples/*/Dockerfile")])
 TRAINER = REPO / "images/trainer/Dockerfile"
 # AWS's EFA installer signing key (EC2 user guide, "Get started with EFA and NCCL", step 5)
 AWS_EFA_KEY = "4E90 91BC BB97 A96B 26B1 5E59 A054 80B1 DD2D 3CCC".replace(" ", "")

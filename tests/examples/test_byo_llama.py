@@ -1,0 +1,80 @@
+"""examples/byo-llama: its requirements repeat the repository's pins (one pin per library, the versions
+the tests run), and its Dockerfile builds on the platform trainer image's base by digest, installs those
+requirements, verifies the EFA installer as the trainer image does and runs as a numeric non-root user."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+from tests.conftest import REPO
+
+EXAMPLE = REPO / "examples/byo-llama"
+TRAINER_DOCKERFILE = REPO / "images/trainer/Dockerfile"
+PIN = re.compile(r"^([A-Za-z0-9_.-]+)(\[[^\]]*\])?==([^\s;]+)$")
+
+
+def _pins(lines: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = PIN.match(line)
+        assert m, f"not an exact pin: {line!r}"
+        name = m[1].lower().replace("_", "-")
+        assert name not in out, f"{name} pinned twice"
+        out[name] = m[3]
+    return out
+
+
+def _repository_pins() -> dict[str, str]:
+    """Every pin of pyproject.toml's extras (trainer, dev, inference, ...): the versions the tests run."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    out: dict[str, str] = {}
+    for deps in extras.values():
+        for name, version in _pins([d for d in deps if "==" in d]).items():
+            assert out.get(name, version) == version, f"{name}: two pins in pyproject.toml"
+            out[name] = version
+    return out
+
+
+def test_requirements_repeat_the_repositorys_pins() -> None:
+    example = _pins((EXAMPLE / "requirements.txt").read_text().splitlines())
+    repo = _repository_pins()
+    # what train.py imports, besides the standard library (CONTRACTS: torch, transformers, safetensors, boto3)
+    assert {"torch", "transformers", "safetensors", "boto3"} <= set(example)
+    for name, version in example.items():
+        assert name in repo, (
+            f"{name} is not pinned in pyproject.toml: pin it there first (one pin per library)"
+        )
+        assert version == repo[name], f"{name}: {version} here, {repo[name]} in pyproject.toml"
+
+
+def _arg(text: str, name: str) -> str:
+    [value] = re.findall(rf"^ARG {name}=(\S+)$", text, flags=re.M)
+    return value
+
+
+def test_the_dockerfile_pins_its_base_and_installs_the_requirements() -> None:
+    text = (EXAMPLE / "Dockerfile").read_text()
+    base = _arg(text, "BASE_IMAGE")
+    assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", base), base
+    # the same base, digest and CUDA wheel index as the platform's trainer image (one source for the digest)
+    trainer = TRAINER_DOCKERFILE.read_text()
+    assert base == _arg(trainer, "BASE_IMAGE")
+    assert _arg(text, "TORCH_INDEX_URL") == _arg(trainer, "TORCH_INDEX_URL")
+    assert "FROM ${BASE_IMAGE}" in text and "must be pinned by digest" in text
+    assert "COPY requirements.txt /app/requirements.txt" in text
+    assert "pip install --no-cache-dir -r /app/requirements.txt" in text and "pip check" in text
+
+
+def test_the_dockerfile_verifies_efa_and_runs_as_non_root() -> None:
+    text = (EXAMPLE / "Dockerfile").read_text()
+    trainer = TRAINER_DOCKERFILE.read_text()
+    for arg in ("EFA_INSTALLER_VERSION", "EFA_KEY_FINGERPRINT"):
+        assert _arg(text, arg) == _arg(trainer, arg)
+    assert re.search(r"gpg .*--verify .*\.sig", text) and "VALIDSIG" in text and "--check-signatures" in text
+    users = re.findall(r"^USER (\S+)$", text, flags=re.M)
+    # the pods run with runAsNonRoot: the kubelet can only verify a numeric user
+    assert users and re.fullmatch(r"[1-9][0-9]*(:[0-9]+)?", users[-1]), users

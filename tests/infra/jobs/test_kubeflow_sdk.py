@@ -1,0 +1,140 @@
+"""The Kubeflow SDK (PyPI ``kubeflow``, pinned in the dev extra) against the platform, as a notebook uses it
+(docs/how-to/kubeflow-sdk.md): connected with an EKS token (``infra.io.kube_jobs.connect``, moto for EKS
+and STS), a ``CustomTrainerContainer`` with the team's image and settings on the stack's runtime, sent to
+a local stand-in for the API server (tests/support/fake_kube.py) that serves the plan's
+ClusterTrainingRuntime. What the SDK sent is checked against the Trainer CRD model and the Kubernetes
+schema, the plan's admission policies (the TrainJob and the pod the Trainer would build from it) and the
+plan's Kueue objects (queue, priority class, flavor, quota)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubeflow.trainer import CustomTrainerContainer, KubernetesBackendConfig, TrainerClient
+from kubeflow.trainer.options.common import Name
+from kubeflow.trainer.options.kubernetes import Labels, TrainerArgs, TrainerCommand
+
+from infra.cli.train import team_job
+from infra.io.kube_jobs import connect
+from infra.io.kube_validate import validate_manifest
+from infra.io.stackfiles import load_stack_config
+from infra.plan.runner import Plan
+from tests.infra.cli.test_train_jobs import _cluster
+from tests.support.fake_kube import FakeKube
+from tests.support.trainjobs import admission_refusals, effective_pod, kueue_problems, plan_runtime
+from trainer.tools.moto_server import MotoServer
+
+STACK = "prod-us-train"
+CFG = load_stack_config(STACK)
+TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
+REGISTRY = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+IMAGE = f"{REGISTRY}/aiplat-prod/teams/research/byo-llama@sha256:" + "7c" * 32
+POD_POLICIES = ("aiplat-workload-images", "aiplat-publisher-identity", "aiplat-team-pods")
+
+
+@pytest.fixture(scope="module")
+def plan(plan_stack) -> Plan:
+    return plan_stack(STACK)
+
+
+@pytest.fixture
+def api(plan: Plan, moto_s3: MotoServer) -> Iterator[tuple[FakeKube, Any]]:
+    """The API server stand-in serving the plan's runtime, and a client configuration as a notebook gets
+    it: an EKS token from the caller's AWS credentials, the endpoint and CA from eks:DescribeCluster."""
+    fake = FakeKube().start()
+    fake.put(f"{TRAINER}/clustertrainingruntimes", plan_runtime(plan))
+    _cluster(moto_s3, fake.url)
+    cluster = connect(moto_s3.client("eks", CFG.region), moto_s3.client("sts", CFG.region), CFG.names.cluster)
+    yield fake, cluster.api.configuration
+    fake.stop()
+
+
+def submit(configuration: Any, image: str, name: str = "llama-nb-1") -> dict[str, Any]:
+    """A notebook's submission: the team's settings, then the SDK's own objects; returns the job settings'
+    namespace-qualified TrainJob name."""
+    job = team_job(STACK, team="research", name=name, data="byo-llama/corpus")
+    client = TrainerClient(
+        backend_config=KubernetesBackendConfig(namespace=job.namespace, client_configuration=configuration)
+    )
+    created = client.train(
+        runtime=job.runtime,
+        trainer=CustomTrainerContainer(
+            image=image, num_nodes=2, env={**job.env, "AIPLAT_IMAGE_DIGEST": image.split("@")[1]}
+        ),
+        options=[
+            Name(job.name),
+            Labels(job.labels),
+            TrainerCommand(["torchrun"]),
+            TrainerArgs([*job.torchrun_args, "/app/train.py"]),
+        ],
+    )
+    return {"name": created, "namespace": job.namespace, "env": job.env}
+
+
+def _sent(fake: FakeKube, namespace: str) -> dict[str, Any]:
+    [post] = fake.sent("POST")
+    assert post.path == f"{TRAINER}/namespaces/{namespace}/trainjobs"
+    assert post.auth.startswith("Bearer k8s-aws-v1.")  # the EKS token, not a kubeconfig
+    doc = dict(post.body)
+    # the API server takes the namespace from the path
+    doc["metadata"] = {**doc["metadata"], "namespace": namespace}
+    return doc
+
+
+def test_a_trainjob_built_by_the_kubeflow_sdk_passes_the_platform(api, plan: Plan) -> None:
+    fake, configuration = api
+    out = submit(configuration, IMAGE)
+    doc = _sent(fake, out["namespace"])
+    assert out["name"] == doc["metadata"]["name"] == "llama-nb-1"
+    # the SDK read the runtime it was given, cluster-scoped (after looking for a namespaced one)
+    assert [r.path for r in fake.sent("GET", "trainingruntimes")][
+        -1
+    ] == f"{TRAINER}/clustertrainingruntimes/aiplat-torch"
+    assert doc["spec"]["runtimeRef"] == {"kind": "ClusterTrainingRuntime", "name": "aiplat-torch"}
+    # the Trainer CRD model and the Kubernetes schema; then the pod the Trainer makes of it
+    assert validate_manifest(doc, CFG.cluster.kubernetes_version) == []
+    pod = effective_pod(plan_runtime(plan), doc)
+    assert validate_manifest(pod, CFG.cluster.kubernetes_version) == []
+    # the plan's admission policies let both through in the team's namespace
+    assert admission_refusals(plan, doc, "team-research", "aiplat-trainjobs") == []
+    assert admission_refusals(plan, pod, "team-research", *POD_POLICIES) == []
+    # Kueue's selection: the team's LocalQueue, a priority class, the pool's flavor, within the quota
+    assert doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "research"
+    assert kueue_problems(plan, doc, pod) == []
+    # the env contract reached the pods, with the image's digest for the records
+    [node] = [c for c in pod["spec"]["containers"] if c["name"] == "node"]
+    env = {e["name"]: e.get("value") for e in node["env"]}
+    assert {k: env[k] for k in out["env"]} == out["env"]
+    assert env["AIPLAT_IMAGE_DIGEST"] == IMAGE.split("@")[1] and node["image"] == IMAGE
+    assert env["AIPLAT_DATA_URI"].endswith("/research/byo-llama/corpus/")
+
+
+def test_the_sdk_with_another_teams_image_is_refused_at_admission(api, plan: Plan) -> None:
+    fake, configuration = api
+    theirs = IMAGE.replace("/teams/research/", "/teams/production/")
+    submit(configuration, theirs)  # the SDK sends it: the API server's admission is what refuses it
+    doc = _sent(fake, "team-research")
+    [refused] = admission_refusals(plan, doc, "team-research", "aiplat-trainjobs")
+    assert "an image of a team's repositories" in refused
+    # the settings helper refuses it before anything is sent
+    with pytest.raises(Exception, match="is team 'production''s repository"):
+        team_job(STACK, team="research", name="x", image=theirs)
+
+
+def test_kueue_would_not_admit_more_than_the_team_can_get(api, plan: Plan) -> None:
+    fake, configuration = api
+    job = team_job(STACK, team="research", name="too-big")
+    client = TrainerClient(
+        backend_config=KubernetesBackendConfig(namespace=job.namespace, client_configuration=configuration)
+    )
+    client.train(
+        runtime=job.runtime,
+        trainer=CustomTrainerContainer(image=IMAGE, num_nodes=4, env=job.env),
+        options=[Name(job.name), Labels(job.labels)],
+    )
+    doc = _sent(fake, job.namespace)
+    problems = kueue_problems(plan, doc, effective_pod(plan_runtime(plan), doc))
+    # research: 8 GPUs nominal, borrowing at most 16: 4 nodes x 8 is more than it can ever get
+    assert "4 x nvidia.com/gpu 8 is more than team-research can get (24)" in problems
