@@ -544,3 +544,89 @@ def test_help(command: str, capsys) -> None:
     assert exc.value.code == 0
     out = " ".join(capsys.readouterr().out.split())  # argparse wraps the description
     assert f"aiplat train {command}" in out and "7 no cluster access" in out
+
+
+# -- submit -f: a job file ----------------------------------------------------------------------------------
+
+
+def _pushed(aws: MotoServer, repository: str) -> str:
+    """An image pushed to ``repository`` in the emulated ECR; its digest (ECR's, of the manifest)."""
+    ecr = aws.client("ecr", CFG.region)
+    ecr.create_repository(repositoryName=repository)
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {
+            "mediaType": "application/vnd.docker.container.image.v1+json",
+            "size": 2,
+            "digest": DIGEST,
+        },
+        "layers": [],
+    }
+    put = ecr.put_image(repositoryName=repository, imageManifest=json.dumps(manifest), imageTag="v1")
+    return put["image"]["imageId"]["imageDigest"]
+
+
+def _job_file(tmp_path: Path, image: str) -> Path:
+    raw = yaml.safe_load((REPO / "examples/byo-llama/job.yaml").read_text())
+    raw["image"] = image
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_submit_a_job_file_with_the_teams_pushed_image(
+    moto_s3: MotoServer, cluster: FakeKube, capsys, tmp_path: Path
+) -> None:
+    repository = "aiplat-prod/teams/research/byo-llama"
+    digest = _pushed(moto_s3, repository)
+    image = f"123456789012.dkr.ecr.{CFG.region}.amazonaws.com/{repository}@{digest}"
+    path = _job_file(tmp_path, image)
+    code = main(["train", "submit", "-s", STACK, "-f", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    [sent] = cluster.sent("POST")
+    assert sent.path == trainjobs("team-research")
+    doc = sent.body
+    # what render prints, queued and annotated
+    assert main(["train", "render", "-s", STACK, "-f", str(path)]) == 0
+    rendered = yaml.safe_load(capsys.readouterr().out)
+    assert doc["spec"]["trainer"] == rendered["spec"]["trainer"]
+    assert doc["spec"]["trainer"]["image"] == image
+    meta = doc["metadata"]
+    assert meta["annotations"][jobs.IMAGE_DIGEST] == digest  # the job's image, not the runtime's
+    assert meta["annotations"][jobs.CONFIG_SHA256] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert meta["annotations"][jobs.SUBMITTED_BY].endswith(":user/moto")
+    assert meta["labels"]["aiplat.io/team"] == "research" and doc["spec"]["suspend"] is True
+    managers = [p["manager"] for p in doc["spec"]["runtimePatches"]]
+    assert managers == [jobs.JOB_PATCH_MANAGER, jobs.SUBMIT_PATCH_MANAGER]
+    assert validate_manifest(doc, CFG.cluster.kubernetes_version) == []
+    assert "submitted team-research/byo-llama-ft to queue research" in out and digest in out
+
+
+def test_submit_refuses_a_job_file_whose_image_was_never_pushed(
+    moto_s3: MotoServer, cluster: FakeKube, capsys, tmp_path: Path
+) -> None:
+    repository = "aiplat-prod/teams/research/byo-llama"
+    _pushed(moto_s3, repository)
+    missing = "sha256:" + "ee" * 32
+    path = _job_file(tmp_path, f"123456789012.dkr.ecr.{CFG.region}.amazonaws.com/{repository}@{missing}")
+    code = main(["train", "submit", "-s", STACK, "-f", str(path)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert f"job.yaml: image: {repository} has no image {missing} (ecr:DescribeImages)" in err
+    assert cluster.requests == []  # refused before the cluster is called
+
+
+def test_submit_refuses_a_job_files_image_of_another_account(
+    moto_s3: MotoServer, cluster: FakeKube, capsys, tmp_path: Path
+) -> None:
+    path = _job_file(
+        tmp_path,
+        f"210987654321.dkr.ecr.{CFG.region}.amazonaws.com/aiplat-prod/teams/research/byo-llama@{DIGEST}",
+    )
+    code = main(["train", "submit", "-s", STACK, "-f", str(path)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "is in account 210987654321, but the stack's registry is account 123456789012's" in err
+    assert cluster.requests == []

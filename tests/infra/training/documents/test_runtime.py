@@ -182,6 +182,38 @@ def test_runtime_pod_knows_itself_its_queue_and_where_its_log_lands() -> None:
     assert _expand(values["AIPLAT_LOG_STREAM"], seen) == container_log_stream("exp-node-0-1-abcde", "node")
 
 
+def test_runtime_pod_knows_its_attempt_its_window_cache_and_ports() -> None:
+    """The job contract's runtime part (docs/platform/job-contract.md), on every pod of every job."""
+    pod = _pod(_runtime())
+    (node,) = pod["containers"]
+    fields = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in node["env"] if "valueFrom" in e}
+    values = {e["name"]: e["value"] for e in node["env"] if "value" in e}
+    names = [e["name"] for e in node["env"]]
+    # the attempt: JobSet's restart count (the label its controller puts on every pod) and the pod's UID
+    assert fields["AIPLAT_RESTART_ATTEMPT"] == "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"
+    assert fields["AIPLAT_POD_UID"] == "metadata.uid"
+    seen = {"AIPLAT_RESTART_ATTEMPT": "2", "AIPLAT_POD_UID": "0b1c"}
+    assert _expand(values["AIPLAT_ATTEMPT_ID"], seen) == "2-0b1c"
+    assert names.index("AIPLAT_ATTEMPT_ID") > max(names.index(n) for n in seen)  # defined after its parts
+    # the preemption window is the grace period the pods get; the cache and the scraped ports are the pod's
+    assert values["AIPLAT_PREEMPTION_WINDOW_S"] == str(pod["terminationGracePeriodSeconds"])
+    mounts = {m["name"]: m["mountPath"] for m in node["volumeMounts"]}
+    assert values["AIPLAT_CACHE_DIR"] == mounts["data-cache"]
+    assert int(values["AIPLAT_METRICS_PORT_BASE"]) == node["ports"][0]["containerPort"]
+
+
+def test_a_teams_run_of_the_bundled_trainer_gets_the_team_contract() -> None:
+    cfg = load_stack_config("prod-us-train")
+    doc = stack.run_trainjob(cfg, "gpt2-124m", cfg.training.runs["gpt2-124m"], facts("p5.48xlarge"))
+    env = {e["name"]: e["value"] for e in doc["spec"]["trainer"]["env"]}
+    args = doc["spec"]["trainer"]["args"]
+    # the variables say where the trainer reads and checkpoints: the same URIs as its own overrides
+    assert f"checkpoint.uri={env['AIPLAT_CHECKPOINT_URI'].rstrip('/')}" in args
+    assert f"data.source={env['AIPLAT_DATA_URI'].rstrip('/')}" in args
+    assert env["AIPLAT_TEAM"] == "production"
+    assert env["AIPLAT_OUTPUT_URI"] == "s3://aiplat-prod-us-east-1-checkpoints/production/outputs/gpt2-124m/"
+
+
 def test_runtime_validates_against_the_crd_model_and_kubernetes() -> None:
     assert validate_manifest(_runtime(), "1.35") == []
 
