@@ -62,7 +62,8 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
         help="the teams' TrainJobs: queue state, position, nodes, age, last checkpoint",
         description="Every TrainJob of the stack's teams (or one team): admitted or waiting and why (the "
         "Kueue Workload's conditions), position in the LocalQueue, nodes, age, the last committed "
-        "checkpoint step. Exit 0; 6 AWS credentials; 7 no cluster access; 8 unknown team.",
+        "checkpoint step; with --json also the GPU hours it was admitted for (every admission) and the "
+        "image digest it was submitted with. Exit 0; 6 AWS credentials; 7 no cluster access; 8 unknown team.",
     )
     add_stack_selection(ls, many=False)
     ls.add_argument("--team", help="only this team's jobs")

@@ -315,6 +315,8 @@ class JobRow:
     waited_s: int | None  # from creation to admission
     last_checkpoint_step: int | None
     submitted_by: str
+    image_digest: str  # the aiplat.io/image-digest annotation: the image the job runs
+    gpu_hours: float | None  # GPU time admitted so far, every admission counted (``gpu_hours``)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -341,6 +343,29 @@ def job_state(trainjob: dict[str, Any], workload: dict[str, Any] | None) -> tupl
     if reserved is not None:
         return "waiting", f"{reserved.get('reason', '')}: {reserved.get('message', '')}".strip(": ")
     return "waiting", "not evaluated by Kueue yet"
+
+
+def gpu_hours(trainjob: dict[str, Any], workload: dict[str, Any] | None, now: datetime) -> float | None:
+    """The GPU hours a job has held: the time its Kueue Workload was admitted, over every admission
+    (``status.accumulatedPastExecutionTimeSeconds``, which Kueue adds each admission to when it ends, plus the
+    current one, up to its end when the Workload finished), times nodes times GPUs (processes) per node.
+    None before any admission, or without numProcPerNode (a TrainJob that leaves it to the runtime).
+    Kueue v0.19.2 apis/kueue/v1beta2/workload_types.go, pkg/workload/admissionchecks.go."""
+    trainer = trainjob.get("spec", {}).get("trainer", {})
+    per_node = trainer.get("numProcPerNode")
+    if workload is None or not isinstance(per_node, int):
+        return None
+    seconds = float(workload.get("status", {}).get("accumulatedPastExecutionTimeSeconds") or 0)
+    admitted = _true(workload, "Admitted")
+    if admitted is not None:
+        since = _parse_time(admitted.get("lastTransitionTime"))
+        finished = _true(workload, "Finished")
+        until = _parse_time(finished.get("lastTransitionTime")) if finished else now
+        if since is not None and until is not None:
+            seconds += max((until - since).total_seconds(), 0)
+    if seconds == 0 and admitted is None:
+        return None
+    return round(seconds * int(trainer.get("numNodes", 1)) * per_node / 3600, 3)
 
 
 def job_row(
@@ -381,4 +406,6 @@ def job_row(
         waited_s=int((admitted_at - created).total_seconds()) if admitted_at and created else None,
         last_checkpoint_step=last_step,
         submitted_by=(meta.get("annotations", {}) or {}).get(SUBMITTED_BY, ""),
+        image_digest=(meta.get("annotations", {}) or {}).get(IMAGE_DIGEST, ""),
+        gpu_hours=gpu_hours(trainjob, workload, now),
     )

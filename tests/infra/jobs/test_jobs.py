@@ -120,3 +120,24 @@ def test_a_job_kueue_has_not_seen_is_not_queued() -> None:
         "status": {"conditions": [_cond("Failed", "True", "BackoffLimitExceeded", "rank 3 failed")]},
     }
     assert jobs.job_state(failed, None) == ("failed", "rank 3 failed")
+
+
+def test_gpu_hours_count_every_admission() -> None:
+    from datetime import UTC, datetime
+
+    job = {"metadata": {"name": "x"}, "spec": {"trainer": {"numNodes": 2, "numProcPerNode": 8}}}
+    admitted = {**_cond("Admitted", "True", "Admitted"), "lastTransitionTime": "2026-12-02T01:00:00Z"}
+    finished = {**_cond("Finished", "True", "Succeeded"), "lastTransitionTime": "2026-12-02T01:30:00Z"}
+    later = datetime(2026, 12, 2, 3, 0, tzinfo=UTC)
+    # an hour in earlier admissions (Kueue's accumulated time) plus the half hour of the last one
+    done = {"status": {"accumulatedPastExecutionTimeSeconds": 3600, "conditions": [admitted, finished]}}
+    assert jobs.gpu_hours(job, done, later) == 2 * 8 * 1.5
+    # still running: up to now
+    running = {"status": {"conditions": [admitted]}}
+    assert jobs.gpu_hours(job, running, datetime(2026, 12, 2, 1, 15, tzinfo=UTC)) == 2 * 8 * 0.25
+    # evicted and waiting again: what it had
+    waiting = {"status": {"accumulatedPastExecutionTimeSeconds": 900, "conditions": []}}
+    assert jobs.gpu_hours(job, waiting, later) == 2 * 8 * 0.25
+    # never admitted, or a TrainJob that left the processes per node to the runtime: not known
+    assert jobs.gpu_hours(job, {"status": {"conditions": []}}, later) is None
+    assert jobs.gpu_hours({"spec": {"trainer": {"numNodes": 2}}}, done, later) is None
