@@ -172,16 +172,16 @@ def _expected(decisions: dict[str, dict[str, str]], matrix) -> dict[str, dict[st
         allowed, guarded, *rest = matrix.get(name, REPLICA_WRITE)
         exempt_only = rest[0] if rest else set()
 
-        def want(who: str, by_who: dict[str, str] = by_who) -> str:
-            if who in allowed:
-                return "allow"
-            if who in exempt_only:
-                return "implicit"
-            if guarded:
-                return "deny"
-            return by_who[who] if by_who[who] != "allow" else "not allowed"
-
-        out[name] = {who: want(who) for who in by_who}
+        out[name] = {
+            who: "allow"
+            if who in allowed
+            else "implicit"
+            if who in exempt_only
+            else "deny"
+            if guarded
+            else (by_who[who] if by_who[who] != "allow" else "not allowed")
+            for who in by_who
+        }
     return out
 
 
