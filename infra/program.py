@@ -132,6 +132,9 @@ def program(
     ctx = dataclasses.replace(ctx, facts=facts)
     report(run_rules(Phase.plan, ctx, requiring=Need.facts), on_finding)
 
+    # The images' build-context tags; a missing Dockerfile or an unpinned base image is refused here, before
+    # any resource.
+    tags = {r: (t.tag, t.platform) for r, t in image_tags(cfg, facts.instances).items()}
     account = account_facts(provider)
     report(account_findings(cfg, account.account_id), on_finding)
     stack = StackContext(cfg=cfg, facts=facts, account=account, provider=provider)
@@ -150,7 +153,6 @@ def program(
         stack, data_key_arn=keys.data_key_arn, break_glass_role_name=guard.break_glass_role_name
     )
     # The trainer (and inference) images, built into the registry's repositories, by digest.
-    tags = {r: (t.tag, t.platform) for r, t in image_tags(cfg, facts.instances).items()}
     images = wire_images(stack, storage, tags)
     wire_audit(stack, keys, storage)
     wire_region_settings(stack)
