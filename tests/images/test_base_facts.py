@@ -16,7 +16,11 @@ from infra.core import dockerfiles
 from tests.conftest import REPO
 
 FACTS = yaml.safe_load((Path(__file__).parent / "base_images.yaml").read_text())["images"]
-DOCKERFILES = sorted(p.relative_to(REPO).as_posix() for p in REPO.glob("images/*/Dockerfile"))
+# the stacks' images and the examples' (a team's own image, examples/byo-llama)
+DOCKERFILES = sorted(
+    p.relative_to(REPO).as_posix()
+    for p in [*REPO.glob("images/*/Dockerfile"), *REPO.glob("examples/*/Dockerfile")]
+)
 REQUIRES_PYTHON = SpecifierSet(
     tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
 )

@@ -56,9 +56,15 @@ def _principals(iam: PlanIam, plan: Plan) -> dict[str, Principal]:
         if any(n.endswith(suffix) for n in iam.roles):
             role = iam.role(suffix)
             out[who] = Principal(who, role.arn, role.statements)
-    for name, role in iam.roles.items():
-        if name.startswith("team-") and name.endswith("-role"):
-            out[name.removesuffix("-role")] = Principal(name, role.arn, role.statements)
+    for team in plan.config.get("teams", {}):
+        # the team's pods (IRSA) and, when it has repositories and CI, the role its CI pushes with
+        for who, name in (
+            (f"team-{team}", f"team-{team}-role"),
+            (f"team-{team}-ci", f"team-{team}-registry-ci-role"),
+        ):
+            if name in iam.roles:
+                role = iam.roles[name]
+                out[who] = Principal(name, role.arn, role.statements)
     return out
 
 
@@ -124,6 +130,31 @@ def _requests(train: PlanIam) -> dict[str, tuple[str, Target, Mapping[str, Any]]
             _s3(region),
         ),
     }
+    team_repo = train.repositories["aiplat-prod/teams/research/byo-llama"]
+    out |= {
+        "push to research's repository": ("ecr:PutImage", team_repo, {"aws:RequestedRegion": region}),
+        "upload a layer to research's repository": (
+            "ecr:UploadLayerPart",
+            team_repo,
+            {"aws:RequestedRegion": region},
+        ),
+        "delete an image of research's repository": (
+            "ecr:BatchDeleteImage",
+            team_repo,
+            {"aws:RequestedRegion": region},
+        ),
+        "pull from research's repository": ("ecr:BatchGetImage", team_repo, {"aws:RequestedRegion": region}),
+        "change research's repository policy": (
+            "ecr:SetRepositoryPolicy",
+            team_repo,
+            {"aws:RequestedRegion": region},
+        ),
+        "make research's tags mutable": (
+            "ecr:PutImageTagMutability",
+            team_repo,
+            {"aws:RequestedRegion": region},
+        ),
+    }
     for t in replica:
         there = t.arn.split(":::")[1].removeprefix("aiplat-prod-").removesuffix("-artifacts")
         out[f"write a release in the {there} replica"] = (
@@ -152,6 +183,15 @@ TRAIN_MATRIX: dict[str, tuple[Any, ...]] = {
     "write a trainer checkpoint": (ADMINS | {"trainer"}, False),
     "write a research checkpoint": (ADMINS | {"team-research"}, False),
     "read a research dataset": (ADMINS | {"team-research", "trainer"}, False),
+    # a team's repositories: only its CI role pushes or deletes (never its pods, an administrator, the
+    # deployer or break-glass: the repository policy denies them), only the deployer and break-glass change
+    # the repository (docs/how-to/byo-training.md); pulls are the nodes' (an AWS managed policy, not modelled)
+    "push to research's repository": ({"team-research-ci"}, True),
+    "upload a layer to research's repository": ({"team-research-ci"}, True),
+    "delete an image of research's repository": ({"team-research-ci"}, True),
+    "pull from research's repository": (ADMINS | {"team-research-ci"}, False),
+    "change research's repository policy": ({"deployer", "break-glass"}, True),
+    "make research's tags mutable": ({"deployer", "break-glass"}, True),
 }
 REPLICA_WRITE = ({"break-glass"}, True)
 
@@ -189,7 +229,7 @@ def test_the_train_stacks_matrix(plans) -> None:
     plan = plans[TRAIN]
     train = PlanIam.of(plan)
     principals = _principals(train, plan)
-    assert {"publisher", "trainer", "team-production", "team-research"} <= set(principals)
+    assert {"publisher", "trainer", "team-production", "team-research", "team-research-ci"} <= set(principals)
     decisions = _decisions(principals, _requests(train))
     assert any(name.startswith("write a release in the") for name in decisions)
     assert decisions == _expected(decisions, TRAIN_MATRIX)
@@ -227,12 +267,14 @@ def test_every_deny_exemption_of_a_platform_role_comes_with_an_allow(plans, stac
     iam = PlanIam.of(plans[stack])
     created = {p.arn: p for p in iam.roles.values()}
     missing = []
-    for target, deny, arn in iam_eval.exemptions([*iam.buckets.values(), *iam.keys.values()]):
+    targets = [*iam.buckets.values(), *iam.keys.values(), *iam.repositories.values()]
+    for target, deny, arn in iam_eval.exemptions(targets):
         principal = created.get(arn)
         if principal is None:
             continue  # named, not created here: the deployer, or another stack's role
         principal = Principal(principal.name, principal.arn, principal.statements, context=MFA)
-        resources = [r.replace("*", "x") for r in iam_eval._list(deny.get("Resource"))]
+        # a repository policy's statements name no Resource: the repository itself
+        resources = [r.replace("*", "x") for r in iam_eval._list(deny.get("Resource"))] or [target.arn]
         resources = [r if r != "x" else target.arn for r in resources]
         actions = iam_eval._list(deny.get("Action"))
         region = target.arn.split(":")[3] or plans[stack].region

@@ -2,11 +2,12 @@
 
 The logic of AWS's evaluation for requests within one account
 (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html):
-an explicit Deny in any applicable policy (identity, bucket, key) wins; S3: an Allow in the identity policy
-or in the bucket policy naming the principal; KMS: the key policy must allow the principal itself, or the
-account (the root statement, which then delegates to IAM) and the identity policy must allow too
-(https://docs.aws.amazon.com/kms/latest/developerguide/determining-access-key-policy.html); everything else:
-the identity policy. Conditions follow the condition operators' reference
+an explicit Deny in any applicable policy (identity, bucket, key, repository) wins; S3 and ECR: an Allow in
+the identity policy or in the bucket's (repository's) policy naming the principal; KMS: the key policy must
+allow the principal itself, or the account (the root statement, which then delegates to IAM) and the
+identity policy must allow too
+(https://docs.aws.amazon.com/kms/latest/developerguide/determining-access-key-policy.html); everything
+else: the identity policy. Conditions follow the condition operators' reference
 (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html): a
 key missing from the request fails a positive operator and satisfies a negated one (``StringNotEquals``,
 ``ArnNotEquals``, ...); ``...IfExists`` holds when the key is missing; ``Null`` tests presence;
@@ -177,7 +178,7 @@ class Target:
     tags, and which evaluation applies (``s3``, ``kms`` or identity only)."""
 
     arn: str
-    kind: str  # "s3" | "kms" | "iam"
+    kind: str  # "s3" | "kms" | "ecr" | "iam"
     policy: tuple[Mapping[str, Any], ...] = ()
     tags: Mapping[str, str] = field(default_factory=dict)
 
@@ -227,7 +228,7 @@ def decide(
             if isinstance(s.get("Principal"), Mapping)
         )
         return "allow" if direct or (delegated and identity_allows) else "implicit"
-    if target.kind == "s3":
+    if target.kind in ("s3", "ecr"):
         return "allow" if direct or identity_allows else "implicit"
     return "allow" if identity_allows else "implicit"
 
@@ -253,12 +254,13 @@ def _region_of(plan: Plan, r: RecordedResource, providers: Mapping[str, Recorded
 
 @dataclass
 class PlanIam:
-    """The roles, buckets and keys of one plan, with their documents."""
+    """The roles, buckets, keys and ECR repositories of one plan, with their documents."""
 
     plan: Plan
     roles: dict[str, Principal]  # resource name -> principal
     buckets: dict[str, Target]  # bucket name -> target
     keys: dict[str, Target]  # resource name -> target
+    repositories: dict[str, Target] = field(default_factory=dict)  # repository name -> target
 
     @classmethod
     def of(cls, plan: Plan) -> PlanIam:
@@ -318,7 +320,21 @@ class PlanIam:
                 tuple(_doc(r.inputs.get("policy"))),
                 r.inputs.get("tags") or {},
             )
-        return cls(plan, roles, buckets, keys)
+        repo_policies: dict[str, list[Mapping[str, Any]]] = {}
+        for r in plan.by_type("aws:ecr/repositoryPolicy:RepositoryPolicy"):
+            for urn in r.property_dependencies.get("repository", []):
+                repo_policies.setdefault(urn, []).extend(_doc(r.inputs.get("policy")))
+        repositories = {
+            r.inputs["name"]: Target(
+                f"arn:aws:ecr:{_region_of(plan, r, by_urn)}:{ACCOUNT_ID}:repository/{r.inputs['name']}",
+                "ecr",
+                tuple(repo_policies.get(r.urn, [])),
+                r.inputs.get("tags") or {},
+            )
+            for r in plan.by_type("aws:ecr/repository:Repository")
+            if isinstance(r.inputs.get("name"), str)
+        }
+        return cls(plan, roles, buckets, keys, repositories)
 
     def role(self, suffix: str) -> Principal:
         """The one role whose resource name ends with ``suffix``."""
