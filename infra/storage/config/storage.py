@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from infra.core import s3names
 from infra.core.config import CPU_QUANTITY, REGION_PATTERN, Strict
+from infra.core.teams import TEAM_REPOSITORIES
 from infra.core.trainjobs import quantity_mib
 
 
@@ -360,3 +361,14 @@ class RegistryConfig(Strict):
     keep_images: Annotated[int, Field(ge=1, le=10000)] = Field(
         100, description="How many images per repository the lifecycle policy keeps."
     )
+
+    @field_validator("repositories")
+    @classmethod
+    def _not_the_teams(cls, v: list[str]) -> list[str]:
+        if TEAM_REPOSITORIES in v:
+            raise ValueError(
+                f"{TEAM_REPOSITORIES!r} is where the teams' repositories live "
+                f"('<name_prefix>-<environment>/{TEAM_REPOSITORIES}/<team>/...'); name the repository "
+                "otherwise"
+            )
+        return v

@@ -157,3 +157,38 @@ def test_the_pod_role_cannot_be_a_pusher() -> None:
     # without any pusher nobody pushes
     policy = q.team_repository_policy(pushers=[], team_role_arn=role("team"))
     assert decide(policy, role("anyone"), "ecr:PutImage") == "deny"
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (
+            lambda c: c["registry"]["repositories"].append("teams"),
+            "aiplat:platform.registry.repositories: 'teams' is where the teams' repositories live",
+        ),
+        (
+            lambda c: c["teams"]["research"]["registry"].update(pushers=["alice"]),
+            "aiplat:platform.teams.research.registry.pushers: 'alice' is not an IAM role ARN; fix: use "
+            "arn:aws:iam::<account id>:role/<name>",
+        ),
+        (
+            lambda c: c["teams"]["research"]["registry"].update(repositories=["x", "x"]),
+            "names a repository twice",
+        ),
+        (
+            lambda c: c["teams"]["research"]["registry"].update(repositoris=["x"]),
+            "aiplat:platform.teams.research.registry.repositoris: unknown key; fix: did you mean "
+            "'repositories'?",
+        ),
+    ],
+)
+def test_a_bad_team_registry_is_refused_naming_the_field(change, says: str) -> None:
+    from infra.core.errors import ConfigErrors
+    from infra.io.stackfiles import load_stack_config
+    from infra.stack.parse import parse_platform_config
+
+    raw = load_stack_config("prod-us-train").model_dump(mode="json", exclude_none=True)
+    change(raw)
+    with pytest.raises(ConfigErrors) as exc:
+        parse_platform_config(raw)
+    assert says in str(exc.value)
