@@ -11,6 +11,7 @@ facts or the policy pack are rules (``infra/queueing/rules.py``).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from enum import StrEnum
 from typing import Annotated
 
@@ -250,12 +251,28 @@ def check_team_names(teams: dict[str, TeamConfig]) -> dict[str, TeamConfig]:
     return teams
 
 
+# Names no team may take whatever the stack's prefixes: the platform trainer's and the publisher's default
+# key prefixes (storage.trainer.prefix 'trainer', release/ of the artifacts bucket), which a team's role
+# ('<team>/' of the buckets) would otherwise reach.
+RESERVED_TEAM_NAMES = ("trainer", "release")
+
+
 def check_teams_config(
-    teams: dict[str, TeamConfig], queueing: QueueingConfig, *, reserved_namespaces: set[str]
+    teams: dict[str, TeamConfig],
+    queueing: QueueingConfig,
+    *,
+    reserved_namespaces: set[str],
+    reserved_names: Collection[str] = RESERVED_TEAM_NAMES,
 ) -> None:
-    """Checks across the teams: namespaces distinct and not the platform's, priorities declared."""
+    """Checks across the teams: names not the platform's prefixes, namespaces distinct and not the
+    platform's, priorities declared."""
     seen: dict[str, str] = {}
     for name, team in teams.items():
+        if name in reserved_names:
+            raise ValueError(
+                f"teams.{name}: {name!r} is reserved ({sorted(reserved_names)}): the team's IAM role reaches "
+                f"'{name}/' of the datasets and checkpoints buckets, a platform prefix; rename the team"
+            )
         ns = team_namespace(name, team.namespace)
         if ns in reserved_namespaces:
             raise ValueError(
