@@ -228,6 +228,18 @@ class TeamConfig(Strict):
         None,
         description="Priority class of the team's jobs that name none (default queueing.default_priority).",
     )
+    priority_classes: list[Annotated[str, Field(pattern=OBJECT_NAME)]] | None = Field(
+        None,
+        description="The WorkloadPriorityClasses the team's jobs may name (keys of "
+        "queueing.priority_classes; the admission policy aiplat-team-priorities refuses others). Unset: "
+        "only the team's default priority, so no team preempts with 'production' unless it is listed.",
+    )
+
+    def allowed_priorities(self, stack_default: str) -> list[str]:
+        """The priority classes the team may use (``stack_default``: queueing.default_priority)."""
+        if self.priority_classes is not None:
+            return list(self.priority_classes)
+        return [self.default_priority or stack_default]
 
     @field_validator("quotas")
     @classmethod
@@ -289,4 +301,17 @@ def check_teams_config(
             raise ValueError(
                 f"teams.{name}.default_priority: {team.default_priority!r} is not a key of "
                 f"queueing.priority_classes {sorted(queueing.priority_classes)}; use one of them"
+            )
+        for pc in team.priority_classes or ():
+            if pc not in queueing.priority_classes:
+                raise ValueError(
+                    f"teams.{name}.priority_classes: {pc!r} is not a key of queueing.priority_classes "
+                    f"{sorted(queueing.priority_classes)}; use one of them"
+                )
+        default = team.default_priority or queueing.default_priority
+        allowed = team.allowed_priorities(queueing.default_priority)
+        if default not in allowed:
+            raise ValueError(
+                f"teams.{name}.priority_classes: {allowed} lacks the team's default priority {default!r}, "
+                "so its jobs that name none would be refused; add it"
             )

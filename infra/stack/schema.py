@@ -330,6 +330,12 @@ class PlatformConfig(Strict):
                     f"training.runs.{name}.priority is {run.priority!r}; use one of "
                     f"{sorted(self.queueing.priority_classes)} (queueing.priority_classes)"
                 )
+            allowed = self.teams[run.team].allowed_priorities(self.queueing.default_priority)
+            if run.priority is not None and run.priority not in allowed:
+                raise ValueError(
+                    f"training.runs.{name}.priority is {run.priority!r}, which team {run.team!r} may not use "
+                    f"(teams.{run.team}.priority_classes: {allowed}); pick one of them or list it there"
+                )
         return self
 
     @model_validator(mode="after")

@@ -146,3 +146,97 @@ def test_interruption_queue_accepts_only_our_rules(plans, stack: str) -> None:
         assert len(sources) == len(feeding) >= 4
         assert policy.urn and set(r.urn for r in feeding) <= set(policy.dependencies)
         assert all(":events:" in a and ":rule/" in a for a in sources)
+
+
+# -- no bypass of the queue; priorities per team ------------------------------------------------------------
+
+TRAIN_TEAMS = ["prod-us-train", "dev-us-train"]
+
+
+@pytest.mark.parametrize("stack", TRAIN_TEAMS)
+def test_kueue_queues_bare_jobs_and_pods_of_team_namespaces(plan_stack, stack: str) -> None:
+    import yaml
+
+    plan = plan_stack(stack)
+    config = yaml.safe_load(
+        _release(plan, "kueue").inputs["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    frameworks = config["integrations"]["frameworks"]
+    assert {"batch/job", "pod", "trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset"} <= set(frameworks)
+    assert config["manageJobsWithoutQueueName"] is True
+    # only the team namespaces: the selector is the one label every team namespace, and only those, carry
+    (expr,) = config["managedJobsNamespaceSelector"]["matchExpressions"]
+    labelled = {
+        n.inputs["metadata"]["name"]
+        for n in plan.by_type("kubernetes:core/v1:Namespace")
+        if expr["key"] in (n.inputs["metadata"].get("labels") or {})
+    }
+    assert expr["operator"] == "Exists"
+    team_ns = {f"team-{t}" for t in plan.config["teams"]}
+    assert labelled == team_ns
+
+
+def _priority_refusals(plan: Plan, namespace: str, priority: str, kind: str = "TrainJob") -> list[str]:
+    import celpy
+
+    (vap,) = [
+        r
+        for r in plan.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+        if r.inputs["metadata"]["name"] == "aiplat-team-priorities"
+    ]
+    (ns,) = [
+        n for n in plan.by_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == namespace
+    ]
+    kinds = {tuple(r["resources"]) for r in vap.inputs["spec"]["matchConstraints"]["resourceRules"]}
+    assert {("pods",), ("jobs",), ("jobsets",), ("trainjobs",)} <= kinds
+    env = celpy.Environment()
+    obj = {"kind": kind, "metadata": {"name": "x", "labels": {"kueue.x-k8s.io/priority-class": priority}}}
+    activation = {
+        "object": celpy.json_to_cel(obj),
+        "namespaceObject": celpy.json_to_cel({"metadata": ns.inputs["metadata"]}),
+    }
+    out = []
+    for v in vap.inputs["spec"]["validations"]:
+        if not env.program(env.compile(v["expression"])).evaluate(activation):
+            out.append(v["message"])
+    return out
+
+
+def test_a_team_may_use_only_its_own_priority_classes(plan_stack) -> None:
+    plan = plan_stack("prod-us-train")
+    # research may not preempt with production; the production team may
+    assert _priority_refusals(plan, "team-research", "production")
+    assert _priority_refusals(plan, "team-research", "production", kind="Pod")
+    assert _priority_refusals(plan, "team-research", "research") == []
+    assert _priority_refusals(plan, "team-production", "production") == []
+    # the binding holds in team namespaces only
+    (binding,) = [
+        r
+        for r in plan.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+        if r.inputs["spec"]["policyName"] == "aiplat-team-priorities"
+    ]
+    exprs = binding.inputs["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert exprs == [{"key": "aiplat.io/team", "operator": "Exists"}]
+    assert binding.inputs["spec"]["validationActions"] == ["Deny"]
+
+
+def test_a_team_without_priority_classes_gets_only_its_default(plan_stack) -> None:
+    plan = plan_stack("dev-us-train")
+    assert _priority_refusals(plan, "team-ml", "dev") == []
+    assert _priority_refusals(plan, "team-ml", "production")
+
+
+def test_a_run_or_submission_with_another_teams_priority_is_refused(stack_config) -> None:
+    from infra.core.errors import ConfigErrors
+    from infra.jobs.rules import job_priority
+    from infra.stack.parse import parse_platform_config
+    from tests.conftest import assert_rejected
+
+    raw = stack_config("prod-us-train")
+    run = next(n for n, r in raw["training"]["runs"].items() if r.get("team") == "research" or True)
+    raw["training"]["runs"][run]["team"] = "research"
+    assert_rejected(raw, f"training.runs.{run}.priority", "production", ["which team 'research' may not use"])
+    cfg = parse_platform_config(stack_config("prod-us-train"))
+    with pytest.raises(ConfigErrors, match="team 'research' may not use priority class 'production'"):
+        job_priority(cfg, "research", "production")
+    assert job_priority(cfg, "production", "production") == "production"
