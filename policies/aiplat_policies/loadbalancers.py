@@ -187,10 +187,13 @@ def k8s_load_balancer_tls13(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
                 ing.urn,
             )
         ports = _listen_ports(ann)
-        if "HTTP" in ports and ann.get(f"{ALB}ssl-redirect") is None:
+        if "HTTP" in ports:
+            # a redirect comes too late: the request (its Authorization header, an API key) has already
+            # crossed the network in clear text
             yield violation(
-                f"Ingress {ing.name!r} listens on HTTP without {ALB}ssl-redirect",
-                f"annotate {ALB}ssl-redirect: '443' so HTTP only redirects",
+                f"Ingress {ing.name!r} listens on HTTP: a request sent there travels unencrypted, its API "
+                "key with it, before any redirect",
+                f"listen on HTTPS only: {ALB}listen-ports '[{{\"HTTPS\": 443}}]'",
                 ing.urn,
             )
     for svc in stack.of_type(SERVICE):

@@ -240,3 +240,66 @@ def test_a_run_or_submission_with_another_teams_priority_is_refused(stack_config
     with pytest.raises(ConfigErrors, match="team 'research' may not use priority class 'production'"):
         job_priority(cfg, "research", "production")
     assert job_priority(cfg, "production", "production") == "production"
+
+
+# -- prod names its account ---------------------------------------------------------------------------------
+
+
+def _rule_findings(raw: dict, rule: str) -> list[str]:
+    from infra.io.snapshot import region_facts
+    from infra.rules import Phase, RuleContext, run_rules
+    from infra.stack.allowlists import PackAllowlists
+    from infra.stack.parse import parse_platform_config
+
+    cfg = parse_platform_config(raw)
+    ctx = RuleContext(cfg, stack="t", facts=region_facts(cfg), allowlists=PackAllowlists(max_gpus=999))
+    return [f.one_line() for f in run_rules(Phase.plan, ctx) if f.rule == rule]
+
+
+@pytest.mark.parametrize("stack", ["prod-us-train", "prod-hk-infer", "prod-sg-infer"])
+def test_a_prod_stack_without_its_account_id_is_refused(stack_config, stack: str) -> None:
+    from tests.conftest import DELETE, with_value
+
+    raw = stack_config(stack)
+    assert raw["security"]["account"]["id"]  # the shipped prod stacks name theirs
+    assert _rule_findings(raw, "prod-names-its-account") == []
+    (finding,) = _rule_findings(with_value(raw, "security.account.id", DELETE), "prod-names-its-account")
+    assert finding.startswith("aiplat:platform.security.account.id: is not set on a prod stack")
+    assert "set it to the 12-digit ID of the prod account" in finding
+
+
+def test_a_dev_stack_may_leave_its_account_unnamed(stack_config) -> None:
+    assert _rule_findings(stack_config("dev-us-train"), "prod-names-its-account") == []
+
+
+# -- HTTPS only on the ALB ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_the_alb_listens_on_https_only(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    (ingress,) = plan.by_type("kubernetes:networking.k8s.io/v1:Ingress")
+    ann = ingress.inputs["metadata"]["annotations"]
+    assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTPS": 443}]
+    assert "alb.ingress.kubernetes.io/ssl-redirect" not in ann
+
+
+def test_the_ingress_builder_opens_no_http_listener() -> None:
+    from infra.inference.documents import alb
+
+    assert "HTTP" not in json.dumps(
+        json.loads(
+            alb.ingress_annotations(
+                alb.IngressSpec(
+                    internet_facing=True,
+                    tls_policy="ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
+                    health_path="/health",
+                    request_timeout_s=60,
+                    deregistration_delay_s=30,
+                    inbound_cidrs=["0.0.0.0/0"],
+                ),
+                certificate_arn="arn:c",
+                waf_acl_arn=None,
+            )[alb.PREFIX + "listen-ports"]
+        )
+    ).replace("HTTPS", "")

@@ -254,8 +254,8 @@ def test_ingress_is_https_only_with_tls13_and_the_validated_certificate(plan_sta
     https = plan.config["inference"]["https"]
     assert ann[f"{ALB}ssl-policy"] == https["tls_policy"] in TLS13_ONLY_POLICIES
     assert ann[f"{ALB}ssl-policy"] == "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09"  # TLS 1.3 + post-quantum
-    assert ann[f"{ALB}listen-ports"] == '[{"HTTP": 80}, {"HTTPS": 443}]'
-    assert ann[f"{ALB}ssl-redirect"] == "443"
+    assert ann[f"{ALB}listen-ports"] == '[{"HTTPS": 443}]'
+    assert f"{ALB}ssl-redirect" not in ann
     assert ann[f"{ALB}target-type"] == "ip"
     assert ann[f"{ALB}scheme"] == "internet-facing"
     assert ann[f"{ALB}healthcheck-path"] == "/health"  # vLLM's, answered without a key

@@ -356,8 +356,8 @@ def test_ingress_annotations_https_only_with_the_tls_policy() -> None:
         for k, v in alb.ingress_annotations(INGRESS, certificate_arn=CERT, waf_acl_arn=None).items()
     }
     assert all(isinstance(v, str) for v in ann.values())
-    assert json.loads(ann["listen-ports"]) == [{"HTTP": 80}, {"HTTPS": 443}]
-    assert ann["ssl-redirect"] == "443"  # HTTP only redirects
+    assert json.loads(ann["listen-ports"]) == [{"HTTPS": 443}]  # no port-80 listener at all
+    assert "ssl-redirect" not in ann
     assert ann["ssl-policy"] == "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09"
     assert ann["certificate-arn"] == CERT
     assert (ann["scheme"], ann["target-type"]) == ("internet-facing", "ip")
