@@ -303,3 +303,99 @@ def test_the_ingress_builder_opens_no_http_listener() -> None:
             )[alb.PREFIX + "listen-ports"]
         )
     ).replace("HTTPS", "")
+
+
+# -- API keys from a file, the port reached by the ALB and Prometheus only, a gate key of its own ----------
+
+
+def _server(plan: Plan) -> tuple[dict, dict]:
+    (d,) = plan.by_type("kubernetes:apps/v1:Deployment")
+    pod = d.inputs["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    return pod, container
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_no_api_key_in_the_rendered_pod_spec(plan_stack, stack: str) -> None:
+    from infra.plan.runner import plan_api_keys
+
+    plan = plan_stack(stack)
+    pod, container = _server(plan)
+    keys = plan_api_keys(plan.config["inference"]["auth"]["api_key_slots"])  # what the plan's Secret holds
+    (secret,) = [s for s in plan.by_type("kubernetes:core/v1:Secret") if s.name == "inference-api-keys"]
+    for c in [*pod["containers"], *pod.get("initContainers", [])]:
+        words = [*c.get("command", []), *c.get("args", [])]
+        assert "--api-key" not in words
+        assert not any("$(" in str(w) for w in words)  # nothing the kubelet expands onto argv
+        for e in c.get("env", []):
+            assert "valueFrom" not in e or "secretKeyRef" not in e["valueFrom"], e
+    assert not any(k in json.dumps(pod) for k in keys)
+    # vLLM reads them from its --config file, the Secret's file mounted read-only 0400
+    config = container["args"][container["args"].index("--config") + 1]
+    (mount,) = [m for m in container["volumeMounts"] if config.startswith(m["mountPath"] + "/")]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert mount["readOnly"] is True and volume["secret"]["secretName"] == secret.inputs["metadata"]["name"]
+    assert volume["secret"]["defaultMode"] == 0o400
+    assert [i["path"] for i in volume["secret"]["items"]] == [config.rsplit("/", 1)[1]]
+    assert all(i["mode"] == 0o400 for i in volume["secret"]["items"])
+    assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsUser"]  # its uid reads it
+    assert "aiplat_vllm.gate.GateMiddleware" in container["args"]
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_only_the_alb_subnets_and_prometheus_reach_the_server_port(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    ns = plan.config["storage"]["inference"]["namespace"]
+    monitoring = plan.config["cluster_services"]["monitoring_namespace"]
+    policies = [
+        p.inputs["spec"]
+        for p in plan.by_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if p.inputs["metadata"]["namespace"] == ns
+    ]
+    public = {
+        s.inputs["cidrBlock"]
+        for s in plan.by_type("aws:ec2/subnet:Subnet")
+        if s.inputs["tags"].get("kubernetes.io/role/elb") == "1"
+    }
+    peers = [peer for p in policies for rule in p.get("ingress", []) for peer in rule.get("from", [])]
+    assert peers
+    for peer in peers:
+        if "ipBlock" in peer:
+            assert peer["ipBlock"]["cidr"] in public, peer
+        else:  # pods: Prometheus's in the monitoring namespace, nothing else of it
+            assert peer["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": monitoring}}
+            assert peer["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}, peer
+
+
+def test_the_rollout_gets_a_gate_key_of_its_own(monkeypatch) -> None:
+    """The plan records secrets as '[secret]': the values are caught where the program makes them."""
+    from infra.context import StackContext
+    from infra.inference.documents import inference as inf
+    from infra.plan.runner import plan_api_keys, run_plan
+
+    files: list[dict] = []
+    exported: list[str] = []
+    real_data, real_export = inf.api_keys_secret_data, StackContext.export
+
+    def data(*a, **kw):
+        out = real_data(*a, **kw)
+        files.append(json.loads(out[inf.KEYS_FILE_NAME]))
+        return out
+
+    def export(self, key, value):
+        if key == "inferenceGateKey":
+            value.apply(exported.append)
+        return real_export(self, key, value)
+
+    monkeypatch.setattr(inf, "api_keys_secret_data", data)
+    monkeypatch.setattr(StackContext, "export", export)
+    plan = run_plan("prod-sg-infer")
+    (gate,) = [r for r in plan.by_type("random:index/randomPassword:RandomPassword") if "gate-key" in r.name]
+    assert gate.inputs["length"] >= 32
+    (secret,) = [s for s in plan.by_type("kubernetes:core/v1:Secret") if s.name == "inference-api-keys"]
+    assert gate.urn in secret.dependencies
+    (file,) = files
+    clients = plan_api_keys(plan.config["inference"]["auth"]["api_key_slots"])
+    assert file["api-key"][:-1] == clients
+    assert exported == [file["api-key"][-1]]  # the tooling's key is vLLM's too
+    assert exported[0] not in clients  # but never a client's
