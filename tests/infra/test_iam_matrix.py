@@ -151,7 +151,8 @@ TRAIN_MATRIX: dict[str, tuple[Any, ...]] = {
     "encrypt an artifact (data key through S3)": (ADMINS | {"break-glass", "publisher", "trainer"}, False),
     "write a trainer checkpoint": (ADMINS | {"trainer"}, False),
     "write a research checkpoint": (ADMINS | {"team-research"}, False),
-    "read a research dataset": (ADMINS | {"team-research", "trainer"}, False),
+    # the platform trainer reads its own prefix only (issue 33), no team's
+    "read a research dataset": (ADMINS | {"team-research"}, False),
 }
 REPLICA_WRITE = ({"break-glass"}, True)
 
