@@ -18,7 +18,9 @@ server's, every team's, the publisher's): what runs there was built by this plat
   namespace's Pod Security labels are changed);
 * ``aiplat-trainjobs``: a TrainJob's image (the same two rules) and ``runtimePatches`` (Kubeflow Trainer
   v2.3.0: pod ``serviceAccountName``, container ``securityContext``, ``volumes``) stay within the same
-  rules, so a job is refused when it is submitted rather than its pods one by one.
+  rules, so a job is refused when it is submitted rather than its pods one by one;
+* ``aiplat-team-priorities`` (team namespaces): a TrainJob, JobSet, Job or Pod names only a
+  WorkloadPriorityClass the team may use (``teams.<team>.priority_classes``, as namespace labels).
 
 Every expression guards optional fields with ``has()`` before reading them, and stays within standard CEL
 (``all``, ``matches``, ``has``, ``in``): the tests evaluate them with cel-python on allowed and refused
@@ -32,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.core.labels import TEAM_LABEL, WORKLOADS_LABEL
+from infra.core.labels import PRIORITY_ALLOWED_PREFIX, TEAM_LABEL, WORKLOADS_LABEL
 from infra.core.namespaces import PART_OF
 from infra.core.teams import team_repository_prefix
 
@@ -248,6 +250,39 @@ def trainjob_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
     ]
 
 
+# What a team's jobs carry Kueue's priority-class label on (the label a Workload takes its priority from).
+_WRITES = ["CREATE", "UPDATE"]
+QUEUED_KINDS = [
+    TRAINJOBS,
+    {
+        "apiGroups": ["jobset.x-k8s.io"],
+        "apiVersions": ["v1alpha2"],
+        "operations": _WRITES,
+        "resources": ["jobsets"],
+    },
+    {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": _WRITES, "resources": ["jobs"]},
+    {"apiGroups": [""], "apiVersions": ["v1"], "operations": _WRITES, "resources": ["pods"]},
+]
+# kubernetes-sigs/kueue pkg/controller/constants/constants.go WorkloadPriorityClassLabel (v0.19.2)
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+def team_priority_validations() -> list[dict[str, Any]]:
+    """A team's job (or pod) names only a priority class its namespace lists (``priority.aiplat.io/<class>``
+    labels, set from ``teams.<team>.priority_classes``); a team cannot label its own namespace."""
+    label = _quote(PRIORITY_CLASS_LABEL)
+    prefix = _quote(PRIORITY_ALLOWED_PREFIX)
+    return [
+        validation(
+            f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
+            f"(has(namespaceObject.metadata.labels) && "
+            f"({prefix} + object.metadata.labels[{label}]) in namespaceObject.metadata.labels)",
+            "the team may not use this WorkloadPriorityClass (kueue.x-k8s.io/priority-class); use one of "
+            "teams.<team>.priority_classes (the namespace's priority.aiplat.io/ labels)",
+        )
+    ]
+
+
 def policy(
     name: str, resource_rules: list[dict[str, Any]], validations: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -289,6 +324,7 @@ def admission_objects(rules: AdmissionRules) -> list[dict[str, Any]]:
         (policy("aiplat-publisher-identity", [PODS], publisher_identity_validations(rules)), False),
         (policy("aiplat-team-pods", [PODS], team_pod_validations()), True),
         (policy("aiplat-trainjobs", [TRAINJOBS], trainjob_validations(rules)), False),
+        (policy("aiplat-team-priorities", QUEUED_KINDS, team_priority_validations()), True),
     ]
     out = []
     for p, teams_only in policies:

@@ -6,3 +6,11 @@ inference, every team's and the publisher's. ``TEAM_LABEL``: the team that owns 
 
 WORKLOADS_LABEL = ("aiplat.io/workloads", "true")
 TEAM_LABEL = "aiplat.io/team"
+# A team namespace carries ``<prefix><class>: "true"`` for each WorkloadPriorityClass its jobs may name
+# (``teams.<team>.priority_classes``); the admission policy ``aiplat-team-priorities`` refuses any other.
+PRIORITY_ALLOWED_PREFIX = "priority.aiplat.io/"
+
+
+def priority_allowed_label(priority_class: str) -> str:
+    """The namespace label that lets a team's jobs name ``priority_class``."""
+    return PRIORITY_ALLOWED_PREFIX + priority_class

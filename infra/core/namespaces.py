@@ -48,6 +48,9 @@ VPC_CNI_NETWORK_POLICY = {"enableNetworkPolicy": "true"}
 # created in namespaces with this label, so a rollout never removes old pods before the ALB sends to the new
 # ones. kubernetes-sigs/aws-load-balancer-controller docs/deploy/pod_readiness_gate.md (v3.5.0)
 READINESS_GATE_LABEL = ("elbv2.k8s.aws/pod-readiness-gate-inject", "enabled")
+# The label the Prometheus operator puts on every Prometheus server pod it runs (kube-prometheus-stack's
+# one Prometheus in the monitoring namespace): prometheus-operator pkg/prometheus/statefulset.go pod labels.
+PROMETHEUS_POD_LABELS = {"app.kubernetes.io/name": "prometheus"}
 
 
 class PodSecurity(StrEnum):
@@ -97,6 +100,8 @@ class WorkloadNamespace:
     intra_namespace: bool = False
     # ports the monitoring namespace may scrape
     scrape_ports: tuple[PortRange, ...] = ()
+    # only the monitoring namespace's pods with these labels may scrape them (empty: every pod of it)
+    scrapers: Mapping[str, str] = field(default_factory=dict)
     # egress to all ports of these CIDRs (monitoring scrapes nodes and pods across the VPC)
     egress_cidrs: tuple[str, ...] = ()
     # egress to (namespace, TCP port), e.g. MinIO's S3 API
@@ -195,6 +200,10 @@ def network_policies(ns: WorkloadNamespace, *, monitoring_namespace: str) -> dic
         policies["allow-metrics-scrape"] = ingress_from_namespace_policy(
             monitoring_namespace, [p.as_policy_port() for p in ns.scrape_ports]
         )
+        if ns.scrapers:
+            (rule,) = policies["allow-metrics-scrape"]["ingress"]
+            pods = {"podSelector": {"matchLabels": dict(ns.scrapers)}}
+            rule["from"] = [{**namespace_selector(monitoring_namespace), **pods}]
     if ns.egress_cidrs:
         policies["allow-vpc-egress"] = {
             "podSelector": {},
@@ -257,8 +266,10 @@ def workload_namespaces(
             WorkloadNamespace(
                 name=inference,
                 pod_security=PodSecurity.restricted,
-                # the inference server names its metrics container port "metrics"
+                # the inference server names its metrics container port "metrics"; only Prometheus scrapes it
+                # (the port is vLLM's API too: nothing else of the monitoring namespace reaches it)
                 scrape_ports=(PortRange(port="metrics"),),
+                scrapers=PROMETHEUS_POD_LABELS,
                 egress_services=tuple(s3_services),
                 # the ALB sends to the inference pods by IP: readiness gates keep rollouts gapless
                 labels=dict([READINESS_GATE_LABEL, WORKLOADS_LABEL]),

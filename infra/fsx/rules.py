@@ -166,10 +166,13 @@ def fsx_runs_datasets(ctx: RuleContext) -> Iterator[Finding]:
     if not _enabled(ctx) or not fsx.runs_read_datasets or cfg.training is None:
         return
     for name, run in cfg.training.runs.items():
-        if fsx_facts.dataset_path(fsx, run.dataset) is None:
+        if run.team is not None:
+            continue  # team runs read their own prefix from S3 (infra/training/documents/stack.py)
+        key = cfg.storage.trainer_dataset_key(run.dataset)
+        if fsx_facts.dataset_path(fsx, key) is None:
             yield warning(
                 at("training", "runs", name, "dataset"),
-                f"{run.dataset!r} is outside the prefix the file system links "
+                f"{key!r} is outside the prefix the file system links "
                 f"({fsx.repository_prefix!r}), so this run downloads it from S3",
                 "move the dataset under data_repository_prefix, or widen the prefix",
                 S3_REPOSITORIES_DOC,

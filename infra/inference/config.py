@@ -228,8 +228,8 @@ class ServerConfig(Strict):
 
 
 class HttpsConfig(Strict):
-    """HTTPS through the AWS Load Balancer Controller: an ALB with a TLS 1.3 listener on 443, port 80 only
-    redirecting to it, the certificate from ACM."""
+    """HTTPS through the AWS Load Balancer Controller: an ALB with a TLS 1.3 listener on 443 and no other
+    (no port-80 listener, not even a redirect), the certificate from ACM."""
 
     domain: Annotated[str, Field(pattern=DOMAIN, max_length=253)] = Field(
         description="Name clients use (the certificate's and the Ingress host), e.g. hk.api.example.com."

@@ -149,6 +149,7 @@ def _server_spec(ctx: StackContext, cfg: InferenceConfig) -> inf.ServerSpec:
         prestop_s=srv.prestop_s,
         shutdown_timeout_s=srv.shutdown_timeout_s,
         first_load_timeout_s=srv.first_load_timeout_s,
+        api_paths=tuple(inf.api_paths(chat=eng.serve_chat)),
     )
 
 
@@ -341,8 +342,9 @@ def wire_inference(
         )
 
     ctx.export("inferenceUrl", f"https://{https.domain}")
-    # The key aiplat rollout's health gate presents to /v1/models (the first slot), as a secret output.
-    ctx.export("inferenceGateKey", pulumi.Output.secret(api_keys).apply(lambda keys: keys[0] if keys else ""))
+    # The key aiplat rollout's health gate presents to /v1/models: the stack's own gate key, never a
+    # client's, as a secret output.
+    ctx.export("inferenceGateKey", server.gate_key)
     ctx.export(
         "inference",
         {

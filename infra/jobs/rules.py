@@ -42,6 +42,18 @@ def job_priority(cfg: PlatformConfig, team: str, priority: str | None) -> str:
                 )
             ]
         )
+    allowed = cfg.teams[team].allowed_priorities(cfg.queueing.default_priority)
+    if chosen not in allowed:
+        # the cluster's admission policy aiplat-team-priorities would refuse it
+        raise ConfigErrors(
+            [
+                ConfigError(
+                    "--priority",
+                    f"team {team!r} may not use priority class {chosen!r}",
+                    f"use one of {allowed} (teams.{team}.priority_classes)",
+                )
+            ]
+        )
     return chosen
 
 

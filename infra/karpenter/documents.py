@@ -300,17 +300,29 @@ def controller_policies(
     }
 
 
-def interruption_queue_policy(queue_arn: str) -> Policy:
-    """EventBridge (and SQS) may send to the queue; nothing may use it without TLS (template's policy)."""
+def interruption_queue_policy(queue_arn: str, *, rule_arns: Sequence[str], account_id: str) -> Policy:
+    """Only our EventBridge rules (``rule_arns``, of ``account_id``) may send to the queue; nothing may use
+    it without TLS. Upstream's template also trusts ``sqs.amazonaws.com`` and no source: nothing of SQS
+    sends here, and a service principal without ``aws:SourceArn``/``aws:SourceAccount`` is a confused
+    deputy (any account's rule could target the queue).
+    https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html#eb-sqs-permissions
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/confused-deputy.html"""
+    if not rule_arns:
+        raise ValueError("the interruption queue needs the ARNs of the rules that feed it")
     return {
         "Version": VERSION,
         "Id": "EC2InterruptionPolicy",
         "Statement": [
             {
+                "Sid": "OurInterruptionRules",
                 "Effect": "Allow",
-                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Principal": {"Service": "events.amazonaws.com"},
                 "Action": "sqs:SendMessage",
                 "Resource": queue_arn,
+                "Condition": {
+                    "ArnEquals": {"aws:SourceArn": sorted(rule_arns)},
+                    "StringEquals": {"aws:SourceAccount": account_id},
+                },
             },
             {
                 "Sid": "DenyHTTP",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from infra.core.config import Environment
 from infra.stack.registry import Finding, RuleContext, at, error, rule
 from infra.stack.schema import PlatformConfig
 
 MFA_DOC = "https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_mfa_configure-api-require.html"
+ACCOUNT_DOC = "https://docs.aws.amazon.com/accounts/latest/reference/manage-acct-identifiers.html"
 LOCKOUT_DOC = (
     "https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html#prevent-unmanageable-key"
 )
@@ -40,6 +42,22 @@ def protected_keys_name_their_guards(ctx: RuleContext) -> Iterator[Finding]:
                 "list the IAM role ARNs of the people who may assume it (they must use MFA)",
                 MFA_DOC,
             )
+
+
+@rule("prod-names-its-account")
+def prod_names_its_account(ctx: RuleContext) -> Iterator[Finding]:
+    """A prod stack names its AWS account, so pulumi up refuses credentials of any other account."""
+    cfg = ctx.cfg
+    if cfg.environment is Environment.prod and cfg.security.account.id is None:
+        yield error(
+            at("security", "account", "id"),
+            "is not set on a prod stack: pulumi up would deploy into whatever account the credentials "
+            "belong to (a dev credential included), and the plan could not refuse a prod and a dev stack in "
+            "one account",
+            'set it to the 12-digit ID of the prod account, quoted ("012345678901"); `aws sts '
+            "get-caller-identity` with the deployer role prints it",
+            ACCOUNT_DOC,
+        )
 
 
 def account_findings(cfg: PlatformConfig, caller_account: str) -> list[Finding]:

@@ -11,6 +11,7 @@ facts or the policy pack are rules (``infra/queueing/rules.py``).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from enum import StrEnum
 from typing import Annotated
 
@@ -283,6 +284,18 @@ class TeamConfig(Strict):
         description="Priority class of the team's jobs that name none (default queueing.default_priority).",
     )
     registry: TeamRegistryConfig = Field(default_factory=TeamRegistryConfig)
+    priority_classes: list[Annotated[str, Field(pattern=OBJECT_NAME)]] | None = Field(
+        None,
+        description="The WorkloadPriorityClasses the team's jobs may name (keys of "
+        "queueing.priority_classes; the admission policy aiplat-team-priorities refuses others). Unset: "
+        "only the team's default priority, so no team preempts with 'production' unless it is listed.",
+    )
+
+    def allowed_priorities(self, stack_default: str) -> list[str]:
+        """The priority classes the team may use (``stack_default``: queueing.default_priority)."""
+        if self.priority_classes is not None:
+            return list(self.priority_classes)
+        return [self.default_priority or stack_default]
 
     @field_validator("quotas")
     @classmethod
@@ -306,12 +319,28 @@ def check_team_names(teams: dict[str, TeamConfig]) -> dict[str, TeamConfig]:
     return teams
 
 
+# Names no team may take whatever the stack's prefixes: the platform trainer's and the publisher's default
+# key prefixes (storage.trainer.prefix 'trainer', release/ of the artifacts bucket), which a team's role
+# ('<team>/' of the buckets) would otherwise reach.
+RESERVED_TEAM_NAMES = ("trainer", "release")
+
+
 def check_teams_config(
-    teams: dict[str, TeamConfig], queueing: QueueingConfig, *, reserved_namespaces: set[str]
+    teams: dict[str, TeamConfig],
+    queueing: QueueingConfig,
+    *,
+    reserved_namespaces: set[str],
+    reserved_names: Collection[str] = RESERVED_TEAM_NAMES,
 ) -> None:
-    """Checks across the teams: namespaces distinct and not the platform's, priorities declared."""
+    """Checks across the teams: names not the platform's prefixes, namespaces distinct and not the
+    platform's, priorities declared."""
     seen: dict[str, str] = {}
     for name, team in teams.items():
+        if name in reserved_names:
+            raise ValueError(
+                f"teams.{name}: {name!r} is reserved ({sorted(reserved_names)}): the team's IAM role reaches "
+                f"'{name}/' of the datasets and checkpoints buckets, a platform prefix; rename the team"
+            )
         ns = team_namespace(name, team.namespace)
         if ns in reserved_namespaces:
             raise ValueError(
@@ -328,4 +357,17 @@ def check_teams_config(
             raise ValueError(
                 f"teams.{name}.default_priority: {team.default_priority!r} is not a key of "
                 f"queueing.priority_classes {sorted(queueing.priority_classes)}; use one of them"
+            )
+        for pc in team.priority_classes or ():
+            if pc not in queueing.priority_classes:
+                raise ValueError(
+                    f"teams.{name}.priority_classes: {pc!r} is not a key of queueing.priority_classes "
+                    f"{sorted(queueing.priority_classes)}; use one of them"
+                )
+        default = team.default_priority or queueing.default_priority
+        allowed = team.allowed_priorities(queueing.default_priority)
+        if default not in allowed:
+            raise ValueError(
+                f"teams.{name}.priority_classes: {allowed} lacks the team's default priority {default!r}, "
+                "so its jobs that name none would be refused; add it"
             )

@@ -29,8 +29,13 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 RELEASE_NAME = "kueue"
 # Kueue's integration names (pkg/controller/jobs/*/..._controller.go, v0.19.2): Kubeflow Trainer v2's
 # TrainJob (pkg/controller/jobs/trainjob: FrameworkName), and JobSet, which the Trainer creates per TrainJob
-# (managed through its parent TrainJob; listed so a JobSet submitted on its own is queued too).
-FRAMEWORKS = ("trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset")
+# (managed through its parent TrainJob; listed so a JobSet submitted on its own is queued too); batch/job
+# and plain pods, so that a bare Job or Pod with GPUs in a team namespace is queued (held by Kueue's
+# scheduling gate until admitted) instead of bypassing the quotas. Pods owned by a workload Kueue manages
+# are left to it ("Run Plain Pods", site/content/en/docs/tasks/run/plain_pods.md at v0.19.2). The pod
+# webhook's namespaceSelector is the chart's copy of managedJobsNamespaceSelector
+# (charts/kueue/templates/webhook/manifests.yaml), so it never sees kube-system or kueue-system.
+FRAMEWORKS = ("trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset", "batch/job", "pod")
 TOPOLOGY_NAME = "aws-network"
 # The network-topology labels EKS puts on nodes of the instance types EC2 topology supports, coarsest
 # first (layer 1 is the top of the network hierarchy, layer 3 the nodes closest to each other), then the

@@ -17,6 +17,7 @@ from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import namespaces, naming
 from infra.core.charts import chart_ref
+from infra.core.labels import priority_allowed_label
 from infra.core.teams import team_repository, team_repository_prefix
 from infra.core.trainer_settings import SCRAPED_METRICS_PORTS
 from infra.core.trainjobs import quantity_mib
@@ -129,6 +130,12 @@ def team_documents(cfg: PlatformConfig, team: str, flavors: dict[str, q.FlavorSp
         ),
         q.local_queue(names),
     )
+
+
+def team_priority_labels(cfg: PlatformConfig, team: str) -> dict[str, str]:
+    """The team namespace's labels naming the priority classes its jobs may use (infra/admission)."""
+    allowed = cfg.teams[team].allowed_priorities(cfg.queueing.default_priority)
+    return {priority_allowed_label(pc): "true" for pc in sorted(allowed)}
 
 
 def kueue_chart_values(cfg: PlatformConfig) -> dict:
@@ -280,6 +287,7 @@ def wire_queueing(
                     labels={
                         **ns.labels,
                         **namespaces.pss_labels(ns.pod_security, cfg.cluster.kubernetes_version),
+                        **team_priority_labels(cfg, team),
                     },
                     network_policies=namespaces.network_policies(
                         ns, monitoring_namespace=cfg.cluster_services.monitoring_namespace

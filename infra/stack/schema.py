@@ -49,6 +49,7 @@ from infra.pools.config import (
     check_pool_name,
 )
 from infra.queueing.config import (
+    RESERVED_TEAM_NAMES,
     TEAM_SERVICE_ACCOUNT,
     QueueingConfig,
     TeamConfig,
@@ -303,7 +304,21 @@ class PlatformConfig(Strict):
             "kube-public",
             "kube-node-lease",
         }
-        check_teams_config(self.teams, self.queueing, reserved_namespaces=reserved)
+        # A team's IAM role reaches '<team>/' of the datasets and checkpoints buckets: a team named after a
+        # platform prefix would reach the platform's keys there (the trainer's datasets and checkpoints,
+        # the publisher's releases, the FSx-linked datasets).
+        prefixes = [
+            self.storage.trainer.prefix,
+            self.storage.publisher.prefix,
+            self.storage.inference.prefix,
+            self.cluster_services.fsx.repository_prefix,
+        ]
+        reserved_names = set(RESERVED_TEAM_NAMES) | {
+            p.strip("/").split("/")[0] for p in prefixes if p.strip("/")
+        }
+        check_teams_config(
+            self.teams, self.queueing, reserved_namespaces=reserved, reserved_names=reserved_names
+        )
         for name, run in self.training.runs.items():
             if run.team is None or run.team not in self.teams:
                 raise ValueError(
@@ -314,6 +329,12 @@ class PlatformConfig(Strict):
                 raise ValueError(
                     f"training.runs.{name}.priority is {run.priority!r}; use one of "
                     f"{sorted(self.queueing.priority_classes)} (queueing.priority_classes)"
+                )
+            allowed = self.teams[run.team].allowed_priorities(self.queueing.default_priority)
+            if run.priority is not None and run.priority not in allowed:
+                raise ValueError(
+                    f"training.runs.{name}.priority is {run.priority!r}, which team {run.team!r} may not use "
+                    f"(teams.{run.team}.priority_classes: {allowed}); pick one of them or list it there"
                 )
         return self
 

@@ -33,20 +33,33 @@ def trainer_policy(
     region: str | None = None,
     release_prefix: str = "release",
 ) -> Policy:
-    """Trainer pods: read all datasets; read/write checkpoints and artifacts under ``prefix/`` only, and
-    never ``release/`` of the artifacts bucket (published models replicate to production inference;
-    publishing is the publisher's). With ``account_id``/``region``: only our account's buckets
-    (``s3:ResourceAccount``) and the data key only through S3 for these buckets."""
+    """Trainer pods: read the datasets under ``prefix/`` (the teams' datasets live under ``<team>/``, out of
+    its reach); read/write checkpoints and artifacts under ``prefix/`` only, and never ``release/`` of the
+    artifacts bucket (published models replicate to production inference; publishing is the publisher's).
+    With ``account_id``/``region``: only our account's buckets (``s3:ResourceAccount``) and the data key
+    only through S3 for these buckets."""
     pattern = prefix_pattern(prefix)
     written = [checkpoints_arn, artifacts_arn]
     statements: list[dict[str, Any]] = [
         {
-            "Sid": "ListDatasets",
+            "Sid": "LocateDatasets",
             "Effect": "Allow",
-            "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
+            "Action": ["s3:GetBucketLocation"],
             "Resource": [datasets_arn],
         },
-        {"Sid": "ReadDatasets", "Effect": "Allow", "Action": OBJECT_READ, "Resource": [f"{datasets_arn}/*"]},
+        {
+            "Sid": "ListDatasets",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": [datasets_arn],
+            "Condition": {"StringLike": {"s3:prefix": [pattern, prefix.strip("/")]}},
+        },
+        {
+            "Sid": "ReadDatasets",
+            "Effect": "Allow",
+            "Action": OBJECT_READ,
+            "Resource": [f"{datasets_arn}/{pattern}"],
+        },
         {
             "Sid": "ListOwnPrefix",
             "Effect": "Allow",

@@ -187,10 +187,13 @@ def k8s_load_balancer_tls13(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
                 ing.urn,
             )
         ports = _listen_ports(ann)
-        if "HTTP" in ports and ann.get(f"{ALB}ssl-redirect") is None:
+        if "HTTP" in ports:
+            # a redirect comes too late: the request (its Authorization header, an API key) has already
+            # crossed the network in clear text
             yield violation(
-                f"Ingress {ing.name!r} listens on HTTP without {ALB}ssl-redirect",
-                f"annotate {ALB}ssl-redirect: '443' so HTTP only redirects",
+                f"Ingress {ing.name!r} listens on HTTP: a request sent there travels unencrypted, its API "
+                "key with it, before any redirect",
+                f"listen on HTTPS only: {ALB}listen-ports '[{{\"HTTPS\": 443}}]'",
                 ing.urn,
             )
     for svc in stack.of_type(SERVICE):
@@ -213,26 +216,32 @@ DEPLOYMENT_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:Statefu
 # ALB authentication actions (authenticate-oidc / authenticate-cognito on every rule of the Ingress).
 ALB_AUTH_TYPES = ("oidc", "cognito")
 API_KEY_FLAG = "--api-key"
+CONFIG_FLAG = "--config"
 
 
-def _key_refs_from_secrets(container: dict[str, Any]) -> bool:
-    """Whether the container runs with ``--api-key`` whose every value is ``$(VAR)`` of a variable taken
-    from a Secret (so the keys are neither absent nor plain text in the pod spec)."""
+def _key_refs_from_secrets(container: dict[str, Any], pod: dict[str, Any]) -> bool:
+    """Whether the container reads its API keys from a file of a Secret volume: vLLM's ``--config <file>``
+    under the mount of a ``secret`` volume of the pod, and no ``--api-key`` on its command line (values
+    there, even ``$(VAR)`` expanded by the kubelet, are in ``/proc/<pid>/cmdline`` for every process of
+    the node to read)."""
     args = [*as_list(container.get("command")), *as_list(container.get("args"))]
-    if API_KEY_FLAG not in args:
+    if API_KEY_FLAG in args or CONFIG_FLAG not in args:
         return False
-    values = []
-    for a in args[args.index(API_KEY_FLAG) + 1 :]:
-        if not isinstance(a, str) or a.startswith("--"):
-            break
-        values.append(a)
-    from_secret = {
-        e.get("name")
-        for e in as_list(container.get("env"))
-        if isinstance(e, dict) and dig(e, "valueFrom", "secretKeyRef") is not None
+    i = args.index(CONFIG_FLAG) + 1
+    path = args[i] if i < len(args) else None
+    if not isinstance(path, str):
+        return False
+    secrets = {
+        v.get("name")
+        for v in as_list(pod.get("volumes"))
+        if isinstance(v, dict) and v.get("secret") is not None
     }
-    return bool(values) and all(
-        v.startswith("$(") and v.endswith(")") and v[2:-1] in from_secret for v in values
+    return any(
+        isinstance(m, dict)
+        and m.get("name") in secrets
+        and isinstance(m.get("mountPath"), str)
+        and path.startswith(m["mountPath"].rstrip("/") + "/")
+        for m in as_list(container.get("volumeMounts"))
     )
 
 
@@ -277,7 +286,8 @@ def _routes(ing: Res) -> list[tuple[Any, Any]]:
     "k8s-internet-ingress-authenticated",
     description="An internet-facing ALB Ingress authenticates every request: ALB authentication "
     "(auth-type oidc or cognito), or a backend that checks API keys from a Secret on every routed path "
-    "(vLLM --api-key with $(VAR) values from secretKeyRef, paths under its guarded prefixes "
+    "(vLLM --config <file of a mounted Secret> with the keys, none on the command line, paths under its "
+    "guarded prefixes "
     f"{', '.join(VLLM_GUARDED_PREFIXES)}). A path outside them (/metrics, /health, /) is served to anyone.",
     severity=HIGH,
     doc="https://docs.vllm.ai/en/latest/usage/security.html",
@@ -319,13 +329,13 @@ def k8s_internet_ingress_authenticated(stack: Stack, ctx: Ctx) -> Iterator[Viola
             pods, unknown = _backend_pods(stack, namespace, service)
             if unknown and ctx.at_preview:
                 continue
-            checked = all(any(_key_refs_from_secrets(c) for c in containers(p)) for p in pods)
+            checked = all(any(_key_refs_from_secrets(c, p) for c in containers(p)) for p in pods)
             if not pods or unknown or not checked:
                 yield violation(
                     f"internet-facing Ingress {ing.name!r} routes {path!r} to {service!r}, whose pods do not "
-                    f"check API keys ({API_KEY_FLAG} with values from a Secret) and the ALB does not "
-                    "authenticate",
-                    f"run the server with {API_KEY_FLAG} $(VAR) ... and each VAR from a secretKeyRef, or "
+                    f"check API keys read from a Secret's file ({CONFIG_FLAG} under a secret volume's mount, "
+                    f"no {API_KEY_FLAG} on the command line) and the ALB does not authenticate",
+                    f"run the server with {CONFIG_FLAG} <file of a mounted Secret> holding the keys, or "
                     f"annotate {ALB}auth-type: oidc",
                     ing.urn,
                 )

@@ -87,7 +87,7 @@ def test_fsx_beside_the_datasets_bucket(planned) -> None:
     fs = plan.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     assert fs.inputs["subnetIds"] == plan.outputs["privateSubnetIds"]["us-east-1a"]  # the EFA pool's zone
     dra = plan.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
-    assert dra.inputs["dataRepositoryPath"] == f"s3://{plan.outputs['buckets']['datasets']}/shards/"
+    assert dra.inputs["dataRepositoryPath"] == f"s3://{plan.outputs['buckets']['datasets']}/trainer/shards/"
     assert plan.one("kubernetes:core/v1:PersistentVolumeClaim").inputs["metadata"]["namespace"] == "training"
 
 

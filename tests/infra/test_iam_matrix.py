@@ -182,7 +182,8 @@ TRAIN_MATRIX: dict[str, tuple[Any, ...]] = {
     "encrypt an artifact (data key through S3)": (ADMINS | {"break-glass", "publisher", "trainer"}, False),
     "write a trainer checkpoint": (ADMINS | {"trainer"}, False),
     "write a research checkpoint": (ADMINS | {"team-research"}, False),
-    "read a research dataset": (ADMINS | {"team-research", "trainer"}, False),
+    # the platform trainer reads its own prefix only (issue 33), no team's
+    "read a research dataset": (ADMINS | {"team-research"}, False),
     # a team's repositories: only its CI role pushes or deletes (never its pods, an administrator, the
     # deployer or break-glass: the repository policy denies them), only the deployer and break-glass change
     # the repository (docs/how-to/byo-training.md); pulls are the nodes' (an AWS managed policy, not modelled)

@@ -92,7 +92,7 @@ def test_the_programs_objects_comply(check) -> None:
         ),
         (
             stack(container=server(args=["--model", "/models/x", "--port", "8000"])),
-            "whose pods do not check API keys (--api-key with values from a Secret)",
+            "whose pods do not check API keys read from a Secret's file",
         ),
         (
             stack(
@@ -101,11 +101,40 @@ def test_the_programs_objects_comply(check) -> None:
             "whose pods do not check API keys",
         ),
         (
-            stack(container=server(env=[{"name": "AIPLAT_API_KEY_0", "value": "k"}])),
+            # the form before issue 33: Secret values, but expanded by the kubelet onto the command line
+            stack(
+                container=server(
+                    args=[
+                        "--model",
+                        "/models/x",
+                        "--config",
+                        inf.KEYS_FILE,
+                        "--api-key",
+                        "$(AIPLAT_API_KEY_0)",
+                    ],
+                    env=[
+                        {
+                            "name": "AIPLAT_API_KEY_0",
+                            "valueFrom": {"secretKeyRef": {"name": inf.NAME, "key": "api-key-0"}},
+                        }
+                    ],
+                )
+            ),
+            "whose pods do not check API keys",
+        ),
+        (
+            stack(container=server(args=["--model", "/models/x", "--config", "/tmp/keys.yaml"])),
             "whose pods do not check API keys",
         ),
     ],
-    ids=["root-path", "metrics-path", "no-api-key", "key-in-plain-text", "key-var-not-from-a-secret"],
+    ids=[
+        "root-path",
+        "metrics-path",
+        "no-api-key",
+        "key-in-plain-text",
+        "keys-on-argv",
+        "config-not-a-secret",
+    ],
 )
 def test_unauthenticated_internet_ingress_is_a_violation(check, resources, expected) -> None:
     check(RULE, resources, expected)

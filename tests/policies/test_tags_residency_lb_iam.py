@@ -261,7 +261,7 @@ def ingress(**annotations) -> R:
                     listen_ports=json.dumps([{"HTTP": 80}, {"HTTPS": 443}]),
                 )
             ],
-            "listens on HTTP without alb.ingress.kubernetes.io/ssl-redirect",
+            "listens on HTTP: a request sent there travels unencrypted",
         ),
         (
             [
@@ -269,6 +269,15 @@ def ingress(**annotations) -> R:
                     ssl_policy="ELBSecurityPolicy-TLS13-1-3-2021-06",
                     listen_ports=json.dumps([{"HTTP": 80}, {"HTTPS": 443}]),
                     ssl_redirect="443",
+                )
+            ],
+            "listens on HTTP: a request sent there travels unencrypted",
+        ),
+        (
+            [
+                ingress(
+                    ssl_policy="ELBSecurityPolicy-TLS13-1-3-2021-06",
+                    listen_ports=json.dumps([{"HTTPS": 443}]),
                 )
             ],
             None,
@@ -296,6 +305,7 @@ def ingress(**annotations) -> R:
         "controller-default",
         "http-no-redirect",
         "http-redirect",
+        "https-only",
         "nlb-default",
     ],
 )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
 from infra.edge.documents import with_hosts
 from infra.inference.documents import alb
@@ -72,6 +73,8 @@ class InferenceServer(pulumi.ComponentResource):
     """The model server of one region; ``load_balancer_hostname`` is the ALB's DNS name."""
 
     load_balancer_hostname: pulumi.Output[str]
+    # the rollout tooling's own API key (stack output inferenceGateKey), valid beside the clients' keys
+    gate_key: pulumi.Output[str]
 
     def __init__(self, name: str, args: InferenceServerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:inference:InferenceServer", name, None, opts)
@@ -84,13 +87,19 @@ class InferenceServer(pulumi.ComponentResource):
 
         slots = args.server.api_key_slots
         source = args.api_keys_source
+        # A key of the stack's own for the rollout's health gate: no client key leaves for the tooling, and
+        # it is revoked by replacing this resource (`pulumi up --replace`), not by rotating the clients'.
+        gate = random.RandomPassword(
+            f"{name}-gate-key", length=48, special=False, opts=pulumi.ResourceOptions(parent=self)
+        )
+        self.gate_key = pulumi.Output.secret(gate.result)
         self.api_keys = k8s.core.v1.Secret(
             f"{name}-api-keys",
             metadata=meta(),
             type="Opaque",
             # the provider marks a Secret's data secret in the state and the plan
-            string_data=pulumi.Output.from_input(args.api_keys).apply(
-                lambda keys: inf.api_keys_secret_data(keys, slots=slots, source=source)
+            string_data=pulumi.Output.all(args.api_keys, gate.result).apply(
+                lambda v: inf.api_keys_secret_data(v[0], slots=slots, source=source, gate_key=v[1])
             ),
             opts=child_options(self, opts),
         )
@@ -159,7 +168,9 @@ class InferenceServer(pulumi.ComponentResource):
             opts=child_options(self, opts, depends_on=[self.deployment, *args.scaled_object_after]),
         )
         self.load_balancer_hostname = self.ingress.status.apply(_hostname)
-        self.register_outputs({"load_balancer_hostname": self.load_balancer_hostname})
+        self.register_outputs(
+            {"load_balancer_hostname": self.load_balancer_hostname, "gate_key": self.gate_key}
+        )
 
 
 def _hostname(status: k8s.networking.v1.outputs.IngressStatus | None) -> str:

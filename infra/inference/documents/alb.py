@@ -21,7 +21,6 @@ from typing import Any
 PREFIX = "alb.ingress.kubernetes.io/"
 INGRESS_CLASS = "alb"  # the chart's ingressClass and IngressClass resource (values.yaml 3.5.0)
 HTTPS_PORT = 443
-HTTP_PORT = 80
 # Seconds the ALB keeps a connection with no bytes on it beyond the longest generation (responses are not
 # streamed, so a request is silent until it is answered).
 IDLE_MARGIN_S = 30
@@ -62,9 +61,9 @@ def ingress_annotations(s: IngressSpec, *, certificate_arn: Any, waf_acl_arn: An
         # Pod IPs as targets: the ALB sends straight to the pods (readiness gates work only with ip).
         "target-type": "ip",
         "ip-address-type": "ipv4",
-        "listen-ports": json.dumps([{"HTTP": HTTP_PORT}, {"HTTPS": HTTPS_PORT}]),
-        # Port 80 answers every request with a redirect to 443 and nothing else.
-        "ssl-redirect": str(HTTPS_PORT),
+        # HTTPS only: no port-80 listener, not even a redirect (a client's first request to http:// would
+        # carry its key in clear text); the controller opens the ALB's security group on this port only.
+        "listen-ports": json.dumps([{"HTTPS": HTTPS_PORT}]),
         "certificate-arn": certificate_arn,
         "ssl-policy": s.tls_policy,
         "inbound-cidrs": ",".join(s.inbound_cidrs),

@@ -6,7 +6,12 @@ Pulumi.
 vLLM 0.33.0's OpenAI server (``vllm serve``): one port for the API, ``/health`` (engine alive, never
 authenticated) and ``/metrics``; ``--api-key`` guards only paths under ``/v1``, ``/v2``, ``/inference`` and
 ``/cohere`` (vllm/entrypoints/serve/middleware/authenticate.py GUARDED_PREFIX), so the Ingress routes
-nothing else. On SIGTERM it drains in-flight requests for ``--shutdown-timeout`` seconds
+nothing else, and our gate (``images/vllm/aiplat_vllm/gate.py``, loaded with ``--middleware``) refuses every
+other path in the pod too (``/invocations``, ``/tokenize``, ...) and the routed ones without a key. The keys
+reach vLLM in its ``--config`` file, mounted from the Secret (read by vLLM's argument parser:
+vllm/utils/argparse_utils.py ``load_config_file`` turns its ``api-key`` list into the option's values inside
+the process), never on the command line (``/proc/<pid>/cmdline`` is world-readable on the node) nor in an
+environment variable. On SIGTERM it drains in-flight requests for ``--shutdown-timeout`` seconds
 (vllm/entrypoints/launchers/launcher.py). The release comes from the fetch tool of our ``inference`` image
 (``python -m inference.fetch``: exit 0 once ``--dest`` holds the verified release, else exit 3/4 with one
 line on stderr and nothing left behind), into an ``emptyDir`` vLLM loads with no hub access.
@@ -57,10 +62,18 @@ RELEASE_KEY_FILE = "public.pem"
 RELEASE_KEY_ENV = "AIPLAT_RELEASE_PUBLIC_KEY"  # trainer/signing.py PUBLIC_KEY_ENV
 SHM_DIR = "/dev/shm"
 RUN_AS = 10001  # the user of both images (images/inference/Dockerfile, images/vllm/Dockerfile)
-# The Secret's data keys and the env variables holding the API keys, one per slot. Not VLLM_*: vLLM warns
-# about environment variables with its prefix that it does not know (vllm/envs.py).
-API_KEY_ENV = "AIPLAT_API_KEY_{}"
-API_KEY_DATA = "api-key-{}"
+# The API keys: one file of the Secret, vLLM's --config file (JSON is YAML; vLLM wants a .yaml name), with
+# the ``api-key`` list (FrontendArgs.api_key: list[str], several keys at once). Mounted read-only, mode 0400
+# (the kubelet adds group read for the pod's fsGroup, RUN_AS: readable by the pod's uid only, and root).
+KEYS_FILE_NAME = "vllm-config.yaml"
+KEYS_DIR = "/etc/aiplat/api-keys"
+KEYS_FILE = f"{KEYS_DIR}/{KEYS_FILE_NAME}"
+KEYS_FIELD = "api-key"
+KEYS_FILE_MODE = 0o400
+# The gate middleware (images/vllm/aiplat_vllm/gate.py, on the image's PYTHONPATH) and what it reads.
+GATE_MIDDLEWARE = "aiplat_vllm.gate.GateMiddleware"
+GATE_KEYS_FILE_ENV = "AIPLAT_GATE_KEYS_FILE"
+GATE_PATHS_ENV = "AIPLAT_GATE_PATHS"
 # Seconds between the end of vLLM's drain and SIGKILL: the engine and API processes exit after it.
 SHUTDOWN_MARGIN_S = 15
 # Logs and other container writes beyond the emptyDirs (the root filesystem is read-only).
@@ -109,6 +122,8 @@ class ServerSpec:
     prestop_s: int
     shutdown_timeout_s: int
     first_load_timeout_s: int
+    # the OpenAI paths the Ingress routes: the only ones the gate serves (with a key)
+    api_paths: Sequence[str] = (COMPLETIONS_PATH, MODELS_PATH)
 
 
 def api_paths(*, chat: bool) -> list[str]:
@@ -137,20 +152,12 @@ def ephemeral_storage(s: ServerSpec) -> str:
     return f"{total // 2**20}Mi"
 
 
-def api_key_envs(slots: int, secret: str = NAME) -> list[dict[str, Any]]:
-    """One variable per key slot, from the Secret (never a value in the pod spec). A missing key stops the
-    container from starting (CreateContainerConfigError): never a server without keys."""
-    return [
-        {
-            "name": API_KEY_ENV.format(i),
-            "valueFrom": {"secretKeyRef": {"name": secret, "key": API_KEY_DATA.format(i)}},
-        }
-        for i in range(slots)
-    ]
-
-
-def api_keys_secret_data(keys: Sequence[str], *, slots: int, source: str) -> dict[str, str]:
-    """The Secret's ``stringData`` for ``keys`` (C2: the one place a key list becomes the Secret).
+def api_keys_secret_data(
+    keys: Sequence[str], *, slots: int, source: str, gate_key: str | None = None
+) -> dict[str, str]:
+    """The Secret's ``stringData`` for ``keys`` (C2: the one place a key list becomes the Secret): vLLM's
+    ``--config`` file with the ``api-key`` list, the clients' keys then ``gate_key`` (the rollout tooling's
+    own key, never a client's: ``inferenceGateKey``).
 
     Exactly ``slots`` distinct keys of at least 32 characters, without whitespace (vLLM compares the whole
     ``Authorization: Bearer <key>`` value); ``source`` names where they came from in errors."""
@@ -173,12 +180,17 @@ def api_keys_secret_data(keys: Sequence[str], *, slots: int, source: str) -> dic
             "`openssl rand -hex 32` each, with `pulumi config set --secret "
             f"{source} '[\"<key1>\", ...]'`"
         )
-    return {API_KEY_DATA.format(i): k for i, k in enumerate(keys)}
+    every = list(keys)
+    if gate_key is not None:
+        if gate_key in keys or len(gate_key) < 32:
+            raise ValueError("the gate key must be a key of its own, at least 32 characters")
+        every.append(gate_key)
+    return {KEYS_FILE_NAME: json.dumps({KEYS_FIELD: every})}
 
 
 def vllm_args(s: ServerSpec) -> list[str]:
-    """``vllm serve`` arguments. Every flag exists in the pinned vLLM (tests/infra/inference/data)."""
-    keys = [f"$({API_KEY_ENV.format(i)})" for i in range(s.api_key_slots)]
+    """``vllm serve`` arguments. Every flag exists in the pinned vLLM (tests/infra/inference/data). No key
+    among them: ``--config`` names the file that holds them."""
     return [
         "--model",
         model_dir(s.model_version),
@@ -200,9 +212,11 @@ def vllm_args(s: ServerSpec) -> list[str]:
         str(s.gpus),
         "--shutdown-timeout",
         str(s.shutdown_timeout_s),
-        # Kubernetes expands $(VAR) in args from the container's env: the keys stay in the Secret.
-        "--api-key",
-        *keys,
+        # the API keys, from the Secret's file (read inside the process, never on argv)
+        "--config",
+        KEYS_FILE,
+        "--middleware",
+        GATE_MIDDLEWARE,
         # Probes and scrapes every few seconds would drown the access log.
         "--disable-access-log-for-endpoints",
         f"{HEALTH_PATH},/metrics",
@@ -227,21 +241,23 @@ def fetch_args(s: ServerSpec, *, release_root: Any) -> list[Any]:
     ]
 
 
-# Readiness asks /v1/models with the first key: an httpGet probe could only carry the key in the pod spec
-# in plain text. Python is in the vLLM image; a non-2xx answer or no answer exits non-zero.
+# Readiness asks /v1/models with the gate key (the last of the file's list): an httpGet probe could only
+# carry a key in the pod spec in plain text. Python is in the vLLM image; a non-2xx answer or no answer
+# exits non-zero.
 _READY_SCRIPT = (
-    "import os, urllib.request as u; "
-    "u.urlopen(u.Request('http://127.0.0.1:{port}{path}', headers={{'Authorization': 'Bearer ' + "
-    "os.environ['{env}']}}), timeout=4)"
+    "import json, urllib.request as u; "
+    "k = json.load(open('{file}'))['{field}'][-1]; "
+    "u.urlopen(u.Request('http://127.0.0.1:{port}{path}', headers={{'Authorization': 'Bearer ' + k}}), "
+    "timeout=4)"
 )
 
 
 def readiness_command() -> list[str]:
-    """The readiness probe's command: GET /v1/models with the first API key."""
+    """The readiness probe's command: GET /v1/models with a key read from the keys file."""
     return [
         "python3",
         "-c",
-        _READY_SCRIPT.format(port=PORT, path=MODELS_PATH, env=API_KEY_ENV.format(0)),
+        _READY_SCRIPT.format(port=PORT, path=MODELS_PATH, file=KEYS_FILE, field=KEYS_FIELD),
     ]
 
 
@@ -321,9 +337,11 @@ def server_container(s: ServerSpec, *, image: Any) -> dict[str, Any]:
     if s.cpu_limit is not None:
         limits["cpu"] = s.cpu_limit
     env = [
-        *api_key_envs(s.api_key_slots),
         *({"name": k, "value": v} for k, v in OFFLINE_ENV.items()),
         {"name": "HOME", "value": TMP_DIR},
+        # where the gate reads the keys and which paths it serves (a path, not a key)
+        {"name": GATE_KEYS_FILE_ENV, "value": KEYS_FILE},
+        {"name": GATE_PATHS_ENV, "value": ",".join(s.api_paths)},
     ]
     return {
         "name": CONTAINER,
@@ -338,6 +356,7 @@ def server_container(s: ServerSpec, *, image: Any) -> dict[str, Any]:
             {"name": "models", "mountPath": MODELS_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": TMP_DIR},
             {"name": "shm", "mountPath": SHM_DIR},
+            {"name": "api-keys", "mountPath": KEYS_DIR, "readOnly": True},
         ],
         # The pod is marked terminating at once (readiness false, the ALB deregisters it) but keeps serving
         # this long before vLLM gets SIGTERM and drains.
@@ -410,6 +429,15 @@ def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) 
             {"name": "tmp", "emptyDir": {"sizeLimit": s.tmp_size}},
             {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": s.shm_size}},
             {"name": "release-key", "configMap": {"name": RELEASE_KEY_CONFIG_MAP}},
+            # A missing Secret or file stops the pod from starting: never a server without keys.
+            {
+                "name": "api-keys",
+                "secret": {
+                    "secretName": NAME,
+                    "defaultMode": KEYS_FILE_MODE,
+                    "items": [{"key": KEYS_FILE_NAME, "path": KEYS_FILE_NAME, "mode": KEYS_FILE_MODE}],
+                },
+            },
         ],
     }
 

@@ -35,6 +35,15 @@ def keda_values(*, system_pools: Sequence[str]) -> dict[str, Any]:
         "operator": {"replicaCount": 2},
         "podDisruptionBudget": {"operator": {"minAvailable": 1}},
         "networkPolicy": {"enabled": False},
+        # Neither the operator nor the metrics server reads Secrets: our only trigger is Prometheus without
+        # authentication. Restricted, the chart grants Secret reads in KEDA's own namespace only, instead
+        # of list/watch on every Secret of the cluster (the inference API keys among them):
+        # keda/values.yaml permissions.*.restrict.secret, templates/manager/clusterrole.yaml and
+        # minimal-rbac.yaml at v2.20.2.
+        "permissions": {
+            "operator": {"restrict": {"secret": True}},
+            "metricServer": {"restrict": {"secret": True}},
+        },
     }
 
 

@@ -67,12 +67,7 @@ class KarpenterAws(pulumi.ComponentResource):
             sqs_managed_sse_enabled=True,
             opts=child,
         )
-        aws.sqs.QueuePolicy(
-            f"{name}-queue-policy",
-            queue_url=queue.url,
-            policy=queue.arn.apply(lambda arn: json.dumps(docs.interruption_queue_policy(arn))),
-            opts=child,
-        )
+        rules = []
         for rule_name, pattern in docs.INTERRUPTION_EVENTS.items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{rule_name}",
@@ -80,6 +75,7 @@ class KarpenterAws(pulumi.ComponentResource):
                 event_pattern=json.dumps(pattern),
                 opts=child,
             )
+            rules.append(rule)
             aws.cloudwatch.EventTarget(
                 f"{name}-{rule_name}-target",
                 rule=rule.name,
@@ -87,6 +83,16 @@ class KarpenterAws(pulumi.ComponentResource):
                 target_id="KarpenterInterruptionQueueTarget",
                 opts=child,
             )
+        aws.sqs.QueuePolicy(
+            f"{name}-queue-policy",
+            queue_url=queue.url,
+            policy=pulumi.Output.all(queue.arn, *[r.arn for r in rules]).apply(
+                lambda v: json.dumps(
+                    docs.interruption_queue_policy(v[0], rule_arns=v[1:], account_id=args.account_id)
+                )
+            ),
+            opts=child,
+        )
 
         # -- node role ----------------------------------------------------------------------------------
         node_role = aws.iam.Role(

@@ -276,8 +276,8 @@ class StorageConfig(Strict):
     )
     trainer: PodAccessConfig = Field(
         default_factory=_trainer_access,
-        description="The trainer's service account and its prefix in the checkpoints and artifacts buckets "
-        "(never release/).",
+        description="The trainer's service account and its prefix in the datasets, checkpoints and "
+        "artifacts buckets (never release/): platform runs read s3://<datasets bucket>/<prefix>/<dataset>.",
     )
     publisher: PodAccessConfig = Field(
         default_factory=_publisher_access,
@@ -291,6 +291,11 @@ class StorageConfig(Strict):
         description="The inference service account: reads release/ (or a prefix under it) only.",
     )
     minio: MinioConfig | None = Field(None, description="Required with backend: minio, refused otherwise.")
+
+    def trainer_dataset_key(self, dataset: str) -> str:
+        """The key prefix of a platform run's ``dataset`` in the datasets bucket: under the trainer's
+        prefix, the only one of that bucket its role reads (the teams' are ``<team>/``)."""
+        return "/".join(p for p in (self.trainer.prefix.strip("/"), dataset.strip("/")) if p)
 
     @field_validator("replicate_to")
     @classmethod

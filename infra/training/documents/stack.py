@@ -112,18 +112,20 @@ def shared_volume(cfg: PlatformConfig) -> t.SharedVolume | None:
 
 
 def data_uri(cfg: PlatformConfig, dataset: str, team: str | None = None) -> str:
-    """Where a run reads ``dataset`` (a prefix of the datasets bucket): the FSx for Lustre mount when the file
-    system links it and ``runs_read_datasets`` is on (the trainer reads a local directory in place), else
-    ``s3://<datasets bucket>/<dataset>`` (downloaded once into the NVMe cache). A team's runs read under the
-    team's prefix, ``s3://<datasets bucket>/<team>/<dataset>`` (its IAM role reads nothing else)."""
+    """Where a run reads ``dataset``: under its owner's prefix of the datasets bucket, the platform
+    trainer's (``storage.trainer.prefix``) or a team's (``<team>/``), the only one its IAM role reads. The
+    FSx for Lustre mount when the file system links that key and ``runs_read_datasets`` is on (the trainer
+    reads a local directory in place), else ``s3://<datasets bucket>/<prefix>/<dataset>`` (downloaded once
+    into the NVMe cache)."""
     if team is not None:
         return f"s3://{cfg.bucket_name(BucketPurpose.datasets)}/{team}/{dataset}"
+    key = cfg.storage.trainer_dataset_key(dataset)
     fsx = cfg.cluster_services.fsx
     if fsx.enabled and fsx.runs_read_datasets:
-        path = dataset_path(fsx, dataset)
+        path = dataset_path(fsx, key)
         if path is not None:
             return path
-    return f"s3://{cfg.bucket_name(BucketPurpose.datasets)}/{dataset}"
+    return f"s3://{cfg.bucket_name(BucketPurpose.datasets)}/{key}"
 
 
 def checkpoint_uri(cfg: PlatformConfig, run_name: str, team: str | None = None) -> str:

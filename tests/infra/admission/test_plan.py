@@ -62,6 +62,7 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
             "aiplat-publisher-identity",
             "aiplat-team-pods",
             "aiplat-trainjobs",
+            "aiplat-team-priorities",
         }
     )
     workload = {

@@ -98,8 +98,9 @@ def test_irsa_trust_refuses_empty_subject(namespace: str, sa: str) -> None:
 @pytest.mark.parametrize(
     ("action", "resource", "allowed"),
     [
-        ("s3:GetObject", f"{DATASETS}/*", True),
-        ("s3:PutObject", f"{DATASETS}/*", False),  # datasets are read-only
+        ("s3:GetObject", f"{DATASETS}/trainer/*", True),
+        ("s3:GetObject", f"{DATASETS}/*", False),  # the teams' datasets are theirs
+        ("s3:PutObject", f"{DATASETS}/trainer/*", False),  # datasets are read-only
         ("s3:PutObject", f"{CHECKPOINTS}/trainer/*", True),
         ("s3:PutObject", f"{CHECKPOINTS}/*", False),  # only under its prefix
         ("s3:AbortMultipartUpload", f"{ARTIFACTS}/trainer/*", True),

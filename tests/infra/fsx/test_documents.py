@@ -152,6 +152,6 @@ def test_runs_read_linked_datasets_from_the_mount() -> None:
     cfg = _fsx_example()
     assert stack.data_uri(cfg, "shards/openwebtext") == "/fsx/datasets/openwebtext"
     # outside the linked prefix, or with runs_read_datasets off: S3 as before
-    assert stack.data_uri(cfg, "raw/x") == "s3://fsxdemo-dev-us-east-1-datasets/raw/x"
+    assert stack.data_uri(cfg, "raw/x") == "s3://fsxdemo-dev-us-east-1-datasets/trainer/raw/x"
     off = _fsx_example(runs_read_datasets=False)
     assert stack.data_uri(off, "shards/openwebtext").startswith("s3://fsxdemo-dev-us-east-1-datasets/")

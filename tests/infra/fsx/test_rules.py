@@ -182,8 +182,8 @@ def test_run_outside_the_linked_prefix_warns(stack_config) -> None:
     (w,) = [f for f in findings if f.rule == "fsx-runs-datasets"]
     assert w.level is Level.warning
     assert w.one_line().startswith(
-        "aiplat:platform.training.runs.gpt2-124m.dataset: 'shards/openwebtext' is outside the prefix the "
-        "file system links ('tokenized'), so this run downloads it from S3"
+        "aiplat:platform.training.runs.gpt2-124m.dataset: 'trainer/shards/openwebtext' is outside the "
+        "prefix the file system links ('tokenized'), so this run downloads it from S3"
     )
 
 

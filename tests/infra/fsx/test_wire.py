@@ -59,7 +59,7 @@ def test_file_system_in_the_training_pools_zone_under_the_data_key(plan) -> None
 def test_linked_to_the_datasets_bucket_after_it_exists(plan) -> None:
     bucket = plan.outputs["buckets"]["datasets"]
     dra = plan.one(DRA)
-    assert dra.inputs["dataRepositoryPath"] == f"s3://{bucket}/shards/"
+    assert dra.inputs["dataRepositoryPath"] == f"s3://{bucket}/trainer/shards/"
     assert dra.inputs["fileSystemPath"] == "/datasets"
     assert dra.inputs["s3"] == {"autoImportPolicy": {"events": ["NEW", "CHANGED", "DELETED"]}}
     (datasets,) = [b for b in plan.by_type("aws:s3/bucket:Bucket") if b.inputs.get("bucket") == bucket]

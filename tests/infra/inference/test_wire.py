@@ -120,13 +120,14 @@ def test_api_keys_are_a_secret_and_the_pod_only_references_it(plan_stack, stack:
     plan = plan_stack(stack)
     (secret,) = _in(plan, SECRET, plan.config["storage"]["inference"]["namespace"])
     assert secret.inputs["stringData"] == "[secret]"  # never in the plan
-    (container,) = _pod(plan)["containers"]
+    pod = _pod(plan)
+    (container,) = pod["containers"]
     args = container["args"]
-    slots = plan.config["inference"]["auth"]["api_key_slots"]
-    keys = args[args.index("--api-key") + 1 : args.index("--api-key") + 1 + slots]
-    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e}
-    assert [f"$({name})" for name in refs] == keys
-    assert {r["name"] for r in refs.values()} == {secret.inputs["metadata"]["name"]}
+    assert "--api-key" not in args
+    config = args[args.index("--config") + 1]  # vLLM reads the keys from the Secret's file
+    (mount,) = [m for m in container["volumeMounts"] if config.startswith(m["mountPath"] + "/")]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert volume["secret"]["secretName"] == secret.inputs["metadata"]["name"]
     deployment = _one(plan, DEPLOYMENT)
     assert secret.urn in deployment.dependencies
     assert plan.outputs["inferenceGateKey"] == "[secret]"
@@ -146,8 +147,8 @@ def test_grace_period_covers_the_prestop_pause_and_vllms_drain(plan_stack, stack
 @pytest.mark.parametrize("stack", INFER)
 def test_no_route_without_authentication_and_none_to_metrics(plan_stack, stack: str) -> None:
     """Every path the Ingress routes, under every host (the regional name and the global one), reaches vLLM
-    under a prefix it checks the API key on, and vLLM runs with --api-key; /metrics, /health and the rest of
-    the server are not routed."""
+    under a prefix it checks the API key on, vLLM reads its keys (--config) and the gate serves exactly these
+    paths with a key; /metrics, /health and the rest of the server are not routed."""
     plan = plan_stack(stack)
     rules = _one(plan, INGRESS).inputs["spec"]["rules"]
     assert rules
@@ -158,7 +159,9 @@ def test_no_route_without_authentication_and_none_to_metrics(plan_stack, stack: 
         assert "/metrics" not in routed and "/health" not in routed and "/" not in routed
         assert set(routed) == set(inf.api_paths(chat=plan.config["inference"]["engine"]["serve_chat"]))
     (container,) = _pod(plan)["containers"]
-    assert "--api-key" in container["args"]
+    assert "--config" in container["args"] and inf.GATE_MIDDLEWARE in container["args"]
+    gate_paths = next(e["value"] for e in container["env"] if e["name"] == inf.GATE_PATHS_ENV)
+    assert set(gate_paths.split(",")) == set(routed)  # the gate serves what the Ingress routes
 
 
 @pytest.mark.parametrize("stack", INFER)
@@ -254,8 +257,8 @@ def test_ingress_is_https_only_with_tls13_and_the_validated_certificate(plan_sta
     https = plan.config["inference"]["https"]
     assert ann[f"{ALB}ssl-policy"] == https["tls_policy"] in TLS13_ONLY_POLICIES
     assert ann[f"{ALB}ssl-policy"] == "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09"  # TLS 1.3 + post-quantum
-    assert ann[f"{ALB}listen-ports"] == '[{"HTTP": 80}, {"HTTPS": 443}]'
-    assert ann[f"{ALB}ssl-redirect"] == "443"
+    assert ann[f"{ALB}listen-ports"] == '[{"HTTPS": 443}]'
+    assert f"{ALB}ssl-redirect" not in ann
     assert ann[f"{ALB}target-type"] == "ip"
     assert ann[f"{ALB}scheme"] == "internet-facing"
     assert ann[f"{ALB}healthcheck-path"] == "/health"  # vLLM's, answered without a key

@@ -59,7 +59,7 @@ def test_train_stack_gets_a_trainer_role_on_its_buckets() -> None:
     cfg = load_stack_config("prod-us-train")
     recorded = _run("prod-us-train", cfg)
     policy = _policy(recorded, "pod-roles-trainer-policy")
-    assert policy["ReadDatasets"]["Resource"] == ["arn:aws:s3:::aiplat-prod-us-east-1-datasets/*"]
+    assert policy["ReadDatasets"]["Resource"] == ["arn:aws:s3:::aiplat-prod-us-east-1-datasets/trainer/*"]
     assert policy["ReadWriteOwnPrefix"]["Resource"] == [
         "arn:aws:s3:::aiplat-prod-us-east-1-checkpoints/trainer/*",
         "arn:aws:s3:::aiplat-prod-us-east-1-artifacts/trainer/*",

@@ -152,20 +152,26 @@ def test_vllm_loads_the_release_the_init_container_verified_offline() -> None:
 
 
 def test_api_keys_come_from_the_secret_and_never_appear_in_the_pod() -> None:
-    """--api-key gets one $(VAR) per slot, each VAR from the Secret; Kubernetes expands them."""
+    """vLLM reads the keys from its --config file, the Secret's one file mounted read-only 0400; nothing
+    of a key is on the command line or in an environment variable."""
     container = _container()
-    keys = _flags(container["args"])["--api-key"]
-    env = {e["name"]: e for e in container["env"]}
-    assert len(keys) == SPEC.api_key_slots == 2
-    for ref in keys:
-        var = re.fullmatch(r"\$\((\w+)\)", ref)
-        assert var, ref
-        source = env[var.group(1)]["valueFrom"]["secretKeyRef"]
-        assert source["name"] == inf.NAME and "optional" not in source  # missing key: no start
-    data = inf.api_keys_secret_data(KEYS, slots=2, source="aiplat:inference-api-keys")
-    assert sorted(data.values()) == sorted(KEYS)
-    assert {e["valueFrom"]["secretKeyRef"]["key"] for e in env.values() if "valueFrom" in e} == set(data)
-    assert not any(k in json.dumps(_pod()) for k in KEYS)
+    flags = _flags(container["args"])
+    assert "--api-key" not in flags
+    assert flags["--config"] == [inf.KEYS_FILE] and flags["--middleware"] == [inf.GATE_MIDDLEWARE]
+    assert not any("valueFrom" in e for e in container["env"])
+    pod = _pod()
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == inf.KEYS_DIR]
+    assert mount["readOnly"] is True
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert volume["secret"]["secretName"] == inf.NAME and "optional" not in volume["secret"]  # no start
+    assert volume["secret"]["items"] == [
+        {"key": inf.KEYS_FILE_NAME, "path": inf.KEYS_FILE_NAME, "mode": 0o400}
+    ]
+    data = inf.api_keys_secret_data(KEYS, slots=2, source="aiplat:inference-api-keys", gate_key="g" * 40)
+    assert json.loads(data[inf.KEYS_FILE_NAME]) == {"api-key": [*KEYS, "g" * 40]}
+    assert not any(k in json.dumps(pod) for k in KEYS)
+    with pytest.raises(ValueError, match="gate key must be a key of its own"):
+        inf.api_keys_secret_data(KEYS, slots=2, source="s", gate_key=KEYS[0])
 
 
 def test_vllm_takes_several_keys_and_guards_every_routed_path() -> None:
@@ -212,8 +218,8 @@ def test_probes_liveness_on_health_readiness_on_the_model_list_with_a_key() -> N
     script = command[2]
     ast.parse(script)  # valid Python
     assert f"http://127.0.0.1:{inf.PORT}{inf.MODELS_PATH}" in script
-    first_key = _flags(container["args"])["--api-key"][0]
-    assert f"os.environ['{first_key[2:-1]}']" in script
+    # the key from the mounted keys file (the file vLLM's --config names), never from the environment
+    assert f"open('{_flags(container['args'])['--config'][0]}')" in script and "environ" not in script
 
 
 def test_grace_period_covers_the_prestop_pause_and_vllms_drain() -> None:
@@ -243,6 +249,8 @@ def test_pod_is_restricted_and_non_root() -> None:
     volumes = {v["name"]: v for v in pod["volumes"]}
     key = volumes.pop("release-key")  # the release signing key's public half, read-only
     assert key == {"name": "release-key", "configMap": {"name": inf.RELEASE_KEY_CONFIG_MAP}}
+    keys = volumes.pop("api-keys")  # the API keys' file, from the Secret
+    assert keys["secret"]["secretName"] == inf.NAME
     assert all(set(v) == {"name", "emptyDir"} for v in volumes.values())  # no hostPath, no PVC
     assert volumes["shm"]["emptyDir"]["medium"] == "Memory"
     for name in ("vllm", "inference"):
@@ -356,8 +364,8 @@ def test_ingress_annotations_https_only_with_the_tls_policy() -> None:
         for k, v in alb.ingress_annotations(INGRESS, certificate_arn=CERT, waf_acl_arn=None).items()
     }
     assert all(isinstance(v, str) for v in ann.values())
-    assert json.loads(ann["listen-ports"]) == [{"HTTP": 80}, {"HTTPS": 443}]
-    assert ann["ssl-redirect"] == "443"  # HTTP only redirects
+    assert json.loads(ann["listen-ports"]) == [{"HTTPS": 443}]  # no port-80 listener at all
+    assert "ssl-redirect" not in ann
     assert ann["ssl-policy"] == "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09"
     assert ann["certificate-arn"] == CERT
     assert (ann["scheme"], ann["target-type"]) == ("internet-facing", "ip")

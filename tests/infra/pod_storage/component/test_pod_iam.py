@@ -82,7 +82,7 @@ def test_permissions() -> None:
         r.name: json.loads(r.inputs["policy"]) for r in recorded if r.type == "aws:iam/rolePolicy:RolePolicy"
     }
     trainer = {s["Sid"]: s for s in policies["pods-trainer-policy"]["Statement"]}
-    assert trainer["ReadDatasets"]["Resource"] == ["arn:aws:s3:::d/*"]
+    assert trainer["ReadDatasets"]["Resource"] == ["arn:aws:s3:::d/trainer/*"]
     assert trainer["ReadWriteOwnPrefix"]["Resource"] == [
         "arn:aws:s3:::c/trainer/*",
         "arn:aws:s3:::a/trainer/*",

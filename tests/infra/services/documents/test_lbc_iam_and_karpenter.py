@@ -75,9 +75,16 @@ def test_karpenter_policies_fit_and_are_scoped_to_the_cluster() -> None:
 
 
 def test_interruption_queue_refuses_plain_http_and_takes_eventbridge() -> None:
-    doc = karpenter.interruption_queue_policy("arn:aws:sqs:us-east-1:1:q")
+    rules = ["arn:aws:events:us-east-1:1:rule/b", "arn:aws:events:us-east-1:1:rule/a"]
+    doc = karpenter.interruption_queue_policy("arn:aws:sqs:us-east-1:1:q", rule_arns=rules, account_id="1")
     allow, deny = doc["Statement"]
-    assert allow["Principal"] == {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
+    assert allow["Principal"] == {"Service": "events.amazonaws.com"}
+    assert allow["Condition"] == {
+        "ArnEquals": {"aws:SourceArn": sorted(rules)},
+        "StringEquals": {"aws:SourceAccount": "1"},
+    }
+    with pytest.raises(ValueError, match="needs the ARNs of the rules"):
+        karpenter.interruption_queue_policy("arn:aws:sqs:us-east-1:1:q", rule_arns=[], account_id="1")
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     assert {p["detail-type"][0] for p in karpenter.INTERRUPTION_EVENTS.values()} == {
         "AWS Health Event",

@@ -1,0 +1,1 @@
+"""aiplat's additions to the vLLM image (loaded by ``vllm serve --middleware``)."""

@@ -1,0 +1,401 @@
+"""Issue 33 (security, round two) on the plans: every finding of the review has a test here that fails on
+the code before the fix, asserted on what the real program registered (or on the pure builders the
+program uses, where the plan cannot show it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from infra.plan.runner import Plan, RecordedResource
+from tests.conftest import EXAMPLES, STACKS
+
+ALL = [f"stacks/{s}" for s in STACKS] + [f"examples/{s}" for s in EXAMPLES]
+INFER = ["prod-hk-infer", "prod-sg-infer"]
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+@pytest.fixture(scope="module")
+def plans(plan_stack, plan_example) -> dict[str, Plan]:
+    out = {f"stacks/{s}": plan_stack(s) for s in STACKS}
+    out.update({f"examples/{s}": plan_example(s) for s in EXAMPLES})
+    return out
+
+
+def _release(plan: Plan, name: str) -> RecordedResource:
+    (r,) = [r for r in plan.by_type(RELEASE) if r.inputs["name"] == name]
+    return r
+
+
+def _statements(r: RecordedResource, key: str = "policy") -> list[dict[str, Any]]:
+    return json.loads(r.inputs[key])["Statement"]
+
+
+def _list(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, list) else [v]
+
+
+# -- KEDA reads no Secret outside its namespace -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_keda_operator_and_metrics_server_read_no_secret_outside_their_namespace(plan_stack, stack) -> None:
+    # keda/values.yaml v2.20.2: with restrict.secret false the operator's ClusterRole lists and watches
+    # every Secret of the cluster (templates/manager/clusterrole.yaml)
+    values = _release(plan_stack(stack), "keda").inputs["values"]
+    assert values["permissions"]["operator"]["restrict"]["secret"] is True
+    assert values["permissions"]["metricServer"]["restrict"]["secret"] is True
+
+
+# -- the platform trainer reads its own dataset prefix only ----------------------------------------------
+
+
+def _trainer_policy(plan: Plan) -> list[dict[str, Any]]:
+    return _statements(plan.one("aws:iam/rolePolicy:RolePolicy", "pod-roles-trainer-policy"))
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "stacks/dev-us-train", "examples/fsx"])
+def test_platform_trainer_reads_only_its_own_dataset_prefix(plans, stack: str) -> None:
+    plan = plans[stack]
+    datasets = f"arn:aws:s3:::{plan.one('aws:s3/bucket:Bucket', 'storage-datasets').inputs['bucket']}"
+    prefix = plan.config["storage"]["trainer"]["prefix"]
+    reaching = [
+        st
+        for st in _trainer_policy(plan)
+        if st["Effect"] == "Allow" and any(r.startswith(datasets) for r in _list(st["Resource"]))
+    ]
+    assert reaching
+    for st in reaching:
+        objects = [r for r in _list(st["Resource"]) if r.startswith(datasets + "/")]
+        assert objects == [] or objects == [f"{datasets}/{prefix}/*"], st
+        if "s3:ListBucket" in _list(st["Action"]):
+            assert st["Condition"]["StringLike"]["s3:prefix"] == [f"{prefix}/*", prefix], st
+
+
+@pytest.mark.parametrize("stack", ["dev-us-train", "fsx"])
+def test_platform_runs_read_their_dataset_under_the_trainer_prefix(stack_config, stack: str) -> None:
+    from infra.stack.parse import parse_platform_config
+    from infra.storage.config.storage import BucketPurpose
+    from infra.training.documents.stack import data_uri
+    from tests.conftest import EXAMPLES_DIR
+    from tests.support.config_cases import without_teams
+
+    raw = stack_config(stack) if stack in STACKS else _example(EXAMPLES_DIR, stack)
+    without_teams(raw)
+    cfg = parse_platform_config(raw)
+    assert cfg.training is not None
+    for run in cfg.training.runs.values():
+        uri = data_uri(cfg, run.dataset)
+        if cfg.cluster_services.fsx.enabled:  # the FSx example links the trainer's prefix
+            assert uri.startswith(cfg.cluster_services.fsx.mount_path), uri
+        else:
+            bucket = cfg.bucket_name(BucketPurpose.datasets)
+            assert uri == f"s3://{bucket}/{cfg.storage.trainer.prefix}/{run.dataset}"
+
+
+def _example(folder, name: str) -> dict:
+    import yaml
+
+    from infra.core.project import CONFIG_KEY
+
+    return yaml.safe_load((folder / f"Pulumi.{name}.yaml").read_text())["config"][CONFIG_KEY]
+
+
+# -- reserved team names ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["trainer", "release"])
+def test_a_team_may_not_take_a_platform_prefix(stack_config, name: str) -> None:
+    from tests.conftest import assert_rejected
+
+    raw = stack_config("prod-us-train")
+    team = next(iter(raw["teams"].values()))
+    assert_rejected(raw, f"teams.{name}", team, [f"teams.{name}: {name!r} is reserved", "rename the team"])
+
+
+def test_a_team_may_not_take_the_first_segment_of_a_configured_prefix(stack_config) -> None:
+    from tests.conftest import assert_rejected, with_value
+
+    trainer = {"namespace": "training", "service_account": "trainer", "prefix": "platform/trainer"}
+    raw = with_value(stack_config("prod-us-train"), "storage.trainer", trainer)
+    team = next(iter(raw["teams"].values()))
+    assert_rejected(raw, "teams.platform", team, ["teams.platform: 'platform' is reserved"])
+
+
+# -- Karpenter's interruption queue takes only our rules' events -------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_interruption_queue_accepts_only_our_rules(plans, stack: str) -> None:
+    plan = plans[stack]
+    queues = plan.by_type("aws:sqs/queuePolicy:QueuePolicy")
+    if not queues:
+        pytest.skip("no Karpenter here")
+    (policy,) = queues
+    senders = [st for st in _statements(policy) if st["Effect"] == "Allow"]
+    assert senders
+    (queue,) = plan.by_type("aws:sqs/queue:Queue")
+    feeding = [r for r in plan.by_type("aws:cloudwatch/eventRule:EventRule") if r.parent == queue.parent]
+    for st in senders:
+        assert st["Principal"] == {"Service": "events.amazonaws.com"}, st
+        assert st["Condition"]["StringEquals"]["aws:SourceAccount"] == "123456789012"
+        sources = st["Condition"]["ArnEquals"]["aws:SourceArn"]
+        assert len(sources) == len(feeding) >= 4
+        assert policy.urn and set(r.urn for r in feeding) <= set(policy.dependencies)
+        assert all(":events:" in a and ":rule/" in a for a in sources)
+
+
+# -- no bypass of the queue; priorities per team ------------------------------------------------------------
+
+TRAIN_TEAMS = ["prod-us-train", "dev-us-train"]
+
+
+@pytest.mark.parametrize("stack", TRAIN_TEAMS)
+def test_kueue_queues_bare_jobs_and_pods_of_team_namespaces(plan_stack, stack: str) -> None:
+    import yaml
+
+    plan = plan_stack(stack)
+    config = yaml.safe_load(
+        _release(plan, "kueue").inputs["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    frameworks = config["integrations"]["frameworks"]
+    assert {"batch/job", "pod", "trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset"} <= set(frameworks)
+    assert config["manageJobsWithoutQueueName"] is True
+    # only the team namespaces: the selector is the one label every team namespace, and only those, carry
+    (expr,) = config["managedJobsNamespaceSelector"]["matchExpressions"]
+    labelled = {
+        n.inputs["metadata"]["name"]
+        for n in plan.by_type("kubernetes:core/v1:Namespace")
+        if expr["key"] in (n.inputs["metadata"].get("labels") or {})
+    }
+    assert expr["operator"] == "Exists"
+    team_ns = {f"team-{t}" for t in plan.config["teams"]}
+    assert labelled == team_ns
+
+
+def _priority_refusals(plan: Plan, namespace: str, priority: str, kind: str = "TrainJob") -> list[str]:
+    import celpy
+
+    (vap,) = [
+        r
+        for r in plan.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+        if r.inputs["metadata"]["name"] == "aiplat-team-priorities"
+    ]
+    (ns,) = [
+        n for n in plan.by_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == namespace
+    ]
+    kinds = {tuple(r["resources"]) for r in vap.inputs["spec"]["matchConstraints"]["resourceRules"]}
+    assert {("pods",), ("jobs",), ("jobsets",), ("trainjobs",)} <= kinds
+    env = celpy.Environment()
+    obj = {"kind": kind, "metadata": {"name": "x", "labels": {"kueue.x-k8s.io/priority-class": priority}}}
+    activation = {
+        "object": celpy.json_to_cel(obj),
+        "namespaceObject": celpy.json_to_cel({"metadata": ns.inputs["metadata"]}),
+    }
+    out = []
+    for v in vap.inputs["spec"]["validations"]:
+        if not env.program(env.compile(v["expression"])).evaluate(activation):
+            out.append(v["message"])
+    return out
+
+
+def test_a_team_may_use_only_its_own_priority_classes(plan_stack) -> None:
+    plan = plan_stack("prod-us-train")
+    # research may not preempt with production; the production team may
+    assert _priority_refusals(plan, "team-research", "production")
+    assert _priority_refusals(plan, "team-research", "production", kind="Pod")
+    assert _priority_refusals(plan, "team-research", "research") == []
+    assert _priority_refusals(plan, "team-production", "production") == []
+    # the binding holds in team namespaces only
+    (binding,) = [
+        r
+        for r in plan.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+        if r.inputs["spec"]["policyName"] == "aiplat-team-priorities"
+    ]
+    exprs = binding.inputs["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert exprs == [{"key": "aiplat.io/team", "operator": "Exists"}]
+    assert binding.inputs["spec"]["validationActions"] == ["Deny"]
+
+
+def test_a_team_without_priority_classes_gets_only_its_default(plan_stack) -> None:
+    plan = plan_stack("dev-us-train")
+    assert _priority_refusals(plan, "team-ml", "dev") == []
+    assert _priority_refusals(plan, "team-ml", "production")
+
+
+def test_a_run_or_submission_with_another_teams_priority_is_refused(stack_config) -> None:
+    from infra.core.errors import ConfigErrors
+    from infra.jobs.rules import job_priority
+    from infra.stack.parse import parse_platform_config
+    from tests.conftest import assert_rejected
+
+    raw = stack_config("prod-us-train")
+    run = next(n for n, r in raw["training"]["runs"].items() if r.get("team") == "research" or True)
+    raw["training"]["runs"][run]["team"] = "research"
+    assert_rejected(raw, f"training.runs.{run}.priority", "production", ["which team 'research' may not use"])
+    cfg = parse_platform_config(stack_config("prod-us-train"))
+    with pytest.raises(ConfigErrors, match="team 'research' may not use priority class 'production'"):
+        job_priority(cfg, "research", "production")
+    assert job_priority(cfg, "production", "production") == "production"
+
+
+# -- prod names its account ---------------------------------------------------------------------------------
+
+
+def _rule_findings(raw: dict, rule: str) -> list[str]:
+    from infra.io.snapshot import region_facts
+    from infra.rules import Phase, RuleContext, run_rules
+    from infra.stack.allowlists import PackAllowlists
+    from infra.stack.parse import parse_platform_config
+
+    cfg = parse_platform_config(raw)
+    ctx = RuleContext(cfg, stack="t", facts=region_facts(cfg), allowlists=PackAllowlists(max_gpus=999))
+    return [f.one_line() for f in run_rules(Phase.plan, ctx) if f.rule == rule]
+
+
+@pytest.mark.parametrize("stack", ["prod-us-train", "prod-hk-infer", "prod-sg-infer"])
+def test_a_prod_stack_without_its_account_id_is_refused(stack_config, stack: str) -> None:
+    from tests.conftest import DELETE, with_value
+
+    raw = stack_config(stack)
+    assert raw["security"]["account"]["id"]  # the shipped prod stacks name theirs
+    assert _rule_findings(raw, "prod-names-its-account") == []
+    (finding,) = _rule_findings(with_value(raw, "security.account.id", DELETE), "prod-names-its-account")
+    assert finding.startswith("aiplat:platform.security.account.id: is not set on a prod stack")
+    assert "set it to the 12-digit ID of the prod account" in finding
+
+
+def test_a_dev_stack_may_leave_its_account_unnamed(stack_config) -> None:
+    assert _rule_findings(stack_config("dev-us-train"), "prod-names-its-account") == []
+
+
+# -- HTTPS only on the ALB ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_the_alb_listens_on_https_only(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    (ingress,) = plan.by_type("kubernetes:networking.k8s.io/v1:Ingress")
+    ann = ingress.inputs["metadata"]["annotations"]
+    assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTPS": 443}]
+    assert "alb.ingress.kubernetes.io/ssl-redirect" not in ann
+
+
+def test_the_ingress_builder_opens_no_http_listener() -> None:
+    from infra.inference.documents import alb
+
+    assert "HTTP" not in json.dumps(
+        json.loads(
+            alb.ingress_annotations(
+                alb.IngressSpec(
+                    internet_facing=True,
+                    tls_policy="ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
+                    health_path="/health",
+                    request_timeout_s=60,
+                    deregistration_delay_s=30,
+                    inbound_cidrs=["0.0.0.0/0"],
+                ),
+                certificate_arn="arn:c",
+                waf_acl_arn=None,
+            )[alb.PREFIX + "listen-ports"]
+        )
+    ).replace("HTTPS", "")
+
+
+# -- API keys from a file, the port reached by the ALB and Prometheus only, a gate key of its own ----------
+
+
+def _server(plan: Plan) -> tuple[dict, dict]:
+    (d,) = plan.by_type("kubernetes:apps/v1:Deployment")
+    pod = d.inputs["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    return pod, container
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_no_api_key_in_the_rendered_pod_spec(plan_stack, stack: str) -> None:
+    from infra.plan.runner import plan_api_keys
+
+    plan = plan_stack(stack)
+    pod, container = _server(plan)
+    keys = plan_api_keys(plan.config["inference"]["auth"]["api_key_slots"])  # what the plan's Secret holds
+    (secret,) = [s for s in plan.by_type("kubernetes:core/v1:Secret") if s.name == "inference-api-keys"]
+    for c in [*pod["containers"], *pod.get("initContainers", [])]:
+        words = [*c.get("command", []), *c.get("args", [])]
+        assert "--api-key" not in words
+        assert not any("$(" in str(w) for w in words)  # nothing the kubelet expands onto argv
+        for e in c.get("env", []):
+            assert "valueFrom" not in e or "secretKeyRef" not in e["valueFrom"], e
+    assert not any(k in json.dumps(pod) for k in keys)
+    # vLLM reads them from its --config file, the Secret's file mounted read-only 0400
+    config = container["args"][container["args"].index("--config") + 1]
+    (mount,) = [m for m in container["volumeMounts"] if config.startswith(m["mountPath"] + "/")]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert mount["readOnly"] is True and volume["secret"]["secretName"] == secret.inputs["metadata"]["name"]
+    assert volume["secret"]["defaultMode"] == 0o400
+    assert [i["path"] for i in volume["secret"]["items"]] == [config.rsplit("/", 1)[1]]
+    assert all(i["mode"] == 0o400 for i in volume["secret"]["items"])
+    assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsUser"]  # its uid reads it
+    assert "aiplat_vllm.gate.GateMiddleware" in container["args"]
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_only_the_alb_subnets_and_prometheus_reach_the_server_port(plan_stack, stack: str) -> None:
+    plan = plan_stack(stack)
+    ns = plan.config["storage"]["inference"]["namespace"]
+    monitoring = plan.config["cluster_services"]["monitoring_namespace"]
+    policies = [
+        p.inputs["spec"]
+        for p in plan.by_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if p.inputs["metadata"]["namespace"] == ns
+    ]
+    public = {
+        s.inputs["cidrBlock"]
+        for s in plan.by_type("aws:ec2/subnet:Subnet")
+        if s.inputs["tags"].get("kubernetes.io/role/elb") == "1"
+    }
+    peers = [peer for p in policies for rule in p.get("ingress", []) for peer in rule.get("from", [])]
+    assert peers
+    for peer in peers:
+        if "ipBlock" in peer:
+            assert peer["ipBlock"]["cidr"] in public, peer
+        else:  # pods: Prometheus's in the monitoring namespace, nothing else of it
+            assert peer["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": monitoring}}
+            assert peer["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}, peer
+
+
+def test_the_rollout_gets_a_gate_key_of_its_own(monkeypatch) -> None:
+    """The plan records secrets as '[secret]': the values are caught where the program makes them."""
+    from infra.context import StackContext
+    from infra.inference.documents import inference as inf
+    from infra.plan.runner import plan_api_keys, run_plan
+
+    files: list[dict] = []
+    exported: list[str] = []
+    real_data, real_export = inf.api_keys_secret_data, StackContext.export
+
+    def data(*a, **kw):
+        out = real_data(*a, **kw)
+        files.append(json.loads(out[inf.KEYS_FILE_NAME]))
+        return out
+
+    def export(self, key, value):
+        if key == "inferenceGateKey":
+            value.apply(exported.append)
+        return real_export(self, key, value)
+
+    monkeypatch.setattr(inf, "api_keys_secret_data", data)
+    monkeypatch.setattr(StackContext, "export", export)
+    plan = run_plan("prod-sg-infer")
+    (gate,) = [r for r in plan.by_type("random:index/randomPassword:RandomPassword") if "gate-key" in r.name]
+    assert gate.inputs["length"] >= 32
+    (secret,) = [s for s in plan.by_type("kubernetes:core/v1:Secret") if s.name == "inference-api-keys"]
+    assert gate.urn in secret.dependencies
+    (file,) = files
+    clients = plan_api_keys(plan.config["inference"]["auth"]["api_key_slots"])
+    assert file["api-key"][:-1] == clients
+    assert exported == [file["api-key"][-1]]  # the tooling's key is vLLM's too
+    assert exported[0] not in clients  # but never a client's
