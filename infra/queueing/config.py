@@ -227,6 +227,13 @@ class TeamConfig(Strict):
         None,
         description="Priority class of the team's jobs that name none (default queueing.default_priority).",
     )
+    releases: bool = Field(
+        False,
+        description="The release publisher may read what the team's jobs leave under <team>/outputs/ of the "
+        "checkpoints bucket and publish it into release/ (python -m trainer.publish --team <team>; the "
+        "publisher's IAM role gets that read grant). Default false: nothing the team writes can be "
+        "published.",
+    )
 
     @field_validator("quotas")
     @classmethod
