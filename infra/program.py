@@ -132,6 +132,9 @@ def program(
     ctx = dataclasses.replace(ctx, facts=facts)
     report(run_rules(Phase.plan, ctx, requiring=Need.facts), on_finding)
 
+    # The images' build-context tags; a missing Dockerfile or an unpinned base image is refused here, before
+    # any resource.
+    tags = {r: (t.tag, t.platform) for r, t in image_tags(cfg, facts.instances).items()}
     account = account_facts(provider)
     report(account_findings(cfg, account.account_id), on_finding)
     stack = StackContext(cfg=cfg, facts=facts, account=account, provider=provider)
@@ -141,18 +144,20 @@ def program(
     # The namespaces whose container logs are kept (infra/logs); their groups are under the logs key.
     log_namespaces = covered_namespaces(stack)
     # ...and the web ACL's request logs (infra/inference).
-    keys = wire_keys(
+    key_wiring = wire_keys(
         stack, log_groups=[*container_log_groups(stack, log_namespaces), *inference_log_groups(stack)]
     )
+    keys, guard = key_wiring.keys, key_wiring.guard
     # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).
-    storage = wire_storage(stack, data_key_arn=keys.data_key_arn)
+    storage = wire_storage(
+        stack, data_key_arn=keys.data_key_arn, break_glass_role_name=guard.break_glass_role_name
+    )
     # The trainer (and inference) images, built into the registry's repositories, by digest.
-    tags = {r: (t.tag, t.platform) for r, t in image_tags(cfg, facts.instances).items()}
     images = wire_images(stack, storage, tags)
     wire_audit(stack, keys, storage)
     wire_region_settings(stack)
     network = wire_network(stack, keys, storage)
-    cluster = wire_cluster(stack, keys, network)
+    cluster = wire_cluster(stack, keys, network, break_glass_role_arn=guard.break_glass_role_arn)
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
     services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]

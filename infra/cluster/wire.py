@@ -89,8 +89,20 @@ def pool_args(
     )
 
 
-def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWiring:
+def wire_cluster(
+    ctx: StackContext,
+    keys: KmsKeys,
+    network: GpuVpc,
+    *,
+    break_glass_role_arn: pulumi.Input[str] | None = None,
+) -> ClusterWiring:
+    """The EKS cluster, its pools and access. ``break_glass_role_arn``: the break-glass role's ARN as an
+    output of the role (KeyGuard), so its access entry waits for the role (EKS refuses an access entry
+    for a principal that does not exist yet); without it, the ARN from the role's name."""
     cfg, names = ctx.cfg, ctx.names
+    glass = break_glass_role_arn or naming.iam_role_arn(
+        ctx.account.partition, ctx.account.account_id, names.role_name("break-glass")
+    )
     # Every add-on has a build: the rule 'addon-versions-known' refused the config otherwise.
     addon_versions = {name: str(v) for name, v in cfg.cluster.addon_versions().items()}
     cluster = EksCluster(
@@ -119,12 +131,7 @@ def wire_cluster(ctx: StackContext, keys: KmsKeys, network: GpuVpc) -> ClusterWi
                     for name, e in cfg.cluster.access_entries.items()
                 },
                 # The break-glass role (KeyGuard) can always reach the cluster.
-                BREAK_GLASS_ENTRY: AccessEntry(
-                    principal_arn=naming.iam_role_arn(
-                        ctx.account.partition, ctx.account.account_id, names.role_name("break-glass")
-                    ),
-                    policy=AccessPolicy.cluster_admin.value,
-                ),
+                BREAK_GLASS_ENTRY: AccessEntry(principal_arn=glass, policy=AccessPolicy.cluster_admin.value),
             },
             addon_versions=addon_versions,
             # NetworkPolicy enforcement for the workload namespaces' policies (cluster services).

@@ -98,12 +98,15 @@ class GlobalRecord(pulumi.ComponentResource):
     def __init__(self, name: str, args: GlobalRecordArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:edge:GlobalRecord", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # Named "-serving-switch", not the earlier "-drain-switch" (threshold 0, not inverted): a new check,
+        # created inverted (serving), replaces it; changing the old one's threshold in place while `pulumi up`
+        # ignores its Inverted flag would have drained the region.
         self.drain_switch = aws.route53.HealthCheck(
-            f"{name}-drain-switch",
+            f"{name}-serving-switch",
             type=edge.DRAIN_CHECK_TYPE,
             child_health_threshold=edge.DRAIN_HEALTH_THRESHOLD,
             child_healthchecks=[],
-            invert_healthcheck=False,
+            invert_healthcheck=edge.SERVING_INVERTED,
             tags={**args.tags, "Name": f"{args.name} {args.region} drain switch"},
             # aiplat rollout owns the inversion (drain/undrain around a wave): an up in mid-wave must not
             # put the region back before its health gate passed

@@ -5,9 +5,14 @@ Routing: one Route 53 latency alias record per region (same name and type, ``Set
 ``EvaluateTargetHealth`` on its own ALB: an ALB counts as healthy only while every target group that has
 targets has a healthy one (Route 53 API reference, AliasTarget.EvaluateTargetHealth). Each record also
 carries a health check that is the region's drain switch: a CALCULATED check with no children and
-``HealthThreshold`` 0 is always healthy ("If you specify 0, Route 53 always considers this health check to
-be healthy", Route 53 API reference, HealthCheckConfig.HealthThreshold); inverting it makes it unhealthy,
-which takes the region out of the answers (``aiplat rollout`` drains a region that way).
+``HealthThreshold`` 1 is always unhealthy ("If you specify a number greater than the number of child health
+checks, Route 53 always considers this health check to be unhealthy", Route 53 API reference,
+HealthCheckConfig.HealthThreshold), so it is created *inverted*, which makes it healthy: the region serves.
+``aiplat rollout`` drains a region by clearing ``Inverted`` (the check is then unhealthy and the region leaves
+the answers) and puts it back by setting it again. Not the always-healthy threshold 0: older
+terraform-provider-aws releases dropped an explicit 0 and Route 53 refused the check ("Calculated health
+checks must have a health threshold specified", hashicorp/terraform-provider-aws#39428, #44004; fixed by
+#44006), and a threshold of 1 does not depend on which provider release pulumi-aws bridges.
 https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/health-checks-how-route-53-chooses-records.html
 """
 
@@ -22,8 +27,10 @@ OUTPUT = "globalEndpoint"
 # The record type of an alias to an ALB with ip-address-type ipv4 (alb.ingress.kubernetes.io/ip-address-type).
 RECORD_TYPE = "A"
 DRAIN_CHECK_TYPE = "CALCULATED"
-# 0 healthy children needed: always healthy unless inverted (the drain).
-DRAIN_HEALTH_THRESHOLD = 0
+# 1 healthy child needed and none: always unhealthy unless inverted. Serving is inverted; the drain is not.
+DRAIN_HEALTH_THRESHOLD = 1
+SERVING_INVERTED = True
+DRAINED_INVERTED = False
 # The property `aiplat rollout` owns on the live check; `pulumi up` must leave it as the rollout set it.
 DRAIN_PROPERTY = "invertHealthcheck"
 # How long resolvers may cache an alias answer: the ALB's own record TTL, 60 s, is what Route 53 returns

@@ -137,6 +137,42 @@ def global_endpoint_agreement(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+@rule("global-endpoint-one-account", needs=[Need.stacks])
+def global_endpoint_one_account(ctx: RuleContext) -> Iterator[Finding]:
+    """The infer stacks serving one global name deploy into one AWS account. Its certificate in each
+    region is validated by one DNS record, declared by the validation record owner; but ACM derives that
+    record from the domain *and the account* ("ACM uses the same CNAME record for all certificate requests
+    for a given domain name in a given account"), so a stack in another account would wait for a record
+    nobody creates, until the certificate validation times out (75 minutes) and its `pulumi up` fails."""
+    ge = _global(ctx.cfg)
+    if ge is None:
+        return
+    assert ctx.stacks is not None
+    mine = ctx.cfg.security.account.id or ""
+    for stack in sorted(_partners(ctx)):
+        theirs = ctx.stacks.stacks[stack].account_id
+        if mine and theirs and mine != theirs:
+            yield error(
+                at("security", "account", "id"),
+                f"this stack deploys into account {mine} and {stack}, which serves the same global name "
+                f"{ge.name}, into {theirs}: ACM validation records are per domain and account, and only "
+                f"{ge.validation_record_owner} declares one, so the certificate in the other account would "
+                "never validate (pulumi up waits 75 minutes and fails)",
+                "deploy every stack of one global name into one account, or give each account its own "
+                "global name",
+                ACM_DNS_DOC,
+            )
+        elif bool(mine) != bool(theirs):
+            unset = ctx.stack if not mine else stack
+            yield warning(
+                at("security", "account", "id"),
+                f"{unset} names no security.account.id, so the plan cannot tell whether the stacks serving "
+                f"{ge.name} share an account (its certificate validation record is per account)",
+                f"set security.account.id in {unset}",
+                ACM_DNS_DOC,
+            )
+
+
 @rule("global-endpoint-regions", needs=[Need.stacks])
 def global_endpoint_regions(ctx: RuleContext) -> Iterator[Finding]:
     """A global name served by one region only has nothing to fail over to."""

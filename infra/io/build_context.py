@@ -19,10 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra.core import dockerfiles
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.facts import InstanceFacts
 from infra.core.project import CONFIG_KEY
 from infra.stack.schema import PlatformConfig
+from infra.training.config import ImageBuild
 
 # The repository root: the Pulumi project directory, where `pulumi up` runs and paths in the config start.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -192,6 +194,28 @@ class ImageTag:
     platform: str
 
 
+def unpinned_bases(repo: str, build: ImageBuild, dockerfile_text: str) -> list[ConfigError]:
+    """One error per base image of ``build`` named without a digest, unless ``unpinned_base`` says why."""
+    if build.unpinned_base:
+        return []
+    field = f"{CONFIG_KEY}.images.builds.{repo}"
+    out = []
+    for base in dockerfiles.base_images(dockerfile_text, build.build_args):
+        if base.pinned:
+            continue
+        where = f"{field}.build_args.{base.arg}" if base.arg else f"{field}.dockerfile"
+        out.append(
+            ConfigError(
+                where,
+                f"the base image {base.ref!r} (FROM, line {base.line} of {build.dockerfile}) has no digest: "
+                "a tag can be re-pushed, so what the image holds would be whatever the registry returns",
+                f"set {where} to '{base.ref}@sha256:<digest>' (`docker buildx imagetools inspect {base.ref}` "
+                f"prints it), or say why it cannot be pinned yet in {field}.unpinned_base",
+            )
+        )
+    return out
+
+
 def image_tags(
     cfg: PlatformConfig, instances: Mapping[str, InstanceFacts], *, root: Path = REPO_ROOT
 ) -> dict[str, ImageTag]:
@@ -214,11 +238,12 @@ def image_tags(
                 ConfigError(f"{field}.context", f"{b.context!r}: no such directory in the repository")
             )
             continue
+        errors += unpinned_bases(repo, b, (root / b.dockerfile).read_text())
         digest = build_hash(
             root,
             context=b.context,
             dockerfile=b.dockerfile,
-            build_args=b.build_args,
+            build_args=b.effective_build_args(),
             platform=platform,
             target=b.target,
         )

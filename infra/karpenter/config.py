@@ -117,9 +117,11 @@ class KarpenterConfig(ChartPin):
         "helm, unlike a chart's crds/ folder). Default: charts/karpenter-crd 1.14.1.",
     )
     ami_alias: Annotated[str, Field(pattern=r"^al2023@v\d{8}$")] = Field(
-        "al2023@v20260724",
+        "al2023@v20260714",
         description="EC2NodeClass AMI alias: AL2023, pinned release (GPU types get the NVIDIA variant). "
-        "Default: awslabs/amazon-eks-ami tag v20260724 (2026-07-24). Pinned so a new AMI is a config "
+        "Default: awslabs/amazon-eks-ami release v20260714 (2026-07-14), the newest whose release notes "
+        "record its NVIDIA driver (580.159.03, infra/pools/ami_drivers.py: rule gpu-driver-runs-image-cuda "
+        "checks it against the images' CUDA). Pinned so a new AMI is a config "
         "change, not drift ('latest' is not recommended for production by the Karpenter docs).",
     )
     replicas: Annotated[int, Field(ge=1, le=3)] = Field(2, description="Controller replicas.")

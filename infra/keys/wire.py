@@ -8,6 +8,7 @@ resources they refer to (a key policy condition does not need its principal to e
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from infra.context import StackContext
 from infra.core import naming
@@ -68,7 +69,15 @@ def replica_regions(ctx: StackContext) -> list[str]:
     return []
 
 
-def wire_keys(ctx: StackContext, log_groups: Sequence[str] = ()) -> KmsKeys:
+@dataclass(frozen=True)
+class KeyWiring:
+    """The stack's keys and the roles that guard them."""
+
+    keys: KmsKeys
+    guard: KeyGuard
+
+
+def wire_keys(ctx: StackContext, log_groups: Sequence[str] = ()) -> KeyWiring:
     """The stack's keys and their guard; ``log_groups``: the container log groups the logs key encrypts
     (``infra/logs/wire.py`` ``container_log_groups``)."""
     cfg, names, account = ctx.cfg, ctx.names, ctx.account
@@ -116,4 +125,4 @@ def wire_keys(ctx: StackContext, log_groups: Sequence[str] = ()) -> KmsKeys:
     )
     ctx.export("keyRoles", {"keyAdmin": guard.key_admin_role_arn, "breakGlass": guard.break_glass_role_arn})
     ctx.export("keyAlertsTopic", guard.topic_arn)
-    return keys
+    return KeyWiring(keys=keys, guard=guard)

@@ -1,5 +1,6 @@
 """The production ``Drainer`` of ``aiplat rollout``: a region leaves the global endpoint when its drain
-switch (a Route 53 health check, ``infra/edge/documents.py``) is inverted, and comes back when it is not.
+switch (a Route 53 health check, ``infra/edge/documents.py``: always unhealthy unless inverted, so a serving
+region's switch is inverted) is not inverted, and comes back when it is inverted again.
 
 The switch is named by the stack's ``globalEndpoint.drainSwitch`` output (read before the update: the
 stack as it is deployed). A stack without that output is not in the global endpoint yet (its first
@@ -17,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from infra.edge.documents import OUTPUT
+from infra.edge.documents import DRAINED_INVERTED, OUTPUT, SERVING_INVERTED
 from infra.io.aws_live import Clients
 from infra.ops.rollout import DrainStep
 from infra.stack.schema import PlatformConfig
@@ -32,7 +33,7 @@ Outputs = Callable[[str], Mapping[str, Any]]
 
 
 class Route53Drainer:
-    """Drains a region by inverting its drain switch, undrains by putting it back."""
+    """Drains a region by clearing its switch's Inverted flag (unhealthy), undrains by setting it again."""
 
     def __init__(
         self,
@@ -52,7 +53,7 @@ class Route53Drainer:
         self.sleep = sleep
 
     def _drained_peers(self, stack: str, name: str) -> list[str]:
-        """The other stacks of the global ``name`` whose switch is inverted now."""
+        """The other stacks of the global ``name`` that are drained now (their switch not inverted)."""
         route53 = self.clients("route53", ROUTE53_REGION)
         out = []
         for peer, cfg in sorted(self.configs.items()):
@@ -61,7 +62,7 @@ class Route53Drainer:
             if switch is None:
                 continue
             check = route53.get_health_check(HealthCheckId=switch)["HealthCheck"]["HealthCheckConfig"]
-            if check.get("Inverted"):
+            if bool(check.get("Inverted")) is DRAINED_INVERTED:
                 out.append(peer)
         return out
 
@@ -69,8 +70,9 @@ class Route53Drainer:
         entry = self.outputs(stack).get(OUTPUT) or {}
         return entry.get("drainSwitch") if isinstance(entry, Mapping) else None
 
-    def _set(self, stack: str, cfg: PlatformConfig, *, inverted: bool) -> DrainStep:
-        action = "drain" if inverted else "undrain"
+    def _set(self, stack: str, cfg: PlatformConfig, *, drained: bool) -> DrainStep:
+        action = "drain" if drained else "undrain"
+        inverted = DRAINED_INVERTED if drained else SERVING_INVERTED
         ge = cfg.inference.global_endpoint if cfg.inference is not None else None
         name = ge.name if ge is not None else "the global endpoint"
         switch = self._switch(stack)
@@ -81,12 +83,12 @@ class Route53Drainer:
             )
         route53 = self.clients("route53", ROUTE53_REGION)
         try:
-            drained = self._drained_peers(stack, name) if inverted else []
-            if drained:
+            peers = self._drained_peers(stack, name) if drained else []
+            if peers:
                 return DrainStep(
                     action,
                     False,
-                    f"{', '.join(drained)} is out of {name} already: draining {stack} too would leave no "
+                    f"{', '.join(peers)} is out of {name} already: draining {stack} too would leave no "
                     "region to answer it (Route 53 then answers with all of them); put it back first",
                 )
             route53.update_health_check(HealthCheckId=switch, Inverted=inverted)
@@ -97,18 +99,19 @@ class Route53Drainer:
             return DrainStep(
                 action, False, f"health check {switch} still has Inverted={seen.get('Inverted')}"
             )
-        if inverted:
+        if drained:
             self.sleep(self.wait_s)
             return DrainStep(
                 action,
                 True,
-                f"{cfg.region} out of {name} (health check {switch} inverted; waited {self.wait_s:g} s for "
+                f"{cfg.region} out of {name} (health check {switch} no longer inverted: unhealthy; waited "
+                f"{self.wait_s:g} s for "
                 "cached answers to expire)",
             )
         return DrainStep(action, True, f"{cfg.region} back in {name} (health check {switch})")
 
     def drain(self, stack: str, cfg: PlatformConfig) -> DrainStep:
-        return self._set(stack, cfg, inverted=True)
+        return self._set(stack, cfg, drained=True)
 
     def undrain(self, stack: str, cfg: PlatformConfig) -> DrainStep:
-        return self._set(stack, cfg, inverted=False)
+        return self._set(stack, cfg, drained=False)

@@ -27,6 +27,8 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
+from infra.core import policy_quotas
+from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
 from infra.edge.config import API_KEYS_KEY
 from infra.edge.wire import API_KEYS_OUTPUT
@@ -295,7 +297,7 @@ def run_plan(
         secret_keys=secret_keys,
         preview=first_preview,
     )
-    return Plan(
+    plan = Plan(
         stack=stack,
         project=PROJECT,
         region=cfg.region,
@@ -306,6 +308,28 @@ def run_plan(
         calls=mocks.calls,
         findings=findings,
     )
+    refuse_over_quota(plan)
+    return plan
+
+
+def quota_errors(plan: Plan) -> list[ConfigError]:
+    """One error per policy document of ``plan`` that AWS would refuse for its size
+    (infra/core/policy_quotas.py), naming the resource, the size, the quota and the fix."""
+    registered = [
+        policy_quotas.Registered(r.urn, r.type, r.name, r.inputs, r.property_dependencies)
+        for r in plan.resources
+    ]
+    return [
+        ConfigError(f"{o.urn.rsplit('::', 1)[0].rsplit('$', 1)[-1]} {o.resource!r}", o.problem(), o.fix)
+        for o in policy_quotas.over_quota(registered)
+    ]
+
+
+def refuse_over_quota(plan: Plan) -> None:
+    """Raise the :func:`quota_errors` of ``plan``, if any: such a plan would fail its first ``pulumi up``."""
+    errors = quota_errors(plan)
+    if errors:
+        raise ConfigErrors(errors)
 
 
 def run_program(

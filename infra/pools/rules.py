@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 
 from infra.core.facts import InstanceFacts
 from infra.network.zones import pool_zones, vpc_zones
+from infra.pools import ami_drivers
 from infra.stack.registry import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
 from infra.stack.schema import CapacityType, NodePoolConfig, Placement
 
@@ -311,3 +312,80 @@ def node_group_size_quota(ctx: RuleContext) -> Iterator[Finding]:
             f"merge pools to at most {MANAGED_NODE_GROUPS_PER_CLUSTER}",
             SERVICE_QUOTAS_DOC,
         )
+
+
+def _pool_driver(ctx: RuleContext, pool: str) -> tuple[str, str, str | None, tuple[str, ...]]:
+    """(what the pool is, its AMI release, its NVIDIA driver or None when not recorded, the field naming the
+    AMI) for a managed GPU node group or a Karpenter NodePool."""
+    k = ctx.cfg.cluster_services.karpenter
+    if k is not None and pool in k.node_pools:
+        release = ami_drivers.release_of(k.ami_alias)
+        return (
+            f"Karpenter NodePool {pool!r}",
+            release,
+            ami_drivers.driver_of(release),
+            ("cluster_services", "karpenter", "ami_alias"),
+        )
+    release = ami_drivers.NEWEST_RECORDED
+    return (
+        f"node group {pool!r} (EKS gives it the newest AMI release when it is created)",
+        release,
+        ami_drivers.driver_of(release),
+        ("node_pools", pool),
+    )
+
+
+def _images_on_pools(ctx: RuleContext) -> Iterator[tuple[str, str, str, tuple[str, ...]]]:
+    """(pool, image, its CUDA, the field naming the image) for every GPU pool the stack runs an image of
+    known CUDA on: the training runtime's image on its pool, vLLM on the inference pools."""
+    cfg = ctx.cfg
+    t = cfg.training
+    if t is not None:
+        build = cfg.images.builds.get(t.runtime.image)
+        cuda = ami_drivers.DOCKERFILE_CUDA.get(build.dockerfile) if build and not build.prebuilt else None
+        if build is not None and cuda is not None:
+            yield (
+                t.runtime.pool,
+                f"the training image {t.runtime.image!r} ({build.dockerfile})",
+                cuda,
+                (
+                    "training",
+                    "runtime",
+                    "image",
+                ),
+            )
+    inf = cfg.inference
+    if inf is not None:
+        version = inf.engine.vllm_version
+        cuda = ami_drivers.VLLM_CUDA.get(version)
+        for pool in inf.node_pools:
+            if cuda is not None:
+                yield pool, f"vLLM {version}", cuda, ("inference", "engine", "vllm_version")
+
+
+@rule("gpu-driver-runs-image-cuda")
+def gpu_driver_runs_image_cuda(ctx: RuleContext) -> Iterator[Finding]:
+    """The NVIDIA driver of a GPU pool's AMI is new enough for the CUDA its image is built on: a CUDA 13 image
+    needs a driver >= 580.65.06 (NVIDIA's table, infra/pools/ami_drivers.py); an older one fails the first
+    CUDA call after everything deployed."""
+    for pool, image, cuda, image_field in _images_on_pools(ctx):
+        what, release, driver, ami_field = _pool_driver(ctx, pool)
+        needed = ami_drivers.CUDA_MIN_DRIVER[cuda]
+        if driver is None:
+            yield error(
+                at(*ami_field),
+                f"{what} runs AMI release {release}, whose NVIDIA driver is not recorded, so the plan cannot "
+                f"tell whether it runs {image} (CUDA {cuda}, driver >= {needed})",
+                f"pin a release whose driver is recorded (newest: al2023@{ami_drivers.NEWEST_RECORDED}), or "
+                f"record {release}'s driver from its release notes in infra/pools/ami_drivers.py",
+                ami_drivers.CHANGELOG,
+            )
+        elif not ami_drivers.driver_runs(driver, cuda):
+            yield error(
+                at(*ami_field),
+                f"{what} runs AMI release {release} with NVIDIA driver {driver}, older than the "
+                f"{needed} that {image} needs (CUDA {cuda}, set by {'.'.join(image_field)})",
+                f"use an AMI release with a driver >= {needed} (al2023@{ami_drivers.NEWEST_RECORDED} has "
+                f"{ami_drivers.driver_of(ami_drivers.NEWEST_RECORDED)})",
+                ami_drivers.CHANGELOG,
+            )

@@ -403,6 +403,88 @@ class ReleaseGuard:
     admins: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class GuardedBucket:
+    """A bucket with a :class:`ReleaseGuard`, for the grants of the principals the guard exempts:
+    ``region`` is the bucket's, ``key_arn`` the key its objects are encrypted with."""
+
+    arn: str
+    region: str
+    key_arn: str
+    guard: ReleaseGuard
+
+
+# What break-glass reads to act on what it may write or administer (the Get/List side of its allows).
+BREAK_GLASS_READ_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
+BREAK_GLASS_LIST_ACTIONS = ["s3:ListBucket", "s3:ListBucketVersions"]
+BREAK_GLASS_ADMIN_READS = [
+    "s3:GetBucketPolicy",
+    "s3:GetBucketVersioning",
+    "s3:GetLifecycleConfiguration",
+    "s3:GetReplicationConfiguration",
+]
+
+
+def break_glass_storage_policy(role_arn: str, buckets: Sequence[GuardedBucket]) -> Policy:
+    """The allows behind break-glass's exemptions in the buckets' policies (``release_guard_statements``):
+    an exemption from a Deny grants nothing by itself, the principal needs an Allow as well.
+
+    For each bucket whose guard lists ``role_arn`` as a writer: read, write and delete versions under the
+    guarded prefix (remove a bad release; create-only still holds: the bucket policy wants If-None-Match);
+    as an admin: the :data:`BUCKET_ADMIN_ACTIONS` and what they read; and the bucket key's use through S3 in
+    the bucket's region for those objects. The role is assumed only with MFA (its trust policy,
+    infra/keys/documents/iam.py ``mfa_trust_policy``) and every assumption alerts."""
+    writes = [b for b in buckets if role_arn in b.guard.writers]
+    admin = [b for b in buckets if role_arn in b.guard.admins]
+    statements: list[dict[str, Any]] = []
+    if writes:
+        objects = [f"{b.arn}/{prefix_pattern(b.guard.prefix)}" for b in writes]
+        statements += [
+            {
+                "Sid": "RepairReleases",
+                "Effect": "Allow",
+                "Action": [*BREAK_GLASS_READ_ACTIONS, *RELEASE_WRITE_ACTIONS],
+                "Resource": objects,
+            },
+            {
+                "Sid": "ListReleases",
+                "Effect": "Allow",
+                "Action": BREAK_GLASS_LIST_ACTIONS,
+                "Resource": [b.arn for b in writes],
+                "Condition": {
+                    "StringLike": {
+                        "s3:prefix": sorted(
+                            {p for b in writes for p in (prefix_pattern(b.guard.prefix), b.guard.prefix)}
+                        )
+                    }
+                },
+            },
+        ]
+    if admin:
+        statements.append(
+            {
+                "Sid": "AdministerGuardedBuckets",
+                "Effect": "Allow",
+                "Action": [*BUCKET_ADMIN_ACTIONS, *BREAK_GLASS_ADMIN_READS],
+                "Resource": sorted({a for b in admin for a in (b.arn, f"{b.arn}/*")}),
+            }
+        )
+    for region in sorted({b.region for b in writes}):
+        here = [b for b in writes if b.region == region]
+        statements.append(
+            s3_key_use(
+                f"UseReleaseKeys{region.title().replace('-', '')}",
+                KMS_WRITE,
+                sorted({b.key_arn for b in here}),
+                [b.arn for b in here],
+                region,
+            )
+        )
+    if not statements:
+        raise ValueError(f"{role_arn} is exempted by no bucket guard: nothing to grant")
+    return policy(*statements)
+
+
 def release_guard_statements(bucket_arn: str, guard: ReleaseGuard) -> list[dict[str, Any]]:
     """Bucket policy denials that make ``<prefix>/`` the publisher's, create-only, and the bucket's
     versioning, lifecycle, replication and policy the deployer's and break-glass's.

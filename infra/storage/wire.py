@@ -7,6 +7,7 @@ their region's replica from the train stack named in ``storage.source_stack`` th
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,12 +23,13 @@ from infra.stack.schema import (
     StorageBackend,
     TrailMode,
 )
+from infra.storage.component.break_glass import BreakGlassGrants, BreakGlassGrantsArgs
 from infra.storage.component.buckets import Buckets, BucketsArgs, NoncurrentRule
 from infra.storage.component.registry import Registry, RegistryArgs
 from infra.storage.component.replication import ArtifactReplication, ArtifactReplicationArgs, ReplicaTarget
 from infra.storage.component.signing import ReleaseSigningKey, ReleaseSigningKeyArgs
 from infra.storage.config.storage import PUBLISHER_ROLE, RELEASE_PREFIX
-from infra.storage.documents import ReleaseGuard
+from infra.storage.documents import GuardedBucket, ReleaseGuard, break_glass_storage_policy
 
 DATA_PURPOSES = (BucketPurpose.datasets, BucketPurpose.checkpoints, BucketPurpose.artifacts)
 
@@ -58,6 +60,44 @@ def release_roles(ctx: StackContext) -> tuple[str, str, str | None]:
     )
 
 
+def wire_break_glass_grants(
+    ctx: StackContext, out: StorageWiring, data_key_arn: pulumi.Output[str], role_name: pulumi.Input[str]
+) -> BreakGlassGrants:
+    """The allows behind break-glass's exemptions in the artifacts bucket's and its replicas' policies."""
+    assert out.buckets is not None
+    _, glass, _ = release_roles(ctx)
+    region = ctx.cfg.region
+    pieces: list[tuple[str, pulumi.Output[str], pulumi.Output[str], ReleaseGuard]] = [
+        (
+            region,
+            out.buckets.bucket_arns[BucketPurpose.artifacts.value],
+            data_key_arn,
+            release_guard(ctx, replica=False),
+        )
+    ]
+    if out.replication is not None:
+        rep = out.replication
+        pieces += [
+            (r, rep.replica_bucket_arns[r], rep.replica_key_arns[r], release_guard(ctx, replica=True))
+            for r in sorted(rep.replica_bucket_arns)
+        ]
+
+    def document(resolved: list[str]) -> str:
+        arns, keys = resolved[::2], resolved[1::2]
+        guarded = [
+            GuardedBucket(arn=arn, region=r, key_arn=key, guard=guard)
+            for (r, _, _, guard), arn, key in zip(pieces, arns, keys, strict=True)
+        ]
+        return json.dumps(break_glass_storage_policy(glass, guarded))
+
+    flat = [x for _, arn, key, _ in pieces for x in (arn, key)]
+    return BreakGlassGrants(
+        "storage-break-glass",
+        BreakGlassGrantsArgs(role_name=role_name, policy=pulumi.Output.all(*flat).apply(document)),
+        opts=ctx.in_region,
+    )
+
+
 def release_guard(ctx: StackContext, *, replica: bool) -> ReleaseGuard:
     """Who may write ``release/`` of the artifacts bucket (the publisher and break-glass; in a replica
     break-glass only, S3 replication writes there with s3:ReplicateObject) and administer the bucket
@@ -78,8 +118,15 @@ def trail_bucket_name(ctx: StackContext) -> str | None:
     return cfg.names.bucket("cloudtrail")
 
 
-def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> StorageWiring:
-    """Create the storage components the config asks for; their outputs go to ``ctx.exports``."""
+def wire_storage(
+    ctx: StackContext,
+    *,
+    data_key_arn: pulumi.Output[str],
+    break_glass_role_name: pulumi.Input[str] | None = None,
+) -> StorageWiring:
+    """Create the storage components the config asks for; their outputs go to ``ctx.exports``.
+    ``break_glass_role_name``: the break-glass role (an output of it), given the allows its exemptions in
+    the guarded buckets' policies need."""
     cfg, account, opts = ctx.cfg, ctx.account, ctx.in_region
     out = StorageWiring()
     st = cfg.storage
@@ -179,6 +226,9 @@ def wire_storage(ctx: StackContext, *, data_key_arn: pulumi.Output[str]) -> Stor
             ),
             opts=opts,
         )
+
+    if out.buckets is not None and break_glass_role_name is not None:
+        wire_break_glass_grants(ctx, out, data_key_arn, break_glass_role_name)
 
     reg = cfg.registry
     replica_keys = out.replication.replica_key_arns if out.replication else {}

@@ -25,6 +25,10 @@ RUN_NAME = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 QUANTITY = r"^[0-9]+(Ki|Mi|Gi|Ti)$"
 
 
+# The build argument a Dockerfile reads to accept a base image without a digest (images/vllm/Dockerfile).
+UNPINNED_BASE_ARG = "ALLOW_UNPINNED_BASE"
+
+
 class ImageBuild(Strict):
     """One image: built from a Dockerfile of this repository, or prebuilt and named by digest."""
 
@@ -42,6 +46,21 @@ class ImageBuild(Strict):
         description="Use this image instead of building one: '<registry>/<repository>@sha256:<digest>'. "
         "For a `pulumi up` without a Docker engine (CI): nothing is built and workloads run this digest.",
     )
+    unpinned_base: str | None = Field(
+        None,
+        min_length=10,
+        description="Why a base image of this build is named without a digest. The plan and the build refuse "
+        "a FROM without '@sha256:' (a tag can be re-pushed) unless this says why; the reason reaches the "
+        f"build as {UNPINNED_BASE_ARG} and every plan warns. Pin the digest instead "
+        "(build_args, e.g. VLLM_IMAGE: '<image>:<tag>@sha256:<digest>').",
+    )
+
+    def effective_build_args(self) -> dict[str, str]:
+        """The build arguments the build gets: ``build_args``, and the unpinned-base reason when set."""
+        args = dict(self.build_args)
+        if self.unpinned_base:
+            args[UNPINNED_BASE_ARG] = self.unpinned_base
+        return args
 
     @field_validator("dockerfile", "context")
     @classmethod

@@ -76,6 +76,22 @@ def image_repositories(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+@rule("image-base-unpinned")
+def image_base_unpinned(ctx: RuleContext) -> Iterator[Finding]:
+    """A build whose base image is named without a digest (``unpinned_base`` says why) warns on every plan:
+    what the image holds is whatever the registry returns for the tag that day. (A base without a digest
+    and without a reason is refused where the Dockerfile is read, infra/io/build_context.py.)"""
+    for name, b in ctx.cfg.images.builds.items():
+        if b.unpinned_base and not b.prebuilt:
+            yield warning(
+                at("images", "builds", name, "unpinned_base"),
+                f"the base image of {name!r} is not pinned by digest ({b.unpinned_base})",
+                f"pin it: images.builds.{name}.build_args.<the FROM argument>: "
+                "'<image>:<tag>@sha256:<digest>' (`docker buildx imagetools inspect <image>:<tag>`), "
+                "then drop unpinned_base",
+            )
+
+
 @rule("train-job-name-fits")
 def job_names(ctx: RuleContext) -> Iterator[Finding]:
     """JobSet refuses a TrainJob whose generated pod names exceed 63 characters."""

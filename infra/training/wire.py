@@ -61,7 +61,7 @@ def wire_images(
             context=b.context,
             dockerfile=b.dockerfile,
             platform=platform,
-            build_args=b.build_args,
+            build_args=b.effective_build_args(),
             target=b.target,
         )
     images = ContainerImages(

@@ -19,6 +19,7 @@ from . import (  # noqa: F401  (each import registers its rules)
     network,
     nodes,
     protection,
+    quotas,
     releases,
     residency,
     s3,

@@ -87,6 +87,8 @@ class KeyGuard(pulumi.ComponentResource):
 
     key_admin_role_arn: pulumi.Output[str]
     break_glass_role_arn: pulumi.Output[str]
+    # the role's name as an output: grants declared elsewhere (infra/storage) wait for the role
+    break_glass_role_name: pulumi.Output[str]
     topic_arn: pulumi.Output[str]
 
     def __init__(self, name: str, args: KeyGuardArgs, opts: pulumi.ResourceOptions | None = None):
@@ -117,6 +119,7 @@ class KeyGuard(pulumi.ComponentResource):
         )
         self.key_admin_role_arn = admin.arn
         self.break_glass_role_arn = glass.arn
+        self.break_glass_role_name = glass.name
 
         events = f"arn:{args.partition}:events"
         rule_arn = f"{events}:{args.region}:{args.account_id}:rule/"
@@ -214,6 +217,7 @@ class KeyGuard(pulumi.ComponentResource):
             {
                 "key_admin_role_arn": self.key_admin_role_arn,
                 "break_glass_role_arn": self.break_glass_role_arn,
+                "break_glass_role_name": self.break_glass_role_name,
                 "topic_arn": self.topic_arn,
             }
         )

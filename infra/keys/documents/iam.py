@@ -31,20 +31,30 @@ def key_admin_policy(*, account_id: str, partition: str, keyset_tag: str) -> Pol
     )
 
 
+# What break-glass does to the stack's keys: remove a stack on purpose (schedule deletion, disable), undo
+# that, and repair a key policy (the key policies deny kms:PutKeyPolicy to all but break-glass and the
+# deployer, the account root included: without this allow nobody could repair a key whose deployer role is
+# gone). An explicit Allow is needed besides the Deny's exemption (the key policy delegates to IAM).
+BREAK_GLASS_KEY_ACTIONS = [
+    "kms:ScheduleKeyDeletion",
+    "kms:CancelKeyDeletion",
+    "kms:DisableKey",
+    "kms:EnableKey",
+    "kms:DescribeKey",
+    "kms:GetKeyPolicy",
+    "kms:PutKeyPolicy",
+]
+
+
 def break_glass_policy(*, account_id: str, partition: str, keyset_tag: str, cluster_arn: str) -> Policy:
-    """The break-glass role: the only principal the key policies let schedule deletion of (or disable) a
-    protected key, and able to turn off the cluster's deletion protection, to remove a stack on purpose."""
+    """The break-glass role's own statements: the stack's keys (``BREAK_GLASS_KEY_ACTIONS``) and the
+    cluster's deletion protection. Its writes to the release path and the bucket administration the bucket
+    policies reserve for it are granted where those buckets are declared (infra/storage)."""
     return policy(
         {
-            "Sid": "DeleteStackKeys",
+            "Sid": "GuardStackKeys",
             "Effect": "Allow",
-            "Action": [
-                "kms:ScheduleKeyDeletion",
-                "kms:CancelKeyDeletion",
-                "kms:DisableKey",
-                "kms:EnableKey",
-                "kms:DescribeKey",
-            ],
+            "Action": BREAK_GLASS_KEY_ACTIONS,
             "Resource": f"arn:{partition}:kms:*:{account_id}:key/*",
             "Condition": {"StringEquals": {"aws:ResourceTag/aiplat:keyset": keyset_tag}},
         },

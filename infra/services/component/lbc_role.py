@@ -1,7 +1,7 @@
 """LoadBalancerControllerRole: the IAM role of the AWS Load Balancer Controller (IRSA), with the upstream
-policy of the pinned release (``infra/services/documents/lbc_iam.py``) as a managed policy of its own, as
-AWS's install guide
-attaches it. Auto-named: IAM names are account-global.
+policy of the pinned release (``infra/services/documents/lbc_iam.py``), scoped to this cluster, as managed
+policies of its own (two: one is over IAM's size quota), as AWS's install guide attaches it.
+Auto-named: IAM names are account-global.
 https://docs.aws.amazon.com/eks/latest/userguide/lbc-helm.html
 """
 
@@ -49,20 +49,24 @@ class LoadBalancerControllerRole(pulumi.ComponentResource):
             f"({args.namespace}/{args.service_account})",
             opts=child,
         )
-        attached_policy(
-            f"{name}-policy",
-            role=role,
-            description=f"{args.description_prefix}: AWS Load Balancer Controller {lbc_iam.SOURCE_TAG}",
-            policy=json.dumps(
-                lbc_iam.scoped_policy(
-                    cluster_name=args.cluster_name,
-                    region=args.region,
-                    account_id=args.account_id,
-                    partition=args.partition,
-                )
-            ),
-            attachment_name=f"{name}-attachment",
-            opts=child,
+        # Two managed policies: the scoped upstream document is over IAM's size quota for one
+        # (lbc_iam.PARTS). The first keeps the name it always had, so its URN does not change.
+        documents = lbc_iam.scoped_policies(
+            cluster_name=args.cluster_name,
+            region=args.region,
+            account_id=args.account_id,
+            partition=args.partition,
         )
+        for part, document in documents.items():
+            suffix = "" if part == lbc_iam.PART_EC2 else f"-{part}"
+            attached_policy(
+                f"{name}-policy{suffix}",
+                role=role,
+                description=f"{args.description_prefix}: AWS Load Balancer Controller {lbc_iam.SOURCE_TAG} "
+                f"({part})",
+                policy=json.dumps(document),
+                attachment_name=f"{name}-attachment{suffix}",
+                opts=child,
+            )
         self.role_arn = role.arn
         self.register_outputs({"role_arn": self.role_arn})

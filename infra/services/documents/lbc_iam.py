@@ -282,3 +282,32 @@ def scoped_policy(
             continue
         out.append(st)
     return {"Version": POLICY["Version"], "Statement": out}
+
+
+# The scoped policy is over IAM's 6,144-character quota for one managed policy (infra/core/quotas.py), so
+# the role gets it as two managed policies: what the controller reads and does on EC2 (and the global
+# lookups of IAM, ACM, WAF, Shield), and what it changes on Elastic Load Balancing. Order kept, statements
+# unchanged; together exactly the scoped policy (a test checks it).
+PART_EC2 = "ec2"
+PART_ELB = "elb"
+PARTS = (PART_EC2, PART_ELB)
+
+
+def _part_of(statement: dict[str, Any]) -> str:
+    actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+    changes_elb = any(
+        a.startswith("elasticloadbalancing:") and not a.split(":", 1)[1].startswith("Describe")
+        for a in actions
+    )
+    return PART_ELB if changes_elb else PART_EC2
+
+
+def scoped_policies(
+    *, cluster_name: str, region: str, account_id: str, partition: str = "aws"
+) -> dict[str, dict[str, Any]]:
+    """:func:`scoped_policy` split into the managed policies of :data:`PARTS` (part -> document)."""
+    doc = scoped_policy(cluster_name=cluster_name, region=region, account_id=account_id, partition=partition)
+    parts: dict[str, list[dict[str, Any]]] = {p: [] for p in PARTS}
+    for st in doc["Statement"]:
+        parts[_part_of(st)].append(st)
+    return {p: {"Version": doc["Version"], "Statement": sts} for p, sts in parts.items()}

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from infra.edge.rules import global_endpoint_agreement, global_endpoint_regions
+from infra.edge.rules import global_endpoint_agreement, global_endpoint_one_account, global_endpoint_regions
 from infra.io.stackfiles import load_stack_config, read_stack_index
 from infra.stack.registry import Level, RuleContext
 from tests.support.config_cases import RULES, all_of, assert_refused, drop_at, set_at
@@ -84,6 +84,36 @@ def test_the_shipped_infer_stacks_agree() -> None:
         assert list(global_endpoint_regions(ctx)) == []
     # the index saw both stacks' terms (the rule compared something)
     assert stacks.stacks["prod-hk-infer"].serving == stacks.stacks["prod-sg-infer"].serving != ()
+
+
+def test_stacks_of_one_name_in_two_accounts_are_refused(stack_doc, write_stack) -> None:
+    """ACM's validation record is per domain and account: the owner's record validates nothing in another
+    account, so SG would wait out the 75-minute validation and fail."""
+    from infra.core.project import CONFIG_KEY
+    from infra.stack.parse import parse_platform_config
+
+    docs = {s: stack_doc(s) for s in ("prod-us-train", "prod-hk-infer", "prod-sg-infer")}
+    docs["prod-hk-infer"]["config"][CONFIG_KEY]["security"]["account"]["id"] = "111111111111"
+    for stack, doc in docs.items():
+        folder = write_stack(stack, doc)
+    stacks = read_stack_index(folder)
+    sg = docs["prod-sg-infer"]["config"][CONFIG_KEY]
+
+    def findings(account: str | None):
+        sg["security"]["account"]["id"] = account
+        ctx = RuleContext(parse_platform_config(sg), stack="prod-sg-infer", stacks=stacks)
+        return list(global_endpoint_one_account(ctx))
+
+    (refused,) = findings("222222222222")
+    assert refused.level is Level.error
+    assert refused.one_line().startswith(
+        "aiplat:platform.security.account.id: this stack deploys into account 222222222222 and "
+        "prod-hk-infer, which serves the same global name api.inference.example.com, into 111111111111: "
+        "ACM validation records are per domain and account"
+    )
+    assert findings("111111111111") == []
+    (unknown,) = findings(None)
+    assert unknown.level is Level.warning and "prod-sg-infer names no security.account.id" in unknown.problem
 
 
 def test_one_region_only_is_a_warning() -> None:

@@ -40,11 +40,13 @@ def test_each_region_s_entry_points_at_its_own_load_balancer_with_health_evaluat
     zone_calls = [a for t, a in plan.calls if t == "aws:lb/getHostedZoneId:getHostedZoneId"]
     assert zone_calls == [{"loadBalancerType": "application", "region": plan.region}]
     assert alias["zoneId"] == {"ap-east-1": "Z3DQVH9N71FHZ0", "ap-southeast-1": "Z1LMS91P8CMLE5"}[plan.region]
-    # the drain switch is the record's health check: always healthy until aiplat rollout inverts it, and
+    # the drain switch is the record's health check: serving until aiplat rollout clears its inversion, and
     # `pulumi up` leaves the inversion alone
     assert record.property_dependencies["healthCheckId"] == [switch.urn]
-    assert switch.inputs["type"] == "CALCULATED" and switch.inputs["childHealthThreshold"] == 0
-    assert switch.inputs["invertHealthcheck"] is False
+    # always unhealthy by itself (threshold 1, no children), created inverted: serving; never a threshold of
+    # 0, which older terraform-provider-aws releases dropped (hashicorp/terraform-provider-aws#44004)
+    assert switch.inputs["type"] == "CALCULATED" and switch.inputs["childHealthThreshold"] == 1
+    assert switch.inputs["childHealthchecks"] == [] and switch.inputs["invertHealthcheck"] is True
     assert switch.options.get("ignoreChanges") == ["invertHealthcheck"]
     assert plan.outputs["globalEndpoint"]["setIdentifier"] == plan.region
     # the regional name stays, pointing at the same ALB

@@ -85,3 +85,40 @@ def test_the_trainer_image_context_is_the_trainer_package() -> None:
     assert not any("__pycache__" in f for f in files)
     tag = image_tag(_hash(REPO_ROOT))
     assert tag.startswith("ctx-") and len(tag) == 28
+
+
+def test_a_base_image_without_a_digest_is_refused_unless_the_stack_says_why(stack_config, monitors) -> None:
+    """The plan refuses what the vLLM Dockerfile's build would refuse: its FROM by tag only (the stack file
+    gives no digest), naming the build argument to set; with unpinned_base the build gets the reason and the
+    plan warns."""
+    from infra.plan.runner import run_plan
+    from infra.stack.parse import parse_platform_config
+    from tests.support.config_cases import assert_refused
+
+    raw = stack_config("prod-us-train")
+    del raw["images"]["builds"]["vllm"]["unpinned_base"]
+    message = assert_refused(raw, "the base image 'docker.io/vllm/vllm-openai:v0.33.0'", monitors)
+    assert message.startswith("aiplat:platform.images.builds.vllm.build_args.VLLM_IMAGE: ")
+    assert "docker buildx imagetools inspect docker.io/vllm/vllm-openai:v0.33.0" in message
+
+    pinned = stack_config("prod-us-train")
+    del pinned["images"]["builds"]["vllm"]["unpinned_base"]
+    digest = (
+        "docker.io/vllm/vllm-openai:v0.33.0@sha256:" + "0" * 64
+    )  # a well-formed digest: only its shape matters here
+    pinned["images"]["builds"]["vllm"]["build_args"] = {"VLLM_IMAGE": digest}
+    plan = run_plan("prod-us-train", parse_platform_config(pinned))
+    images = [r for r in plan.resources if r.type == "docker-build:index:Image" and r.name.endswith("vllm")]
+    assert [r.inputs["buildArgs"] for r in images] == [{"VLLM_IMAGE": digest}]
+    assert not [f for f in plan.findings if f.rule == "image-base-unpinned"]
+
+    shipped = run_plan("prod-us-train")
+    (image,) = [
+        r for r in shipped.resources if r.type == "docker-build:index:Image" and r.name.endswith("vllm")
+    ]
+    assert image.inputs["buildArgs"]["ALLOW_UNPINNED_BASE"].startswith(
+        "the digest of vllm/vllm-openai:v0.33.0"
+    )
+    assert [f.field for f in shipped.findings if f.rule == "image-base-unpinned"] == [
+        "aiplat:platform.images.builds.vllm.unpinned_base"
+    ]

@@ -1,12 +1,14 @@
 """The Route 53 drainer of ``aiplat rollout`` against a local moto server over HTTP: the drain switch the
-stack made (a CALCULATED health check with threshold 0, as infra/edge/component.py declares it) is
-inverted by the drain and put back by the undrain."""
+stack made (a CALCULATED health check with threshold 1 and no children, inverted: serving, as
+infra/edge/component.py declares it) has its Inverted flag cleared by the drain and set again by the undrain.
+moto keeps the flag, it does not evaluate health; what Route 53 makes of each state is its API reference's
+(infra/edge/documents.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from infra.edge.documents import DRAIN_CHECK_TYPE, DRAIN_HEALTH_THRESHOLD, OUTPUT
+from infra.edge.documents import DRAIN_CHECK_TYPE, DRAIN_HEALTH_THRESHOLD, OUTPUT, SERVING_INVERTED
 from infra.io.stackfiles import load_stack_config
 from infra.ops.drain import ROUTE53_REGION, Route53Drainer
 
@@ -21,15 +23,16 @@ def _switch(aws, ref: str = "hk") -> str:
             "Type": DRAIN_CHECK_TYPE,
             "HealthThreshold": DRAIN_HEALTH_THRESHOLD,
             "ChildHealthChecks": [],
-            "Inverted": False,
+            "Inverted": SERVING_INVERTED,
         },
     )
     return created["HealthCheck"]["Id"]
 
 
-def _inverted(aws, switch: str) -> bool:
+def _serving(aws, switch: str) -> bool:
+    """Whether the switch lets the region serve: inverted, since the check itself is always unhealthy."""
     check = aws.client("route53", ROUTE53_REGION).get_health_check(HealthCheckId=switch)
-    return check["HealthCheck"]["HealthCheckConfig"]["Inverted"]
+    return check["HealthCheck"]["HealthCheckConfig"]["Inverted"] is True
 
 
 def _drainer(aws, outputs: dict[str, Any], waits: list[float]) -> Route53Drainer:
@@ -41,18 +44,19 @@ def _drainer(aws, outputs: dict[str, Any], waits: list[float]) -> Route53Drainer
     )
 
 
-def test_drain_inverts_the_switch_and_waits_then_undrain_puts_it_back(aws) -> None:
+def test_drain_clears_the_switchs_inversion_and_waits_then_undrain_puts_it_back(aws) -> None:
     switch = _switch(aws)
     waits: list[float] = []
     drainer = _drainer(aws, {"prod-hk-infer": {OUTPUT: {"drainSwitch": switch}}}, waits)
 
+    assert _serving(aws, switch)
     step = drainer.drain("prod-hk-infer", HK)
-    assert step.ok and _inverted(aws, switch)
+    assert step.ok and not _serving(aws, switch)
     assert waits == [90]  # cached answers expire before the update starts
     assert "ap-east-1 out of api.inference.example.com" in step.detail
 
     step = drainer.undrain("prod-hk-infer", HK)
-    assert step.ok and not _inverted(aws, switch)
+    assert step.ok and _serving(aws, switch)
     assert waits == [90]
 
 
@@ -87,7 +91,7 @@ def test_a_region_is_not_drained_while_the_other_one_is(aws) -> None:
     )
     assert drainer.drain("prod-sg-infer", configs["prod-sg-infer"]).ok  # left drained by a failed wave
     step = drainer.drain("prod-hk-infer", HK)
-    assert not step.ok and not _inverted(aws, hk_switch)
+    assert not step.ok and _serving(aws, hk_switch)
     assert step.detail.startswith("prod-sg-infer is out of api.inference.example.com already")
     assert drainer.undrain("prod-sg-infer", configs["prod-sg-infer"]).ok
-    assert drainer.drain("prod-hk-infer", HK).ok and _inverted(aws, hk_switch)
+    assert drainer.drain("prod-hk-infer", HK).ok and not _serving(aws, hk_switch)

@@ -7,16 +7,14 @@ import json
 
 import pytest
 
+from infra.core.policy_quotas import MANAGED_POLICY_CHARS as MANAGED_POLICY_MAX
+from infra.core.policy_quotas import iam_size
 from infra.karpenter import documents as karpenter
 from infra.services.documents import lbc_iam
 
-# IAM quota: a managed policy document holds at most 6,144 characters, whitespace not counted.
-# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html
-MANAGED_POLICY_MAX = 6144
-
 
 def _size(doc: dict) -> int:
-    return len(json.dumps(doc, separators=(",", ":")))
+    return iam_size(json.dumps(doc))
 
 
 def test_lbc_policy_is_upstreams_and_fits() -> None:
@@ -28,6 +26,20 @@ def test_lbc_policy_is_upstreams_and_fits() -> None:
     assert len(actions) == 80  # the v3.5.0 file's 80 unique actions
     with pytest.raises(ValueError, match="iam_policy_cn.json"):
         lbc_iam.controller_policy("aws-cn")
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "ap-southeast-1"])
+def test_what_the_controller_role_gets_is_two_policies_that_each_fit(region: str) -> None:
+    """Measured on the scoped documents the stacks deploy (longer than upstream's: region, account and
+    cluster conditions), not on the upstream file."""
+    scoped = lbc_iam.scoped_policy(cluster_name="aiplat-prod-infer", region=region, account_id="123456789012")
+    assert _size(scoped) > MANAGED_POLICY_MAX  # why it is split
+    parts = lbc_iam.scoped_policies(
+        cluster_name="aiplat-prod-infer", region=region, account_id="123456789012"
+    )
+    assert tuple(parts) == lbc_iam.PARTS
+    assert all(_size(d) < MANAGED_POLICY_MAX for d in parts.values())
+    assert [s for d in parts.values() for s in d["Statement"]] == scoped["Statement"]
 
 
 def test_karpenter_policies_fit_and_are_scoped_to_the_cluster() -> None:

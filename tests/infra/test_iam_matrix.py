@@ -1,0 +1,266 @@
+"""Who can read, write, sign and delete what: every principal the platform creates or names, evaluated on the
+documents the plans deploy (identity policies + bucket policies + key policies + explicit denies,
+tests/support/iam_eval.py), against the matrix docs/platform/security.md promises. A Deny that exempts a
+principal the platform creates is only half a grant: that principal must also be allowed what the Deny
+reserves for it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from infra.plan.mocks import ACCOUNT_ID
+from infra.plan.runner import Plan
+from tests.conftest import EXAMPLES, STACKS
+from tests.support import iam_eval
+from tests.support.iam_eval import PlanIam, Principal, Target, decide
+
+TRAIN, INFER = "prod-us-train", "prod-sg-infer"
+MFA = {"aws:MultiFactorAuthPresent": "true"}
+
+
+@pytest.fixture(scope="module")
+def plans(plan_stack, plan_example) -> dict[str, Plan]:
+    return {**{s: plan_stack(s) for s in STACKS}, **{e: plan_example(e) for e in EXAMPLES}}
+
+
+def _principals(iam: PlanIam, plan: Plan) -> dict[str, Principal]:
+    """The matrix's principals in a train or infer stack's plan: the platform's roles by their resource
+    names, the deployer and an administrator of the account by ARN (their identity policies are not ours:
+    taken to allow everything, the worst case for a guard)."""
+    deployer = plan.config["security"]["account"]["deployer_role"]
+    out = {
+        "deployer": iam_eval.named("deployer", f"arn:aws:iam::{ACCOUNT_ID}:role/{deployer}", **MFA),
+        "account-admin": iam_eval.named(
+            "account-admin", f"arn:aws:iam::{ACCOUNT_ID}:role/AWSReservedSSO_AdministratorAccess_0123", **MFA
+        ),
+    }
+    for who, suffix, context in [
+        ("break-glass", "keyguard-break-glass", MFA),
+        ("key-admin", "keyguard-key-admin", MFA),
+        ("fluent-bit", "logs-collector-role", {}),
+        ("grafana", "logs-grafana-role", {}),
+        ("lbc", "lbc-iam-role", {}),
+    ]:
+        role = iam.role(suffix)
+        out[who] = Principal(who, role.arn, role.statements, context=context)
+    optional = [
+        ("publisher", "pod-roles-publisher"),
+        ("trainer", "pod-roles-trainer"),
+        ("fetch", "pod-roles-inference"),
+        ("karpenter", "karpenter-aws-controller-role"),
+    ]
+    for who, suffix in optional:
+        if any(n.endswith(suffix) for n in iam.roles):
+            role = iam.role(suffix)
+            out[who] = Principal(who, role.arn, role.statements)
+    for name, role in iam.roles.items():
+        if name.startswith("team-") and name.endswith("-role"):
+            out[name.removesuffix("-role")] = Principal(name, role.arn, role.statements)
+    return out
+
+
+def _object(bucket: Target, key: str) -> Target:
+    return Target(f"{bucket.arn}/{key}", "s3", bucket.policy, bucket.tags)
+
+
+def _s3(region: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "aws:RequestedRegion": region,
+        "s3:ResourceAccount": ACCOUNT_ID,
+        "aws:ResourceAccount": ACCOUNT_ID,
+        "s3:TlsVersion": "1.3",
+        **extra,
+    }
+
+
+# A create-only upload as the publisher makes it (If-None-Match: *; the bucket's default key, no SSE header).
+CREATE = {"s3:if-none-match": "*", "s3:ObjectCreationOperation": "true"}
+
+
+def _requests(train: PlanIam) -> dict[str, tuple[str, Target, Mapping[str, Any]]]:
+    """request name -> (action, target, context) on the train stack's own buckets and keys."""
+    region = train.plan.region
+    artifacts = train.bucket(f"-{region}-artifacts")
+    releases = _object(artifacts, "release/llama/20261202-0001/model.safetensors")
+    replica = [t for n, t in train.buckets.items() if n.endswith("-artifacts") and region not in n]
+    checkpoints, datasets = train.bucket(f"-{region}-checkpoints"), train.bucket(f"-{region}-datasets")
+    data, signing = train.key("kms-data"), train.key("release-signing-key")
+    via_s3 = {
+        "kms:ViaService": f"s3.{region}.amazonaws.com",
+        "kms:CallerAccount": ACCOUNT_ID,
+        "kms:EncryptionContext:aws:s3:arn": artifacts.arn,
+    }
+    out = {
+        "read release": ("s3:GetObject", releases, _s3(region)),
+        "write release": ("s3:PutObject", releases, _s3(region, **CREATE)),
+        "delete release": ("s3:DeleteObject", releases, _s3(region)),
+        "delete an object version": ("s3:DeleteObjectVersion", releases, _s3(region)),
+        "change the artifacts bucket policy": ("s3:PutBucketPolicy", artifacts, _s3(region)),
+        "sign a manifest": ("kms:Sign", signing, {"aws:RequestedRegion": region}),
+        "change the data key policy": ("kms:PutKeyPolicy", data, {"aws:RequestedRegion": region}),
+        "change the signing key policy": ("kms:PutKeyPolicy", signing, {"aws:RequestedRegion": region}),
+        "schedule the data key's deletion": (
+            "kms:ScheduleKeyDeletion",
+            data,
+            {"aws:RequestedRegion": region},
+        ),
+        "encrypt an artifact (data key through S3)": ("kms:GenerateDataKey", data, via_s3),
+        "write a trainer checkpoint": (
+            "s3:PutObject",
+            _object(checkpoints, "trainer/run-1/step_000000100/model.distcp"),
+            _s3(region),
+        ),
+        "write a research checkpoint": (
+            "s3:PutObject",
+            _object(checkpoints, "research/run-1/step_000000100/model.distcp"),
+            _s3(region),
+        ),
+        "read a research dataset": (
+            "s3:GetObject",
+            _object(datasets, "research/shard-00000.bin"),
+            _s3(region),
+        ),
+    }
+    for t in replica:
+        there = t.arn.split(":::")[1].removeprefix("aiplat-prod-").removesuffix("-artifacts")
+        out[f"write a release in the {there} replica"] = (
+            "s3:PutObject",
+            _object(t, "release/llama/20261202-0001/model.safetensors"),
+            _s3(there, **CREATE),
+        )
+    return out
+
+
+ADMINS = {"deployer", "account-admin"}  # identity policies not ours (worst case: every action)
+# request -> (who may, guarded): a guarded request is denied explicitly to everyone else (a Deny in the bucket
+# or key policy that binds every principal of the account), the others are at most not allowed.
+TRAIN_MATRIX: dict[str, tuple[Any, ...]] = {
+    "read release": (ADMINS | {"break-glass", "publisher"}, False),
+    "write release": ({"publisher", "break-glass"}, True),
+    # the publisher is exempt from the bucket's Deny (it writes there) but its IAM policy grants no delete
+    "delete release": ({"break-glass"}, True, {"publisher"}),
+    "delete an object version": ({"deployer", "break-glass"}, True),
+    "change the artifacts bucket policy": ({"deployer", "break-glass"}, True),
+    "sign a manifest": ({"publisher"}, True),
+    "change the data key policy": ({"deployer", "break-glass"}, True),
+    "change the signing key policy": ({"deployer", "break-glass"}, True),
+    "schedule the data key's deletion": ({"break-glass"}, True),
+    "encrypt an artifact (data key through S3)": (ADMINS | {"break-glass", "publisher", "trainer"}, False),
+    "write a trainer checkpoint": (ADMINS | {"trainer"}, False),
+    "write a research checkpoint": (ADMINS | {"team-research"}, False),
+    "read a research dataset": (ADMINS | {"team-research", "trainer"}, False),
+}
+REPLICA_WRITE = ({"break-glass"}, True)
+
+
+def _decisions(principals: Mapping[str, Principal], requests) -> dict[str, dict[str, str]]:
+    return {
+        name: {who: decide(p, action, target, ctx) for who, p in principals.items()}
+        for name, (action, target, ctx) in requests.items()
+    }
+
+
+def _expected(decisions: dict[str, dict[str, str]], matrix) -> dict[str, dict[str, str]]:
+    """What the matrix says of each decision: ``allow`` for who may; for a guarded request ``deny`` for
+    everyone else (``implicit`` for a principal exempt from the Deny that no policy allows); otherwise
+    anything but ``allow``."""
+    out = {}
+    for name, by_who in decisions.items():
+        allowed, guarded, *rest = matrix.get(name, REPLICA_WRITE)
+        exempt_only = rest[0] if rest else set()
+
+        out[name] = {
+            who: "allow"
+            if who in allowed
+            else "implicit"
+            if who in exempt_only
+            else "deny"
+            if guarded
+            else (by_who[who] if by_who[who] != "allow" else "not allowed")
+            for who in by_who
+        }
+    return out
+
+
+def test_the_train_stacks_matrix(plans) -> None:
+    plan = plans[TRAIN]
+    train = PlanIam.of(plan)
+    principals = _principals(train, plan)
+    assert {"publisher", "trainer", "team-production", "team-research"} <= set(principals)
+    decisions = _decisions(principals, _requests(train))
+    assert any(name.startswith("write a release in the") for name in decisions)
+    assert decisions == _expected(decisions, TRAIN_MATRIX)
+
+
+def test_the_infer_stacks_fetch_tool_reads_its_replica_and_nothing_writes_it(plans) -> None:
+    train, infer = PlanIam.of(plans[TRAIN]), PlanIam.of(plans[INFER])
+    region = plans[INFER].region
+    replica = train.bucket(f"{region}-artifacts")
+    release = _object(replica, "release/llama/20261202-0001/model.safetensors")
+    key = next(t for n, t in train.keys.items() if region in n)
+    principals = {
+        k: v for k, v in _principals(infer, plans[INFER]).items() if k not in ("break-glass", "key-admin")
+    }
+    decrypt = {
+        "kms:ViaService": f"s3.{region}.amazonaws.com",
+        "kms:CallerAccount": ACCOUNT_ID,
+        "kms:EncryptionContext:aws:s3:arn": replica.arn,
+    }
+    reads = {w: decide(p, "s3:GetObject", release, _s3(region)) for w, p in principals.items()}
+    assert {w for w, d in reads.items() if d == "allow"} == ADMINS | {"fetch"}
+    keys = {w: decide(p, "kms:Decrypt", key, decrypt) for w, p in principals.items()}
+    assert {w for w, d in keys.items() if d == "allow"} == ADMINS | {"fetch"}
+    writes = {w: decide(p, "s3:PutObject", release, _s3(region, **CREATE)) for w, p in principals.items()}
+    assert set(writes.values()) == {
+        "deny"
+    }  # the infer stack's own break-glass included: only the train stack's
+
+
+@pytest.mark.parametrize("stack", [*STACKS, *EXAMPLES])
+def test_every_deny_exemption_of_a_platform_role_comes_with_an_allow(plans, stack: str) -> None:
+    """For each Deny of a bucket or key policy that exempts a role this plan creates (ArnNotEquals
+    aws:PrincipalArn), that role is allowed at least one of the denied actions on that resource: an
+    exemption alone grants nothing."""
+    iam = PlanIam.of(plans[stack])
+    created = {p.arn: p for p in iam.roles.values()}
+    missing = []
+    for target, deny, arn in iam_eval.exemptions([*iam.buckets.values(), *iam.keys.values()]):
+        principal = created.get(arn)
+        if principal is None:
+            continue  # named, not created here: the deployer, or another stack's role
+        principal = Principal(principal.name, principal.arn, principal.statements, context=MFA)
+        resources = [r.replace("*", "x") for r in iam_eval._list(deny.get("Resource"))]
+        resources = [r if r != "x" else target.arn for r in resources]
+        actions = iam_eval._list(deny.get("Action"))
+        region = target.arn.split(":")[3] or plans[stack].region
+        ok = any(
+            decide(principal, a, Target(r, target.kind, target.policy, target.tags), _s3(region, **CREATE))
+            == "allow"
+            for a in actions
+            for r in resources
+        )
+        if not ok:
+            missing.append((target.arn, deny.get("Sid"), principal.name))
+    assert missing == []
+
+
+@pytest.mark.parametrize("stack", [*STACKS, *EXAMPLES])
+def test_an_access_entry_for_a_role_of_the_plan_waits_for_the_role(plans, stack: str) -> None:
+    plan = plans[stack]
+    roles = {
+        f"arn:aws:iam::{ACCOUNT_ID}:role/{r.inputs['name']}": r.urn
+        for r in plan.by_type("aws:iam/role:Role")
+        if r.inputs.get("name")
+    }
+    entries = plan.by_type("aws:eks/accessEntry:AccessEntry")
+    racing = [
+        e.name
+        for e in entries
+        if e.inputs["principalArn"] in roles and roles[e.inputs["principalArn"]] not in e.dependencies
+    ]
+    assert racing == []
+    if plan.config["role"] == "train" or plan.stack in STACKS:
+        assert any(e.inputs["principalArn"] in roles for e in entries)  # the break-glass entry is checked
