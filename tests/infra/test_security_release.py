@@ -184,7 +184,9 @@ def test_the_publisher_reads_only_outputs_of_the_trainer_and_of_releasing_teams(
     assert st["ReadOutputs"]["Resource"] == [f"{checkpoints}/{s}/outputs/*" for s in sources]
     assert not [a for a in st["ReadOutputs"]["Action"] if not a.startswith("s3:GetObject")]
     listed = st["ListOutputs"]["Condition"]["StringLike"]["s3:prefix"]
-    assert sorted(listed) == sorted([*(f"{s}/outputs/*" for s in sources), *(f"{s}/outputs" for s in sources)])
+    assert sorted(listed) == sorted(
+        [*(f"{s}/outputs/*" for s in sources), *(f"{s}/outputs" for s in sources)]
+    )
     # nothing else of the checkpoints bucket, whatever the statement
     on_checkpoints = [
         r

@@ -95,7 +95,11 @@ def architectures(root: Path) -> tuple[list[str], dict[str, str]]:
     tables = _tables(root / REGISTRY_FILE)
     served = {k.value for k in tables[TEXT_TABLE].keys if isinstance(k, ast.Constant)}
     for k, v in zip(tables[TRANSFORMERS_TABLE].keys, tables[TRANSFORMERS_TABLE].values, strict=True):
-        if isinstance(k, ast.Constant) and isinstance(v, ast.Tuple) and v.elts[1].value in TRANSFORMERS_CAUSAL:
+        if (
+            isinstance(k, ast.Constant)
+            and isinstance(v, ast.Tuple)
+            and v.elts[1].value in TRANSFORMERS_CAUSAL
+        ):
             served.add(k.value)
     removed = {
         k.value: v.value
