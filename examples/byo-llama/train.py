@@ -58,13 +58,12 @@ class Store:
         self.s3 = uri.startswith("s3://")
         if self.s3:
             import boto3
-            from botocore.config import Config
 
             self.bucket, _, prefix = uri[5:].partition("/")
             self.prefix = prefix.strip("/")
             # A MinIO or test endpoint has no per-bucket DNS names.
             style = {"addressing_style": "path"} if os.environ.get("AWS_ENDPOINT_URL") else {}
-            self.client = boto3.client("s3", config=Config(s3=style))
+            self.client = boto3.client("s3", config=boto3.session.Config(s3=style))
         else:
             self.root = Path(uri.removeprefix("file://"))
 

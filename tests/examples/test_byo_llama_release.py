@@ -202,3 +202,15 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
             "is an HF folder of safetensors: convert the checkpoint with python -m trainer.export_hf"
         ]
     assert keys(s3, "artifacts", "release/") == before
+
+
+def test_the_script_imports_only_what_the_job_contract_names() -> None:
+    """examples/byo-llama/train.py needs nothing of this repository and only the libraries its
+    requirements.txt pins: the standard library, torch, transformers, safetensors, boto3."""
+    import ast
+
+    allowed = {"torch", "transformers", "safetensors", "boto3"}
+    tree = ast.parse(SCRIPT.read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert names - set(sys.stdlib_module_names) - {"__future__"} == allowed

@@ -22,8 +22,10 @@ from trainer.config import ModelConfig
 from trainer.distributed import DistInfo
 from trainer.errors import BadInput, StoreUnavailable
 from trainer.export_hf import export
+from trainer.export_hf import main as export_main
 from trainer.hf_gpt2 import tensor_rules
 from trainer.loop import Trainer
+from trainer.publish import main as publish_main
 from trainer.publish import publish
 from trainer.release import (
     CONFIG,
@@ -405,7 +407,9 @@ def test_export_reads_and_lists_the_checkpoint_once(
     assert sorted(calls) == [("list_files", 2), ("read_bytes", 2)]
 
 
-def test_export_and_publish_cli_exit_codes(info: DistInfo, work_dir: Path) -> None:
+def test_export_and_publish_cli_exit_codes(
+    info: DistInfo, work_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     train_and_save(info, str(work_dir / "ckpt"), [2])
 
     def cli(module: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -429,16 +433,17 @@ def test_export_and_publish_cli_exit_codes(info: DistInfo, work_dir: Path) -> No
     assert published["step"] == 2 and published["published"].endswith(published["version"])
     assert (published["architecture"], published["dtype"]) == ("GPT2LMHeadModel", "float32")
     assert verify(str(work_dir / "rel"), "gpt-debug", published["version"])
-    for module, args, first in (
-        ("trainer.export_hf", ["--checkpoint", str(work_dir / "ckpt"), "--step", "9", "--output", out + "2"],
+    # Refusals, through the same entry points in this process: exit 2, one line, no traceback.
+    for main, args, first in (
+        (export_main, ["--checkpoint", str(work_dir / "ckpt"), "--step", "9", "--output", out + "2"],
          "error: no checkpoint for step 9"),
-        ("trainer.publish", ["--from", str(work_dir / "ckpt"), "--release-root", str(work_dir / "rel"),
-                             "--model-name", "gpt-debug"], "/.metadata: part of a torch.distributed"),
+        (publish_main, ["--from", str(work_dir / "ckpt"), "--release-root", str(work_dir / "rel"),
+                        "--model-name", "gpt-debug"], "/.metadata: part of a torch.distributed"),
     ):  # fmt: skip
-        bad = cli(module, *args)
-        assert bad.returncode == 2
-        assert bad.stderr.splitlines() == [bad.stderr.strip()], bad.stderr  # one line, no traceback
-        assert bad.stderr.startswith("error: ") and first in bad.stderr, bad.stderr
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.splitlines() == [err.strip()], err
+        assert err.startswith("error: ") and first in err, err
 
 
 def test_publish_from_a_trainer_checkpoint(
