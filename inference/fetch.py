@@ -3,13 +3,16 @@
     python -m inference.fetch --root s3://<bucket>[/<prefix>] --model <model_name> \\
         --version <version|latest> --dest <dir>
 
-Reads ``<root>/release/<model>/<version>/`` (trainer/release.py: a Hugging Face GPT-2 folder plus
+Reads ``<root>/release/<model>/<version>/`` (trainer/release.py: a Hugging Face causal-LM folder plus
 ``manifest.json`` and its signature ``manifest.json.sig``), accepts the manifest only when its signature
 verifies with the release signing key's public half (the PEM file ``AIPLAT_RELEASE_PUBLIC_KEY`` names, mounted
 from the stack's ConfigMap: no KMS call, no network besides S3) and before it downloads any other file,
 checks every file's size and sha256 while downloading it into a temporary folder beside ``<dir>`` (same
-parent, so the last step is a rename), checks that config.json and the weights' tensor table agree, and
-only then renames the folder to ``<dir>``: vLLM then loads ``<dir>`` (``--model <dir>``) with no hub access.
+parent, so the last step is a rename), checks the folder again as the publisher did (trainer/hf_folder.py:
+an architecture the pinned vLLM serves, no remote code, config.json and the safetensors headers agreeing,
+the serving facts the manifest signed) and only then renames the folder to ``<dir>``: vLLM then loads
+``<dir>`` (``--model <dir>``) with no hub access. Releases of the older format ``aiplat-release-v2`` (GPT-2
+only) are verified the same way.
 ``latest`` is the newest version that verifies.
 
 Exit codes (the pod's init container status shows them; the one stderr line is its termination message):
@@ -176,7 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     total = sum(f.size for f in rel.files.values())
-    print(f"verified {len(rel.files)} files, {total} bytes, step {rel.step} of run {rel.source.run_id}")
+    assert rel.serving is not None  # a verified release has its serving facts
+    s = rel.serving
+    print(
+        f"verified {len(rel.files)} files, {total} bytes: {s.architecture}, {s.dtype}, {s.parameters} "
+        f"parameters, step {rel.step} from {rel.source.describe()}"
+    )
     print(rel.version, flush=True)
     return OK
 

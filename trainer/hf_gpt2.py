@@ -2,9 +2,9 @@
 
 A release is a standard GPT-2 folder that ``transformers`` and vLLM load as it is. This module says, once,
 how each trainer tensor becomes a GPT-2 tensor (names, transposes, the vocabulary cut), what ``config.json``,
-``generation_config.json``, ``tokenizer.json`` and ``tokenizer_config.json`` hold, and which tensor names and
-shapes a given ``config.json`` needs. It imports no torch: the fetch tool (inference/fetch.py, an image
-without torch) checks a weights file's header against :func:`hf_shapes`.
+``generation_config.json``, ``tokenizer.json`` and ``tokenizer_config.json`` hold (``python -m
+trainer.export_hf`` writes them). Which tensor names and shapes a GPT-2 ``config.json`` needs is the
+publisher's check, trainer/hf_folder.py. It imports no torch itself (the conversion gets torch tensors).
 
 GPT-2's attention and MLP layers are ``Conv1D`` modules whose weight is ``[in, out]``, the transpose of
 ``nn.Linear``'s ``[out, in]``: https://github.com/huggingface/transformers/blob/v5.23.0/src/transformers/pytorch_utils.py
@@ -140,32 +140,6 @@ def to_hf_tensors(weights: dict[str, Any], cfg: ModelConfig, vocab: ByteVocab) -
     return out
 
 
-def hf_shapes(config: dict[str, Any]) -> dict[str, list[int]]:
-    """Names and shapes ``model.safetensors`` must hold for a GPT-2 ``config.json`` (as read by
-    :func:`check_config`)."""
-    d, v, p = config["n_embd"], config["vocab_size"], config["n_positions"]
-    inner = config.get("n_inner") or 4 * d
-    shapes = {"transformer.wte.weight": [v, d], "transformer.wpe.weight": [p, d]}
-    for i in range(config["n_layer"]):
-        h = f"transformer.h.{i}."
-        shapes |= {
-            h + "ln_1.weight": [d],
-            h + "ln_1.bias": [d],
-            h + "attn.c_attn.weight": [d, 3 * d],
-            h + "attn.c_attn.bias": [3 * d],
-            h + "attn.c_proj.weight": [d, d],
-            h + "attn.c_proj.bias": [d],
-            h + "ln_2.weight": [d],
-            h + "ln_2.bias": [d],
-            h + "mlp.c_fc.weight": [d, inner],
-            h + "mlp.c_fc.bias": [inner],
-            h + "mlp.c_proj.weight": [inner, d],
-            h + "mlp.c_proj.bias": [d],
-        }
-    shapes |= {"transformer.ln_f.weight": [d], "transformer.ln_f.bias": [d]}
-    return shapes
-
-
 # ---------------------------------------------------------------------------------------------- configs
 def hf_config(cfg: ModelConfig, vocab: ByteVocab) -> dict[str, Any]:
     """``config.json`` of a ``GPT2LMHeadModel`` equal to ``GPT(cfg)`` on the tokenizer's ids: field names
@@ -284,30 +258,3 @@ def tokenizer_config(vocab: ByteVocab, context: int) -> dict[str, Any]:
         "model_max_length": context,
         "clean_up_tokenization_spaces": False,
     }
-
-
-# ------------------------------------------------------------------------------------------- reading
-def check_config(data: Any) -> dict[str, Any]:
-    """``config.json`` of a release, checked to be the GPT-2 this module writes (the fields the weights'
-    shapes and the tokenizer depend on); :class:`ReleaseFormatError` names the first bad field."""
-    if not isinstance(data, dict):
-        raise ReleaseFormatError("must be a JSON object")
-    if data.get("model_type") != "gpt2" or data.get("architectures") != [ARCHITECTURE]:
-        raise ReleaseFormatError(
-            f"model_type {data.get('model_type')!r} / architectures {data.get('architectures')!r} are not "
-            f"gpt2 / [{ARCHITECTURE!r}]"
-        )
-    for key in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"):
-        if not (_is_int(data.get(key)) and data[key] > 0):
-            raise ReleaseFormatError(f"{key} {data.get(key)!r} is not a positive integer")
-    if data["n_embd"] % data["n_head"]:
-        raise ReleaseFormatError(f"n_embd {data['n_embd']} is not divisible by n_head {data['n_head']}")
-    inner = data.get("n_inner")
-    if inner is not None and not (_is_int(inner) and inner > 0):
-        raise ReleaseFormatError(f"n_inner {inner!r} is not a positive integer or null")
-    if data.get("tie_word_embeddings", True) is not True:
-        raise ReleaseFormatError("tie_word_embeddings must be true (the weights hold no lm_head)")
-    for key in ("bos_token_id", "eos_token_id"):
-        if not (_is_int(data.get(key)) and 0 <= data[key] < data["vocab_size"]):
-            raise ReleaseFormatError(f"{key} {data.get(key)!r} is not an id below vocab_size")
-    return data

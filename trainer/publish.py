@@ -1,16 +1,25 @@
-"""Publish a model release from a committed checkpoint as a Hugging Face GPT-2 folder (the layout:
-``trainer/release.py``; the tensor and file mapping: ``trainer/hf_gpt2.py``).
+"""Publish a model release from a Hugging Face causal-LM folder (the layout: ``trainer/release.py``; what the
+folder must hold: ``trainer/hf_folder.py``).
 
-    python -m trainer.publish --checkpoint URI [--step N] --release-root URI --model-name NAME \\
-        [--signing-key KMS_KEY_ARN]
+    python -m trainer.publish --from URI --release-root URI --model-name NAME [--team TEAM] \\
+        [--source-job TRAINJOB] [--source-image-digest sha256:...] [--step N] [--signing-key KEY]
 
-``--checkpoint`` is the training run's ``checkpoint.uri`` (or one ``step_XXXXXXXXX`` folder in it);
-without ``--step`` the newest committed checkpoint whose files match its manifest is used.
-``--release-root`` is the bucket or directory whose ``release/`` prefix the inference regions read.
-``--signing-key`` (default: ``AIPLAT_RELEASE_SIGNING_KEY``) is the stack's release signing key in KMS
-(output ``releaseSigningKeyArn``), or ``file:<pem>`` for a local key (tests); trainer/signing.py.
-Prints one JSON line describing the release. Exit codes: 0 published; 2 anything refused or failed
-(one line on stderr naming the cause; ``--debug`` shows the traceback).
+``--from`` is the folder: a team job's ``$AIPLAT_OUTPUT_URI/model/`` (``s3://<checkpoints>/<team>/outputs/
+<job>/model/``), or what ``python -m trainer.export_hf`` wrote from the bundled trainer's checkpoint.
+``--team`` says whose output it is: the folder must then lie under ``<team>/outputs/`` of its bucket (the
+publisher's role can read only the outputs of teams with ``teams.<team>.releases: true``), and the job
+defaults to the folder below it. ``--source-job`` / ``--source-image-digest`` name the TrainJob and its
+image (recorded in the manifest); ``--step`` the training step of the weights (the version's ``-step<N>``,
+default 0). ``--release-root`` is the bucket or directory whose ``release/`` prefix the inference regions
+read. ``--signing-key`` (default: ``AIPLAT_RELEASE_SIGNING_KEY``) is the stack's release signing key in
+KMS (output ``releaseSigningKeyArn``), or ``file:<pem>`` for a local key (tests); trainer/signing.py.
+
+The folder is copied to a local temporary directory while every file is hashed, checked there from its
+JSON files and safetensors headers only (nothing is unpickled, no torch, no code of the folder's runs), and
+only then published from that same copy, create-only, the manifest last: a refused folder writes nothing
+under ``release/``, and what was checked is what is signed. Prints one JSON line describing the release.
+Exit codes: 0 published; 2 anything refused or failed (one line on stderr naming the cause; ``--debug``
+shows the traceback).
 """
 
 from __future__ import annotations
@@ -18,123 +27,121 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import logging
 import sys
 import tempfile
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
-from trainer.config import ConfigError, ModelConfig
+from trainer.blobstore import open_blobs, split_s3_uri
 from trainer.errors import BadInput, BlobExists, TrainerError
-from trainer.hashing import MANIFEST, sha256_bytes, sha256_file
-from trainer.hf_gpt2 import (
-    ByteVocab,
-    ReleaseFormatError,
-    generation_config,
-    hf_config,
-    to_hf_tensors,
-    tokenizer_config,
-    tokenizer_json,
-)
+from trainer.hashing import MANIFEST
+from trainer.hf_folder import CONFIG, check_folder, plan_folder, read_header
 from trainer.release import (
-    CONFIG,
-    FORMAT,
-    GENERATION_CONFIG,
+    DIGEST_RE,
+    JOB_RE,
     RELEASE_PREFIX,
     SIGNATURE,
-    TOKENIZER,
-    TOKENIZER_CONFIG,
-    WEIGHTS,
+    TEAM_RE,
+    FileEntry,
     Release,
+    Source,
     check_model_name,
     make_version,
+    manifest_bytes,
     parse_manifest,
     versions_store,
 )
 from trainer.signing import Signer, signer_for
 
+OUTPUTS = "outputs"  # <team>/outputs/<job>/ of the checkpoints bucket: AIPLAT_OUTPUT_URI (the env contract)
 
-def _json_bytes(data: dict) -> bytes:
-    return (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode()
+
+def _source(from_uri: str, team: str | None, job: str | None, image_digest: str | None, step: int) -> Source:
+    """Who the folder is from, checked: names well-formed, a team's folder inside its output prefix."""
+    if team is not None and not TEAM_RE.match(team):
+        raise BadInput(f"--team={team!r} is not a team name (lower-case letters, digits and '-')")
+    if job is not None and not JOB_RE.match(job):
+        raise BadInput(f"--source-job={job!r} is not a TrainJob name (a Kubernetes object name)")
+    if image_digest is not None and not DIGEST_RE.match(image_digest):
+        raise BadInput(f"--source-image-digest={image_digest!r}: give the image's sha256:<64 hex> digest")
+    if step < 0:
+        raise BadInput(f"--step={step}: a training step is 0 or more")
+    if team is not None and from_uri.startswith("s3://"):
+        _, key = split_s3_uri(from_uri)
+        parts = key.split("/")
+        if len(parts) < 3 or parts[0] != team or parts[1] != OUTPUTS:
+            raise BadInput(
+                f"--from={from_uri} is not under {team}/{OUTPUTS}/<job>/ of its bucket: a team's releases "
+                "come from its jobs' output prefix ($AIPLAT_OUTPUT_URI/model/)"
+            )
+        if job is not None and parts[2] != job:
+            raise BadInput(f"--source-job={job} but --from is the output of job {parts[2]!r}")
+        job = parts[2]
+    return Source(from_uri.rstrip("/") + "/", step, team=team, job=job, image_digest=image_digest)
 
 
 def publish(
-    checkpoint_uri: str,
-    step: int | None,
+    from_uri: str,
     release_root: str,
     model_name: str,
     *,
+    team: str | None = None,
+    source_job: str | None = None,
+    source_image_digest: str | None = None,
+    step: int = 0,
     signer: Signer | None = None,
     now: datetime | None = None,
 ) -> Release:
-    """Publish the model weights of a committed, verified checkpoint (the newest when ``step`` is None)
-    from ``checkpoint_uri`` (a checkpoint root, as in ``checkpoint.uri``) as a new version of
-    ``model_name`` under ``<release_root>/release/``; returns the release written. ``signer`` signs the
-    manifest (default: :func:`trainer.signing.signer_for` the ``AIPLAT_RELEASE_SIGNING_KEY``). Every object
-    is created, never replaced (``If-None-Match``: the bucket policy refuses anything else under
-    ``release/``); the files go up first, then ``manifest.json.sig``, ``manifest.json`` last, so a reader
-    never accepts a release still being written."""
-    from safetensors.torch import save_file
-
-    from trainer.checkpoint import open_committed
-    from trainer.model import GPT
-
+    """Publish the Hugging Face folder at ``from_uri`` as a new version of ``model_name`` under
+    ``<release_root>/release/`` and return the release written. ``signer`` signs the manifest (default:
+    :func:`trainer.signing.signer_for` the ``AIPLAT_RELEASE_SIGNING_KEY``). Every object is created, never
+    replaced (``If-None-Match``: the bucket policy refuses anything else under ``release/``); the files go
+    up first, then ``manifest.json.sig``, ``manifest.json`` last, so a reader never accepts a release still
+    being written. Refusals (:class:`~trainer.errors.BadInput`, one line) happen before anything is
+    written there."""
     check_model_name(model_name)
+    if f"/{RELEASE_PREFIX}/" in f"/{from_uri.rstrip('/')}/":
+        raise BadInput(f"--from={from_uri}: a folder under {RELEASE_PREFIX}/ is a release already")
+    source = _source(from_uri, team, source_job, source_image_digest, step)
     signer = signer if signer is not None else signer_for(None)
-    if f"/{RELEASE_PREFIX}/" in f"/{checkpoint_uri.rstrip('/')}/":
-        raise BadInput(f"--checkpoint={checkpoint_uri}: a checkpoint cannot live under {RELEASE_PREFIX}/")
-    ck = open_committed(checkpoint_uri, step)
-    try:
-        cfg = ModelConfig(**ck.manifest.config["model"])
-    except (KeyError, TypeError, ConfigError) as exc:
-        raise BadInput(f"{ck.uri}: {MANIFEST} holds no usable model config ({exc})") from None
-    tokenizer = (ck.manifest.data or {}).get("tokenizer")
-    try:
-        vocab = ByteVocab.from_index(tokenizer, cfg.vocab_size)
-        tensors = to_hf_tensors(ck.load_model_weights(GPT(cfg)), cfg, vocab)
-    except ReleaseFormatError as exc:
-        raise BadInput(f"{ck.uri}: cannot publish as GPT-2: {exc}") from None
-    version = make_version(ck.step, now)
+    src = open_blobs(from_uri)
+    listing = src.list()
+    if not listing:
+        raise BadInput(f"--from={from_uri}: no files there")
+    plan = plan_folder(listing)  # by name alone: a refused file is never opened
+    version = make_version(step, now)
     store = versions_store(release_root, model_name).child(version)
-    if store.list():
-        raise BadInput(f"{store.uri} already exists; publish again a second later")
-    documents = {
-        CONFIG: _json_bytes(hf_config(cfg, vocab)),
-        GENERATION_CONFIG: _json_bytes(generation_config(vocab)),
-        TOKENIZER: _json_bytes(tokenizer_json(vocab)),
-        TOKENIZER_CONFIG: _json_bytes(tokenizer_config(vocab, cfg.seq_len)),
-    }
-    try:
-        with tempfile.TemporaryDirectory(prefix="release-") as tmp:
-            wpath = Path(tmp) / WEIGHTS
-            tensors = {k: v.detach().float() for k, v in tensors.items()}
-            save_file(tensors, str(wpath), metadata={"format": "pt"})
-            files = {WEIGHTS: {"size": wpath.stat().st_size, "sha256": sha256_file(wpath)}}
-            for name, data in documents.items():
-                files[name] = {"size": len(data), "sha256": sha256_bytes(data)}
-                store.write(name, data, create_only=True)
-            store.upload(WEIGHTS, wpath, create_only=True)
-    except BlobExists:
-        raise BadInput(f"{store.uri} was published concurrently; publish again") from None
-    manifest = {
-        "format": FORMAT,
-        "model_name": model_name,
-        "version": version,
-        "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "files": dict(sorted(files.items())),
-        "source": {"run_id": ck.run_id, "checkpoint_uri": ck.uri, "step": ck.step},
-        "metrics": ck.manifest.metrics,
-        "tokenizer": {"tokenizer": "bytes", "vocab_size": vocab.size, "eot_token": vocab.eot},
-    }
-    raw = json.dumps(manifest, indent=1).encode()
-    signature = signer.sign(raw)
-    try:
-        store.write(SIGNATURE, signature, create_only=True)
-        store.write(MANIFEST, raw, create_only=True)
-    except BlobExists:
-        raise BadInput(f"{store.uri} was published concurrently; publish again") from None
+    with tempfile.TemporaryDirectory(prefix="publish-") as tmp:
+        local = Path(tmp)
+        files: dict[str, FileEntry] = {}
+        for name in plan.publish:
+            sha, size = src.download(name, local / name)
+            if size != listing[name]:
+                raise BadInput(f"{src.url(name)} changed while copied ({listing[name]} -> {size} bytes)")
+            files[name] = FileEntry(size, sha)
+
+        def head(name: str) -> bytes:
+            with open(local / name, "rb") as f:
+                return read_header(f, name, files[name].size)
+
+        sizes = {n: e.size for n, e in files.items()}
+        serving = check_folder(plan.publish, sizes, lambda n: (local / n).read_bytes(), head)
+        if store.list():
+            raise BadInput(f"{store.uri} already exists; publish again a second later")
+        raw = manifest_bytes(
+            model_name=model_name, version=version, files=files, source=source, serving=serving, created=now
+        )
+        signature = signer.sign(raw)
+        try:
+            for name in plan.publish:
+                store.upload(name, local / name, create_only=True)
+            store.write(SIGNATURE, signature, create_only=True)
+            store.write(MANIFEST, raw, create_only=True)
+        except BlobExists:
+            raise BadInput(f"{store.uri} was published concurrently; publish again") from None
+        config = json.loads((local / CONFIG).read_bytes())
     rel = parse_manifest(raw, release_root, model_name, version, store.uri)
-    return dataclasses.replace(rel, config=json.loads(documents[CONFIG]))
+    return dataclasses.replace(rel, config=config)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,10 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="trainer.publish", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--checkpoint", required=True, metavar="URI", help="checkpoint root (checkpoint.uri)")
-    ap.add_argument("--step", type=int, default=None, help="checkpoint step (default: newest committed)")
+    ap.add_argument("--from", dest="from_uri", required=True, metavar="URI", help="the Hugging Face folder")
     ap.add_argument("--release-root", required=True, metavar="URI", help="s3://bucket[/prefix] or a dir")
     ap.add_argument("--model-name", required=True, help="release/<model-name>/<version>/")
+    ap.add_argument("--team", default=None, help="the team whose job's output it is")
+    ap.add_argument("--source-job", default=None, metavar="TRAINJOB", help="the TrainJob that wrote it")
+    ap.add_argument("--source-image-digest", default=None, metavar="sha256:...", help="that job's image")
+    ap.add_argument("--step", type=int, default=0, help="training step of the weights (default 0)")
     ap.add_argument(
         "--signing-key",
         default=None,
@@ -154,20 +164,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         rel = publish(
-            args.checkpoint,
-            args.step,
+            args.from_uri,
             args.release_root,
             args.model_name,
+            team=args.team,
+            source_job=args.source_job,
+            source_image_digest=args.source_image_digest,
+            step=args.step,
             signer=signer_for(args.signing_key),
         )
     except (TrainerError, OSError) as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    assert rel.serving is not None
     print(
         json.dumps(
             {
@@ -175,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
                 "model_name": rel.model_name,
                 "version": rel.version,
                 "step": rel.step,
-                "source": rel.source.checkpoint_uri,
+                "source": rel.source.as_json(),
+                "architecture": rel.serving.architecture,
+                "dtype": rel.serving.dtype,
+                "parameters": rel.serving.parameters,
                 "bytes": sum(f.size for f in rel.files.values()),
             }
         )

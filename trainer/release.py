@@ -1,25 +1,30 @@
-"""Model releases: the weights of one committed checkpoint, published for inference under ``release/``.
+"""Model releases: a Hugging Face causal-LM folder, checked, hashed and signed, published for inference under
+``release/``.
 
 Layout, in a bucket (``s3://bucket[/prefix]``, boto3, ``AWS_ENDPOINT_URL`` honoured) or a local directory::
 
     <root>/release/<model_name>/<version>/
-        config.json             a Hugging Face GPT-2 folder that transformers and vLLM load as it is
-        generation_config.json  (``--model <dir>``): names, shapes and files are trainer/hf_gpt2.py's;
-        model.safetensors       weights only (no pickle: a pod must never unpickle a model), float32,
-        tokenizer.json          GPT-2 tensor names and Conv1D layouts, lm_head tied to wte, the embedding
-        tokenizer_config.json   rows beyond the tokenizer's vocabulary left out
-        manifest.json.sig       the publisher's signature of manifest.json (trainer/signing.py: ECDSA
-                                P-256 with the stack's release signing key in KMS), written before it
-        manifest.json           written LAST: format, model name, version, size and sha256 of every file,
-                                source (run id, checkpoint URI, step), the trainer's metrics at that step,
-                                tokenizer, creation time (UTC)
+        config.json, *.safetensors [+ model.safetensors.index.json], tokenizer files, optional
+        generation_config.json and chat template: the folder that was published (trainer/hf_folder.py says
+        which files, and what they must hold), which vLLM loads as it is (``--model <dir>``)
+        manifest.json.sig   the publisher's signature of manifest.json (trainer/signing.py: ECDSA P-256
+                            with the stack's release signing key in KMS), written before it
+        manifest.json       written LAST (format ``aiplat-release-v3``): model name, version, size and
+                            sha256 of every file, ``source`` (the folder's URI, the team, the TrainJob and
+                            its image digest, the training step), ``serving`` (trainer.hf_folder.Serving:
+                            architecture, dtype, parameter count and weight bytes, layers, attention and
+                            KV heads, head dim, max positions, chat template), creation time (UTC)
 
 ``version`` is ``<YYYYmmddTHHMMSSZ>-step<N>`` (UTC), so lexicographic order is publication order.
-Publishing is an explicit step (``python -m trainer.publish``); the trainer itself never writes here. Every
-object is written create-only (``If-None-Match: *``, which the artifacts bucket policy requires under
-``release/``), so a published version is never overwritten. A reader accepts a manifest only when its
-signature verifies with the trusted public key (:func:`accept_manifest`), before it reads any other file:
-the sha256 sums catch corruption, the signature catches tampering.
+Publishing is an explicit step (``python -m trainer.publish``); no training job writes here. Every object is
+written create-only (``If-None-Match: *``, which the artifacts bucket policy requires under ``release/``),
+so a published version is never overwritten. A reader accepts a manifest only when its signature verifies
+with the trusted public key (:func:`accept_manifest`), before it reads any other file: the sha256 sums
+catch corruption, the signature catches tampering; then the files must pass trainer/hf_folder.py's checks
+again and give the ``serving`` facts the manifest signed.
+
+Releases the GPT-2-only publisher wrote before (format ``aiplat-release-v2``: the five files of
+trainer/hf_gpt2.py, ``source`` = run id, checkpoint URI, step) are still read and verified the same way.
 
 Replication to other regions copies objects one by one in no particular order, so a reader can see a
 manifest before the files it names: :func:`verify` reports such a release as incomplete
@@ -27,8 +32,7 @@ manifest before the files it names: :func:`verify` reports such a release as inc
 newest version that verifies. Store outages are not release defects: they raise
 :class:`~trainer.errors.StoreUnavailable`, never :class:`ReleaseError`.
 
-This module needs no torch (the fetch tool's image, inference/fetch.py, has none); publishing, which
-does, is trainer/publish.py.
+No torch, no pickle (the fetch tool's image has neither; the publisher must never need them).
 """
 
 from __future__ import annotations
@@ -45,22 +49,35 @@ from typing import Any
 from trainer.blobstore import Blobs, open_blobs
 from trainer.errors import BadInput, BlobNotFound
 from trainer.hashing import MANIFEST, is_sha256_hex, sha256_stream
-from trainer.hf_gpt2 import ReleaseFormatError, check_config, hf_shapes
+from trainer.hf_folder import (
+    CONFIG,
+    HEADER_MAX,
+    JSON_FILES,
+    SAFETENSORS,
+    WEIGHTS,
+    FolderError,
+    Serving,
+    check_folder,
+    plan_folder,
+)
 from trainer.signing import SIGNATURE_SUFFIX, BadSignature, trusted_key, verify_signature
 
-FORMAT = "aiplat-release-v2"
+FORMAT = "aiplat-release-v3"
+FORMAT_V2 = "aiplat-release-v2"  # the GPT-2-only releases: read, never written
 RELEASE_PREFIX = "release"
-WEIGHTS = "model.safetensors"
-CONFIG = "config.json"
 GENERATION_CONFIG = "generation_config.json"
 TOKENIZER = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
+# The files of a GPT-2 folder of the trainer's (trainer.export_hf), and exactly those of a v2 release.
 FILES = (CONFIG, GENERATION_CONFIG, WEIGHTS, TOKENIZER, TOKENIZER_CONFIG)
 SIGNATURE = MANIFEST + SIGNATURE_SUFFIX  # manifest.json.sig
 VERSION_RE = re.compile(r"^(\d{8}T\d{6}Z)-step(\d+)$")
 MODEL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
-_ST_DTYPES = {"F32", "BF16", "F16"}
-HEADER_MAX = 100 << 20  # safetensors caps its JSON header at 100 MB (safetensors/src/tensor.rs)
+# Who a release came from: a team name (infra/queueing/config.py TEAM_NAME), a TrainJob (a Kubernetes
+# object name) and its image by digest.
+TEAM_RE = re.compile(r"^[a-z]([a-z0-9-]{0,28}[a-z0-9])?$")
+JOB_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 class ReleaseError(BadInput):
@@ -81,11 +98,33 @@ class FileEntry:
 
 @dataclass(frozen=True)
 class Source:
-    """Where the weights came from."""
+    """Where the weights came from: the folder (v2: the checkpoint) published, the training step, and for
+    a team's job its team, TrainJob and image digest; ``run_id`` only in v2 releases."""
 
-    run_id: str
-    checkpoint_uri: str
+    uri: str
     step: int
+    team: str | None = None
+    job: str | None = None
+    image_digest: str | None = None
+    run_id: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The manifest's ``source`` object (v3)."""
+        return {
+            "uri": self.uri,
+            "step": self.step,
+            "team": self.team,
+            "job": self.job,
+            "image_digest": self.image_digest,
+        }
+
+    def describe(self) -> str:
+        """One phrase for logs: ``team research, job llama-1 (sha256:...)`` or the URI."""
+        if self.team is not None:
+            job = f", job {self.job}" if self.job else ""
+            image = f" ({self.image_digest})" if self.image_digest else ""
+            return f"team {self.team}{job}{image}"
+        return f"run {self.run_id}" if self.run_id else self.uri
 
 
 @dataclass(frozen=True)
@@ -96,12 +135,14 @@ class Release:
     model_name: str
     version: str
     uri: str
-    config: dict[str, Any]  # config.json: the GPT-2 config (trainer/hf_gpt2.py)
+    format: str
+    config: dict[str, Any]  # config.json, once its sha256 matched
     files: dict[str, FileEntry]
     source: Source
-    metrics: dict[str, Any] | None
-    tokenizer: dict[str, Any] | None
+    serving: Serving | None  # v3: from the manifest, checked against the files; v2: from the files
     created_utc: str
+    metrics: dict[str, Any] | None = None  # v2 only: the trainer's metrics at that step
+    tokenizer: dict[str, Any] | None = None  # v2 only
 
     @property
     def step(self) -> int:
@@ -136,6 +177,28 @@ def list_versions(root: str, model_name: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ manifest
+def manifest_bytes(
+    *,
+    model_name: str,
+    version: str,
+    files: dict[str, FileEntry],
+    source: Source,
+    serving: Serving,
+    created: datetime | None = None,
+) -> bytes:
+    """The bytes of a v3 ``manifest.json`` (what the publisher signs)."""
+    manifest = {
+        "format": FORMAT,
+        "model_name": model_name,
+        "version": version,
+        "created_utc": (created or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "files": {n: {"size": e.size, "sha256": e.sha256} for n, e in sorted(files.items())},
+        "source": source.as_json(),
+        "serving": serving.as_json(),
+    }
+    return json.dumps(manifest, indent=1).encode()
+
+
 def _need(cond: bool, what: str) -> None:
     if not cond:
         raise ReleaseError(f"{MANIFEST}: {what}")
@@ -159,100 +222,94 @@ def accept_manifest(
     return parse_manifest(raw, root, model_name, version, uri)
 
 
+def _files(files: Any, fmt: str) -> dict[str, FileEntry]:
+    _need(isinstance(files, dict), "files must be an object {name: {size, sha256}}")
+    if fmt == FORMAT_V2:
+        _need(set(files) == set(FILES), f"files must be exactly {', '.join(FILES)}, not {sorted(files)}")
+    entries = {}
+    for name in sorted(files):
+        e = files[name]
+        _need(isinstance(name, str), "files must be named by strings")
+        _need(isinstance(e, dict), f"files.{name} must be an object {{size, sha256}}")
+        _need(_is_int(e.get("size")) and e["size"] >= 0, f"files.{name}.size must be a byte count")
+        _need(is_sha256_hex(e.get("sha256")), f"files.{name}.sha256 must be 64 hex digits")
+        entries[name] = FileEntry(e["size"], e["sha256"])
+    try:
+        plan = plan_folder({n: e.size for n, e in entries.items()})
+    except FolderError as exc:
+        raise ReleaseError(f"{MANIFEST}: files: {exc.reason}") from None
+    _need(not plan.skipped, f"files: {plan.skipped} are never published")
+    return entries
+
+
+def _source_v3(src: Any) -> Source:
+    _need(isinstance(src, dict), "source must be an object {uri, step, team, job, image_digest}")
+    _need(
+        set(src) == {"uri", "step", "team", "job", "image_digest"},
+        f"source must have exactly uri, step, team, job, image_digest, not {sorted(src)}",
+    )
+    _need(isinstance(src["uri"], str), "source.uri must be a string")
+    _need(_is_int(src["step"]) and src["step"] >= 0, "source.step must be a step number")
+    for key, pattern in (("team", TEAM_RE), ("job", JOB_RE), ("image_digest", DIGEST_RE)):
+        v = src[key]
+        _need(
+            v is None or (isinstance(v, str) and pattern.match(v) is not None),
+            f"source.{key} must be null or match {pattern.pattern}",
+        )
+    return Source(src["uri"], src["step"], team=src["team"], job=src["job"], image_digest=src["image_digest"])
+
+
+def _source_v2(src: Any) -> Source:
+    _need(isinstance(src, dict), "source must be an object {run_id, checkpoint_uri, step}")
+    _need(isinstance(src.get("run_id"), str), "source.run_id must be a string")
+    _need(isinstance(src.get("checkpoint_uri"), str), "source.checkpoint_uri must be a string")
+    _need(_is_int(src.get("step")) and src["step"] >= 0, "source.step must be a step number")
+    return Source(src["checkpoint_uri"], src["step"], run_id=src["run_id"])
+
+
 def parse_manifest(raw: bytes, root: str, model_name: str, version: str, uri: str) -> Release:
-    """The fields of a manifest, type-checked, without the signature check: for the publisher's own
-    manifest, just written; readers go through :func:`accept_manifest`."""
+    """The fields of a manifest (v3, or v2), type-checked, without the signature check: for the
+    publisher's own manifest, just written; readers go through :func:`accept_manifest`."""
     try:
         m = json.loads(raw)
     except ValueError as exc:
         raise ReleaseError(f"{MANIFEST} is not valid JSON ({exc})") from None
     _need(isinstance(m, dict), "must be a JSON object")
-    _need(m.get("format") == FORMAT, f"format {m.get('format')!r} is not {FORMAT!r}")
+    fmt = m.get("format")
+    _need(fmt in (FORMAT, FORMAT_V2), f"format {fmt!r} is not {FORMAT!r} (or {FORMAT_V2!r})")
     _need(m.get("model_name") == model_name, f"model_name {m.get('model_name')!r} is not {model_name!r}")
     _need(m.get("version") == version, f"version {m.get('version')!r} is not the folder's {version!r}")
-    files = m.get("files")
-    _need(isinstance(files, dict), "files must be an object {name: {size, sha256}}")
-    _need(set(files) == set(FILES), f"files must be exactly {', '.join(FILES)}, not {sorted(files)}")
-    entries = {}
-    for name in FILES:
-        e = files[name]
-        _need(isinstance(e, dict), f"files.{name} must be an object {{size, sha256}}")
-        _need(_is_int(e.get("size")) and e["size"] >= 0, f"files.{name}.size must be a byte count")
-        _need(is_sha256_hex(e.get("sha256")), f"files.{name}.sha256 must be 64 hex digits")
-        entries[name] = FileEntry(e["size"], e["sha256"])
-    src = m.get("source")
-    _need(isinstance(src, dict), "source must be an object {run_id, checkpoint_uri, step}")
-    _need(isinstance(src.get("run_id"), str), "source.run_id must be a string")
-    _need(isinstance(src.get("checkpoint_uri"), str), "source.checkpoint_uri must be a string")
-    _need(_is_int(src.get("step")) and src["step"] >= 0, "source.step must be a step number")
+    entries = _files(m.get("files"), fmt)
+    source = _source_v3(m.get("source")) if fmt == FORMAT else _source_v2(m.get("source"))
     vm = VERSION_RE.match(version)
-    _need(
-        vm is not None and int(vm.group(2)) == src["step"],
-        f"source.step {src['step']} is not the version's step",
-    )
-    metrics = m.get("metrics")
-    _need(metrics is None or isinstance(metrics, dict), "metrics must be an object or null")
-    tok = m.get("tokenizer")
-    _need(tok is None or isinstance(tok, dict), "tokenizer must be an object or null")
+    step_ok = vm is not None and int(vm.group(2)) == source.step
+    _need(step_ok, f"source.step {source.step} is not the version's step")
+    serving = None
+    metrics = tokenizer = None
+    if fmt == FORMAT:
+        try:
+            serving = Serving.from_json(m.get("serving"))
+        except FolderError as exc:
+            raise ReleaseError(f"{MANIFEST}: {exc.reason}") from None
+    else:
+        metrics, tokenizer = m.get("metrics"), m.get("tokenizer")
+        _need(metrics is None or isinstance(metrics, dict), "metrics must be an object or null")
+        _need(tokenizer is None or isinstance(tokenizer, dict), "tokenizer must be an object or null")
     _need(isinstance(m.get("created_utc"), str), "created_utc must be a string")
     return Release(
         root=root,
         model_name=model_name,
         version=version,
         uri=uri,
+        format=fmt,
         config={},
         files=entries,
-        source=Source(src["run_id"], src["checkpoint_uri"], src["step"]),
-        metrics=metrics,
-        tokenizer=tok,
+        source=source,
+        serving=serving,
         created_utc=m["created_utc"],
+        metrics=metrics,
+        tokenizer=tokenizer,
     )
-
-
-def _json_object(name: str, raw: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise ReleaseError(f"{name} is not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ReleaseError(f"{name} must be a JSON object")
-    return data
-
-
-def parse_config(raw: bytes) -> dict[str, Any]:
-    """``config.json`` -> the GPT-2 config as a dict, checked by :func:`trainer.hf_gpt2.check_config`."""
-    try:
-        return check_config(_json_object(CONFIG, raw))
-    except ReleaseFormatError as exc:
-        raise ReleaseError(f"{CONFIG}: {exc}") from None
-
-
-def _check_header(head: bytes, config: dict[str, Any]) -> None:
-    """The safetensors header (8-byte length + JSON table) names exactly the tensors ``config`` needs."""
-    if len(head) < 8:
-        raise ReleaseError(f"{WEIGHTS}: shorter than a safetensors header")
-    (n,) = struct.unpack("<Q", head[:8])
-    if n > len(head) - 8:
-        raise ReleaseError(f"{WEIGHTS}: header of {n} bytes runs past the file")
-    try:
-        table = json.loads(head[8 : 8 + n])
-    except ValueError:
-        raise ReleaseError(f"{WEIGHTS}: header is not valid JSON") from None
-    if not isinstance(table, dict):
-        raise ReleaseError(f"{WEIGHTS}: header is not a JSON object")
-    table.pop("__metadata__", None)
-    want = hf_shapes(config)
-    got = {k: v.get("shape") for k, v in table.items() if isinstance(v, dict)}
-    if got != want:
-        missing = sorted(set(want) - set(got))
-        extra = sorted(set(got) - set(want))
-        shapes = sorted(k for k in set(want) & set(got) if want[k] != got[k])
-        raise ReleaseError(
-            f"{WEIGHTS} does not match {CONFIG}: missing {missing[:3]}, unexpected {extra[:3]}, "
-            f"other shapes {shapes[:3]}"
-        )
-    if bad := sorted(k for k, v in table.items() if v.get("dtype") not in _ST_DTYPES):
-        raise ReleaseError(f"{WEIGHTS}: unsupported dtype for {bad[:3]}")
 
 
 class _Head:
@@ -300,17 +357,24 @@ def _read_release(
                 f"incomplete: {name} has {present[name]} bytes, {MANIFEST} says {entry.size} "
                 "(replication not finished, or truncated)"
             )
-    small: dict[str, bytes] = {}  # every file but the weights, kept to be parsed once its sha256 matched
-    head = _Head()
+    small: dict[str, bytes] = {}  # the JSON files, parsed once every sha256 matched
+    heads: dict[str, _Head] = {}  # each safetensors file's header
     if download_to is not None:
         download_to.mkdir(parents=True, exist_ok=True)
     for name, entry in rel.files.items():
         buf = bytearray()
-        keep = head if name == WEIGHTS else buf.extend
+        if SAFETENSORS.match(name):
+            keep: Any = heads.setdefault(name, _Head())
+        elif name in JSON_FILES:
+            keep = buf.extend
+        else:
+            keep = None  # opaque (merges.txt, tokenizer.model, a Jinja template): hashed only
         if download_to is not None:
             part = download_to / f".{name}.part"
             with store.open(name) as src, open(part, "wb") as out:
-                sha, _ = sha256_stream(src, lambda b, keep=keep, out=out: (keep(b), out.write(b)))
+                sha, _ = sha256_stream(
+                    src, lambda b, keep=keep, out=out: (keep(b) if keep else None, out.write(b))
+                )
         else:
             with store.open(name) as f:
                 sha, _ = sha256_stream(f, keep)
@@ -318,23 +382,32 @@ def _read_release(
             raise ReleaseError(f"{name}: sha256 does not match {MANIFEST} (corrupt or replaced)")
         if download_to is not None:
             part.replace(download_to / name)
-        if name != WEIGHTS:
+        if name in JSON_FILES:
             small[name] = bytes(buf)
-    config = parse_config(small[CONFIG])
-    for name in (GENERATION_CONFIG, TOKENIZER, TOKENIZER_CONFIG):
-        _json_object(name, small[name])
-    _check_header(bytes(head.data), config)
+
+    def read(name: str) -> bytes:
+        return small[name]
+
+    try:
+        serving = check_folder(
+            sorted(rel.files), {n: e.size for n, e in rel.files.items()}, read, lambda n: bytes(heads[n].data)
+        )
+    except FolderError as exc:
+        raise ReleaseError(exc.reason) from None
+    if rel.serving is not None and serving != rel.serving:
+        diff = sorted(k for k, v in serving.as_json().items() if rel.serving.as_json().get(k) != v)
+        raise ReleaseError(f"the files do not give the serving facts {MANIFEST} signed ({', '.join(diff)})")
     if download_to is not None:
         (download_to / SIGNATURE).write_bytes(signature)
         (download_to / MANIFEST).write_bytes(raw)
-    return dataclasses.replace(rel, config=config)
+    return dataclasses.replace(rel, config=json.loads(small[CONFIG]), serving=serving)
 
 
 def verify(root: str, model_name: str, version: str, public_key: Any = None) -> Release:
     """The release at ``<root>/release/<model_name>/<version>`` if it is signed, complete and intact
     (manifest signature verified with ``public_key``, default :func:`trainer.signing.trusted_key`; manifest
-    accepted, every file present with its size and sha256, config.json the GPT-2 config whose tensors the
-    weights file holds, the other files JSON objects); else :class:`ReleaseError` with the reason."""
+    accepted, every file present with its size and sha256, the folder passing trainer/hf_folder.py's checks
+    with the serving facts the manifest signed); else :class:`ReleaseError` with the reason."""
     return _read_release(root, model_name, version, public_key)
 
 

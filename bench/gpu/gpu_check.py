@@ -3,7 +3,8 @@
 1. The trainer (``python -m trainer.train``, trainer/configs/gpt2_124m.toml: gpt2-124m, bf16, torch.compile)
    trains on token shards made from this repository's docs; its own step lines give tokens/s and MFU
    (yardstick: llm.c's ~460k tokens/s per H100, about 40 % MFU).
-2. Its checkpoint is published as a release (``python -m trainer.publish``), fetched and verified into a
+2. Its checkpoint is exported as a Hugging Face folder (``python -m trainer.export_hf``) and published as a
+   release (``python -m trainer.publish --from``), fetched and verified into a
    folder (``python -m inference.fetch``), and served by vLLM's OpenAI server (``vllm serve <dir>``, no hub).
 3. 1, 16 and 64 concurrent streaming clients (bench/gpu/load.py) measure output tokens/s and p50/p99 time to
    first token, each printed also as a ratio to the single-client run.
@@ -140,7 +141,9 @@ def main() -> int:
     # 2. Publish (signed with a throwaway local key: the stacks use the KMS key), fetch (verified), serve
     #    with vLLM from the local folder.
     env = {**env, **release_key_env(work / "release-key")}
-    sh([py, "-m", "trainer.publish", "--checkpoint", str(work / "ckpt"), "--release-root", str(work / "rel"),
+    sh([py, "-m", "trainer.export_hf", "--checkpoint", str(work / "ckpt"), "--output", str(work / "hf")],
+       end, work / "export.log", env)  # fmt: skip
+    sh([py, "-m", "trainer.publish", "--from", str(work / "hf"), "--release-root", str(work / "rel"),
         "--model-name", MODEL], end, work / "publish.log", env)  # fmt: skip
     (work / "node").mkdir(exist_ok=True)
     dest = work / "node" / "model"

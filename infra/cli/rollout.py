@@ -19,6 +19,7 @@ from infra.io.stackfiles import list_stacks, load_stack_config, project_root
 from infra.ops.rollout import (
     Drainer,
     HealthGate,
+    ReleaseCheck,
     RolloutResult,
     StackEvent,
     StackRunner,
@@ -44,7 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description=(
             "Drive the stacks of --env through the Pulumi Automation API in the waves of rollout.yaml "
             "(prod: prod-us-train, then prod-hk-infer, then prod-sg-infer). Per stack: preview "
-            "with the policy packs (a mandatory violation stops), up, then the health gate (outputs "
+            "with the policy packs (a mandatory violation stops); for an infer stack, the release check (the "
+            "release it will serve, read from its signed manifest, fits the pool's GPU memory with the "
+            "configured tensor parallelism, max_model_len and utilization, and has a chat template if chat "
+            "is routed; refused with the numbers before anything changes); up, then the health gate (outputs "
             "present, node groups and nodes Ready, the inference Deployment rolled out and its endpoint's "
             "health check answers; an infer stack whose servers wait for a first model release passes as "
             "'deployed, no model release yet'). An infer stack serving the global endpoint is drained from "
@@ -113,6 +117,7 @@ def summary(result: RolloutResult) -> Table:
         for s in wave:
             r = result.results[s]
             detail = [f"{v.pack}/{v.policy}: {v.message}" for v in r.violations if v.mandatory]
+            detail += [f"{r.release.name}: {r.release.detail}"] if r.release is not None else []
             detail += [f"{c.name}: {c.detail}" for c in r.gate]
             detail += [f"{d.action}: {d.detail}" for d in r.drain]
             if r.error and r.state is not State.blocked:
@@ -137,6 +142,7 @@ def execute(
     *,
     dry_run: bool,
     drainer: Drainer | None = None,
+    release_check: ReleaseCheck | None = None,
 ) -> int:
     """Run the waves with a live display, print the summary, return the exit code."""
     stacks = [s for wave in waves for s in wave]
@@ -153,6 +159,7 @@ def execute(
             on_event=display.on_event,
             on_state=display.on_state,
             drainer=drainer,
+            release_check=release_check,
         )
     console.print(summary(result))
     changed = [r.stack for r in result.by_state(*State) if r.changes]
@@ -191,6 +198,7 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.ops.automation import AutomationRunner
     from infra.ops.drain import Route53Drainer
     from infra.ops.health import AwsHealthGate
+    from infra.ops.release_check import AwsReleaseCheck
 
     env = Environment(args.env)
     try:
@@ -214,4 +222,7 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     clients = boto3_clients()
     gate = AwsHealthGate(rollout.health, clients)
     drainer = Route53Drainer(clients, runner.outputs, configs=configs)
-    return execute(waves, configs, runner, gate, console, dry_run=args.dry_run, drainer=drainer)
+    releases = AwsReleaseCheck(clients, runner.outputs)
+    return execute(
+        waves, configs, runner, gate, console, dry_run=args.dry_run, drainer=drainer, release_check=releases
+    )

@@ -333,8 +333,11 @@ class ModelConfig(Strict):
 
 
 class Dtype(StrEnum):
-    """vLLM ``--dtype``. ``auto``: bfloat16 where every GPU the pools may launch has it, else float16
-    (T4: no bfloat16), from the instance-type table (``infra/core/instance_types.py``)."""
+    """vLLM ``--dtype``. ``auto``: follow the release: vLLM runs its config.json dtype, a float32 release in
+    bfloat16 where the GPU has it and float16 where not (T4), a bfloat16 release in float16 on a GPU without
+    bfloat16 (vllm/config/model.py ``_resolve_auto_dtype``, 0.33.0); where the pools mix GPUs with and
+    without bfloat16 (the instance-type table, ``infra/core/instance_types.py``) the pods get float16, the
+    one dtype all of them compute in."""
 
     auto = "auto"
     bfloat16 = "bfloat16"
@@ -380,8 +383,9 @@ class EngineConfig(Strict):
     )
     serve_chat: bool = Field(
         False,
-        description="The release's tokenizer has a chat template: route /v1/chat/completions too. GPT-2 "
-        "releases have none (vLLM would answer every chat request 400).",
+        description="Route /v1/chat/completions too: only for a release whose tokenizer has a chat template "
+        "(its manifest's serving.chat_template; aiplat rollout refuses it otherwise, as vLLM would answer "
+        "every chat request 400). The bundled trainer's GPT-2 releases have none.",
     )
 
 

@@ -55,11 +55,11 @@ def _serving(ctx: RuleContext) -> InferenceConfig | None:
     return cfg.inference if cfg.role is Role.infer else None
 
 
-def pool_gpu_models(cfg: PlatformConfig) -> dict[str, set[str]]:
-    """GPU models each serving pool may launch, from the instance-type table: a managed pool's type, or
-    every type of a Karpenter pool's families (the table's, so a type it lacks is not counted)."""
+def pool_instance_types(cfg: PlatformConfig) -> dict[str, list[instance_types.GpuInstanceType]]:
+    """The GPU instance types each serving pool may launch, from the instance-type table: a managed pool's
+    type, or every type of a Karpenter pool's families (the table's, so a type it lacks is not counted)."""
     inf = cfg.inference
-    out: dict[str, set[str]] = {}
+    out: dict[str, list[instance_types.GpuInstanceType]] = {}
     if inf is None:
         return out
     karpenter = cfg.cluster_services.karpenter.node_pools
@@ -71,20 +71,45 @@ def pool_gpu_models(cfg: PlatformConfig) -> dict[str, set[str]]:
             rows = [instance_types.TABLE[cfg.node_pools[name].instance_type]]
         else:
             rows = []
-        out[name] = {r.gpu_model for r in rows}
+        out[name] = rows
     return out
 
 
+def pool_gpu_models(cfg: PlatformConfig) -> dict[str, set[str]]:
+    """GPU models each serving pool may launch (:func:`pool_instance_types`)."""
+    return {pool: {r.gpu_model for r in rows} for pool, rows in pool_instance_types(cfg).items()}
+
+
 def engine_dtype(cfg: PlatformConfig) -> Dtype:
-    """The ``--dtype`` the pods run with: ``engine.dtype``, or for ``auto`` bfloat16 when every GPU the
-    pools may launch has it, else float16 (a pod may land on any of them)."""
+    """The ``--dtype`` the pods run with: ``engine.dtype``; for ``auto``, ``auto`` (vLLM picks from the
+    release's config.json dtype and the GPU, :func:`serving_dtype`) when every GPU the pools may launch
+    agrees on bfloat16, else float16: the one dtype all of them compute in, so no two replicas of one
+    release compute differently (a pod may land on any of them)."""
     inf = cfg.inference
     assert inf is not None
     if inf.engine.dtype is not Dtype.auto:
         return inf.engine.dtype
     models = set().union(*pool_gpu_models(cfg).values())
-    bf16 = bool(models) and all(instance_types.BF16.get(m, False) for m in models)
-    return Dtype.bfloat16 if bf16 else Dtype.float16
+    if len({instance_types.BF16.get(m, False) for m in models}) > 1:
+        return Dtype.float16
+    return Dtype.auto
+
+
+# vLLM's dtype names -> bytes per element (vllm/config/model.py _STR_DTYPE_TO_TORCH_DTYPE, 0.33.0).
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def serving_dtype(engine: Dtype, release_dtype: str, gpu_bf16: bool) -> str:
+    """The dtype vLLM 0.33.0 runs a release in: ``--dtype`` when it names one; for ``auto`` the release's
+    dtype, float32 downcast to the GPU's preferred one (bfloat16 from compute capability 8.0, else
+    float16), and bfloat16 on a GPU without it falling back to float16 (vllm/config/model.py
+    ``_resolve_auto_dtype``; the GPU's dtypes: vllm/platforms/cuda.py ``supported_dtypes``)."""
+    if engine is not Dtype.auto:
+        return engine.value
+    preferred = "bfloat16" if gpu_bf16 else "float16"
+    if release_dtype == "float32" or (release_dtype == "bfloat16" and not gpu_bf16):
+        return preferred
+    return release_dtype
 
 
 def _https(*parts: str) -> str:

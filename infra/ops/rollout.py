@@ -1,7 +1,9 @@
 """``aiplat rollout``: deploy an environment's stacks wave by wave, with a gate after each stack.
 
-Each stack of a wave (in parallel): preview with the policy packs (a mandatory violation stops), ``up``,
-then the health gate (``infra/ops/health.py``); ``awaiting_release`` passes. An infer stack serving the
+Each stack of a wave (in parallel): preview with the policy packs (a mandatory violation stops), the release
+check of an infer stack (``infra/ops/release_check.py``: the release it will serve fits its engine settings
+and GPUs; a refusal stops before anything changes, in dry runs too), ``up``, then the health gate
+(``infra/ops/health.py``); ``awaiting_release`` passes. An infer stack serving the
 global endpoint is drained from it before its ``up`` and put back once its gate passed; a failed update or
 gate leaves it drained (``Drainer``, ``infra/ops/drain.py``; docs/inference/global-endpoint.md). The next
 wave starts only when every stack passed; the result names the stacks changed, failed and never started.
@@ -89,6 +91,12 @@ class HealthGate(Protocol):
     def check(self, stack: str, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> list[GateCheck]: ...
 
 
+class ReleaseCheck(Protocol):
+    """Checks, before ``up``, that what a stack will serve can be served (None: nothing to check)."""
+
+    def check(self, stack: str, cfg: PlatformConfig) -> GateCheck | None: ...
+
+
 @dataclass(frozen=True)
 class DrainStep:
     """One drain or undrain of a region: done or not, and what was seen (switch, wait, or the error)."""
@@ -116,6 +124,7 @@ class State(StrEnum):
     previewed = "previewed"  # dry run: the preview passed
     blocked = "blocked by policy"
     preview_failed = "preview failed"
+    release_refused = "release refused, not updated"
     up_failed = "update failed"
     gate_failed = "health gate failed"
     drain_failed = "not drained, not updated"
@@ -138,6 +147,7 @@ class StackResult:
     changed: Mapping[str, int] = field(default_factory=dict)
     violations: Sequence[PolicyViolation] = ()
     gate: Sequence[GateCheck] = ()
+    release: GateCheck | None = None  # the release check before up (infer stacks)
     error: str | None = None
     drain: Sequence[DrainStep] = ()
     # out of the global endpoint when the rollout ended (drained and not put back)
@@ -193,10 +203,12 @@ def deploy_stack(
     on_event: EventSink,
     on_state: Callable[[str, str], None],
     drainer: Drainer | None = None,
+    release_check: ReleaseCheck | None = None,
 ) -> StackResult:
-    """One stack: preview (policy gate), drain, up, health gate, undrain. Never raises for a failed step: it
-    is recorded. The region is drained only when a ``drainer`` is given and it serves the global endpoint;
-    a failed drain stops before ``up`` (the region still serves), a failed up or gate leaves it drained."""
+    """One stack: preview (policy gate), release check, drain, up, health gate, undrain. Never raises for a
+    failed step: it is recorded. The region is drained only when a ``drainer`` is given and it serves the
+    global endpoint; a refused release or a failed drain stops before ``up`` (the region still serves), a
+    failed up or gate leaves it drained."""
     result = StackResult(stack, wave)
     on_state(stack, "previewing")
     preview = runner.preview(stack, on_event)
@@ -207,6 +219,12 @@ def deploy_stack(
     if preview.error:
         result.state, result.error = State.preview_failed, preview.error
         return result
+    if release_check is not None:
+        on_state(stack, "checking the release")
+        result.release = release_check.check(stack, cfg)
+        if result.release is not None and not result.release.ok:
+            result.state = State.release_refused
+            return result
     if dry_run:
         result.state = State.previewed
         return result
@@ -254,6 +272,7 @@ def run_rollout(
     on_event: EventSink = lambda e: None,
     on_state: Callable[[str, str], None] = lambda stack, state: None,
     drainer: Drainer | None = None,
+    release_check: ReleaseCheck | None = None,
 ) -> RolloutResult:
     """Run the waves in order, each wave's stacks in parallel; stop after the first wave with a failure
     (its other stacks finish: an update in flight is not interrupted). ``drainer``: drain and undrain the
@@ -277,6 +296,7 @@ def run_rollout(
                     on_event=on_event,
                     on_state=on_state,
                     drainer=drainer,
+                    release_check=release_check,
                 )
                 for s in wave
             }

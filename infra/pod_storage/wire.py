@@ -26,7 +26,7 @@ from infra.stack.schema import (
     StorageBackend,
 )
 from infra.storage import documents as storage_documents
-from infra.storage.config.storage import PUBLISHER_ROLE, MinioResources
+from infra.storage.config.storage import PUBLISHER_ROLE, MinioResources, outputs_prefix
 from infra.storage.wire import DATA_PURPOSES, StorageWiring
 
 
@@ -34,6 +34,13 @@ def minio_resources(r: MinioResources) -> dict[str, dict[str, str]]:
     """The chart's ``resources`` from ``storage.minio.resources`` (the limit defaults to the request)."""
     limits = {"memory": r.memory_limit, **({"cpu": r.limits.cpu} if r.limits.cpu else {})}
     return {"requests": {"cpu": r.requests.cpu, "memory": r.requests.memory}, "limits": limits}
+
+
+def publisher_sources(cfg: PlatformConfig) -> list[str]:
+    """The checkpoints-bucket prefixes the publisher may read: the trainer's output prefix, and the output
+    prefix of every team with ``teams.<team>.releases`` (a team's prefix is its name, infra/queueing)."""
+    teams = [name for name, team in sorted(cfg.teams.items()) if team.releases]
+    return [outputs_prefix(cfg.storage.trainer.prefix), *(outputs_prefix(t) for t in teams)]
 
 
 def minio_pools(cfg: PlatformConfig) -> list[str]:
@@ -129,11 +136,12 @@ def wire_cluster_storage(
                     checkpoints_arn=arns[BucketPurpose.checkpoints.value],
                     artifacts_arn=arns[BucketPurpose.artifacts.value],
                 ),
-                # Publishing a model is its own step with its own role (python -m trainer.publish).
+                # Publishing a model is its own step with its own role (python -m trainer.publish): it reads
+                # the trainer's outputs and those of the teams whose releases the stack allows.
                 publisher=PublisherAccess(
                     who=who(st.publisher),
                     checkpoints_arn=arns[BucketPurpose.checkpoints.value],
-                    checkpoints_prefix=st.trainer.prefix,
+                    source_prefixes=publisher_sources(cfg),
                     artifacts_arn=arns[BucketPurpose.artifacts.value],
                     role_name=ctx.names.role_name(PUBLISHER_ROLE),
                     signing_key_arn=storage.signing.key_arn if storage.signing else None,

@@ -296,6 +296,13 @@ class TeamConfig(Strict):
         if self.priority_classes is not None:
             return list(self.priority_classes)
         return [self.default_priority or stack_default]
+    releases: bool = Field(
+        False,
+        description="The release publisher may read what the team's jobs leave under <team>/outputs/ of the "
+        "checkpoints bucket and publish it into release/ (python -m trainer.publish --team <team>; the "
+        "publisher's IAM role gets that read grant). Default false: nothing the team writes can be "
+        "published.",
+    )
 
     @field_validator("quotas")
     @classmethod

@@ -108,7 +108,7 @@ def list_uploads(sid: str, bucket_arns: Sequence[str]) -> dict[str, Any]:
 def publisher_policy(
     *,
     checkpoints_arn: str,
-    checkpoints_prefix: str,
+    source_prefixes: Sequence[str],
     artifacts_arn: str,
     release_prefix: str,
     kms_key_arns: Sequence[str],
@@ -116,25 +116,29 @@ def publisher_policy(
     region: str | None = None,
     signing_key_arn: str | None = None,
 ) -> Policy:
-    """The model publisher (``python -m trainer.publish``): read the trainer's checkpoints, write new
-    objects under ``release/`` of the artifacts bucket (the bucket policy requires ``If-None-Match``). No
-    delete: a published version stays. With ``signing_key_arn``: sign manifests with the release signing
-    key (the key policy lets no other principal sign)."""
-    ckpt = prefix_pattern(checkpoints_prefix)
+    """The model publisher (``python -m trainer.publish --from <HF folder>``): read the Hugging Face folders
+    under ``source_prefixes`` of the checkpoints bucket (the trainer's output prefix, and the output prefix
+    of every team with ``teams.<team>.releases``; never a checkpoint), write new objects under ``release/``
+    of the artifacts bucket (the bucket policy requires ``If-None-Match``). No delete: a published version
+    stays. With ``signing_key_arn``: sign manifests with the release signing key (the key policy lets no
+    other principal sign)."""
+    if not source_prefixes:
+        raise ValueError("the publisher needs at least one prefix to publish from (the trainer's outputs)")
+    sources = [prefix_pattern(p) for p in source_prefixes]
     release = prefix_pattern(release_prefix)
     statements: list[dict[str, Any]] = [
         {
-            "Sid": "ListCheckpoints",
+            "Sid": "ListOutputs",
             "Effect": "Allow",
             "Action": ["s3:ListBucket"],
             "Resource": [checkpoints_arn],
-            "Condition": {"StringLike": {"s3:prefix": [ckpt, checkpoints_prefix.strip("/")]}},
+            "Condition": {"StringLike": {"s3:prefix": [*sources, *(p.strip("/") for p in source_prefixes)]}},
         },
         {
-            "Sid": "ReadCheckpoints",
+            "Sid": "ReadOutputs",
             "Effect": "Allow",
             "Action": OBJECT_READ,
-            "Resource": [f"{checkpoints_arn}/{ckpt}"],
+            "Resource": [f"{checkpoints_arn}/{s}" for s in sources],
         },
         {
             "Sid": "ListReleases",

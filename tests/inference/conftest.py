@@ -1,5 +1,6 @@
-"""Fixtures for the fetch tool's tests: a checkpoint from a real (tiny, CPU) training run, releases published
-from it with trainer.publish, ways to break a release, and the tool run as the image runs it."""
+"""Fixtures for the fetch tool's tests: a checkpoint from a real (tiny, CPU) training run, releases exported
+from it with trainer.export_hf and published with trainer.publish, ways to break a release, and the tool run
+as the image runs it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from tests.inference.importguard import build_site
 from tests.support.release_keys import release_keys
 from tests.trainer._support import make_corpus
+from trainer.export_hf import export
 from trainer.publish import publish
 from trainer.release import WEIGHTS, Release
 from trainer.tools.make_shards import encode, write_shards
@@ -108,16 +110,21 @@ def run_fetch(site: Path, *args: str, env: dict[str, str] | None = None) -> subp
 
 
 class Publisher:
-    """Publishes releases of ``checkpoints`` to ``root`` with trainer.publish, one minute apart."""
+    """Publishes releases of ``checkpoints`` to ``root``, one minute apart: each step exported once (a GPT-2
+    folder beside ``root``), then published from that folder with trainer.publish."""
 
     def __init__(self, checkpoints: Path | str, root: Path | str) -> None:
         self.checkpoints = str(checkpoints)
         self.root = str(root)
         self.t = datetime.now(UTC).replace(microsecond=0)
+        self.folders: dict[int, str] = {}
 
     def __call__(self, step: int) -> Release:
         self.t += timedelta(minutes=1)
-        return publish(self.checkpoints, step, self.root, MODEL, now=self.t)
+        if step not in self.folders:
+            self.folders[step] = f"{self.root.rstrip('/')}-exports/step{step}"
+            export(self.checkpoints, step, self.folders[step])
+        return publish(self.folders[step], self.root, MODEL, step=step, now=self.t)
 
 
 def version_dir(root: Path, version: str) -> Path:

@@ -82,19 +82,29 @@ def greedy(model: GPT, prompt: list[int], n: int, vocab: int, eot: int) -> list[
     return ids[len(prompt) :]
 
 
+def export_and_publish(checkpoint: str, step: int, folder: str) -> str:
+    """The two CLIs as their jobs run them; returns the version published."""
+    for module, args in (
+        ("trainer.export_hf", ["--checkpoint", checkpoint, "--step", str(step), "--output", folder]),
+        ("trainer.publish", ["--from", folder, "--step", str(step), "--release-root", "s3://us-artifacts",
+                             "--model-name", MODEL]),
+    ):  # fmt: skip
+        r = subprocess.run(
+            [sys.executable, "-m", module, *args],
+            cwd=REPO, env=child_env(), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["version"]
+
+
 def test_train_publish_replicate_fetch_generate(moto_s3: MotoServer, work: Path, image_site: Path) -> None:
     s3 = moto_s3.client()
     for bucket in ("us-ckpt", "us-artifacts", "hk-models"):
         s3.create_bucket(Bucket=bucket)
-    # 1. Train 4 steps in the "US" (checkpoints at steps 2 and 4, on S3); publish step 2 with the CLI.
-    train(work, "s3://us-ckpt/runs/e2e", steps=4, interval=2)
-    r = subprocess.run(
-        [sys.executable, "-m", "trainer.publish", "--checkpoint", "s3://us-ckpt/runs/e2e", "--step", "2",
-         "--release-root", "s3://us-artifacts", "--model-name", MODEL],
-        cwd=REPO, env=child_env(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    v1 = json.loads(r.stdout)["version"]
+    # 1. Train 4 steps in the "US" (checkpoints at steps 2 and 4, on S3); export step 2 with the trainer's
+    #    CLI into its outputs, publish that folder with the publisher's.
+    train(work, "s3://us-ckpt/trainer/runs/e2e", steps=4, interval=2)
+    v1 = export_and_publish("s3://us-ckpt/trainer/runs/e2e", 2, "s3://us-ckpt/trainer/outputs/e2e-2/model")
     # 2. Replication brings release/ to the inference region; the tool reads only that bucket.
     replicate(s3, "us-artifacts", "hk-models", v1)
     models = work / "models"
@@ -109,7 +119,7 @@ def test_train_publish_replicate_fetch_generate(moto_s3: MotoServer, work: Path,
     assert sorted(p.name for p in dest.iterdir()) == sorted([*FILES, MANIFEST, SIGNATURE])
 
     # 3. transformers generates from that folder the trainer model's greedy text (the weights of step 2).
-    ck = open_committed("s3://us-ckpt/runs/e2e", 2)
+    ck = open_committed("s3://us-ckpt/trainer/runs/e2e", 2)
     cfg = ModelConfig(**ck.manifest.config["model"])
     model = GPT(cfg)
     model.load_state_dict(ck.load_model_weights(model))
@@ -126,13 +136,7 @@ def test_train_publish_replicate_fetch_generate(moto_s3: MotoServer, work: Path,
 
     # 4. A newer release that arrives corrupt: asked for by name it fails with one line and leaves nothing;
     #    `latest` skips it and resolves to the newest version that verifies, replacing the folder.
-    r = subprocess.run(
-        [sys.executable, "-m", "trainer.publish", "--checkpoint", "s3://us-ckpt/runs/e2e", "--step", "4",
-         "--release-root", "s3://us-artifacts", "--model-name", MODEL],
-        cwd=REPO, env=child_env(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    v2 = json.loads(r.stdout)["version"]
+    v2 = export_and_publish("s3://us-ckpt/trainer/runs/e2e", 4, "s3://us-ckpt/trainer/outputs/e2e-4/model")
     replicate(s3, "us-artifacts", "hk-models", v2, corrupt=WEIGHTS)
     empty = work / "empty"
     empty.mkdir()

@@ -129,6 +129,42 @@ def _requests(train: PlanIam) -> dict[str, tuple[str, Target, Mapping[str, Any]]
             _object(datasets, "research/shard-00000.bin"),
             _s3(region),
         ),
+        # what the publisher reads (issue 31): Hugging Face folders under outputs/, never a checkpoint
+        "read a trainer checkpoint": (
+            "s3:GetObject",
+            _object(checkpoints, "trainer/runs/run-1/step_000000100/.metadata"),
+            _s3(region),
+        ),
+        "write the trainer's exported folder": (
+            "s3:PutObject",
+            _object(checkpoints, "trainer/outputs/run-1/model/model.safetensors"),
+            _s3(region),
+        ),
+        "read the trainer's exported folder": (
+            "s3:GetObject",
+            _object(checkpoints, "trainer/outputs/run-1/model/model.safetensors"),
+            _s3(region),
+        ),
+        "write a research job's output": (
+            "s3:PutObject",
+            _object(checkpoints, "research/outputs/byo-llama-ft/model/model.safetensors"),
+            _s3(region),
+        ),
+        "read a research job's output": (
+            "s3:GetObject",
+            _object(checkpoints, "research/outputs/byo-llama-ft/model/model.safetensors"),
+            _s3(region),
+        ),
+        "list a research job's output": (
+            "s3:ListBucket",
+            checkpoints,
+            _s3(region, **{"s3:prefix": "research/outputs/byo-llama-ft/model/"}),
+        ),
+        "read a production job's output": (
+            "s3:GetObject",
+            _object(checkpoints, "production/outputs/prod-1/model/model.safetensors"),
+            _s3(region),
+        ),
     }
     team_repo = train.repositories["aiplat-prod/teams/research/byo-llama"]
     out |= {
@@ -193,6 +229,14 @@ TRAIN_MATRIX: dict[str, tuple[Any, ...]] = {
     "pull from research's repository": (ADMINS | {"team-research-ci"}, False),
     "change research's repository policy": ({"deployer", "break-glass"}, True),
     "make research's tags mutable": ({"deployer", "break-glass"}, True),
+    # teams.research.releases is true in prod-us-train, teams.production.releases is not
+    "read a trainer checkpoint": (ADMINS | {"trainer"}, False),
+    "write the trainer's exported folder": (ADMINS | {"trainer"}, False),
+    "read the trainer's exported folder": (ADMINS | {"trainer", "publisher"}, False),
+    "write a research job's output": (ADMINS | {"team-research"}, False),
+    "read a research job's output": (ADMINS | {"team-research", "publisher"}, False),
+    "list a research job's output": (ADMINS | {"team-research", "publisher"}, False),
+    "read a production job's output": (ADMINS | {"team-production"}, False),
 }
 REPLICA_WRITE = ({"break-glass"}, True)
 

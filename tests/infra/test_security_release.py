@@ -164,3 +164,37 @@ def test_the_fetch_container_verifies_with_the_train_stacks_public_key(plans, pl
     ]
     assert mounts[vol]["readOnly"] is True
     assert env[PUBLIC_KEY_ENV] == f"{mounts[vol]['mountPath']}/{name}"
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_the_publisher_reads_only_outputs_of_the_trainer_and_of_releasing_teams(plans, stack: str) -> None:
+    """The publisher role reads the Hugging Face folders under the trainer's and each ``releases: true``
+    team's ``outputs/`` prefix, and nothing else of the checkpoints bucket: no checkpoint (its .metadata is a
+    pickle), no other team's output."""
+    plan = plans[stack]
+    if not _s3_train(plan):
+        return
+    (policy,) = [p for p in plan.by_type(ROLE_POLICY) if p.name.startswith("pod-roles-publisher")]
+    st = _doc(policy)
+    trainer = (plan.config["storage"].get("trainer") or {}).get("prefix", "trainer")
+    teams = plan.config.get("teams") or {}
+    sources = [trainer, *sorted(t for t, c in teams.items() if c.get("releases"))]
+    checkpoints = st["ListOutputs"]["Resource"][0]
+    assert checkpoints.endswith("-checkpoints")
+    assert st["ReadOutputs"]["Resource"] == [f"{checkpoints}/{s}/outputs/*" for s in sources]
+    assert not [a for a in st["ReadOutputs"]["Action"] if not a.startswith("s3:GetObject")]
+    listed = st["ListOutputs"]["Condition"]["StringLike"]["s3:prefix"]
+    assert sorted(listed) == sorted(
+        [*(f"{s}/outputs/*" for s in sources), *(f"{s}/outputs" for s in sources)]
+    )
+    # nothing else of the checkpoints bucket, whatever the statement
+    on_checkpoints = [
+        r
+        for s in st.values()
+        if s["Effect"] == "Allow"
+        for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+        if r.startswith(checkpoints + "/")
+    ]
+    assert sorted(on_checkpoints) == sorted(f"{checkpoints}/{s}/outputs/*" for s in sources)
+    if stack == "stacks/prod-us-train":  # research may release, production may not
+        assert sources == ["trainer", "research"]

@@ -1,7 +1,8 @@
 """A published release is a GPT-2 that transformers loads as it is (and so vLLM's loader, which reads the same
-names and layouts): a debug model with non-default LayerNorm and bias weights is published with
-trainer.publish, then ``GPT2LMHeadModel.from_pretrained`` on the folder gives the trainer model's logits and
-greedy text, and the tokenizer files give the trainer's ids. A wrong GELU flavour in config.json must fail."""
+names and layouts): a debug model with non-default LayerNorm and bias weights is exported with
+trainer.export_hf and published with trainer.publish, then ``GPT2LMHeadModel.from_pretrained`` on the
+folder gives the trainer model's logits and greedy text, and the tokenizer files give the trainer's ids. A
+wrong GELU flavour in config.json must fail."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from transformers import AutoTokenizer, GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from tests.trainer._support import Job
 from trainer.distributed import DistInfo
+from trainer.export_hf import export
 from trainer.model import GPT
 from trainer.publish import publish
 from trainer.release import CONFIG, verify
@@ -62,7 +64,8 @@ def release(info: DistInfo, trainer_tmp_root: Path) -> tuple[GPT, Path]:
     res = ck.save(1, blocking=True, metrics={"step": 1, "loss": 5.0})
     assert res is not None and res.committed
     ck.close()
-    rel = publish(str(work / "ckpt"), 1, str(work / "rel"), "gpt-debug")
+    export(str(work / "ckpt"), 1, str(work / "out"))
+    rel = publish(str(work / "out"), str(work / "rel"), "gpt-debug", step=1)
     assert verify(str(work / "rel"), "gpt-debug", rel.version).version == rel.version
     return job.model.eval(), work / "rel" / "release" / "gpt-debug" / rel.version
 

@@ -1,5 +1,7 @@
-"""Model releases (trainer/release.py, python -m trainer.publish): local directories and S3 over HTTP.
-That transformers loads them and computes the trainer's logits: tests/trainer/test_hf_release.py."""
+"""Model releases of the bundled trainer's checkpoints (python -m trainer.export_hf, then python -m
+trainer.publish --from that folder; trainer/release.py): local directories and S3 over HTTP. That
+transformers loads them and computes the trainer's logits: tests/trainer/test_hf_release.py. Folders of any
+architecture: tests/trainer/test_hf_folder.py, tests/trainer/test_publish.py."""
 
 from __future__ import annotations
 
@@ -16,18 +18,24 @@ from safetensors.torch import load_file
 
 from tests.trainer._support import PY, REPO, Job, base_env
 from trainer.checkpoint_store import LocalStore, step_dir_name
+from trainer.config import ModelConfig
 from trainer.distributed import DistInfo
 from trainer.errors import BadInput, StoreUnavailable
+from trainer.export_hf import export
+from trainer.export_hf import main as export_main
 from trainer.hf_gpt2 import tensor_rules
 from trainer.loop import Trainer
+from trainer.publish import main as publish_main
 from trainer.publish import publish
 from trainer.release import (
     CONFIG,
     FILES,
+    FORMAT,
     MANIFEST,
     SIGNATURE,
     TOKENIZER,
     WEIGHTS,
+    Release,
     ReleaseError,
     download,
     list_versions,
@@ -64,6 +72,14 @@ def version_dir(root: Path, version: str) -> Path:
     return root / "release" / "gpt-debug" / version
 
 
+def export_publish(ckpt: str, step: int | None, root: str, minute: int) -> Release:
+    """What the two jobs do: export the checkpoint (trainer identity) into a new folder of the trainer's
+    outputs, then publish that folder (publisher identity) with the step it exported."""
+    out = f"{ckpt.rstrip('/')}-outputs/m{minute}/model"
+    done = export(ckpt, step, out)
+    return publish(out, root, "gpt-debug", step=done["step"], now=at(minute))
+
+
 def assert_holds(folder: Path, params: dict[str, torch.Tensor], vocab: int = 257) -> None:
     """The release's weights are the trainer's ``params``: every GPT-2 tensor, transposed back where the
     mapping transposed it, equals its trainer tensor (the embedding's first ``vocab`` rows)."""
@@ -77,25 +93,47 @@ def assert_holds(folder: Path, params: dict[str, torch.Tensor], vocab: int = 257
 
 def test_local_roundtrip_publish_verify_download_load(info: DistInfo, work_dir: Path) -> None:
     params = train_and_save(info, str(work_dir / "ckpt"), [2, 4])
-    rel = publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(1))
+    rel = export_publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), 1)
     assert rel.version == "20261130T100100Z-step4" and rel.step == 4  # newest committed by default
     assert list_versions(str(work_dir / "rel"), "gpt-debug") == [rel.version]
     d = version_dir(work_dir / "rel", rel.version)
     assert sorted(p.name for p in d.iterdir()) == sorted([*FILES, MANIFEST, SIGNATURE])
     manifest = json.loads((d / MANIFEST).read_text())
+    assert manifest["format"] == FORMAT
     assert manifest["source"] == {
-        "run_id": "job-test",
-        "checkpoint_uri": str(work_dir / "ckpt" / step_dir_name(4)),
+        "uri": f"{work_dir}/ckpt-outputs/m1/model/",
         "step": 4,
+        "team": None,
+        "job": None,
+        "image_digest": None,
     }
-    assert manifest["metrics"] == {"step": 4, "loss": 5.5}
-    assert manifest["tokenizer"]["eot_token"] == 256
+    # What serving needs, read from the folder: the trainer's model (ModelConfig's defaults, the debug size)
+    # over the byte tokenizer's 257 ids.
+    m = ModelConfig()
+    stored = load_file(d / WEIGHTS)
+    assert manifest["serving"] == {
+        "architecture": "GPT2LMHeadModel",
+        "model_type": "gpt2",
+        "dtype": "float32",
+        "parameters": sum(t.numel() for t in stored.values()),
+        "weight_bytes": 4 * sum(t.numel() for t in stored.values()),
+        "layers": m.n_layer,
+        "hidden_size": m.d_model,
+        "attention_heads": m.n_head,
+        "kv_heads": m.n_head,
+        "head_dim": m.d_model // m.n_head,
+        "vocab_size": 257,
+        "max_positions": m.seq_len,
+        "chat_template": False,
+        "shape_check": "full",
+    }
     assert {n: e["size"] for n, e in manifest["files"].items()} == {n: (d / n).stat().st_size for n in FILES}
     # Weights only, in safetensors (no pickle); the tied lm_head is not stored (GPT-2's wte is the head).
     assert_holds(d, params[4])
 
     got = verify(str(work_dir / "rel"), "gpt-debug", rel.version)
     assert got.config == rel.config and got.files == rel.files and got.source.step == 4
+    assert got.serving == rel.serving
     assert got.config["n_embd"] == 32 and got.config["vocab_size"] == 257
     dl = download(str(work_dir / "rel"), "gpt-debug", rel.version, work_dir / "dl")
     assert dl.version == rel.version
@@ -103,7 +141,7 @@ def test_local_roundtrip_publish_verify_download_load(info: DistInfo, work_dir: 
     for name in (*FILES, MANIFEST):
         assert (work_dir / "dl" / name).read_bytes() == (d / name).read_bytes(), name
 
-    older = publish(str(work_dir / "ckpt"), 2, str(work_dir / "rel"), "gpt-debug", now=at(2))
+    older = export_publish(str(work_dir / "ckpt"), 2, str(work_dir / "rel"), 2)
     assert older.step == 2
     assert list_versions(str(work_dir / "rel"), "gpt-debug") == [rel.version, older.version]
     best, skipped = newest_valid(str(work_dir / "rel"), "gpt-debug")
@@ -116,13 +154,15 @@ def test_s3_roundtrip_and_partial_replication(
     s3 = moto_s3.client()
     for b in ("ckpt", "artifacts", "replica"):
         s3.create_bucket(Bucket=b)
-    params = train_and_save(info, "s3://ckpt/runs/r1", [3])
-    rel = publish("s3://ckpt/runs/r1", 3, "s3://artifacts", "gpt-debug", now=at(5))
+    params = train_and_save(info, "s3://ckpt/trainer/runs/r1", [3])
+    exported = export("s3://ckpt/trainer/runs/r1", 3, "s3://ckpt/trainer/outputs/r1/model")
+    assert exported["checkpoint"] == "s3://ckpt/trainer/runs/r1/step_000000003"
+    rel = publish("s3://ckpt/trainer/outputs/r1/model", "s3://artifacts", "gpt-debug", step=3, now=at(5))
     assert rel.uri == f"s3://artifacts/release/gpt-debug/{rel.version}"
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket="artifacts")["Contents"]}
     assert keys == {f"release/gpt-debug/{rel.version}/{n}" for n in (*FILES, MANIFEST, SIGNATURE)}
-    assert verify("s3://artifacts", "gpt-debug", rel.version).source.checkpoint_uri == (
-        "s3://ckpt/runs/r1/step_000000003"
+    assert (
+        verify("s3://artifacts", "gpt-debug", rel.version).source.uri == "s3://ckpt/trainer/outputs/r1/model/"
     )
     download("s3://artifacts", "gpt-debug", rel.version, work_dir / "dl")
     assert_holds(work_dir / "dl", params[3])
@@ -162,7 +202,7 @@ def test_s3_roundtrip_and_partial_replication(
 @pytest.fixture()
 def published(info: DistInfo, work_dir: Path) -> tuple[Path, str]:
     train_and_save(info, str(work_dir / "ckpt"), [2])
-    rel = publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(1))
+    rel = export_publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), 1)
     return work_dir / "rel", rel.version
 
 
@@ -182,7 +222,7 @@ def test_manifest_changed_after_signing_is_refused_before_any_file_is_read(
     root, version = published
     d = version_dir(root, version)
     # Right hashes, different content: only the signature tells.
-    rewrite_manifest(d, lambda m: {**m, "metrics": {"loss": 0.01}}, sign=False)
+    rewrite_manifest(d, lambda m: {**m, "source": {**m["source"], "team": "someone"}}, sign=False)
     (d / WEIGHTS).unlink()  # never reached: the signature is checked first
     with pytest.raises(
         ReleaseError, match="manifest.json: signature does not verify with the release signing"
@@ -204,16 +244,19 @@ def test_manifest_changed_after_signing_is_refused_before_any_file_is_read(
         (lambda m: {**m, "files": {**m["files"], WEIGHTS: "abc"}}, f"files.{WEIGHTS} must be an object"),
         (lambda m: {**m, "files": {**m["files"], CONFIG: {"size": "1", "sha256": "0" * 64}}}, "size must"),
         (lambda m: {**m, "files": {**m["files"], CONFIG: {"size": 1, "sha256": "xyz"}}}, "64 hex digits"),
-        (lambda m: {**m, "files": {CONFIG: m["files"][CONFIG]}}, "files must be exactly"),
+        (lambda m: {**m, "files": {CONFIG: m["files"][CONFIG]}}, r"files: no \*.safetensors weights"),
+        (lambda m: {**m, "files": {**m["files"], "x.bin": m["files"][CONFIG]}}, "x.bin: a pickle-bearing"),
         (lambda m: {**m, "source": {**m["source"], "step": "2"}}, "source.step must be"),
         (lambda m: {**m, "source": {**m["source"], "step": 7}}, "not the version's step"),
+        (lambda m: {**m, "source": {**m["source"], "team": "Bad Team"}}, "source.team must be null or"),
         (lambda m: {**m, "source": None}, "source must be an object"),
         (lambda m: {**m, "format": "v0"}, "format 'v0'"),
         (lambda m: {**m, "version": "20260101T000000Z-step2"}, "not the folder's"),
-        (lambda m: {**m, "metrics": [1]}, "metrics must be"),
+        (lambda m: {**m, "serving": {**m["serving"], "layers": "2"}}, "serving.layers must be a positive"),
+        (lambda m: {**m, "serving": None}, "serving must be an object"),
     ],
-    ids=["list", "files-list", "entry-str", "size-str", "sha-bad", "file-missing", "step-str",
-         "step-other", "source-null", "format", "version", "metrics-list"],
+    ids=["list", "files-list", "entry-str", "size-str", "sha-bad", "no-weights", "pickle", "step-str",
+         "step-other", "team", "source-null", "format", "version", "serving-layers", "serving-null"],
 )  # fmt: skip
 def test_manifest_with_wrong_types_is_a_reason_not_a_crash(
     published: tuple[Path, str], change: Any, reason: str
@@ -254,15 +297,24 @@ def test_corrupt_missing_and_mismatched_files(published: tuple[Path, str]) -> No
         return change
 
     rewrite_manifest(d, refile(CONFIG))
-    with pytest.raises(ReleaseError, match=f"{WEIGHTS} does not match {CONFIG}"):
-        verify(str(root), "gpt-debug", version)
-    cfg["model_type"] = "llama"
-    (d / CONFIG).write_text(json.dumps(cfg))
-    rewrite_manifest(d, refile(CONFIG))
     with pytest.raises(
-        ReleaseError, match=r"config.json: model_type 'llama' / architectures .* are not gpt2"
+        ReleaseError,
+        match=r"config.json \(GPT2LMHeadModel\): .*c_attn.weight is \[32, 96\], config says \[64, 192\]",
     ):
         verify(str(root), "gpt-debug", version)
+    cfg["architectures"] = ["FooForCausalLM"]
+    (d / CONFIG).write_text(json.dumps(cfg))
+    rewrite_manifest(d, refile(CONFIG))
+    with pytest.raises(ReleaseError, match=r"config.json: architectures: 'FooForCausalLM' is not an"):
+        verify(str(root), "gpt-debug", version)
+    # Files that pass but are not what the manifest signed (a publisher with a bug, or a swapped config).
+    (d / CONFIG).write_bytes(original)
+    rewrite_manifest(d, lambda m: {**refile(CONFIG)(m), "serving": {**m["serving"], "chat_template": True}})
+    with pytest.raises(
+        ReleaseError, match=r"do not give the serving facts manifest.json signed \(chat_template\)"
+    ):
+        verify(str(root), "gpt-debug", version)
+    rewrite_manifest(d, lambda m: {**m, "serving": {**m["serving"], "chat_template": False}})
     # Every JSON file is parsed once its bytes matched the manifest.
     (d / CONFIG).write_bytes(original)
     (d / TOKENIZER).write_text("[]")
@@ -282,9 +334,9 @@ def test_corrupt_missing_and_mismatched_files(published: tuple[Path, str]) -> No
 def test_newest_valid_skips_broken_newer_versions(info: DistInfo, work_dir: Path) -> None:
     train_and_save(info, str(work_dir / "ckpt"), [1, 2, 3])
     root = str(work_dir / "rel")
-    good = publish(str(work_dir / "ckpt"), 1, root, "gpt-debug", now=at(1))
-    short = publish(str(work_dir / "ckpt"), 2, root, "gpt-debug", now=at(2))
-    flipped = publish(str(work_dir / "ckpt"), 3, root, "gpt-debug", now=at(3))
+    good = export_publish(str(work_dir / "ckpt"), 1, root, 1)
+    short = export_publish(str(work_dir / "ckpt"), 2, root, 2)
+    flipped = export_publish(str(work_dir / "ckpt"), 3, root, 3)
     w = version_dir(work_dir / "rel", short.version) / WEIGHTS
     w.write_bytes(w.read_bytes()[:100])
     w = version_dir(work_dir / "rel", flipped.version) / WEIGHTS
@@ -311,27 +363,36 @@ def test_newest_valid_skips_broken_newer_versions(info: DistInfo, work_dir: Path
     assert newest_valid(root, "other-model") == (None, [])
 
 
-def test_publish_refuses_uncommitted_and_bad_names(info: DistInfo, work_dir: Path) -> None:
+def test_export_refuses_uncommitted_checkpoints_and_used_folders(info: DistInfo, work_dir: Path) -> None:
     train_and_save(info, str(work_dir / "ckpt"), [2])
     leftover = work_dir / "ckpt" / step_dir_name(5)
     leftover.mkdir()
     (leftover / "__0_0.distcp").write_bytes(b"partial")
+    out = str(work_dir / "out")
     with pytest.raises(BadInput, match="step_000000005 is not a committed checkpoint: no manifest.json"):
-        publish(str(work_dir / "ckpt"), 5, str(work_dir / "rel"), "gpt-debug")
+        export(str(work_dir / "ckpt"), 5, out)
     with pytest.raises(BadInput, match="no checkpoint for step 7"):
-        publish(str(work_dir / "ckpt"), 7, str(work_dir / "rel"), "gpt-debug")
-    with pytest.raises(BadInput, match="--model-name='GPT/x'"):
-        publish(str(work_dir / "ckpt"), 2, str(work_dir / "rel"), "GPT/x")
+        export(str(work_dir / "ckpt"), 7, out)
     with pytest.raises(BadInput, match="no committed checkpoint"):
-        publish(str(work_dir / "empty"), None, str(work_dir / "rel"), "gpt-debug")
-    # The newest folder is partial: publishing without --step falls back to the newest committed one.
-    assert publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug").step == 2
+        export(str(work_dir / "empty"), None, out)
+    with pytest.raises(BadInput, match="not under release/"):
+        export(str(work_dir / "ckpt"), None, str(work_dir / "rel" / "release" / "x"))
+    # The newest folder is partial: exporting without --step falls back to the newest committed one.
+    assert export(str(work_dir / "ckpt"), None, out)["step"] == 2
+    with pytest.raises(BadInput, match=r"already holds \['config.json', 'generation_config.json'"):
+        export(str(work_dir / "ckpt"), None, out)
+    with pytest.raises(BadInput, match="--model-name='GPT/x'"):
+        publish(out, str(work_dir / "rel"), "GPT/x")
+    # A checkpoint is not a release input: the publisher refuses it by its file names alone.
+    with pytest.raises(BadInput, match=r"/.metadata: part of a torch.distributed.checkpoint"):
+        publish(str(work_dir / "ckpt" / step_dir_name(2)), str(work_dir / "rel"), "gpt-debug")
+    assert not (work_dir / "rel").exists()
 
 
-def test_publish_reads_and_lists_the_checkpoint_once(
+def test_export_reads_and_lists_the_checkpoint_once(
     info: DistInfo, work_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Validating the checkpoint yields the manifest publish uses: no second read and listing of it."""
+    """Validating the checkpoint yields the manifest the export uses: no second read and listing of it."""
     train_and_save(info, str(work_dir / "ckpt"), [2])
     calls: list[tuple[str, int]] = []
     for method in ("read_bytes", "list_files"):
@@ -342,16 +403,18 @@ def test_publish_reads_and_lists_the_checkpoint_once(
             return _real(self, *a, **kw)
 
         monkeypatch.setattr(LocalStore, method, counted)
-    assert publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(1)).step == 2
+    assert export(str(work_dir / "ckpt"), None, str(work_dir / "out"))["step"] == 2
     assert sorted(calls) == [("list_files", 2), ("read_bytes", 2)]
 
 
-def test_publish_cli_exit_codes(info: DistInfo, work_dir: Path) -> None:
+def test_export_and_publish_cli_exit_codes(
+    info: DistInfo, work_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     train_and_save(info, str(work_dir / "ckpt"), [2])
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    def cli(module: str, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [PY, "-m", "trainer.publish", *args],
+            [PY, "-m", module, *args],
             cwd=REPO,
             env=base_env(),
             capture_output=True,
@@ -359,28 +422,72 @@ def test_publish_cli_exit_codes(info: DistInfo, work_dir: Path) -> None:
             timeout=120,
         )
 
-    ok = cli("--checkpoint", str(work_dir / "ckpt"), "--release-root", str(work_dir / "rel"),
+    out = str(work_dir / "out")
+    ok = cli("trainer.export_hf", "--checkpoint", str(work_dir / "ckpt"), "--output", out)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["step"] == 2
+    ok = cli("trainer.publish", "--from", out, "--step", "2", "--release-root", str(work_dir / "rel"),
              "--model-name", "gpt-debug")  # fmt: skip
     assert ok.returncode == 0, ok.stderr
-    out = json.loads(ok.stdout)
-    assert out["step"] == 2 and out["published"].endswith(out["version"])
-    assert verify(str(work_dir / "rel"), "gpt-debug", out["version"])
-    bad = cli("--checkpoint", str(work_dir / "ckpt"), "--step", "9", "--release-root", str(work_dir / "rel"),
-              "--model-name", "gpt-debug")  # fmt: skip
-    assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines()[-1].startswith("error: no checkpoint for step 9")
-    assert "Traceback" not in bad.stderr
+    published = json.loads(ok.stdout)
+    assert published["step"] == 2 and published["published"].endswith(published["version"])
+    assert (published["architecture"], published["dtype"]) == ("GPT2LMHeadModel", "float32")
+    assert verify(str(work_dir / "rel"), "gpt-debug", published["version"])
+    # Refusals, through the same entry points in this process: exit 2, one line, no traceback.
+    for main, args, first in (
+        (export_main, ["--checkpoint", str(work_dir / "ckpt"), "--step", "9", "--output", out + "2"],
+         "error: no checkpoint for step 9"),
+        (publish_main, ["--from", str(work_dir / "ckpt"), "--release-root", str(work_dir / "rel"),
+                        "--model-name", "gpt-debug"], "/.metadata: part of a torch.distributed"),
+    ):  # fmt: skip
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.splitlines() == [err.strip()], err
+        assert err.startswith("error: ") and first in err, err
 
 
 def test_publish_from_a_trainer_checkpoint(
     make_trainer: Callable[..., Trainer], work_dir: Path, shards_dir: Path
 ) -> None:
-    """The trainer's own checkpoint (full state, run id, metrics, tokenizer) publishes and loads back."""
+    """The trainer's own checkpoint (full state, run id, metrics, tokenizer) exports, publishes and loads
+    back."""
     t = make_trainer(train__steps=3, checkpoint__interval=3, train__run_id="gpt-run-7")
     assert t.run() == 0
-    rel = publish(str(work_dir / "ckpt"), None, str(work_dir / "rel"), "gpt-debug", now=at(9))
-    assert rel.source.run_id == "gpt-run-7" and rel.step == 3
-    assert rel.metrics is not None and rel.metrics["step"] == 3
-    assert rel.tokenizer == {"tokenizer": "bytes", "vocab_size": 257, "eot_token": 256}
+    done = export(str(work_dir / "ckpt"), None, str(work_dir / "out"))
+    assert (done["run_id"], done["step"]) == ("gpt-run-7", 3)
+    rel = publish(str(work_dir / "out"), str(work_dir / "rel"), "gpt-debug", step=3, now=at(9))
+    assert rel.step == 3 and rel.serving is not None and rel.serving.vocab_size == 257
     download(str(work_dir / "rel"), "gpt-debug", rel.version, work_dir / "dl")
     assert_holds(work_dir / "dl", t.raw_model.state_dict())
+
+
+def test_releases_of_the_gpt2_format_stay_readable(published: tuple[Path, str]) -> None:
+    """A release as the GPT-2-only publisher wrote it (format aiplat-release-v2: the five files, source =
+    run id, checkpoint URI, step, the trainer's metrics) still verifies and downloads; its serving facts
+    come from its files."""
+    root, version = published
+    d = version_dir(root, version)
+
+    def as_v2(m: dict) -> dict:
+        return {
+            "format": "aiplat-release-v2",
+            "model_name": m["model_name"],
+            "version": m["version"],
+            "created_utc": m["created_utc"],
+            "files": m["files"],
+            "source": {"run_id": "job-test", "checkpoint_uri": "/ckpt/step_000000002", "step": 2},
+            "metrics": {"step": 2, "loss": 3.5},
+            "tokenizer": {"tokenizer": "bytes", "vocab_size": 257, "eot_token": 256},
+        }
+
+    rewrite_manifest(d, as_v2)
+    rel = verify(str(root), "gpt-debug", version)
+    assert (rel.format, rel.source.run_id, rel.metrics) == (
+        "aiplat-release-v2",
+        "job-test",
+        {"step": 2, "loss": 3.5},
+    )
+    assert rel.serving is not None and rel.serving.architecture == "GPT2LMHeadModel"
+    rewrite_manifest(d, lambda m: {**m, "files": {**m["files"], "vocab.json": m["files"][CONFIG]}})
+    with pytest.raises(ReleaseError, match="files must be exactly config.json"):
+        verify(str(root), "gpt-debug", version)

@@ -42,12 +42,13 @@ class TrainerAccess:
 
 @dataclass(frozen=True, kw_only=True)
 class PublisherAccess:
-    """Publisher: read the trainer's checkpoints (``checkpoints_prefix``), write new objects under its
-    ``who.prefix`` (``release``) of ``artifacts``; no delete."""
+    """Publisher: read the Hugging Face folders under ``source_prefixes`` of ``checkpoints`` (the trainer's
+    and the releasing teams' output prefixes), write new objects under its ``who.prefix`` (``release``) of
+    ``artifacts``; no delete."""
 
     who: ServiceAccountRef
     checkpoints_arn: pulumi.Input[str]
-    checkpoints_prefix: str
+    source_prefixes: Sequence[str]
     artifacts_arn: pulumi.Input[str]
     # the role's fixed name: the artifacts bucket policy and the signing key policy name it by ARN
     role_name: str | None = None
@@ -117,7 +118,7 @@ class PodRoles(pulumi.ComponentResource):
                 lambda v: json.dumps(
                     storage_documents.publisher_policy(
                         checkpoints_arn=v[0],
-                        checkpoints_prefix=pub.checkpoints_prefix,
+                        source_prefixes=pub.source_prefixes,
                         artifacts_arn=v[1],
                         release_prefix=pub.who.prefix,
                         kms_key_arns=v[2],

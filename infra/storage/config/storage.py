@@ -233,6 +233,18 @@ def in_release(prefix: str) -> bool:
     return prefix == RELEASE_PREFIX or prefix.startswith(RELEASE_PREFIX + "/")
 
 
+# What a job wants published it writes as a Hugging Face folder under this part of its owner's prefix of the
+# checkpoints bucket: <team>/outputs/<job>/model/ (AIPLAT_OUTPUT_URI of the job contract), and the bundled
+# trainer's converter (python -m trainer.export_hf) under <trainer prefix>/outputs/. The publisher reads these
+# prefixes only, never a checkpoint.
+OUTPUTS_PREFIX = "outputs"
+
+
+def outputs_prefix(owner_prefix: str) -> str:
+    """``<owner prefix>/outputs``: where a team's (or the trainer's) jobs leave folders to publish."""
+    return f"{owner_prefix.strip('/')}/{OUTPUTS_PREFIX}"
+
+
 def _trainer_access() -> PodAccessConfig:
     return PodAccessConfig(namespace="training", service_account="trainer", prefix="trainer")
 
@@ -282,9 +294,10 @@ class StorageConfig(Strict):
     publisher: PodAccessConfig = Field(
         default_factory=_publisher_access,
         description="The service account that publishes models (python -m trainer.publish): reads the "
-        "trainer's prefix in the checkpoints bucket, writes release/ in the artifacts bucket (the only role "
-        "the bucket policy lets write there, create-only) and signs the manifests. Its own namespace "
-        f"({PUBLISHER_NAMESPACE!r}), never the trainer's.",
+        f"Hugging Face folders under <trainer prefix>/{OUTPUTS_PREFIX}/ of the checkpoints bucket and under "
+        f"<team>/{OUTPUTS_PREFIX}/ of each team with teams.<team>.releases (never a checkpoint), writes "
+        "release/ in the artifacts bucket (the only role the bucket policy lets write there, create-only) "
+        f"and signs the manifests. Its own namespace ({PUBLISHER_NAMESPACE!r}), never the trainer's.",
     )
     inference: PodAccessConfig = Field(
         default_factory=_inference_access,

@@ -333,18 +333,21 @@ def test_trainer_never_writes_releases_even_with_a_whole_bucket_prefix() -> None
 @pytest.mark.parametrize(
     ("action", "resource", "allowed"),
     [
-        ("s3:GetObject", f"{CHECKPOINTS}/trainer/*", True),
-        ("s3:PutObject", f"{CHECKPOINTS}/trainer/*", False),  # checkpoints are read-only to it
+        ("s3:GetObject", f"{CHECKPOINTS}/trainer/outputs/*", True),
+        ("s3:GetObject", f"{CHECKPOINTS}/research/outputs/*", True),
+        ("s3:GetObject", f"{CHECKPOINTS}/trainer/*", False),  # never a checkpoint (DCP .metadata is a pickle)
+        ("s3:GetObject", f"{CHECKPOINTS}/production/outputs/*", False),  # a team without releases
+        ("s3:PutObject", f"{CHECKPOINTS}/trainer/outputs/*", False),  # outputs are read-only to it
         ("s3:PutObject", f"{ARTIFACTS}/release/*", True),
         ("s3:DeleteObject", f"{ARTIFACTS}/release/*", False),  # a release stays
         ("s3:PutObject", f"{ARTIFACTS}/trainer/*", False),
         ("kms:GenerateDataKey", KEY, True),
     ],
 )
-def test_publisher_reads_checkpoints_and_writes_releases(action: str, resource: str, allowed: bool) -> None:
+def test_publisher_reads_outputs_and_writes_releases(action: str, resource: str, allowed: bool) -> None:
     doc = storage_documents.publisher_policy(
         checkpoints_arn=CHECKPOINTS,
-        checkpoints_prefix="trainer",
+        source_prefixes=["trainer/outputs", "research/outputs"],
         artifacts_arn=ARTIFACTS,
         release_prefix="release",
         kms_key_arns=[KEY],

@@ -216,16 +216,38 @@ def test_short_shutdown_timeout_is_a_warning(stack_config) -> None:
     assert spec["terminationGracePeriodSeconds"] > 15 + 30
 
 
-def test_dtype_follows_the_gpus_the_pools_may_launch(stack_config) -> None:
-    """auto: float16 while the pool may launch a T4 (g4dn), bfloat16 once every GPU has it."""
+def test_dtype_follows_the_release_unless_the_gpus_disagree(stack_config) -> None:
+    """auto: float16 while the pool mixes a T4 (g4dn) with GPUs that have bfloat16; once every GPU agrees,
+    vLLM's own auto (the release's dtype on that GPU); a named dtype as it is."""
     from infra.inference.rules import engine_dtype
 
     raw = stack_config("prod-hk-infer")
+    families = raw["cluster_services"]["karpenter"]["node_pools"]["gpu"]["instance_families"]
+    assert "g4dn" in families and len(families) > 1
     assert engine_dtype(parse_platform_config(raw)).value == "float16"
-    raw["cluster_services"]["karpenter"]["node_pools"]["gpu"]["instance_families"] = ["g6", "g5"]
-    assert engine_dtype(parse_platform_config(raw)).value == "bfloat16"
+    for agree in (["g6", "g5"], ["g4dn"]):
+        raw["cluster_services"]["karpenter"]["node_pools"]["gpu"]["instance_families"] = agree
+        assert engine_dtype(parse_platform_config(raw)).value == "auto", agree
     raw["inference"]["engine"] = {"dtype": "float16"}
     assert engine_dtype(parse_platform_config(raw)).value == "float16"
+
+
+@pytest.mark.parametrize(
+    ("engine", "release", "bf16", "runs"),
+    [
+        ("auto", "float32", True, "bfloat16"),
+        ("auto", "float32", False, "float16"),
+        ("auto", "bfloat16", True, "bfloat16"),
+        ("auto", "bfloat16", False, "float16"),
+        ("auto", "float16", True, "float16"),
+        ("float16", "bfloat16", True, "float16"),
+    ],
+)
+def test_serving_dtype_is_vllms_resolution(engine: str, release: str, bf16: bool, runs: str) -> None:
+    from infra.inference.config import Dtype
+    from infra.inference.rules import serving_dtype
+
+    assert serving_dtype(Dtype(engine), release, bf16) == runs
 
 
 def test_latest_only_where_allowed(stack_config, monitors) -> None:

@@ -10,13 +10,16 @@ generate from their fields; not the ``--no-x``/``--disable-x`` negations argpars
 and ``tests/monitoring/emitted/vllm.txt`` (the Prometheus sample names of every
 ``Gauge``/``Counter``/``Histogram`` ``vllm/v1/metrics/loggers.py`` creates), and
 ``tests/infra/inference/data/vllm-auth.txt`` (the two source lines the authentication design rests on:
-``FrontendArgs.api_key``'s type, several keys, and the middleware's ``GUARDED_PREFIX``). Pure ``ast``: vLLM
-is not imported (it needs CUDA torch).
+``FrontendArgs.api_key``'s type, several keys, and the middleware's ``GUARDED_PREFIX``), and
+``trainer/data/vllm-architectures.txt`` (the causal-LM ``architectures`` the model registry serves, which the
+release publisher accepts, and those it served once and no longer does; see ``architectures``). Pure
+``ast``: vLLM is not imported (it needs CUDA torch).
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import sys
 from pathlib import Path
 
@@ -29,6 +32,14 @@ AUTH_LINES = {
     "vllm/entrypoints/common/cli_args.py": "    api_key: ",
     "vllm/entrypoints/serve/middleware/authenticate.py": "GUARDED_PREFIX = ",
 }
+REGISTRY_FILE = "vllm/model_executor/models/registry.py"
+# The registry's text-generation table, and the architectures it serves through its Transformers backend
+# as causal LMs (the other entries of that table are multimodal); both are what `vllm serve --model <dir>`
+# runs for a text-only Hugging Face folder.
+TEXT_TABLE = "_TEXT_GENERATION_MODELS"
+TRANSFORMERS_TABLE = "_TRANSFORMERS_SUPPORTED_MODELS"
+TRANSFORMERS_CAUSAL = ("TransformersForCausalLM", "TransformersMoEForCausalLM")
+REMOVED_TABLE = "_PREVIOUSLY_SUPPORTED_MODELS"
 # Sample names prometheus_client exposes per metric type (its exposition format).
 SUFFIXES = {
     "_gauge_cls": ("",),
@@ -70,6 +81,34 @@ def metrics(root: Path) -> set[str]:
     return out
 
 
+def _tables(path: Path) -> dict[str, ast.Dict]:
+    out = {}
+    for node in ast.parse(path.read_text()).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and isinstance(node.value, ast.Dict):
+            out[target.id] = node.value
+    return out
+
+
+def architectures(root: Path) -> tuple[list[str], dict[str, str]]:
+    """(causal-LM architectures the registry serves, {architecture: last vLLM version that served it})."""
+    tables = _tables(root / REGISTRY_FILE)
+    served = {k.value for k in tables[TEXT_TABLE].keys if isinstance(k, ast.Constant)}
+    for k, v in zip(tables[TRANSFORMERS_TABLE].keys, tables[TRANSFORMERS_TABLE].values, strict=True):
+        if (
+            isinstance(k, ast.Constant)
+            and isinstance(v, ast.Tuple)
+            and v.elts[1].value in TRANSFORMERS_CAUSAL
+        ):
+            served.add(k.value)
+    removed = {
+        k.value: v.value
+        for k, v in zip(tables[REMOVED_TABLE].keys, tables[REMOVED_TABLE].values, strict=True)
+        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and k.value not in served
+    }
+    return sorted(served), dict(sorted(removed.items()))
+
+
 def main(root: Path, version: str) -> None:
     head = (
         f"# vLLM {version} (PyPI wheel vllm-{version}), recorded by tests/infra/inference/data/record_vllm.py"
@@ -87,6 +126,15 @@ def main(root: Path, version: str) -> None:
         (line,) = [ln for ln in (root / rel).read_text().splitlines() if ln.startswith(start)]
         lines.append(f"{rel}: {line.strip()}")
     (HERE / "vllm-auth.txt").write_text("\n".join(lines) + "\n")
+    served, removed = architectures(root)
+    sha = hashlib.sha256((root / REGISTRY_FILE).read_bytes()).hexdigest()
+    (REPO / "trainer" / "data" / "vllm-architectures.txt").write_text(
+        f"{head}\n# from {REGISTRY_FILE} (sha256 {sha}): the keys of {TEXT_TABLE}, and of "
+        f"{TRANSFORMERS_TABLE}\n# served as {' / '.join(TRANSFORMERS_CAUSAL)}: one 'serves <architecture>' "
+        f"line each;\n# 'removed <architecture> <last version>' from {REMOVED_TABLE}.\n"
+        + "".join(f"serves {a}\n" for a in served)
+        + "".join(f"removed {a} {v}\n" for a, v in removed.items())
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,154 @@
+"""The release an infer stack is about to serve, as ``aiplat rollout`` reads it before the update: the signed
+manifest in the region's replica bucket, accepted with the trainer's own reader (trainer/release.py, the one
+definition of the format; torch-free) against the train stack's release signing public key, reduced to what
+serving needs (``ReleaseFacts``). Nothing but the manifest is read (and, for a release of the older GPT-2
+format, its config.json and the weights' 8-byte header length).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from trainer.errors import BadInput
+from trainer.release import (
+    CONFIG,
+    FORMAT_V2,
+    RELEASE_PREFIX,
+    SIGNATURE,
+    VERSION_RE,
+    WEIGHTS,
+    ReleaseError,
+    accept_manifest,
+)
+from trainer.signing import load_public_key
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class ReleaseFacts:
+    """What a release's manifest says serving needs (trainer/hf_folder.py ``Serving``)."""
+
+    version: str
+    architecture: str
+    model_type: str | None
+    dtype: str
+    parameters: int
+    weight_bytes: int
+    layers: int | None
+    attention_heads: int | None
+    kv_heads: int | None
+    head_dim: int | None
+    max_positions: int | None
+    chat_template: bool
+
+
+class ReleaseUnreadable(Exception):
+    """The release is not there, not signed by the release key, or its manifest is malformed."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _get(s3: Any, bucket: str, key: str, range_: str | None = None) -> bytes | None:
+    try:
+        extra = {"Range": range_} if range_ else {}
+        return s3.get_object(Bucket=bucket, Key=key, **extra)["Body"].read()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            return None
+        raise
+
+
+def list_versions(s3: Any, bucket: str, model: str) -> list[str]:
+    """Release versions under ``s3://<bucket>/release/<model>/``, oldest first. Raises ClientError /
+    BotoCoreError when S3 refuses or does not answer."""
+    base = f"{RELEASE_PREFIX}/{model}/"
+    names: list[str] = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=base, Delimiter="/"):
+        names += [p["Prefix"][len(base) :].rstrip("/") for p in page.get("CommonPrefixes", [])]
+    return sorted(n for n in names if VERSION_RE.match(n))
+
+
+def _v2_facts(s3: Any, bucket: str, prefix: str, version: str, files: dict[str, Any]) -> ReleaseFacts:
+    """A GPT-2 release of the older format: its geometry from config.json (sha256-checked against the signed
+    manifest), its float32 parameter count from the weights file's size less its header."""
+    raw = _get(s3, bucket, f"{prefix}/{CONFIG}")
+    if raw is None or hashlib.sha256(raw).hexdigest() != files[CONFIG].sha256:
+        raise ReleaseUnreadable(f"{CONFIG} is missing or does not match {MANIFEST}")
+    cfg = json.loads(raw)
+    head = _get(s3, bucket, f"{prefix}/{WEIGHTS}", "bytes=0-7")
+    if head is None or len(head) < 8:
+        raise ReleaseUnreadable(f"{WEIGHTS} is missing or shorter than its header")
+    data = files[WEIGHTS].size - 8 - struct.unpack("<Q", head)[0]
+    heads, hidden = cfg["n_head"], cfg["n_embd"]
+    return ReleaseFacts(
+        version=version,
+        architecture=cfg["architectures"][0],
+        model_type=cfg.get("model_type"),
+        dtype="float32",
+        parameters=data // 4,
+        weight_bytes=data,
+        layers=cfg["n_layer"],
+        attention_heads=heads,
+        kv_heads=heads,
+        head_dim=hidden // heads,
+        max_positions=cfg["n_positions"],
+        chat_template=False,
+    )
+
+
+def read_release(s3: Any, bucket: str, model: str, version: str, public_key_pem: str) -> ReleaseFacts:
+    """The serving facts of ``release/<model>/<version>/`` once its manifest's signature verified with the
+    PEM public key; :class:`ReleaseUnreadable` says why not. S3 errors other than a missing key pass."""
+    prefix = f"{RELEASE_PREFIX}/{model}/{version}"
+    raw, sig = _get(s3, bucket, f"{prefix}/{MANIFEST}"), _get(s3, bucket, f"{prefix}/{SIGNATURE}")
+    if raw is None or sig is None:
+        missing = MANIFEST if raw is None else SIGNATURE
+        raise ReleaseUnreadable(f"no {missing} (not published, or not replicated here yet)")
+    try:
+        key = load_public_key(public_key_pem.encode())
+        rel = accept_manifest(raw, sig, key, f"s3://{bucket}", model, version, f"s3://{bucket}/{prefix}")
+    except (ReleaseError, BadInput) as exc:
+        raise ReleaseUnreadable(str(exc)) from None
+    if rel.format == FORMAT_V2 or rel.serving is None:
+        return _v2_facts(s3, bucket, prefix, version, rel.files)
+    s = rel.serving
+    return ReleaseFacts(
+        version=version,
+        architecture=s.architecture,
+        model_type=s.model_type,
+        dtype=s.dtype,
+        parameters=s.parameters,
+        weight_bytes=s.weight_bytes,
+        layers=s.layers,
+        attention_heads=s.attention_heads,
+        kv_heads=s.kv_heads,
+        head_dim=s.head_dim,
+        max_positions=s.max_positions,
+        chat_template=s.chat_template,
+    )
+
+
+def newest_readable(
+    s3: Any, bucket: str, model: str, versions: list[str], public_key_pem: str
+) -> tuple[ReleaseFacts | None, list[str]]:
+    """The newest of ``versions`` whose manifest is accepted (what ``latest`` resolves to, as far as the
+    manifest tells), and why each newer one was not."""
+    skipped = []
+    for version in reversed(versions):
+        try:
+            return read_release(s3, bucket, model, version, public_key_pem), skipped
+        except ReleaseUnreadable as exc:
+            skipped.append(f"{version}: {exc.reason}")
+    return None, skipped
+
+
+S3_ERRORS = (ClientError, BotoCoreError)  # what the caller reports as the store refusing or not answering

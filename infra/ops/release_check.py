@@ -1,0 +1,177 @@
+"""The rollout's release check, before an infer stack's update (production ``ReleaseCheck``): the release
+``inference.model.version`` names must be servable as the stack's engine settings say, judged from its
+signed manifest (``infra/io/releases.py``):
+
+- **tensor parallelism**: ``engine.gpus_per_pod`` divides the release's attention heads (vLLM refuses
+  otherwise: vllm/config/model.py ``verify_with_parallel_config``, 0.33.0);
+- **context**: ``engine.max_model_len`` is at most the release's max positions (vLLM refuses more);
+- **chat**: ``engine.serve_chat`` only with a release whose tokenizer has a chat template;
+- **memory**: on every GPU instance type the pools may launch (with at least ``gpus_per_pod`` GPUs), the
+  weights (the release's parameters in the dtype vLLM will run them in, ``serving_dtype``, split over the
+  tensor-parallel GPUs) plus the KV cache of one ``max_model_len`` sequence (2 x layers x KV heads per GPU x
+  head dim x dtype bytes per token: vLLM's full-attention page size, vllm/v1/kv_cache_interface.py; vLLM
+  refuses to start when one sequence does not fit, vllm/v1/core/kv_cache_planning.py
+  ``_check_enough_kv_cache_memory``) fit in the GPU's memory times ``engine.gpu_memory_utilization``. That
+  is a lower bound: activations, CUDA graphs and the non-torch allocations come on top (vLLM's profiler
+  measures them on the GPU); a release that fails it can never start.
+
+A stack whose train stack is not deployed yet, or whose region holds no release yet, passes with the reason
+(nothing to judge before there is something to serve). Refusals carry the numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from infra.core import instance_types
+from infra.core.config import Role
+from infra.inference.config import LATEST
+from infra.inference.rules import DTYPE_BYTES, engine_dtype, pool_instance_types, serving_dtype
+from infra.io.aws_live import Clients
+from infra.io.releases import (
+    S3_ERRORS,
+    ReleaseFacts,
+    ReleaseUnreadable,
+    list_versions,
+    newest_readable,
+    read_release,
+)
+from infra.ops.rollout import GateCheck
+from infra.stack.schema import PlatformConfig
+from infra.storage.config.storage import RELEASE_PREFIX
+
+NAME = "release-fit"
+GIB = 2**30
+Outputs = Callable[[str], Mapping[str, Any]]
+"""``outputs(stack)`` -> the stack's current outputs (empty before its first deploy)."""
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:.2f} GiB"
+
+
+def kv_bytes_per_token(facts: ReleaseFacts, tp: int, dtype: str) -> int | None:
+    """KV cache bytes one token takes on one GPU (None when the release's config does not give the
+    attention geometry, e.g. an attention-free model)."""
+    if facts.layers is None or facts.kv_heads is None or facts.head_dim is None:
+        return None
+    kv_heads = max(1, facts.kv_heads // tp)  # vLLM replicates KV heads below one per GPU (get_num_kv_heads)
+    return 2 * facts.layers * kv_heads * facts.head_dim * DTYPE_BYTES[dtype]
+
+
+def fit_problems(cfg: PlatformConfig, facts: ReleaseFacts) -> list[str]:
+    """Why ``facts``' release cannot be served with the stack's engine settings (empty: it can)."""
+    inf = cfg.inference
+    assert inf is not None
+    eng = inf.engine
+    tp = eng.gpus_per_pod
+    problems: list[str] = []
+    if facts.attention_heads is not None and facts.attention_heads % tp:
+        problems.append(
+            f"inference.engine.gpus_per_pod {tp}: vLLM splits the release's {facts.attention_heads} "
+            f"attention heads over the tensor-parallel GPUs, and {tp} does not divide them; use a divisor "
+            f"of {facts.attention_heads}"
+        )
+    if facts.max_positions is not None and eng.max_model_len > facts.max_positions:
+        problems.append(
+            f"inference.engine.max_model_len {eng.max_model_len} is above the release's max positions "
+            f"{facts.max_positions} (vLLM refuses it); lower it to at most {facts.max_positions}"
+        )
+    if eng.serve_chat and not facts.chat_template:
+        problems.append(
+            f"inference.engine.serve_chat is true but release {facts.version} has no chat template: "
+            "every /v1/chat/completions request would get 400; set serve_chat: false or publish a "
+            "tokenizer with one"
+        )
+    dtype_flag = engine_dtype(cfg)
+    for pool, rows in pool_instance_types(cfg).items():
+        for row in sorted(
+            (r for r in rows if r.gpus >= tp), key=lambda r: (r.gpu_memory_mib, r.gpus, r.vcpus, r.name)
+        ):
+            dtype = serving_dtype(dtype_flag, facts.dtype, instance_types.BF16.get(row.gpu_model, False))
+            weights = facts.parameters * DTYPE_BYTES[dtype] / tp
+            per_token = kv_bytes_per_token(facts, tp, dtype)
+            kv = (per_token or 0) * eng.max_model_len
+            gpu = row.gpu_memory_mib * 2**20
+            budget = gpu * eng.gpu_memory_utilization
+            if weights + kv > budget:
+                kv_text = (
+                    f"KV cache {_gib(kv)} for one {eng.max_model_len}-token sequence"
+                    if per_token is not None
+                    else "no KV cache counted (the release gives no attention geometry)"
+                )
+                problems.append(
+                    f"release {facts.version} ({facts.architecture}, {facts.parameters:,} parameters, "
+                    f"{_gib(facts.weight_bytes)} of {facts.dtype} weights) does not fit pool {pool!r}'s "
+                    f"{row.name} ({row.gpu_model}, {_gib(gpu)} per GPU): weights {_gib(weights)} in {dtype} "
+                    f"over {tp} GPU(s) + {kv_text} = {_gib(weights + kv)} per GPU, above {_gib(gpu)} x "
+                    f"gpu_memory_utilization {eng.gpu_memory_utilization} = {_gib(budget)}; raise "
+                    "engine.gpus_per_pod, lower engine.max_model_len, or take that instance type out of "
+                    "the pool"
+                )
+                break  # the smallest GPU of the pool that fails; larger ones may still fit
+    return problems
+
+
+def fit_check(cfg: PlatformConfig, facts: ReleaseFacts) -> GateCheck:
+    """The check's verdict on one release."""
+    problems = fit_problems(cfg, facts)
+    if problems:
+        return GateCheck(NAME, False, "; ".join(problems))
+    assert cfg.inference is not None
+    eng = cfg.inference.engine
+    return GateCheck(
+        NAME,
+        True,
+        f"release {facts.version} ({facts.architecture}, {facts.dtype}, {facts.parameters:,} parameters) "
+        f"fits {eng.gpus_per_pod} GPU(s) per pod at max_model_len {eng.max_model_len}"
+        + (", chat template present" if facts.chat_template else ""),
+    )
+
+
+class AwsReleaseCheck:
+    """``ReleaseCheck`` against the region's replica bucket, with the credentials of ``clients``; the bucket
+    and the public key come from the train stack's outputs (``artifactReplicas``,
+    ``releaseSigningPublicKey``)."""
+
+    def __init__(self, clients: Clients, outputs: Outputs) -> None:
+        self.clients, self.outputs = clients, outputs
+
+    def check(self, stack: str, cfg: PlatformConfig) -> GateCheck | None:
+        if cfg.role is not Role.infer or cfg.inference is None:
+            return None
+        source = cfg.storage.source_stack or ""
+        outs = self.outputs(source) if source else {}
+        replica = (outs.get("artifactReplicas") or {}).get(cfg.region) or {}
+        pem = outs.get("releaseSigningPublicKey")
+        if not replica.get("bucket") or not pem:
+            why = f"{source or 'no source stack'} has no replica in {cfg.region} or release key deployed yet"
+            return GateCheck(NAME, True, f"not checked: {why}")
+        bucket, model = str(replica["bucket"]), cfg.inference.model.name
+        where = f"s3://{bucket}/{RELEASE_PREFIX}/{model}/"
+        s3 = self.clients("s3", cfg.region)
+        version = cfg.inference.model.version
+        try:
+            versions = list_versions(s3, bucket, model)
+            if not versions:
+                return GateCheck(NAME, True, f"no model release yet under {where}: nothing to check")
+            if version == LATEST:
+                facts, skipped = newest_readable(s3, bucket, model, versions, str(pem))
+                if facts is None:
+                    why = f"no release under {where} is signed and readable: {skipped[0]}"
+                    return GateCheck(NAME, False, why)
+            elif version not in versions:
+                return GateCheck(
+                    NAME,
+                    False,
+                    f"inference.model.version {version} is not under {where} (newest there: {versions[-1]}): "
+                    "fix the version or wait for replication",
+                )
+            else:
+                facts = read_release(s3, bucket, model, version, str(pem))
+        except ReleaseUnreadable as exc:
+            return GateCheck(NAME, False, f"release {version} under {where}: {exc.reason}")
+        except S3_ERRORS as exc:
+            return GateCheck(NAME, False, f"cannot read {where}: {exc}")
+        return fit_check(cfg, facts)

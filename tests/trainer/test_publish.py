@@ -1,0 +1,166 @@
+"""``python -m trainer.publish --from <HF folder>``: a team's folder from its output prefix over S3, the
+source recorded, refusals that write nothing under release/, and the publish path run with torch unimportable
+and pickle's loaders booby-trapped (the import-linter contract in pyproject.toml is the static half)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from tests.support.hf_folders import CHAT_TEMPLATE, save_folder
+from tests.trainer._support import PY, REPO, base_env
+from trainer.errors import BadInput
+from trainer.publish import publish
+from trainer.release import MANIFEST, verify
+from trainer.tools.moto_server import MotoServer
+
+DIGEST = "sha256:" + "ab" * 32
+LLAMA = LlamaConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, vocab_size=300, max_position_embeddings=64)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def folder(trainer_tmp_root: Path) -> Path:
+    torch.manual_seed(0)
+    return save_folder(
+        LlamaForCausalLM(LLAMA), trainer_tmp_root / "llama-folder", chat_template=CHAT_TEMPLATE
+    )
+
+
+def upload(s3, folder: Path, bucket: str, prefix: str) -> None:
+    for p in folder.iterdir():
+        s3.put_object(Bucket=bucket, Key=f"{prefix}/{p.name}", Body=p.read_bytes())
+
+
+def released(s3, bucket: str) -> list[str]:
+    return [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="release/").get("Contents", [])]
+
+
+def test_a_teams_folder_publishes_with_its_source(moto_s3: MotoServer, folder: Path) -> None:
+    s3 = moto_s3.client()
+    for b in ("ckpt", "artifacts"):
+        s3.create_bucket(Bucket=b)
+    upload(s3, folder, "ckpt", "research/outputs/llama-7/model")
+    rel = publish("s3://ckpt/research/outputs/llama-7/model/", "s3://artifacts", "llama", team="research",
+                  source_image_digest=DIGEST, step=12)  # fmt: skip
+    assert rel.version.endswith("-step12")
+    got = verify("s3://artifacts", "llama", rel.version)
+    assert (got.source.team, got.source.job, got.source.image_digest) == ("research", "llama-7", DIGEST)
+    assert got.serving is not None and got.serving.chat_template is True
+    assert (got.serving.architecture, got.serving.kv_heads, got.serving.head_dim) == (
+        "LlamaForCausalLM",
+        2,
+        8,
+    )
+    assert sorted(got.files) == sorted(p.name for p in folder.iterdir())
+
+    # A team's release must come from that team's job output; each refusal writes nothing under release/.
+    before = released(s3, "artifacts")
+    upload(s3, folder, "ckpt", "production/outputs/prod-1/model")
+    for kwargs, why in (
+        ({"team": "research", "from_uri": "s3://ckpt/production/outputs/prod-1/model"},
+         "not under research/outputs/"),
+        ({"team": "research", "from_uri": "s3://ckpt/research/outputs/llama-7/model", "source_job": "other"},
+         "--source-job=other but --from is the output of job 'llama-7'"),
+        ({"team": "Research", "from_uri": "s3://ckpt/research/outputs/llama-7/model"}, "--team='Research'"),
+        ({"from_uri": "s3://ckpt/research/outputs/llama-7/model", "source_image_digest": "latest"},
+         "--source-image-digest='latest'"),
+        ({"from_uri": f"s3://artifacts/release/llama/{rel.version}"}, "is a release already"),
+        ({"from_uri": "s3://ckpt/research/outputs/none/model"}, "no files there"),
+    ):  # fmt: skip
+        uri = kwargs.pop("from_uri")
+        with pytest.raises(BadInput, match=why):
+            publish(uri, "s3://artifacts", "llama", **kwargs)
+    assert released(s3, "artifacts") == before
+
+
+def test_a_pickle_in_the_folder_writes_nothing(folder: Path, work_dir: Path) -> None:
+    bad = work_dir / "bad"
+    bad.mkdir()
+    for p in folder.iterdir():
+        (bad / p.name).write_bytes(p.read_bytes())
+    (bad / "pytorch_model.bin").write_bytes(b"\x80\x04\x95")
+    with pytest.raises(BadInput, match=r"^pytorch_model.bin: a pickle-bearing file \(.bin\)"):
+        publish(str(bad), str(work_dir / "rel"), "llama")
+    assert not (work_dir / "rel").exists()
+
+
+# Run in a fresh interpreter before trainer.publish is imported: torch (and the other libraries that
+# unpickle) cannot be imported, and every pickle loader ends the process with a marker.
+TRAPS = textwrap.dedent(
+    """
+    import importlib.abc, os, sys
+    FORBIDDEN = {"torch", "safetensors", "numpy", "transformers", "dill", "cloudpickle", "joblib"}
+
+    class Trap(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in FORBIDDEN:
+                os.write(2, f"TRAP import {name}\\n".encode())
+                os._exit(97)
+            return None
+
+    sys.meta_path.insert(0, Trap())
+    import pickle, _pickle
+
+    def boom(*args, **kwargs):
+        os.write(2, b"TRAP unpickle\\n")
+        os._exit(98)
+
+    class Unpickler:
+        def __init__(self, *args, **kwargs):
+            boom()
+
+    for module in (pickle, _pickle):
+        module.load, module.loads, module.Unpickler = boom, boom, Unpickler
+    from trainer.publish import main
+    raise SystemExit(main(sys.argv[1:]))
+    """
+)
+
+
+def trapped_publish(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-c", TRAPS, *args], cwd=REPO, env=base_env(), capture_output=True, text=True, timeout=120
+    )
+
+
+def test_publishing_never_imports_torch_or_unpickles(folder: Path, work_dir: Path) -> None:
+    # The traps work: a process that loads a pickle, or imports torch, under them is stopped.
+    probe = subprocess.run(
+        [PY, "-c", TRAPS.replace("from trainer.publish import main", "pickle.loads(pickle.dumps(1))")],
+        cwd=REPO, env=base_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert probe.returncode == 98 and "TRAP unpickle" in probe.stderr
+    probe = subprocess.run(
+        [PY, "-c", TRAPS.replace("from trainer.publish import main", "import torch")],
+        cwd=REPO, env=base_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert probe.returncode == 97 and "TRAP import torch" in probe.stderr
+
+    ok = trapped_publish(
+        "--from", str(folder), "--release-root", str(work_dir / "rel"), "--model-name", "llama"
+    )
+    assert ok.returncode == 0, ok.stderr
+    version = json.loads(ok.stdout)["version"]
+    assert (work_dir / "rel" / "release" / "llama" / version / MANIFEST).exists()
+    # A folder with a crafted DCP checkpoint next to the weights: refused, still without a trap firing.
+    crafted = work_dir / "crafted"
+    crafted.mkdir()
+    for p in folder.iterdir():
+        (crafted / p.name).write_bytes(p.read_bytes())
+    (crafted / ".metadata").write_bytes(b"\x80\x04cos\nsystem\n(S'touch /tmp/pwned'\ntR.")
+    bad = trapped_publish(
+        "--from", str(crafted), "--release-root", str(work_dir / "rel"), "--model-name", "x"
+    )
+    assert bad.returncode == 2, bad.stderr
+    assert bad.stderr.splitlines() == [
+        "error: .metadata: part of a torch.distributed.checkpoint (its .metadata is a pickle); a release is "
+        "an HF folder of safetensors: convert the checkpoint with python -m trainer.export_hf"
+    ]
+    assert not (work_dir / "rel" / "release" / "x").exists()
