@@ -296,6 +296,7 @@ class TeamConfig(Strict):
         if self.priority_classes is not None:
             return list(self.priority_classes)
         return [self.default_priority or stack_default]
+
     releases: bool = Field(
         False,
         description="The release publisher may read what the team's jobs leave under <team>/outputs/ of the "
