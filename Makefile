@@ -9,7 +9,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # mkdocs-material prints a banner about MkDocs 2 on every build; it is not a warning of ours.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: plan review test test-fast lint lint-docker fmt clean train-local bench-trainer promtool policy-venv
+.PHONY: plan review docs docs-serve test test-fast lint lint-docker fmt clean train-local bench-trainer promtool policy-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +27,27 @@ $(VENV)/.policy: policies/requirements.txt $(VENV)/.base
 	$(PIP) install -q --no-deps $$(grep '^pulumi-policy==' policies/requirements.txt)
 	touch $@
 
+# The docs site's tools (the `docs` extra) and the pinned mermaid its diagrams use (site-tools/: npm fetches the
+# tarball, its sha512 checked against package-lock.json; npm comes from Debian when missing).
+$(VENV)/.docs: pyproject.toml site-tools/package-lock.json | $(BIN)/python
+	$(PIP) install -q -e '.[docs]'
+	@command -v npm >/dev/null || { \
+		echo "npm missing (it fetches the docs site's mermaid): apt-get install -y npm"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+	$(BIN)/python site-tools/fetch_mermaid.py
+	touch $@
+
+# The site in build/site: open build/site/index.html in a browser (it browses from file://, diagrams
+# included; search needs `make docs-serve`), or serve it with `make docs-serve` (http://127.0.0.1:8000).
+docs: $(VENV)/.docs
+	$(BIN)/mkdocs build --strict --site-dir build/site
+
+docs-serve: $(VENV)/.docs
+	$(BIN)/mkdocs serve
+
 # Tests need the dev tools, the trainer's and the release fetch tool's stacks (CPU torch from the local wheel,
-# see docs/trainer.md), and the policy pack's SDK.
-$(VENV)/.dev: pyproject.toml images/trainer/requirements.txt $(VENV)/.base $(VENV)/.policy
+# see docs/trainer.md), the docs site's tools and the policy pack's SDK.
+$(VENV)/.dev: pyproject.toml images/trainer/requirements.txt $(VENV)/.base $(VENV)/.policy $(VENV)/.docs
 	$(PIP) install -q -e '.[dev,trainer,inference]'
 	touch $@
 

@@ -180,7 +180,7 @@ def job_file_reference() -> str:
     return model_reference(JOB_FILE_HEADER, JobSpec, "", title="The job file")
 
 
-RUNBOOK_INTRO = """Every alert's `runbook_url` opens its page here: `<monitoring.docs_url>runbooks/<alert>/`
+RUNBOOK_INTRO = """Every alert's `runbook_url` opens its page here: `<monitoring.docs_url>runbooks/<alert>.html`
 (`monitoring.docs_url` in the [config reference](../reference/config.md)). "Drain" means
 `kubectl cordon <node> && kubectl drain <node> --ignore-daemonsets --delete-emptydir-data`; a training job
 then restarts from its last committed checkpoint on other nodes. The node's GPUs are listed by

@@ -346,13 +346,13 @@ def dcgm_exporter_values(*, gpu_pools: Sequence[str], counters_csv: str) -> dict
 
 
 # Where an alert's runbook lives under the docs site: docs/runbooks/<alert>.md, which MkDocs serves at
-# runbooks/<alert>/ (use_directory_urls, its default).
+# runbooks/<alert>.html (mkdocs.yml sets use_directory_urls: false so the site also browses from file://).
 RUNBOOKS_PATH = "runbooks"
 
 
 def runbook_url(docs_url: str, alert: str) -> str:
     """The runbook page of ``alert`` on the docs site at ``docs_url`` (``monitoring.docs_url``)."""
-    return f"{docs_url}{RUNBOOKS_PATH}/{alert}/"
+    return f"{docs_url}{RUNBOOKS_PATH}/{alert}.html"
 
 
 def prometheus_rule_spec(rule_file: Mapping[str, Any], docs_url: str) -> dict[str, Any]:

@@ -272,7 +272,7 @@ def test_rule_spec_keeps_the_groups_and_links_each_alert_to_its_runbook() -> Non
     assert (group["name"], group["interval"], group["rules"][0]) == ("g", "1m", record)
     assert group["rules"][1]["annotations"] == {
         "summary": "s",
-        "runbook_url": "https://docs.example.org/aiplat/runbooks/A/",
+        "runbook_url": "https://docs.example.org/aiplat/runbooks/A.html",
     }
     assert "runbook_url" not in doc["groups"][0]["rules"][1]["annotations"]  # the file's data is not changed
     with pytest.raises(ValueError, match="non-empty 'groups'"):

@@ -89,7 +89,7 @@ def test_rule_files_deployed_as_prometheus_rules(plan_stack, stack: str) -> None
                         **rule,
                         "annotations": {
                             **rule["annotations"],
-                            "runbook_url": f"{docs_url}runbooks/{rule['alert']}/",
+                            "runbook_url": f"{docs_url}runbooks/{rule['alert']}.html",
                         },
                     }
                     if "alert" in rule
