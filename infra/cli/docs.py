@@ -198,14 +198,15 @@ def job_file_reference() -> str:
 
 RUNBOOK_INTRO = """Each page says what the alert means, the commands to look (with the alert's labels as
 `<label>`), its dashboard and query, how to resolve it and how to verify. The commands need the cluster:
-[Reach the cluster](../how-to/reach-the-cluster.md) (kubeconfig, or an SSM port forward to the private endpoint).
+[Reach the cluster](../how-to/reach-the-cluster.md) (kubeconfig, or an SSM port forward to the private
+endpoint).
 
 Every alert's `runbook_url` opens its page here: `<monitoring.docs_url>runbooks/<alert>.html`
 (`monitoring.docs_url` in the [config reference](../reference/config.md)). "Drain" means
 `kubectl cordon <node> && kubectl drain <node> --ignore-daemonsets --delete-emptydir-data`; a training job
 then restarts from its last committed checkpoint on other nodes. The node's GPUs: `nvidia-smi -q` in a shell
-on the node ([Reach the cluster](../how-to/reach-the-cluster.md#a-shell-on-a-node)). `critical` alerts page; `warning` alerts go to the notification receivers
-([Monitoring](../platform/monitoring.md))."""
+on the node ([Reach the cluster](../how-to/reach-the-cluster.md#a-shell-on-a-node)). `critical` alerts page;
+`warning` alerts go to the notification receivers ([Monitoring](../platform/monitoring.md))."""
 
 
 def runbook_index() -> str:

@@ -220,8 +220,8 @@ class MonitoringConfig(Strict):
     docs_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/[^\s]*)?/$")] = Field(
         DOCS_URL,
         description="Base URL of the documentation site, ending in '/'. Every alert's runbook_url is "
-        "<docs_url>runbooks/<alert name>.html (one page per alert), a link a pager or chat client opens; point "
-        "it at your own build of docs/ (`mkdocs build`) to serve runbooks you changed.",
+        "<docs_url>runbooks/<alert name>.html (one page per alert), a link a pager or chat client opens; "
+        "point it at your own build of docs/ (`mkdocs build`) to serve runbooks you changed.",
     )
 
     @model_validator(mode="after")

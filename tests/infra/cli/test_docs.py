@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from infra.cli import docs
@@ -64,3 +65,15 @@ def test_runbook_index_links_every_alert() -> None:
             for rule in group["rules"]:
                 if "alert" in rule:
                     assert f"| [{rule['alert']}]({rule['alert']}.md) | {rule['labels']['severity']} |" in page
+
+
+def test_runbook_index_shows_summaries_without_templates() -> None:
+    """Alertmanager's template fields become `<label>` placeholders (code spans: a bare <node> is HTML)."""
+    page = docs.runbook_index()
+    assert "{{" not in page
+    assert "| GPU `<gpu>` on `<node>` is at `<value>` C |" in page
+    assert docs.alert_summary("{{ $value | humanizePercentage }} of {{$labels.namespace}}") == (
+        "`<value>` of `<namespace>`"
+    )
+    with pytest.raises(ValueError, match="a template field other than"):
+        docs.alert_summary("{{ range $alerts }}x{{ end }}")
