@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, for a machine with one NVIDIA GPU (bench/gpu/README.md):
 #
-#   bash bench/gpu/run.sh           (from anywhere; PYTHON=<python with torch>, default python3; WORK=<dir>)
+#   bash bench/gpu/run.sh           (from anywhere; PYTHON=<python with torch>, default python3; WORK=<dir>;
+#                                    TRAIN_BENCH_ARGS="--budget-s 240" and the like for part 1)
 #
 # Needs: Python >= 3.11 and a CUDA build of torch with an NVIDIA driver new enough for its CUDA (torch cu130:
 # driver >= 580.65.06; infra/pools/ami_drivers.py CUDA_MIN_DRIVER). Part 1 checks all three first and says
@@ -37,7 +38,9 @@ else
 fi
 
 # Part 1: its own checks, exit codes and JSON (bench/gpu/train_bench.py --help).
-"$PYTHON" "$REPO/bench/gpu/train_bench.py" ${serving:+--checkpoint "$WORK/ckpt"} | tee "$WORK/train.json"
+# shellcheck disable=SC2086  # TRAIN_BENCH_ARGS is a list of options
+"$PYTHON" "$REPO/bench/gpu/train_bench.py" ${TRAIN_BENCH_ARGS:-} ${serving:+--checkpoint "$WORK/ckpt"} \
+  | tee "$WORK/train.json"
 
 if [ -z "$serving" ]; then
   echo "serving skipped: vLLM ${VLLM_VERSION} is not installed and no package index answers (part 2 needs vLLM; part 1's result is above)"

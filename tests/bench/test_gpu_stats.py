@@ -3,6 +3,8 @@ result files of `vllm bench serve` (0.33.0's keys), and how run.sh is put togeth
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -38,7 +40,7 @@ def test_percentile_interpolates_like_numpy() -> None:
 
 
 @pytest.mark.slow
-def test_trainer_step_lines_give_steady_tokens_per_second(work: Path) -> None:
+def test_trainer_step_lines_are_what_the_check_reads(work: Path) -> None:
     """What the check reads is what the trainer prints (a real CPU run of the debug model)."""
     tmp_path = work
     write_shards(encode(make_corpus(40)), tmp_path / "shards", shard_tokens=40_000)
@@ -136,3 +138,21 @@ def test_run_sh_measures_the_trainer_before_it_installs_anything() -> None:
     assert installs and min(installs) > part1
     skip = next(i for i, ln in enumerate(code) if "serving skipped:" in ln)
     assert part1 < skip < min(installs) and code[skip + 1].strip() == "exit 0"
+
+
+@pytest.mark.slow
+def test_run_sh_without_vllm_or_an_index_skips_serving_with_one_line_and_exits_0(work: Path) -> None:
+    """What the lent H200 does (no vLLM, no network), on CPU: part 1 as a dry run prints its JSON, then one
+    line says serving was skipped, and the exit code is part 1's 0."""
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(work), "OMP_NUM_THREADS": "1", "WORK": str(work / "w"),
+        "PYTHON": sys.executable, "TRAIN_BENCH_ARGS": "--dry-run",
+        "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1",  # no index answers
+    }  # fmt: skip
+    r = subprocess.run(["bash", str(REPO / "bench/gpu/run.sh")], cwd="/", env=env, capture_output=True,
+                       text=True, timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    first, skipped = r.stdout.strip().splitlines()
+    assert json.loads(first)["mode"] == "dry-run" and json.loads(first)["checkpoint"] is None
+    assert skipped.startswith("serving skipped: vLLM 0.33.0 is not installed and no package index answers")
+    assert json.loads((work / "w" / "train.json").read_text()) == json.loads(first)
