@@ -22,25 +22,40 @@ from trainer.config import ConfigError, MetricsConfig
 
 log = logging.getLogger(__name__)
 
-# Dense bf16 peak FLOP/s per GPU, from the vendor data sheets (no sparsity). Used only for MFU.
+# Dense bf16 peak FLOP/s per GPU, from the vendor data sheets (no sparsity). Used only for MFU. The Hopper
+# data sheets print "BF16 Tensor Core 1,979 TFLOPS" with the footnote "with sparsity": dense is half.
 PEAK_BF16_FLOPS = {
-    "H200": 989e12,
-    "H100": 989e12,  # SXM; PCIe is lower, see https://www.nvidia.com/en-us/data-center/h100/
+    "H200": 989e12,  # SXM; the H200 NVL is lower
+    "H100": 989e12,  # SXM; PCIe is lower
     "A100": 312e12,
     "L40S": 362e12,
     "L4": 121e12,
 }
+# Where a figure above comes from (reported beside MFU by bench/gpu/train_bench.py); a GPU without a row
+# here is reported as "vendor data sheet" alone.
+PEAK_BF16_SOURCES = {
+    "H200": "NVIDIA H200 data sheet (https://www.nvidia.com/en-us/data-center/h200/), H200 SXM: BF16 Tensor "
+    "Core 1,979 TFLOPS with sparsity, so 989 dense (as stas00/ml-engineering's accelerator table lists it)",
+    "H100": "NVIDIA H100 data sheet (https://www.nvidia.com/en-us/data-center/h100/), H100 SXM: BF16 Tensor "
+    "Core 1,979 TFLOPS with sparsity, so 989 dense",
+}
+
+
+def peak_entry(gpu_name: str) -> tuple[str, float] | None:
+    """The row of :data:`PEAK_BF16_FLOPS` whose key is in ``gpu_name`` (``"NVIDIA H200"`` -> ``("H200",
+    989e12)``), or ``None`` for a GPU not in the table."""
+    for key, val in PEAK_BF16_FLOPS.items():
+        if key in gpu_name:
+            return key, val
+    return None
 
 
 def peak_flops(device: torch.device) -> float | None:
     """Peak bf16 FLOP/s of the local GPU, or ``None`` on CPU / unknown GPUs (then no MFU is reported)."""
     if device.type != "cuda":
         return None
-    name = torch.cuda.get_device_name(device)
-    for key, val in PEAK_BF16_FLOPS.items():
-        if key in name:
-            return val
-    return None
+    entry = peak_entry(torch.cuda.get_device_name(device))
+    return entry[1] if entry else None
 
 
 class Metrics:

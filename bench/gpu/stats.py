@@ -1,18 +1,18 @@
-"""Parsing and statistics of the GPU check (bench/gpu/run.sh), kept free of any GPU library so the tests
-check them on CPU (tests/bench/test_gpu_stats.py)."""
+"""Parsing and statistics of the GPU check (bench/gpu/), kept free of any GPU library so the tests check them
+on CPU (tests/bench/test_gpu_stats.py): the trainer's JSON lines, and the result files of
+``vllm bench serve``."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 
-def trainer_steps(stdout: str) -> list[dict[str, Any]]:
-    """The ``{"event": "step", ...}`` JSON lines the trainer prints on rank 0 (trainer/metrics.py), in order;
-    other lines (logs, warnings) are skipped."""
+def trainer_events(stdout: str, kind: str) -> list[dict[str, Any]]:
+    """The ``{"event": kind, ...}`` JSON lines the trainer prints on rank 0 (trainer/metrics.py), in order;
+    other lines (logs, warnings, broken JSON) are skipped."""
     out = []
     for line in stdout.splitlines():
         line = line.strip()
@@ -22,32 +22,14 @@ def trainer_steps(stdout: str) -> list[dict[str, Any]]:
             rec = json.loads(line)
         except ValueError:
             continue
-        if isinstance(rec, dict) and rec.get("event") == "step":
+        if isinstance(rec, dict) and rec.get("event") == kind:
             out.append(rec)
     return out
 
 
-@dataclass(frozen=True)
-class TrainFigures:
-    """Steady-state training throughput: medians over the steps after the warm-up."""
-
-    steps: int
-    tokens_per_s: float
-    mfu: float | None
-
-
-def steady_training(steps: list[dict[str, Any]], warmup: int) -> TrainFigures:
-    """Median tokens/s and MFU of ``steps`` past the first ``warmup`` (torch.compile and allocator warm-up);
-    :class:`ValueError` when none is left."""
-    steady = [s for s in steps if s["step"] > warmup]
-    if not steady:
-        raise ValueError(f"no step after the {warmup} warm-up steps (got {len(steps)} steps)")
-    mfus = [s["mfu"] for s in steady if s.get("mfu") is not None]
-    return TrainFigures(
-        steps=len(steady),
-        tokens_per_s=median([s["tokens_per_s"] for s in steady]),
-        mfu=median(mfus) if mfus else None,
-    )
+def trainer_steps(stdout: str) -> list[dict[str, Any]]:
+    """The trainer's ``step`` records (:func:`trainer_events`)."""
+    return trainer_events(stdout, "step")
 
 
 def median(values: Iterable[float]) -> float:
@@ -68,85 +50,64 @@ def percentile(values: Iterable[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def sse_payloads(lines: Iterable[bytes | str]) -> Iterable[dict[str, Any]]:
-    """The JSON objects of a server-sent event stream (``data: {...}`` lines, as vLLM's OpenAI server
-    streams completions); stops at ``data: [DONE]``."""
-    for raw in lines:
-        line = raw.decode() if isinstance(raw, bytes) else raw
-        line = line.strip()
-        if not line.startswith("data:"):
-            continue
-        data = line[len("data:") :].strip()
-        if data == "[DONE]":
-            return
-        yield json.loads(data)
+# The figures read from each result file of `vllm bench serve --save-result --percentile-metrics
+# ttft,tpot,itl --metric-percentiles 50,99` (vllm 0.33.0 vllm/benchmarks/serve.py: benchmark() and main()).
+SERVING_KEYS = (
+    "max_concurrency",
+    "completed",
+    "failed",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "p50_ttft_ms",
+    "p99_ttft_ms",
+    "p50_tpot_ms",
+    "p99_tpot_ms",
+    "p50_itl_ms",
+    "p99_itl_ms",
+)
 
 
-@dataclass(frozen=True)
-class Request:
-    """One streamed completion as a client saw it (seconds from its own start)."""
-
-    ttft_s: float  # until the first chunk with text
-    total_s: float
-    output_tokens: int
-
-
-@dataclass(frozen=True)
-class LoadRun:
-    """Every request at one concurrency, and the wall time from the first start to the last end."""
-
-    concurrency: int
-    requests: list[Request]
-    wall_s: float
-
-    @property
-    def output_tokens_per_s(self) -> float:
-        """Output tokens of all requests per wall-clock second."""
-        return sum(r.output_tokens for r in self.requests) / self.wall_s
-
-    def ttft(self, q: float) -> float:
-        """The ``q``-th percentile time to first token."""
-        return percentile((r.ttft_s for r in self.requests), q)
-
-
-def serving_table(runs: list[LoadRun]) -> list[dict[str, float]]:
-    """One row per concurrency: output tokens/s and p50/p99 TTFT, each also as a ratio to the single-client
-    run (which must be among ``runs``)."""
-    base = next((r for r in runs if r.concurrency == 1), None)
-    if base is None:
-        raise ValueError("the single-client run is missing: ratios are relative to it")
+def serving_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per concurrency from ``vllm bench serve`` result JSONs: :data:`SERVING_KEYS`, plus output
+    tokens/s and p50 TTFT as ratios to the single-client run (which must be among ``results``).
+    :class:`ValueError` for a result with failed requests or without a key (another vLLM, other flags)."""
     rows = []
-    for r in sorted(runs, key=lambda r: r.concurrency):
-        tps, p50, p99 = r.output_tokens_per_s, r.ttft(50), r.ttft(99)
-        rows.append(
-            {
-                "clients": r.concurrency,
-                "requests": len(r.requests),
-                "output_tok_per_s": tps,
-                "output_tok_per_s_ratio": tps / base.output_tokens_per_s,
-                "ttft_p50_s": p50,
-                "ttft_p50_ratio": p50 / base.ttft(50),
-                "ttft_p99_s": p99,
-                "ttft_p99_ratio": p99 / base.ttft(99),
-            }
-        )
+    for res in results:
+        missing = [k for k in SERVING_KEYS if k not in res]
+        if missing:
+            raise ValueError(f"a vllm bench serve result lacks {', '.join(missing)} (another vLLM or flags?)")
+        if res["failed"] or not res["completed"]:
+            raise ValueError(
+                f"concurrency {res['max_concurrency']}: {res['failed']} of "
+                f"{res['failed'] + res['completed']} requests failed"
+            )
+        rows.append({k: res[k] for k in SERVING_KEYS})
+    rows.sort(key=lambda r: r["max_concurrency"])
+    base = next((r for r in rows if r["max_concurrency"] == 1), None)
+    if base is None:
+        raise ValueError("the single-client run (--max-concurrency 1) is missing: ratios are relative to it")
+    for r in rows:
+        r["output_throughput_x1"] = r["output_throughput"] / base["output_throughput"]
+        r["p50_ttft_x1"] = r["p50_ttft_ms"] / base["p50_ttft_ms"]
     return rows
 
 
-def format_rows(rows: list[dict[str, float]]) -> str:
-    """A plain text table of :func:`serving_table`'s rows."""
-    cols = ("clients", "requests", "out tok/s", "x1", "TTFT p50", "x1", "TTFT p99", "x1")
+def format_rows(rows: list[dict[str, Any]]) -> str:
+    """A plain text table of :func:`serving_rows`."""
+    cols = ("clients", "done", "out tok/s", "x1", "TTFT p50", "x1", "TTFT p99", "TPOT p50", "ITL p99")
     lines = [" ".join(f"{c:>10}" for c in cols)]
     for r in rows:
         cells = (
-            f"{r['clients']}",
-            f"{r['requests']}",
-            f"{r['output_tok_per_s']:.0f}",
-            f"{r['output_tok_per_s_ratio']:.2f}",
-            f"{r['ttft_p50_s'] * 1000:.1f}ms",
-            f"{r['ttft_p50_ratio']:.2f}",
-            f"{r['ttft_p99_s'] * 1000:.1f}ms",
-            f"{r['ttft_p99_ratio']:.2f}",
+            f"{r['max_concurrency']}",
+            f"{r['completed']}",
+            f"{r['output_throughput']:.0f}",
+            f"{r['output_throughput_x1']:.2f}",
+            f"{r['p50_ttft_ms']:.1f}ms",
+            f"{r['p50_ttft_x1']:.2f}",
+            f"{r['p99_ttft_ms']:.1f}ms",
+            f"{r['p50_tpot_ms']:.2f}ms",
+            f"{r['p99_itl_ms']:.2f}ms",
         )
         lines.append(" ".join(f"{c:>10}" for c in cells))
     return "\n".join(lines)
