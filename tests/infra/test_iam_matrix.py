@@ -166,6 +166,25 @@ def _requests(train: PlanIam) -> dict[str, tuple[str, Target, Mapping[str, Any]]
             _s3(region),
         ),
     }
+    out |= {
+        "change the checkpoints bucket policy": ("s3:PutBucketPolicy", checkpoints, _s3(region)),
+        "expire the datasets by lifecycle": ("s3:PutLifecycleConfiguration", datasets, _s3(region)),
+        "delete a checkpoint version for good": (
+            "s3:DeleteObjectVersion",
+            _object(checkpoints, "trainer/runs/run-1/step_000000100/.metadata"),
+            _s3(region),
+        ),
+    }
+    trainer_repo = train.repositories["aiplat-prod/trainer"]
+    out |= {
+        "push the trainer image": ("ecr:PutImage", trainer_repo, {"aws:RequestedRegion": region}),
+        "delete a trainer image": ("ecr:BatchDeleteImage", trainer_repo, {"aws:RequestedRegion": region}),
+        "change the trainer repository's policy": (
+            "ecr:SetRepositoryPolicy",
+            trainer_repo,
+            {"aws:RequestedRegion": region},
+        ),
+    }
     team_repo = train.repositories["aiplat-prod/teams/research/byo-llama"]
     out |= {
         "push to research's repository": ("ecr:PutImage", team_repo, {"aws:RequestedRegion": region}),
@@ -229,6 +248,15 @@ TRAIN_MATRIX: dict[str, tuple[Any, ...]] = {
     "pull from research's repository": (ADMINS | {"team-research-ci"}, False),
     "change research's repository policy": ({"deployer", "break-glass"}, True),
     "make research's tags mutable": ({"deployer", "break-glass"}, True),
+    # the datasets and checkpoints buckets: the artifacts bucket's administration guard (issue 33)
+    "change the checkpoints bucket policy": ({"deployer", "break-glass"}, True),
+    "expire the datasets by lifecycle": ({"deployer", "break-glass"}, True),
+    "delete a checkpoint version for good": ({"deployer", "break-glass"}, True),
+    # the platform's repositories: the deployer's pulumi up builds and pushes them (issue 33); pulls are the
+    # nodes' (an AWS managed policy, not modelled)
+    "push the trainer image": ({"deployer"}, True),
+    "delete a trainer image": ({"deployer"}, True),
+    "change the trainer repository's policy": ({"deployer", "break-glass"}, True),
     # teams.research.releases is true in prod-us-train, teams.production.releases is not
     "read a trainer checkpoint": (ADMINS | {"trainer"}, False),
     "write the trainer's exported folder": (ADMINS | {"trainer"}, False),
