@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from infra.plan.mocks import ACCOUNT_ID
 from infra.plan.runner import Plan, RecordedResource
 from tests.conftest import EXAMPLES, STACKS
 
@@ -399,3 +400,105 @@ def test_the_rollout_gets_a_gate_key_of_its_own(monkeypatch) -> None:
     assert file["api-key"][:-1] == clients
     assert exported == [file["api-key"][-1]]  # the tooling's key is vLLM's too
     assert exported[0] not in clients  # but never a client's
+
+
+# -- alerts on the trail and on our buckets' policies -------------------------------------------------------
+
+RULE, TARGET = "aws:cloudwatch/eventRule:EventRule", "aws:cloudwatch/eventTarget:EventTarget"
+
+
+def _alert_rules(plan: Plan, source: str, event: str) -> list[RecordedResource]:
+    out = []
+    for r in plan.by_type(RULE):
+        pattern = json.loads(r.inputs.get("eventPattern") or "{}")
+        if (
+            pattern.get("source") == [source]
+            and pattern.get("detail-type") == ["AWS API Call via CloudTrail"]
+            and event in pattern.get("detail", {}).get("eventName", [])
+        ):
+            out.append(r)
+    return out
+
+
+def _published_to_the_alerts_topic(plan: Plan, rule: RecordedResource) -> bool:
+    """The rule's target is the key guard's topic, whose policy lets EventBridge publish for this rule."""
+    topic = plan.one("aws:sns/topic:Topic", "keyguard-alerts")
+    (policy,) = [p for p in plan.by_type("aws:sns/topicPolicy:TopicPolicy") if topic.urn in p.dependencies]
+    (grant,) = json.loads(policy.inputs["policy"])["Statement"]
+    rule_arn = f"arn:aws:events:{plan.region}:{ACCOUNT_ID}:rule/{rule.inputs['name']}"
+    targets = [t for t in plan.by_type(TARGET) if rule.urn in t.dependencies]
+    return (
+        any(topic.urn in t.property_dependencies.get("arn", []) for t in targets)
+        and rule_arn in grant["Condition"]["ArnEquals"]["aws:SourceArn"]
+    )
+
+
+@pytest.mark.parametrize("stack", ALL)
+@pytest.mark.parametrize("event", ["StopLogging", "DeleteTrail", "PutEventSelectors", "UpdateTrail"])
+def test_stopping_or_narrowing_the_trail_alerts(plans, stack: str, event: str) -> None:
+    plan = plans[stack]
+    rules = [r for r in _alert_rules(plan, "aws.cloudtrail", event) if not r.inputs.get("region")]
+    assert len(rules) == 1, [r.name for r in rules]
+    (rule,) = rules
+    assert json.loads(rule.inputs["eventPattern"])["detail"]["eventSource"] == ["cloudtrail.amazonaws.com"]
+    assert _published_to_the_alerts_topic(plan, rule)
+
+
+@pytest.mark.parametrize("stack", ALL)
+@pytest.mark.parametrize("event", ["PutBucketPolicy", "DeleteBucketPolicy"])
+def test_a_changed_policy_on_any_of_our_buckets_alerts(plans, stack: str, event: str) -> None:
+    plan = plans[stack]
+    buckets = {
+        b.inputs["bucket"]: b.inputs.get("region") or plan.region for b in plan.by_type("aws:s3/bucket:Bucket")
+    }
+    rules = _alert_rules(plan, "aws.s3", event)
+    if not buckets:  # MinIO, an infer stack with an organization trail: no bucket of its own
+        assert rules == []
+        return
+    home = [r for r in rules if not r.inputs.get("region")]
+    assert len(home) == 1
+    watched = json.loads(home[0].inputs["eventPattern"])["detail"]["requestParameters"]["bucketName"]
+    assert set(watched) == set(buckets)
+    assert _published_to_the_alerts_topic(plan, home[0])
+    # a bucket in another region (an artifacts replica): its events are forwarded from there
+    for region in set(buckets.values()) - {plan.region}:
+        (there,) = [r for r in rules if r.inputs.get("region") == region]
+        (target,) = [t for t in plan.by_type(TARGET) if there.urn in t.dependencies]
+        assert target.inputs["arn"] == f"arn:aws:events:{plan.region}:{ACCOUNT_ID}:event-bus/default"
+
+
+# -- the administration guard on every data bucket; the platform's repositories ---------------------------
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "examples/odcr"])
+@pytest.mark.parametrize("purpose", ["datasets", "checkpoints", "artifacts"])
+def test_only_break_glass_and_the_deployer_administer_each_data_bucket(plans, stack: str, purpose: str) -> None:
+    plan = plans[stack]
+    policy = plan.one("aws:s3/bucketPolicy:BucketPolicy", f"storage-{purpose}-policy")
+    (guard,) = [s for s in _statements(policy) if s.get("Sid") == "OnlyBreakGlassAndDeployerAdministerBucket"]
+    deployer = plan.config["security"]["account"]["deployer_role"]
+    admins = guard["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+    assert len(admins) == 2
+    assert any(a.endswith(f":role/{deployer}") for a in admins)
+    assert any(a.endswith("-break-glass") for a in admins)
+    assert guard["Principal"] == "*" and guard["Effect"] == "Deny"
+    assert {"s3:PutBucketPolicy", "s3:DeleteObjectVersion", "s3:PutLifecycleConfiguration"} <= set(
+        guard["Action"]
+    )
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "examples/odcr"])
+def test_every_platform_repository_has_a_policy(plans, stack: str) -> None:
+    plan = plans[stack]
+    repositories = {
+        r.urn: r.inputs["name"]
+        for r in plan.by_type("aws:ecr/repository:Repository")
+        if "/teams/" not in r.inputs["name"]
+    }
+    assert repositories
+    covered = {
+        urn
+        for p in plan.by_type("aws:ecr/repositoryPolicy:RepositoryPolicy")
+        for urn in p.property_dependencies.get("repository", [])
+    }
+    assert set(repositories) <= covered, sorted(set(repositories.values()))
