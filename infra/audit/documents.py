@@ -53,7 +53,7 @@ BUCKET_POLICY_EVENTS = ("PutBucketPolicy", "DeleteBucketPolicy")
 TRAIL_ALERT = "AuditTrailChanged"
 BUCKET_POLICY_ALERT = "BucketPolicyChanged"
 AUDIT_ALERTS = {
-    TRAIL_ALERT: "A CloudTrail trail of the account was stopped, deleted, or its selectors or settings changed",
+    TRAIL_ALERT: "A CloudTrail trail was stopped, deleted, or its selectors or settings changed",
     BUCKET_POLICY_ALERT: "The policy of one of the stack's buckets was replaced or deleted",
 }
 

@@ -61,7 +61,9 @@ def audit_alerts(ctx: StackContext) -> list[EventAlert]:
                 role="bucket-policy-changes",
                 rule_name=naming.event_rule_name(names.stack_prefix, "bucket-policy-changes"),
                 description=audit_documents.AUDIT_ALERTS[audit_documents.BUCKET_POLICY_ALERT],
-                pattern=audit_documents.bucket_policy_event_pattern([b for bs in buckets.values() for b in bs]),
+                pattern=audit_documents.bucket_policy_event_pattern(
+                    [b for bs in buckets.values() for b in bs]
+                ),
                 forward_regions=tuple(sorted(set(buckets) - {ctx.cfg.region})),
             )
         )

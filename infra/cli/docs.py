@@ -212,8 +212,9 @@ def runbook_index() -> str:
     out += [
         "## audit (EventBridge rules, `infra/audit/documents.py`)",
         "",
-        "Not Prometheus alerts: CloudTrail events matched by EventBridge rules and sent to the key guard's SNS "
-        "topic (`<stack>-key-alerts`, subscribed by `security.alert_emails`), the message being the event.",
+        "Not Prometheus alerts: CloudTrail events matched by EventBridge rules and sent to the key guard's "
+        "SNS topic (`<stack>-key-alerts`, subscribed by `security.alert_emails`), the message being the "
+        "event.",
         "",
         "| alert | events | summary |",
         "|---|---|---|",
@@ -223,7 +224,9 @@ def runbook_index() -> str:
         audit_documents.BUCKET_POLICY_ALERT: audit_documents.BUCKET_POLICY_EVENTS,
     }
     for name, summary in audit_documents.AUDIT_ALERTS.items():
-        out.append(f"| [{name}]({name}.md) | {', '.join(f'`{e}`' for e in events[name])} | {_cell(summary)} |")
+        out.append(
+            f"| [{name}]({name}.md) | {', '.join(f'`{e}`' for e in events[name])} | {_cell(summary)} |"
+        )
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from infra.context import StackContext
 from infra.core import naming
 from infra.fsx import constraints as fsx_facts
-from infra.keys.component.keyguard import KeyGuard, KeyGuardArgs
+from infra.keys.component.keyguard import EventAlert, KeyGuard, KeyGuardArgs
 from infra.keys.component.kms import KmsKeys, KmsKeysArgs
 from infra.keys.documents.kms_policy import KeyAccess, KeyPurpose
 from infra.stack.schema import Role, StorageBackend, TrailMode

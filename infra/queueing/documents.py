@@ -382,6 +382,7 @@ def team_policy(
 
 # -- the team's container repositories ----------------------------------------------------------------------
 
+
 def team_repository_policy(
     *, pushers: Sequence[str], team_role_arn: str, admins: Sequence[str] = ()
 ) -> Policy:

@@ -23,13 +23,13 @@ from infra.stack.schema import (
     StorageBackend,
     TrailMode,
 )
+from infra.storage import documents as storage_documents
 from infra.storage.component.break_glass import BreakGlassGrants, BreakGlassGrantsArgs
 from infra.storage.component.buckets import Buckets, BucketsArgs, NoncurrentRule
 from infra.storage.component.registry import Registry, RegistryArgs
 from infra.storage.component.replication import ArtifactReplication, ArtifactReplicationArgs, ReplicaTarget
 from infra.storage.component.signing import ReleaseSigningKey, ReleaseSigningKeyArgs
 from infra.storage.config.storage import PUBLISHER_ROLE, RELEASE_PREFIX
-from infra.storage import documents as storage_documents
 from infra.storage.documents import GuardedBucket, ReleaseGuard, break_glass_storage_policy
 
 DATA_PURPOSES = (BucketPurpose.datasets, BucketPurpose.checkpoints, BucketPurpose.artifacts)
@@ -64,7 +64,7 @@ def release_roles(ctx: StackContext) -> tuple[str, str, str | None]:
 def wire_break_glass_grants(
     ctx: StackContext, out: StorageWiring, data_key_arn: pulumi.Output[str], role_name: pulumi.Input[str]
 ) -> BreakGlassGrants:
-    """The allows behind break-glass's exemptions in the data buckets' and the artifacts replicas' policies."""
+    """The allows behind break-glass's exemptions in the data buckets' and the replicas' policies."""
     assert out.buckets is not None
     _, glass, _ = release_roles(ctx)
     region = ctx.cfg.region

@@ -449,7 +449,8 @@ def test_stopping_or_narrowing_the_trail_alerts(plans, stack: str, event: str) -
 def test_a_changed_policy_on_any_of_our_buckets_alerts(plans, stack: str, event: str) -> None:
     plan = plans[stack]
     buckets = {
-        b.inputs["bucket"]: b.inputs.get("region") or plan.region for b in plan.by_type("aws:s3/bucket:Bucket")
+        b.inputs["bucket"]: b.inputs.get("region") or plan.region
+        for b in plan.by_type("aws:s3/bucket:Bucket")
     }
     rules = _alert_rules(plan, "aws.s3", event)
     if not buckets:  # MinIO, an infer stack with an organization trail: no bucket of its own
@@ -472,7 +473,9 @@ def test_a_changed_policy_on_any_of_our_buckets_alerts(plans, stack: str, event:
 
 @pytest.mark.parametrize("stack", ["stacks/prod-us-train", "examples/odcr"])
 @pytest.mark.parametrize("purpose", ["datasets", "checkpoints", "artifacts"])
-def test_only_break_glass_and_the_deployer_administer_each_data_bucket(plans, stack: str, purpose: str) -> None:
+def test_only_break_glass_and_the_deployer_administer_each_data_bucket(
+    plans, stack: str, purpose: str
+) -> None:
     plan = plans[stack]
     policy = plan.one("aws:s3/bucketPolicy:BucketPolicy", f"storage-{purpose}-policy")
     (guard,) = [s for s in _statements(policy) if s.get("Sid") == "OnlyBreakGlassAndDeployerAdministerBucket"]

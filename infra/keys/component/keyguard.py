@@ -139,7 +139,8 @@ class KeyGuard(pulumi.ComponentResource):
         events = f"arn:{args.partition}:events"
         rule_arn = f"{events}:{args.region}:{args.account_id}:rule/"
         home_rule_arns = [
-            rule_arn + n for n in (args.rule_name, args.break_glass_rule_name, *(a.rule_name for a in args.alerts))
+            rule_arn + n
+            for n in (args.rule_name, args.break_glass_rule_name, *(a.rule_name for a in args.alerts))
         ]
         topic = aws.sns.Topic(
             f"{name}-alerts",
@@ -181,7 +182,13 @@ class KeyGuard(pulumi.ComponentResource):
                 sorted(set(args.forward_regions) - {args.region}),
             ),
         ] + [
-            (a.role, a.rule_name, a.description, dict(a.pattern), sorted(set(a.forward_regions) - {args.region}))
+            (
+                a.role,
+                a.rule_name,
+                a.description,
+                dict(a.pattern),
+                sorted(set(a.forward_regions) - {args.region}),
+            )
             for a in args.alerts
         ]
         # Events delivered before the topic policy lets EventBridge publish are dropped.

@@ -91,12 +91,18 @@ class Registry(pulumi.ComponentResource):
             )
             if args.repository_policy is not None:
                 aws.ecr.RepositoryPolicy(
-                    f"{name}-{repo}-policy", repository=repository.name, policy=args.repository_policy, opts=child
+                    f"{name}-{repo}-policy",
+                    repository=repository.name,
+                    policy=args.repository_policy,
+                    opts=child,
                 )
             self.repositories[repo] = repository
         if args.break_glass_role_name is not None and args.break_glass_policy is not None:
             aws.iam.RolePolicy(
-                f"{name}-break-glass", role=args.break_glass_role_name, policy=args.break_glass_policy, opts=child
+                f"{name}-break-glass",
+                role=args.break_glass_role_name,
+                policy=args.break_glass_policy,
+                opts=child,
             )
 
         self.replica_registries = {
