@@ -505,3 +505,122 @@ def test_every_platform_repository_has_a_policy(plans, stack: str) -> None:
         for urn in p.property_dependencies.get("repository", [])
     }
     assert set(repositories) <= covered, sorted(set(repositories.values()))
+
+
+# -- team members: a Role of their own, no NetworkPolicy rights ------------------------------------------
+
+RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
+FENCES = [
+    ("networking.k8s.io", "networkpolicies"),
+    ("", "resourcequotas"),
+    ("", "limitranges"),
+    ("rbac.authorization.k8s.io", "roles"),
+    ("rbac.authorization.k8s.io", "rolebindings"),
+]
+
+
+def _grants(rules: list[dict], group: str, resource: str, verb: str) -> bool:
+    """Whether RBAC ``rules`` allow ``verb`` on ``group``/``resource`` (wildcards included)."""
+    return any(
+        (group in r.get("apiGroups", []) or "*" in r.get("apiGroups", []))
+        and (resource in r.get("resources", []) or "*" in r.get("resources", []))
+        and (verb in r.get("verbs", []) or "*" in r.get("verbs", []))
+        for r in rules
+    )
+
+
+def _members_rbac(plan: Plan, namespace: str) -> tuple[RecordedResource, RecordedResource]:
+    (role,) = [r for r in plan.by_type(f"{RBAC}:Role") if r.inputs["metadata"]["namespace"] == namespace]
+    (binding,) = [
+        r for r in plan.by_type(f"{RBAC}:RoleBinding") if r.inputs["metadata"]["namespace"] == namespace
+    ]
+    return role, binding
+
+
+def test_team_members_get_an_access_entry_in_the_teams_group_and_no_access_policy(plans) -> None:
+    plan = plans["stacks/prod-us-train"]
+    members = plan.config["teams"]["research"]["members"]
+    assert members
+    entries = {r.inputs["principalArn"]: r for r in plan.by_type("aws:eks/accessEntry:AccessEntry")}
+    associated = {
+        r.inputs["principalArn"]
+        for r in plan.by_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    }
+    _, binding = _members_rbac(plan, "team-research")
+    (subject,) = binding.inputs["subjects"]
+    assert subject["kind"] == "Group" and not subject["name"].startswith("system:")
+    for arn in members.values():
+        assert entries[arn].inputs["kubernetesGroups"] == [subject["name"]]
+        assert entries[arn].inputs["type"] == "STANDARD"
+        # an access policy would authorize on top of RBAC (edit: NetworkPolicies too)
+        assert arn not in associated
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "stacks/dev-us-train"])
+def test_the_members_role_runs_jobs_and_writes_no_fence(plans, stack: str) -> None:
+    from tests.k8s.validate import validate_plan
+
+    plan = plans[stack]
+    for team in plan.config["teams"]:
+        role, binding = _members_rbac(plan, f"team-{team}")
+        rules = role.inputs["rules"]
+        assert binding.inputs["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": role.inputs["metadata"]["name"],
+        }
+        for group, resource in FENCES:
+            for verb in ("create", "update", "patch", "delete", "deletecollection"):
+                assert not _grants(rules, group, resource, verb), (team, resource, verb)
+        assert not _grants(rules, "", "secrets", "get")
+        assert not _grants(rules, "", "pods/exec", "create")
+        # what aiplat train and the how-to guides do
+        for group, resource, verb in [
+            ("trainer.kubeflow.org", "trainjobs", "create"),
+            ("trainer.kubeflow.org", "trainjobs", "delete"),
+            ("kueue.x-k8s.io", "workloads", "list"),
+            ("", "pods", "list"),
+            ("", "pods/log", "get"),
+            ("visibility.kueue.x-k8s.io", "localqueues/pendingworkloads", "get"),
+        ]:
+            assert _grants(rules, group, resource, verb), (team, resource, verb)
+        (runtimes,) = [
+            r
+            for r in plan.by_type(f"{RBAC}:ClusterRole")
+            if r.inputs["metadata"]["name"] == f"aiplat-team-{team}-runtimes"
+        ]
+        read = runtimes.inputs["rules"]
+        assert _grants(read, "trainer.kubeflow.org", "clustertrainingruntimes", "get")
+        assert not _grants(read, "trainer.kubeflow.org", "clustertrainingruntimes", "update")
+    assert validate_plan(plan, only=lambda o: o.manifest["apiVersion"].startswith("rbac.")) == []
+
+
+def test_an_edit_access_entry_in_a_team_namespace_is_refused(stack_config) -> None:
+    from tests.conftest import with_value
+
+    raw = with_value(
+        stack_config("prod-us-train"),
+        "cluster.access_entries.research-devs",
+        {
+            "principal_arn": "arn:aws:iam::123456789012:role/research-devs",
+            "policy": "AmazonEKSEditPolicy",
+            "namespaces": ["team-research"],
+        },
+    )
+    (finding,) = _rule_findings(raw, "team-access-through-members")
+    assert finding.startswith("aiplat:platform.cluster.access_entries.research-devs: AmazonEKSEditPolicy")
+    assert "teams.research.members" in finding
+    assert _rule_findings(stack_config("prod-us-train"), "team-access-through-members") == []
+
+
+def test_a_member_with_an_access_entry_of_its_own_is_refused(stack_config) -> None:
+    from tests.conftest import with_value
+
+    raw = stack_config("prod-us-train")
+    arn = raw["teams"]["research"]["members"]["engineers"]
+    raw = with_value(raw, "cluster.access_entries.eng", {"principal_arn": arn})
+    (finding,) = _rule_findings(raw, "team-members-one-entry")
+    assert "teams.research.members.engineers" in finding and "cluster.access_entries.eng" in finding
+    raw = with_value(stack_config("prod-us-train"), "teams.production.members", {"eng": arn})
+    (finding,) = _rule_findings(raw, "team-members-one-entry")
+    assert "member of team" in finding
