@@ -318,7 +318,9 @@ def local_queue(names: TeamNames) -> dict[str, Any]:
     }
 
 
-def team_namespace(names: TeamNames, *, metrics_ports: tuple[int, int]) -> WorkloadNamespace:
+def team_namespace(
+    names: TeamNames, *, metrics_ports: tuple[int, int], https_egress: Sequence[str]
+) -> WorkloadNamespace:
     """The team's namespace: ``restricted`` Pod Security, default deny, DNS and HTTPS egress (S3 through the
     gateway endpoint, STS, the API server), all traffic between its own pods (torchrun's c10d rendezvous
     and NCCL between the ranks), and the trainer's metrics ports open to the monitoring namespace."""
@@ -328,6 +330,7 @@ def team_namespace(names: TeamNames, *, metrics_ports: tuple[int, int]) -> Workl
         intra_namespace=True,
         scrape_ports=(PortRange(port=metrics_ports[0], end_port=metrics_ports[1]),),
         labels=names.namespace_labels,
+        https_egress=tuple(https_egress),
     )
 
 

@@ -263,7 +263,15 @@ def wire_queueing(
     exported: dict[str, dict] = {}
     for team in cfg.teams:
         names = team_names(team, cfg.teams[team].namespace)
-        ns = q.team_namespace(names, metrics_ports=SCRAPED_METRICS_PORTS)
+        ns = q.team_namespace(
+            names,
+            metrics_ports=SCRAPED_METRICS_PORTS,
+            https_egress=namespaces.https_egress_cidrs(
+                vpc_cidr=cfg.network.vpc_cidr,
+                s3_cidrs=ctx.facts.s3_prefix_list_cidrs,
+                allowed=cfg.network.workload_egress_cidrs,
+            ),
+        )
         cluster_queue, local_queue = team_documents(cfg, team, flavors)
         policy = pulumi.Output.all(
             arns[BucketPurpose.datasets.value], arns[BucketPurpose.checkpoints.value], data_key_arn

@@ -624,3 +624,81 @@ def test_a_member_with_an_access_entry_of_its_own_is_refused(stack_config) -> No
     raw = with_value(stack_config("prod-us-train"), "teams.production.members", {"eng": arn})
     (finding,) = _rule_findings(raw, "team-members-one-entry")
     assert "member of team" in finding
+
+
+# -- workload pods: HTTPS to the VPC, S3's prefix list and the allow-list only ----------------------------
+
+NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
+def _moto_s3_cidrs(region: str) -> set[str]:
+    """moto's AWS-managed S3 prefix list of ``region`` (what the offline getPrefixList answers from)."""
+    from moto.ec2.models.managed_prefixes import ManagedPrefixListBackend
+
+    class Lists:
+        region_name = region
+        got: dict = {}
+
+        def _create_aws_managed_prefix_list(self, name, address_family, entries):
+            self.got[name] = {e["Cidr"] for e in entries}
+
+    lists = Lists()
+    ManagedPrefixListBackend.create_default_pls(lists)
+    return lists.got[f"com.amazonaws.{region}.s3"]
+
+
+def _https_egress(plan: Plan, namespace: str) -> list[dict]:
+    (policy,) = [
+        r
+        for r in plan.by_type(NETPOL)
+        if r.inputs["metadata"]["namespace"] == namespace
+        and r.inputs["metadata"]["name"] == "allow-https-egress"
+    ]
+    (rule,) = policy.inputs["spec"]["egress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 443}]
+    return [peer["ipBlock"] for peer in rule["to"]]
+
+
+def _workload_namespaces(plan: Plan) -> list[str]:
+    st = plan.config["storage"]
+    out = [st["inference"]["namespace"]]
+    if "training" in plan.config or plan.config.get("role") == "train":
+        out += [st["trainer"]["namespace"], st["publisher"]["namespace"]]
+    out += [f"team-{t}" for t in plan.config.get("teams", {})]
+    return sorted(
+        {ns for ns in out if any(r.inputs["metadata"]["namespace"] == ns for r in plan.by_type(NETPOL))}
+    )
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "stacks/dev-us-train", "stacks/prod-hk-infer"])
+def test_workload_pods_send_https_only_to_the_vpc_and_s3(plans, stack: str) -> None:
+    plan = plans[stack]
+    expected = {plan.config["network"]["vpc_cidr"], *_moto_s3_cidrs(plan.region)}
+    assert (
+        "aws:ec2/getPrefixList:getPrefixList",
+        {"name": f"com.amazonaws.{plan.region}.s3", "region": plan.region},
+    ) in plan.calls
+    namespaces = _workload_namespaces(plan)
+    assert len(namespaces) >= (4 if plan.config.get("teams") else 1), namespaces
+    for ns in namespaces:
+        blocks = _https_egress(plan, ns)
+        assert {b["cidr"] for b in blocks} == expected, ns
+        assert all(b.get("except") is None for b in blocks), ns  # none of them holds IMDS
+
+
+def test_the_allow_list_opens_https_to_its_cidrs_only(stack_config) -> None:
+    from infra.plan.runner import run_plan
+    from infra.stack.parse import parse_platform_config
+    from tests.conftest import assert_rejected, with_value
+
+    raw = stack_config("dev-us-train")
+    cfg = parse_platform_config(with_value(raw, "network.workload_egress_cidrs", ["198.51.100.0/24"]))
+    plan = run_plan("dev-us-train", cfg)
+    for ns in _workload_namespaces(plan):
+        assert "198.51.100.0/24" in {b["cidr"] for b in _https_egress(plan, ns)}, ns
+    assert_rejected(
+        raw,
+        "network.workload_egress_cidrs",
+        ["0.0.0.0/0"],
+        ["network.workload_egress_cidrs", "whole internet"],
+    )
