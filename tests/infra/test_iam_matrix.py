@@ -379,3 +379,49 @@ def test_an_access_entry_for_a_role_of_the_plan_waits_for_the_role(plans, stack:
     assert racing == []
     if plan.config["role"] == "train" or plan.stack in STACKS:
         assert any(e.inputs["principalArn"] in roles for e in entries)  # the break-glass entry is checked
+
+
+# -- the load balancer controller changes listeners and rules of its own cluster only ----------------------
+
+LISTENER_ACTIONS = [
+    "DeleteListener",
+    "DeleteRule",
+    "ModifyListener",
+    "AddListenerCertificates",
+    "RemoveListenerCertificates",
+    "ModifyRule",
+    "SetRulePriorities",
+    "RemoveTags",
+]
+
+
+@pytest.mark.parametrize("stack", [INFER, TRAIN])
+def test_the_load_balancer_controller_changes_only_its_clusters_listeners(plans, stack: str) -> None:
+    plan = plans[stack]
+    iam = PlanIam.of(plan)
+    lbc = _principals(iam, plan)["lbc"]
+    cluster = plan.one("aws:eks/cluster:Cluster").inputs["name"]
+    region = {"aws:RequestedRegion": plan.region}
+    listener = f"arn:aws:elasticloadbalancing:{plan.region}:{ACCOUNT_ID}:listener/app/k8s-x/0123/4567"
+    rule = f"arn:aws:elasticloadbalancing:{plan.region}:{ACCOUNT_ID}:listener-rule/app/k8s-x/0123/4567/89ab"
+    tag = "elbv2.k8s.aws/cluster"
+
+    def decide(action: str, arn: str, tags: dict[str, str], **context: str) -> str:
+        target = Target(arn, "elb", tags=tags)
+        return iam_eval.decide(lbc, f"elasticloadbalancing:{action}", target, {**region, **context})
+
+    for action in LISTENER_ACTIONS:
+        for arn in (listener, rule):
+            assert decide(action, arn, {tag: cluster}) == "allow", (action, arn)
+            assert decide(action, arn, {tag: "another-cluster"}) == "implicit", (action, arn)
+            assert decide(action, arn, {}) == "implicit", (action, arn)  # a listener not of any controller
+    for action in ("CreateListener", "CreateRule"):
+        assert decide(action, "*", {}, **{f"aws:RequestTag/{tag}": cluster}) == "allow"
+        assert decide(action, "*", {}, **{f"aws:RequestTag/{tag}": "another-cluster"}) == "implicit"
+        assert decide(action, "*", {}) == "implicit"
+        # tagging on create, as the controller sends it
+        create = {f"aws:RequestTag/{tag}": cluster, "elasticloadbalancing:CreateAction": action}
+        assert decide("AddTags", listener if action == "CreateListener" else rule, {}, **create) == "allow"
+    # no adopting someone else's listener by tagging it
+    assert decide("AddTags", listener, {}, **{f"aws:RequestTag/{tag}": cluster}) == "implicit"
+    assert decide("AddTags", listener, {tag: cluster}, **{f"aws:RequestTag/{tag}": "x"}) == "implicit"
