@@ -702,3 +702,17 @@ def test_the_allow_list_opens_https_to_its_cidrs_only(stack_config) -> None:
         ["0.0.0.0/0"],
         ["network.workload_egress_cidrs", "whole internet"],
     )
+
+
+def test_a_train_stack_without_a_kms_endpoint_is_refused(stack_config) -> None:
+    # the publisher signs with KMS and its pods reach no public AWS address any more
+    from tests.conftest import with_value
+
+    raw = stack_config("dev-us-train")
+    assert _rule_findings(raw, "publisher-reaches-kms") == []
+    endpoints = [e for e in raw["network"]["interface_endpoints"] if e != "kms"]
+    (finding,) = _rule_findings(
+        with_value(raw, "network.interface_endpoints", endpoints), "publisher-reaches-kms"
+    )
+    assert finding.startswith("aiplat:platform.network.interface_endpoints: has no 'kms'")
+    assert "add 'kms' to network.interface_endpoints" in finding
