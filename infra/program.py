@@ -13,7 +13,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.admission.wire import wire_admission
-from infra.audit.wire import wire_audit, wire_region_settings
+from infra.audit.wire import audit_alerts, wire_audit, wire_region_settings
 from infra.cluster.wire import wire_cluster
 from infra.context import StackContext
 from infra.core.errors import ConfigErrors
@@ -145,7 +145,10 @@ def program(
     log_namespaces = covered_namespaces(stack)
     # ...and the web ACL's request logs (infra/inference).
     key_wiring = wire_keys(
-        stack, log_groups=[*container_log_groups(stack, log_namespaces), *inference_log_groups(stack)]
+        stack,
+        log_groups=[*container_log_groups(stack, log_namespaces), *inference_log_groups(stack)],
+        # the trail and bucket-policy alerts go to the key guard's topic
+        alerts=audit_alerts(stack),
     )
     keys, guard = key_wiring.keys, key_wiring.guard
     # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).

@@ -10,13 +10,64 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
+from infra.audit import documents as audit_documents
 from infra.audit.component import AuditTrail, AuditTrailArgs
 from infra.context import StackContext
 from infra.core import naming
+from infra.keys.component.keyguard import EventAlert
 from infra.keys.component.kms import KmsKeys
-from infra.stack.schema import TrailMode
+from infra.stack.schema import BucketPurpose, Role, StorageBackend, TrailMode
 from infra.storage.rules import trail_object_lock_mode
 from infra.storage.wire import StorageWiring, trail_bucket_name
+
+
+def watched_buckets(ctx: StackContext) -> dict[str, list[str]]:
+    """Region -> the names of the buckets this stack creates there (its data and access-log buckets, its
+    trail bucket, the artifacts replicas and their log buckets): the bucket-policy alert watches them. Names
+    follow from the config (``storage.bucket_names`` or the derived ones), as the buckets are created."""
+    cfg, names = ctx.cfg, ctx.names
+    out: dict[str, list[str]] = {}
+    st = cfg.storage
+    if cfg.role is Role.train and st.backend is StorageBackend.s3:
+        out[cfg.region] = [
+            cfg.bucket_name(p)
+            for p in (BucketPurpose.datasets, BucketPurpose.checkpoints, BucketPurpose.artifacts)
+        ] + [cfg.bucket_name(BucketPurpose.access_logs)]
+        for region in sorted(st.replicate_to):
+            out[region] = [names.bucket("artifacts", region), names.bucket("access-logs", region)]
+    if (trail := trail_bucket_name(ctx)) is not None:
+        out.setdefault(cfg.region, []).append(trail)
+    return out
+
+
+def audit_alerts(ctx: StackContext) -> list[EventAlert]:
+    """The audit alerts, on the key guard's topic (``infra/keys``): CloudTrail trails stopped, deleted or
+    narrowed, in the stack's region (a multi-region trail is changed in its home region); and the policy of
+    one of the stack's buckets replaced or deleted, in each region it has buckets in (forwarded home). Kept
+    whatever ``security.audit.trail`` says: an organization trail is watched as well."""
+    names = ctx.names
+    buckets = watched_buckets(ctx)
+    alerts = [
+        EventAlert(
+            role="trail-changes",
+            rule_name=naming.event_rule_name(names.stack_prefix, "trail-changes"),
+            description=audit_documents.AUDIT_ALERTS[audit_documents.TRAIL_ALERT],
+            pattern=audit_documents.trail_event_pattern(),
+        )
+    ]
+    if buckets:
+        alerts.append(
+            EventAlert(
+                role="bucket-policy-changes",
+                rule_name=naming.event_rule_name(names.stack_prefix, "bucket-policy-changes"),
+                description=audit_documents.AUDIT_ALERTS[audit_documents.BUCKET_POLICY_ALERT],
+                pattern=audit_documents.bucket_policy_event_pattern(
+                    [b for bs in buckets.values() for b in bs]
+                ),
+                forward_regions=tuple(sorted(set(buckets) - {ctx.cfg.region})),
+            )
+        )
+    return alerts
 
 
 def wire_audit(ctx: StackContext, keys: KmsKeys, storage: StorageWiring) -> AuditTrail | None:

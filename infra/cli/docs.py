@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from infra.audit import documents as audit_documents
 from infra.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_OK
 from infra.core import instance_types
 from infra.io.monitoring import MONITORING_DIR, rule_file
@@ -228,6 +229,24 @@ def runbook_index() -> str:
                         f"| {_cell(alert_summary(rule['annotations']['summary']))} |"
                     )
         out.append("")
+    out += [
+        "## audit (EventBridge rules, `infra/audit/documents.py`)",
+        "",
+        "Not Prometheus alerts: CloudTrail events matched by EventBridge rules and sent to the key guard's "
+        "SNS topic (`<stack>-key-alerts`, subscribed by `security.alert_emails`), the message being the "
+        "event.",
+        "",
+        "| alert | events | summary |",
+        "|---|---|---|",
+    ]
+    events = {
+        audit_documents.TRAIL_ALERT: audit_documents.TRAIL_EVENTS,
+        audit_documents.BUCKET_POLICY_ALERT: audit_documents.BUCKET_POLICY_EVENTS,
+    }
+    for name, summary in audit_documents.AUDIT_ALERTS.items():
+        out.append(
+            f"| [{name}]({name}.md) | {', '.join(f'`{e}`' for e in events[name])} | {_cell(summary)} |"
+        )
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -230,6 +230,9 @@ class RegionFacts:
     # Facts of the region's GPU types, fetched only when a GPU pool names a type not offered: the
     # suggestions for such a pool are types with GPUs.
     suggestions: Mapping[str, InstanceFacts] = field(default_factory=dict)
+    # The CIDRs of the region's S3 prefix list (com.amazonaws.<region>.s3): where the S3 gateway endpoint
+    # routes, what the workload pods' HTTPS egress policy names (a NetworkPolicy cannot name a prefix list).
+    s3_prefix_list_cidrs: tuple[str, ...] = ()
 
     def azs_offering(self, instance_type: str) -> tuple[str, ...]:
         return tuple(az for az, types in sorted(self.offerings.items()) if instance_type in types)

@@ -9,6 +9,16 @@ NetworkPolicy with the allows the workload needs. The VPC CNI enforces NetworkPo
 - PSA labels: https://kubernetes.io/docs/concepts/security/pod-security-admission/
 - VPC CNI network policies: https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html
 
+The workload namespaces (trainer, publisher, inference, teams) send HTTPS only to ``https_egress_cidrs``:
+the VPC (the interface endpoints: STS, ECR, CloudWatch Logs, EKS ...), the CIDRs of the region's S3 prefix
+list and ``network.workload_egress_cidrs``. S3 traffic through the gateway endpoint keeps S3's public
+addresses (the endpoint is a route to the prefix list, not an address in the VPC), and an ``ipBlock``
+cannot name a prefix list: the program reads the list's CIDRs (``getPrefixList``) on every ``pulumi up``.
+When AWS adds a range to the list, pods reach it after the next ``pulumi up``.
+https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html
+The cluster services' namespaces (monitoring, exporters, KEDA) keep HTTPS to anywhere: they talk to the
+Kubernetes API through its service address and to AWS APIs that have no endpoint here.
+
 Every ``ipBlock`` that admits the internet excepts the instance metadata address 169.254.169.254/32: with
 hop limit 1 pods cannot get an IMDSv2 token anyway, the policy is the second lock. (EKS Pod Identity's
 agent at 169.254.170.23:80 is not admitted either: workload pods use IRSA.)
@@ -16,6 +26,7 @@ agent at 169.254.170.23:80 is not admitted either: workload pods use IRSA.)
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -108,6 +119,8 @@ class WorkloadNamespace:
     egress_services: tuple[tuple[str, int], ...] = ()
     # labels besides Pod Security's (e.g. the load balancer controller's readiness gate injection)
     labels: Mapping[str, str] = field(default_factory=dict)
+    # where its pods may send HTTPS (``https_egress_cidrs`` for the workloads)
+    https_egress: tuple[str, ...] = (ANYWHERE,)
 
     def __post_init__(self) -> None:
         if self.pod_security is not PodSecurity.restricted and not self.reason:
@@ -123,14 +136,28 @@ def _tcp(*ports: int | str) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": p} for p in ports]
 
 
-def baseline_policies() -> dict[str, dict[str, Any]]:
+def https_egress_cidrs(*, vpc_cidr: str, s3_cidrs: Sequence[str], allowed: Sequence[str]) -> tuple[str, ...]:
+    """Where a workload pod may send HTTPS: the VPC, S3's ranges in the region and the configured
+    allow-list, each once."""
+    if not s3_cidrs:
+        raise ValueError("no CIDRs for the region's S3 prefix list: the workload pods could not reach S3")
+    return tuple(dict.fromkeys([vpc_cidr, *s3_cidrs, *allowed]))
+
+
+def _ip_block(cidr: str) -> dict[str, Any]:
+    net, imds = ipaddress.ip_network(cidr, strict=False), ipaddress.ip_network(IMDS_CIDR)
+    if net.version == imds.version and imds.subnet_of(net):  # type: ignore[arg-type]
+        return {"ipBlock": {"cidr": cidr, "except": [IMDS_CIDR]}}
+    return {"ipBlock": {"cidr": cidr}}
+
+
+def baseline_policies(https_egress: Sequence[str] = (ANYWHERE,)) -> dict[str, dict[str, Any]]:
     """The policies every namespace of ours starts with (name -> spec).
 
     - ``default-deny``: selects every pod, no rule: nothing in or out unless another policy allows it.
     - ``allow-dns``: UDP/TCP 53 to CoreDNS (``k8s-app=kube-dns`` in kube-system).
-    - ``allow-https-egress``: TCP 443 anywhere but IMDS: S3 (the gateway endpoint routes to S3's public
-      ranges, which a policy cannot name by prefix list), STS and ECR through the interface endpoints, and
-      the EKS API (its endpoint ENIs and the ``kubernetes`` service).
+    - ``allow-https-egress``: TCP 443 to ``https_egress`` (the workloads: ``https_egress_cidrs``; the
+      cluster services: anywhere), never IMDS.
     """
     return {
         "default-deny": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
@@ -152,7 +179,7 @@ def baseline_policies() -> dict[str, dict[str, Any]]:
         "allow-https-egress": {
             "podSelector": {},
             "policyTypes": ["Egress"],
-            "egress": [{"to": [{"ipBlock": {"cidr": ANYWHERE, "except": [IMDS_CIDR]}}], "ports": _tcp(443)}],
+            "egress": [{"to": [_ip_block(c) for c in https_egress], "ports": _tcp(443)}],
         },
     }
 
@@ -193,7 +220,7 @@ def network_policies(ns: WorkloadNamespace, *, monitoring_namespace: str) -> dic
     - ``allow-vpc-egress``: all ports to the VPC (monitoring: kubelets, node exporters, pods).
     - ``allow-to-<ns>``: egress to another namespace's service port (MinIO).
     """
-    policies = baseline_policies()
+    policies = baseline_policies(ns.https_egress)
     if ns.intra_namespace:
         policies["allow-same-namespace"] = same_namespace_policy()
     if ns.scrape_ports:
@@ -224,6 +251,7 @@ def workload_namespaces(
     trainer_metrics_ports: tuple[int, int],
     s3_services: Sequence[tuple[str, int]] = (),
     publisher: str | None = None,
+    https_egress: Sequence[str] = (ANYWHERE,),
 ) -> list[WorkloadNamespace]:
     """The stack's workload namespaces (``trainer``/``inference``/``publisher``: the namespace, or None if
     not here).
@@ -250,6 +278,7 @@ def workload_namespaces(
                 scrape_ports=(PortRange(port=trainer_metrics_ports[0], end_port=trainer_metrics_ports[1]),),
                 egress_services=tuple(s3_services),
                 labels=dict([WORKLOADS_LABEL]),
+                https_egress=tuple(https_egress),
             )
         )
     if publisher is not None and publisher != trainer:
@@ -259,6 +288,7 @@ def workload_namespaces(
                 pod_security=PodSecurity.restricted,
                 egress_services=tuple(s3_services),
                 labels=dict([WORKLOADS_LABEL]),
+                https_egress=tuple(https_egress),
             )
         )
     if inference is not None:
@@ -273,6 +303,7 @@ def workload_namespaces(
                 egress_services=tuple(s3_services),
                 # the ALB sends to the inference pods by IP: readiness gates keep rollouts gapless
                 labels=dict([READINESS_GATE_LABEL, WORKLOADS_LABEL]),
+                https_egress=tuple(https_egress),
             )
         )
     out.append(

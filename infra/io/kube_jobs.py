@@ -43,8 +43,8 @@ VISIBILITY_PATH = (
 # (connect, read) seconds of one API request; a private endpoint seen from outside its VPC never answers.
 REQUEST_TIMEOUT = (10, 60)
 ACCESS_FIX = (
-    "ask a cluster admin for an EKS access entry for your IAM principal with edit rights in the team's "
-    "namespace (https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html)"
+    "ask a platform admin to list your IAM role under teams.<team>.members of the stack (an EKS access "
+    "entry in the team's group, bound to its Role; docs/how-to/running-jobs.md)"
 )
 
 

@@ -122,9 +122,14 @@ def gather_facts(cfg: PlatformConfig, provider: aws.Provider, *, source: str = L
             offerings.setdefault(az, set()).add(itype)
         for itype in sorted(set(found.instance_types) - set(instances)):
             instances[itype] = instance_facts(itype, cfg.region, opts)
+    # S3's ranges in the region, as the gateway endpoint's route has them: pods reach S3 at these addresses,
+    # and a NetworkPolicy ipBlock cannot name the prefix list itself.
+    # https://docs.aws.amazon.com/vpc/latest/userguide/working-with-aws-managed-prefix-lists.html
+    s3_cidrs = aws.ec2.get_prefix_list(name=f"com.amazonaws.{cfg.region}.s3", region=cfg.region, opts=opts)
     return RegionFacts(
         region=cfg.region,
         zones=zones,
+        s3_prefix_list_cidrs=tuple(s3_cidrs.cidr_blocks),
         offerings={az: frozenset(ts) for az, ts in offerings.items()},
         instances=instances,
         region_types=region_types,

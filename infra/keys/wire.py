@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from infra.context import StackContext
 from infra.core import naming
 from infra.fsx import constraints as fsx_facts
-from infra.keys.component.keyguard import KeyGuard, KeyGuardArgs
+from infra.keys.component.keyguard import EventAlert, KeyGuard, KeyGuardArgs
 from infra.keys.component.kms import KmsKeys, KmsKeysArgs
 from infra.keys.documents.kms_policy import KeyAccess, KeyPurpose
 from infra.stack.schema import Role, StorageBackend, TrailMode
@@ -77,9 +77,12 @@ class KeyWiring:
     guard: KeyGuard
 
 
-def wire_keys(ctx: StackContext, log_groups: Sequence[str] = ()) -> KeyWiring:
+def wire_keys(
+    ctx: StackContext, log_groups: Sequence[str] = (), alerts: Sequence[EventAlert] = ()
+) -> KeyWiring:
     """The stack's keys and their guard; ``log_groups``: the container log groups the logs key encrypts
-    (``infra/logs/wire.py`` ``container_log_groups``)."""
+    (``infra/logs/wire.py`` ``container_log_groups``); ``alerts``: other capabilities' alerts on the guard's
+    topic (``infra/audit/wire.py`` ``audit_alerts``)."""
     cfg, names, account = ctx.cfg, ctx.names, ctx.account
     keys = KmsKeys(
         "kms",
@@ -111,6 +114,7 @@ def wire_keys(ctx: StackContext, log_groups: Sequence[str] = ()) -> KeyWiring:
             alert_emails=tuple(cfg.security.alert_emails),
             key_admin_principals=tuple(cfg.security.key_admin_principals),
             break_glass_principals=tuple(cfg.security.break_glass_principals),
+            alerts=tuple(alerts),
         ),
         opts=ctx.in_region,
     )

@@ -10,6 +10,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from infra.core.config import Strict, check_log_retention
+from infra.network import cidrs
 
 
 class NatStrategy(StrEnum):
@@ -44,6 +45,9 @@ DEFAULT_INTERFACE_ENDPOINTS = (
     "ssm",
     "ssmmessages",
     "ec2messages",
+    # the release publisher signs manifests with KMS (trainer/signing.py) and the workload pods reach no
+    # public AWS address (infra/core/namespaces.py https_egress_cidrs): rule 'publisher-reaches-kms'
+    "kms",
 )
 NAT_FREE_ENDPOINTS = ("ecr.api", "ecr.dkr", "sts", "ec2")
 
@@ -95,6 +99,24 @@ class NetworkConfig(Strict):
         "are needed.",
     )
     flow_logs: FlowLogsConfig = Field(default_factory=lambda: FlowLogsConfig())
+    workload_egress_cidrs: list[str] = Field(
+        default_factory=list,
+        description="IPv4 CIDRs outside AWS's endpoints that the workload pods (trainer, publisher, "
+        "inference, teams) may reach on HTTPS, e.g. a package mirror or an experiment tracker. Default "
+        "empty: HTTPS only to the VPC (its interface endpoints) and S3's prefix list. Not 0.0.0.0/0.",
+    )
+
+    @field_validator("workload_egress_cidrs")
+    @classmethod
+    def _egress(cls, v: list[str]) -> list[str]:
+        for c in v:
+            try:
+                ipaddress.IPv4Network(c, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{c!r} is not an IPv4 CIDR ({exc})") from None
+            if cidrs.is_world(c):
+                raise ValueError(f"{c!r} is the whole internet; list the hosts' CIDRs the pods need")
+        return v
 
     @field_validator("interface_endpoints")
     @classmethod

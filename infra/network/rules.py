@@ -16,6 +16,8 @@ from infra.network.zones import (
     vpc_zones,
 )
 from infra.stack.registry import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
+from infra.stack.schema import Role
+from infra.storage.config.storage import StorageBackend
 
 # "Your cluster must pull images from a container registry that's in your VPC."
 PRIVATE_CLUSTERS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html"
@@ -99,3 +101,20 @@ def control_plane_zones_supported(ctx: RuleContext) -> Iterator[Finding]:
         + (f", e.g. add {spare[0]}" if spare else ""),
         EKS_NETWORK_DOC,
     )
+
+
+@rule("publisher-reaches-kms")
+def publisher_reaches_kms(ctx: RuleContext) -> Iterator[Finding]:
+    """A train stack with the S3 backend has a KMS interface endpoint: its release publisher signs every
+    manifest with the release signing key (trainer/signing.py), and the workload pods send HTTPS only to
+    the VPC, S3's prefix list and network.workload_egress_cidrs (infra/core/namespaces.py)."""
+    cfg = ctx.cfg
+    signs = cfg.role is Role.train and cfg.storage.backend is StorageBackend.s3
+    if signs and "kms" not in cfg.network.interface_endpoints:
+        yield error(
+            at("network", "interface_endpoints"),
+            "has no 'kms': the release publisher signs manifests with KMS, and its pods reach no public "
+            "AWS address (HTTPS egress: the VPC, S3 and network.workload_egress_cidrs only)",
+            "add 'kms' to network.interface_endpoints",
+            "docs/platform/security.md",
+        )

@@ -45,6 +45,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         self.stack_outputs = dict(stack_outputs or {})
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._data: dict[str, snapshot.OfflineAws] = {}
+        self._prefix_lists: dict[str, dict[str, list[str]]] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "aws:index/getAvailabilityZones:getAvailabilityZones": self._availability_zones,
             "aws:ec2/getInstanceType:getInstanceType": self._instance_type,
@@ -56,6 +57,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "aws:ecr/getAuthorizationToken:getAuthorizationToken": self._ecr_token,
             "aws:lb/getHostedZoneId:getHostedZoneId": self._lb_hosted_zone,
             "aws:kms/getPublicKey:getPublicKey": self._kms_public_key,
+            "aws:ec2/getPrefixList:getPrefixList": self._prefix_list,
         }
 
     # -- data calls -------------------------------------------------------------------------------
@@ -203,6 +205,33 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             "dnsSuffix": "amazonaws.com",
             "reverseDnsPrefix": "com.amazonaws",
         }
+
+    def _prefix_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        """An AWS-managed prefix list by name, as moto's EC2 creates it in every region
+        (moto/ec2/models/managed_prefixes.py ``create_default_pls``). moto gives the S3 list the same three
+        us-east-1 ranges in every region: the offline plan has no region's own S3 ranges, ``pulumi up``
+        reads the real list."""
+        region, name = self._region_of(args), args.get("name")
+        if region not in self._prefix_lists:
+            from moto.ec2.models.managed_prefixes import ManagedPrefixListBackend
+
+            class _Lists:  # receives what moto would create, without starting its EC2 backend
+                region_name = region
+
+                def __init__(self) -> None:
+                    self.lists: dict[str, list[str]] = {}
+
+                def _create_aws_managed_prefix_list(
+                    self, name: str, address_family: str, entries: list
+                ) -> None:  # noqa: E501
+                    self.lists[name] = [e["Cidr"] for e in entries]
+
+            got = _Lists()
+            ManagedPrefixListBackend.create_default_pls(got)  # type: ignore[arg-type]
+            self._prefix_lists[region] = got.lists
+        if name not in self._prefix_lists[region]:
+            raise DataSourceError(f"getPrefixList: moto has no AWS-managed prefix list {name!r} in {region}")
+        return {"id": f"pl-{name}", "name": name, "cidrBlocks": self._prefix_lists[region][name]}
 
     def _region(self, args: dict[str, Any]) -> dict[str, Any]:
         region = self._region_of(args)

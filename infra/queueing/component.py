@@ -100,6 +100,28 @@ class Kueue(pulumi.ComponentResource):
         self.register_outputs({"release": self.release.name})
 
 
+RBAC_TYPES = {
+    "Role": k8s.rbac.v1.Role,
+    "RoleBinding": k8s.rbac.v1.RoleBinding,
+    "ClusterRole": k8s.rbac.v1.ClusterRole,
+    "ClusterRoleBinding": k8s.rbac.v1.ClusterRoleBinding,
+}
+
+TOP_LEVEL = {"metadata": "metadata", "rules": "rules", "roleRef": "role_ref", "subjects": "subjects"}
+
+
+def member_rbac(
+    name: str, docs: Mapping[str, Mapping[str, Any]], opts: pulumi.ResourceOptions
+) -> list[pulumi.CustomResource]:
+    """The typed RBAC objects of ``docs`` (role -> document), named ``<name>-<role>``."""
+    out: list[pulumi.CustomResource] = []
+    for role, doc in sorted(docs.items()):
+        # the top-level fields as the typed resource's arguments; nested ones pass as the API has them
+        body = {TOP_LEVEL[k]: v for k, v in doc.items() if k not in ("apiVersion", "kind")}
+        out.append(RBAC_TYPES[doc["kind"]](f"{name}-{role}", opts=opts, **body))
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class TeamArgs:
     """One team: its namespace (labels, NetworkPolicies), its IAM role (name, the policy JSON) trusted by
@@ -116,6 +138,13 @@ class TeamArgs:
     cluster_queue: Mapping[str, Any]
     local_queue: Mapping[str, Any]
     depends_on_kueue: Sequence[pulumi.Resource] = ()
+    # The team's members: an EKS access entry per principal ARN (keyed by a short name) in the Kubernetes
+    # group ``member_group``, no EKS access policy; ``member_rbac``: the Role, ClusterRole and their
+    # bindings to that group (infra/queueing/rbac.py), by role.
+    cluster_name: pulumi.Input[str] | None = None
+    members: Mapping[str, str] = field(default_factory=dict)
+    member_group: str = ""
+    member_rbac: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 class Team(pulumi.ComponentResource):
@@ -161,6 +190,21 @@ class Team(pulumi.ComponentResource):
             ),
             opts=child_options(self, opts, depends_on=[namespace]),
         )
+        rbac = member_rbac(
+            f"{name}-members", args.member_rbac, child_options(self, opts, depends_on=[namespace])
+        )
+        for key, arn in sorted(args.members.items()):
+            if args.cluster_name is None or not args.member_group:
+                raise ValueError(f"team {args.team}: members need the cluster name and the member group")
+            aws.eks.AccessEntry(
+                f"{name}-member-{key}",
+                cluster_name=args.cluster_name,
+                principal_arn=arn,
+                kubernetes_groups=[args.member_group],
+                type="STANDARD",
+                # created after the RBAC objects: a member's first request finds its Role bound
+                opts=pulumi.ResourceOptions(parent=self, depends_on=rbac),
+            )
         kueue = list(args.depends_on_kueue)
         cq = kueue_object(
             f"{name}-cluster-queue", args.cluster_queue, child_options(self, opts, depends_on=kueue)

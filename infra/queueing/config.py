@@ -17,6 +17,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
+from infra.cluster.config import PrincipalArn
 from infra.core.charts import ChartPin
 from infra.core.config import Strict
 
@@ -297,6 +298,15 @@ class TeamConfig(Strict):
             return list(self.priority_classes)
         return [self.default_priority or stack_default]
 
+    members: dict[str, PrincipalArn] = Field(
+        default_factory=dict,
+        description="The team's people and tools that submit, watch and cancel its jobs: IAM role (or user) "
+        "ARNs keyed by a short name. Each gets an EKS access entry in the team's Kubernetes group "
+        "(aiplat-team-<team>), bound to the team's Role in its namespace only: TrainJobs, Jobs, "
+        "ConfigMaps, pods and their logs, Kueue's workloads and queues read; never the namespace's "
+        "NetworkPolicies, ResourceQuotas, LimitRanges or RBAC. An ARN may be a member of one team and have "
+        "no cluster.access_entries entry (EKS gives a principal one access entry).",
+    )
     releases: bool = Field(
         False,
         description="The release publisher may read what the team's jobs leave under <team>/outputs/ of the "
@@ -304,6 +314,15 @@ class TeamConfig(Strict):
         "publisher's IAM role gets that read grant). Default false: nothing the team writes can be "
         "published.",
     )
+
+    @field_validator("members")
+    @classmethod
+    def _member_names(cls, v: dict[str, str]) -> dict[str, str]:
+        # the key names the member's access entry resource (a stable URN)
+        for key in v:
+            if not re.fullmatch(OBJECT_NAME, key):
+                raise ValueError(f"member name {key!r} is not a lowercase name like 'alice' or 'ci'")
+        return v
 
     @field_validator("quotas")
     @classmethod

@@ -21,7 +21,12 @@ from infra.core import iam
 from infra.core.iam import Policy
 from infra.core.namespaces import PART_OF, PodSecurity, PortRange, WorkloadNamespace
 from infra.queueing.names import TeamNames
-from infra.storage.documents import list_uploads
+from infra.storage.documents import (  # noqa: F401  (the team registry's vocabulary, re-exported)
+    ECR_ADMIN_ACTIONS,
+    ECR_PUSH_ACTIONS,
+    ECR_PUSHER_READ_ACTIONS,
+    list_uploads,
+)
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 # The release name: the chart's objects are named '<release>-...' (kueue-controller-manager,
@@ -313,7 +318,9 @@ def local_queue(names: TeamNames) -> dict[str, Any]:
     }
 
 
-def team_namespace(names: TeamNames, *, metrics_ports: tuple[int, int]) -> WorkloadNamespace:
+def team_namespace(
+    names: TeamNames, *, metrics_ports: tuple[int, int], https_egress: Sequence[str]
+) -> WorkloadNamespace:
     """The team's namespace: ``restricted`` Pod Security, default deny, DNS and HTTPS egress (S3 through the
     gateway endpoint, STS, the API server), all traffic between its own pods (torchrun's c10d rendezvous
     and NCCL between the ranks), and the trainer's metrics ports open to the monitoring namespace."""
@@ -323,6 +330,7 @@ def team_namespace(names: TeamNames, *, metrics_ports: tuple[int, int]) -> Workl
         intra_namespace=True,
         scrape_ports=(PortRange(port=metrics_ports[0], end_port=metrics_ports[1]),),
         labels=names.namespace_labels,
+        https_egress=tuple(https_egress),
     )
 
 
@@ -376,36 +384,6 @@ def team_policy(
 
 
 # -- the team's container repositories ----------------------------------------------------------------------
-
-# What writes an image into a repository (docker push: layer uploads, then the manifest) or removes one.
-# https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-push-iam.html
-ECR_PUSH_ACTIONS = [
-    "ecr:InitiateLayerUpload",
-    "ecr:UploadLayerPart",
-    "ecr:CompleteLayerUpload",
-    "ecr:PutImage",
-    "ecr:BatchDeleteImage",
-]
-# What a pusher reads while pushing (which layers exist) and to check what it pushed.
-ECR_PUSHER_READ_ACTIONS = [
-    "ecr:BatchCheckLayerAvailability",
-    "ecr:BatchGetImage",
-    "ecr:GetDownloadUrlForLayer",
-    "ecr:DescribeImages",
-    "ecr:DescribeImageScanFindings",
-    "ecr:ListImages",
-]
-# What would undo the repository's guarantees (who pushes, immutable tags, scanning, expiry) or remove it:
-# the deployer's and break-glass's only.
-ECR_ADMIN_ACTIONS = [
-    "ecr:SetRepositoryPolicy",
-    "ecr:DeleteRepositoryPolicy",
-    "ecr:DeleteRepository",
-    "ecr:PutImageTagMutability",
-    "ecr:PutImageScanningConfiguration",
-    "ecr:PutLifecyclePolicy",
-    "ecr:DeleteLifecyclePolicy",
-]
 
 
 def team_repository_policy(

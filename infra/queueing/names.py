@@ -22,6 +22,18 @@ PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 CLUSTER_QUEUE_PREFIX = "team-"
 # Every team runs its pods as this service account in its own namespace (the training runtime names it).
 TEAM_SERVICE_ACCOUNT = "trainer"
+# The Kubernetes group of a team's members (their EKS access entries' kubernetesGroups) and the RBAC objects
+# that bind it. Kubernetes reserves the 'system:' prefix for its own groups
+# (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-subjects); EKS passes the
+# names through unchecked (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessEntry.html,
+# kubernetesGroups).
+MEMBER_GROUP_PREFIX = "aiplat-team-"
+MEMBER_ROLE = "aiplat-team-member"
+
+
+def member_group(team: str) -> str:
+    """The Kubernetes group of ``team``'s members: ``aiplat-team-<team>``."""
+    return f"{MEMBER_GROUP_PREFIX}{team}"
 
 
 def local_queue(team: str) -> str:
@@ -53,6 +65,7 @@ class TeamNames:
     local_queue: str
     cluster_queue: str
     service_account: str
+    member_group: str
 
     @property
     def namespace_labels(self) -> dict[str, str]:
@@ -70,4 +83,5 @@ def team_names(team: str, namespace: str | None = None) -> TeamNames:
         local_queue=local_queue(team),
         cluster_queue=cluster_queue(team),
         service_account=TEAM_SERVICE_ACCOUNT,
+        member_group=member_group(team),
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from infra.core import instance_types
 from infra.core.facts import RegionFacts
+from infra.core.teams import team_namespace
 from infra.stack.allowlists import DEFAULT_GPU_BUDGET
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
 from infra.stack.schema import PlatformConfig
@@ -195,3 +196,56 @@ def teams_without_fsx(ctx: RuleContext) -> Iterator[Finding]:
             "turn fsx off, or remove teams (runs then stay in the trainer's namespace)",
             QUEUEING_DOC,
         )
+
+
+ACCESS_DOC = "docs/how-to/running-jobs.md"
+# EKS access policies that write in a namespace (NetworkPolicies among them)
+# (https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html).
+WRITING_ACCESS_POLICIES = ("AmazonEKSEditPolicy", "AmazonEKSAdminPolicy")
+
+
+@rule("team-access-through-members")
+def team_access_through_members(ctx: RuleContext) -> Iterator[Finding]:
+    """No access entry gives edit or admin rights in a team's namespace: those EKS access policies can
+    change its NetworkPolicies, ResourceQuotas and RBAC; a team's people are ``teams.<team>.members``."""
+    namespaces = {team_namespace(t, cfg.namespace): t for t, cfg in ctx.cfg.teams.items()}
+    for name, entry in ctx.cfg.cluster.access_entries.items():
+        if entry.policy.value not in WRITING_ACCESS_POLICIES:
+            continue
+        for ns in entry.namespaces:
+            if (team := namespaces.get(ns)) is not None:
+                yield error(
+                    at("cluster", "access_entries", name),
+                    f"{entry.policy.value} in {ns!r}, team {team}'s namespace, lets the principal change the "
+                    "namespace's NetworkPolicies, ResourceQuotas, LimitRanges and RBAC",
+                    f"remove the entry and list the principal under teams.{team}.members (the team's Role: "
+                    "jobs, logs, queues, no fences)",
+                    ACCESS_DOC,
+                )
+
+
+@rule("team-members-one-entry")
+def team_members_one_entry(ctx: RuleContext) -> Iterator[Finding]:
+    """A member's ARN is in one team and in no ``cluster.access_entries`` entry: EKS gives an IAM principal
+    one access entry (https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html)."""
+    entries = {e.principal_arn: name for name, e in ctx.cfg.cluster.access_entries.items() if e.principal_arn}
+    seen: dict[str, str] = {}
+    for team, cfg in ctx.cfg.teams.items():
+        for key, arn in cfg.members.items():
+            field = at("teams", team, "members", key)
+            if arn in entries:
+                yield error(
+                    field,
+                    f"{arn} has an access entry already (cluster.access_entries.{entries[arn]}); EKS refuses "
+                    "a second entry for one principal",
+                    f"remove cluster.access_entries.{entries[arn]}, or give the team another role",
+                    ACCESS_DOC,
+                )
+            elif arn in seen:
+                yield error(
+                    field,
+                    f"{arn} is a member of team {seen[arn]} too; EKS gives a principal one access entry",
+                    "use one role per team (the member assumes the one of the team it works for)",
+                    ACCESS_DOC,
+                )
+            seen.setdefault(arn, team)

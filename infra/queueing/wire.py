@@ -26,6 +26,7 @@ from infra.pools.documents.nodes import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LAB
 from infra.queueing import documents as q
 from infra.queueing.component import Kueue, KueueArgs, Team, TeamArgs, TeamRegistry, TeamRegistryArgs
 from infra.queueing.names import TEAM_LABEL, team_names
+from infra.queueing.rbac import member_objects
 from infra.stack.schema import BucketPurpose, PlatformConfig
 from infra.storage import documents as storage_documents
 from infra.storage.wire import StorageWiring, release_roles
@@ -262,7 +263,15 @@ def wire_queueing(
     exported: dict[str, dict] = {}
     for team in cfg.teams:
         names = team_names(team, cfg.teams[team].namespace)
-        ns = q.team_namespace(names, metrics_ports=SCRAPED_METRICS_PORTS)
+        ns = q.team_namespace(
+            names,
+            metrics_ports=SCRAPED_METRICS_PORTS,
+            https_egress=namespaces.https_egress_cidrs(
+                vpc_cidr=cfg.network.vpc_cidr,
+                s3_cidrs=ctx.facts.s3_prefix_list_cidrs,
+                allowed=cfg.network.workload_egress_cidrs,
+            ),
+        )
         cluster_queue, local_queue = team_documents(cfg, team, flavors)
         policy = pulumi.Output.all(
             arns[BucketPurpose.datasets.value], arns[BucketPurpose.checkpoints.value], data_key_arn
@@ -302,6 +311,10 @@ def wire_queueing(
                 cluster_queue=cluster_queue,
                 local_queue=local_queue,
                 depends_on_kueue=[kueue],
+                cluster_name=cluster.cluster.cluster_name,
+                members=dict(cfg.teams[team].members),
+                member_group=names.member_group,
+                member_rbac=member_objects(names),
             ),
             opts=pulumi.ResourceOptions(
                 providers=[ctx.provider, k8s_provider], depends_on=list(k8s_depends_on)
@@ -312,6 +325,7 @@ def wire_queueing(
             "localQueue": names.local_queue,
             "clusterQueue": names.cluster_queue,
             "serviceAccount": names.service_account,
+            "memberGroup": names.member_group,
             "roleArn": teams[team].role_arn,
         }
         if cfg.teams[team].registry.repositories and storage.registry is not None:

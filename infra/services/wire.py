@@ -131,6 +131,11 @@ def workload_namespace_specs(ctx: StackContext) -> list[NamespaceSpec]:
         vpc_cidr=cfg.network.vpc_cidr,
         trainer_metrics_ports=SCRAPED_METRICS_PORTS,
         s3_services=s3_services,
+        https_egress=namespaces.https_egress_cidrs(
+            vpc_cidr=cfg.network.vpc_cidr,
+            s3_cidrs=ctx.facts.s3_prefix_list_cidrs,
+            allowed=cfg.network.workload_egress_cidrs,
+        ),
     )
     return [
         NamespaceSpec(

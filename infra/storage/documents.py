@@ -368,15 +368,21 @@ def bucket_policy(
     kms_key_arn: str | None = None,
     min_tls: str = "1.2",
     release_guard: ReleaseGuard | None = None,
+    admins: Sequence[str] = (),
 ) -> Policy:
     """Policy of a data bucket: TLS only, TLS ``min_tls`` at least, no SSE-C, (with ``kms_key_arn``) no
-    other key or encryption than the bucket's, and (with ``release_guard``) the release path's denials
-    (:func:`release_guard_statements`)."""
+    other key or encryption than the bucket's, with ``release_guard`` the release path's denials
+    (:func:`release_guard_statements`, its admins administer the bucket), else with ``admins`` the
+    administration guard alone (:func:`admin_guard_statement`)."""
     statements = baseline_denials(bucket_arn, min_tls)
     if kms_key_arn is not None:
         statements += deny_other_kms_keys(bucket_arn, kms_key_arn)
     if release_guard is not None:
+        if admins and tuple(admins) != release_guard.admins:
+            raise ValueError("a bucket with a release guard is administered by the guard's admins")
         statements += release_guard_statements(bucket_arn, release_guard)
+    elif admins:
+        statements.append(admin_guard_statement(bucket_arn, admins))
     return policy(*statements)
 
 
@@ -418,13 +424,23 @@ class ReleaseGuard:
 
 @dataclass(frozen=True, kw_only=True)
 class GuardedBucket:
-    """A bucket with a :class:`ReleaseGuard`, for the grants of the principals the guard exempts:
-    ``region`` is the bucket's, ``key_arn`` the key its objects are encrypted with."""
+    """A bucket with a :class:`ReleaseGuard` (or only an administration guard, ``admins``), for the grants
+    of the principals the guard exempts: ``region`` is the bucket's, ``key_arn`` the key its objects are
+    encrypted with."""
 
     arn: str
     region: str
     key_arn: str
-    guard: ReleaseGuard
+    guard: ReleaseGuard | None = None
+    admins: tuple[str, ...] = ()
+
+    @property
+    def writers(self) -> tuple[str, ...]:
+        return self.guard.writers if self.guard is not None else ()
+
+    @property
+    def administrators(self) -> tuple[str, ...]:
+        return self.guard.admins if self.guard is not None else self.admins
 
 
 # What break-glass reads to act on what it may write or administer (the Get/List side of its allows).
@@ -447,11 +463,11 @@ def break_glass_storage_policy(role_arn: str, buckets: Sequence[GuardedBucket]) 
     as an admin: the :data:`BUCKET_ADMIN_ACTIONS` and what they read; and the bucket key's use through S3 in
     the bucket's region for those objects. The role is assumed only with MFA (its trust policy,
     infra/keys/documents/iam.py ``mfa_trust_policy``) and every assumption alerts."""
-    writes = [b for b in buckets if role_arn in b.guard.writers]
-    admin = [b for b in buckets if role_arn in b.guard.admins]
+    writes = [b for b in buckets if role_arn in b.writers]
+    admin = [b for b in buckets if role_arn in b.administrators]
     statements: list[dict[str, Any]] = []
     if writes:
-        objects = [f"{b.arn}/{prefix_pattern(b.guard.prefix)}" for b in writes]
+        objects = [f"{b.arn}/{prefix_pattern(b.guard.prefix)}" for b in writes if b.guard is not None]
         statements += [
             {
                 "Sid": "RepairReleases",
@@ -467,7 +483,12 @@ def break_glass_storage_policy(role_arn: str, buckets: Sequence[GuardedBucket]) 
                 "Condition": {
                     "StringLike": {
                         "s3:prefix": sorted(
-                            {p for b in writes for p in (prefix_pattern(b.guard.prefix), b.guard.prefix)}
+                            {
+                                p
+                                for b in writes
+                                if b.guard is not None
+                                for p in (prefix_pattern(b.guard.prefix), b.guard.prefix)
+                            }
                         )
                     }
                 },
@@ -541,17 +562,24 @@ def release_guard_statements(bucket_arn: str, guard: ReleaseGuard) -> list[dict[
         },
     ]
     if guard.admins:
-        statements.append(
-            {
-                "Sid": "OnlyBreakGlassAndDeployerAdministerBucket",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": list(BUCKET_ADMIN_ACTIONS),
-                "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": list(guard.admins)}},
-            }
-        )
+        statements.append(admin_guard_statement(bucket_arn, guard.admins))
     return statements
+
+
+def admin_guard_statement(bucket_arn: str, admins: Sequence[str]) -> dict[str, Any]:
+    """The bucket policy Deny that leaves the :data:`BUCKET_ADMIN_ACTIONS` (remove versions for good,
+    versioning, lifecycle, replication, the policy itself) to ``admins`` (break-glass and the deployer):
+    every data bucket has it (the artifacts bucket through its :class:`ReleaseGuard`)."""
+    if not admins:
+        raise ValueError("an administration guard names its admins (break-glass and the deployer)")
+    return {
+        "Sid": "OnlyBreakGlassAndDeployerAdministerBucket",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": list(BUCKET_ADMIN_ACTIONS),
+        "Resource": [bucket_arn, f"{bucket_arn}/*"],
+        "Condition": {"ArnNotEquals": {"aws:PrincipalArn": list(admins)}},
+    }
 
 
 def access_log_bucket_policy(
@@ -711,6 +739,99 @@ def replication_policy(
             }
         )
     return policy(*statements)
+
+
+# What writes an image into a repository (docker push: layer uploads, then the manifest) or removes one.
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-push-iam.html
+ECR_PUSH_ACTIONS = [
+    "ecr:InitiateLayerUpload",
+    "ecr:UploadLayerPart",
+    "ecr:CompleteLayerUpload",
+    "ecr:PutImage",
+    "ecr:BatchDeleteImage",
+]
+# What a pusher reads while pushing (which layers exist) and to check what it pushed.
+ECR_PUSHER_READ_ACTIONS = [
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:BatchGetImage",
+    "ecr:GetDownloadUrlForLayer",
+    "ecr:DescribeImages",
+    "ecr:DescribeImageScanFindings",
+    "ecr:ListImages",
+]
+# What would undo the repository's guarantees (who pushes, immutable tags, scanning, expiry) or remove it:
+# the deployer's and break-glass's only.
+ECR_ADMIN_ACTIONS = [
+    "ecr:SetRepositoryPolicy",
+    "ecr:DeleteRepositoryPolicy",
+    "ecr:DeleteRepository",
+    "ecr:PutImageTagMutability",
+    "ecr:PutImageScanningConfiguration",
+    "ecr:PutLifecyclePolicy",
+    "ecr:DeleteLifecyclePolicy",
+]
+
+
+def platform_repository_policy(*, pushers: Sequence[str], admins: Sequence[str]) -> Policy:
+    """The repository policy of the platform's own ECR repositories (the trainer, the release fetch tool,
+    vLLM): only ``pushers`` (the deployer, whose ``pulumi up`` builds and pushes them: infra/training
+    component/images.py) push or delete images, and only ``admins`` (the deployer and break-glass) change
+    the repository. Pulls are the nodes' (their role's AmazonEC2ContainerRegistryPullOnly; same account,
+    so no Allow is needed here), and ECR replication copies images with ``ecr:ReplicateImage`` as the
+    service, not a push.
+
+    A Deny with ``Principal: *`` and a negated ``aws:PrincipalArn`` binds every identity of the account,
+    whatever its IAM policy says. https://docs.aws.amazon.com/AmazonECR/latest/userguide/repository-policies.html
+    """
+    if not pushers or not admins:
+        raise ValueError("a platform repository policy names its pushers and admins (the deployer role)")
+    return policy(
+        {
+            "Sid": "OnlyDeployerPushes",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": list(ECR_PUSH_ACTIONS),
+            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted(pushers)}},
+        },
+        {
+            "Sid": "OnlyAdminsChangeTheRepository",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": list(ECR_ADMIN_ACTIONS),
+            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted(admins)}},
+        },
+    )
+
+
+def platform_replica_repository_policy(*, admins: Sequence[str]) -> Policy:
+    """The policy ECR gives the replicas of the platform's repositories in the inference regions (through
+    the registry's creation template): images arrive by replication, so nobody pushes there, and only
+    ``admins`` change them."""
+    if not admins:
+        raise ValueError("a replica repository policy names its admins (the deployer role)")
+    return policy(
+        {"Sid": "ReplicasAreNotPushed", "Effect": "Deny", "Principal": "*", "Action": list(ECR_PUSH_ACTIONS)},
+        {
+            "Sid": "OnlyAdminsChangeTheRepository",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": list(ECR_ADMIN_ACTIONS),
+            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted(admins)}},
+        },
+    )
+
+
+def registry_break_glass_policy(*, repository_arns: Sequence[str]) -> Policy:
+    """The allow behind break-glass's exemption in the platform's repository policies (and their
+    replicas'): an exemption from a Deny alone grants nothing."""
+    return policy(
+        {
+            "Sid": "AdministerPlatformRepositories",
+            "Effect": "Allow",
+            "Action": list(ECR_ADMIN_ACTIONS),
+            "Resource": sorted(repository_arns),
+        }
+    )
 
 
 def ecr_lifecycle_policy(*, untagged_days: int, keep_tagged: int) -> Policy:

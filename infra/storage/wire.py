@@ -23,6 +23,7 @@ from infra.stack.schema import (
     StorageBackend,
     TrailMode,
 )
+from infra.storage import documents as storage_documents
 from infra.storage.component.break_glass import BreakGlassGrants, BreakGlassGrantsArgs
 from infra.storage.component.buckets import Buckets, BucketsArgs, NoncurrentRule
 from infra.storage.component.registry import Registry, RegistryArgs
@@ -63,17 +64,19 @@ def release_roles(ctx: StackContext) -> tuple[str, str, str | None]:
 def wire_break_glass_grants(
     ctx: StackContext, out: StorageWiring, data_key_arn: pulumi.Output[str], role_name: pulumi.Input[str]
 ) -> BreakGlassGrants:
-    """The allows behind break-glass's exemptions in the artifacts bucket's and its replicas' policies."""
+    """The allows behind break-glass's exemptions in the data buckets' and the replicas' policies."""
     assert out.buckets is not None
     _, glass, _ = release_roles(ctx)
     region = ctx.cfg.region
-    pieces: list[tuple[str, pulumi.Output[str], pulumi.Output[str], ReleaseGuard]] = [
-        (
-            region,
-            out.buckets.bucket_arns[BucketPurpose.artifacts.value],
-            data_key_arn,
-            release_guard(ctx, replica=False),
-        )
+    here = release_guard(ctx, replica=False)
+    pieces: list[tuple[str, pulumi.Output[str], pulumi.Output[str], ReleaseGuard | tuple[str, ...]]] = [
+        (region, out.buckets.bucket_arns[BucketPurpose.artifacts.value], data_key_arn, here)
+    ]
+    # the datasets and checkpoints buckets: administration guard only
+    pieces += [
+        (region, out.buckets.bucket_arns[p.value], data_key_arn, here.admins)
+        for p in DATA_PURPOSES
+        if p is not BucketPurpose.artifacts and here.admins
     ]
     if out.replication is not None:
         rep = out.replication
@@ -86,6 +89,8 @@ def wire_break_glass_grants(
         arns, keys = resolved[::2], resolved[1::2]
         guarded = [
             GuardedBucket(arn=arn, region=r, key_arn=key, guard=guard)
+            if isinstance(guard, ReleaseGuard)
+            else GuardedBucket(arn=arn, region=r, key_arn=key, admins=guard)
             for (r, _, _, guard), arn, key in zip(pieces, arns, keys, strict=True)
         ]
         return json.dumps(break_glass_storage_policy(glass, guarded))
@@ -167,6 +172,8 @@ def wire_storage(
                 min_tls=cfg.security.min_tls_version.value,
                 extra_log_sources=[n for n in [trail_bucket_name(ctx)] if n],
                 release_guards={BucketPurpose.artifacts.value: release_guard(ctx, replica=False)},
+                # the datasets and checkpoints buckets: the same administration guard as the artifacts'
+                admins=release_guard(ctx, replica=False).admins,
             ),
             opts=opts,
         )
@@ -232,6 +239,15 @@ def wire_storage(
 
     reg = cfg.registry
     replica_keys = out.replication.replica_key_arns if out.replication else {}
+    _, glass, deployer = release_roles(ctx)
+    # the deployer builds and pushes the platform's images (infra/training/component/images.py); without a
+    # deployer role named, no repository policy (it would lock pulumi up out of its own pushes)
+    admins = (glass, deployer) if deployer else ()
+    administered = [
+        f"arn:{account.partition}:ecr:{r}:{account.account_id}:repository/{ctx.names.env_prefix}/{repo}"
+        for r in (cfg.region, *sorted(replica_keys))
+        for repo in reg.repositories
+    ]
     out.registry = Registry(
         "registry",
         RegistryArgs(
@@ -244,6 +260,22 @@ def wire_storage(
             partition=account.partition,
             replica_keys=replica_keys,
             protect=cfg.protected,
+            repository_policy=(
+                json.dumps(storage_documents.platform_repository_policy(pushers=[deployer], admins=admins))
+                if deployer
+                else None
+            ),
+            replica_policy=(
+                json.dumps(storage_documents.platform_replica_repository_policy(admins=admins))
+                if deployer and replica_keys
+                else None
+            ),
+            break_glass_role_name=break_glass_role_name if deployer else None,
+            break_glass_policy=(
+                json.dumps(storage_documents.registry_break_glass_policy(repository_arns=administered))
+                if deployer
+                else None
+            ),
         ),
         opts=opts,
     )

@@ -166,6 +166,25 @@ def _requests(train: PlanIam) -> dict[str, tuple[str, Target, Mapping[str, Any]]
             _s3(region),
         ),
     }
+    out |= {
+        "change the checkpoints bucket policy": ("s3:PutBucketPolicy", checkpoints, _s3(region)),
+        "expire the datasets by lifecycle": ("s3:PutLifecycleConfiguration", datasets, _s3(region)),
+        "delete a checkpoint version for good": (
+            "s3:DeleteObjectVersion",
+            _object(checkpoints, "trainer/runs/run-1/step_000000100/.metadata"),
+            _s3(region),
+        ),
+    }
+    trainer_repo = train.repositories["aiplat-prod/trainer"]
+    out |= {
+        "push the trainer image": ("ecr:PutImage", trainer_repo, {"aws:RequestedRegion": region}),
+        "delete a trainer image": ("ecr:BatchDeleteImage", trainer_repo, {"aws:RequestedRegion": region}),
+        "change the trainer repository's policy": (
+            "ecr:SetRepositoryPolicy",
+            trainer_repo,
+            {"aws:RequestedRegion": region},
+        ),
+    }
     team_repo = train.repositories["aiplat-prod/teams/research/byo-llama"]
     out |= {
         "push to research's repository": ("ecr:PutImage", team_repo, {"aws:RequestedRegion": region}),
@@ -229,6 +248,15 @@ TRAIN_MATRIX: dict[str, tuple[Any, ...]] = {
     "pull from research's repository": (ADMINS | {"team-research-ci"}, False),
     "change research's repository policy": ({"deployer", "break-glass"}, True),
     "make research's tags mutable": ({"deployer", "break-glass"}, True),
+    # the datasets and checkpoints buckets: the artifacts bucket's administration guard (issue 33)
+    "change the checkpoints bucket policy": ({"deployer", "break-glass"}, True),
+    "expire the datasets by lifecycle": ({"deployer", "break-glass"}, True),
+    "delete a checkpoint version for good": ({"deployer", "break-glass"}, True),
+    # the platform's repositories: the deployer's pulumi up builds and pushes them (issue 33); pulls are the
+    # nodes' (an AWS managed policy, not modelled)
+    "push the trainer image": ({"deployer"}, True),
+    "delete a trainer image": ({"deployer"}, True),
+    "change the trainer repository's policy": ({"deployer", "break-glass"}, True),
     # teams.research.releases is true in prod-us-train, teams.production.releases is not
     "read a trainer checkpoint": (ADMINS | {"trainer"}, False),
     "write the trainer's exported folder": (ADMINS | {"trainer"}, False),
@@ -351,3 +379,49 @@ def test_an_access_entry_for_a_role_of_the_plan_waits_for_the_role(plans, stack:
     assert racing == []
     if plan.config["role"] == "train" or plan.stack in STACKS:
         assert any(e.inputs["principalArn"] in roles for e in entries)  # the break-glass entry is checked
+
+
+# -- the load balancer controller changes listeners and rules of its own cluster only ----------------------
+
+LISTENER_ACTIONS = [
+    "DeleteListener",
+    "DeleteRule",
+    "ModifyListener",
+    "AddListenerCertificates",
+    "RemoveListenerCertificates",
+    "ModifyRule",
+    "SetRulePriorities",
+    "RemoveTags",
+]
+
+
+@pytest.mark.parametrize("stack", [INFER, TRAIN])
+def test_the_load_balancer_controller_changes_only_its_clusters_listeners(plans, stack: str) -> None:
+    plan = plans[stack]
+    iam = PlanIam.of(plan)
+    lbc = _principals(iam, plan)["lbc"]
+    cluster = plan.one("aws:eks/cluster:Cluster").inputs["name"]
+    region = {"aws:RequestedRegion": plan.region}
+    listener = f"arn:aws:elasticloadbalancing:{plan.region}:{ACCOUNT_ID}:listener/app/k8s-x/0123/4567"
+    rule = f"arn:aws:elasticloadbalancing:{plan.region}:{ACCOUNT_ID}:listener-rule/app/k8s-x/0123/4567/89ab"
+    tag = "elbv2.k8s.aws/cluster"
+
+    def decide(action: str, arn: str, tags: dict[str, str], **context: str) -> str:
+        target = Target(arn, "elb", tags=tags)
+        return iam_eval.decide(lbc, f"elasticloadbalancing:{action}", target, {**region, **context})
+
+    for action in LISTENER_ACTIONS:
+        for arn in (listener, rule):
+            assert decide(action, arn, {tag: cluster}) == "allow", (action, arn)
+            assert decide(action, arn, {tag: "another-cluster"}) == "implicit", (action, arn)
+            assert decide(action, arn, {}) == "implicit", (action, arn)  # a listener not of any controller
+    for action in ("CreateListener", "CreateRule"):
+        assert decide(action, "*", {}, **{f"aws:RequestTag/{tag}": cluster}) == "allow"
+        assert decide(action, "*", {}, **{f"aws:RequestTag/{tag}": "another-cluster"}) == "implicit"
+        assert decide(action, "*", {}) == "implicit"
+        # tagging on create, as the controller sends it
+        create = {f"aws:RequestTag/{tag}": cluster, "elasticloadbalancing:CreateAction": action}
+        assert decide("AddTags", listener if action == "CreateListener" else rule, {}, **create) == "allow"
+    # no adopting someone else's listener by tagging it
+    assert decide("AddTags", listener, {}, **{f"aws:RequestTag/{tag}": cluster}) == "implicit"
+    assert decide("AddTags", listener, {tag: cluster}, **{f"aws:RequestTag/{tag}": "x"}) == "implicit"

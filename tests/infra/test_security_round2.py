@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from infra.plan.mocks import ACCOUNT_ID
 from infra.plan.runner import Plan, RecordedResource
 from tests.conftest import EXAMPLES, STACKS
 
@@ -399,3 +400,319 @@ def test_the_rollout_gets_a_gate_key_of_its_own(monkeypatch) -> None:
     assert file["api-key"][:-1] == clients
     assert exported == [file["api-key"][-1]]  # the tooling's key is vLLM's too
     assert exported[0] not in clients  # but never a client's
+
+
+# -- alerts on the trail and on our buckets' policies -------------------------------------------------------
+
+RULE, TARGET = "aws:cloudwatch/eventRule:EventRule", "aws:cloudwatch/eventTarget:EventTarget"
+
+
+def _alert_rules(plan: Plan, source: str, event: str) -> list[RecordedResource]:
+    out = []
+    for r in plan.by_type(RULE):
+        pattern = json.loads(r.inputs.get("eventPattern") or "{}")
+        if (
+            pattern.get("source") == [source]
+            and pattern.get("detail-type") == ["AWS API Call via CloudTrail"]
+            and event in pattern.get("detail", {}).get("eventName", [])
+        ):
+            out.append(r)
+    return out
+
+
+def _published_to_the_alerts_topic(plan: Plan, rule: RecordedResource) -> bool:
+    """The rule's target is the key guard's topic, whose policy lets EventBridge publish for this rule."""
+    topic = plan.one("aws:sns/topic:Topic", "keyguard-alerts")
+    (policy,) = [p for p in plan.by_type("aws:sns/topicPolicy:TopicPolicy") if topic.urn in p.dependencies]
+    (grant,) = json.loads(policy.inputs["policy"])["Statement"]
+    rule_arn = f"arn:aws:events:{plan.region}:{ACCOUNT_ID}:rule/{rule.inputs['name']}"
+    targets = [t for t in plan.by_type(TARGET) if rule.urn in t.dependencies]
+    return (
+        any(topic.urn in t.property_dependencies.get("arn", []) for t in targets)
+        and rule_arn in grant["Condition"]["ArnEquals"]["aws:SourceArn"]
+    )
+
+
+@pytest.mark.parametrize("stack", ALL)
+@pytest.mark.parametrize("event", ["StopLogging", "DeleteTrail", "PutEventSelectors", "UpdateTrail"])
+def test_stopping_or_narrowing_the_trail_alerts(plans, stack: str, event: str) -> None:
+    plan = plans[stack]
+    rules = [r for r in _alert_rules(plan, "aws.cloudtrail", event) if not r.inputs.get("region")]
+    assert len(rules) == 1, [r.name for r in rules]
+    (rule,) = rules
+    assert json.loads(rule.inputs["eventPattern"])["detail"]["eventSource"] == ["cloudtrail.amazonaws.com"]
+    assert _published_to_the_alerts_topic(plan, rule)
+
+
+@pytest.mark.parametrize("stack", ALL)
+@pytest.mark.parametrize("event", ["PutBucketPolicy", "DeleteBucketPolicy"])
+def test_a_changed_policy_on_any_of_our_buckets_alerts(plans, stack: str, event: str) -> None:
+    plan = plans[stack]
+    buckets = {
+        b.inputs["bucket"]: b.inputs.get("region") or plan.region
+        for b in plan.by_type("aws:s3/bucket:Bucket")
+    }
+    rules = _alert_rules(plan, "aws.s3", event)
+    if not buckets:  # MinIO, an infer stack with an organization trail: no bucket of its own
+        assert rules == []
+        return
+    home = [r for r in rules if not r.inputs.get("region")]
+    assert len(home) == 1
+    watched = json.loads(home[0].inputs["eventPattern"])["detail"]["requestParameters"]["bucketName"]
+    assert set(watched) == set(buckets)
+    assert _published_to_the_alerts_topic(plan, home[0])
+    # a bucket in another region (an artifacts replica): its events are forwarded from there
+    for region in set(buckets.values()) - {plan.region}:
+        (there,) = [r for r in rules if r.inputs.get("region") == region]
+        (target,) = [t for t in plan.by_type(TARGET) if there.urn in t.dependencies]
+        assert target.inputs["arn"] == f"arn:aws:events:{plan.region}:{ACCOUNT_ID}:event-bus/default"
+
+
+# -- the administration guard on every data bucket; the platform's repositories ---------------------------
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "examples/odcr"])
+@pytest.mark.parametrize("purpose", ["datasets", "checkpoints", "artifacts"])
+def test_only_break_glass_and_the_deployer_administer_each_data_bucket(
+    plans, stack: str, purpose: str
+) -> None:
+    plan = plans[stack]
+    policy = plan.one("aws:s3/bucketPolicy:BucketPolicy", f"storage-{purpose}-policy")
+    (guard,) = [s for s in _statements(policy) if s.get("Sid") == "OnlyBreakGlassAndDeployerAdministerBucket"]
+    deployer = plan.config["security"]["account"]["deployer_role"]
+    admins = guard["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+    assert len(admins) == 2
+    assert any(a.endswith(f":role/{deployer}") for a in admins)
+    assert any(a.endswith("-break-glass") for a in admins)
+    assert guard["Principal"] == "*" and guard["Effect"] == "Deny"
+    assert {"s3:PutBucketPolicy", "s3:DeleteObjectVersion", "s3:PutLifecycleConfiguration"} <= set(
+        guard["Action"]
+    )
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "examples/odcr"])
+def test_every_platform_repository_has_a_policy(plans, stack: str) -> None:
+    plan = plans[stack]
+    repositories = {
+        r.urn: r.inputs["name"]
+        for r in plan.by_type("aws:ecr/repository:Repository")
+        if "/teams/" not in r.inputs["name"]
+    }
+    assert repositories
+    covered = {
+        urn
+        for p in plan.by_type("aws:ecr/repositoryPolicy:RepositoryPolicy")
+        for urn in p.property_dependencies.get("repository", [])
+    }
+    assert set(repositories) <= covered, sorted(set(repositories.values()))
+
+
+# -- team members: a Role of their own, no NetworkPolicy rights ------------------------------------------
+
+RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
+FENCES = [
+    ("networking.k8s.io", "networkpolicies"),
+    ("", "resourcequotas"),
+    ("", "limitranges"),
+    ("rbac.authorization.k8s.io", "roles"),
+    ("rbac.authorization.k8s.io", "rolebindings"),
+]
+
+
+def _grants(rules: list[dict], group: str, resource: str, verb: str) -> bool:
+    """Whether RBAC ``rules`` allow ``verb`` on ``group``/``resource`` (wildcards included)."""
+    return any(
+        (group in r.get("apiGroups", []) or "*" in r.get("apiGroups", []))
+        and (resource in r.get("resources", []) or "*" in r.get("resources", []))
+        and (verb in r.get("verbs", []) or "*" in r.get("verbs", []))
+        for r in rules
+    )
+
+
+def _members_rbac(plan: Plan, namespace: str) -> tuple[RecordedResource, RecordedResource]:
+    (role,) = [r for r in plan.by_type(f"{RBAC}:Role") if r.inputs["metadata"]["namespace"] == namespace]
+    (binding,) = [
+        r for r in plan.by_type(f"{RBAC}:RoleBinding") if r.inputs["metadata"]["namespace"] == namespace
+    ]
+    return role, binding
+
+
+def test_team_members_get_an_access_entry_in_the_teams_group_and_no_access_policy(plans) -> None:
+    plan = plans["stacks/prod-us-train"]
+    members = plan.config["teams"]["research"]["members"]
+    assert members
+    entries = {r.inputs["principalArn"]: r for r in plan.by_type("aws:eks/accessEntry:AccessEntry")}
+    associated = {
+        r.inputs["principalArn"]
+        for r in plan.by_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    }
+    _, binding = _members_rbac(plan, "team-research")
+    (subject,) = binding.inputs["subjects"]
+    assert subject["kind"] == "Group" and not subject["name"].startswith("system:")
+    for arn in members.values():
+        assert entries[arn].inputs["kubernetesGroups"] == [subject["name"]]
+        assert entries[arn].inputs["type"] == "STANDARD"
+        # an access policy would authorize on top of RBAC (edit: NetworkPolicies too)
+        assert arn not in associated
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "stacks/dev-us-train"])
+def test_the_members_role_runs_jobs_and_writes_no_fence(plans, stack: str) -> None:
+    from tests.k8s.validate import validate_plan
+
+    plan = plans[stack]
+    for team in plan.config["teams"]:
+        role, binding = _members_rbac(plan, f"team-{team}")
+        rules = role.inputs["rules"]
+        assert binding.inputs["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": role.inputs["metadata"]["name"],
+        }
+        for group, resource in FENCES:
+            for verb in ("create", "update", "patch", "delete", "deletecollection"):
+                assert not _grants(rules, group, resource, verb), (team, resource, verb)
+        assert not _grants(rules, "", "secrets", "get")
+        assert not _grants(rules, "", "pods/exec", "create")
+        # what aiplat train and the how-to guides do
+        for group, resource, verb in [
+            ("trainer.kubeflow.org", "trainjobs", "create"),
+            ("trainer.kubeflow.org", "trainjobs", "delete"),
+            ("kueue.x-k8s.io", "workloads", "list"),
+            ("", "pods", "list"),
+            ("", "pods/log", "get"),
+            ("visibility.kueue.x-k8s.io", "localqueues/pendingworkloads", "get"),
+        ]:
+            assert _grants(rules, group, resource, verb), (team, resource, verb)
+        (runtimes,) = [
+            r
+            for r in plan.by_type(f"{RBAC}:ClusterRole")
+            if r.inputs["metadata"]["name"] == f"aiplat-team-{team}-runtimes"
+        ]
+        read = runtimes.inputs["rules"]
+        assert _grants(read, "trainer.kubeflow.org", "clustertrainingruntimes", "get")
+        assert not _grants(read, "trainer.kubeflow.org", "clustertrainingruntimes", "update")
+    assert validate_plan(plan, only=lambda o: o.manifest["apiVersion"].startswith("rbac.")) == []
+
+
+def test_an_edit_access_entry_in_a_team_namespace_is_refused(stack_config) -> None:
+    from tests.conftest import with_value
+
+    raw = with_value(
+        stack_config("prod-us-train"),
+        "cluster.access_entries.research-devs",
+        {
+            "principal_arn": "arn:aws:iam::123456789012:role/research-devs",
+            "policy": "AmazonEKSEditPolicy",
+            "namespaces": ["team-research"],
+        },
+    )
+    (finding,) = _rule_findings(raw, "team-access-through-members")
+    assert finding.startswith("aiplat:platform.cluster.access_entries.research-devs: AmazonEKSEditPolicy")
+    assert "teams.research.members" in finding
+    assert _rule_findings(stack_config("prod-us-train"), "team-access-through-members") == []
+
+
+def test_a_member_with_an_access_entry_of_its_own_is_refused(stack_config) -> None:
+    from tests.conftest import with_value
+
+    raw = stack_config("prod-us-train")
+    arn = raw["teams"]["research"]["members"]["engineers"]
+    raw = with_value(raw, "cluster.access_entries.eng", {"principal_arn": arn})
+    (finding,) = _rule_findings(raw, "team-members-one-entry")
+    assert "teams.research.members.engineers" in finding and "cluster.access_entries.eng" in finding
+    raw = with_value(stack_config("prod-us-train"), "teams.production.members", {"eng": arn})
+    (finding,) = _rule_findings(raw, "team-members-one-entry")
+    assert "member of team" in finding
+
+
+# -- workload pods: HTTPS to the VPC, S3's prefix list and the allow-list only ----------------------------
+
+NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
+def _moto_s3_cidrs(region: str) -> set[str]:
+    """moto's AWS-managed S3 prefix list of ``region`` (what the offline getPrefixList answers from)."""
+    from moto.ec2.models.managed_prefixes import ManagedPrefixListBackend
+
+    class Lists:
+        region_name = region
+        got: dict = {}
+
+        def _create_aws_managed_prefix_list(self, name, address_family, entries):
+            self.got[name] = {e["Cidr"] for e in entries}
+
+    lists = Lists()
+    ManagedPrefixListBackend.create_default_pls(lists)
+    return lists.got[f"com.amazonaws.{region}.s3"]
+
+
+def _https_egress(plan: Plan, namespace: str) -> list[dict]:
+    (policy,) = [
+        r
+        for r in plan.by_type(NETPOL)
+        if r.inputs["metadata"]["namespace"] == namespace
+        and r.inputs["metadata"]["name"] == "allow-https-egress"
+    ]
+    (rule,) = policy.inputs["spec"]["egress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 443}]
+    return [peer["ipBlock"] for peer in rule["to"]]
+
+
+def _workload_namespaces(plan: Plan) -> list[str]:
+    st = plan.config["storage"]
+    out = [st["inference"]["namespace"]]
+    if "training" in plan.config or plan.config.get("role") == "train":
+        out += [st["trainer"]["namespace"], st["publisher"]["namespace"]]
+    out += [f"team-{t}" for t in plan.config.get("teams", {})]
+    return sorted(
+        {ns for ns in out if any(r.inputs["metadata"]["namespace"] == ns for r in plan.by_type(NETPOL))}
+    )
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "stacks/dev-us-train", "stacks/prod-hk-infer"])
+def test_workload_pods_send_https_only_to_the_vpc_and_s3(plans, stack: str) -> None:
+    plan = plans[stack]
+    expected = {plan.config["network"]["vpc_cidr"], *_moto_s3_cidrs(plan.region)}
+    assert (
+        "aws:ec2/getPrefixList:getPrefixList",
+        {"name": f"com.amazonaws.{plan.region}.s3", "region": plan.region},
+    ) in plan.calls
+    namespaces = _workload_namespaces(plan)
+    assert len(namespaces) >= (4 if plan.config.get("teams") else 1), namespaces
+    for ns in namespaces:
+        blocks = _https_egress(plan, ns)
+        assert {b["cidr"] for b in blocks} == expected, ns
+        assert all(b.get("except") is None for b in blocks), ns  # none of them holds IMDS
+
+
+def test_the_allow_list_opens_https_to_its_cidrs_only(stack_config) -> None:
+    from infra.plan.runner import run_plan
+    from infra.stack.parse import parse_platform_config
+    from tests.conftest import assert_rejected, with_value
+
+    raw = stack_config("dev-us-train")
+    cfg = parse_platform_config(with_value(raw, "network.workload_egress_cidrs", ["198.51.100.0/24"]))
+    plan = run_plan("dev-us-train", cfg)
+    for ns in _workload_namespaces(plan):
+        assert "198.51.100.0/24" in {b["cidr"] for b in _https_egress(plan, ns)}, ns
+    assert_rejected(
+        raw,
+        "network.workload_egress_cidrs",
+        ["0.0.0.0/0"],
+        ["network.workload_egress_cidrs", "whole internet"],
+    )
+
+
+def test_a_train_stack_without_a_kms_endpoint_is_refused(stack_config) -> None:
+    # the publisher signs with KMS and its pods reach no public AWS address any more
+    from tests.conftest import with_value
+
+    raw = stack_config("dev-us-train")
+    assert _rule_findings(raw, "publisher-reaches-kms") == []
+    endpoints = [e for e in raw["network"]["interface_endpoints"] if e != "kms"]
+    (finding,) = _rule_findings(
+        with_value(raw, "network.interface_endpoints", endpoints), "publisher-reaches-kms"
+    )
+    assert finding.startswith("aiplat:platform.network.interface_endpoints: has no 'kms'")
+    assert "add 'kms' to network.interface_endpoints" in finding

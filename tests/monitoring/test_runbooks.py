@@ -45,8 +45,23 @@ def page_url(site, page: Path) -> str:
 
 
 def test_one_runbook_page_per_alert() -> None:
+    from infra.audit.documents import AUDIT_ALERTS
+
     pages = {p.stem for p in RUNBOOKS.glob("*.md")} - {"index"}
-    assert alert_names() and pages == alert_names()
+    assert alert_names() and pages == alert_names() | set(AUDIT_ALERTS)
+
+
+def test_each_audit_alert_page_says_what_to_run_where_to_look_and_how_to_verify() -> None:
+    """The audit alerts' pages (EventBridge, not Prometheus): what it means, commands to run, where to look,
+    how to resolve and how to verify."""
+    from infra.audit.documents import AUDIT_ALERTS
+
+    for name in AUDIT_ALERTS:
+        text = (RUNBOOKS / f"{name}.md").read_text()
+        assert text.startswith(f"# {name}\n"), name
+        for heading in ("## What it means", "## Look", "## Resolve", "## Verify"):
+            assert heading in text, (name, heading)
+        assert "aws " in text and "CloudTrail" in text, name
 
 
 def test_default_docs_url_is_the_site(site) -> None:

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -59,6 +59,19 @@ def break_glass_event_pattern(role_arn: str) -> dict[str, object]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EventAlert:
+    """One more alert on the guard's topic (another capability's, e.g. infra/audit's trail and bucket-policy
+    changes): an EventBridge rule ``rule_name`` with ``pattern`` on the default bus of the stack's region,
+    and in each of ``forward_regions`` a rule that forwards the same events there to it."""
+
+    role: str
+    rule_name: str
+    description: str
+    pattern: Mapping[str, object]
+    forward_regions: Sequence[str] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class KeyGuardArgs:
     """Inputs of KeyGuard; names are decided by the caller. ``forward_regions``: other regions with keys of
     this stack; ``topic_key_arn``: the key the alerts topic is encrypted with; ``*_principals``: the role
@@ -80,6 +93,8 @@ class KeyGuardArgs:
     alert_emails: Sequence[str] = field(default_factory=tuple)
     key_admin_principals: Sequence[str] = ()
     break_glass_principals: Sequence[str] = ()
+    # more alerts to the same topic (EventAlert)
+    alerts: Sequence[EventAlert] = ()
 
 
 class KeyGuard(pulumi.ComponentResource):
@@ -123,7 +138,10 @@ class KeyGuard(pulumi.ComponentResource):
 
         events = f"arn:{args.partition}:events"
         rule_arn = f"{events}:{args.region}:{args.account_id}:rule/"
-        home_rule_arns = [rule_arn + args.rule_name, rule_arn + args.break_glass_rule_name]
+        home_rule_arns = [
+            rule_arn + n
+            for n in (args.rule_name, args.break_glass_rule_name, *(a.rule_name for a in args.alerts))
+        ]
         topic = aws.sns.Topic(
             f"{name}-alerts",
             name=args.topic_name,
@@ -163,6 +181,15 @@ class KeyGuard(pulumi.ComponentResource):
                 break_glass_event_pattern(glass_arn),
                 sorted(set(args.forward_regions) - {args.region}),
             ),
+        ] + [
+            (
+                a.role,
+                a.rule_name,
+                a.description,
+                dict(a.pattern),
+                sorted(set(a.forward_regions) - {args.region}),
+            )
+            for a in args.alerts
         ]
         # Events delivered before the topic policy lets EventBridge publish are dropped.
         after_policy = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[topic_policy]))

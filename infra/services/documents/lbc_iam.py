@@ -244,6 +244,9 @@ def scoped_policy(
       the load balancer, which carries ``kubernetes.io/cluster/<name>`` (the scoping upstream recommends,
       docs/deploy/installation.md at v3.5.0).
 
+    * the listener and rule statements upstream leaves unconditioned are bound to the cluster's tag
+      (``_listener_statements``).
+
     Statements of global or read-only services (IAM, Shield, ACM/Cognito/WAF lookups) keep upstream's form.
     """
     out: list[dict[str, Any]] = []
@@ -268,6 +271,9 @@ def scoped_policy(
         st["Resource"] = resources[0] if len(resources) == 1 else resources
         if cond:
             st["Condition"] = cond
+        if (tagged := _listener_statements(st, actions, cluster_name)) is not None:
+            out += tagged
+            continue
         ingress = {"ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"}
         if (
             set(actions) == ingress
@@ -282,6 +288,82 @@ def scoped_policy(
             continue
         out.append(st)
     return {"Version": POLICY["Version"], "Statement": out}
+
+
+ELB = "elasticloadbalancing:"
+LISTENER_CREATE = ("CreateListener", "CreateRule")
+LISTENER_DELETE = ("DeleteListener", "DeleteRule")
+LISTENER_CHANGE = (
+    "ModifyListener",
+    "AddListenerCertificates",
+    "RemoveListenerCertificates",
+    "ModifyRule",
+    "SetRulePriorities",
+)
+
+
+def _listener_statements(
+    st: dict[str, Any], actions: list[str], cluster_name: str
+) -> list[dict[str, Any]] | None:
+    """Upstream's listener and rule statements that name no condition (Resource ``*`` or any listener),
+    bound to this cluster's tag: the controller (v3.5.0, feature gate ``ListenerRulesTagging``, on by
+    default: pkg/config/feature_gates.go) creates every listener and rule with its tracking tags, the
+    ``elbv2.k8s.aws/cluster`` tag among them (pkg/deploy/elbv2/listener_manager.go and
+    listener_rule_manager.go ``req.Tags``; pkg/deploy/tracking/provider.go), so
+
+    * CreateListener/CreateRule: ``aws:RequestTag/elbv2.k8s.aws/cluster`` = the cluster, and the AddTags
+      of that tagging on create (``elasticloadbalancing:CreateAction``);
+    * DeleteListener/DeleteRule, ModifyListener, Add/RemoveListenerCertificates, ModifyRule,
+      SetRulePriorities, and AddTags/RemoveTags on listeners and rules: ``aws:ResourceTag/...`` = the
+      cluster (the tag changes as upstream's load balancer statement: never of the cluster tag itself).
+
+    ``SetWebAcl`` (the load balancer's web ACL) keeps the region only: which condition keys it supports is
+    not recorded here (no offline copy of the service authorization reference). None: not such a statement.
+    """
+    names = {a.removeprefix(ELB) for a in actions}
+    region_only = st.get("Condition", {}).get("StringEquals", {})
+    if list(region_only) != ["aws:RequestedRegion"] or set(st.get("Condition", {})) != {"StringEquals"}:
+        return None
+    region = region_only["aws:RequestedRegion"]
+    request, resource = f"aws:RequestTag/{CLUSTER_TAG}", f"aws:ResourceTag/{CLUSTER_TAG}"
+
+    def statement(
+        acts: tuple[str, ...], resources: Any, equals: dict[str, Any], **extra: Any
+    ) -> dict[str, Any]:
+        cond: dict[str, Any] = {"StringEquals": {**equals, "aws:RequestedRegion": region}, **extra}
+        return {
+            "Effect": "Allow",
+            "Action": [ELB + a for a in acts],
+            "Resource": resources,
+            "Condition": cond,
+        }
+
+    if names == {*LISTENER_CREATE, *LISTENER_DELETE}:
+        return [
+            statement(LISTENER_CREATE, "*", {request: cluster_name}),
+            statement(LISTENER_DELETE, "*", {resource: cluster_name}),
+        ]
+    if names == {"AddTags", "RemoveTags"} and all(":listener" in r for r in _as_list(st["Resource"])):
+        return [
+            statement(
+                ("AddTags",),
+                st["Resource"],
+                {request: cluster_name, "elasticloadbalancing:CreateAction": list(LISTENER_CREATE)},
+            ),
+            statement(
+                ("AddTags", "RemoveTags"), st["Resource"], {resource: cluster_name}, Null={request: "true"}
+            ),
+        ]
+    if names == {"SetWebAcl", *LISTENER_CHANGE}:
+        return [
+            statement(("SetWebAcl",), "*", {}),
+            statement(LISTENER_CHANGE, "*", {resource: cluster_name}),
+        ]
+    return None
+
+
+def _as_list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else [v]
 
 
 # The scoped policy is over IAM's 6,144-character quota for one managed policy (infra/core/quotas.py), so

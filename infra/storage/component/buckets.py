@@ -110,6 +110,8 @@ class BucketsArgs:
     bucket. ``min_tls``: lowest TLS version the bucket policies accept. ``extra_log_sources``: names of other
     buckets of the stack that log into the access-log bucket (the trail bucket). ``release_guards``: per
     purpose, who may write its ``release/`` and administer the bucket (``storage_documents.ReleaseGuard``).
+    ``admins``: who administers the other data buckets (``storage_documents.admin_guard_statement``; empty:
+    no guard, when the stack names no deployer role and ``pulumi up`` would lock itself out).
     """
 
     names: Mapping[str, str]
@@ -128,6 +130,8 @@ class BucketsArgs:
     load_balancer_logs: bool = False
     # purpose -> who may change its release path (the artifacts bucket, its replicas)
     release_guards: Mapping[str, storage_documents.ReleaseGuard] = field(default_factory=dict)
+    # the role ARNs that alone administer the buckets without a release guard (break-glass, the deployer)
+    admins: Sequence[str] = ()
 
 
 class Buckets(pulumi.ComponentResource):
@@ -193,7 +197,11 @@ class Buckets(pulumi.ComponentResource):
                     lambda v, guard=guard: json.dumps(
                         storage_documents.with_run_records_kept(
                             storage_documents.bucket_policy(
-                                v[0], kms_key_arn=v[1], min_tls=args.min_tls, release_guard=guard
+                                v[0],
+                                kms_key_arn=v[1],
+                                min_tls=args.min_tls,
+                                release_guard=guard,
+                                admins=() if guard is not None else args.admins,
                             ),
                             v[0],
                         )

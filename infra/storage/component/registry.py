@@ -39,6 +39,14 @@ class RegistryArgs:
     replica_keys: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     # Pulumi protect + retain_on_delete on the repositories (images survive a destroy or a rename)
     protect: bool = False
+    # JSON: the repositories' policy (storage_documents.platform_repository_policy) and their replicas'
+    # (through the creation templates); None: none (a stack without a deployer role, which would lock
+    # ``pulumi up`` out of its own pushes)
+    repository_policy: str | None = None
+    replica_policy: str | None = None
+    # the break-glass role (a name or an output of it) and the allow behind its exemption in those policies
+    break_glass_role_name: pulumi.Input[str] | None = None
+    break_glass_policy: pulumi.Input[str] | None = None
 
 
 class Registry(pulumi.ComponentResource):
@@ -81,7 +89,21 @@ class Registry(pulumi.ComponentResource):
             aws.ecr.LifecyclePolicy(
                 f"{name}-{repo}-lifecycle", repository=repository.name, policy=lifecycle, opts=child
             )
+            if args.repository_policy is not None:
+                aws.ecr.RepositoryPolicy(
+                    f"{name}-{repo}-policy",
+                    repository=repository.name,
+                    policy=args.repository_policy,
+                    opts=child,
+                )
             self.repositories[repo] = repository
+        if args.break_glass_role_name is not None and args.break_glass_policy is not None:
+            aws.iam.RolePolicy(
+                f"{name}-break-glass",
+                role=args.break_glass_role_name,
+                policy=args.break_glass_policy,
+                opts=child,
+            )
 
         self.replica_registries = {
             region: f"{args.account_id}.dkr.ecr.{region}.amazonaws.com" for region in args.replica_keys
@@ -146,6 +168,7 @@ class Registry(pulumi.ComponentResource):
                     )
                 ],
                 lifecycle_policy=lifecycle,
+                repository_policy=args.replica_policy,
                 custom_role_arn=role.arn,
                 opts=fixed_name(child),
             )

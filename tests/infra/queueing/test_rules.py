@@ -143,4 +143,6 @@ def test_every_queueing_rule_is_registered() -> None:
         "team-quotas-within-gpu-budget",
         "team-run-has-quota",
         "teams-without-fsx",
+        "team-access-through-members",
+        "team-members-one-entry",
     }
