@@ -38,8 +38,11 @@ class ImageCacheConfig(Strict):
     """Upstream images of the charts pulled through ECR in the stack's region (``<account>.dkr.ecr.
     <region>.amazonaws.com/<prefix>/<upstream>/...``), pinned by digest in infra/mirror/pins.py."""
 
-    prefix: Annotated[str, Field(pattern=PREFIX_PATTERN, min_length=2, max_length=20)] = Field(
-        "cache", description="First part of every cached repository's name ('<prefix>/<upstream>/...')."
+    prefix: Annotated[str, Field(pattern=PREFIX_PATTERN, min_length=2, max_length=28)] | None = Field(
+        None,
+        description="First part of every cached repository's name ('<prefix>/<upstream>/...'); default: "
+        "the stack's prefix (e.g. 'aiplat-prod-train'). A rule's prefix is unique per account and region, "
+        "so two stacks of one account and region need two prefixes.",
     )
     upstreams: dict[str, UpstreamRegistry] = Field(
         default_factory=_default_upstreams,

@@ -64,6 +64,17 @@ class CacheLayout:
             return None
         return self.registry, f"{self.rule_prefix(name)}/{path}"
 
+    def cached_ref(self, ref: str) -> str:
+        """The full reference ``ref`` (``repository[:tag][@sha256:...]``) in the cache, tag and digest
+        kept; unchanged if its registry is not cached (e.g. already our ECR)."""
+        name, at, digest = ref.partition("@")
+        colon = name.find(":", name.rfind("/") + 1)
+        repository, tag = (name[:colon], name[colon:]) if colon != -1 else (name, "")
+        where = self.cached(repository)
+        if where is None:
+            return ref
+        return f"{where[0]}/{where[1]}{tag}{at}{digest}"
+
 
 @dataclass(frozen=True)
 class Gap:

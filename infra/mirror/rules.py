@@ -48,10 +48,20 @@ def stack_charts(cfg: PlatformConfig) -> list[tuple[str, ChartPin]]:
     ]
 
 
+def cache_prefix(cfg: PlatformConfig) -> str:
+    """The first part of the cache's repository names: the config's, else the stack's prefix
+    (``aiplat-prod-train``). ECR keeps a rule's prefix unique per account and region (a second
+    CreatePullThroughCacheRule with it fails with PullThroughCacheRuleAlreadyExistsException), so the
+    stacks of one account and region each get their own; ``infra/plan/names.py`` refuses a clash."""
+    return cfg.image_cache.prefix or cfg.names.stack_prefix
+
+
 def layout(cfg: PlatformConfig, registry: str = "<account>.dkr.ecr.<region>.amazonaws.com") -> CacheLayout:
     ic = cfg.image_cache
     return CacheLayout(
-        registry=registry, prefix=ic.prefix, upstreams={u.url: name for name, u in ic.upstreams.items()}
+        registry=registry,
+        prefix=cache_prefix(cfg),
+        upstreams={u.url: name for name, u in ic.upstreams.items()},
     )
 
 
@@ -70,13 +80,13 @@ def image_cache_rules_accepted(ctx: RuleContext) -> Iterator[Finding]:
     account = ctx.cfg.security.account.id if ctx.cfg.security.account else None
     for name, up in sorted(ic.upstreams.items()):
         field = at("image_cache", "upstreams", name)
-        prefix = f"{ic.prefix}/{name}"
+        prefix = f"{cache_prefix(ctx.cfg)}/{name}"
         if not RULE_PREFIX.fullmatch(prefix) or not 2 <= len(prefix) <= RULE_PREFIX_MAX:
             yield error(
                 field,
                 f"the rule's repository prefix {prefix!r} is not one ECR takes (2-{RULE_PREFIX_MAX} "
                 "characters: lower-case letters, digits, '.', '_', '-' between them, '/' between parts)",
-                "shorten image_cache.prefix or the upstream's name",
+                "set a shorter image_cache.prefix or shorten the upstream's name",
                 CREATE_DOC,
             )
         if up.url in seen:

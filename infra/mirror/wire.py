@@ -11,7 +11,7 @@ from infra.context import StackContext
 from infra.core.charts import ChartPin, ChartRef, chart_ref
 from infra.mirror.component import CacheRule, ImageCache, ImageCacheArgs
 from infra.mirror.documents import CacheLayout, chart_image_values
-from infra.mirror.rules import layout
+from infra.mirror.rules import cache_prefix, layout
 
 
 def registry_host(ctx: StackContext) -> str:
@@ -30,15 +30,20 @@ def cached_chart(ctx: StackContext, pin: ChartPin, *, chart: str | None = None) 
     return chart_ref(pin, chart=chart, image_values=chart_image_values(name, pin.version, cache_layout(ctx)))
 
 
+def cached_image(ctx: StackContext, ref: str) -> str:
+    """An upstream image reference (by digest) pulled through the region's cache instead."""
+    return cache_layout(ctx).cached_ref(ref)
+
+
 def wire_image_cache(ctx: StackContext, *, node_role_names: Sequence[pulumi.Input[str]]) -> ImageCache:
     """The pull through cache rules and the nodes' grant to pull through them."""
-    ic = ctx.cfg.image_cache
+    ic, prefix = ctx.cfg.image_cache, cache_prefix(ctx.cfg)
     cache = ImageCache(
         "image-cache",
         ImageCacheArgs(
             rules={
                 name: CacheRule(
-                    prefix=f"{ic.prefix}/{name}", upstream_url=u.url, credential_arn=u.credential_arn
+                    prefix=f"{prefix}/{name}", upstream_url=u.url, credential_arn=u.credential_arn
                 )
                 for name, u in ic.upstreams.items()
             },

@@ -22,7 +22,7 @@ import pulumi
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core.namespaces import EXPORTERS_NAMESPACE
-from infra.mirror.wire import cached_chart
+from infra.mirror.wire import cached_chart, cached_image
 from infra.monitoring import documents as mon
 from infra.monitoring.assets import MonitoringAssets
 from infra.monitoring.component.exporters import DcgmExporter, EfaExporter, EfaExporterArgs
@@ -157,7 +157,7 @@ def wire_monitoring(
             "efa-exporter",
             EfaExporterArgs(
                 namespace=EXPORTERS_NAMESPACE,
-                image=mc.efa_exporter_image,
+                image=cached_image(ctx, mc.efa_exporter_image),
                 script_name=assets.efa_exporter_script[0],
                 script=assets.efa_exporter_script[1],
             ),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from infra.mirror.documents import CacheLayout, chart_gaps, chart_image_values, needs_credentials
-from infra.mirror.pins import PINS
+from infra.mirror.pins import DIGESTS, PINS
 
 CACHE = CacheLayout(
     registry="111122223333.dkr.ecr.us-east-1.amazonaws.com",
@@ -30,7 +30,8 @@ def test_registry_style_values_split_registry_and_repository() -> None:
 def test_uncached_registries_and_missing_digests_are_gaps() -> None:
     whys = [g.why for g in chart_gaps("dcgm-exporter", "4.8.2", CACHE)]
     assert whys and "AWS takes none" in whys[0]
-    assert any("no digest" in g.why for g in chart_gaps("cert-manager", "v1.21.1", CACHE))
+    assert any("no digest" in g.why for g in chart_gaps("kueue", "0.19.2", CACHE))
+    assert chart_gaps("cert-manager", "v1.21.1", CACHE) == []  # every digest recorded (pins.DIGESTS)
     assert chart_gaps("cert-manager", "v9.9.9", CACHE)[0].why.startswith("no image of cert-manager")
 
 
@@ -45,3 +46,32 @@ def test_docker_hub_and_ghcr_need_credentials_nvcr_has_no_rule() -> None:
     assert needs_credentials("ghcr.io") is True
     assert needs_credentials("quay.io") is False
     assert needs_credentials("nvcr.io") is None
+
+
+def test_recorded_digests_go_into_the_values_with_their_source() -> None:
+    values = chart_image_values("cert-manager", "v1.21.1", CACHE)
+    assert (
+        values["webhook"]["image"]["digest"]
+        == DIGESTS[("quay.io/jetstack/cert-manager-webhook", "v1.21.1")][0]
+    )
+    # kube-prometheus-stack takes the hex only (``sha``), node-exporter's subchart the whole digest
+    kps = chart_image_values("kube-prometheus-stack", "88.5.3", CACHE)
+    sha = kps["prometheus"]["prometheusSpec"]["image"]["sha"]
+    assert len(sha) == 64 and not sha.startswith("sha256:")
+    for pin in PINS:
+        if pin.digest is not None and pin.chart != "karpenter":
+            assert pin.digest_source, pin
+    # every recorded digest belongs to an image and tag some chart runs
+    assert set(DIGESTS) <= {(p.image, p.tag) for p in PINS}
+
+
+def test_a_full_reference_through_the_cache_keeps_tag_and_digest() -> None:
+    digest = "@sha256:" + "c" * 64
+    ref = "public.ecr.aws/docker/library/python:3.12.12-slim-bookworm" + digest
+    assert CACHE.cached_ref(ref) == (
+        f"{CACHE.registry}/cache/ecr-public/docker/library/python:3.12.12-slim-bookworm{digest}"
+    )
+    assert CACHE.cached_ref("quay.io/a/b" + digest) == f"{CACHE.registry}/cache/quay/a/b{digest}"
+    ours = f"{CACHE.registry}/aiplat-prod/x{digest}"
+    assert CACHE.cached_ref(ours) == ours
+    assert CACHE.cached_ref("nvcr.io/nvidia/x:v1") == "nvcr.io/nvidia/x:v1"
