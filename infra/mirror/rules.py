@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pydantic import BaseModel
 
 from infra.core.charts import ChartPin
+from infra.core.config import KubernetesAccess
 from infra.mirror.documents import SECRET_PREFIX, CacheLayout, Gap, chart_gaps, needs_credentials
 from infra.stack.registry import Finding, Phase, RuleContext, at, error, rule, warning
 from infra.stack.schema import PlatformConfig
@@ -26,14 +27,21 @@ CREDENTIAL_ARN = re.compile(
 
 
 def stack_charts(cfg: PlatformConfig) -> list[tuple[str, ChartPin]]:
-    """Every chart the config pins, with its dotted field path (sections the stack does not install are
-    None; Kueue only with teams; the EFA plugin only where a pool has EFA)."""
+    """Every chart the stack installs, with its dotted field path, as the wiring decides: sections the stack
+    does not install are None or ``enabled: false`` (the section's or the chart's own: FSx, monitoring,
+    logs, the load balancer controller, metrics-server, cert-manager); no chart at all with
+    ``kubernetes_access: skip``; Kueue only with teams; Karpenter only with its node pools; the EFA plugin
+    only where a pool has EFA."""
     out: list[tuple[str, ChartPin]] = []
+    if cfg.cluster_services.kubernetes_access is KubernetesAccess.skip:
+        return out
 
     def walk(model: BaseModel, path: tuple[str, ...]) -> None:
+        if getattr(model, "enabled", True) is False:
+            return
         for name in type(model).model_fields:
             value = getattr(model, name)
-            if isinstance(value, ChartPin):
+            if isinstance(value, ChartPin) and getattr(value, "enabled", True) is not False:
                 out.append((".".join((*path, name)), value))
             if isinstance(value, BaseModel):
                 walk(value, (*path, name))
@@ -45,6 +53,7 @@ def stack_charts(cfg: PlatformConfig) -> list[tuple[str, ChartPin]]:
         for p, c in out
         if not (p.startswith("queueing.") and not cfg.teams)
         and not (p.endswith("efa_device_plugin") and not efa)
+        and not (p == "cluster_services.karpenter" and not cfg.cluster_services.karpenter.node_pools)
     ]
 
 
