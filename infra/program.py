@@ -39,6 +39,7 @@ from infra.logs.wire import (
     wire_log_collector,
     wire_log_store,
 )
+from infra.mirror.wire import wire_image_cache
 from infra.monitoring.wire import wire_monitoring
 from infra.network.wire import wire_network
 from infra.pod_storage.wire import wire_cluster_storage
@@ -164,6 +165,10 @@ def program(
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
     services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
+    node_roles = [cluster.cluster.node_role_name]
+    if services is not None and services.karpenter_node_role_name is not None:
+        node_roles.append(services.karpenter_node_role_name)
+    wire_image_cache(stack, node_role_names=node_roles)
     # Kubernetes' own admission policies on the workload namespaces (images by digest, identities).
     if services is not None:
         wire_admission(stack, k8s_provider=cluster.cluster.k8s_provider, k8s_depends_on=[services.gate])

@@ -10,6 +10,7 @@ from infra.fsx import rules as fsx  # noqa: F401
 from infra.inference import rules as inference  # noqa: F401
 from infra.keys import rules as keys  # noqa: F401
 from infra.logs import rules as logs  # noqa: F401
+from infra.mirror import rules as mirror  # noqa: F401
 from infra.network import rules as network  # noqa: F401
 from infra.pools import rules as pools  # noqa: F401
 from infra.preflight import rules as preflight  # noqa: F401

@@ -22,6 +22,19 @@ server's, every team's, the publisher's): what runs there was built by this plat
 * ``aiplat-team-priorities`` (team namespaces): a TrainJob, JobSet, Job or Pod names only a
   WorkloadPriorityClass the team may use (``teams.<team>.priority_classes``, as namespace labels).
 
+``aiplat-system-images`` is bound to every other namespace (the charts' and the node agents':
+cert-manager, monitoring, node-exporters, keda, kueue-system, ...) except ``kube-system`` (and the two
+namespaces that run no pods, ``kube-public`` and ``kube-node-lease``): every image from the stack's own
+ECR registry (``<account>.dkr.ecr.<region>.amazonaws.com/...``: the image cache's repositories and ours)
+by digest. ``kube-system`` is left out because the EKS add-ons (vpc-cni, kube-proxy, CoreDNS, the EBS CSI
+driver, the Pod Identity agent) run there from EKS's own ECR registries, a different account per region
+(https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html), by tag, and EKS (not this
+program) sets and updates those images: a policy there would refuse EKS's own updates. The charts this
+program installs into ``kube-system`` (load balancer controller, metrics-server, device plugins,
+Karpenter, FSx CSI) are held to the same rule before a deployment instead: ``aiplat preflight`` refuses
+a stack whose chart images are not from our ECR by digest (``chart-images-pinned-to-deploy``,
+``infra/mirror``), and ``tests/infra/mirror/test_plan_images.py`` checks every plan.
+
 Every expression guards optional fields with ``has()`` before reading them, and stays within standard CEL
 (``all``, ``matches``, ``has``, ``in``): the tests evaluate them with cel-python on allowed and refused
 objects.
@@ -35,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.core.labels import PRIORITY_ALLOWED_PREFIX, TEAM_LABEL, WORKLOADS_LABEL
-from infra.core.namespaces import PART_OF
+from infra.core.namespaces import NAMESPACE_NAME_LABEL, PART_OF
 from infra.core.teams import team_repository_prefix
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -74,6 +87,17 @@ class AdmissionRules:
     @property
     def registry(self) -> str:
         return f"{self.account_id}.dkr.ecr.{self.region}.{self.partition_dns_suffix}"
+
+    def system_image_pattern(self) -> str:
+        """Any repository of the stack's own ECR registry, by digest (the system namespaces' rule); a tag
+        before the digest (``repo:v1@sha256:...``, as charts render an image with a digest) is allowed: the
+        digest is what the kubelet pulls."""
+        return (
+            "^"
+            + re.escape(f"{self.registry}/")
+            + r"[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?"
+            + DIGEST
+        )
 
     def image_pattern(self) -> str:
         """The RE2 pattern an image reference must match (CEL ``matches`` is RE2, as Python's ``re`` here)."""
@@ -171,6 +195,23 @@ def workload_images_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
             TEAM_IMAGE_MESSAGE.format(teams=f"{where}teams/"),
         ),
     ]
+
+
+def system_images_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
+    pattern = _quote(rules.system_image_pattern())
+    return [
+        validation(
+            _pod_spec_images("object.spec", lambda image: f"{image}.matches({pattern})"),
+            f"every image of a pod in a system namespace comes from the stack's ECR registry "
+            f"({rules.registry}/) by digest (@sha256:...); a chart's images come through the image cache "
+            "(infra/mirror/pins.py records their digests)",
+        )
+    ]
+
+
+# Namespaces the system images policy is not bound to: kube-system runs EKS's add-ons from EKS's own
+# registries by tag (see the module's docstring); kube-public and kube-node-lease run no pods.
+SYSTEM_UNBOUND = ("kube-system", "kube-public", "kube-node-lease")
 
 
 def publisher_identity_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
@@ -317,6 +358,29 @@ def binding(policy_name: str, *, teams_only: bool = False) -> dict[str, Any]:
     }
 
 
+def system_binding(policy_name: str) -> dict[str, Any]:
+    """The binding of ``policy_name`` to every namespace that is no workload namespace, but those of
+    ``SYSTEM_UNBOUND``, denying."""
+    key, value = WORKLOADS_LABEL
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": policy_name, "labels": dict(PART_OF)},
+        "spec": {
+            "policyName": policy_name,
+            "validationActions": ["Deny"],
+            "matchResources": {
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {"key": key, "operator": "NotIn", "values": [value]},
+                        {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(SYSTEM_UNBOUND)},
+                    ]
+                }
+            },
+        },
+    }
+
+
 def admission_objects(rules: AdmissionRules) -> list[dict[str, Any]]:
     """Every policy and its binding."""
     policies = [
@@ -329,4 +393,5 @@ def admission_objects(rules: AdmissionRules) -> list[dict[str, Any]]:
     out = []
     for p, teams_only in policies:
         out += [p, binding(p["metadata"]["name"], teams_only=teams_only)]
-    return out
+    system = policy("aiplat-system-images", [PODS], system_images_validations(rules))
+    return [*out, system, system_binding(system["metadata"]["name"])]

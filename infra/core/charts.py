@@ -8,7 +8,9 @@ validated pin to the components as plain data (``infra.core.charts.chart_ref``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import field_validator
 
@@ -58,6 +60,8 @@ class ChartRef:
     repo: str
     chart: str
     version: str
+    # values that point the chart's images at the region's image cache, merged over the release's values
+    image_values: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def oci(self) -> bool:
@@ -69,7 +73,12 @@ class ChartRef:
         return f"{self.repo.rstrip('/')}/{self.chart}" if self.oci else self.chart
 
 
-def chart_ref(pin: ChartPin, *, chart: str | None = None) -> ChartRef:
+def chart_ref(
+    pin: ChartPin, *, chart: str | None = None, image_values: Mapping[str, Any] | None = None
+) -> ChartRef:
     """The config's validated pin as plain data; ``chart``: another chart released with it (same repository
-    and version, e.g. Karpenter's CRD chart)."""
-    return ChartRef(repo=pin.repo, chart=chart or pin.chart, version=pin.version)
+    and version, e.g. Karpenter's CRD chart); ``image_values``: its images in the region's cache
+    (``infra.mirror.wire.cached_chart``)."""
+    return ChartRef(
+        repo=pin.repo, chart=chart or pin.chart, version=pin.version, image_values=dict(image_values or {})
+    )

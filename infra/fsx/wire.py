@@ -17,7 +17,6 @@ import pulumi
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import naming
-from infra.core.charts import chart_ref
 from infra.core.namespaces import PART_OF
 from infra.fsx import constraints as fsx_facts
 from infra.fsx import documents as fsx_docs
@@ -25,6 +24,7 @@ from infra.fsx.component.filesystem import LogSettings, SharedFileSystem, Shared
 from infra.fsx.component.volume import LustreVolume, LustreVolumeArgs
 from infra.fsx.config import LustreLogLevel
 from infra.keys.component.kms import KmsKeys
+from infra.mirror.wire import cached_chart
 from infra.network.component import GpuVpc
 from infra.services.wire import SYSTEM_NAMESPACE, ClusterServicesWiring
 from infra.storage.wire import StorageWiring
@@ -101,7 +101,7 @@ def wire_fsx(
         volume = LustreVolume(
             "fsx-volume",
             LustreVolumeArgs(
-                chart=chart_ref(fsx.csi_driver),
+                chart=cached_chart(ctx, fsx.csi_driver),
                 driver_namespace=SYSTEM_NAMESPACE,
                 driver_values=fsx_docs.csi_driver_values(region=cfg.region, pools=[pool]),
                 file_system_id=file_system.file_system_id,

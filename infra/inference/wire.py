@@ -35,7 +35,6 @@ import pulumi
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import namespaces, naming
-from infra.core.charts import chart_ref
 from infra.edge import documents as edge_docs
 from infra.edge.component import GlobalCertificate, GlobalRecord
 from infra.edge.wire import api_keys_for, wire_global_certificate, wire_global_record
@@ -53,6 +52,7 @@ from infra.inference.config import API_KEYS_SECRET, Exposure, ImageConfig, Infer
 from infra.inference.documents import alb, keda
 from infra.inference.documents import inference as inf
 from infra.inference.rules import engine_dtype
+from infra.mirror.wire import cached_chart
 from infra.monitoring import documents as mon
 from infra.network.documents import cidr
 from infra.network.zones import vpc_zones
@@ -168,7 +168,7 @@ def wire_keda(ctx: StackContext, cfg: InferenceConfig, opts: pulumi.ResourceOpti
     return Keda(
         "keda",
         KedaArgs(
-            chart=chart_ref(chart),
+            chart=cached_chart(ctx, chart),
             namespace=chart.namespace,
             namespace_labels=namespaces.pss_labels(
                 namespaces.PodSecurity.restricted, ctx.cfg.cluster.kubernetes_version

@@ -16,12 +16,12 @@ import pulumi
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import naming
-from infra.core.charts import chart_ref
 from infra.core.config import KubernetesAccess
 from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.keys.component.kms import KmsKeys
 from infra.logs import documents as logs_docs
 from infra.logs.component import LogCollector, LogCollectorArgs, LogStore, LogStoreArgs
+from infra.mirror.wire import cached_chart
 from infra.monitoring import documents as mon
 from infra.monitoring.wire import MonitoringWiring
 from infra.queueing.names import team_namespace
@@ -145,7 +145,7 @@ def wire_log_collector(
         "logs",
         LogCollectorArgs(
             namespace=namespace,
-            chart=chart_ref(lc.fluent_bit),
+            chart=cached_chart(ctx, lc.fluent_bit),
             values=values,
             pod_monitor=logs_docs.collector_pod_monitor_spec(namespace),
             datasource=logs_docs.datasource_provisioning(cfg.region),

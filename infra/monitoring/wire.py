@@ -21,8 +21,8 @@ import pulumi
 
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
-from infra.core.charts import chart_ref
 from infra.core.namespaces import EXPORTERS_NAMESPACE
+from infra.mirror.wire import cached_chart, cached_image
 from infra.monitoring import documents as mon
 from infra.monitoring.assets import MonitoringAssets
 from infra.monitoring.component.exporters import DcgmExporter, EfaExporter, EfaExporterArgs
@@ -124,8 +124,8 @@ def wire_monitoring(
         "monitoring",
         MonitoringStackArgs(
             namespace=namespace,
-            crds_chart=chart_ref(mc.operator_crds),
-            stack_chart=chart_ref(mc.kube_prometheus_stack),
+            crds_chart=cached_chart(ctx, mc.operator_crds),
+            stack_chart=cached_chart(ctx, mc.kube_prometheus_stack),
             values=values,
             rules={name: mon.prometheus_rule_spec(assets.rules[name], mc.docs_url) for name in rule_names},
             dashboards={name: assets.dashboards[name] for name in dashboard_names},
@@ -144,7 +144,7 @@ def wire_monitoring(
         dcgm = DcgmExporter(
             "dcgm-exporter",
             ChartArgs(
-                chart=chart_ref(mc.dcgm_exporter),
+                chart=cached_chart(ctx, mc.dcgm_exporter),
                 release_name=mon.DCGM_RELEASE,
                 namespace=EXPORTERS_NAMESPACE,
                 values=mon.dcgm_exporter_values(gpu_pools=gpus, counters_csv=assets.dcgm_counters),
@@ -157,7 +157,7 @@ def wire_monitoring(
             "efa-exporter",
             EfaExporterArgs(
                 namespace=EXPORTERS_NAMESPACE,
-                image=mc.efa_exporter_image,
+                image=cached_image(ctx, mc.efa_exporter_image),
                 script_name=assets.efa_exporter_script[0],
                 script=assets.efa_exporter_script[1],
             ),

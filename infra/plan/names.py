@@ -121,6 +121,9 @@ NAMES: dict[str, NameOf] = {
     "aws:cloudwatch/logGroup:LogGroup": _named("name", "region"),
     "aws:ecr/repository:Repository": _named("name", "region"),
     "aws:ecr/repositoryCreationTemplate:RepositoryCreationTemplate": _named("prefix", "region"),
+    # a pull through cache rule's repository prefix is unique per account and region
+    # (https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_CreatePullThroughCacheRule.html)
+    "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": _named("ecrRepositoryPrefix", "region"),
     "aws:ec2/placementGroup:PlacementGroup": _named("name", "region"),
     "aws:ec2/launchTemplate:LaunchTemplate": _named("name", "region"),
     "aws:eks/cluster:Cluster": _named("name", "region"),
@@ -173,6 +176,8 @@ def _fix(type_: str) -> str:
         )
     if type_ == "aws:guardduty/detector:Detector":
         return "let one stack per account and region own it: security.audit.guardduty: false on the other"
+    if type_ == "aws:ecr/pullThroughCacheRule:PullThroughCacheRule":
+        return "set another image_cache.prefix on one of the two stacks (docs/how-to/image-cache.md)"
     if type_.startswith("aws:ecr/replicationConfiguration"):
         return "let one train stack per account and region replicate images (storage.replicate_to)"
     fix = (

@@ -16,12 +16,12 @@ from infra.cluster.component.namespaces import NamespaceSpec
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import namespaces, naming
-from infra.core.charts import chart_ref
 from infra.core.labels import priority_allowed_label
 from infra.core.teams import team_repository, team_repository_prefix
 from infra.core.trainer_settings import SCRAPED_METRICS_PORTS
 from infra.core.trainjobs import quantity_mib
 from infra.karpenter.gpu_offers import gpu_offer
+from infra.mirror.wire import cached_chart
 from infra.pools.documents.nodes import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from infra.queueing import documents as q
 from infra.queueing.component import Kueue, KueueArgs, Team, TeamArgs, TeamRegistry, TeamRegistryArgs
@@ -249,7 +249,7 @@ def wire_queueing(
     kueue = Kueue(
         "kueue",
         KueueArgs(
-            chart=chart_ref(qc.kueue),
+            chart=cached_chart(ctx, qc.kueue),
             namespace=qc.kueue.namespace,
             namespace_labels=namespaces.pss_labels(PSS, cfg.cluster.kubernetes_version),
             values=kueue_chart_values(cfg),

@@ -3,6 +3,7 @@ and the component that is nothing but such a release (``ChartComponent``)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -27,9 +28,13 @@ def chart_release(
     """A Helm release of ``chart`` named ``release_name`` (fixed, so the chart's object names are stable).
 
     HTTPS repositories go through ``repository_opts``; OCI charts are named in full (``oci://.../chart``).
-    ``atomic``: a failed install or upgrade is rolled back instead of left half-applied.
+    ``atomic``: a failed install or upgrade is rolled back instead of left half-applied. The chart's
+    ``image_values`` (its images in the region's cache, by digest) go over ``values``.
     https://www.pulumi.com/registry/packages/kubernetes/api-docs/helm/v3/release/
     """
+    if chart.image_values:
+        overlay = chart.image_values
+        values = pulumi.Output.from_input(values).apply(lambda v: _merged(v, overlay))
     return k8s.helm.v3.Release(
         resource_name,
         name=release_name,
@@ -42,6 +47,17 @@ def chart_release(
         atomic=True,
         opts=opts,
     )
+
+
+def _merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overlay`` on top, nested mappings merged (neither is changed)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,7 +31,7 @@ from infra.cluster.component.storage_classes import StorageClasses, StorageClass
 from infra.cluster.documents import eks_iam
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
-from infra.core import charts, namespaces
+from infra.core import namespaces
 from infra.core.config import KubernetesAccess
 from infra.core.trainer_settings import SCRAPED_METRICS_PORTS
 from infra.karpenter import documents as karpenter_docs
@@ -39,6 +39,7 @@ from infra.karpenter.component.aws import KarpenterAws, KarpenterAwsArgs
 from infra.karpenter.component.chart import Karpenter, KarpenterArgs
 from infra.karpenter.gpu_offers import gpu_offer
 from infra.keys.component.kms import KmsKeys
+from infra.mirror.wire import cached_chart
 from infra.network.component import GpuVpc
 from infra.pod_storage.component.minio import Minio
 from infra.pod_storage.component.pod_iam import PodRoles
@@ -77,6 +78,8 @@ class ClusterServicesWiring:
     # Ingresses wait for it: its webhooks validate Ingresses and Services and inject readiness gates.
     load_balancer_controller: LoadBalancerController | None = None
     ready: list[pulumi.Resource] = field(default_factory=list)
+    # the role of the nodes Karpenter launches (None without Karpenter pools): they pull images too
+    karpenter_node_role_name: pulumi.Output[str] | None = None
 
     @property
     def after_ready(self) -> list[pulumi.Resource]:
@@ -215,9 +218,9 @@ def wire_cluster_services(
             "device-plugins",
             DevicePluginsArgs(
                 namespace=SYSTEM_NAMESPACE,
-                nvidia_chart=charts.chart_ref(services.nvidia_device_plugin),
+                nvidia_chart=cached_chart(ctx, services.nvidia_device_plugin),
                 nvidia_values=device_plugins.nvidia_device_plugin_values(gpus),
-                efa_chart=charts.chart_ref(services.efa_device_plugin) if efa else None,
+                efa_chart=cached_chart(ctx, services.efa_device_plugin) if efa else None,
                 efa_values=device_plugins.efa_device_plugin_values() if efa else None,
             ),
             opts=opts,
@@ -255,7 +258,7 @@ def wire_cluster_services(
         out.load_balancer_controller = LoadBalancerController(
             "lbc",
             ChartArgs(
-                chart=charts.chart_ref(lbc),
+                chart=cached_chart(ctx, lbc),
                 release_name="aws-load-balancer-controller",
                 namespace=SYSTEM_NAMESPACE,
                 values=values,
@@ -267,7 +270,7 @@ def wire_cluster_services(
         MetricsServer(
             "metrics-server",
             ChartArgs(
-                chart=charts.chart_ref(services.metrics_server),
+                chart=cached_chart(ctx, services.metrics_server),
                 release_name="metrics-server",
                 namespace=SYSTEM_NAMESPACE,
                 values=metrics_server.metrics_server_values(
@@ -282,7 +285,7 @@ def wire_cluster_services(
         out.cert_manager = CertManager(
             "cert-manager",
             CertManagerArgs(
-                chart=charts.chart_ref(cm),
+                chart=cached_chart(ctx, cm),
                 namespace=CERT_MANAGER_NAMESPACE,
                 # every cert-manager component runs restricted-compliant by default (its values.yaml)
                 namespace_labels=namespaces.pss_labels(
@@ -297,7 +300,7 @@ def wire_cluster_services(
         out.ready.append(out.cert_manager)
 
     if services.karpenter.node_pools:
-        wire_karpenter(ctx, cluster, keys, system, opts)
+        out.karpenter_node_role_name = wire_karpenter(ctx, cluster, keys, system, opts)
     ctx.export("clusterServices", versions)
     return out
 
@@ -308,9 +311,10 @@ def wire_karpenter(
     keys: KmsKeys,
     system: Sequence[str],
     opts: pulumi.ResourceOptions,
-) -> Karpenter:
+) -> pulumi.Output[str]:
     """Karpenter's AWS side, its releases, the EC2NodeClass and one GPU NodePool per configured pool, whose
-    instance types are those of its families that AWS offers in the VPC's zones (``gpu_offer``)."""
+    instance types are those of its families that AWS offers in the VPC's zones (``gpu_offer``). Returns the
+    name of the role of the nodes it launches."""
     cfg, names = ctx.cfg, ctx.names
     kc = cfg.cluster_services.karpenter
     eks = cluster.cluster
@@ -384,11 +388,11 @@ def wire_karpenter(
             )
         )
     ctx.export("karpenterNodePools", offered)
-    return Karpenter(
+    Karpenter(
         "karpenter",
         KarpenterArgs(
-            chart=charts.chart_ref(kc),
-            crd_chart=charts.chart_ref(kc, chart=kc.crd_chart),
+            chart=cached_chart(ctx, kc),
+            crd_chart=cached_chart(ctx, kc, chart=kc.crd_chart),
             namespace=SYSTEM_NAMESPACE,
             values=values,
             node_class_name=NODE_CLASS,
@@ -399,6 +403,7 @@ def wire_karpenter(
             provider=opts.provider, depends_on=[*inherited_depends_on(opts), aws_side]
         ),
     )
+    return aws_side.node_role_name
 
 
 def wire_workload_identities(

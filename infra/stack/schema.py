@@ -30,6 +30,7 @@ from infra.fsx.config import FsxConfig
 from infra.inference.config import InferenceConfig
 from infra.karpenter.config import KarpenterConfig
 from infra.logs.config import LogsConfig
+from infra.mirror.config import ImageCacheConfig
 from infra.monitoring.config import MonitoringConfig
 from infra.network.config import (
     DEFAULT_INTERFACE_ENDPOINTS,
@@ -229,6 +230,11 @@ class PlatformConfig(Strict):
     monitoring: MonitoringConfig = Field(default_factory=lambda: MonitoringConfig())
     logs: LogsConfig = Field(default_factory=lambda: LogsConfig())
     images: ImagesConfig = Field(default_factory=ImagesConfig)
+    image_cache: ImageCacheConfig = Field(
+        default_factory=lambda: ImageCacheConfig(),
+        description="ECR pull through cache rules of the stack's region: the charts' images come from them "
+        "by digest (infra/mirror/pins.py, docs/how-to/image-cache.md).",
+    )
     training: TrainingConfig | None = Field(
         None, description="Training on the cluster (train stacks): Kubeflow Trainer, runtime, runs."
     )

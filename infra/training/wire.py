@@ -15,8 +15,8 @@ import pulumi
 
 from infra.context import StackContext
 from infra.core import namespaces
-from infra.core.charts import chart_ref
 from infra.core.trainer_settings import TrainerSettings
+from infra.mirror.wire import cached_chart
 from infra.storage.wire import StorageWiring
 from infra.training.component.images import ContainerImages, ContainerImagesArgs, ImageBuildSpec
 from infra.training.component.training import (
@@ -114,7 +114,7 @@ def wire_training(
     operator = KubeflowTrainer(
         "kubeflow-trainer",
         KubeflowTrainerArgs(
-            chart=chart_ref(op),
+            chart=cached_chart(ctx, op),
             namespace=op.namespace,
             namespace_labels=namespaces.pss_labels(PSS, cfg.cluster.kubernetes_version),
             values=t.trainer_chart_values(system_pools),

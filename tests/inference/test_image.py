@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -52,17 +53,20 @@ def test_dockerfile_passes_hadolint() -> None:
 def test_image_installs_exactly_the_pin_file_and_runs_the_tool_as_non_root() -> None:
     ins = instructions(DOCKERFILE)
     copies = [args for word, args in ins if word == "COPY"]
-    assert "images/inference/requirements.txt /tmp/requirements.txt" in copies
+    assert "images/inference/requirements.lock /tmp/requirements.lock" in copies
     assert {"trainer/ /opt/inference/trainer/", "inference/ /opt/inference/inference/"} <= set(copies)
     pip_runs = [args for word, args in ins if word == "RUN" and "pip install" in args]
     assert len(pip_runs) == 1
-    # The one pip install names no package of its own: every version comes from the pin file.
+    # The one pip install names no package of its own: every file comes from the hashed lock of the pin file.
     install = re.search(r"pip install ([^&]*)", pip_runs[0])
     assert install is not None and install.group(1).split() == [
         "--no-cache-dir",
+        "--require-hashes",
+        "--no-deps",
         "-r",
-        "/tmp/requirements.txt",
+        "/tmp/requirements.lock",
     ]
+    assert "pip check" in pip_runs[0]
     users = [args for word, args in ins if word == "USER"]
     assert users and re.fullmatch(r"10001:10001", users[-1]), users  # contract C1: uid 10001, not root
     assert f"--uid {users[-1].split(':')[0]}" in pip_runs[0]
@@ -107,10 +111,13 @@ def pin_sources() -> list[tuple[str, str]]:
     out += [("pyproject dependencies", r) for r in project["dependencies"]]
     for extra, reqs in project.get("optional-dependencies", {}).items():
         out += [(f"pyproject [{extra}]", r) for r in reqs]
-    for req_file in sorted(REPO.glob("images/*/requirements.txt")):
+    for req_file in sorted(
+        [*REPO.glob("images/*/requirements.txt"), *REPO.glob("images/*/requirements.lock")]
+    ):
         for line in req_file.read_text().splitlines():
-            if line.split("#", 1)[0].strip():
-                out.append((str(req_file.relative_to(REPO)), line.split("#", 1)[0].strip()))
+            spec = line.split("#", 1)[0].split(" --hash", 1)[0].rstrip(" \\").strip()
+            if spec and not line.startswith(" "):  # a lock's hash lines are indented
+                out.append((str(req_file.relative_to(REPO)), spec))
     for dockerfile in sorted(REPO.glob("images/*/Dockerfile")):
         for word, args in instructions(dockerfile):
             if word == "RUN" and "pip install" in args:
@@ -140,3 +147,53 @@ def test_one_version_per_library_across_the_repository() -> None:
             ]
     assert not problems, problems
     assert len(by_name["torch"]) >= 2 and len(by_name["boto3"]) >= 4  # the check saw them
+
+
+LOCK = REPO / "images/inference/requirements.lock"
+
+
+def _locked() -> dict[str, tuple[Requirement, list[str]]]:
+    """name -> (requirement, sha256 hashes) of the lock."""
+    text = re.sub(r"\\\n\s*", " ", LOCK.read_text())
+    out = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith(("#", " ")):
+            req = Requirement(line.split(" --hash", 1)[0].split("#", 1)[0].strip())
+            out[canonicalize_name(req.name)] = (req, re.findall(r"--hash=sha256:([0-9a-f]{64})", line))
+    return out
+
+
+def test_the_lock_pins_every_pin_at_its_version_exact_and_hashed() -> None:
+    locked = _locked()
+    for name, version in pins().items():
+        assert name in locked, f"{name} is pinned in {REQUIREMENTS.name} but not locked: regenerate the lock"
+        assert str(locked[name][0].specifier) == f"=={version}", (name, locked[name][0], version)
+    for name, (req, hashes) in locked.items():
+        (spec,) = req.specifier
+        assert spec.operator == "==", f"{name}: {req} is not an exact pin"
+        assert hashes, f"{name} has no --hash in {LOCK.name}"
+
+
+def test_the_lock_is_the_whole_closure() -> None:
+    """Every dependency of a locked package (the image's Linux, Python 3.11) is locked: with --no-deps
+    nothing else is installed. Read from the installed metadata of the same versions."""
+    locked = _locked()
+    env = default_environment() | {
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "python_version": "3.11",
+    }
+    missing = []
+    for name, (req, _) in locked.items():
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue
+        if dist.version != str(next(iter(req.specifier)).version):
+            continue
+        for dep in map(Requirement, dist.requires or []):
+            if dep.marker and not dep.marker.evaluate(env | {"extra": ""}):
+                continue
+            if canonicalize_name(dep.name) not in locked:
+                missing.append(f"{name} needs {dep}")
+    assert not missing, missing

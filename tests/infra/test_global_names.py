@@ -83,3 +83,14 @@ def test_dns_records_are_keyed_by_zone_name_type_and_set_identifier(every_plan) 
     # every record of the owner counts, the global name's validation record among them
     assert validation[0][1] in {n.parts for n in records["stacks/prod-hk-infer"]}
     assert f"{len(records['stacks/prod-hk-infer'])} names (unique in the account)" in dns.problem
+
+
+def test_pull_through_cache_rules_of_one_account_and_region_do_not_share_a_prefix(every_plan) -> None:
+    """ECR keeps a pull through cache rule's repository prefix unique per account and region: each stack's
+    rules carry its own prefix (no clash above), and a second stack with the same prefix is refused."""
+    rule = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
+    owner = every_plan["stacks/prod-us-train"]
+    prefixes = [n.parts[0] for n, r in physical_names(owner) if r.type == rule]
+    assert prefixes and all(p.startswith("aiplat-prod-train/") for p in prefixes), prefixes
+    clashes = [f for f in name_clashes("a", {"a": owner, "b": owner}) if f.field.startswith(rule)]
+    assert len(clashes) == 1 and "image_cache.prefix" in (clashes[0].fix or ""), clashes

@@ -238,6 +238,8 @@ def test_bindings_select_workload_namespaces_and_deny() -> None:
     assert set(bindings) == set(POLICIES)
     for name, spec in bindings.items():
         assert spec["policyName"] == name and spec["validationActions"] == ["Deny"]
+        if name == "aiplat-system-images":  # the other namespaces (test_the_system_binding_...)
+            continue
         assert spec["matchResources"]["namespaceSelector"]["matchLabels"] == {"aiplat.io/workloads": "true"}
     assert bindings["aiplat-team-pods"]["matchResources"]["namespaceSelector"]["matchExpressions"] == [
         {"key": "aiplat.io/team", "operator": "Exists"}
@@ -383,3 +385,59 @@ def test_a_patched_image_volume_of_another_team_is_refused() -> None:
     assert "images from outside the stack's ECR repositories" in message
     ok = trainjob({"volumes": [{"name": "m", "image": {"reference": RESEARCH_IMAGE}}]})
     assert team_refused("aiplat-trainjobs", ok, "team-research") == []
+
+
+# -- the system namespaces --------------------------------------------------------------------------------
+
+REGISTRY = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+CACHED = f"{REGISTRY}/aiplat-prod-train/quay/jetstack/cert-manager-controller"
+
+
+@pytest.mark.parametrize("image", [CACHED + DIGEST, CACHED + ":v1.21.1" + DIGEST, OURS])
+def test_system_pods_from_our_registry_by_digest_pass(image: str) -> None:
+    p = pod(initContainers=[{"name": "init", "image": image}])
+    p["spec"]["containers"][0]["image"] = image
+    assert refused("aiplat-system-images", p, namespace="cert-manager") == []
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        CACHED + ":v1.21.1",  # a tag
+        "quay.io/jetstack/cert-manager-controller" + DIGEST,  # a public registry, even by digest
+        "quay.io/jetstack/cert-manager-controller:v1.21.1",
+        "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin" + DIGEST,  # EKS's
+        "123456789012.dkr.ecr.eu-west-1.amazonaws.com/aiplat-prod-train/x" + DIGEST,  # another region
+    ],
+)
+@pytest.mark.parametrize("where", ["containers", "initContainers", "ephemeralContainers", "volumes"])
+def test_system_pods_refuse_a_tag_and_a_public_registry(image: str, where: str) -> None:
+    p = pod()
+    if where == "containers":
+        p["spec"]["containers"].append({"name": "side", "image": image})
+    elif where == "volumes":
+        p["spec"]["volumes"] = [{"name": "data", "image": {"reference": image}}]
+    else:
+        p["spec"][where] = [{"name": "x", "image": image}]
+    [message] = refused("aiplat-system-images", p, namespace="monitoring")
+    assert f"from the stack's ECR registry ({REGISTRY}/) by digest" in message
+
+
+def test_the_system_binding_takes_every_namespace_but_workloads_and_kube_system() -> None:
+    [b] = [
+        o
+        for o in admission_objects(RULES)
+        if o["kind"] == "ValidatingAdmissionPolicyBinding"
+        and o["spec"]["policyName"] == "aiplat-system-images"
+    ]
+    assert b["spec"]["validationActions"] == ["Deny"]
+    exprs = b["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+
+    def selects(labels: dict[str, str]) -> bool:
+        return all(labels.get(e["key"]) not in e["values"] for e in exprs)  # every operator is NotIn
+
+    assert {e["operator"] for e in exprs} == {"NotIn"}
+    assert selects({"kubernetes.io/metadata.name": "cert-manager"})
+    assert selects({"kubernetes.io/metadata.name": "node-exporters"})
+    assert not selects({"kubernetes.io/metadata.name": "kube-system"})
+    assert not selects({"kubernetes.io/metadata.name": "training", "aiplat.io/workloads": "true"})

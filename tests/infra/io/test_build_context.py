@@ -87,6 +87,12 @@ def test_the_trainer_image_context_is_the_trainer_package() -> None:
     assert tag.startswith("ctx-") and len(tag) == 28
 
 
+def test_the_inference_image_context_has_the_lock_it_installs() -> None:
+    files = context_files(REPO_ROOT, ".", "images/inference/Dockerfile")
+    assert "images/inference/requirements.lock" in files
+    assert all(f.startswith(("trainer/", "inference/")) or f.startswith("images/inference/") for f in files)
+
+
 def test_a_base_image_without_a_digest_is_refused_unless_the_stack_says_why(stack_config, monitors) -> None:
     """The plan refuses what the vLLM Dockerfile's build would refuse: its FROM by tag only (the stack file
     gives no digest), naming the build argument to set; with unpinned_base the build gets the reason and the

@@ -154,8 +154,13 @@ def _raw(stack: str, folder: Path = REPO / "stacks") -> dict:
     return yaml.safe_load((folder / f"Pulumi.{stack}.yaml").read_text())["config"]["aiplat:platform"]
 
 
+# The chart images without a digest (infra/mirror/pins.py) refuse every shipped stack until they are
+# pinned: test_unpinned_chart_images_refuse_the_stack asserts it; the other tests look at the rest.
+IMAGE_RULES = ("chart-images-pinned", "chart-images-pinned-to-deploy")
+
+
 def _problems(rows: list[CheckRow]) -> list[CheckRow]:
-    return [r for r in rows if r.status in (Status.fail, Status.warn)]
+    return [r for r in rows if r.status in (Status.fail, Status.warn) and r.check not in IMAGE_RULES]
 
 
 def _one(rows: list[CheckRow], check: str, status: Status = Status.fail) -> CheckRow:
@@ -185,6 +190,20 @@ def test_healthy_account_passes(account: Account) -> None:
     assert "cluster aiplat-prod-train does not exist yet" in details
     checks = {r.check for r in rows}
     assert {"pool-zones-usable", "efa-supported", "instance-type-offered"} <= checks  # the plan rules, again
+
+
+def test_unpinned_chart_images_refuse_the_stack(account: Account) -> None:
+    cfg = load_stack_config("prod-us-train")
+    account.healthy(cfg)
+    rows = preflight_stack("prod-us-train", cfg, account)
+    refused = {
+        r.detail for r in rows if r.check == "chart-images-pinned-to-deploy" and r.status is Status.fail
+    }
+    # one row per chart with an image not from our ECR by digest, naming the image
+    assert any("nvcr.io/nvidia/k8s-device-plugin" in d for d in refused), refused
+    assert any("registry.k8s.io/kueue/kueue" in d for d in refused), refused
+    # the charts whose digests are all recorded pass (cert-manager, Karpenter)
+    assert not any("cert-manager-controller" in d or "karpenter/controller" in d for d in refused)
 
 
 def test_pool_zone_that_does_not_offer_the_type_by_zone_id(account: Account) -> None:
@@ -513,6 +532,9 @@ def _only_credentials_fail(rows: list[CheckRow], problem: str) -> None:
     assert failed.detail == problem
     assert failed.fix and failed.fix.startswith("sign in for the target account (aws sso login")
     assert [r for r in rows if r.status is Status.passed] == []
+    # the chart images' refusal reads only the config: it fails without credentials too
+    assert {r.status for r in rows if r.check in IMAGE_RULES} <= {Status.fail, Status.warn}
+    rows = [r for r in rows if r.check not in IMAGE_RULES]
     others = {r.check: r.detail for r in rows if r.check != "credentials-work"}
     # the checks that reported 'pass' without running before; every one says why it did not run
     assert {"region-enabled", "regional-sts-works", "autoscaling-service-linked-role", "vcpu-quotas"} <= set(
@@ -574,7 +596,9 @@ def test_one_api_denied_is_a_skip_naming_the_permission(account: Account) -> Non
         "AWSServiceRoleForAutoScaling"
     )
     assert row.fix == "allow iam:GetRole for these credentials"
-    assert [r.check for r in rows if r.status is not Status.passed] == ["autoscaling-service-linked-role"]
+    assert [r.check for r in rows if r.status is not Status.passed and r.check not in IMAGE_RULES] == [
+        "autoscaling-service-linked-role"
+    ]
     assert _one(rows, "credentials-work", Status.passed) and _one(rows, "region-enabled", Status.passed)
 
 
@@ -612,7 +636,9 @@ def test_cli_table_and_exit_codes(
     # in this account (the README has the deployer set a zone of their own first)
     assert main(["preflight", "--stack", "prod-sg-infer", "--problems-only"]) == 1
     out = " ".join(capsys.readouterr().out.split())
-    assert " 1 fail" in out and "warn" in out
+    # and the charts whose images are not from our ECR by digest (one row each, infra/mirror/pins.py)
+    refused = out.count("chart-images-pinned-to-deploy │ fail")
+    assert refused >= 1 and f" {1 + refused} fail" in out and "warn" in out
     assert (
         "global-endpoint-dns │ fail │ aiplat:platform.inference.https.dns_zone_id │ Route 53 has no hosted "
         "zone Z0000000000000EXAMPLE"

@@ -1,0 +1,157 @@
+"""Pure builders: the cached name of an upstream image, a chart's values overriding its images to the
+region's cache (``pins.py``), the gaps left (no digest, no cache for its registry), and the nodes' IAM
+policy that pulls through. No I/O.
+
+AWS's upstream registries and which need credentials: CreatePullThroughCacheRule (CLI reference
+https://docs.aws.amazon.com/cli/latest/reference/ecr/create-pull-through-cache-rule.html) and
+https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-creating-rule.html (2026-12-02).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from infra.mirror.pins import NO_IMAGES, PINS, ImagePin, Style
+
+# upstream registry URL -> does AWS require a Secrets Manager secret for it
+UPSTREAM_CREDENTIALS: Mapping[str, bool] = {
+    "public.ecr.aws": False,
+    "registry.k8s.io": False,
+    "quay.io": False,
+    "registry-1.docker.io": True,
+    "ghcr.io": True,
+    "registry.gitlab.com": True,
+}
+AZURE_SUFFIX = ".azurecr.io"  # <name>.azurecr.io, credentials required
+# how an image names Docker Hub, and the URL a rule takes for it
+DOCKER_HUB = "registry-1.docker.io"
+SECRET_PREFIX = "ecr-pullthroughcache/"
+# AWS: the ECR actions a principal needs to pull through a cache rule (besides pulling):
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html
+PULL_THROUGH_ACTIONS = ("ecr:BatchImportUpstreamImage", "ecr:CreateRepository")
+
+
+def needs_credentials(url: str) -> bool | None:
+    """Whether AWS requires credentials for upstream ``url``; None: AWS takes no rule for it."""
+    if url.endswith(AZURE_SUFFIX):
+        return True
+    return UPSTREAM_CREDENTIALS.get(url)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheLayout:
+    """Where the region's cache is: the registry host, the prefix, and upstream URL -> rule name."""
+
+    registry: str  # <account>.dkr.ecr.<region>.amazonaws.com
+    prefix: str
+    upstreams: Mapping[str, str]  # upstream URL -> name (rule prefix '<prefix>/<name>')
+
+    def rule_prefix(self, name: str) -> str:
+        return f"{self.prefix}/{name}"
+
+    def cached(self, image: str) -> tuple[str, str] | None:
+        """(registry, repository) of upstream ``image`` in the cache, or None if its registry is not cached.
+        Docker Hub's official images live under ``library/`` upstream (as ECR names them)."""
+        host, _, path = image.partition("/")
+        if host == "docker.io":
+            host = DOCKER_HUB
+            if "/" not in path:
+                path = f"library/{path}"
+        name = self.upstreams.get(host)
+        if name is None:
+            return None
+        return self.registry, f"{self.rule_prefix(name)}/{path}"
+
+    def cached_ref(self, ref: str) -> str:
+        """The full reference ``ref`` (``repository[:tag][@sha256:...]``) in the cache, tag and digest
+        kept; unchanged if its registry is not cached (e.g. already our ECR)."""
+        name, at, digest = ref.partition("@")
+        colon = name.find(":", name.rfind("/") + 1)
+        repository, tag = (name[:colon], name[colon:]) if colon != -1 else (name, "")
+        where = self.cached(repository)
+        if where is None:
+            return ref
+        return f"{where[0]}/{where[1]}{tag}{at}{digest}"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """An image of a chart that is not from our ECR by digest, and why."""
+
+    chart: str
+    values: str
+    image: str
+    why: str
+
+
+def chart_pins(chart: str, version: str) -> list[ImagePin]:
+    return [p for p in PINS if p.chart == chart and p.version == version]
+
+
+def _digest_value(pin: ImagePin) -> str:
+    assert pin.digest is not None
+    return pin.digest.removeprefix("sha256:") if pin.digest_key == "sha" else pin.digest
+
+
+def chart_image_values(chart: str, version: str, cache: CacheLayout) -> dict[str, Any]:
+    """Values that point every pinned image of ``chart`` at ``version`` to the cache (and its digest,
+    where recorded). Images of registries the cache has no rule for are left as the chart has them."""
+    out: dict[str, Any] = {}
+    for pin in chart_pins(chart, version):
+        where = cache.cached(pin.image)
+        if where is None:
+            continue
+        registry, repository = where
+        node = out
+        for key in pin.values.split("."):
+            node = node.setdefault(key, {})
+        if pin.style is Style.registry:
+            node.update({"registry": registry, "repository": repository})
+        else:
+            node["repository"] = f"{registry}/{repository}"
+        if pin.set_tag:
+            node["tag"] = pin.tag
+        if pin.digest is not None:
+            if pin.digest_key is None:
+                node["tag"] = f"{pin.tag}@{pin.digest}"
+            else:
+                node[pin.digest_key] = _digest_value(pin)
+    return out
+
+
+def chart_gaps(chart: str, version: str, cache: CacheLayout) -> list[Gap]:
+    """What keeps ``chart`` at ``version`` from running only our ECR's images by digest."""
+    pins = chart_pins(chart, version)
+    if not pins and (chart, version) not in NO_IMAGES:
+        return [Gap(chart, "", "", f"no image of {chart} {version} is recorded in infra/mirror/pins.py")]
+    gaps = []
+    for pin in pins:
+        if cache.cached(pin.image) is None:
+            host = pin.image.split("/", 1)[0]
+            why = f"its registry {host} has no pull through cache rule" + (
+                " (AWS takes none for it)" if needs_credentials(host) is None and host != "docker.io" else ""
+            )
+            gaps.append(Gap(chart, pin.values, pin.image, why))
+        elif pin.digest is None:
+            gaps.append(Gap(chart, pin.values, pin.image, f"no digest of {pin.image}:{pin.tag} is recorded"))
+    return gaps
+
+
+def pull_through_policy(*, partition: str, region: str, account_id: str, prefixes: Sequence[str]) -> dict:
+    """The nodes' grant to import upstream images into the cache's repositories (and create them on the
+    first pull), on the cache's prefixes only."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "PullThroughCache",
+                "Effect": "Allow",
+                "Action": list(PULL_THROUGH_ACTIONS),
+                "Resource": [
+                    f"arn:{partition}:ecr:{region}:{account_id}:repository/{p}/*" for p in sorted(prefixes)
+                ],
+            }
+        ],
+    }

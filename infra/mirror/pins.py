@@ -1,0 +1,474 @@
+"""The images of every chart the platform installs, by chart and pinned chart version: where the chart's
+``values.yaml`` names each image, the upstream image, its tag and, where a stored source records it, its
+digest. Data, one entry per image, each with its source and the date it was read (2026-12-02).
+
+The values paths and upstream repositories are read from each chart's ``values.yaml`` at the pinned
+version (the repository at the tag or commit named in ``source``). A digest is recorded only where a
+source states it for that tag; every other image is a known gap: ``aiplat plan`` warns
+(rule ``chart-images-pinned``) and ``aiplat preflight`` refuses the stack (``chart-images-pinned-to-deploy``)
+until its digest is recorded here (``DIGESTS``). Never write a digest you did not read from the registry
+or a source.
+
+Upgrading a chart is changing its ``version`` in the config and adding its entries here for that version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+
+class Style(StrEnum):
+    """How a chart's values name an image: one ``repository`` with the registry in it
+    (``quay.io/jetstack/cert-manager-controller``), or ``registry`` + ``repository`` (``quay.io`` +
+    ``prometheus/prometheus``)."""
+
+    repository = "repository"
+    registry = "registry"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImagePin:
+    """One image of one chart version.
+
+    ``values``: dotted path of the image's mapping in the chart's values; ``image``: the upstream
+    repository with its registry (``docker.io`` for Docker Hub); ``tag``: the tag the chart runs (its
+    values or its ``appVersion``); ``digest``: ``sha256:<hex>`` when a source records it, else None;
+    ``digest_key``: the key of the image's mapping that takes the digest (None: the chart has none, the
+    digest goes after the tag, ``<tag>@sha256:...``); ``set_tag``: write ``tag`` into the values (the
+    chart's own default differs from what it publishes, e.g. Kueue's development tags).
+    """
+
+    chart: str
+    version: str
+    values: str
+    style: Style
+    image: str
+    tag: str
+    digest: str | None
+    digest_key: str | None
+    source: str
+    date: str = "2026-12-02"
+    set_tag: bool = False
+    digest_source: str | None = None  # where the digest was read, when it is not ``source``
+
+
+R, G = Style.repository, Style.registry
+
+_CM = "cert-manager/cert-manager@v1.21.1 (24e33194f, 2026-07-29) deploy/charts/cert-manager/values.yaml"
+_LBC = "aws/eks-charts@5239609 (2026-08-03) stable/aws-load-balancer-controller/values.yaml"
+_EFA = "aws/eks-charts@bfe91c4 (2026-07-21) stable/aws-efa-k8s-device-plugin/values.yaml"
+_MS = "kubernetes-sigs/metrics-server@metrics-server-helm-chart-3.13.1 charts/metrics-server/values.yaml"
+_NV = "NVIDIA/k8s-device-plugin@v0.20.0 deployments/helm/nvidia-device-plugin/values.yaml"
+_DCGM = "NVIDIA/dcgm-exporter@4.5.3-4.8.2 (691c927) deployment/values.yaml"
+_FB = "fluent/helm-charts@fluent-bit-0.58.1 charts/fluent-bit/values.yaml"
+_KEDA = "kedacore/charts@v2.20.2 keda/values.yaml"
+_FSX = (
+    "kubernetes-sigs/aws-fsx-csi-driver@helm-chart-aws-fsx-csi-driver-1.17.0 "
+    "charts/aws-fsx-csi-driver/values.yaml"
+)
+_TR = "kubeflow/trainer@v2.3.0 (658725bda) charts/kubeflow-trainer/values.yaml"
+_JS = "kubernetes-sigs/jobset@v0.12.0 charts/jobset/values.yaml (subchart of kubeflow-trainer 2.3.0)"
+_KQ = "kubernetes-sigs/kueue@v0.19.2 charts/kueue/values.yaml; tag: Chart.yaml appVersion v0.19.2"
+_KPS = (
+    "prometheus-community/helm-charts@kube-prometheus-stack-88.5.3 charts/kube-prometheus-stack/values.yaml"
+)
+_KSM = "prometheus-community/helm-charts@kube-state-metrics-8.4.0 (subchart of kube-prometheus-stack 88.5.3)"
+_NE = (
+    "prometheus-community/helm-charts@prometheus-node-exporter-4.56.1 "
+    "(subchart of kube-prometheus-stack 88.5.3)"
+)
+_GF = (
+    "grafana-community/helm-charts@grafana-12.11.1 charts/grafana/values.yaml "
+    "(subchart of kube-prometheus-stack 88.5.3)"
+)
+_KARP = (
+    "aws/karpenter-provider-aws c88abbbad 'Stable Release updates Release v1.14.1.' (2026-08-21) "
+    "charts/karpenter/values.yaml controller.image.digest"
+)
+
+_PINS: tuple[ImagePin, ...] = (
+    # cert-manager: image.repository is the full repository override (values.yaml comments, v1.21.1);
+    # tag defaults to appVersion (the chart is released with the tag's version)
+    *(
+        ImagePin(
+            chart="cert-manager",
+            version="v1.21.1",
+            values=path,
+            style=R,
+            image=f"quay.io/jetstack/{name}",
+            tag="v1.21.1",
+            digest=None,
+            digest_key="digest",
+            source=_CM,
+        )
+        for path, name in (
+            ("image", "cert-manager-controller"),
+            ("webhook.image", "cert-manager-webhook"),
+            ("cainjector.image", "cert-manager-cainjector"),
+            ("acmesolver.image", "cert-manager-acmesolver"),
+            ("startupapicheck.image", "cert-manager-startupapicheck"),
+        )
+    ),
+    ImagePin(
+        chart="aws-load-balancer-controller",
+        version="3.5.0",
+        values="image",
+        style=R,
+        image="public.ecr.aws/eks/aws-load-balancer-controller",
+        tag="v3.5.0",
+        digest=None,
+        digest_key=None,
+        source=_LBC,
+    ),
+    # EKS's own ECR account: no pull through cache rule can take it (ECR-to-ECR rules need a role in the
+    # upstream account); a known gap until the image is copied into our registry
+    ImagePin(
+        chart="aws-efa-k8s-device-plugin",
+        version="v0.5.30",
+        values="image",
+        style=R,
+        image="602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin",
+        tag="v0.5.20",
+        digest=None,
+        digest_key=None,
+        source=_EFA,
+    ),
+    ImagePin(
+        chart="metrics-server",
+        version="3.13.1",
+        values="image",
+        style=R,
+        image="registry.k8s.io/metrics-server/metrics-server",
+        tag="v0.8.1",
+        digest=None,
+        digest_key=None,
+        source=_MS,
+    ),
+    ImagePin(
+        chart="metrics-server",
+        version="3.13.1",
+        values="addonResizer.image",
+        style=R,
+        image="registry.k8s.io/autoscaling/addon-resizer",
+        tag="1.8.23",
+        digest=None,
+        digest_key=None,
+        source=_MS,
+    ),
+    # nvcr.io is no upstream a pull through cache rule takes (AWS's list): a known gap
+    ImagePin(
+        chart="nvidia-device-plugin",
+        version="0.20.0",
+        values="image",
+        style=R,
+        image="nvcr.io/nvidia/k8s-device-plugin",
+        tag="v0.20.0",
+        digest=None,
+        digest_key=None,
+        source=_NV,
+    ),
+    ImagePin(
+        chart="dcgm-exporter",
+        version="4.8.2",
+        values="image",
+        style=R,
+        image="nvcr.io/nvidia/k8s/dcgm-exporter",
+        tag="4.5.3-4.8.2-distroless",
+        digest=None,
+        digest_key=None,
+        source=_DCGM,
+    ),
+    # cr.fluentbit.io is no upstream a rule takes: a known gap
+    ImagePin(
+        chart="fluent-bit",
+        version="0.58.1",
+        values="image",
+        style=R,
+        image="cr.fluentbit.io/fluent/fluent-bit",
+        tag="5.1.1",
+        digest=None,
+        digest_key="digest",
+        source=_FB,
+    ),
+    ImagePin(
+        chart="fluent-bit",
+        version="0.58.1",
+        values="hotReload.image",
+        style=R,
+        image="ghcr.io/jimmidyson/configmap-reload",
+        tag="v0.15.0",
+        digest=None,
+        digest_key="digest",
+        source=_FB,
+    ),
+    *(
+        ImagePin(
+            chart="keda",
+            version="2.20.2",
+            values=f"image.{key}",
+            style=G,
+            image=f"ghcr.io/kedacore/{name}",
+            tag="2.20.2",
+            digest=None,
+            digest_key=None,
+            source=_KEDA,
+        )
+        for key, name in (
+            ("keda", "keda"),
+            ("metricsApiServer", "keda-metrics-apiserver"),
+            ("webhooks", "keda-admission-webhooks"),
+        )
+    ),
+    *(
+        ImagePin(
+            chart="aws-fsx-csi-driver",
+            version="1.17.0",
+            values=path,
+            style=R,
+            image=f"public.ecr.aws/{name}",
+            tag=tag,
+            digest=None,
+            digest_key=None,
+            source=_FSX,
+        )
+        for path, name, tag in (
+            ("image", "fsx-csi-driver/aws-fsx-csi-driver", "v1.9.0"),
+            ("sidecars.livenessProbe.image", "csi-components/livenessprobe", "v2.18.0-eksbuild.3"),
+            (
+                "sidecars.nodeDriverRegistrar.image",
+                "csi-components/csi-node-driver-registrar",
+                "v2.16.0-eksbuild.3",
+            ),
+            ("sidecars.provisioner.image", "csi-components/csi-provisioner", "v6.2.0-eksbuild.2"),
+            ("sidecars.resizer.image", "csi-components/csi-resizer", "v2.1.0-eksbuild.3"),
+        )
+    ),
+    ImagePin(
+        chart="karpenter",
+        version="1.14.1",
+        values="controller.image",
+        style=R,
+        image="public.ecr.aws/karpenter/controller",
+        tag="1.14.1",
+        digest="sha256:445baefaaa689029cc12ac1f659b916b0b82fb14308ce536f8521fcf079116fa",
+        digest_key="digest",
+        source=_KARP,
+    ),
+    ImagePin(
+        chart="kubeflow-trainer",
+        version="2.3.0",
+        values="image",
+        style=G,
+        image="ghcr.io/kubeflow/trainer/trainer-controller-manager",
+        tag="v2.3.0",
+        digest=None,
+        digest_key=None,
+        source=_TR,
+    ),
+    ImagePin(
+        chart="kubeflow-trainer",
+        version="2.3.0",
+        values="jobset.image",
+        style=R,
+        image="registry.k8s.io/jobset/jobset",
+        tag="v0.12.0",
+        digest=None,
+        digest_key=None,
+        source=_JS,
+        set_tag=True,
+    ),
+    *(
+        ImagePin(
+            chart="kueue",
+            version="0.19.2",
+            values=path,
+            style=R,
+            image=f"registry.k8s.io/kueue/{name}",
+            tag="v0.19.2",
+            digest=None,
+            digest_key=None,
+            source=_KQ,
+            set_tag=True,
+        )
+        for path, name in (
+            ("controllerManager.manager.image", "kueue"),
+            ("kueueViz.backend.image", "kueueviz-backend"),
+            ("kueueViz.frontend.image", "kueueviz-frontend"),
+        )
+    ),
+    # kube-prometheus-stack and its subcharts: registry + repository, digest in ``sha`` (hex only)
+    *(
+        ImagePin(
+            chart="kube-prometheus-stack",
+            version="88.5.3",
+            values=path,
+            style=G,
+            image=image,
+            tag=tag,
+            digest=None,
+            digest_key="sha",
+            source=source,
+        )
+        for path, image, tag, source in (
+            ("alertmanager.alertmanagerSpec.image", "quay.io/prometheus/alertmanager", "v0.34.0", _KPS),
+            ("prometheusOperator.image", "quay.io/prometheus-operator/prometheus-operator", "v0.93.1", _KPS),
+            (
+                "prometheusOperator.admissionWebhooks.deployment.image",
+                "quay.io/prometheus-operator/admission-webhook",
+                "v0.93.1",
+                _KPS,
+            ),
+            (
+                "prometheusOperator.admissionWebhooks.patch.image",
+                "ghcr.io/jkroepke/kube-webhook-certgen",
+                "1.8.7",
+                _KPS,
+            ),
+            (
+                "prometheusOperator.prometheusConfigReloader.image",
+                "quay.io/prometheus-operator/prometheus-config-reloader",
+                "v0.93.1",
+                _KPS,
+            ),
+            ("prometheus.prometheusSpec.image", "quay.io/prometheus/prometheus", "v3.14.0-distroless", _KPS),
+            (
+                "kube-state-metrics.image",
+                "registry.k8s.io/kube-state-metrics/kube-state-metrics",
+                "v2.20.0",
+                _KSM,
+            ),
+            ("grafana.image", "docker.io/grafana/grafana", "13.2.0", _GF),
+            ("grafana.sidecar.image", "quay.io/kiwigrid/k8s-sidecar", "2.10.1", _GF),
+            ("grafana.initChownData.image", "docker.io/library/busybox", "1.38.0", _GF),
+            ("grafana.downloadDashboardsImage", "docker.io/curlimages/curl", "8.21.0", _GF),
+        )
+    ),
+    # prometheus-node-exporter names its digest ``image.digest`` (the whole 'sha256:...'), not ``sha``
+    # (prometheus-community/helm-charts@019319902 charts/prometheus-node-exporter/values.yaml)
+    ImagePin(
+        chart="kube-prometheus-stack",
+        version="88.5.3",
+        values="prometheus-node-exporter.image",
+        style=G,
+        image="quay.io/prometheus/node-exporter",
+        tag="v1.12.1",
+        digest=None,
+        digest_key="digest",
+        source=_NE,
+    ),
+)
+
+# Digests of the images' multi-platform indexes (manifest lists), by (image, tag), each with where it
+# was read (2026-12-02). No upstream project's own repository in the stored sources records these (the
+# kubernetes/k8s.io promoter manifests stored stop at older tags); they are read from public files that
+# pin the same image and tag, found by exact search ``<image>:<tag>@sha256:`` in the code index (which
+# names no repository for most hits: its file id is given). Recorded only where the files agree, or where
+# one of them tells the index apart from its per-platform children; where files disagree (Docker Hub's
+# official images are rebuilt under one tag, e.g. busybox:1.38.0 has three digests) the image stays a gap.
+# A digest names content in the upstream repository itself: a wrong one fails the pull, it cannot bring
+# another publisher's image. Check before a deployment: ``crane digest <image>:<tag>`` (or
+# ``docker buildx imagetools inspect``) must print the same value.
+_CM_FILES = "code index files 59762507032, 59659913026, 59660942361, 61514179256, 66475940618"
+_KPS_NOTE = (
+    "Stuhlmuller/homelab research note for its issue #926 (index id 62053750901): 'Immutable index "
+    "references and their Linux/amd64 child manifests'"
+)
+DIGESTS: dict[tuple[str, str], tuple[str, str]] = {
+    # cert-manager v1.21.1; one other file (59473945169) records controller sha256:4c2b5201..., likely
+    # one platform's manifest: the five files above agree on these
+    ("quay.io/jetstack/cert-manager-controller", "v1.21.1"): (
+        "sha256:416a2d76870d996460e62bd7f521bf14fa017be9e3e904aab92163a331fcb61a",
+        _CM_FILES,
+    ),
+    ("quay.io/jetstack/cert-manager-cainjector", "v1.21.1"): (
+        "sha256:ccf6b919ec0500745a47a910118f834f9636d0aac1ff221245cd2557ed8c7c98",
+        _CM_FILES,
+    ),
+    ("quay.io/jetstack/cert-manager-webhook", "v1.21.1"): (
+        "sha256:d8b3961b51c8c7320633f8208dc46bf88aa13804d0f7cbe48a096b2c523cee42",
+        _CM_FILES,
+    ),
+    ("quay.io/jetstack/cert-manager-startupapicheck", "v1.21.1"): (
+        "sha256:d8ab6416e6e7303a86fa0a8daa82c94a8001f21c9d78eb2e7db20534e5d07ae8",
+        "code index files 59762507032, 66475940618",
+    ),
+    ("quay.io/jetstack/cert-manager-acmesolver", "v1.21.1"): (
+        "sha256:dbc7cc1354f603918e7c5af7f55a0a620537394452c93a565bde75c6f48e8837",
+        "code index file 59762507032 (the same file's other four agree with the files above)",
+    ),
+    # metrics-server v0.8.1: three files (one: 'Images pinned by minikube 1.38.1 addons', 63413828504;
+    # 69205322350, 68361284524) agree; one other (68762442623) records sha256:6231fb0a...
+    ("registry.k8s.io/metrics-server/metrics-server", "v0.8.1"): (
+        "sha256:b2d2efaf5ac3b366ed0f839d2412a2c4279d4fc2a2a733f12c52133faed36c41",
+        "code index files 63413828504, 69205322350, 68361284524",
+    ),
+    # KEDA 2.20.2: the file lists each index digest and its arm64/amd64 children apart
+    ("ghcr.io/kedacore/keda", "2.20.2"): (
+        "sha256:fe74c7b8849586a67ad2201bcb89e7f5ac221ff90399ecaa8fd28427f1ef11e6",
+        "code index file 68336677490 (a book's pins table, read 2026-09-19 there)",
+    ),
+    ("ghcr.io/kedacore/keda-metrics-apiserver", "2.20.2"): (
+        "sha256:27286536a8a775aeeee37a7e343f8ecebb27ebf680ee1181a4f99e82eefb253b",
+        "code index file 68336677490",
+    ),
+    ("ghcr.io/kedacore/keda-admission-webhooks", "2.20.2"): (
+        "sha256:41f74102aba7959c6e8d08b433ab8a5fd6cae7c5646c78f7fe3de40a52df3439",
+        "code index file 68336677490",
+    ),
+    ("quay.io/prometheus/prometheus", "v3.14.0-distroless"): (
+        "sha256:50c707e96da5ade383cb1707790576480485e93de06aa60ad8802cb5f744bd0a",
+        _KPS_NOTE + "; also code index files 66694621922, 62455956671, 68517162436",
+    ),
+    ("quay.io/prometheus/alertmanager", "v0.34.0"): (
+        "sha256:690c7b525f4367aa91f73e2f91c632206d32e97c6384bdbf2fb7a861b420340d",
+        _KPS_NOTE + "; also 59763246006 ('Quay manifest-list digest') and others",
+    ),
+    ("quay.io/prometheus-operator/prometheus-operator", "v0.93.1"): (
+        "sha256:e52bb28fd41c98dd407c7a8cba8bdcfe7eabd7447e250afaf1fe7bb816dedbff",
+        _KPS_NOTE,
+    ),
+    ("quay.io/prometheus-operator/prometheus-config-reloader", "v0.93.1"): (
+        "sha256:428f088fe6fe07ab138bda92113664b04848a1dc408e4d3680a60ecdb55d1a65",
+        _KPS_NOTE,
+    ),
+    # 69094724990 records sha256:01171220..., which the note names this index's amd64 child
+    ("registry.k8s.io/kube-state-metrics/kube-state-metrics", "v2.20.0"): (
+        "sha256:42cfe3723a5f058171c627537fb57a3ea0f26e4380fa18555a95cb1a1b4cfc5b",
+        _KPS_NOTE + "; also code index file 71400200972",
+    ),
+    ("docker.io/grafana/grafana", "13.2.0"): (
+        "sha256:3fd54ae1214669f8355f065ec9f6445d5279a3d77095ab048ca045685272429b",
+        "code index files 59862991324 (checked with 'docker buildx imagetools inspect'), 58106546140, "
+        "70122309741, 59726388158, 59395445601, 68296839044",
+    ),
+    ("docker.io/curlimages/curl", "8.21.0"): (
+        "sha256:7c12af72ceb38b7432ab85e1a265cff6ae58e06f95539d539b654f2cfa64bb13",
+        "code index files 57016199560, 62657488988, 71437210284, 55480389438, 54489106038, 55079776268",
+    ),
+    ("registry.k8s.io/jobset/jobset", "v0.12.0"): (
+        "sha256:e75536f1135b7bb2f19f8c3b620782fbdd9091d73398e3a272f9a5fed322980d",
+        "code index files 63640513475, 63143510960, 63386304936, 63167427347, 63091530155",
+    ),
+}
+
+
+def _with_digest(pin: ImagePin) -> ImagePin:
+    found = DIGESTS.get((pin.image, pin.tag))
+    if found is None or pin.digest is not None:
+        return pin
+    digest, source = found
+    return replace(pin, digest=digest, digest_source=source)
+
+
+PINS: tuple[ImagePin, ...] = tuple(_with_digest(p) for p in _PINS)
+
+# Charts that run no image (their values.yaml names none): CRDs only.
+NO_IMAGES: frozenset[tuple[str, str]] = frozenset(
+    {
+        # prometheus-community/helm-charts@prometheus-operator-crds-31.0.1 charts/prometheus-operator-crds
+        ("prometheus-operator-crds", "31.0.1"),
+        # aws/karpenter-provider-aws@v1.14.1 charts/karpenter-crd (templates are the CRDs)
+        ("karpenter-crd", "1.14.1"),
+    }
+)

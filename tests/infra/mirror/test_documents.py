@@ -1,0 +1,77 @@
+"""The image cache's pure builders: chart values pointed at the region's cache, the gaps, AWS's limits."""
+
+from __future__ import annotations
+
+from infra.mirror.documents import CacheLayout, chart_gaps, chart_image_values, needs_credentials
+from infra.mirror.pins import DIGESTS, PINS
+
+CACHE = CacheLayout(
+    registry="111122223333.dkr.ecr.us-east-1.amazonaws.com",
+    prefix="cache",
+    upstreams={"public.ecr.aws": "ecr-public", "quay.io": "quay", "registry.k8s.io": "k8s"},
+)
+
+
+def test_karpenter_controller_from_the_cache_by_its_recorded_digest() -> None:
+    values = chart_image_values("karpenter", "1.14.1", CACHE)
+    image = values["controller"]["image"]
+    assert image["repository"].startswith(CACHE.registry + "/cache/ecr-public/")
+    assert image["digest"].startswith("sha256:") and len(image["digest"]) == len("sha256:") + 64
+    assert chart_gaps("karpenter", "1.14.1", CACHE) == []
+
+
+def test_registry_style_values_split_registry_and_repository() -> None:
+    values = chart_image_values("kube-prometheus-stack", "88.5.3", CACHE)
+    image = values["prometheus"]["prometheusSpec"]["image"]
+    assert image["registry"] == CACHE.registry
+    assert image["repository"].startswith("cache/quay/")
+
+
+def test_uncached_registries_and_missing_digests_are_gaps() -> None:
+    whys = [g.why for g in chart_gaps("dcgm-exporter", "4.8.2", CACHE)]
+    assert whys and "AWS takes none" in whys[0]
+    assert any("no digest" in g.why for g in chart_gaps("kueue", "0.19.2", CACHE))
+    assert chart_gaps("cert-manager", "v1.21.1", CACHE) == []  # every digest recorded (pins.DIGESTS)
+    assert chart_gaps("cert-manager", "v9.9.9", CACHE)[0].why.startswith("no image of cert-manager")
+
+
+def test_pins_name_a_source_and_only_sha256_digests() -> None:
+    for pin in PINS:
+        assert pin.source and pin.date
+        assert pin.digest is None or (pin.digest.startswith("sha256:") and len(pin.digest) == 71)
+
+
+def test_docker_hub_and_ghcr_need_credentials_nvcr_has_no_rule() -> None:
+    assert needs_credentials("registry-1.docker.io") is True
+    assert needs_credentials("ghcr.io") is True
+    assert needs_credentials("quay.io") is False
+    assert needs_credentials("nvcr.io") is None
+
+
+def test_recorded_digests_go_into_the_values_with_their_source() -> None:
+    values = chart_image_values("cert-manager", "v1.21.1", CACHE)
+    assert (
+        values["webhook"]["image"]["digest"]
+        == DIGESTS[("quay.io/jetstack/cert-manager-webhook", "v1.21.1")][0]
+    )
+    # kube-prometheus-stack takes the hex only (``sha``), node-exporter's subchart the whole digest
+    kps = chart_image_values("kube-prometheus-stack", "88.5.3", CACHE)
+    sha = kps["prometheus"]["prometheusSpec"]["image"]["sha"]
+    assert len(sha) == 64 and not sha.startswith("sha256:")
+    for pin in PINS:
+        if pin.digest is not None and pin.chart != "karpenter":
+            assert pin.digest_source, pin
+    # every recorded digest belongs to an image and tag some chart runs
+    assert set(DIGESTS) <= {(p.image, p.tag) for p in PINS}
+
+
+def test_a_full_reference_through_the_cache_keeps_tag_and_digest() -> None:
+    digest = "@sha256:" + "c" * 64
+    ref = "public.ecr.aws/docker/library/python:3.12.12-slim-bookworm" + digest
+    assert CACHE.cached_ref(ref) == (
+        f"{CACHE.registry}/cache/ecr-public/docker/library/python:3.12.12-slim-bookworm{digest}"
+    )
+    assert CACHE.cached_ref("quay.io/a/b" + digest) == f"{CACHE.registry}/cache/quay/a/b{digest}"
+    ours = f"{CACHE.registry}/aiplat-prod/x{digest}"
+    assert CACHE.cached_ref(ours) == ours
+    assert CACHE.cached_ref("nvcr.io/nvidia/x:v1") == "nvcr.io/nvidia/x:v1"
