@@ -34,7 +34,13 @@ def chart_release(
     """
     if chart.image_values:
         overlay = chart.image_values
-        values = pulumi.Output.from_input(values).apply(lambda v: _merged(v, overlay))
+        # merged in place where the values are a mapping, so an unknown output inside them (a role ARN on the
+        # first preview) leaves the rest of the values visible to the policy pack
+        values = (
+            _merged(values, overlay)
+            if isinstance(values, Mapping)
+            else pulumi.Output.from_input(values).apply(lambda v: _merged(v, overlay))
+        )
     return k8s.helm.v3.Release(
         resource_name,
         name=release_name,
@@ -50,11 +56,15 @@ def chart_release(
 
 
 def _merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` with ``overlay`` on top, nested mappings merged (neither is changed)."""
-    out = copy.deepcopy(dict(base))
+    """``base`` with ``overlay`` on top, nested mappings merged (neither is changed). ``base`` may hold outputs:
+    one that ``overlay`` merges into is resolved there, every other is passed on as it is."""
+    out = dict(base)
     for key, value in overlay.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merged(out[key], value)
+        current = out.get(key)
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            out[key] = _merged(current, value)
+        elif isinstance(value, Mapping) and isinstance(current, pulumi.Output):
+            out[key] = current.apply(lambda c, v=value: _merged(c or {}, v))
         else:
             out[key] = copy.deepcopy(value)
     return out
