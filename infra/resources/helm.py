@@ -56,8 +56,8 @@ def chart_release(
 
 
 def _merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` with ``overlay`` on top, nested mappings merged (neither is changed). ``base`` may hold outputs:
-    one that ``overlay`` merges into is resolved there, every other is passed on as it is."""
+    """``base`` with ``overlay`` on top, nested mappings merged (neither is changed). ``base`` may hold
+    outputs: one that ``overlay`` merges into is resolved there, every other is passed on as it is."""
     out = dict(base)
     for key, value in overlay.items():
         current = out.get(key)
