@@ -82,7 +82,7 @@ def test_the_budget_comes_from_the_stack_pack_config() -> None:
 
 
 def test_without_a_budget_in_the_pack_config_the_default_warns(prod: dict) -> None:
-    cfg = parse_platform_config(prod)
+    cfg = parse_platform_config(with_value(prod, "teams.production.quotas.train.gpus", 24))  # 24 + 8
     ctx = RuleContext(cfg, stack="t", allowlists=PackAllowlists())
     got = [f for f in run_rules(Phase.plan, ctx) if f.rule == "team-quotas-within-gpu-budget"]
     assert [f.level.value for f in got] == ["warning"]
