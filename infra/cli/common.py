@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from infra.core.errors import PlatformError
+from infra.core.errors import PlatformError, ToolMissingError
 from infra.io.stackfiles import list_stacks
 
 # Exit codes every command uses (docs/reference/exit-codes.md, generated); each means one thing
@@ -26,6 +26,7 @@ EXIT_TEAM = 8  # a team the stack does not declare
 EXIT_NAME_TAKEN = 9  # a TrainJob of that name already exists (HTTP 409)
 EXIT_NO_FLAVOR = 10  # a job no quota of its team can ever admit
 EXIT_NO_JOB = 11  # no TrainJob of that name
+EXIT_AWS_DENIED = 12  # the credentials work, but AWS denied one API call (AccessDenied): a permission to add
 EXIT_INTERNAL = 70  # a bug: an error no command expected (sysexits EX_SOFTWARE); --debug shows the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C
 
@@ -43,6 +44,7 @@ EXIT_CODES = {
     EXIT_NAME_TAKEN: "a TrainJob of that name already exists in the team's namespace (train submit)",
     EXIT_NO_FLAVOR: "the job fits no flavor: more GPUs than the team's quota can ever admit (train submit)",
     EXIT_NO_JOB: "no TrainJob of that name (train logs/cancel)",
+    EXIT_AWS_DENIED: "AWS denied an API call (AccessDenied): the message names the action to allow",
     EXIT_INTERNAL: "an unexpected error (a bug); run with --debug for the traceback",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
@@ -133,11 +135,20 @@ def version() -> str:
         return str(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"])
 
 
+OWN_PACKAGES = ("infra", "trainer", "inference")  # a module of ours missing is a bug, not the install
+
+
 def user_error(exc: BaseException) -> PlatformError | None:
     """An exception no command caught that is still the user's to fix, not a bug: missing, expired or
-    refused AWS credentials from any command that calls AWS (one message and exit 6 everywhere)."""
+    refused AWS credentials, an AWS endpoint that does not answer, or a denied API call, from any command
+    that calls AWS (one message and one exit code everywhere); a package of the install missing."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name.split(".")[0] not in OWN_PACKAGES:
+        return ToolMissingError(
+            f"the Python package {exc.name!r} is not installed in this environment ({sys.prefix}); fix: "
+            "install the project with its dependencies (`pip install -e .` in the checkout, or `make plan`)"
+        )
     if "botocore" not in sys.modules:  # nothing called AWS
         return None
-    from infra.io.aws_credentials import credentials_error
+    from infra.io.aws_credentials import aws_error
 
-    return credentials_error(exc)
+    return aws_error(exc)

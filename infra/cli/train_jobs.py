@@ -46,7 +46,8 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
         "a job file's image is in the registry, put it in the team's Kueue LocalQueue with a priority "
         "class, annotate it with your AWS identity, the job file's (or trainer config's) sha256 and the "
         "image digest, and create it through the cluster's Kubernetes API (EKS token from your AWS "
-        "credentials). Exit 0; 2 refused run; 6 AWS credentials; 7 no cluster access; 8 unknown team; "
+        "credentials). Exit 0; 2 refused run; 6 AWS credentials or AWS unreachable; 7 no cluster access; "
+        "12 AWS denied a call; 8 unknown team; "
         "9 name taken; 10 fits no flavor.",
     )
     add_run_arguments(s)
@@ -63,7 +64,8 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
         description="Every TrainJob of the stack's teams (or one team): admitted or waiting and why (the "
         "Kueue Workload's conditions), position in the LocalQueue, nodes, age, the last committed "
         "checkpoint step; with --json also the GPU hours it was admitted for (every admission) and the "
-        "image digest it was submitted with. Exit 0; 6 AWS credentials; 7 no cluster access; 8 unknown team.",
+        "image digest it was submitted with. Exit 0; 6 AWS credentials or AWS unreachable; 7 no cluster "
+        "access; 12 AWS denied a call; 8 unknown team.",
     )
     add_stack_selection(ls, many=False)
     ls.add_argument("--team", help="only this team's jobs")
@@ -76,7 +78,8 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
         help="a rank's log: from its pod while it exists, from CloudWatch Logs after",
         description="Print the log of one node rank of a TrainJob: from the pod (pods logs API) while it "
         "exists, else every stored stream of that rank from CloudWatch Logs (one group per namespace). "
-        "Exit 0; 6 AWS credentials; 7 no cluster access; 8 unknown team; 11 no such job.",
+        "Exit 0; 6 AWS credentials or AWS unreachable; 7 no cluster access; "
+        "12 AWS denied a call; 8 unknown team; 11 no such job.",
     )
     lg.add_argument("name", metavar="NAME", help="TrainJob name")
     add_stack_selection(lg, many=False)
@@ -93,7 +96,8 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
         "override is sent, so every pod gets SIGTERM and its own terminationGracePeriodSeconds, which the "
         "training runtime sets to the trainer's shutdown window plus a margin: the ranks checkpoint the "
         "current step and exit (docs/trainer.md). Waits until the job is gone unless --no-wait. Exit 0; "
-        "6 AWS credentials; 7 no cluster access; 8 unknown team; 11 no such job.",
+        "6 AWS credentials or AWS unreachable; 7 no cluster access; "
+        "12 AWS denied a call; 8 unknown team; 11 no such job.",
     )
     c.add_argument("name", metavar="NAME", help="TrainJob name")
     add_stack_selection(c, many=False)

@@ -112,6 +112,35 @@ class AwsCredentialsError(PlatformError):
         super().__init__(f"AWS credentials: {problem}; fix: {CREDENTIALS_FIX} (see {CREDENTIALS_DOC})")
 
 
+class AwsUnreachableError(PlatformError):
+    """An AWS API endpoint did not answer (no network, a proxy or firewall, a wrong endpoint URL): exit 6,
+    ``EXIT_AWS``, as for credentials, since nothing that calls AWS can run either way."""
+
+    exit_code = 6
+
+    def __init__(self, endpoint: str, problem: str):
+        self.endpoint = endpoint
+        super().__init__(
+            f"AWS did not answer at {endpoint} ({problem}); fix: check this machine's network, proxy "
+            "(HTTPS_PROXY) and AWS_ENDPOINT_URL, or run from a host that reaches AWS (inside the VPC when "
+            "only VPC endpoints are open), then run the command again"
+        )
+
+
+class AwsAccessDeniedError(PlatformError):
+    """The credentials work but one AWS API call is denied (``AccessDenied``): exit 12; the message names
+    the action to allow."""
+
+    exit_code = 12
+
+    def __init__(self, action: str, message: str):
+        self.action = action
+        super().__init__(
+            f"AWS denied {action} ({message}); fix: allow {action} to your role (or sign in as the role the "
+            "command documents: the deployer role, or a team member's role), then run the command again"
+        )
+
+
 # How to reach an EKS API server whose endpoint is private (prod): from inside the VPC.
 # https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html#private-access
 PRIVATE_ENDPOINT_FIX = (

@@ -10,6 +10,7 @@ import yaml
 
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.io.stackfiles import display_path
+from infra.io.yaml_files import DuplicateKeyError, duplicate_key_fix, load_yaml
 from infra.jobs.config import JobSpec
 from infra.stack.parse import parse_model
 
@@ -32,7 +33,9 @@ def load_job_file(path: Path) -> JobFile:
         raise ConfigErrors([ConfigError("-f", f"{source}: no such file", "give the path of your job file")])
     data = path.read_bytes()
     try:
-        raw = yaml.safe_load(data)
+        raw = load_yaml(data)
+    except DuplicateKeyError as exc:
+        raise ConfigErrors([ConfigError(source, str(exc), duplicate_key_fix(exc))]) from None
     except yaml.YAMLError as exc:
         raise ConfigErrors([ConfigError(source, f"not valid YAML: {exc}", "fix the syntax")]) from None
     if not isinstance(raw, dict):

@@ -29,7 +29,7 @@ from infra.core.errors import (
     NameTakenError,
 )
 from infra.core.lognames import container_log_group, container_log_stream
-from infra.io.aws_credentials import credentials_error
+from infra.io.aws_credentials import aws_error
 from infra.io.cluster_health import cluster_access, eks_token
 
 TRAINER_GROUP, TRAINER_VERSION, TRAINJOBS = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
@@ -76,8 +76,8 @@ def connect(eks: Any, sts: Any, cluster: str, api_endpoint: str | None = None) -
         endpoint, ca_pem = cluster_access(eks, cluster)
         token = eks_token(sts, cluster)
     except (ClientError, BotoCoreError) as exc:
-        if (creds := credentials_error(exc)) is not None:
-            raise creds from exc
+        if (known := aws_error(exc)) is not None:  # credentials, no network, a denied call
+            raise known from exc
         raise ClusterAccessError(
             f"cluster {cluster}: eks:DescribeCluster failed ({exc}); fix: deploy the stack first (aiplat "
             "rollout) or check the region and that your role may call eks:DescribeCluster"

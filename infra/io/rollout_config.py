@@ -8,6 +8,7 @@ import yaml
 
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.io.stackfiles import display_path, project_root
+from infra.io.yaml_files import DuplicateKeyError, duplicate_key_fix, load_yaml
 from infra.stack.parse import parse_model
 from infra.stack.rollout import ROLLOUT_FILE, RolloutConfig
 
@@ -29,7 +30,9 @@ def load_rollout_config(path: Path | None = None) -> RolloutConfig:
             ]
         )
     try:
-        raw = yaml.safe_load(file.read_text()) or {}
+        raw = load_yaml(file.read_text()) or {}
+    except DuplicateKeyError as exc:
+        raise ConfigErrors([ConfigError(source, str(exc), duplicate_key_fix(exc))]) from None
     except yaml.YAMLError as exc:
         raise ConfigErrors([ConfigError(source, f"not valid YAML: {exc}", "fix the syntax")]) from None
     return parse_model(raw, RolloutConfig, ROLLOUT_FILE)

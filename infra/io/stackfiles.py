@@ -19,6 +19,7 @@ from infra.core.stacks import StackIndex, StackSummary
 from infra.edge.config import API_KEYS_KEY
 from infra.edge.rules import serving_terms
 from infra.inference.config import InferenceConfig
+from infra.io.yaml_files import DuplicateKeyError, duplicate_key_fix, load_yaml
 from infra.monitoring.config import RECEIVER_SECRET_PREFIX
 from infra.network.config import NetworkConfig
 from infra.stack.parse import parse_platform_config
@@ -84,7 +85,9 @@ def load_stack_config(stack: str, stacks_dir: Path | None = None) -> PlatformCon
         fix = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(known)}"
         raise ConfigErrors([ConfigError("--stack", f"no stack file {source}", fix)])
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = load_yaml(path.read_text()) or {}
+    except DuplicateKeyError as exc:
+        raise ConfigErrors([ConfigError("(file)", str(exc), duplicate_key_fix(exc), source=source)]) from None
     except yaml.YAMLError as exc:
         raise ConfigErrors(
             [ConfigError("(file)", f"not valid YAML: {exc}", "fix the syntax", source=source)]

@@ -27,6 +27,10 @@ class PoolCapacity:
     gpus_per_node: int | None
     max_gpus: int | None
     basis: str
+    # What the pool holds without anyone resizing it: a managed node group runs desired_size nodes (no
+    # cluster autoscaler scales them here: infra/pools/component/nodepool.py), Karpenter up to its limit.
+    standing_gpus: int | None = None
+    standing_basis: str = ""
 
 
 def gpu_pools(cfg: PlatformConfig, facts: RegionFacts | None = None) -> dict[str, PoolCapacity]:
@@ -48,6 +52,8 @@ def gpu_pools(cfg: PlatformConfig, facts: RegionFacts | None = None) -> dict[str
             gpus_per_node=per_node,
             max_gpus=None if per_node is None else pool.max_size * per_node,
             basis=f"max_size {pool.max_size} x {per_node} GPUs of {pool.instance_type}",
+            standing_gpus=None if per_node is None else pool.desired_size * per_node,
+            standing_basis=f"desired_size {pool.desired_size} x {per_node} GPUs of {pool.instance_type}",
         )
     for name, kp in cfg.cluster_services.karpenter.node_pools.items():
         out.setdefault(
@@ -57,6 +63,8 @@ def gpu_pools(cfg: PlatformConfig, facts: RegionFacts | None = None) -> dict[str
                 gpus_per_node=None,
                 max_gpus=kp.gpu_limit,
                 basis=f"gpu_limit {kp.gpu_limit}",
+                standing_gpus=kp.gpu_limit,
+                standing_basis=f"gpu_limit {kp.gpu_limit}: Karpenter launches nodes up to it",
             ),
         )
     return out
@@ -119,20 +127,32 @@ def quota_whole_nodes(ctx: RuleContext) -> Iterator[Finding]:
 
 @rule("team-quotas-fit-pool-together", needs=[Need.facts])
 def quotas_fit_together(ctx: RuleContext) -> Iterator[Finding]:
-    """The teams' nominal GPUs on one pool add up to at most what it holds (else a team's guaranteed quota
-    is not there when every team uses its own)."""
+    """The teams' nominal GPUs on one flavor (their ClusterQueues' nominalQuota, summed) add up to at most
+    what its pool holds as deployed: desired_size nodes of a managed node group (nothing but ``pulumi up``
+    resizes it), the GPU limit of a Karpenter NodePool. Otherwise Kueue admits a guaranteed quota onto
+    nodes that are not there: the job waits out waitForPodsReady's timeout holding its admission (with
+    blockAdmission, no other job is admitted meanwhile) and is requeued. Borrowing is not counted: a team
+    borrows only quota another team leaves unused, so the cohort never admits more than the nominal sum."""
     pools = gpu_pools(ctx.cfg, ctx.facts)
     for pool, cap in pools.items():
-        if cap.max_gpus is None:
+        if cap.standing_gpus is None:
             continue
         teams = {team: t.quotas[pool].gpus for team, t in ctx.cfg.teams.items() if pool in t.quotas}
         total = sum(teams.values())
-        if total > cap.max_gpus:
-            yield warning(
+        if total > cap.standing_gpus:
+            raise_to = -(-total // cap.gpus_per_node) if cap.gpus_per_node else None
+            size = (
+                f"node_pools.{pool}.desired_size to {raise_to} (max_size at least that)"
+                if cap.kind == "node pool" and raise_to is not None
+                else f"cluster_services.karpenter.node_pools.{pool}.gpu_limit to {total}"
+            )
+            yield error(
                 at("teams"),
-                f"the teams' nominal GPUs on {pool!r} add up to {total} ({teams}), above the {cap.max_gpus} "
-                f"it holds ({cap.basis}): a guaranteed quota may find no nodes",
-                "lower the quotas (let teams borrow instead), or raise the pool's size",
+                f"the teams' nominal GPUs on {pool!r} add up to {total} ({teams}), above the "
+                f"{cap.standing_gpus} its {cap.kind} holds ({cap.standing_basis}): Kueue would admit "
+                "guaranteed quota onto nodes that are not there",
+                f"lower the quotas to {cap.standing_gpus} in all (let teams borrow the rest with "
+                f"borrowing_limit), or raise {size}",
                 QUEUEING_DOC,
             )
 

@@ -93,10 +93,14 @@ def flavor_specs(ctx: StackContext) -> dict[str, q.FlavorSpec]:
 
 def kueue_objects(cfg: PlatformConfig, flavors: dict[str, q.FlavorSpec]) -> dict[str, dict]:
     """The cluster-wide Kueue objects by key: flavors, the Topology (if a flavor names it), the Cohort and
-    the WorkloadPriorityClasses."""
+    the WorkloadPriorityClasses. A flavor only for a pool some team has quota on: a ResourceFlavor no
+    ClusterQueue names admits nothing (a pool without quota, such as dev's Karpenter ``spot-gpu``, takes
+    work from outside Kueue)."""
     qc = cfg.queueing
-    objects: dict[str, dict] = {f"flavor-{n}": q.resource_flavor(f) for n, f in sorted(flavors.items())}
-    if any(f.topology for f in flavors.values()):
+    quoted = {pool for t in cfg.teams.values() for pool in t.quotas}
+    used = {n: f for n, f in flavors.items() if n in quoted}
+    objects: dict[str, dict] = {f"flavor-{n}": q.resource_flavor(f) for n, f in sorted(used.items())}
+    if any(f.topology for f in used.values()):
         objects["topology"] = q.topology()
     objects["cohort"] = q.cohort(qc.cohort.name)
     for name, pc in sorted(qc.priority_classes.items()):

@@ -11,7 +11,7 @@ import ipaddress
 from collections.abc import Iterator, Mapping
 
 from infra.core.stacks import StackSummary, exchange_artifacts
-from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
+from infra.stack.registry import Finding, Need, RuleContext, at, error, rule
 from infra.stack.schema import PlatformConfig, Role
 
 # "Ensure that the VPCs do not have overlapping IPv4 CIDR blocks. If they overlap, the status of the VPC
@@ -95,8 +95,9 @@ def _networks(stacks: Mapping[str, StackSummary]) -> dict[str, ipaddress.IPv4Net
 
 @rule("vpc-cidrs-disjoint", needs=[Need.stacks])
 def vpc_cidrs_disjoint(ctx: RuleContext) -> Iterator[Finding]:
-    """The VPC's range overlaps no other stack's: refused between stacks that exchange artifacts, a warning
-    between the others (one project, one account: a later peering or Transit Gateway would fail)."""
+    """The VPC's range overlaps no other stack's: refused between any two stacks of the project, those
+    that exchange artifacts and the others alike (one project: a later peering, Transit Gateway or VPN
+    between them would fail, and renumbering a VPC means replacing it and everything in it)."""
     assert ctx.stacks is not None
     me = summary_of(ctx.stack, ctx.cfg)
     mine = ipaddress.IPv4Network(me.vpc_cidr, strict=False)
@@ -114,8 +115,7 @@ def vpc_cidrs_disjoint(ctx: RuleContext) -> Iterator[Finding]:
             "can route between them"
         )
         fix = f"give one of the two VPCs a range no other stack uses (network.vpc_cidr{suggestion})"
-        make = error if linked else warning
-        yield make(at("network", "vpc_cidr"), problem, fix, PEERING_DOC)
+        yield error(at("network", "vpc_cidr"), problem, fix, PEERING_DOC)
 
 
 ACCOUNTS_DOC = (

@@ -96,6 +96,10 @@ def _to_config_errors(
             )
         elif kind in _QUOTED and isinstance(err["input"], str):
             errors.append(_quoted(_format(loc, prefix), err["input"], kind))
+        elif kind == "string_type" and type(err["input"]) in (int, float):
+            errors.append(_unquoted(_format(loc, prefix), err["input"]))
+        elif kind in _BOUNDS:
+            errors.append(_out_of_bounds(root, loc, _format(loc, prefix), err))
         else:
             # only the first letter is lowered: the message may quote a pattern (\S and \s differ)
             msg = err["msg"][:1].lower() + err["msg"][1:]
@@ -126,6 +130,47 @@ def _quoted(field: str, value: str, kind: str) -> ConfigError:
         else f"write {wanted} without quotes"
     )
     return ConfigError(field, f"{value!r} is a string, but {wanted} is expected", fix)
+
+
+# Text fields whose values YAML reads as numbers when unquoted, and how the number was most likely written:
+# a Kubernetes minor has two digits after the point (1.30 unquoted is the float 1.3).
+_AS_WRITTEN: dict[str, Callable[[Any], str]] = {"kubernetes_version": lambda v: f"{v:.2f}"}
+
+
+def _unquoted(field: str, value: int | float) -> ConfigError:
+    """A number where text is expected: YAML read an unquoted ``1.30`` as the number 1.3."""
+    key = field.rsplit(".", 1)[-1]
+    written = _AS_WRITTEN.get(key, json.dumps)(value) if type(value) is float else json.dumps(value)
+    read = (
+        "" if written == json.dumps(value) else f" (YAML reads an unquoted {written} as the number {value})"
+    )
+    return ConfigError(
+        field,
+        f"{value!r} is a number{read}, but text is expected",
+        f'quote it: {key}: "{written}"',
+    )
+
+
+# Numeric bounds pydantic reports: the bound's name in the error's ctx, and how to say it.
+_BOUNDS = {
+    "greater_than_equal": ("ge", "at least {}"),
+    "greater_than": ("gt", "more than {}"),
+    "less_than_equal": ("le", "at most {}"),
+    "less_than": ("lt", "less than {}"),
+}
+
+
+def _out_of_bounds(root: type[BaseModel], loc: tuple[Any, ...], field: str, err: Any) -> ConfigError:
+    """A number out of its field's range: the fix says the range and the field's own reason for it (its
+    description in the schema)."""
+    bound_key, phrase = _BOUNDS[err["type"]]
+    bound = err.get("ctx", {}).get(bound_key)
+    msg = err["msg"][:1].lower() + err["msg"][1:]
+    owner = _model_at(root, loc)
+    info = owner.model_fields.get(str(loc[-1])) if owner and loc else None
+    why = f" ({info.description})" if info is not None and info.description else ""
+    key = str(loc[-1]) if loc else field
+    return ConfigError(field, f"{err['input']!r}: {msg}", f"set {key} to {phrase.format(bound)}{why}")
 
 
 def _as_json(raw: Any) -> str:

@@ -26,10 +26,10 @@ def _with_teams(teams: dict[str, Any]):
 
 
 def test_a_team_gets_its_nominal_plus_what_it_may_borrow_within_the_pool() -> None:
-    # prod-us-train: production 24 nominal, research 8 nominal borrowing at most 16; the pool holds 4 x 8
-    assert most_gpus(CFG, "research", "train", pool_gpus=32) == 24
-    assert most_gpus(CFG, "production", "train", pool_gpus=32) == 32  # borrows all of research's 8
-    assert most_gpus(CFG, "production", "train", pool_gpus=28) == 28  # never more than the pool holds
+    # prod-us-train: production and research 8 nominal each, each borrowing at most 8; the pool at max 4 x 8
+    assert most_gpus(CFG, "research", "train", pool_gpus=32) == 16
+    assert most_gpus(CFG, "production", "train", pool_gpus=32) == 16  # borrows all of research's 8
+    assert most_gpus(CFG, "production", "train", pool_gpus=12) == 12  # never more than the pool holds
 
 
 def test_borrowing_stops_at_what_the_others_lend() -> None:

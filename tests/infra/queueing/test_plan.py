@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from infra.plan.runner import Plan
 from infra.queueing.config import KueueChartConfig
@@ -124,15 +125,36 @@ def test_flavors_select_the_pools_nodes(prod: Plan) -> None:
     }
 
 
-def test_karpenter_flavor_matches_its_nodepool(plan_stack) -> None:
+def test_only_pools_with_quota_get_a_flavor(plan_stack) -> None:
+    """dev's Karpenter ``spot-gpu`` pool has no team quota: no ResourceFlavor for it (none would be used)."""
     dev = plan_stack("dev-us-train")
+    flavors = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in dev.by_type(f"{KUEUE}:ResourceFlavor")}
+    assert sorted(flavors) == ["gpu"]
+    queues = dev.by_type(f"{KUEUE}:ClusterQueue")
+    named = {f["name"] for cq in queues for g in cq.inputs["spec"]["resourceGroups"] for f in g["flavors"]}
+    assert named == set(flavors)
+    assert "topologyName" not in flavors["gpu"]  # no EFA, no network topology
+
+
+def test_karpenter_flavor_matches_its_nodepool(tmp_path, stack_doc) -> None:
+    """With a team quota on it, a Karpenter pool gets a flavor that selects and tolerates its nodes."""
+    import shutil
+
+    from infra.core.project import CONFIG_KEY
+    from infra.plan.runner import run_plan
+    from tests.conftest import REPO
+
+    shutil.copytree(REPO / "stacks", tmp_path, dirs_exist_ok=True)
+    doc = stack_doc("dev-us-train")
+    doc["config"][CONFIG_KEY]["teams"]["ml"]["quotas"]["spot-gpu"] = {"gpus": 2}
+    (tmp_path / "Pulumi.dev-us-train.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    dev = run_plan("dev-us-train", stacks_dir=tmp_path)
     flavors = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in dev.by_type(f"{KUEUE}:ResourceFlavor")}
     assert sorted(flavors) == ["gpu", "spot-gpu"]
     pool = dev.one("kubernetes:karpenter.sh/v1:NodePool").inputs["spec"]["template"]
     assert flavors["spot-gpu"]["nodeLabels"].items() <= pool["metadata"]["labels"].items()
     for taint in pool["spec"]["taints"]:
         assert tolerates(flavors["spot-gpu"]["tolerations"], taint["key"], taint["value"], taint["effect"])
-    assert "topologyName" not in flavors["gpu"]  # no EFA, no network topology
 
 
 def test_kueue_from_the_pinned_chart(prod: Plan) -> None:

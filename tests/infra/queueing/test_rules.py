@@ -65,6 +65,7 @@ def test_quota_on_a_cpu_pool_is_refused(prod: dict) -> None:
 
 
 def test_quotas_above_the_pack_gpu_budget(prod: dict) -> None:
+    prod = with_value(prod, "teams.production.quotas.train.gpus", 24)  # 24 + 8
     got = findings(prod, "team-quotas-within-gpu-budget", max_gpus=16)
     assert len(got) == 1
     assert got[0].startswith("error: aiplat:platform.teams: the teams' nominal GPUs add up to 32")
@@ -81,18 +82,40 @@ def test_the_budget_comes_from_the_stack_pack_config() -> None:
 
 
 def test_without_a_budget_in_the_pack_config_the_default_warns(prod: dict) -> None:
-    cfg = parse_platform_config(prod)
+    cfg = parse_platform_config(with_value(prod, "teams.production.quotas.train.gpus", 24))  # 24 + 8
     ctx = RuleContext(cfg, stack="t", allowlists=PackAllowlists())
     got = [f for f in run_rules(Phase.plan, ctx) if f.rule == "team-quotas-within-gpu-budget"]
     assert [f.level.value for f in got] == ["warning"]
     assert "above the policy pack's default GPU budget of 16" in got[0].one_line()
 
 
-def test_quotas_that_together_overfill_a_pool_warn(prod: dict) -> None:
-    got = findings(with_value(prod, "teams.research.quotas.train.gpus", 16), "team-quotas-fit-pool-together")
-    assert len(got) == 1 and got[0].startswith(
-        "warning: aiplat:platform.teams: the teams' nominal GPUs on 'train'"
+def test_quotas_that_together_overfill_the_nodes_are_refused(prod: dict) -> None:
+    """prod's train pool runs desired_size 2 p5.48xlarge (16 GPUs): quotas of 24 + 8 would have Kueue admit
+    work onto nodes that are not there."""
+    got = findings(
+        with_value(prod, "teams.production.quotas.train.gpus", 24), "team-quotas-fit-pool-together"
     )
+    assert got == [
+        "error: aiplat:platform.teams: the teams' nominal GPUs on 'train' add up to 32 ({'production': 24, "
+        "'research': 8}), above the 16 its node pool holds (desired_size 2 x 8 GPUs of p5.48xlarge): Kueue "
+        "would admit guaranteed quota onto nodes that are not there; fix: lower the quotas to 16 in all (let "
+        "teams borrow the rest with borrowing_limit), or raise node_pools.train.desired_size to 4 (max_size "
+        "at least that) (see docs/platform/queueing.md)"
+    ]
+
+
+def test_a_quota_above_a_single_node_pool_is_refused(stack_config) -> None:
+    """dev's gpu pool runs one g5.xlarge (1 GPU): a quota of 2 is one GPU that never exists."""
+    got = findings(
+        with_value(stack_config("dev-us-train"), "teams.ml.quotas.gpu.gpus", 2),
+        "team-quotas-fit-pool-together",
+    )
+    assert len(got) == 1
+    assert (
+        "add up to 2 ({'ml': 2}), above the 1 its node pool holds (desired_size 1 x 1 GPUs of g5.xlarge)"
+        in got[0]
+    )
+    assert "raise node_pools.gpu.desired_size to 2" in got[0]
 
 
 def test_quota_of_part_of_a_node_warns(prod: dict) -> None:

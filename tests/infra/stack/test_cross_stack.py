@@ -1,5 +1,5 @@
 """Rules between the stacks of one folder, on the real stack files: VPC ranges that overlap another
-stack's, refused between stacks that exchange artifacts and a warning between the others."""
+stack's, refused between any two stacks of the project (those that exchange artifacts say so)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_a_train_stack_overlapping_a_region_it_replicates_to_is_refused(stack_do
     assert "dev-us-train replicates its artifacts to prod-sg-infer's region ap-southeast-1" in finding.problem
 
 
-def test_unrelated_stacks_overlapping_are_warned(stack_doc, write_stack) -> None:
+def test_unrelated_stacks_overlapping_are_refused_too(stack_doc, write_stack) -> None:
     folder = _shipped(write_stack, stack_doc)
     doc = stack_doc("dev-us-train")
     doc["config"][CONFIG_KEY]["network"].pop("vpc_cidr")  # the schema's default, 10.0.0.0/16
@@ -66,7 +66,7 @@ def test_unrelated_stacks_overlapping_are_warned(stack_doc, write_stack) -> None
     raw = stack_doc("prod-sg-infer")["config"][CONFIG_KEY]
     raw["network"]["vpc_cidr"] = "10.0.0.0/16"
     [finding] = _cidr_findings(folder, "prod-sg-infer", raw)
-    assert finding.level is Level.warning
+    assert finding.level is Level.error
     assert finding.problem.startswith(
         "10.0.0.0/16 overlaps 10.0.0.0/16, the VPC of stack dev-eu-train; both are stacks of this project"
     )
