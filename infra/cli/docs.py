@@ -79,11 +79,10 @@ def _walk(p: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
         yield from _walk(sub)
 
 
-def cli_reference() -> str:
-    """``aiplat --help`` and every command's (and sub-command's) ``--help``, as Markdown."""
-    from infra.cli.main import parser  # main imports this module to register the command
-
-    top = parser()
+def cli_reference(top: argparse.ArgumentParser) -> str:
+    """``aiplat --help`` and every command's (and sub-command's) ``--help`` of the root parser ``top``, as
+    Markdown. The root parser comes in (``args.root_parser``): ``infra.cli.main`` builds it from every
+    command module, this one included, so this module never imports it."""
     out = [
         "# Command line",
         "",
@@ -250,12 +249,12 @@ def runbook_index() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def pages() -> dict[str, str]:
-    """Path under ``docs/`` -> the text generated for it."""
+def pages(top: argparse.ArgumentParser) -> dict[str, str]:
+    """Path under ``docs/`` -> the text generated for it (``top``: the root parser, for the CLI page)."""
     return {
         "reference/config.md": config_reference(),
         "reference/job-file.md": job_file_reference(),
-        "reference/cli.md": cli_reference(),
+        "reference/cli.md": cli_reference(top),
         "reference/policies.md": policies_reference(),
         "reference/exit-codes.md": exit_codes_reference(),
         "reference/instance-types.md": instance_types_reference(),
@@ -263,11 +262,11 @@ def pages() -> dict[str, str]:
     }
 
 
-def stale_pages(docs_dir: Path) -> list[str]:
+def stale_pages(docs_dir: Path, top: argparse.ArgumentParser) -> list[str]:
     """The generated pages under ``docs_dir`` that are missing or differ from what the code generates."""
     return [
         name
-        for name, text in pages().items()
+        for name, text in pages(top).items()
         if not (docs_dir / name).is_file() or (docs_dir / name).read_text() != text
     ]
 
@@ -290,14 +289,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     docs_dir = args.docs_dir or project_root() / "docs"
+    generated = pages(args.root_parser)
     if args.write:
-        for name, text in pages().items():
+        for name, text in generated.items():
             path = docs_dir / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             console.print(f"wrote {path}", markup=False, highlight=False)
         return EXIT_OK
-    stale = stale_pages(docs_dir)
+    stale = stale_pages(docs_dir, args.root_parser)
     for name in stale:
         err.print(
             f"error: {docs_dir / name} is stale; fix: run `aiplat docs --write`",
@@ -308,6 +308,6 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     if stale:
         return EXIT_FAILED
     console.print(
-        f"{len(pages())} generated pages under {docs_dir} are current", markup=False, highlight=False
+        f"{len(generated)} generated pages under {docs_dir} are current", markup=False, highlight=False
     )
     return EXIT_OK

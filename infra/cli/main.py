@@ -68,6 +68,8 @@ def parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         command.add_parser(sub)
     add_global_flags(p)
+    # `aiplat docs` renders every command's --help: the root parser reaches it through the arguments
+    p.set_defaults(root_parser=p)
     return p
 
 

@@ -1,6 +1,6 @@
 """``aiplat train submit / list / logs / cancel``: TrainJobs on the cluster through its Kubernetes API.
 
-``submit`` builds the run exactly as ``aiplat train render`` does (``infra/cli/train.py`` ``build_run``),
+``submit`` builds the run exactly as ``aiplat train render`` does (``infra/cli/train_build.py`` ``build_run``),
 puts it in the team's queue (``infra/jobs/documents.py``) and creates it; ``list`` shows each job's queue
 state from its Kueue Workload; ``logs`` reads a rank's pod while it exists and CloudWatch Logs after;
 ``cancel`` deletes the job so that every rank gets SIGTERM and its pod's termination grace period to
@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, print_warning
-from infra.cli.train import add_run_arguments, build_job, build_run, validated
+from infra.cli.train_build import add_run_arguments, build_job, build_run, validated
 from infra.core.errors import ConfigError, ConfigErrors, JobNotFoundError, PlatformError
 from infra.core.trainjobs import REPLICATED_JOB, pod_name_prefix
 from infra.io.trainer_configs import REPO

@@ -19,7 +19,7 @@ DOCS = REPO / "docs"
 
 
 def test_generated_pages_are_current() -> None:
-    assert docs.stale_pages(DOCS) == [], "stale: run `.venv/bin/aiplat docs --write`"
+    assert docs.stale_pages(DOCS, parser()) == [], "stale: run `.venv/bin/aiplat docs --write`"
 
 
 def test_check_names_a_stale_page_and_write_fixes_it(tmp_path: Path, capsys) -> None:
@@ -33,7 +33,7 @@ def test_check_names_a_stale_page_and_write_fixes_it(tmp_path: Path, capsys) -> 
 
 
 def test_cli_page_has_every_command_and_its_flags() -> None:
-    page = docs.cli_reference()
+    page = docs.cli_reference(parser())
     commands = docs._subcommands(parser())
     assert len(commands) == len(COMMANDS)
     for sub in docs._walk(parser()):

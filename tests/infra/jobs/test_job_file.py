@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.cli.train import runtime_grace_s
+from infra.cli.train_build import runtime_grace_s
 from infra.core.errors import ConfigErrors
 from infra.io.job_files import load_job_file
 from infra.io.snapshot import instance_facts

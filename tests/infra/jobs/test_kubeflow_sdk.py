@@ -16,7 +16,7 @@ from kubeflow.trainer import CustomTrainerContainer, KubernetesBackendConfig, Tr
 from kubeflow.trainer.options.common import Name
 from kubeflow.trainer.options.kubernetes import Labels, TrainerArgs, TrainerCommand
 
-from infra.cli.train import team_job
+from infra.cli.train_build import team_job
 from infra.io.kube_jobs import connect
 from infra.io.kube_validate import validate_manifest
 from infra.io.stackfiles import load_stack_config
