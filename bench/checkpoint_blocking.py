@@ -26,11 +26,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer.checkpoint import Checkpointer  # noqa: E402
+from trainer.checkpoint.checkpointer import Checkpointer  # noqa: E402
 from trainer.config import CheckpointConfig, ModelConfig  # noqa: E402
-from trainer.distributed import init_distributed  # noqa: E402
-from trainer.model import GPT  # noqa: E402
 from trainer.tools.moto_server import MotoServer  # noqa: E402
+from trainer.training.distributed import init_distributed  # noqa: E402
+from trainer.training.model import GPT  # noqa: E402
 
 
 class Pos:

@@ -26,10 +26,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainer.config import ModelConfig  # noqa: E402
-from trainer.data import GlobalSampler, TokenLoader, TokenShards  # noqa: E402
-from trainer.metrics import PEAK_BF16_FLOPS  # noqa: E402
-from trainer.model import GPT  # noqa: E402
 from trainer.tools.make_shards import write_shards  # noqa: E402
+from trainer.training.data import GlobalSampler, TokenLoader, TokenShards  # noqa: E402
+from trainer.training.metrics import PEAK_BF16_FLOPS  # noqa: E402
+from trainer.training.model import GPT  # noqa: E402
 
 
 def main() -> None:

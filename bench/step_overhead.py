@@ -25,10 +25,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainer.config import load_config  # noqa: E402
-from trainer.loop import Trainer  # noqa: E402
-from trainer.model import GPT  # noqa: E402
-from trainer.schedule import lr_lambda  # noqa: E402
 from trainer.tools.make_shards import write_shards  # noqa: E402
+from trainer.training.loop import Trainer  # noqa: E402
+from trainer.training.model import GPT  # noqa: E402
+from trainer.training.schedule import lr_lambda  # noqa: E402
 
 
 class BareLoop:

@@ -3,12 +3,12 @@
     python -m inference.fetch --root s3://<bucket>[/<prefix>] --model <model_name> \\
         --version <version|latest> --dest <dir>
 
-Reads ``<root>/release/<model>/<version>/`` (trainer/release.py: a Hugging Face causal-LM folder plus
+Reads ``<root>/release/<model>/<version>/`` (trainer/release/manifest.py: a Hugging Face causal-LM folder plus
 ``manifest.json`` and its signature ``manifest.json.sig``), accepts the manifest only when its signature
 verifies with the release signing key's public half (the PEM file ``AIPLAT_RELEASE_PUBLIC_KEY`` names, mounted
 from the stack's ConfigMap: no KMS call, no network besides S3) and before it downloads any other file,
 checks every file's size and sha256 while downloading it into a temporary folder beside ``<dir>`` (same
-parent, so the last step is a rename), checks the folder again as the publisher did (trainer/hf_folder.py:
+parent, so the last step is a rename), checks the folder again as the publisher did (trainer/release/hf_folder.py:
 an architecture the pinned vLLM serves, no remote code, config.json and the safetensors headers agreeing,
 the serving facts the manifest signed) and only then renames the folder to ``<dir>``: vLLM then loads
 ``<dir>`` (``--model <dir>``) with no hub access. Releases of the older format ``aiplat-release-v2`` (GPT-2
@@ -29,7 +29,7 @@ On any failure exactly one line ``release <model>/<version>: <reason>`` goes to 
 nor a temporary folder is left behind. It writes only under ``<dir>``'s parent (an emptyDir or the node's
 NVMe) and ``/tmp``, so it runs on a read-only root filesystem as any user. AWS credentials come from the
 default chain (EKS Pod Identity / IRSA); ``AWS_REGION`` and ``AWS_ENDPOINT_URL`` are honoured
-(trainer/blobstore.py). Progress goes to stdout.
+(trainer/storage/blobstore.py). Progress goes to stdout.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from types import FrameType
 from typing import Any
 
 from trainer.errors import BadInput, StoreUnavailable
-from trainer.release import (
+from trainer.release.manifest import (
     MODEL_NAME_RE,
     VERSION_RE,
     Release,
@@ -52,7 +52,7 @@ from trainer.release import (
     download,
     list_versions,
 )
-from trainer.signing import PUBLIC_KEY_ENV, trusted_key
+from trainer.release.signing import PUBLIC_KEY_ENV, trusted_key
 
 LATEST = "latest"
 OK, BUG, LOCAL, RELEASE, STORE = 0, 1, 2, 3, 4
@@ -83,7 +83,7 @@ def _leftovers(dest: Path) -> list[Path]:
 
 def fetch_into(root: str, model: str, version: str, dest: Path, public_key: Any) -> Release:
     """Download ``version`` (a version folder name), signed with ``public_key``'s private half, to ``dest``
-    through a temporary sibling folder; raises :class:`~trainer.release.ReleaseError` / store errors with
+    through a temporary sibling folder; raises :class:`~trainer.release.manifest.ReleaseError` / store errors with
     nothing left behind."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}{FETCHING}", dir=dest.parent))
     try:
@@ -136,7 +136,9 @@ def _public_key() -> Any:
 
 def _check_args(args: argparse.Namespace) -> Path:
     if not MODEL_NAME_RE.match(args.model):
-        raise Failure(RELEASE, "--model must be 1-63 of a-z 0-9 . _ - (the name given to trainer.publish)")
+        raise Failure(
+            RELEASE, "--model must be 1-63 of a-z 0-9 . _ - (the name given to trainer.release.publish)"
+        )
     if args.version != LATEST and not VERSION_RE.match(args.version):
         example = "20261130T100100Z-step4"
         raise Failure(RELEASE, f"--version must be {LATEST} or a version folder such as {example}")
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="inference.fetch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--root", required=True, help="s3://bucket[/prefix] (or a local directory) with release/")
-    ap.add_argument("--model", required=True, help="release/<model>/ (trainer.publish --model-name)")
+    ap.add_argument("--model", required=True, help="release/<model>/ (trainer.release.publish --model-name)")
     ap.add_argument("--version", required=True, help=f"a version folder name, or {LATEST}")
     ap.add_argument("--dest", required=True, help="the folder to create (its parent must exist)")
     args = ap.parse_args(argv)

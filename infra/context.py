@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_aws as aws
 
 from infra.core.facts import AccountFacts, RegionFacts
 from infra.core.naming import StackNames
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 
 @dataclass

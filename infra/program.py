@@ -45,10 +45,10 @@ from infra.network.wire import wire_network
 from infra.pod_storage.wire import wire_cluster_storage
 from infra.queueing.wire import wire_queueing
 from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
+from infra.schema.parse import parse_platform_config
+from infra.schema.platform import PlatformConfig
 from infra.services.wire import EndpointProbe, system_pools, wire_cluster_services, wire_workload_identities
 from infra.stack.allowlists import PackAllowlists
-from infra.stack.parse import parse_platform_config
-from infra.stack.schema import PlatformConfig
 from infra.storage.wire import wire_storage
 from infra.training.wire import wire_images, wire_training
 

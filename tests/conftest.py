@@ -42,7 +42,7 @@ def assert_rejected(raw: dict, path: str, value: object, expected: list[str]) ->
     """``raw`` with ``path`` set to ``value`` fails validation with every fragment in ``expected``,
     one line per problem, each naming its ``aiplat:platform`` field."""
     from infra.core.errors import ConfigErrors
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
 
     with pytest.raises(ConfigErrors) as info:
         parse_platform_config(with_value(raw, path, value))

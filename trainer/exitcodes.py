@@ -1,4 +1,4 @@
-"""Exit codes of ``python -m trainer.launch`` (the pod's exit code) and of each ``trainer.train`` worker.
+"""Exit codes of ``python -m trainer.run.launch`` (the pod's exit code) and of each ``trainer.train`` worker.
 
 Dependency-free on purpose: the Kubernetes training runtime imports it to build its failure policy.
 

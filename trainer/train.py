@@ -1,10 +1,10 @@
-"""Trainer entry point (one process per rank; see ``trainer/launch.py`` for the launcher).
+"""Trainer entry point (one process per rank; see ``trainer/run/launch.py`` for the launcher).
 
     torchrun --nnodes N --nproc-per-node G [--max-restarts R] -m trainer.train --config FILE [--set k=v ...]
 
 Exit codes: ``trainer/exitcodes.py`` (0 done, 1 crash, 2 bad input, 3 save failed, 4 store unavailable,
 5 preempted but the save failed, 143 preempted after a committed checkpoint). Under plain torchrun every
-non-zero code is restarted and torchrun itself exits 1; ``python -m trainer.launch`` keeps the contract.
+non-zero code is restarted and torchrun itself exits 1; ``python -m trainer.run.launch`` keeps the contract.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import NoReturn
 from trainer import exitcodes
 from trainer.config import load_config
 from trainer.errors import TrainerError
-from trainer.loop import Trainer
-from trainer.outcome import write_outcome
+from trainer.run.outcome import write_outcome
+from trainer.training.loop import Trainer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         _exit_now(exitcodes.CRASH, f"{type(exc).__name__}: {exc}")
     # The outcome first: closing waits (boundedly) for run-record writes, which may outlast the launcher's
-    # shutdown window on a store that hangs; the code must not depend on them (trainer/sidewrites.py).
+    # shutdown window on a store that hangs; the code must not depend on them (trainer/checkpoint/sidewrites.py).
     write_outcome(code, trainer.exit_message or exitcodes.name(code))
     trainer.close()
     return code

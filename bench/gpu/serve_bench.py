@@ -6,8 +6,8 @@ answers, and skips this part with one line where none does.
     python bench/gpu/serve_bench.py --checkpoint DIR --work DIR --vllm-version 0.33.0
 
 1. The checkpoint part 1 kept (``train_bench.py --checkpoint DIR``) is exported as a Hugging Face folder
-   (``python -m trainer.export_hf``), published as a release signed with a throwaway key
-   (``python -m trainer.publish --from``) and fetched, verified, into a folder
+   (``python -m trainer.export.hf``), published as a release signed with a throwaway key
+   (``python -m trainer.release.publish --from``) and fetched, verified, into a folder
    (``python -m inference.fetch``).
 2. ``vllm serve <folder>`` (bf16, no hub) on 127.0.0.1.
 3. ``vllm bench serve`` once per concurrency (``--max-concurrency``, all requests sent at once, random prompts
@@ -56,8 +56,8 @@ def sh(cmd: list[str], deadline: float, log: Path, env: dict[str, str] | None = 
 
 
 def release_key_env(folder: Path) -> dict[str, str]:
-    """A new P-256 key pair in ``folder`` and the variables trainer.publish and inference.fetch read it
-    from (trainer/signing.py)."""
+    """A new P-256 key pair in ``folder`` and the variables trainer.release.publish and inference.fetch read it
+    from (trainer/release/signing.py)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -145,9 +145,9 @@ def main() -> int:
     vllm = vllm_cli()
     env = {**os.environ, "PYTHONPATH": str(REPO), **release_key_env(work / "release-key")}
 
-    sh([py, "-m", "trainer.export_hf", "--checkpoint", str(args.checkpoint), "--output", str(work / "hf")],
+    sh([py, "-m", "trainer.export.hf", "--checkpoint", str(args.checkpoint), "--output", str(work / "hf")],
        end, work / "export.log", env)  # fmt: skip
-    sh([py, "-m", "trainer.publish", "--from", str(work / "hf"), "--release-root", str(work / "rel"),
+    sh([py, "-m", "trainer.release.publish", "--from", str(work / "hf"), "--release-root", str(work / "rel"),
         "--model-name", MODEL], end, work / "publish.log", env)  # fmt: skip
     (work / "node").mkdir(exist_ok=True)
     dest = work / "node" / "model"

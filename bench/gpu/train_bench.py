@@ -5,12 +5,12 @@ already on the machine and this repository alone (no installs, no network, no S3
     python3 bench/gpu/train_bench.py --dry-run    # anywhere: the debug model on CPU, a few steps, no compile
 
 It runs the trainer itself (``python -m trainer.train``) on token shards made from this repository's docs,
-with checkpoints off (unless ``--checkpoint``), reads the step lines the trainer prints (trainer/metrics.py)
+with checkpoints off (unless ``--checkpoint``), reads the step lines the trainer prints (trainer/training/metrics.py)
 and prints one JSON object: median tokens/s and step time past the warm-up steps (torch.compile), and MFU.
 MFU is
 ``flops_per_token * tokens_per_s / peak_flops`` with the trainer's own ``GPT.flops_per_token`` (6N plus the
 attention term 12*L*d*T: PaLM, appendix B, https://arxiv.org/abs/2204.02311; nanoGPT's ``estimate_mfu``,
-https://github.com/karpathy/nanoGPT/blob/master/model.py) and the dense bf16 peak of trainer/metrics.py.
+https://github.com/karpathy/nanoGPT/blob/master/model.py) and the dense bf16 peak of trainer/training/metrics.py.
 
 Checked first, each with one line on stderr and its own exit code: 2 Python older than 3.11 (the trainer reads
 its config with tomllib); 3 CUDA not available to torch (or torch missing); 4 the NVIDIA driver is older than
@@ -39,7 +39,7 @@ EXIT_PYTHON, EXIT_NO_CUDA, EXIT_DRIVER, EXIT_TRAINER, EXIT_BUDGET = 2, 3, 4, 5, 
 MIN_PYTHON = (3, 11)
 MFU_FORMULA = (
     "flops_per_token * tokens_per_s / peak_flops; flops_per_token = 6*N + 12*n_layer*d_model*seq_len "
-    "(trainer/model.py GPT.flops_per_token: PaLM appendix B, nanoGPT estimate_mfu)"
+    "(trainer/training/model.py GPT.flops_per_token: PaLM appendix B, nanoGPT estimate_mfu)"
 )
 
 
@@ -175,13 +175,15 @@ def peak_for(gpu: str | None, override: float | None) -> tuple[float | None, str
         return override, "--peak-flops (given on the command line)"
     if gpu is None:
         return None, "none: no GPU (pass --peak-flops for an MFU against a peak of your choice)"
-    from trainer.metrics import PEAK_BF16_SOURCES, peak_entry
+    from trainer.training.metrics import PEAK_BF16_SOURCES, peak_entry
 
     entry = peak_entry(gpu)
     if entry is None:
-        return None, f"none: {gpu} is not in trainer/metrics.py PEAK_BF16_FLOPS (pass --peak-flops)"
+        return None, f"none: {gpu} is not in trainer/training/metrics.py PEAK_BF16_FLOPS (pass --peak-flops)"
     key, flops = entry
-    return flops, PEAK_BF16_SOURCES.get(key, f"vendor data sheet ({key}, trainer/metrics.py PEAK_BF16_FLOPS)")
+    return flops, PEAK_BF16_SOURCES.get(
+        key, f"vendor data sheet ({key}, trainer/training/metrics.py PEAK_BF16_FLOPS)"
+    )
 
 
 def run(args: argparse.Namespace, facts: dict[str, Any], t0: float) -> dict[str, Any]:
@@ -190,7 +192,7 @@ def run(args: argparse.Namespace, facts: dict[str, Any], t0: float) -> dict[str,
 
     from bench.gpu.stats import median
     from trainer.config import load_config
-    from trainer.model import GPT
+    from trainer.training.model import GPT
 
     config = REPO / "trainer" / "configs" / ("debug.toml" if args.dry_run else "gpt2_124m.toml")
     steps = args.steps or (6 if args.dry_run else 40)

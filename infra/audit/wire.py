@@ -14,9 +14,11 @@ from infra.audit import documents as audit_documents
 from infra.audit.component import AuditTrail, AuditTrailArgs
 from infra.context import StackContext
 from infra.core import naming
+from infra.core.config import Role
 from infra.keys.component.keyguard import EventAlert
 from infra.keys.component.kms import KmsKeys
-from infra.stack.schema import BucketPurpose, Role, StorageBackend, TrailMode
+from infra.storage.config.security import TrailMode
+from infra.storage.config.storage import BucketPurpose, StorageBackend
 from infra.storage.rules import trail_object_lock_mode
 from infra.storage.wire import StorageWiring, trail_bucket_name
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from infra.cli.common import EXIT_FAILED, EXIT_OK
-from infra.stack.reference import config_reference
+from infra.schema.reference import config_reference
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -27,8 +27,8 @@ from infra.cost.estimate import (
 )
 from infra.io.stackfiles import load_stack_config, read_stack_index
 from infra.rules import run_rules
+from infra.schema.platform import PlatformConfig
 from infra.stack.registry import Level, Phase, RuleContext
-from infra.stack.schema import PlatformConfig
 
 
 def _date(value: str) -> dt.date:

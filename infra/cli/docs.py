@@ -26,7 +26,7 @@ from infra.io.policypack import default_pack_dir
 from infra.io.stackfiles import project_root
 from infra.jobs.config import JobSpec
 from infra.review.analyzers import load_rules_package
-from infra.stack.reference import config_reference, model_reference
+from infra.schema.reference import config_reference, model_reference
 
 # The width ``--help`` is rendered at (argparse reads COLUMNS), so the page does not depend on the terminal.
 HELP_WIDTH = 100

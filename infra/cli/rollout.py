@@ -26,8 +26,8 @@ from infra.ops.rollout import (
     State,
     run_rollout,
 )
+from infra.schema.platform import PlatformConfig
 from infra.stack.rollout import plan_waves
-from infra.stack.schema import PlatformConfig
 
 STYLE = {
     State.healthy: "green",

@@ -13,29 +13,21 @@ Warnings go to stderr, the YAML to stdout: ``aiplat train render ... | kubectl a
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import yaml
 from rich.console import Console
 
 from infra.cli import train_jobs
-from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, print_warning
-from infra.core.errors import ConfigError, ConfigErrors
-from infra.core.facts import InstanceFacts
-from infra.core.project import CONFIG_KEY
-from infra.core.trainjobs import grace_period_s, pod_name_length
-from infra.io.job_files import JobFile, load_job_file
-from infra.io.policypack import stack_allowlists
-from infra.io.stackfiles import load_stack_config
+from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error
 from infra.cli.train_build import add_run_arguments, build_job, build_run, check_stack, runtime_facts
-from infra.jobs import documents as jobs_documents
-from infra.jobs import rules as job_rules
-from infra.rules import Level, Phase, RuleContext, run_rules
-from infra.stack.parse import parse_platform_config
-from infra.stack.schema import PlatformConfig
+from infra.core.errors import ConfigError, ConfigErrors
+from infra.core.project import CONFIG_KEY
+from infra.core.trainjobs import pod_name_length
+from infra.io.stackfiles import load_stack_config
+from infra.schema.parse import parse_platform_config
+from infra.schema.platform import PlatformConfig
 from infra.training.documents import stack as training_stack
 
 

@@ -24,8 +24,8 @@ from infra.io.trainer_configs import REPO, training_settings
 from infra.jobs import documents as jobs_documents
 from infra.jobs import rules as job_rules
 from infra.rules import Level, Phase, RuleContext, run_rules
-from infra.stack.parse import parse_platform_config
-from infra.stack.schema import PlatformConfig
+from infra.schema.parse import parse_platform_config
+from infra.schema.platform import PlatformConfig
 from infra.training.documents import stack as training_stack
 
 

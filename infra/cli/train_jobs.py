@@ -29,7 +29,7 @@ from infra.jobs import rules as job_rules
 from infra.jobs.config import PLATFORM_TRAINER_IMAGE
 from infra.jobs.rules import check_fits, job_priority, team_config
 from infra.queueing.names import TeamNames, team_names
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"  # on every pod of a JobSet (jobset v0.12.0)
 # The pod index of an indexed Job: the trainer's node rank (Trainer v2 sets PET_NODE_RANK from it).

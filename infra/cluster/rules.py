@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from infra.cluster import addon_versions
+from infra.core.config import Environment
 from infra.stack.registry import Finding, RuleContext, at, error, rule, warning
-from infra.stack.schema import Environment, PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 DESCRIBE = "aws eks describe-addon-versions --kubernetes-version {minor} --addon-name {addon}"
 CREATE_ADDON_DOC = "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html"

@@ -37,7 +37,7 @@ def policy(*statements: dict[str, Any]) -> Policy:
     return {"Version": VERSION, "Statement": list(statements)}
 
 
-# Where the trainer writes its run records, under each run's prefix (trainer/runrecord.py PREFIX; a test
+# Where the trainer writes its run records, under each run's prefix (trainer/run/runrecord.py PREFIX; a test
 # compares them): <run>/run-records/<attempt>.<event>.json, each object created once.
 RUN_RECORDS = "run-records"
 

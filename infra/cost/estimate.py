@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, model_validator
 
@@ -27,7 +27,9 @@ from infra.karpenter.config import CapacityKind
 from infra.karpenter.gpu_offers import gpu_offer
 from infra.network.config import NatStrategy
 from infra.pools.config import CapacityType
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 # ---------------------------------------------------------------------------------------------------------
 # The price table (the schema of prices.yaml)

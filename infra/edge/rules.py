@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from infra.core.config import Role
 from infra.core.facts import GlobalDnsFacts, Unreadable
 from infra.stack.registry import Finding, Need, Phase, RuleContext, at, error, rule, warning
-from infra.stack.schema import PlatformConfig, Role
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 LATENCY_DOC = "https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/routing-policy-latency.html"
 DELEGATION_DOC = (

@@ -15,11 +15,11 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.context import StackContext
+from infra.core.config import Role
 from infra.core.project import CONFIG_NAMESPACE
 from infra.edge import documents as edge
 from infra.edge.component import GlobalCertificate, GlobalCertificateArgs, GlobalRecord, GlobalRecordArgs
 from infra.edge.config import API_KEYS_CONFIG, GlobalEndpointConfig
-from infra.stack.schema import Role
 from infra.storage.wire import StorageWiring
 
 API_KEYS_OUTPUT = "inferenceApiKeys"

@@ -13,10 +13,15 @@ service model):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from infra.core.facts import RegionFacts
 from infra.fsx.config import FsxConfig, LustreDeploymentType
 from infra.network.zones import pool_zones
-from infra.stack.schema import BucketPurpose, PlatformConfig
+from infra.storage.config.storage import BucketPurpose
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 CREATE_FILE_SYSTEM_DOC = "https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html"
 

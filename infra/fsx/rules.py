@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from infra.core.config import Role
 from infra.fsx import constraints as fsx_facts
 from infra.network.zones import pool_zones, vpc_zones
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
-from infra.stack.schema import Role, StorageBackend
+from infra.storage.config.storage import StorageBackend
 
 S3_REPOSITORIES_DOC = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html"
 PERFORMANCE_DOC = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/performance.html"

@@ -22,9 +22,9 @@ from infra.core.trainjobs import quantity_mib
 from infra.edge.config import GlobalEndpointConfig
 from infra.services.config import NAMESPACE_PATTERN
 
-# A model name as trainer.publish writes releases under (release/<model>/), e.g. gpt2-small.
+# A model name as trainer.release.publish writes releases under (release/<model>/), e.g. gpt2-small.
 MODEL_NAME = r"^[a-z0-9][a-z0-9._-]{0,62}$"
-# A release folder name written by trainer.publish (trainer/release.py), e.g. 20261130T100100Z-step4.
+# A release folder name written by trainer.release.publish (trainer/release/manifest.py), e.g. 20261130T100100Z-step4.
 RELEASE_VERSION = r"^\d{8}T\d{6}Z-step\d+$"
 # The fetch tool's moving version: the newest release that verifies (only where model.allow_latest).
 LATEST = "latest"
@@ -309,7 +309,7 @@ class ModelConfig(Strict):
     by itself."""
 
     name: Annotated[str, Field(pattern=MODEL_NAME)] = Field(
-        description="The --model-name releases are published under (trainer.publish)."
+        description="The --model-name releases are published under (trainer.release.publish)."
     )
     version: str = Field(
         description="The release version, e.g. 20261130T100100Z-step4; 'latest' (the newest release that "

@@ -8,12 +8,16 @@ GPUs of a managed pool's instance type).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from infra.core import instance_types
-from infra.core.config import KubernetesAccess
+from infra.core.config import KubernetesAccess, Role
 from infra.inference.config import LATEST, Dtype, InferenceConfig, WafMode
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
-from infra.stack.schema import PlatformConfig, Role, StorageBackend
+from infra.storage.config.storage import StorageBackend
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 TLS_POLICIES_DOC = (
     "https://docs.aws.amazon.com/elasticloadbalancing/latest/application/describe-ssl-policies.html"

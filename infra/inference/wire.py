@@ -35,6 +35,7 @@ import pulumi
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import namespaces, naming
+from infra.core.config import Role
 from infra.edge import documents as edge_docs
 from infra.edge.component import GlobalCertificate, GlobalRecord
 from infra.edge.wire import api_keys_for, wire_global_certificate, wire_global_record
@@ -58,7 +59,6 @@ from infra.network.documents import cidr
 from infra.network.zones import vpc_zones
 from infra.pools.documents import nodes
 from infra.services.wire import ClusterServicesWiring, system_pools
-from infra.stack.schema import Role
 from infra.storage.documents import ALB_LOG_PREFIX
 from infra.storage.wire import StorageWiring
 

@@ -44,7 +44,7 @@ from infra.core.facts import (
 from infra.io.aws_credentials import require_credentials
 from infra.karpenter.gpu_offers import karpenter_patterns
 from infra.preflight.quotas import QUOTAS
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 Clients = Callable[[str, str], Any]
 """``clients(service, region)`` -> a boto3 client for that service in that region."""

@@ -23,7 +23,7 @@ from infra.core import dockerfiles
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.facts import InstanceFacts
 from infra.core.project import CONFIG_KEY
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 from infra.training.config import ImageBuild
 
 # The repository root: the Pulumi project directory, where `pulumi up` runs and paths in the config start.

@@ -1,17 +1,17 @@
 """A run's last committed checkpoint step, read from the checkpoint store the trainer writes, with the
-trainer's own store client and manifest parser (``trainer/blobstore.py``, ``trainer/ckpt_manifest.py``:
+trainer's own store client and manifest parser (``trainer/storage/blobstore.py``, ``trainer/checkpoint/manifest.py``:
 both torch-free). A checkpoint is committed once ``step_N/manifest.json`` is written (last, create-only;
 docs/trainer.md "Checkpoints"); its files' hashes are not re-read here (the trainer does that on resume).
 """
 
 from __future__ import annotations
 
-from trainer.blobstore import open_blobs
-from trainer.ckpt_manifest import ManifestError, parse_manifest
+from trainer.checkpoint.manifest import ManifestError, parse_manifest
 from trainer.errors import BlobNotFound
-from trainer.hashing import MANIFEST
+from trainer.storage.blobstore import open_blobs
+from trainer.storage.hashing import MANIFEST
 
-STEP_PREFIX = "step_"  # trainer/checkpoint_store.py step_dir_name: step_<9 digits>
+STEP_PREFIX = "step_"  # trainer/checkpoint/store.py step_dir_name: step_<9 digits>
 
 
 def last_committed_step(uri: str) -> int | None:

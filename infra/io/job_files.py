@@ -12,7 +12,7 @@ from infra.core.errors import ConfigError, ConfigErrors
 from infra.io.stackfiles import display_path
 from infra.io.yaml_files import DuplicateKeyError, duplicate_key_fix, load_yaml
 from infra.jobs.config import JobSpec
-from infra.stack.parse import parse_model
+from infra.schema.parse import parse_model
 
 SCHEMA_DOC = "docs/reference/job-file.md"
 

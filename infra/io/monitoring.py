@@ -15,7 +15,7 @@ import yaml
 
 from infra.core.project import CONFIG_NAMESPACE
 from infra.monitoring.assets import MonitoringAssets
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 MONITORING_DIR = Path(__file__).resolve().parents[1] / "monitoring"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from infra.cost.estimate import PriceTable
-from infra.stack.parse import parse_model
+from infra.schema.parse import parse_model
 
 PRICES = ("infra.cost.data", "prices.yaml")
 

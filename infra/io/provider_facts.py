@@ -13,7 +13,7 @@ import pulumi_aws as aws
 from infra.core.facts import AccountFacts, AvailabilityZone, InstanceFacts, RegionFacts
 from infra.core.instance_types import GPU_FAMILY_PATTERNS
 from infra.karpenter.gpu_offers import karpenter_patterns
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
 ZONE_TYPE = "availability-zone"

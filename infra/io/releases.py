@@ -1,5 +1,5 @@
 """The release an infer stack is about to serve, as ``aiplat rollout`` reads it before the update: the signed
-manifest in the region's replica bucket, accepted with the trainer's own reader (trainer/release.py, the one
+manifest in the region's replica bucket, accepted with the trainer's own reader (trainer/release/manifest.py, the one
 definition of the format; torch-free) against the train stack's release signing public key, reduced to what
 serving needs (``ReleaseFacts``). Nothing but the manifest is read (and, for a release of the older GPT-2
 format, its config.json and the weights' 8-byte header length).
@@ -16,7 +16,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from trainer.errors import BadInput
-from trainer.release import (
+from trainer.release.manifest import (
     CONFIG,
     FORMAT_V2,
     RELEASE_PREFIX,
@@ -26,14 +26,14 @@ from trainer.release import (
     ReleaseError,
     accept_manifest,
 )
-from trainer.signing import load_public_key
+from trainer.release.signing import load_public_key
 
 MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
 class ReleaseFacts:
-    """What a release's manifest says serving needs (trainer/hf_folder.py ``Serving``)."""
+    """What a release's manifest says serving needs (trainer/release/hf_folder.py ``Serving``)."""
 
     version: str
     architecture: str

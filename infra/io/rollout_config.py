@@ -9,7 +9,7 @@ import yaml
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.io.stackfiles import display_path, project_root
 from infra.io.yaml_files import DuplicateKeyError, duplicate_key_fix, load_yaml
-from infra.stack.parse import parse_model
+from infra.schema.parse import parse_model
 from infra.stack.rollout import ROLLOUT_FILE, RolloutConfig
 
 

@@ -28,7 +28,7 @@ from infra.core.facts import AvailabilityZone, InstanceFacts, RegionFacts, get_i
 # the mocks answer getInstanceType through it.
 from infra.io.facts_file import FactsFile, read_facts_file
 from infra.karpenter.gpu_offers import karpenter_patterns
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 # The AWS snapshot: these modules only locate the data files; nothing of moto's mocking is started.
 _RESOURCES = "moto.ec2.resources"

@@ -1,7 +1,7 @@
 """Stack files: find them, read one, and summarise all of them for the cross-stack rules.
 
 A stack file (``stacks/Pulumi.<stack>.yaml``) holds one key of ours, ``aiplat:platform``, validated by the
-schema through ``infra.stack.parse``. This module only reads files; the checks between stacks are
+schema through ``infra.schema.parse``. This module only reads files; the checks between stacks are
 rules (``infra/stack/cross_stack.py``) over the ``StackIndex`` read here.
 """
 
@@ -22,8 +22,8 @@ from infra.inference.config import InferenceConfig
 from infra.io.yaml_files import DuplicateKeyError, duplicate_key_fix, load_yaml
 from infra.monitoring.config import RECEIVER_SECRET_PREFIX
 from infra.network.config import NetworkConfig
-from infra.stack.parse import parse_platform_config
-from infra.stack.schema import PlatformConfig
+from infra.schema.parse import parse_platform_config
+from infra.schema.platform import PlatformConfig
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from infra.core.trainer_settings import TrainerSettings
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 from trainer.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]

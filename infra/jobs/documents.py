@@ -5,7 +5,7 @@ A submitted TrainJob is the one ``aiplat train render`` prints, put in the team'
 with a WorkloadPriorityClass (``infra/queueing/names.py``), created suspended for Kueue to admit, and
 annotated with who submitted it, the trainer config's sha256 and the runtime image's digest. Its pods get
 the queue, priority, submitter and submission time too, through a runtime patch, because the pod (and so
-the run record, ``trainer/runrecord.py``) can read only its own labels and annotations (downward API).
+the run record, ``trainer/run/runrecord.py``) can read only its own labels and annotations (downward API).
 """
 
 from __future__ import annotations
@@ -14,15 +14,17 @@ import copy
 import hashlib
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra.core.facts import InstanceFacts
 from infra.core.trainjobs import REPLICATED_JOB, SUBMITTED_AT_ANNOTATION, SUBMITTED_BY_ANNOTATION
 from infra.jobs.config import PLATFORM_TRAINER_IMAGE, JobSpec, Launcher
 from infra.queueing.names import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL, TeamNames, team_names
-from infra.stack.schema import PlatformConfig
 from infra.training.documents import runtime as t
 from infra.training.documents.stack import team_job_env, team_priority
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 SUBMITTED_BY = SUBMITTED_BY_ANNOTATION  # the STS caller ARN of whoever ran `aiplat train submit`
 CONFIG_SHA256 = "aiplat.io/config-sha256"  # sha256 of the trainer config file's (or the job file's) bytes

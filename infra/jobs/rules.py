@@ -6,6 +6,7 @@ the stack's registry, and the rest of the file fits the stack's runtime."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from infra.core.errors import ConfigError, ConfigErrors, NoFlavorFitsError, UnknownTeamError
 from infra.core.teams import team_repository_prefix
@@ -13,9 +14,11 @@ from infra.core.trainjobs import pod_name_length
 from infra.jobs.config import PLATFORM_TRAINER_IMAGE, JobSpec, Launcher
 from infra.queueing.config import TeamConfig
 from infra.stack.registry import Finding, error
-from infra.stack.schema import PlatformConfig
 from infra.training.documents.stack import team_priority
 from infra.training.rules import nodes_fit_pool
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 
 def team_config(cfg: PlatformConfig, stack: str, team: str) -> TeamConfig:

@@ -10,12 +10,15 @@ NodePool's requirements, so the plan and the NodePool agree on what the region o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from infra.core.facts import RegionFacts
 from infra.core.instance_types import family
 from infra.karpenter.config import Architecture, KarpenterPoolConfig
 from infra.network.zones import vpc_zones
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 # AWS architecture names (DescribeInstanceTypes ProcessorInfo.SupportedArchitectures) by Kubernetes name.
 AWS_ARCH = {Architecture.amd64: "x86_64", Architecture.arm64: "arm64"}

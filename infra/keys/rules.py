@@ -4,10 +4,13 @@ may assume the key administrator and break-glass roles (never the account root a
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from infra.core.config import Environment
 from infra.stack.registry import Finding, RuleContext, at, error, rule
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 MFA_DOC = "https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_mfa_configure-api-require.html"
 ACCOUNT_DOC = "https://docs.aws.amazon.com/accounts/latest/reference/manage-acct-identifiers.html"

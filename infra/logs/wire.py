@@ -16,7 +16,7 @@ import pulumi
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import naming
-from infra.core.config import KubernetesAccess
+from infra.core.config import KubernetesAccess, Role
 from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.keys.component.kms import KmsKeys
 from infra.logs import documents as logs_docs
@@ -26,7 +26,6 @@ from infra.monitoring import documents as mon
 from infra.monitoring.wire import MonitoringWiring
 from infra.queueing.names import team_namespace
 from infra.services.wire import SYSTEM_NAMESPACE, ClusterServicesWiring, workload_namespace_specs
-from infra.stack.schema import Role
 
 
 @dataclass

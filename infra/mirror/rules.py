@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -12,7 +13,9 @@ from infra.core.charts import ChartPin
 from infra.core.config import KubernetesAccess
 from infra.mirror.documents import SECRET_PREFIX, CacheLayout, Gap, chart_gaps, needs_credentials
 from infra.stack.registry import Finding, Phase, RuleContext, at, error, rule, warning
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 CREATE_DOC = "https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-creating-rule.html"
 HOWTO = "docs/how-to/image-cache.md"

@@ -21,6 +21,7 @@ import pulumi
 
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
+from infra.core.config import Role
 from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.mirror.wire import cached_chart, cached_image
 from infra.monitoring import documents as mon
@@ -31,7 +32,6 @@ from infra.queueing.names import team_namespace
 from infra.resources.helm import ChartArgs
 from infra.resources.options import inherited_depends_on
 from infra.services.wire import ClusterServicesWiring, gpu_pools, has_efa, system_pools
-from infra.stack.schema import Role
 
 # The inference server's metrics port name (cluster-services' inference namespace lets the monitoring
 # namespace scrape the container port named "metrics", infra/core/namespaces.py).

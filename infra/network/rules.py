@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from infra.core.config import KubernetesAccess
+from infra.core.config import KubernetesAccess, Role
 from infra.network.config import NatStrategy
 from infra.network.zones import (
     EKS_MIN_CONTROL_PLANE_ZONES,
@@ -16,7 +16,6 @@ from infra.network.zones import (
     vpc_zones,
 )
 from infra.stack.registry import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
-from infra.stack.schema import Role
 from infra.storage.config.storage import StorageBackend
 
 # "Your cluster must pull images from a container registry that's in your VPC."
@@ -106,7 +105,7 @@ def control_plane_zones_supported(ctx: RuleContext) -> Iterator[Finding]:
 @rule("publisher-reaches-kms")
 def publisher_reaches_kms(ctx: RuleContext) -> Iterator[Finding]:
     """A train stack with the S3 backend has a KMS interface endpoint: its release publisher signs every
-    manifest with the release signing key (trainer/signing.py), and the workload pods send HTTPS only to
+    manifest with the release signing key (trainer/release/signing.py), and the workload pods send HTTPS only to
     the VPC, S3's prefix list and network.workload_egress_cidrs (infra/core/namespaces.py)."""
     cfg = ctx.cfg
     signs = cfg.role is Role.train and cfg.storage.backend is StorageBackend.s3

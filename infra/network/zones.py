@@ -8,8 +8,12 @@ EKS does not place control-plane network interfaces, so that check goes by ID.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from infra.core.facts import RegionFacts
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 EKS_NETWORK_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html"
 # "The subnets can't reside in the following Availability Zones" (EKS user guide, network requirements,

@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from infra.edge.documents import DRAINED_INVERTED, OUTPUT, SERVING_INVERTED
 from infra.io.aws_live import Clients
 from infra.ops.rollout import DrainStep
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 # Route 53 is a global service; its API endpoint is in us-east-1.
 ROUTE53_REGION = "us-east-1"

@@ -37,8 +37,8 @@ from infra.io.cluster_health import (
     release_folders,
 )
 from infra.ops.rollout import GateCheck
+from infra.schema.platform import PlatformConfig
 from infra.stack.rollout import HealthGateConfig
-from infra.stack.schema import PlatformConfig
 from infra.storage.config.storage import RELEASE_PREFIX
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"  # set by EKS on managed node group nodes

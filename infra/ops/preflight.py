@@ -26,9 +26,9 @@ from infra.io.aws_live import (
 from infra.io.regions import known_regions
 from infra.preflight.rules import backend_findings, secrets_findings
 from infra.rules import Finding, Level, Phase, RuleContext
+from infra.schema.platform import PlatformConfig
 from infra.stack.registry import applicable, check_rule, registered
 from infra.stack.rollout import RolloutConfig
-from infra.stack.schema import PlatformConfig
 
 PROJECT = "project"
 

@@ -38,7 +38,7 @@ from infra.io.releases import (
     read_release,
 )
 from infra.ops.rollout import GateCheck
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 from infra.storage.config.storage import RELEASE_PREFIX
 
 NAME = "release-fit"

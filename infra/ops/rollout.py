@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from infra.core.errors import PlatformError
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from infra.core import naming
+from infra.core.config import Role
 from infra.io.aws_live import Clients
-from infra.stack.schema import BucketPurpose, PlatformConfig, Role, StorageBackend, TrailMode
+from infra.schema.platform import PlatformConfig
+from infra.storage.config.security import TrailMode
+from infra.storage.config.storage import BucketPurpose, StorageBackend
 
 
 @dataclass(frozen=True)

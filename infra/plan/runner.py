@@ -28,6 +28,7 @@ from pulumi.runtime.settings import set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
 from infra.core import policy_quotas
+from infra.core.config import Role
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
 from infra.edge.config import API_KEYS_KEY
@@ -43,7 +44,7 @@ from infra.io.stackfiles import (
 )
 from infra.plan.mocks import AwsSnapshotMocks, FirstPreviewMocks
 from infra.rules import Finding
-from infra.stack.schema import PlatformConfig, Role
+from infra.schema.platform import PlatformConfig
 
 SECRET = "[secret]"
 # What the offline plan hands the program for a Pulumi secret the stack reads (Alertmanager receiver URLs,

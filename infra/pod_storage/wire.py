@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pulumi
 
 from infra.context import StackContext
+from infra.core.config import Role
 from infra.core.namespaces import PodSecurity, pss_labels
 from infra.pod_storage.component.minio import Minio, MinioArgs, MinioWorkload
 from infra.pod_storage.component.pod_iam import (
@@ -17,17 +19,20 @@ from infra.pod_storage.component.pod_iam import (
     ServiceAccountRef,
     TrainerAccess,
 )
-from infra.stack.schema import (
+from infra.storage import documents as storage_documents
+from infra.storage.config.storage import (
+    PUBLISHER_ROLE,
     BucketPurpose,
     MinioMode,
-    PlatformConfig,
+    MinioResources,
     PodAccessConfig,
-    Role,
     StorageBackend,
+    outputs_prefix,
 )
-from infra.storage import documents as storage_documents
-from infra.storage.config.storage import PUBLISHER_ROLE, MinioResources, outputs_prefix
 from infra.storage.wire import DATA_PURPOSES, StorageWiring
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 
 def minio_resources(r: MinioResources) -> dict[str, dict[str, str]]:
@@ -136,7 +141,7 @@ def wire_cluster_storage(
                     checkpoints_arn=arns[BucketPurpose.checkpoints.value],
                     artifacts_arn=arns[BucketPurpose.artifacts.value],
                 ),
-                # Publishing a model is its own step with its own role (python -m trainer.publish): it reads
+                # Publishing a model is its own step with its own role (python -m trainer.release.publish): it reads
                 # the trainer's outputs and those of the teams whose releases the stack allows.
                 publisher=PublisherAccess(
                     who=who(st.publisher),

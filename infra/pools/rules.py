@@ -13,8 +13,8 @@ from collections.abc import Iterator, Sequence
 from infra.core.facts import InstanceFacts
 from infra.network.zones import pool_zones, vpc_zones
 from infra.pools import ami_drivers
+from infra.pools.config import CapacityType, NodePoolConfig, Placement
 from infra.stack.registry import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
-from infra.stack.schema import CapacityType, NodePoolConfig, Placement
 
 CAPACITY_BLOCKS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
 

@@ -17,13 +17,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from infra.core.facts import RegionFacts
 from infra.core.instance_types import instance_category
 from infra.karpenter.config import CapacityKind
 from infra.karpenter.gpu_offers import gpu_offer
 from infra.pools.config import CapacityType
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 
 class Purchase(StrEnum):

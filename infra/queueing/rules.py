@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from infra.core import instance_types
 from infra.core.facts import RegionFacts
 from infra.core.teams import team_namespace
 from infra.stack.allowlists import DEFAULT_GPU_BUDGET
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 QUEUEING_DOC = "docs/platform/queueing.md"
 BUDGET_DOC = "docs/policy-pack.md#per-stack-settings"

@@ -9,6 +9,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pulumi
 
@@ -27,9 +28,12 @@ from infra.queueing import documents as q
 from infra.queueing.component import Kueue, KueueArgs, Team, TeamArgs, TeamRegistry, TeamRegistryArgs
 from infra.queueing.names import TEAM_LABEL, team_names
 from infra.queueing.rbac import member_objects
-from infra.stack.schema import BucketPurpose, PlatformConfig
 from infra.storage import documents as storage_documents
+from infra.storage.config.storage import BucketPurpose
 from infra.storage.wire import StorageWiring, release_roles
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 # Kueue's namespace runs the controller and, when on, KueueViz: the chart sets the restricted profile for
 # all of them (non-root, no privilege escalation, capabilities dropped, RuntimeDefault seccomp:

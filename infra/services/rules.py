@@ -8,13 +8,17 @@ account's own offerings.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from infra.core.config import KubernetesAccess
+from infra.core.config import KubernetesAccess, Role
 from infra.core.instance_types import EFA_PLUGIN_SOURCE, EFA_PLUGIN_TYPES
 from infra.karpenter.gpu_offers import gpu_offer
 from infra.network.zones import vpc_zones
 from infra.stack.registry import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
-from infra.stack.schema import PlatformConfig, Role, StorageBackend
+from infra.storage.config.storage import StorageBackend
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 EFA_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html"
 ENDPOINT_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"

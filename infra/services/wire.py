@@ -32,7 +32,7 @@ from infra.cluster.documents import eks_iam
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import namespaces
-from infra.core.config import KubernetesAccess
+from infra.core.config import KubernetesAccess, Role
 from infra.core.trainer_settings import SCRAPED_METRICS_PORTS
 from infra.karpenter import documents as karpenter_docs
 from infra.karpenter.component.aws import KarpenterAws, KarpenterAwsArgs
@@ -54,7 +54,7 @@ from infra.services.documents import cert_manager as services_cert_manager
 from infra.services.documents import device_plugins, lbc_iam, metrics_server
 from infra.services.documents import load_balancer_controller as services_load_balancer_controller
 from infra.services.rules import unreachable_endpoint_message
-from infra.stack.schema import Role, StorageBackend
+from infra.storage.config.storage import StorageBackend
 
 SYSTEM_NAMESPACE = "kube-system"
 CERT_MANAGER_NAMESPACE = "cert-manager"
@@ -427,7 +427,7 @@ def wire_workload_identities(
                 role_arn=roles.trainer_role_arn if roles else None,
             )
         )
-        # The model publisher (python -m trainer.publish), with its own role: writes release/ only.
+        # The model publisher (python -m trainer.release.publish), with its own role: writes release/ only.
         accounts.append(
             ServiceAccountSpec(
                 namespace=st.publisher.namespace,

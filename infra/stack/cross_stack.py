@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
+from infra.core.config import Role
 from infra.core.stacks import StackSummary, exchange_artifacts
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule
-from infra.stack.schema import PlatformConfig, Role
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 # "Ensure that the VPCs do not have overlapping IPv4 CIDR blocks. If they overlap, the status of the VPC
 # peering connection immediately goes to failed." Transit Gateway cannot route between them either.

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from infra.core.errors import ConfigError
 from infra.core.facts import LiveFacts, RegionFacts
@@ -20,7 +21,9 @@ from infra.core.project import CONFIG_KEY
 from infra.core.stacks import StackIndex
 from infra.core.trainer_settings import TrainerSettings
 from infra.stack.allowlists import PackAllowlists
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 
 class Level(StrEnum):

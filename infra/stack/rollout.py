@@ -10,13 +10,15 @@ Read by ``infra/io/rollout_config.py``; used by ``aiplat rollout`` and ``aiplat 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, field_validator
 
 from infra.core.config import Environment, Role, Strict
 from infra.core.errors import ConfigError, ConfigErrors
-from infra.stack.schema import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 ROLLOUT_FILE = "rollout.yaml"
 

@@ -116,7 +116,7 @@ def publisher_policy(
     region: str | None = None,
     signing_key_arn: str | None = None,
 ) -> Policy:
-    """The model publisher (``python -m trainer.publish --from <HF folder>``): read the Hugging Face folders
+    """The model publisher (``python -m trainer.release.publish --from <HF folder>``): read the Hugging Face folders
     under ``source_prefixes`` of the checkpoints bucket (the trainer's output prefix, and the output prefix
     of every team with ``teams.<team>.releases``; never a checkpoint), write new objects under ``release/``
     of the artifacts bucket (the bucket policy requires ``If-None-Match``). No delete: a published version
@@ -179,8 +179,8 @@ def publisher_policy(
     return policy(*statements)
 
 
-SIGNING_ALGORITHM = "ECDSA_SHA_256"  # trainer/signing.py ALGORITHM
-SIGNING_KEY_SPEC = "ECC_NIST_P256"  # trainer/signing.py KEY_SPEC
+SIGNING_ALGORITHM = "ECDSA_SHA_256"  # trainer/release/signing.py ALGORITHM
+SIGNING_KEY_SPEC = "ECC_NIST_P256"  # trainer/release/signing.py KEY_SPEC
 
 
 def release_signing_key_policy(

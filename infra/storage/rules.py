@@ -6,12 +6,17 @@ They need the AWS facts (the system pools' instance types), so they run after th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from infra.core import allocatable
-from infra.core.config import KubernetesAccess
+from infra.core.config import Environment, KubernetesAccess
 from infra.core.trainjobs import quantity_mib
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule
-from infra.stack.schema import Environment, MinioMode, ObjectLockMode, PlatformConfig, StorageBackend
+from infra.storage.config.security import ObjectLockMode
+from infra.storage.config.storage import MinioMode, StorageBackend
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 ALLOCATABLE_DOC = (
     "https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/#node-allocatable"

@@ -15,21 +15,17 @@ import pulumi
 
 from infra.context import StackContext
 from infra.core import naming
+from infra.core.config import Role
 from infra.core.project import stack_reference_name
 from infra.keys.wire import key_access
-from infra.stack.schema import (
-    BucketPurpose,
-    Role,
-    StorageBackend,
-    TrailMode,
-)
 from infra.storage import documents as storage_documents
 from infra.storage.component.break_glass import BreakGlassGrants, BreakGlassGrantsArgs
 from infra.storage.component.buckets import Buckets, BucketsArgs, NoncurrentRule
 from infra.storage.component.registry import Registry, RegistryArgs
 from infra.storage.component.replication import ArtifactReplication, ArtifactReplicationArgs, ReplicaTarget
 from infra.storage.component.signing import ReleaseSigningKey, ReleaseSigningKeyArgs
-from infra.storage.config.storage import PUBLISHER_ROLE, RELEASE_PREFIX
+from infra.storage.config.security import TrailMode
+from infra.storage.config.storage import PUBLISHER_ROLE, RELEASE_PREFIX, BucketPurpose, StorageBackend
 from infra.storage.documents import GuardedBucket, ReleaseGuard, break_glass_storage_policy
 
 DATA_PURPOSES = (BucketPurpose.datasets, BucketPurpose.checkpoints, BucketPurpose.artifacts)

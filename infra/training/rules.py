@@ -5,6 +5,7 @@ silently get wrong) is refused before any resource is declared, under `aiplat pl
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from infra.core import naming
 from infra.core.trainer_settings import SCRAPED_METRICS_PORTS
@@ -12,8 +13,10 @@ from infra.core.trainjobs import grace_period_s, pod_name_length, quantity_mib
 from infra.pools.config import CapacityType
 from infra.pools.rules import CAPACITY_BLOCKS_DOC
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
-from infra.stack.schema import PlatformConfig
 from infra.training.config import BANDWIDTH_CHECK_NAME
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 JOBSET_WEBHOOK = "https://github.com/kubernetes-sigs/jobset/blob/v0.12.0/pkg/webhooks/jobset_webhook.go"
 SPOT_NOTICE = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html"

@@ -16,7 +16,7 @@ from infra.core.errors import PlatformError
 from infra.core.instance_types import TABLE
 from infra.cost.estimate import Candidate, Lookup, Money, Option, StackCost, Usage, estimate_stack
 from infra.io.prices import load_price_table
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 
 from .core import MEDIUM, Ctx, Stack, Violation, dig, stack_rule, violation
 from .nodes import INSTANCE_TYPE_KEY, NODE_POOL, karpenter_allowed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.stack.schema import Tags
+from infra.schema.platform import Tags
 
 from .aws import LAUNCH_TEMPLATE, default_tags
 from .core import MEDIUM, UNKNOWN, Ctx, Res, Violation, as_list, dig, resource_rule, violation

@@ -17,7 +17,7 @@ from bench.gpu import train_bench
 from bench.gpu.train_bench import CheckFailed, check_driver, check_python, min_driver
 from infra.pools.ami_drivers import CUDA_MIN_DRIVER
 from trainer.config import ModelConfig
-from trainer.model import GPT
+from trainer.training.model import GPT
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "gpu" / "train_bench.py"
@@ -120,7 +120,7 @@ def test_part_1_imports_only_what_the_gpu_machine_has() -> None:
         "import torch\n"
         "before = loaded()\n"
         "import bench.gpu.train_bench, bench.gpu.stats, trainer.train, trainer.tools.make_shards\n"
-        "import infra.pools.ami_drivers, trainer.metrics\n"
+        "import infra.pools.ami_drivers, trainer.training.metrics\n"
         "print(json.dumps(sorted(loaded() - before)))\n"
     )
     r = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300,

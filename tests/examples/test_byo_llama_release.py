@@ -1,6 +1,6 @@
 """Issue 31, end to end on CPU: a team's own script (examples/byo-llama/train.py: torchrun, 2 gloo ranks, a
 tiny randomly initialised Llama built from a config) runs under the job environment contract against moto
-and leaves a Hugging Face folder at ``$AIPLAT_OUTPUT_URI/model/``; ``python -m trainer.publish --team``
+and leaves a Hugging Face folder at ``$AIPLAT_OUTPUT_URI/model/``; ``python -m trainer.release.publish --team``
 validates, signs and writes it under ``release/``; replication copies it to an inference region; the fetch
 tool (as its image runs it: no torch) verifies and downloads it; transformers loads that folder and
 generates the greedy tokens the training process's model generated. Then the folders a publisher must refuse
@@ -30,8 +30,8 @@ from tests.inference.importguard import build_site
 from tests.support.release_keys import release_keys
 from tests.trainer._holdproxy import HoldProxy
 from tests.trainer._support import base_env, make_corpus
-from trainer.publish import main as publish_main
-from trainer.release import MANIFEST, SIGNATURE
+from trainer.release.manifest import MANIFEST, SIGNATURE
+from trainer.release.publish import main as publish_main
 from trainer.tools.moto_server import MotoServer
 
 pytestmark = pytest.mark.slow  # torchrun ranks, the CLIs and a moto server
@@ -68,7 +68,7 @@ def cli(module: str, *args: str, env: dict[str, str] | None = None) -> subproces
 
 
 def publish(folder: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return cli("trainer.publish", "--from", folder, "--team", TEAM, "--source-image-digest", IMAGE_DIGEST,
+    return cli("trainer.release.publish", "--from", folder, "--team", TEAM, "--source-image-digest", IMAGE_DIGEST,
                "--release-root", "s3://artifacts", "--model-name", MODEL, env=env)  # fmt: skip
 
 
@@ -199,7 +199,7 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
         assert r.returncode == 2, r.stderr
         assert r.stderr.splitlines() == [
             "error: .metadata: part of a torch.distributed.checkpoint (its .metadata is a pickle); a release "
-            "is an HF folder of safetensors: convert the checkpoint with python -m trainer.export_hf"
+            "is an HF folder of safetensors: convert the checkpoint with python -m trainer.export.hf"
         ]
     assert keys(s3, "artifacts", "release/") == before
 

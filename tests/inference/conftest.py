@@ -1,5 +1,5 @@
 """Fixtures for the fetch tool's tests: a checkpoint from a real (tiny, CPU) training run, releases exported
-from it with trainer.export_hf and published with trainer.publish, ways to break a release, and the tool run
+from it with trainer.export.hf and published with trainer.release.publish, ways to break a release, and the tool run
 as the image runs it."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import pytest
 from tests.inference.importguard import build_site
 from tests.support.release_keys import release_keys
 from tests.trainer._support import make_corpus
-from trainer.export_hf import export
-from trainer.publish import publish
-from trainer.release import WEIGHTS, Release
+from trainer.export.hf import export
+from trainer.release.manifest import WEIGHTS, Release
+from trainer.release.publish import publish
 from trainer.tools.make_shards import encode, write_shards
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,7 +67,7 @@ def inference_tmp() -> Iterator[Path]:
 
 @pytest.fixture(scope="session", autouse=True)
 def release_key_pair(inference_tmp: Path) -> Iterator[tuple[Path, Path]]:
-    """The release signing key pair: trainer.publish signs with it, the fetch tool (a child process,
+    """The release signing key pair: trainer.release.publish signs with it, the fetch tool (a child process,
     through the environment) trusts its public half."""
     with release_keys(inference_tmp / "release-keys") as pair:
         yield pair
@@ -111,7 +111,7 @@ def run_fetch(site: Path, *args: str, env: dict[str, str] | None = None) -> subp
 
 class Publisher:
     """Publishes releases of ``checkpoints`` to ``root``, one minute apart: each step exported once (a GPT-2
-    folder beside ``root``), then published from that folder with trainer.publish."""
+    folder beside ``root``), then published from that folder with trainer.release.publish."""
 
     def __init__(self, checkpoints: Path | str, root: Path | str) -> None:
         self.checkpoints = str(checkpoints)

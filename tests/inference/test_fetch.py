@@ -27,12 +27,12 @@ from tests.inference.conftest import (
     version_dir,
 )
 from tests.support.release_keys import write_key_pair
-from trainer.checkpoint import open_committed
+from trainer.checkpoint.checkpointer import open_committed
 from trainer.config import ModelConfig
-from trainer.model import GPT
-from trainer.release import FILES, MANIFEST, SIGNATURE, TOKENIZER, WEIGHTS
-from trainer.signing import PUBLIC_KEY_ENV, LocalSigner
+from trainer.release.manifest import FILES, MANIFEST, SIGNATURE, TOKENIZER, WEIGHTS
+from trainer.release.signing import PUBLIC_KEY_ENV, LocalSigner
 from trainer.tools.moto_server import MotoServer
+from trainer.training.model import GPT
 
 pytestmark = pytest.mark.slow  # child processes and a moto server: left out of `make test-fast`
 
@@ -85,8 +85,8 @@ def greedy(model: GPT, prompt: list[int], n: int, vocab: int, eot: int) -> list[
 def export_and_publish(checkpoint: str, step: int, folder: str) -> str:
     """The two CLIs as their jobs run them; returns the version published."""
     for module, args in (
-        ("trainer.export_hf", ["--checkpoint", checkpoint, "--step", str(step), "--output", folder]),
-        ("trainer.publish", ["--from", folder, "--step", str(step), "--release-root", "s3://us-artifacts",
+        ("trainer.export.hf", ["--checkpoint", checkpoint, "--step", str(step), "--output", folder]),
+        ("trainer.release.publish", ["--from", folder, "--step", str(step), "--release-root", "s3://us-artifacts",
                              "--model-name", MODEL]),
     ):  # fmt: skip
         r = subprocess.run(

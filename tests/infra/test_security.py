@@ -353,7 +353,7 @@ def test_ebs_csi_pod_identity_is_scoped(plans, stack: str) -> None:
 
 def test_dev_switch_protects_on_request(stack_config) -> None:
     from infra.plan.runner import run_plan
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
 
     raw = stack_config("dev-us-train")
     raw["security"] = {

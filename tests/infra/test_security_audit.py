@@ -71,7 +71,7 @@ def _record_rules(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_the_record_folder_is_the_trainers() -> None:
-    from trainer import runrecord
+    from trainer.run import runrecord
 
     assert iam.RUN_RECORDS == runrecord.PREFIX
 

@@ -175,7 +175,7 @@ def test_eventbridge_uses_the_logs_key_only_for_our_rules(plans, stack: str) -> 
 
 def test_a_protected_stack_must_name_its_key_guards(stack_config) -> None:
     from infra.plan.runner import run_plan
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
 
     raw = stack_config("dev-us-train")
     raw["security"] = {"protect": True}
@@ -253,7 +253,7 @@ def test_grafana_reads_secrets_only_in_its_namespace(plans, stack: str) -> None:
 
 def test_runtime_env_names_are_the_run_records(monkeypatch: pytest.MonkeyPatch) -> None:
     from infra.training.documents import runtime
-    from trainer import runrecord
+    from trainer.run import runrecord
 
     assert runtime.IMAGE_DIGEST_ENV == runrecord.IMAGE_DIGEST_ENV
     monkeypatch.setenv(runtime.NODE_NAME_ENV, "ip-10-20-1-7.ec2.internal")
@@ -302,7 +302,7 @@ def test_prod_keeps_audit_logs_a_year_and_trail_logs_in_compliance(plans, stack:
 
 def test_a_prod_cluster_keeping_its_audit_log_less_than_a_year_is_refused(stack_config) -> None:
     from infra.rules import Phase, RuleContext, run_rules
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
 
     raw = stack_config("prod-us-train")
     raw["cluster"]["log_retention_days"] = 90

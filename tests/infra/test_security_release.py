@@ -141,7 +141,7 @@ def test_the_publisher_runs_in_its_own_namespace(plans, stack: str) -> None:
 
 @pytest.mark.parametrize("stack", ALL)
 def test_the_fetch_container_verifies_with_the_train_stacks_public_key(plans, plan_stack, stack: str) -> None:
-    from trainer.signing import PUBLIC_KEY_ENV, load_public_key
+    from trainer.release.signing import PUBLIC_KEY_ENV, load_public_key
 
     plan = plans[stack]
     deployments = [
@@ -153,7 +153,7 @@ def test_the_fetch_container_verifies_with_the_train_stacks_public_key(plans, pl
     cm = plan.one("kubernetes:core/v1:ConfigMap", "inference-release-key")
     ((name, pem),) = cm.inputs["data"].items()
     assert pem == source.outputs["releaseSigningPublicKey"]
-    load_public_key(pem.encode())  # a P-256 public key trainer/signing.py accepts
+    load_public_key(pem.encode())  # a P-256 public key trainer/release/signing.py accepts
     spec = deployments[0].inputs["spec"]["template"]["spec"]
     (fetch,) = spec["initContainers"]
     env = {e["name"]: e.get("value") for e in fetch["env"]}

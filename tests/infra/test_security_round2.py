@@ -78,7 +78,7 @@ def test_platform_trainer_reads_only_its_own_dataset_prefix(plans, stack: str) -
 
 @pytest.mark.parametrize("stack", ["dev-us-train", "fsx"])
 def test_platform_runs_read_their_dataset_under_the_trainer_prefix(stack_config, stack: str) -> None:
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
     from infra.storage.config.storage import BucketPurpose
     from infra.training.documents.stack import data_uri
     from tests.conftest import EXAMPLES_DIR
@@ -230,7 +230,7 @@ def test_a_team_without_priority_classes_gets_only_its_default(plan_stack) -> No
 def test_a_run_or_submission_with_another_teams_priority_is_refused(stack_config) -> None:
     from infra.core.errors import ConfigErrors
     from infra.jobs.rules import job_priority
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
     from tests.conftest import assert_rejected
 
     raw = stack_config("prod-us-train")
@@ -249,8 +249,8 @@ def test_a_run_or_submission_with_another_teams_priority_is_refused(stack_config
 def _rule_findings(raw: dict, rule: str) -> list[str]:
     from infra.io.snapshot import region_facts
     from infra.rules import Phase, RuleContext, run_rules
+    from infra.schema.parse import parse_platform_config
     from infra.stack.allowlists import PackAllowlists
-    from infra.stack.parse import parse_platform_config
 
     cfg = parse_platform_config(raw)
     ctx = RuleContext(cfg, stack="t", facts=region_facts(cfg), allowlists=PackAllowlists(max_gpus=999))
@@ -688,7 +688,7 @@ def test_workload_pods_send_https_only_to_the_vpc_and_s3(plans, stack: str) -> N
 
 def test_the_allow_list_opens_https_to_its_cidrs_only(stack_config) -> None:
     from infra.plan.runner import run_plan
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
     from tests.conftest import assert_rejected, with_value
 
     raw = stack_config("dev-us-train")

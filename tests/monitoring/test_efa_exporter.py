@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.monitoring.test_metric_names import MON, fake_sysfs, load_efa_exporter
-from trainer.ports import free_port
+from trainer.run.ports import free_port
 
 SCRIPT = MON / "efa" / "efa_exporter.py"
 

@@ -244,7 +244,7 @@ def test_counters_file_is_well_formed() -> None:
 def test_trainer_list_matches_the_trainer() -> None:
     torch = pytest.importorskip("torch")
     from trainer.config import MetricsConfig
-    from trainer.metrics import Metrics
+    from trainer.training.metrics import Metrics
 
     metrics = Metrics(MetricsConfig(port_base=0), rank=0, local_rank=0, device=torch.device("cpu"))
     registered = {s.name for fam in metrics.registry.collect() for s in fam.samples}

@@ -13,7 +13,7 @@ from infra.cost.estimate import Usage, estimate_stack
 from infra.io.prices import load_price_table
 from infra.io.snapshot import region_facts
 from infra.review import review_configured_plan, review_plan
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.conftest import STACKS
 
 RULE = "cost-cap"

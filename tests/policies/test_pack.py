@@ -109,7 +109,7 @@ def test_every_taggable_type_of_the_plans_is_listed(plan_stack) -> None:
 def test_required_tags_are_the_ones_a_stack_must_set_and_the_program_applies(plan_stack) -> None:
     from pydantic import ValidationError
 
-    from infra.stack.schema import Tags
+    from infra.schema.platform import Tags
     from tests.conftest import STACKS
 
     given = plan_stack(STACKS[0]).config["tags"]

@@ -451,7 +451,7 @@ def test_public_endpoint_width_gets_one_verdict_from_plan_and_review(stack_confi
     """The schema (aiplat plan) and eks-private-endpoint (aiplat review) judge by one function and one
     limit, so a CIDR list passes both or fails both."""
     from infra.core.errors import ConfigErrors
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
     from tests.conftest import with_value
     from tests.policies.conftest import messages, review
 

@@ -13,7 +13,7 @@ import pytest
 
 from infra.core.errors import ConfigErrors
 from infra.plan import runner
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 
 Mutation = Callable[[dict], None]
 

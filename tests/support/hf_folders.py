@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trainer.hf_folder import Serving, check_folder, plan_folder, read_header
-from trainer.hf_gpt2 import ByteVocab, tokenizer_json
+from trainer.export.gpt2 import ByteVocab, tokenizer_json
+from trainer.release.hf_folder import Serving, check_folder, plan_folder, read_header
 
 CHAT_TEMPLATE = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>"
 
 
 def save_folder(model: Any, dest: Path, *, chat_template: str | None = None, **save: Any) -> Path:
-    """``model.save_pretrained(dest)`` (safetensors) plus a byte-level tokenizer (trainer/hf_gpt2.py's) and,
+    """``model.save_pretrained(dest)`` (safetensors) plus a byte-level tokenizer (trainer/export/gpt2.py's) and,
     with ``chat_template``, a tokenizer_config.json that has one."""
     model.save_pretrained(dest, **save)
     (dest / "tokenizer.json").write_text(json.dumps(tokenizer_json(ByteVocab())))

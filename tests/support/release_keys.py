@@ -1,5 +1,5 @@
 """A release signing key pair for the tests: a software P-256 key in PEM files, named through the same
-environment variables the publisher job and the fetch container read (trainer/signing.py), so every release
+environment variables the publisher job and the fetch container read (trainer/release/signing.py), so every release
 a test publishes is signed and every reader checks it. The KMS path is tested against moto
 (tests/trainer/test_signing.py)."""
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from trainer.signing import FILE_PREFIX, PUBLIC_KEY_ENV, SIGNING_KEY_ENV
+from trainer.release.signing import FILE_PREFIX, PUBLIC_KEY_ENV, SIGNING_KEY_ENV
 
 
 def write_key_pair(folder: Path, name: str = "release") -> tuple[Path, Path]:

@@ -16,7 +16,7 @@ import socket
 import threading
 from typing import Any
 
-from trainer.ports import free_port
+from trainer.run.ports import free_port
 
 HEAD_LIMIT = 64 * 1024  # bytes of request line and headers read before deciding
 JOIN_S = 30  # teardown: how long a connection thread gets to notice its closed sockets

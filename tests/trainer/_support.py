@@ -15,13 +15,13 @@ from typing import Any
 
 import torch
 
-from trainer.checkpoint import Checkpointer, validate_checkpoint
-from trainer.checkpoint_store import LocalStore, step_dir_name
+from trainer.checkpoint.checkpointer import Checkpointer, validate_checkpoint
+from trainer.checkpoint.store import LocalStore, step_dir_name
 from trainer.config import CheckpointConfig, ModelConfig
-from trainer.distributed import DistInfo
-from trainer.hashing import MANIFEST
-from trainer.model import GPT
+from trainer.storage.hashing import MANIFEST
 from trainer.tools.commands import DEBUG_CONFIG, REPO, trainer_command
+from trainer.training.distributed import DistInfo
+from trainer.training.model import GPT
 
 PY = sys.executable
 WORDS = (
@@ -76,7 +76,7 @@ def run_job(
     env: dict | None = None,
     launcher: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``nproc`` ranks (``trainer.launch``, or plain torchrun) to completion and return the process."""
+    """Run ``nproc`` ranks (``trainer.run.launch``, or plain torchrun) to completion and return the process."""
     return subprocess.run(
         trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or (), launcher=launcher),
         cwd=REPO,

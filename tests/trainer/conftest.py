@@ -23,10 +23,10 @@ from tests.trainer._support import (
     run_overrides,
 )
 from trainer.config import load_config
-from trainer.distributed import DistInfo, destroy_distributed, init_distributed
-from trainer.loop import Trainer
 from trainer.tools.commands import DEBUG_CONFIG
 from trainer.tools.make_shards import encode, write_shards
+from trainer.training.distributed import DistInfo, destroy_distributed, init_distributed
+from trainer.training.loop import Trainer
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Create-only uploads (trainer/blobstore.py) over a moto S3 server: what the release path's bucket policy
+"""Create-only uploads (trainer/storage/blobstore.py) over a moto S3 server: what the release path's bucket policy
 requires (If-None-Match on PutObject and on CompleteMultipartUpload). A second upload of the same key is
 refused with BlobExists and leaves the first object as it was, for single and multipart uploads."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from trainer import blobstore
-from trainer.blobstore import open_blobs
 from trainer.errors import BlobExists
+from trainer.storage import blobstore
+from trainer.storage.blobstore import open_blobs
 from trainer.tools.moto_server import MotoServer
 
 PART = 5 << 20  # S3's smallest part size (all parts but the last)

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from tests.trainer._support import Job
-from trainer import checkpoint
-from trainer.checkpoint import validate_checkpoint
-from trainer.checkpoint_store import LocalStore, step_dir_name
-from trainer.distributed import DistInfo
-from trainer.hashing import MANIFEST, sha256_file
+from trainer.checkpoint import checkpointer as checkpoint
+from trainer.checkpoint.checkpointer import validate_checkpoint
+from trainer.checkpoint.store import LocalStore, step_dir_name
+from trainer.storage.hashing import MANIFEST, sha256_file
+from trainer.training.distributed import DistInfo
 
 
 def test_async_save_is_isolated_from_later_updates(info: DistInfo, work_dir: Path) -> None:

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from tests.trainer._support import make_corpus
-from trainer.data import GlobalSampler, TokenLoader, TokenShards, fetch_shards
 from trainer.errors import BadInput
 from trainer.tools import make_shards
 from trainer.tools.make_shards import EOT, decode, encode, upload, write_shards
 from trainer.tools.moto_server import MotoServer
+from trainer.training.data import GlobalSampler, TokenLoader, TokenShards, fetch_shards
 
 
 def test_encode_decode_roundtrip_with_eot() -> None:

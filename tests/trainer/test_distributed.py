@@ -27,10 +27,10 @@ from tests.trainer._support import (
     wait_for,
 )
 from trainer import exitcodes
-from trainer.checkpoint_store import LocalStore, step_dir_name
+from trainer.checkpoint.store import LocalStore, step_dir_name
 from trainer.config import ModelConfig
-from trainer.loop import Trainer
-from trainer.model import GPT
+from trainer.training.loop import Trainer
+from trainer.training.model import GPT
 
 # processes and servers: left out of `make test-fast`
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]

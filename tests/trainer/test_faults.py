@@ -19,13 +19,13 @@ import torch
 
 from tests.trainer._support import Job, make_corpus, read_events
 from trainer import exitcodes
-from trainer.checkpoint_store import LocalStore, step_dir_name
-from trainer.distributed import DistInfo
+from trainer.checkpoint.store import LocalStore, step_dir_name
 from trainer.errors import BadInput, StoreUnavailable
-from trainer.hashing import MANIFEST
-from trainer.loop import Trainer
+from trainer.storage.hashing import MANIFEST
 from trainer.tools.make_shards import encode, upload, write_shards
 from trainer.tools.moto_server import MotoServer
+from trainer.training.distributed import DistInfo
+from trainer.training.loop import Trainer
 
 pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
 
@@ -312,7 +312,7 @@ def test_fetch_of_a_missing_s3_dataset_is_bad_input(
     moto_s3: MotoServer, work_dir: Path, shards_dir: Path
 ) -> None:
     """A missing dataset is a user error with its fix, not a botocore traceback."""
-    from trainer.data import fetch_shards
+    from trainer.training.data import fetch_shards
 
     moto_s3.client().create_bucket(Bucket="data")
     with pytest.raises(BadInput, match=r"data.source=s3://data/none.*no index.json"):

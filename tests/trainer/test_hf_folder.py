@@ -1,4 +1,4 @@
-"""The publisher's folder check (trainer/hf_folder.py) on folders transformers itself wrote: each architecture
+"""The publisher's folder check (trainer/release/hf_folder.py) on folders transformers itself wrote: each architecture
 of the full shape check accepts exactly what transformers' model of a config saves, and the facts it
 records are that config's; pickles, checkpoints, code, remote code, unsupported architectures and weights
 that disagree with config.json are refused with one line naming the file or field."""
@@ -32,7 +32,7 @@ from transformers import (
 )
 
 from tests.support.hf_folders import CHAT_TEMPLATE, check_local, edit_json, save_folder
-from trainer.hf_folder import FULL_SHAPE_CHECK, FolderError, Serving, parse_header, plan_folder
+from trainer.release.hf_folder import FULL_SHAPE_CHECK, FolderError, Serving, parse_header, plan_folder
 
 SMALL = {"hidden_size": 32, "intermediate_size": 48, "num_attention_heads": 4, "num_key_value_heads": 2,
          "vocab_size": 300, "max_position_embeddings": 64}  # fmt: skip

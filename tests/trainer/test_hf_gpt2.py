@@ -1,4 +1,4 @@
-"""The one trainer -> Hugging Face GPT-2 mapping (trainer/hf_gpt2.py), checked against the trainer's model and
+"""The one trainer -> Hugging Face GPT-2 mapping (trainer/export/gpt2.py), checked against the trainer's model and
 transformers' own GPT2LMHeadModel (no files: the published folder is tests/trainer/test_hf_release.py's)."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from trainer.config import ModelConfig
-from trainer.hf_folder import FULL_SHAPE_CHECK
-from trainer.hf_gpt2 import (
+from trainer.export.gpt2 import (
     ByteVocab,
     ReleaseFormatError,
     hf_config,
     tensor_rules,
     to_hf_tensors,
 )
-from trainer.model import GPT
+from trainer.release.hf_folder import FULL_SHAPE_CHECK
+from trainer.training.model import GPT
 
 CFG = ModelConfig(size="debug", n_layer=3, d_model=48, n_head=4, seq_len=16, vocab_size=320)
 VOCAB = ByteVocab()
@@ -37,7 +37,7 @@ def test_every_trainer_tensor_has_one_gpt2_name(model: GPT) -> None:
 
 
 def test_shapes_are_transformers_gpt2s(model: GPT) -> None:
-    """The tensors we write, the shapes the publisher expects (trainer/hf_folder.py, less the tied head), and
+    """The tensors we write, the shapes the publisher expects (trainer/release/hf_folder.py, less the tied head), and
     transformers' own GPT-2 of that config agree."""
     config = hf_config(CFG, VOCAB)
     ours = {k: list(v.shape) for k, v in to_hf_tensors(model.state_dict(), CFG, VOCAB).items()}

@@ -1,6 +1,6 @@
 """A published release is a GPT-2 that transformers loads as it is (and so vLLM's loader, which reads the same
 names and layouts): a debug model with non-default LayerNorm and bias weights is exported with
-trainer.export_hf and published with trainer.publish, then ``GPT2LMHeadModel.from_pretrained`` on the
+trainer.export.hf and published with trainer.release.publish, then ``GPT2LMHeadModel.from_pretrained`` on the
 folder gives the trainer model's logits and greedy text, and the tokenizer files give the trainer's ids. A
 wrong GELU flavour in config.json must fail."""
 
@@ -16,12 +16,12 @@ import torch
 from transformers import AutoTokenizer, GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from tests.trainer._support import Job
-from trainer.distributed import DistInfo
-from trainer.export_hf import export
-from trainer.model import GPT
-from trainer.publish import publish
-from trainer.release import CONFIG, verify
+from trainer.export.hf import export
+from trainer.release.manifest import CONFIG, verify
+from trainer.release.publish import publish
 from trainer.tools.make_shards import EOT, encode
+from trainer.training.distributed import DistInfo
+from trainer.training.model import GPT
 
 ATOL = 1e-5
 TEXTS = ["the quick brown fox", "naïve café, Größe, 東京", "emoji 🎉👍🏽 and a tab\tend", "  leading spaces"]

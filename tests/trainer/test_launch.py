@@ -1,4 +1,4 @@
-"""``python -m trainer.launch``: one-time checks before any worker starts, and the exit code a pod shows.
+"""``python -m trainer.run.launch``: one-time checks before any worker starts, and the exit code a pod shows.
 
 SIGTERM (143 / 5) and "save failed" (3) through the launcher are in test_distributed.py and
 test_s3_checkpoint.py; exit-code combination rules are unit-tested here.
@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 
 from tests.trainer._support import Job, run_job, run_overrides
-from trainer import exitcodes, launch
-from trainer.distributed import DistInfo
-from trainer.launch import combine_outcomes
-from trainer.ports import free_port
+from trainer import exitcodes
+from trainer.run import launch
+from trainer.run.launch import combine_outcomes
+from trainer.run.ports import free_port
 from trainer.tools.commands import DEBUG_CONFIG, trainer_command
 from trainer.tools.make_shards import upload
 from trainer.tools.moto_server import MotoServer
+from trainer.training.distributed import DistInfo
 
 pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
 
@@ -71,7 +72,7 @@ def already_complete(d: Path, shards: Path, s3: MotoServer, info: DistInfo) -> t
     return {"train__steps": 4}, {}
 
 
-REAL_PROCESS = (missing_local_dataset, unreachable_s3_endpoint)  # also run as `python -m trainer.launch`
+REAL_PROCESS = (missing_local_dataset, unreachable_s3_endpoint)  # also run as `python -m trainer.run.launch`
 
 
 @pytest.mark.parametrize(

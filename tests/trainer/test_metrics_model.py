@@ -14,9 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.trainer._support import PY, REPO, base_env
 from trainer.config import MetricsConfig, ModelConfig
-from trainer.metrics import Metrics
-from trainer.model import GPT
-from trainer.ports import free_port, free_port_block
+from trainer.run.ports import free_port, free_port_block
+from trainer.training.metrics import Metrics
+from trainer.training.model import GPT
 
 pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
 
@@ -99,7 +99,7 @@ def test_train_local_runs_two_ranks_on_moto_with_metrics(work_dir: Path) -> None
         timeout=240,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "trainer.launch exit code 0" in r.stdout and "moto S3 stopped" in r.stdout
+    assert "trainer.run.launch exit code 0" in r.stdout and "moto S3 stopped" in r.stdout
     assert "debug/step_000000030/manifest.json" in r.stdout
     for rank in (0, 1):
         families = {

@@ -1,4 +1,4 @@
-"""``python -m trainer.publish --from <HF folder>``: a team's folder from its output prefix over S3, the
+"""``python -m trainer.release.publish --from <HF folder>``: a team's folder from its output prefix over S3, the
 source recorded, refusals that write nothing under release/, and the publish path run with torch unimportable
 and pickle's loaders booby-trapped (the import-linter contract in pyproject.toml is the static half)."""
 
@@ -16,8 +16,8 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from tests.support.hf_folders import CHAT_TEMPLATE, save_folder
 from tests.trainer._support import PY, REPO, base_env
 from trainer.errors import BadInput
-from trainer.publish import publish
-from trainer.release import MANIFEST, verify
+from trainer.release.manifest import MANIFEST, verify
+from trainer.release.publish import publish
 from trainer.tools.moto_server import MotoServer
 
 DIGEST = "sha256:" + "ab" * 32
@@ -91,7 +91,7 @@ def test_a_pickle_in_the_folder_writes_nothing(folder: Path, work_dir: Path) -> 
     assert not (work_dir / "rel").exists()
 
 
-# Run in a fresh interpreter before trainer.publish is imported: torch (and the other libraries that
+# Run in a fresh interpreter before trainer.release.publish is imported: torch (and the other libraries that
 # unpickle) cannot be imported, and every pickle loader ends the process with a marker.
 TRAPS = textwrap.dedent(
     """
@@ -118,7 +118,7 @@ TRAPS = textwrap.dedent(
 
     for module in (pickle, _pickle):
         module.load, module.loads, module.Unpickler = boom, boom, Unpickler
-    from trainer.publish import main
+    from trainer.release.publish import main
     raise SystemExit(main(sys.argv[1:]))
     """
 )
@@ -133,12 +133,12 @@ def trapped_publish(*args: str) -> subprocess.CompletedProcess[str]:
 def test_publishing_never_imports_torch_or_unpickles(folder: Path, work_dir: Path) -> None:
     # The traps work: a process that loads a pickle, or imports torch, under them is stopped.
     probe = subprocess.run(
-        [PY, "-c", TRAPS.replace("from trainer.publish import main", "pickle.loads(pickle.dumps(1))")],
+        [PY, "-c", TRAPS.replace("from trainer.release.publish import main", "pickle.loads(pickle.dumps(1))")],
         cwd=REPO, env=base_env(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert probe.returncode == 98 and "TRAP unpickle" in probe.stderr
     probe = subprocess.run(
-        [PY, "-c", TRAPS.replace("from trainer.publish import main", "import torch")],
+        [PY, "-c", TRAPS.replace("from trainer.release.publish import main", "import torch")],
         cwd=REPO, env=base_env(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert probe.returncode == 97 and "TRAP import torch" in probe.stderr
@@ -161,6 +161,6 @@ def test_publishing_never_imports_torch_or_unpickles(folder: Path, work_dir: Pat
     assert bad.returncode == 2, bad.stderr
     assert bad.stderr.splitlines() == [
         "error: .metadata: part of a torch.distributed.checkpoint (its .metadata is a pickle); a release is "
-        "an HF folder of safetensors: convert the checkpoint with python -m trainer.export_hf"
+        "an HF folder of safetensors: convert the checkpoint with python -m trainer.export.hf"
     ]
     assert not (work_dir / "rel" / "release" / "x").exists()

@@ -1,5 +1,5 @@
-"""Model releases of the bundled trainer's checkpoints (python -m trainer.export_hf, then python -m
-trainer.publish --from that folder; trainer/release.py): local directories and S3 over HTTP. That
+"""Model releases of the bundled trainer's checkpoints (python -m trainer.export.hf, then python -m
+trainer.release.publish --from that folder; trainer/release/manifest.py): local directories and S3 over HTTP. That
 transformers loads them and computes the trainer's logits: tests/trainer/test_hf_release.py. Folders of any
 architecture: tests/trainer/test_hf_folder.py, tests/trainer/test_publish.py."""
 
@@ -17,17 +17,13 @@ import torch
 from safetensors.torch import load_file
 
 from tests.trainer._support import PY, REPO, Job, base_env
-from trainer.checkpoint_store import LocalStore, step_dir_name
+from trainer.checkpoint.store import LocalStore, step_dir_name
 from trainer.config import ModelConfig
-from trainer.distributed import DistInfo
 from trainer.errors import BadInput, StoreUnavailable
-from trainer.export_hf import export
-from trainer.export_hf import main as export_main
-from trainer.hf_gpt2 import tensor_rules
-from trainer.loop import Trainer
-from trainer.publish import main as publish_main
-from trainer.publish import publish
-from trainer.release import (
+from trainer.export.gpt2 import tensor_rules
+from trainer.export.hf import export
+from trainer.export.hf import main as export_main
+from trainer.release.manifest import (
     CONFIG,
     FILES,
     FORMAT,
@@ -42,8 +38,12 @@ from trainer.release import (
     newest_valid,
     verify,
 )
-from trainer.signing import signer_for
+from trainer.release.publish import main as publish_main
+from trainer.release.publish import publish
+from trainer.release.signing import signer_for
 from trainer.tools.moto_server import MotoServer
+from trainer.training.distributed import DistInfo
+from trainer.training.loop import Trainer
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
@@ -423,10 +423,10 @@ def test_export_and_publish_cli_exit_codes(
         )
 
     out = str(work_dir / "out")
-    ok = cli("trainer.export_hf", "--checkpoint", str(work_dir / "ckpt"), "--output", out)
+    ok = cli("trainer.export.hf", "--checkpoint", str(work_dir / "ckpt"), "--output", out)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["step"] == 2
-    ok = cli("trainer.publish", "--from", out, "--step", "2", "--release-root", str(work_dir / "rel"),
+    ok = cli("trainer.release.publish", "--from", out, "--step", "2", "--release-root", str(work_dir / "rel"),
              "--model-name", "gpt-debug")  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     published = json.loads(ok.stdout)

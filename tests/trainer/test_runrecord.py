@@ -12,13 +12,13 @@ import pytest
 
 from tests.trainer._support import read_events, wait_for
 from trainer import exitcodes
-from trainer.blobstore import open_blobs
-from trainer.checkpoint_store import LocalStore
+from trainer.checkpoint.store import LocalStore
 from trainer.errors import BlobExists
-from trainer.hashing import MANIFEST, sha256_file
-from trainer.loop import Trainer
-from trainer.runrecord import PREFIX, gpu_hours, record_key, resources
+from trainer.run.runrecord import PREFIX, gpu_hours, record_key, resources
+from trainer.storage.blobstore import open_blobs
+from trainer.storage.hashing import MANIFEST, sha256_file
 from trainer.tools.moto_server import MotoServer
+from trainer.training.loop import Trainer
 
 pytestmark = pytest.mark.slow  # processes and servers: left out of `make test-fast`
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trainer.runrecord import RunRecord
-from trainer.sidewrites import SideWriter
+from trainer.checkpoint.sidewrites import SideWriter
+from trainer.run.runrecord import RunRecord
 
 POD_ENV = {
     "POD_NAME": "exp-node-0-0-abcde",

@@ -17,8 +17,8 @@ from tests.trainer._support import (
     wait_for,
 )
 from trainer import exitcodes
-from trainer.checkpoint import validate_checkpoint
-from trainer.checkpoint_store import S3Store
+from trainer.checkpoint.checkpointer import validate_checkpoint
+from trainer.checkpoint.store import S3Store
 from trainer.tools.make_shards import upload
 from trainer.tools.moto_server import MotoServer
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from trainer.config import load_config
-from trainer.schedule import lr_factor, lr_lambda
 from trainer.tools.commands import DEBUG_CONFIG
+from trainer.training.schedule import lr_factor, lr_lambda
 
 
 @pytest.mark.parametrize(

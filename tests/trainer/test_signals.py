@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from trainer.signals import StopFlags
+from trainer.run.signals import StopFlags
 
 
 @pytest.fixture()

@@ -1,4 +1,4 @@
-"""Manifest signatures (trainer/signing.py): the KMS signer against moto's KMS (real Sign / GetPublicKey
+"""Manifest signatures (trainer/release/signing.py): the KMS signer against moto's KMS (real Sign / GetPublicKey
 requests and responses, an ECC_NIST_P256 SIGN_VERIFY key), checked offline with the public key as the fetch
 container does; the local signer and the key loading errors."""
 
@@ -13,7 +13,7 @@ from moto import mock_aws
 
 from tests.support.release_keys import write_key_pair
 from trainer.errors import BadInput
-from trainer.signing import (
+from trainer.release.signing import (
     ALGORITHM,
     KEY_SPEC,
     BadSignature,

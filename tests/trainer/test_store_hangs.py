@@ -32,11 +32,11 @@ from tests.trainer._support import (
     wait_for,
 )
 from trainer import exitcodes
-from trainer.checkpoint import validate_checkpoint
-from trainer.checkpoint_store import S3Store, step_dir_name
+from trainer.checkpoint.checkpointer import validate_checkpoint
+from trainer.checkpoint.sidewrites import SideWriter
+from trainer.checkpoint.store import S3Store, step_dir_name
 from trainer.config import load_config
-from trainer.runrecord import PREFIX
-from trainer.sidewrites import SideWriter
+from trainer.run.runrecord import PREFIX
 from trainer.tools.commands import DEBUG_CONFIG
 from trainer.tools.make_shards import upload
 from trainer.tools.moto_server import MotoServer
@@ -167,10 +167,10 @@ def test_side_writer_abandons_a_write_that_does_not_return_and_never_starts_it_l
     w = SideWriter(timeout_s=0.5)
     first = w.submit("write one", hangs)
     second = w.submit("write two", lambda: ran.append("two"))
-    with caplog.at_level(logging.WARNING, logger="trainer.sidewrites"):
+    with caplog.at_level(logging.WARNING, logger="trainer.checkpoint.sidewrites"):
         abandoned = w.close()
     assert abandoned == [first, second]
-    msgs = [r.getMessage() for r in caplog.records if r.name == "trainer.sidewrites"]
+    msgs = [r.getMessage() for r in caplog.records if r.name == "trainer.checkpoint.sidewrites"]
     assert [m.split(":")[0] for m in msgs] == ["abandoned write one", "abandoned write two"]
     release.set()  # the store answers after all: the first returns, the second is not started any more
     assert first.done.wait(60) and second.done.wait(60)
@@ -184,10 +184,10 @@ def test_side_writer_logs_a_refused_write_and_runs_the_next(caplog: pytest.LogCa
         raise PermissionError("AccessDenied")
 
     w = SideWriter(timeout_s=30)
-    with caplog.at_level(logging.WARNING, logger="trainer.sidewrites"):
+    with caplog.at_level(logging.WARNING, logger="trainer.checkpoint.sidewrites"):
         a = w.submit("the run record x", refused)
         b = w.submit("the run record y", lambda: done.append(1))
         assert w.close() == []
     assert not a.ok and b.ok and done == [1]
-    msgs = [r.getMessage() for r in caplog.records if r.name == "trainer.sidewrites"]
+    msgs = [r.getMessage() for r in caplog.records if r.name == "trainer.checkpoint.sidewrites"]
     assert msgs == ["could not write the run record x: AccessDenied"]

@@ -1,4 +1,4 @@
-"""The architecture list the publisher checks (trainer/data/vllm-architectures.txt) is the pinned vLLM's: its
+"""The architecture list the publisher checks (trainer/release/data/vllm-architectures.txt) is the pinned vLLM's: its
 header names the version the inference stack pins, and the recorder reads exactly the registry's
 text-generation table and its Transformers-backend causal LMs."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from infra.inference.config import VLLM_VERSION
-from trainer.vllm_models import DATA, parse, registry
+from trainer.release.vllm_models import DATA, parse, registry
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,10 +19,10 @@ def trainer_command(
     launcher: bool = True,
     python: str = sys.executable,
 ) -> list[str]:
-    """Ranks on this machine: ``python -m trainer.launch --standalone --nproc-per-node N [extra] --config
+    """Ranks on this machine: ``python -m trainer.run.launch --standalone --nproc-per-node N [extra] --config
     FILE --set k=v ...``, or with ``launcher=False`` the same ranks under plain torchrun
     (``python -m torch.distributed.run ... -m trainer.train ...``)."""
-    cmd = [python, "-m", "trainer.launch" if launcher else "torch.distributed.run", "--standalone"]
+    cmd = [python, "-m", "trainer.run.launch" if launcher else "torch.distributed.run", "--standalone"]
     cmd += [f"--nproc-per-node={nproc}", *extra]
     if not launcher:
         cmd += ["-m", "trainer.train"]

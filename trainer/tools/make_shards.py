@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.blobstore import split_s3_uri
-from trainer.data import INDEX_FILE, SHARD_FORMAT
-from trainer.hashing import sha256_file
+from trainer.storage.blobstore import split_s3_uri
+from trainer.storage.hashing import sha256_file
+from trainer.training.data import INDEX_FILE, SHARD_FORMAT
 
 EOT = 256
 VOCAB_SIZE = 257

@@ -12,7 +12,7 @@ import time
 import urllib.request
 from typing import Any
 
-from trainer.ports import free_port
+from trainer.run.ports import free_port
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 READY_PATH = "/moto-api/config"  # a few hundred bytes whatever the server holds

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600, help="seconds before the run is killed")
     args = ap.parse_args(argv)
 
-    from trainer.hashing import MANIFEST
+    from trainer.storage.hashing import MANIFEST
     from trainer.tools.commands import DEBUG_CONFIG, trainer_command
     from trainer.tools.make_shards import encode, upload, write_shards
     from trainer.tools.moto_server import MotoServer
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         rc = proc.wait()
         listing = s3.list_objects_v2(Bucket="local-ckpt", Prefix="debug/").get("Contents", [])
         manifests = sorted(o["Key"] for o in listing if o["Key"].endswith(MANIFEST))
-        print(f"trainer.launch exit code {rc}; committed checkpoints: {manifests}", flush=True)
+        print(f"trainer.run.launch exit code {rc}; committed checkpoints: {manifests}", flush=True)
         return rc
     finally:
         server.stop()

@@ -55,11 +55,11 @@ CHAT_PATH = "/v1/chat/completions"
 MODELS_DIR = "/models"
 TMP_DIR = "/tmp"
 # The release signing key's public half (the train stack's output releaseSigningPublicKey), in a ConfigMap
-# mounted into the fetch container: it verifies each manifest's signature offline (trainer/signing.py).
+# mounted into the fetch container: it verifies each manifest's signature offline (trainer/release/signing.py).
 RELEASE_KEY_CONFIG_MAP = "release-signing-key"
 RELEASE_KEY_DIR = "/etc/aiplat/release-key"
 RELEASE_KEY_FILE = "public.pem"
-RELEASE_KEY_ENV = "AIPLAT_RELEASE_PUBLIC_KEY"  # trainer/signing.py PUBLIC_KEY_ENV
+RELEASE_KEY_ENV = "AIPLAT_RELEASE_PUBLIC_KEY"  # trainer/release/signing.py PUBLIC_KEY_ENV
 SHM_DIR = "/dev/shm"
 RUN_AS = 10001  # the user of both images (images/inference/Dockerfile, images/vllm/Dockerfile)
 # The API keys: one file of the Secret, vLLM's --config file (JSON is YAML; vLLM wants a .yaml name), with

@@ -1,7 +1,7 @@
 """The release signing key: an asymmetric KMS key the publisher signs release manifests with.
 
 Its public half (``kms:GetPublicKey``) is a stack output the infer stacks read through their
-StackReference and mount into the fetch container, which verifies offline (trainer/signing.py): one key in
+StackReference and mount into the fetch container, which verifies offline (trainer/release/signing.py): one key in
 the training region, no multi-Region replicas to keep in step, no KMS call from the inference regions, and
 a public key is not a secret. Asymmetric keys do not rotate automatically; a new key means a new key and
 re-signed (or re-published) releases.
@@ -56,7 +56,7 @@ class ReleaseSigningKey(pulumi.ComponentResource):
         )
         self.key = aws.kms.Key(
             f"{name}-key",
-            description="Signs model release manifests (python -m trainer.publish); verified by the "
+            description="Signs model release manifests (python -m trainer.release.publish); verified by the "
             "inference fetch container with the public key",
             key_usage="SIGN_VERIFY",
             customer_master_key_spec=storage_documents.SIGNING_KEY_SPEC,

@@ -224,7 +224,7 @@ class PodAccessConfig(Strict):
     )
 
 
-# Published models live under this prefix of the artifacts bucket (trainer/release.py: release/<model>/
+# Published models live under this prefix of the artifacts bucket (trainer/release/manifest.py: release/<model>/
 # <version>/); only it replicates to the inference regions, only the publisher writes it, inference reads it.
 RELEASE_PREFIX = "release"
 
@@ -235,7 +235,7 @@ def in_release(prefix: str) -> bool:
 
 # What a job wants published it writes as a Hugging Face folder under this part of its owner's prefix of the
 # checkpoints bucket: <team>/outputs/<job>/model/ (AIPLAT_OUTPUT_URI of the job contract), and the bundled
-# trainer's converter (python -m trainer.export_hf) under <trainer prefix>/outputs/. The publisher reads these
+# trainer's converter (python -m trainer.export.hf) under <trainer prefix>/outputs/. The publisher reads these
 # prefixes only, never a checkpoint.
 OUTPUTS_PREFIX = "outputs"
 
@@ -293,7 +293,7 @@ class StorageConfig(Strict):
     )
     publisher: PodAccessConfig = Field(
         default_factory=_publisher_access,
-        description="The service account that publishes models (python -m trainer.publish): reads the "
+        description="The service account that publishes models (python -m trainer.release.publish): reads the "
         f"Hugging Face folders under <trainer prefix>/{OUTPUTS_PREFIX}/ of the checkpoints bucket and under "
         f"<team>/{OUTPUTS_PREFIX}/ of each team with teams.<team>.releases (never a checkpoint), writes "
         "release/ in the artifacts bucket (the only role the bucket policy lets write there, create-only) "

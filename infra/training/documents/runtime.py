@@ -49,7 +49,7 @@ WORKLOAD_BANDWIDTH = "bandwidth-check"
 
 HUGEPAGES_RESOURCE = "hugepages-2Mi"
 IMAGE_WORKDIR = "/opt/trainer"  # images/trainer/Dockerfile: WORKDIR, trainer/ copied below it
-LAUNCHER = ["python", "-m", "trainer.launch"]
+LAUNCHER = ["python", "-m", "trainer.run.launch"]
 BENCH = ["python", "-m", "trainer.tools.allreduce_bench"]
 SHM_CAP_MIB = 64 * 1024
 PATCH_MANAGER = "aiplat.io/platform"
@@ -182,7 +182,7 @@ def rendezvous_args(*, worker_restarts: int) -> list[str]:
 
 
 def launcher_args(config_in_image: str, overrides: Sequence[str], *, worker_restarts: int) -> list[str]:
-    """``python -m trainer.launch`` arguments (torchrun's, ``rendezvous_args``, then the trainer's
+    """``python -m trainer.run.launch`` arguments (torchrun's, ``rendezvous_args``, then the trainer's
     ``--config``/``--set``)."""
     args = [*rendezvous_args(worker_restarts=worker_restarts), "--config", config_in_image]
     for item in overrides:
@@ -296,13 +296,13 @@ class RuntimeSpec:
     cluster_name: str = ""  # names the log group of the pod's logs (infra/core/lognames.py); "": none
 
 
-# What the run record reads (trainer/runrecord.py, its IMAGE_DIGEST_ENV and NODE_NAME; a test compares them):
+# What the run record reads (trainer/run/runrecord.py, its IMAGE_DIGEST_ENV and NODE_NAME; a test compares them):
 # the image digest the runtime launched (set by the wiring once the image is built) and the node's name.
 IMAGE_DIGEST_ENV = "AIPLAT_IMAGE_DIGEST"
 NODE_NAME_ENV = "NODE_NAME"
 
 
-# What a training pod knows of itself, for its run record (trainer/runrecord.py): the Kubernetes downward
+# What a training pod knows of itself, for its run record (trainer/run/runrecord.py): the Kubernetes downward
 # API (https://kubernetes.io/docs/concepts/workloads/pods/downward-api/). A label or annotation the pod
 # lacks gives an empty value. Kueue v0.19.2 puts no workload name or admission time on a TrainJob's pods
 # (pkg/podset/podset.go FromAssignment: node selectors, tolerations, topology annotations only), so the

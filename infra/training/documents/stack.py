@@ -5,7 +5,7 @@ and the trainer config's settings. Pure: used by the wiring (what `pulumi up` de
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra.core.facts import InstanceFacts
 from infra.core.trainer_settings import TrainerSettings
@@ -16,9 +16,12 @@ from infra.pools.busbw import threshold_for
 from infra.pools.documents.nodes import GPU_TAINT_KEY
 from infra.queueing import documents as queueing
 from infra.queueing.names import QUEUE_LABEL, team_names
-from infra.stack.schema import BucketPurpose, PlatformConfig, RunConfig, StorageBackend
-from infra.training.config import BANDWIDTH_CHECK_NAME, TrainingConfig
+from infra.storage.config.storage import BucketPurpose, StorageBackend
+from infra.training.config import BANDWIDTH_CHECK_NAME, RunConfig, TrainingConfig
 from infra.training.documents import runtime as t
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 
 def _training(cfg: PlatformConfig) -> TrainingConfig:

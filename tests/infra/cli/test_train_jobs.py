@@ -273,7 +273,7 @@ def _workload(tj: dict[str, Any], conditions: list[dict[str, str]]) -> dict[str,
 
 
 def _manifest(step: int) -> bytes:
-    """A committed checkpoint's manifest (trainer/ckpt_manifest.py format v2)."""
+    """A committed checkpoint's manifest (trainer/checkpoint/manifest.py format v2)."""
     return json.dumps(
         {
             "format": "trainer-ckpt-v2",

@@ -12,7 +12,7 @@ from infra.core import instance_types
 from infra.core.instance_types import EFA_PLUGIN_CHART_VERSION, EFA_PLUGIN_TYPES, TABLE
 from infra.io import snapshot
 from infra.karpenter.gpu_offers import gpu_offer
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.conftest import REPO
 
 STACK_FILES = sorted([*(REPO / "stacks").glob("Pulumi.*.yaml"), *(REPO / "examples").glob("Pulumi.*.yaml")])

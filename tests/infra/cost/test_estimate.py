@@ -16,7 +16,7 @@ from infra.io import snapshot
 from infra.io.prices import load_price_table
 from infra.io.stackfiles import load_stack_config
 from infra.karpenter.gpu_offers import gpu_offer
-from infra.stack.parse import parse_model, parse_platform_config
+from infra.schema.parse import parse_model, parse_platform_config
 from tests.conftest import REPO
 
 DATA = yaml.safe_load((REPO / "infra/cost/data/prices.yaml").read_text())

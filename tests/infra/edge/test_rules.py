@@ -90,7 +90,7 @@ def test_stacks_of_one_name_in_two_accounts_are_refused(stack_doc, write_stack) 
     """ACM's validation record is per domain and account: the owner's record validates nothing in another
     account, so SG would wait out the 75-minute validation and fail."""
     from infra.core.project import CONFIG_KEY
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
 
     docs = {s: stack_doc(s) for s in ("prod-us-train", "prod-hk-infer", "prod-sg-infer")}
     docs["prod-hk-infer"]["config"][CONFIG_KEY]["security"]["account"]["id"] = "111111111111"

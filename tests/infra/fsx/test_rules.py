@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from infra.rules import Level, Phase, RuleContext, run_rules
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, without_teams
 
 F = "aiplat:platform.cluster_services.fsx"

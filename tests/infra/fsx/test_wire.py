@@ -13,7 +13,7 @@ import pytest
 from infra.io.stackfiles import load_stack_config
 from infra.plan import runner
 from infra.plan.runner import Plan
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.conftest import EXAMPLES_DIR, STACKS
 from tests.k8s.validate import validate_plan
 

@@ -12,7 +12,7 @@ import yaml
 from infra.core.errors import ConfigErrors
 from infra.core.project import CONFIG_KEY
 from infra.plan import runner
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from infra.stack.registry import Level
 from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, drop_at, set_at
 

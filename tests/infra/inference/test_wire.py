@@ -11,7 +11,7 @@ import pytest
 from infra.inference.documents import inference as inf
 from infra.inference.rules import TLS13_ONLY_POLICIES
 from infra.plan.runner import Plan, RecordedResource, run_plan
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.k8s.validate import k8s_objects, validate_plan
 from tests.support.kubernetes import tolerates
 

@@ -98,7 +98,7 @@ def test_a_base_image_without_a_digest_is_refused_unless_the_stack_says_why(stac
     gives no digest), naming the build argument to set; with unpinned_base the build gets the reason and the
     plan warns."""
     from infra.plan.runner import run_plan
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
     from tests.support.config_cases import assert_refused
 
     raw = stack_config("prod-us-train")

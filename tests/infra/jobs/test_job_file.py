@@ -18,8 +18,8 @@ from infra.io.stackfiles import load_stack_config
 from infra.jobs import documents as jobs
 from infra.jobs.config import JobSpec
 from infra.jobs.rules import image_problems, job_problems
-from infra.stack.parse import parse_model
-from infra.stack.schema import BucketPurpose
+from infra.schema.parse import parse_model
+from infra.storage.config.storage import BucketPurpose
 from infra.training.documents import runtime as t
 
 CFG = load_stack_config("prod-us-train")

@@ -11,7 +11,7 @@ from infra.core.errors import NoFlavorFitsError, UnknownTeamError
 from infra.io.stackfiles import load_stack_config
 from infra.jobs import documents as jobs
 from infra.jobs.rules import check_fits, most_gpus, team_config
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 
 CFG = load_stack_config("prod-us-train")
 

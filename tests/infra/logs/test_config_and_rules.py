@@ -6,7 +6,7 @@ import pytest
 
 from infra.logs.config import LogsConfig
 from infra.rules import Level, Phase, RuleContext, run_rules
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 
 def test_retention_must_be_a_cloudwatch_period() -> None:

@@ -4,7 +4,7 @@ characters; the chart images' warning in the plan and refusal before a deploymen
 from __future__ import annotations
 
 from infra.rules import Level, Phase, RuleContext, run_rules
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 
 def _findings(cfg: PlatformConfig, rule: str, phase: Phase = Phase.plan) -> list:

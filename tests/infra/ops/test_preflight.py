@@ -21,9 +21,9 @@ from infra.io.aws_live import probe_tcp
 from infra.io.stackfiles import load_stack_config
 from infra.ops.preflight import CheckRow, Status, preflight, preflight_project, preflight_stack
 from infra.preflight.quotas import QUOTAS
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
+from infra.schema.platform import PlatformConfig
 from infra.stack.rollout import RolloutConfig
-from infra.stack.schema import PlatformConfig
 from tests.conftest import REPO
 from tests.support.stubbing import OperationStubber
 from trainer.tools.moto_server import MotoServer

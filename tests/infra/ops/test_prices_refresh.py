@@ -16,7 +16,7 @@ from infra.cli.main import main
 from infra.cost.estimate import PriceTable
 from infra.io import price_refresh
 from infra.io.prices import load_price_table
-from infra.stack.parse import parse_model
+from infra.schema.parse import parse_model
 
 REGION = "us-east-1"
 TYPE = "p5.48xlarge"

@@ -1,5 +1,5 @@
 """The rollout's release check (infra/ops/release_check.py): before an infer stack's update, the release it
-names is read from the region's replica bucket (a real signed release, published with trainer.publish over
+names is read from the region's replica bucket (a real signed release, published with trainer.release.publish over
 moto), and refused with the numbers when its weights and one sequence's KV cache do not fit the pool's GPUs,
 when tensor parallelism does not divide its heads, when max_model_len exceeds it, or when chat is routed to
 a release without a chat template; a refusal stops the rollout before anything changes."""
@@ -18,11 +18,11 @@ from infra.io.releases import ReleaseFacts
 from infra.io.stackfiles import load_stack_config
 from infra.ops.release_check import AwsReleaseCheck, fit_check, fit_problems
 from infra.ops.rollout import State, run_rollout
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 from tests.infra.ops.test_rollout import FakeGate, FakeRunner
 from tests.support.hf_folders import CHAT_TEMPLATE, save_folder
 from tests.support.release_keys import release_keys
-from trainer.publish import publish
+from trainer.release.publish import publish
 from trainer.tools.moto_server import MotoServer
 
 HK = load_stack_config("prod-hk-infer")  # pool gpu: Karpenter, families g6, g5, g4dn

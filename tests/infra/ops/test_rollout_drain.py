@@ -21,8 +21,8 @@ from infra.ops.rollout import (
     UpOutcome,
     run_rollout,
 )
+from infra.schema.platform import PlatformConfig
 from infra.stack.rollout import plan_waves
-from infra.stack.schema import PlatformConfig
 
 CONFIGS = {s: load_stack_config(s) for s in list_stacks()}
 PROD = plan_waves(load_rollout_config(), Environment.prod, CONFIGS)

@@ -10,7 +10,7 @@ import pytest
 
 from infra.io import snapshot as awsdata
 from infra.plan import runner
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.support.config_cases import FACTS, RULES, SCHEMA, assert_refused, update_pool
 
 P = "aiplat:platform.node_pools"

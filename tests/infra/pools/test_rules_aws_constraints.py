@@ -12,7 +12,7 @@ from infra.core.errors import ConfigErrors
 from infra.core.facts import AvailabilityZone
 from infra.io import snapshot as awsdata
 from infra.plan import runner
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.support.config_cases import assert_refused, update_pool
 
 P = "aiplat:platform"

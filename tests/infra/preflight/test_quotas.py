@@ -14,7 +14,7 @@ from infra.io import snapshot
 from infra.io.stackfiles import load_stack_config
 from infra.karpenter.gpu_offers import gpu_offer
 from infra.preflight.quotas import Purchase, karpenter_worst_cases, quota_for, vcpu_demand
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.conftest import REPO
 
 

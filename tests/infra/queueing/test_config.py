@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infra.queueing import names
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.conftest import DELETE, assert_rejected
 
 

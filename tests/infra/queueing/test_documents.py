@@ -13,7 +13,7 @@ import yaml
 from infra.queueing import documents as q
 from infra.queueing.names import team_names
 from infra.queueing.wire import kueue_chart_values
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.conftest import with_value
 from tests.k8s.crds import kueue as models
 

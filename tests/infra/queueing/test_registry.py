@@ -188,7 +188,7 @@ def test_the_pod_role_cannot_be_a_pusher() -> None:
 def test_a_bad_team_registry_is_refused_naming_the_field(change, says: str) -> None:
     from infra.core.errors import ConfigErrors
     from infra.io.stackfiles import load_stack_config
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
 
     raw = load_stack_config("prod-us-train").model_dump(mode="json", exclude_none=True)
     change(raw)

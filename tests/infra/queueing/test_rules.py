@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from infra.rules import Phase, RuleContext, run_rules
+from infra.schema.parse import parse_platform_config
 from infra.stack.allowlists import PackAllowlists
-from infra.stack.parse import parse_platform_config
 from tests.conftest import with_value
 
 

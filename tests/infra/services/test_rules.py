@@ -13,7 +13,7 @@ import pytest
 
 from infra.core.instance_types import EFA_PLUGIN_CHART_VERSION
 from infra.plan import runner
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, set_at, without_teams
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,7 +8,7 @@ import pytest
 from infra.core.project import CONFIG_KEY
 from infra.io.stackfiles import read_stack_index
 from infra.rules import Level, Phase, RuleContext, run_rules
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.conftest import assert_rejected
 
 FIELD = "aiplat:platform.security.account.id"

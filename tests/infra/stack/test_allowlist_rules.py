@@ -12,7 +12,7 @@ from infra.core.errors import ReviewInputError
 from infra.io.policypack import stack_allowlists
 from infra.io.regions import known_regions
 from infra.rules import Level, Phase, RuleContext, run_rules
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 
 
 def _warnings(stack: str, raw: dict, rule: str, stacks_dir: Path | None = None) -> list[str]:

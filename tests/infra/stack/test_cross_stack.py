@@ -6,7 +6,7 @@ from __future__ import annotations
 from infra.core.project import CONFIG_KEY
 from infra.io.stackfiles import read_stack_index
 from infra.rules import Level, Phase, RuleContext, run_rules
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 
 FIELD = "aiplat:platform.network.vpc_cidr"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from infra.core.errors import ConfigErrors
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from tests.conftest import with_value
 
 

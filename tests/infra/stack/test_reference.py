@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from infra.cli.main import main
-from infra.stack.reference import config_reference
+from infra.schema.reference import config_reference
 
 
 def test_every_field_has_a_meaning() -> None:

@@ -12,7 +12,7 @@ from infra.core.config import Environment
 from infra.core.errors import ConfigErrors
 from infra.io.rollout_config import load_rollout_config
 from infra.io.stackfiles import list_stacks, load_stack_config
-from infra.stack.parse import parse_model
+from infra.schema.parse import parse_model
 from infra.stack.rollout import SECRETS_PATTERN, RolloutConfig, plan_waves
 from tests.conftest import REPO
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from infra.core.config import Environment, Role
 from infra.core.errors import ConfigErrors
 from infra.io.stackfiles import load_stack_config
-from infra.stack.schema import CapacityType, Environment, Role
+from infra.pools.config import CapacityType
 from tests.conftest import DELETE, assert_rejected
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from infra.stack.parse import parse_platform_config
-from infra.stack.schema import AddonVersions, NatStrategy, Placement
+from infra.cluster.config import AddonVersions
+from infra.network.config import NatStrategy
+from infra.pools.config import Placement
+from infra.schema.parse import parse_platform_config
 from tests.conftest import assert_rejected
 
 BAD = [

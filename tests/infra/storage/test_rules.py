@@ -9,7 +9,7 @@ import yaml
 
 from infra.core.project import CONFIG_KEY
 from infra.io import snapshot
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from infra.stack.registry import RuleContext
 from infra.storage.rules import minio_fits_system_pools
 from tests.support.config_cases import FACTS, assert_refused

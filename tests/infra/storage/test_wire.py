@@ -15,8 +15,8 @@ from infra.io.stackfiles import load_stack_config
 from infra.plan.mocks import ACCOUNT_ID, AwsSnapshotMocks
 from infra.plan.runner import RecordedResource, planned_outputs, run_program
 from infra.pod_storage.wire import wire_cluster_storage
-from infra.stack.parse import parse_platform_config
-from infra.stack.schema import PlatformConfig
+from infra.schema.parse import parse_platform_config
+from infra.schema.platform import PlatformConfig
 from infra.storage.wire import wire_storage
 from tests.support.config_cases import without_teams
 

@@ -9,7 +9,7 @@ import pytest
 from infra.core.errors import ConfigErrors
 from infra.core.trainer_settings import TrainerSettings
 from infra.plan import runner
-from infra.stack.parse import parse_platform_config
+from infra.schema.parse import parse_platform_config
 from infra.stack.registry import RuleContext
 from infra.training.rules import trainer_configs
 from tests.support.config_cases import assert_refused, set_at

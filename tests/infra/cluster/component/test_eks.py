@@ -134,7 +134,7 @@ def test_lifecycle_is_explicit(plan_stack, stack: str) -> None:
 
 
 def test_deletion_protection_switch(stack_config) -> None:
-    from infra.stack.parse import parse_platform_config
+    from infra.schema.parse import parse_platform_config
 
     raw = stack_config("dev-us-train")
     assert parse_platform_config(raw).cluster_deletion_protection is False

@@ -11,7 +11,7 @@ and ``tests/monitoring/emitted/vllm.txt`` (the Prometheus sample names of every
 ``Gauge``/``Counter``/``Histogram`` ``vllm/v1/metrics/loggers.py`` creates), and
 ``tests/infra/inference/data/vllm-auth.txt`` (the two source lines the authentication design rests on:
 ``FrontendArgs.api_key``'s type, several keys, and the middleware's ``GUARDED_PREFIX``), and
-``trainer/data/vllm-architectures.txt`` (the causal-LM ``architectures`` the model registry serves, which the
+``trainer/release/data/vllm-architectures.txt`` (the causal-LM ``architectures`` the model registry serves, which the
 release publisher accepts, and those it served once and no longer does; see ``architectures``). Pure
 ``ast``: vLLM is not imported (it needs CUDA torch).
 """

@@ -16,8 +16,8 @@ from infra.plan.mocks import AwsSnapshotMocks
 from infra.plan.runner import SECRET, Plan, run_program
 from infra.pod_storage.component.minio import Minio, MinioArgs, MinioWorkload
 from infra.pod_storage.wire import minio_resources
-from infra.stack.schema import MinioConfig
 from infra.storage import documents as storage_documents
+from infra.storage.config.storage import MinioConfig
 from tests.conftest import STACKS
 
 REPO = Path(__file__).resolve().parents[3]

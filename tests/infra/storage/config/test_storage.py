@@ -9,7 +9,7 @@ import pytest
 from infra.cli.main import main
 from infra.core.project import CONFIG_KEY
 from infra.io.stackfiles import load_stack_config
-from infra.stack.schema import BucketPurpose, StorageConfig
+from infra.storage.config.storage import BucketPurpose, StorageConfig
 
 
 def _storage(c: dict) -> dict:

@@ -138,7 +138,7 @@ def test_runtime_pod_follows_the_trainer_config() -> None:
     settings = read_trainer_settings("trainer/configs/gpt2_124m.toml")
     pod = _pod(_runtime())
     (node,) = pod["containers"]
-    assert node["name"] == "node" and node["command"] == ["python", "-m", "trainer.launch"]
+    assert node["name"] == "node" and node["command"] == ["python", "-m", "trainer.run.launch"]
     mounts = {m["name"]: m["mountPath"] for m in node["volumeMounts"]}
     assert mounts["data-cache"] == settings.cache_dir
     assert mounts["dshm"] == "/dev/shm"
@@ -168,7 +168,7 @@ def test_runtime_pod_knows_itself_its_queue_and_where_its_log_lands() -> None:
     assert fields["AIPLAT_QUEUE"] == "metadata.labels['kueue.x-k8s.io/queue-name']"
     assert fields["AIPLAT_SUBMITTED_AT"] == "metadata.annotations['aiplat.io/submitted-at']"
     assert fields["AIPLAT_SUBMITTED_BY"] == "metadata.annotations['aiplat.io/submitted-by']"
-    from trainer.runrecord import SUBMITTED_BY_ENV  # the name the run record reads
+    from trainer.run.runrecord import SUBMITTED_BY_ENV  # the name the run record reads
 
     assert fields[SUBMITTED_BY_ENV] == fields["AIPLAT_SUBMITTED_BY"]
     # what the kubelet makes of the log variables in a team's pod: the collector's group and stream (C4)

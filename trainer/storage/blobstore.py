@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from trainer.errors import BadInput, BlobExists, BlobNotFound, StoreUnavailable
-from trainer.hashing import MANIFEST, sha256_stream
+from trainer.storage.hashing import MANIFEST, sha256_stream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """The checkpoint manifest: its format, a parser that type-checks every field, and the resume rules.
 
-Pure Python (no torch, no I/O) so the launcher, the trainer and ``trainer.publish`` read it the same way;
+Pure Python (no torch, no I/O) so the launcher, the trainer and ``trainer.release.publish`` read it the same way;
 a manifest with wrong value types is a reason to skip the checkpoint (:class:`ManifestError`), never a
 ``TypeError``.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainer.errors import BadInput
-from trainer.hashing import MANIFEST, is_sha256_hex
+from trainer.storage.hashing import MANIFEST, is_sha256_hex
 
 FORMAT_V1 = "trainer-ckpt-v1"
 FORMAT = "trainer-ckpt-v2"

@@ -1,4 +1,4 @@
-"""One-time checks before any worker starts (run by ``trainer.launch``): the dataset is there and readable,
+"""One-time checks before any worker starts (run by ``trainer.run.launch``): the dataset is there and readable,
 the checkpoint store answers, and the newest checkpoint fits this config (or already finished the run).
 
 A deterministic problem then fails at once with one line and exit 2, instead of every rank crashing and the
@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from trainer.blobstore import retry_unavailable
-from trainer.checkpoint import KNOB, check_saved_step, inspect_checkpoint
-from trainer.checkpoint_store import make_store
-from trainer.ckpt_manifest import CheckpointManifest, ManifestError, check_data, check_model
+from trainer.checkpoint.checkpointer import KNOB, check_saved_step, inspect_checkpoint
+from trainer.checkpoint.manifest import CheckpointManifest, ManifestError, check_data, check_model
+from trainer.checkpoint.store import make_store
 from trainer.config import ConfigError, JobConfig
-from trainer.data import check_shards, dataset_fingerprint, read_index
 from trainer.errors import BadInput
+from trainer.storage.blobstore import retry_unavailable
+from trainer.training.data import check_shards, dataset_fingerprint, read_index
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

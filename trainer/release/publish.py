@@ -1,18 +1,18 @@
-"""Publish a model release from a Hugging Face causal-LM folder (the layout: ``trainer/release.py``; what the
-folder must hold: ``trainer/hf_folder.py``).
+"""Publish a model release from a Hugging Face causal-LM folder (the layout: ``trainer/release/manifest.py``; what the
+folder must hold: ``trainer/release/hf_folder.py``).
 
-    python -m trainer.publish --from URI --release-root URI --model-name NAME [--team TEAM] \\
+    python -m trainer.release.publish --from URI --release-root URI --model-name NAME [--team TEAM] \\
         [--source-job TRAINJOB] [--source-image-digest sha256:...] [--step N] [--signing-key KEY]
 
 ``--from`` is the folder: a team job's ``$AIPLAT_OUTPUT_URI/model/`` (``s3://<checkpoints>/<team>/outputs/
-<job>/model/``), or what ``python -m trainer.export_hf`` wrote from the bundled trainer's checkpoint.
+<job>/model/``), or what ``python -m trainer.export.hf`` wrote from the bundled trainer's checkpoint.
 ``--team`` says whose output it is: the folder must then lie under ``<team>/outputs/`` of its bucket (the
 publisher's role can read only the outputs of teams with ``teams.<team>.releases: true``), and the job
 defaults to the folder below it. ``--source-job`` / ``--source-image-digest`` name the TrainJob and its
 image (recorded in the manifest); ``--step`` the training step of the weights (the version's ``-step<N>``,
 default 0). ``--release-root`` is the bucket or directory whose ``release/`` prefix the inference regions
 read. ``--signing-key`` (default: ``AIPLAT_RELEASE_SIGNING_KEY``) is the stack's release signing key in
-KMS (output ``releaseSigningKeyArn``), or ``file:<pem>`` for a local key (tests); trainer/signing.py.
+KMS (output ``releaseSigningKeyArn``), or ``file:<pem>`` for a local key (tests); trainer/release/signing.py.
 
 The folder is copied to a local temporary directory while every file is hashed, checked there from its
 JSON files and safetensors headers only (nothing is unpickled, no torch, no code of the folder's runs), and
@@ -32,11 +32,9 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from trainer.blobstore import open_blobs, split_s3_uri
 from trainer.errors import BadInput, BlobExists, TrainerError
-from trainer.hashing import MANIFEST
-from trainer.hf_folder import CONFIG, check_folder, plan_folder, read_header
-from trainer.release import (
+from trainer.release.hf_folder import CONFIG, check_folder, plan_folder, read_header
+from trainer.release.manifest import (
     DIGEST_RE,
     JOB_RE,
     RELEASE_PREFIX,
@@ -51,7 +49,9 @@ from trainer.release import (
     parse_manifest,
     versions_store,
 )
-from trainer.signing import Signer, signer_for
+from trainer.release.signing import Signer, signer_for
+from trainer.storage.blobstore import open_blobs, split_s3_uri
+from trainer.storage.hashing import MANIFEST
 
 OUTPUTS = "outputs"  # <team>/outputs/<job>/ of the checkpoints bucket: AIPLAT_OUTPUT_URI (the env contract)
 
@@ -94,7 +94,7 @@ def publish(
 ) -> Release:
     """Publish the Hugging Face folder at ``from_uri`` as a new version of ``model_name`` under
     ``<release_root>/release/`` and return the release written. ``signer`` signs the manifest (default:
-    :func:`trainer.signing.signer_for` the ``AIPLAT_RELEASE_SIGNING_KEY``). Every object is created, never
+    :func:`trainer.release.signing.signer_for` the ``AIPLAT_RELEASE_SIGNING_KEY``). Every object is created, never
     replaced (``If-None-Match``: the bucket policy refuses anything else under ``release/``); the files go
     up first, then ``manifest.json.sig``, ``manifest.json`` last, so a reader never accepts a release still
     being written. Refusals (:class:`~trainer.errors.BadInput`, one line) happen before anything is
@@ -147,7 +147,9 @@ def publish(
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
     ap = argparse.ArgumentParser(
-        prog="trainer.publish", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="trainer.release.publish",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--from", dest="from_uri", required=True, metavar="URI", help="the Hugging Face folder")
     ap.add_argument("--release-root", required=True, metavar="URI", help="s3://bucket[/prefix] or a dir")

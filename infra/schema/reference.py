@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from infra.core.project import CONFIG_KEY
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 HEADER = f"""# Stack config reference
 

@@ -2,7 +2,7 @@
 
 The elastic agent only sees exit codes, and only of the workers it did not have to kill; after SIGTERM it
 sees none at all. Each ``trainer.train`` process writes ``rank<R>.attempt<N>.json`` (exit code and its
-one-line reason) into ``$AIPLAT_OUTCOME_DIR`` just before it exits; ``trainer.launch`` reads the newest
+one-line reason) into ``$AIPLAT_OUTCOME_DIR`` just before it exits; ``trainer.run.launch`` reads the newest
 attempt's files. Stdlib only.
 """
 

@@ -9,7 +9,7 @@ training loop; DCP and the commit use their own gloo group (``train.dist_timeout
 at most one save is in flight.
 
 Load: the newest checkpoint whose manifest, files, sizes and step check out, each rank hashing its share;
-``trainer/ckpt_manifest.py`` decides whether to resume from it. What fails is skipped with one warning.
+``trainer/checkpoint/manifest.py`` decides whether to resume from it. What fails is skipped with one warning.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from trainer.blobstore import retry_unavailable
-from trainer.checkpoint_store import STEP_RE, LocalStore, S3Store, make_store
-from trainer.ckpt_manifest import FORMAT, CheckpointManifest, ManifestError, parse_manifest
+from trainer.checkpoint.manifest import FORMAT, CheckpointManifest, ManifestError, parse_manifest
+from trainer.checkpoint.store import STEP_RE, LocalStore, S3Store, make_store
 from trainer.config import CheckpointConfig
-from trainer.distributed import DistInfo, error_for_code
 from trainer.errors import BadInput, BlobExists, BlobNotFound, StoreUnavailable, TrainerError
-from trainer.hashing import MANIFEST
+from trainer.storage.blobstore import retry_unavailable
+from trainer.storage.hashing import MANIFEST
+from trainer.training.distributed import DistInfo, error_for_code
 
 log = logging.getLogger(__name__)
 

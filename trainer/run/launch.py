@@ -1,11 +1,11 @@
 """Launch the trainer's ranks on this node; the process a training pod runs (its PID 1).
 
-    python -m trainer.launch [torchrun options] --config FILE [--set section.key=value ...] [--debug]
+    python -m trainer.run.launch [torchrun options] --config FILE [--set section.key=value ...] [--debug]
 
 Runs torch's elastic agent (every torchrun option accepted) with ``-m trainer.train`` as the worker, and
 adds what Kubernetes needs (docs/trainer.md): one-time checks before any worker starts
-(``trainer/preflight.py``); its exit code is the contract in ``trainer/exitcodes.py``, passed on from the
-workers (``trainer/outcome.py``), where torchrun exits 1 for every failure; SIGTERM is forwarded and the
+(``trainer/run/preflight.py``); its exit code is the contract in ``trainer/exitcodes.py``, passed on from the
+workers (``trainer/run/outcome.py``), where torchrun exits 1 for every failure; SIGTERM is forwarded and the
 workers are given ``--shutdown-timeout`` (default ``checkpoint.shutdown_window_s``) to checkpoint; a worker
 exiting with a contract code is not restarted, crashes are (up to ``--max-restarts``), and ranks blocked
 on a dead one get a few seconds, not 30.
@@ -30,10 +30,10 @@ from typing import Any
 from trainer import exitcodes
 from trainer.config import load_config
 from trainer.errors import BadInput, TrainerError
-from trainer.outcome import ENV as OUTCOME_ENV
-from trainer.outcome import read_outcomes
+from trainer.run.outcome import ENV as OUTCOME_ENV
+from trainer.run.outcome import read_outcomes
 
-log = logging.getLogger("trainer.launch")
+log = logging.getLogger("trainer.run.launch")
 
 PEER_STOP_TIMEOUT_S = 5  # after a worker failed: how long its (blocked) peers get before SIGKILL
 _ORDER = (
@@ -158,7 +158,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit code (``trainer/exitcodes.py``)."""
-    ap = argparse.ArgumentParser(prog="trainer.launch", allow_abbrev=False, add_help=False)
+    ap = argparse.ArgumentParser(prog="trainer.run.launch", allow_abbrev=False, add_help=False)
     ap.add_argument("--config")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--debug", action="store_true")
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         return _main(args, rest)
     except _Terminated:
         # Before any worker started: nothing was trained since the newest committed checkpoint.
-        print("trainer.launch: SIGTERM before the workers started; nothing to save", file=sys.stderr)
+        print("trainer.run.launch: SIGTERM before the workers started; nothing to save", file=sys.stderr)
         return exitcodes.PREEMPTED
     except TrainerError as exc:
         if args.debug:
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace, rest: list[str]) -> int:
-    from trainer.preflight import preflight
+    from trainer.run.preflight import preflight
 
     if not args.config:
         raise BadInput("--config is required (a TOML file such as trainer/configs/debug.toml)")
@@ -200,7 +200,7 @@ def _main(args: argparse.Namespace, rest: list[str]) -> int:
     pf = preflight(cfg, world)
     if pf.complete and pf.checkpoint is not None:
         print(
-            f"trainer.launch: already complete: checkpoint at step {pf.checkpoint.step} >= "
+            f"trainer.run.launch: already complete: checkpoint at step {pf.checkpoint.step} >= "
             f"train.steps={cfg.train.steps}; no worker started",
             file=sys.stderr,
         )
@@ -254,7 +254,7 @@ def _run_agent(targs: Any) -> int:
     detail = messages[0] if messages else ""
     if code == exitcodes.PREEMPTED:
         print(
-            f"trainer.launch: preempted; every rank reported a committed checkpoint (exit {code})",
+            f"trainer.run.launch: preempted; every rank reported a committed checkpoint (exit {code})",
             file=sys.stderr,
         )
     elif code == exitcodes.PREEMPTED_SAVE_FAILED:

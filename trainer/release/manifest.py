@@ -5,26 +5,26 @@ Layout, in a bucket (``s3://bucket[/prefix]``, boto3, ``AWS_ENDPOINT_URL`` honou
 
     <root>/release/<model_name>/<version>/
         config.json, *.safetensors [+ model.safetensors.index.json], tokenizer files, optional
-        generation_config.json and chat template: the folder that was published (trainer/hf_folder.py says
+        generation_config.json and chat template: the folder that was published (trainer/release/hf_folder.py says
         which files, and what they must hold), which vLLM loads as it is (``--model <dir>``)
-        manifest.json.sig   the publisher's signature of manifest.json (trainer/signing.py: ECDSA P-256
+        manifest.json.sig   the publisher's signature of manifest.json (trainer/release/signing.py: ECDSA P-256
                             with the stack's release signing key in KMS), written before it
         manifest.json       written LAST (format ``aiplat-release-v3``): model name, version, size and
                             sha256 of every file, ``source`` (the folder's URI, the team, the TrainJob and
-                            its image digest, the training step), ``serving`` (trainer.hf_folder.Serving:
+                            its image digest, the training step), ``serving`` (trainer.release.hf_folder.Serving:
                             architecture, dtype, parameter count and weight bytes, layers, attention and
                             KV heads, head dim, max positions, chat template), creation time (UTC)
 
 ``version`` is ``<YYYYmmddTHHMMSSZ>-step<N>`` (UTC), so lexicographic order is publication order.
-Publishing is an explicit step (``python -m trainer.publish``); no training job writes here. Every object is
+Publishing is an explicit step (``python -m trainer.release.publish``); no training job writes here. Every object is
 written create-only (``If-None-Match: *``, which the artifacts bucket policy requires under ``release/``),
 so a published version is never overwritten. A reader accepts a manifest only when its signature verifies
 with the trusted public key (:func:`accept_manifest`), before it reads any other file: the sha256 sums
-catch corruption, the signature catches tampering; then the files must pass trainer/hf_folder.py's checks
+catch corruption, the signature catches tampering; then the files must pass trainer/release/hf_folder.py's checks
 again and give the ``serving`` facts the manifest signed.
 
 Releases the GPT-2-only publisher wrote before (format ``aiplat-release-v2``: the five files of
-trainer/hf_gpt2.py, ``source`` = run id, checkpoint URI, step) are still read and verified the same way.
+trainer/export/gpt2.py, ``source`` = run id, checkpoint URI, step) are still read and verified the same way.
 
 Replication to other regions copies objects one by one in no particular order, so a reader can see a
 manifest before the files it names: :func:`verify` reports such a release as incomplete
@@ -46,10 +46,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trainer.blobstore import Blobs, open_blobs
 from trainer.errors import BadInput, BlobNotFound
-from trainer.hashing import MANIFEST, is_sha256_hex, sha256_stream
-from trainer.hf_folder import (
+from trainer.release.hf_folder import (
     CONFIG,
     HEADER_MAX,
     JSON_FILES,
@@ -60,7 +58,9 @@ from trainer.hf_folder import (
     check_folder,
     plan_folder,
 )
-from trainer.signing import SIGNATURE_SUFFIX, BadSignature, trusted_key, verify_signature
+from trainer.release.signing import SIGNATURE_SUFFIX, BadSignature, trusted_key, verify_signature
+from trainer.storage.blobstore import Blobs, open_blobs
+from trainer.storage.hashing import MANIFEST, is_sha256_hex, sha256_stream
 
 FORMAT = "aiplat-release-v3"
 FORMAT_V2 = "aiplat-release-v2"  # the GPT-2-only releases: read, never written
@@ -68,7 +68,7 @@ RELEASE_PREFIX = "release"
 GENERATION_CONFIG = "generation_config.json"
 TOKENIZER = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
-# The files of a GPT-2 folder of the trainer's (trainer.export_hf), and exactly those of a v2 release.
+# The files of a GPT-2 folder of the trainer's (trainer.export.hf), and exactly those of a v2 release.
 FILES = (CONFIG, GENERATION_CONFIG, WEIGHTS, TOKENIZER, TOKENIZER_CONFIG)
 SIGNATURE = MANIFEST + SIGNATURE_SUFFIX  # manifest.json.sig
 VERSION_RE = re.compile(r"^(\d{8}T\d{6}Z)-step(\d+)$")
@@ -129,7 +129,7 @@ class Source:
 
 @dataclass(frozen=True)
 class Release:
-    """A verified release (or, from :func:`trainer.publish.publish`, one just written)."""
+    """A verified release (or, from :func:`trainer.release.publish.publish`, one just written)."""
 
     root: str
     model_name: str
@@ -405,8 +405,8 @@ def _read_release(
 
 def verify(root: str, model_name: str, version: str, public_key: Any = None) -> Release:
     """The release at ``<root>/release/<model_name>/<version>`` if it is signed, complete and intact
-    (manifest signature verified with ``public_key``, default :func:`trainer.signing.trusted_key`; manifest
-    accepted, every file present with its size and sha256, the folder passing trainer/hf_folder.py's checks
+    (manifest signature verified with ``public_key``, default :func:`trainer.release.signing.trusted_key`; manifest
+    accepted, every file present with its size and sha256, the folder passing trainer/release/hf_folder.py's checks
     with the serving facts the manifest signed); else :class:`ReleaseError` with the reason."""
     return _read_release(root, model_name, version, public_key)
 

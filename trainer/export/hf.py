@@ -1,7 +1,7 @@
 """Convert a committed checkpoint of the bundled trainer into a Hugging Face GPT-2 folder (the tensor and file
-mapping: ``trainer/hf_gpt2.py``), for ``python -m trainer.publish --from`` to check, sign and publish.
+mapping: ``trainer/export/gpt2.py``), for ``python -m trainer.release.publish --from`` to check, sign and publish.
 
-    python -m trainer.export_hf --checkpoint URI [--step N] --output URI
+    python -m trainer.export.hf --checkpoint URI [--step N] --output URI
 
 ``--checkpoint`` is the training run's ``checkpoint.uri`` (or one ``step_XXXXXXXXX`` folder in it); without
 ``--step`` the newest committed checkpoint whose files match its manifest is used. ``--output`` is the
@@ -25,10 +25,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from trainer.blobstore import open_blobs
 from trainer.config import ConfigError, ModelConfig
 from trainer.errors import BadInput, BlobExists, TrainerError
-from trainer.hf_gpt2 import (
+from trainer.export.gpt2 import (
     ByteVocab,
     ReleaseFormatError,
     generation_config,
@@ -37,7 +36,15 @@ from trainer.hf_gpt2 import (
     tokenizer_config,
     tokenizer_json,
 )
-from trainer.release import CONFIG, GENERATION_CONFIG, RELEASE_PREFIX, TOKENIZER, TOKENIZER_CONFIG, WEIGHTS
+from trainer.release.manifest import (
+    CONFIG,
+    GENERATION_CONFIG,
+    RELEASE_PREFIX,
+    TOKENIZER,
+    TOKENIZER_CONFIG,
+    WEIGHTS,
+)
+from trainer.storage.blobstore import open_blobs
 
 
 def _json_bytes(data: dict) -> bytes:
@@ -49,8 +56,8 @@ def export(checkpoint_uri: str, step: int | None, output_uri: str) -> dict[str, 
     ``checkpoint_uri`` as a GPT-2 folder at ``output_uri``; returns what it wrote (step, run id, files)."""
     from safetensors.torch import save_file
 
-    from trainer.checkpoint import open_committed
-    from trainer.model import GPT
+    from trainer.checkpoint.checkpointer import open_committed
+    from trainer.training.model import GPT
 
     for what, uri in (("--checkpoint", checkpoint_uri), ("--output", output_uri)):
         if f"/{RELEASE_PREFIX}/" in f"/{uri.rstrip('/')}/":
@@ -97,7 +104,7 @@ def export(checkpoint_uri: str, step: int | None, output_uri: str) -> dict[str, 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
     ap = argparse.ArgumentParser(
-        prog="trainer.export_hf", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="trainer.export.hf", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--checkpoint", required=True, metavar="URI", help="checkpoint root (checkpoint.uri)")
     ap.add_argument("--step", type=int, default=None, help="checkpoint step (default: newest committed)")

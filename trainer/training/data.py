@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from trainer.blobstore import open_blobs, retry_unavailable, split_s3_uri
 from trainer.errors import BadInput, BlobNotFound
-from trainer.hashing import sha256_bytes
+from trainer.storage.blobstore import open_blobs, retry_unavailable, split_s3_uri
+from trainer.storage.hashing import sha256_bytes
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,13 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainer import exitcodes
-from trainer.checkpoint import Checkpointer, SaveResult
-from trainer.ckpt_manifest import CheckpointManifest, check_data, check_model
+from trainer.checkpoint.checkpointer import Checkpointer, SaveResult
+from trainer.checkpoint.manifest import CheckpointManifest, check_data, check_model
+from trainer.checkpoint.sidewrites import SideWrite, SideWriter
 from trainer.config import ConfigError, JobConfig
-from trainer.data import (
+from trainer.run.runrecord import RunRecord, node_name, resources
+from trainer.run.signals import StopFlags
+from trainer.training.data import (
     GlobalSampler,
     TokenLoader,
     TokenShards,
@@ -27,13 +30,10 @@ from trainer.data import (
     local_shard_dir,
     tokenizer_info,
 )
-from trainer.distributed import destroy_distributed, init_distributed, run_agreed
-from trainer.metrics import Metrics, peak_flops
-from trainer.model import GPT
-from trainer.runrecord import RunRecord, node_name, resources
-from trainer.schedule import lr_lambda
-from trainer.sidewrites import SideWrite, SideWriter
-from trainer.signals import StopFlags
+from trainer.training.distributed import destroy_distributed, init_distributed, run_agreed
+from trainer.training.metrics import Metrics, peak_flops
+from trainer.training.model import GPT
+from trainer.training.schedule import lr_lambda
 
 log = logging.getLogger("trainer")
 
@@ -150,7 +150,7 @@ class Trainer:
         return shards
 
     def _resume_rules(self, m: CheckpointManifest) -> list[str]:
-        """The checks a checkpoint must pass before it is loaded (``trainer/ckpt_manifest.py``)."""
+        """The checks a checkpoint must pass before it is loaded (``trainer/checkpoint/manifest.py``)."""
         where = self.ckpt.store.uri(m.step) if self.ckpt.store else str(m.step)
         check_model(m, dataclasses.asdict(self.cfg.model), where)
         return check_data(
@@ -245,7 +245,7 @@ class Trainer:
 
     def run(self) -> int:
         """Train to ``train.steps``; returns the process exit code (``trainer/exitcodes.py``). Rank 0 queues
-        the run record (``trainer/runrecord.py``) once training starts and again before this returns; the
+        the run record (``trainer/run/runrecord.py``) once training starts and again before this returns; the
         code never depends on those writes (:meth:`finish_side_writes` waits for them, boundedly)."""
         code = self._run()
         if self.record is not None:

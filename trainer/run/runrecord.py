@@ -8,7 +8,7 @@ Rank 0 writes two objects per attempt, each created once and never replaced: ``<
 and every delete, under ``*/run-records/*`` (infra/storage/documents.py ``record_statements``): a job can add
 the records of its own attempts but not rewrite or remove one, its own included. An attempt with a start
 record and no end record crashed, was killed, or its store did not answer. Records are side writes
-(``trainer/sidewrites.py``, abandoned after ``checkpoint.side_write_timeout_s``), so a hanging store never
+(``trainer/checkpoint/sidewrites.py``, abandoned after ``checkpoint.side_write_timeout_s``), so a hanging store never
 holds up a step; they sit under the run's prefix, never under ``release/``.
 
 Fields: ``config`` (the whole job config), ``image_digest`` (``$AIPLAT_IMAGE_DIGEST``, set by the
@@ -39,8 +39,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainer import exitcodes
-from trainer.blobstore import Blobs, open_blobs
-from trainer.sidewrites import SideWrite, SideWriter
+from trainer.checkpoint.sidewrites import SideWrite, SideWriter
+from trainer.storage.blobstore import Blobs, open_blobs
 
 FORMAT = "aiplat-run-record-v1"
 PREFIX = "run-records"

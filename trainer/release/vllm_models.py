@@ -1,6 +1,6 @@
 """The model architectures the pinned vLLM serves, as the release publisher and the fetch tool check them.
 
-``trainer/data/vllm-architectures.txt`` is read from that vLLM version's own model registry
+``trainer/release/data/vllm-architectures.txt`` is read from that vLLM version's own model registry
 (``vllm/model_executor/models/registry.py`` of the PyPI wheel, recorded by
 ``tests/infra/inference/data/record_vllm.py``; its first line names the version, which
 tests/trainer/test_vllm_models.py ties to ``infra/inference/config.py`` ``VLLM_VERSION``): the causal-LM

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from trainer.errors import BadInput, StoreUnavailable, TrainerError
-from trainer.ports import free_port
+from trainer.run.ports import free_port
 
 T = TypeVar("T")
 

@@ -1,10 +1,10 @@
 """Where checkpoints live: a local directory or ``s3://bucket/prefix``.
 
 Each checkpoint is a folder ``step_XXXXXXXXX/`` holding our ``manifest.json`` and one folder per training
-attempt with DCP's files (``__<rank>_<n>.distcp``, ``.metadata``; see ``trainer/ckpt_manifest.py``).
+attempt with DCP's files (``__<rank>_<n>.distcp``, ``.metadata``; see ``trainer/checkpoint/manifest.py``).
 DCP data goes through ``torch.distributed.checkpoint`` storage writers/readers (``FileSystemWriter`` or
 ``s3torchconnector.dcp.S3StorageWriter``); listing, small objects and deletes go through
-:mod:`trainer.blobstore`.
+:mod:`trainer.storage.blobstore`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter, StorageReader, StorageWriter
 
-from trainer.blobstore import Blobs, LocalBlobs, S3Blobs
+from trainer.storage.blobstore import Blobs, LocalBlobs, S3Blobs
 
 STEP_RE = re.compile(r"^step_(\d{9})$")
 
@@ -96,7 +96,7 @@ def _basename(path: Any) -> str:
 
 class _StepStore:
     """Checkpoint folders ``step_XXXXXXXXX/`` under a root; small files, listing and deletes go through
-    :mod:`trainer.blobstore`, DCP data through the subclass's storage writer and reader."""
+    :mod:`trainer.storage.blobstore`, DCP data through the subclass's storage writer and reader."""
 
     blobs: Blobs
 

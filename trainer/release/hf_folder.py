@@ -1,5 +1,5 @@
 """What a Hugging Face causal-LM folder must be to become a release, checked from JSON and safetensors headers
-only: the one validator the publisher (trainer/publish.py) runs before it signs and the fetch tool
+only: the one validator the publisher (trainer/release/publish.py) runs before it signs and the fetch tool
 (inference/fetch.py) runs again after it verified every byte.
 
 Nothing here deserializes anything but JSON: a safetensors file is an 8-byte little-endian header length, a
@@ -19,7 +19,7 @@ Files (:func:`plan_folder`), by name only, before any is opened:
   pickle, its ``*.distcp`` hold torch.save'd objects), Python code, sub-folders, anything else.
 
 Content (:func:`check_folder`): ``config.json`` names ``architectures`` the pinned vLLM serves
-(trainer/vllm_models.py), no ``auto_map`` (remote code) there or in ``tokenizer_config.json``, no
+(trainer/release/vllm_models.py), no ``auto_map`` (remote code) there or in ``tokenizer_config.json``, no
 ``quantization_config``; every safetensors header is well-formed (offsets contiguous, each tensor's byte
 length its shape times its dtype's size, the last one ending at the end of the file), every tensor is
 float32, float16 or bfloat16; with several files the index maps every tensor to the one file that holds it.
@@ -40,7 +40,7 @@ from math import prod
 from typing import Any, BinaryIO
 
 from trainer.errors import BadInput
-from trainer.vllm_models import registry
+from trainer.release.vllm_models import registry
 
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
@@ -117,7 +117,7 @@ def _refusal(name: str) -> str | None:
     if base == DCP_METADATA or lower.endswith(DCP_SUFFIX):
         return (
             f"{name}: part of a torch.distributed.checkpoint (its {DCP_METADATA} is a pickle); a release is "
-            "an HF folder of safetensors: convert the checkpoint with python -m trainer.export_hf"
+            "an HF folder of safetensors: convert the checkpoint with python -m trainer.export.hf"
         )
     if lower.endswith(PICKLE_SUFFIXES):
         return (

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.project import CONFIG_KEY
-from infra.stack.schema import PlatformConfig
+from infra.schema.platform import PlatformConfig
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -1,0 +1,1 @@
+"""Checkpoints: DCP save/restore, the committed-step manifest, the store, side writes."""

@@ -1,0 +1,1 @@
+"""Export of the trainer's checkpoints to Hugging Face folders (safetensors), under the trainer's identity."""

@@ -1,0 +1,1 @@
+"""Where the trainer's bytes go: the S3 object store client (create-only writes) and content hashes."""

@@ -1,0 +1,1 @@
+"""The training step: model, data, schedule, metrics and the distributed setup."""
