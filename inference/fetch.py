@@ -8,7 +8,8 @@ Reads ``<root>/release/<model>/<version>/`` (trainer/release/manifest.py: a Hugg
 verifies with the release signing key's public half (the PEM file ``AIPLAT_RELEASE_PUBLIC_KEY`` names, mounted
 from the stack's ConfigMap: no KMS call, no network besides S3) and before it downloads any other file,
 checks every file's size and sha256 while downloading it into a temporary folder beside ``<dir>`` (same
-parent, so the last step is a rename), checks the folder again as the publisher did (trainer/release/hf_folder.py:
+parent, so the last step is a rename), checks the folder again as the publisher did
+(trainer/release/hf_folder.py:
 an architecture the pinned vLLM serves, no remote code, config.json and the safetensors headers agreeing,
 the serving facts the manifest signed) and only then renames the folder to ``<dir>``: vLLM then loads
 ``<dir>`` (``--model <dir>``) with no hub access. Releases of the older format ``aiplat-release-v2`` (GPT-2
@@ -83,7 +84,8 @@ def _leftovers(dest: Path) -> list[Path]:
 
 def fetch_into(root: str, model: str, version: str, dest: Path, public_key: Any) -> Release:
     """Download ``version`` (a version folder name), signed with ``public_key``'s private half, to ``dest``
-    through a temporary sibling folder; raises :class:`~trainer.release.manifest.ReleaseError` / store errors with
+    through a temporary sibling folder; raises :class:`~trainer.release.manifest.ReleaseError` / store errors
+    with
     nothing left behind."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}{FETCHING}", dir=dest.parent))
     try:

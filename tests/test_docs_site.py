@@ -20,6 +20,7 @@ COMPLETE = (
     "infra/core/",
     "infra/resources/",
     "infra/stack/",
+    "infra/schema/",
     "infra/keys/",
     "infra/storage/",
     "infra/network/",

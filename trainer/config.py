@@ -172,7 +172,8 @@ class CheckpointConfig:
     store_wait_s: float = 120.0  # at start, retry a store that does not answer this long (then exit 4)
     # Seconds each side write (the run record; anything that is not the checkpoint) may take; it runs off
     # the training thread, and at shutdown one still unfinished after this long is abandoned with a warning.
-    # Below shutdown_window_s, so that waiting for the last one still fits in it (trainer/checkpoint/sidewrites.py).
+    # Below shutdown_window_s, so that waiting for the last one still fits in it
+    # (trainer/checkpoint/sidewrites.py).
     side_write_timeout_s: float = 10.0
     # Resume rules: a checkpoint of another dataset (index fingerprint) or another global batch
     # (micro_batch x grad_accum x world size) is refused unless allowed here; then the change is logged.
@@ -206,7 +207,8 @@ class CheckpointConfig:
             "release" not in self.uri.replace("\\", "/").split("/"),
             "checkpoint.uri",
             self.uri,
-            "the trainer writes only under its runs prefix; release/ is written by python -m trainer.release.publish",
+            "the trainer writes only under its runs prefix; release/ is written by python -m "
+            "trainer.release.publish",
         )
         if self.uri.startswith("s3://"):
             _require(

@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         _exit_now(exitcodes.CRASH, f"{type(exc).__name__}: {exc}")
     # The outcome first: closing waits (boundedly) for run-record writes, which may outlast the launcher's
-    # shutdown window on a store that hangs; the code must not depend on them (trainer/checkpoint/sidewrites.py).
+    # shutdown window on a store that hangs; the code must not depend on them
+    # (trainer/checkpoint/sidewrites.py).
     write_outcome(code, trainer.exit_message or exitcodes.name(code))
     trainer.close()
     return code

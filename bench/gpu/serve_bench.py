@@ -56,7 +56,8 @@ def sh(cmd: list[str], deadline: float, log: Path, env: dict[str, str] | None = 
 
 
 def release_key_env(folder: Path) -> dict[str, str]:
-    """A new P-256 key pair in ``folder`` and the variables trainer.release.publish and inference.fetch read it
+    """A new P-256 key pair in ``folder`` and the variables trainer.release.publish and inference.fetch read
+    it
     from (trainer/release/signing.py)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec

@@ -11,7 +11,8 @@ from typing import Any
 
 
 def trainer_events(stdout: str, kind: str) -> list[dict[str, Any]]:
-    """The ``{"event": kind, ...}`` JSON lines the trainer prints on rank 0 (trainer/training/metrics.py), in order;
+    """The ``{"event": kind, ...}`` JSON lines the trainer prints on rank 0 (trainer/training/metrics.py), in
+    order;
     other lines (logs, warnings, broken JSON) are skipped."""
     out = []
     for line in stdout.splitlines():

@@ -5,12 +5,14 @@ already on the machine and this repository alone (no installs, no network, no S3
     python3 bench/gpu/train_bench.py --dry-run    # anywhere: the debug model on CPU, a few steps, no compile
 
 It runs the trainer itself (``python -m trainer.train``) on token shards made from this repository's docs,
-with checkpoints off (unless ``--checkpoint``), reads the step lines the trainer prints (trainer/training/metrics.py)
+with checkpoints off (unless ``--checkpoint``), reads the step lines the trainer prints
+(trainer/training/metrics.py)
 and prints one JSON object: median tokens/s and step time past the warm-up steps (torch.compile), and MFU.
 MFU is
 ``flops_per_token * tokens_per_s / peak_flops`` with the trainer's own ``GPT.flops_per_token`` (6N plus the
 attention term 12*L*d*T: PaLM, appendix B, https://arxiv.org/abs/2204.02311; nanoGPT's ``estimate_mfu``,
-https://github.com/karpathy/nanoGPT/blob/master/model.py) and the dense bf16 peak of trainer/training/metrics.py.
+https://github.com/karpathy/nanoGPT/blob/master/model.py) and the dense bf16 peak of
+trainer/training/metrics.py.
 
 Checked first, each with one line on stderr and its own exit code: 2 Python older than 3.11 (the trainer reads
 its config with tomllib); 3 CUDA not available to torch (or torch missing); 4 the NVIDIA driver is older than

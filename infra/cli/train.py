@@ -21,7 +21,14 @@ from rich.console import Console
 
 from infra.cli import train_jobs
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error
-from infra.cli.train_build import add_run_arguments, build_job, build_run, check_stack, runtime_facts
+from infra.cli.train_build import (
+    add_run_arguments,
+    build_job,
+    build_run,
+    check_stack,
+    runtime_facts,
+    validated,
+)
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.project import CONFIG_KEY
 from infra.core.trainjobs import pod_name_length

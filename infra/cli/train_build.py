@@ -1,4 +1,5 @@
-"""Building a run or a job from ``aiplat train`` arguments, as the stack's own TrainJobs are built and checked:
+"""Building a run or a job from ``aiplat train`` arguments, as the stack's own TrainJobs are built and
+checked:
 ``render`` (``infra/cli/train.py``) prints what these build, ``submit`` (``infra/cli/train_jobs.py``) creates
 it; the Kubeflow SDK path (``team_job``) gets the same settings.
 """

@@ -1,6 +1,7 @@
 """``aiplat train submit / list / logs / cancel``: TrainJobs on the cluster through its Kubernetes API.
 
-``submit`` builds the run exactly as ``aiplat train render`` does (``infra/cli/train_build.py`` ``build_run``),
+``submit`` builds the run exactly as ``aiplat train render`` does (``infra/cli/train_build.py``
+``build_run``),
 puts it in the team's queue (``infra/jobs/documents.py``) and creates it; ``list`` shows each job's queue
 state from its Kueue Workload; ``logs`` reads a rank's pod while it exists and CloudWatch Logs after;
 ``cancel`` deletes the job so that every rank gets SIGTERM and its pod's termination grace period to

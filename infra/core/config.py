@@ -82,6 +82,33 @@ def check_image_by_digest(ref: str | None) -> str | None:
 CPU_QUANTITY = r"^([1-9][0-9]*|[0-9]+\.[0-9]+|[1-9][0-9]*m)$"
 
 
+# Shared by the storage sections and the capabilities below storage (the keys decide grants by them).
+class StorageBackend(StrEnum):
+    """Where datasets, checkpoints and artifacts live.
+
+    ``s3``: S3 buckets (SSE-KMS, versioned, TLS only) plus IRSA roles for the pods.
+    ``minio``: the MinIO Helm chart in the cluster, for deployments that do not want S3. Trainer and
+    inference reach either through the same S3 settings (endpoint, region, credentials from the environment).
+    """
+
+    s3 = "s3"
+    minio = "minio"
+
+
+class TrailMode(StrEnum):
+    """Where the stack's audit trail is.
+
+    ``create``: a multi-region CloudTrail trail of this stack (log file validation, SSE-KMS under the logs
+    key, into an S3 Object Lock bucket, S3 data events on the stack's data buckets). ``existing``: another
+    trail already records this account in every region (an organization trail, or the train stack's
+    multi-region trail for the infer stacks of its environment): nothing is created and
+    ``existing_trail`` names it for the stack's outputs; S3 data events must be selected there.
+    """
+
+    create = "create"
+    existing = "existing"
+
+
 class KubernetesAccess(StrEnum):
     """How ``pulumi up`` reaches the cluster's Kubernetes API to apply the cluster services.
 

@@ -24,7 +24,8 @@ from infra.services.config import NAMESPACE_PATTERN
 
 # A model name as trainer.release.publish writes releases under (release/<model>/), e.g. gpt2-small.
 MODEL_NAME = r"^[a-z0-9][a-z0-9._-]{0,62}$"
-# A release folder name written by trainer.release.publish (trainer/release/manifest.py), e.g. 20261130T100100Z-step4.
+# A release folder name written by trainer.release.publish (trainer/release/manifest.py), e.g.
+# 20261130T100100Z-step4.
 RELEASE_VERSION = r"^\d{8}T\d{6}Z-step\d+$"
 # The fetch tool's moving version: the newest release that verifies (only where model.allow_latest).
 LATEST = "latest"

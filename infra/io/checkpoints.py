@@ -1,5 +1,6 @@
 """A run's last committed checkpoint step, read from the checkpoint store the trainer writes, with the
-trainer's own store client and manifest parser (``trainer/storage/blobstore.py``, ``trainer/checkpoint/manifest.py``:
+trainer's own store client and manifest parser (``trainer/storage/blobstore.py``,
+``trainer/checkpoint/manifest.py``:
 both torch-free). A checkpoint is committed once ``step_N/manifest.json`` is written (last, create-only;
 docs/trainer.md "Checkpoints"); its files' hashes are not re-read here (the trainer does that on resume).
 """

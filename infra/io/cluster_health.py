@@ -115,7 +115,8 @@ def list_pods(
 
 def release_folders(s3: Any, bucket: str, prefix: str) -> list[str]:
     """The folder names right under ``s3://<bucket>/<prefix>/`` (ListObjectsV2 with a delimiter), as the
-    inference server lists ``release/<model>/`` for versions (trainer/release/manifest.py list_versions). Raises
+    inference server lists ``release/<model>/`` for versions (trainer/release/manifest.py list_versions).
+    Raises
     ClientError / BotoCoreError when S3 refuses or does not answer."""
     base = prefix.rstrip("/") + "/"
     names: list[str] = []

@@ -1,5 +1,6 @@
 """The release an infer stack is about to serve, as ``aiplat rollout`` reads it before the update: the signed
-manifest in the region's replica bucket, accepted with the trainer's own reader (trainer/release/manifest.py, the one
+manifest in the region's replica bucket, accepted with the trainer's own reader (trainer/release/manifest.py,
+the one
 definition of the format; torch-free) against the train stack's release signing public key, reduced to what
 serving needs (``ReleaseFacts``). Nothing but the manifest is read (and, for a release of the older GPT-2
 format, its config.json and the weights' 8-byte header length).

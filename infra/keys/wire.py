@@ -12,13 +12,11 @@ from dataclasses import dataclass
 
 from infra.context import StackContext
 from infra.core import naming
-from infra.core.config import Role
+from infra.core.config import Role, StorageBackend, TrailMode
 from infra.fsx import constraints as fsx_facts
 from infra.keys.component.keyguard import EventAlert, KeyGuard, KeyGuardArgs
 from infra.keys.component.kms import KmsKeys, KmsKeysArgs
 from infra.keys.documents.kms_policy import KeyAccess, KeyPurpose
-from infra.storage.config.security import TrailMode
-from infra.storage.config.storage import StorageBackend
 
 
 def key_access(ctx: StackContext, region: str | None = None, log_groups: Sequence[str] = ()) -> KeyAccess:

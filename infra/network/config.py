@@ -45,7 +45,8 @@ DEFAULT_INTERFACE_ENDPOINTS = (
     "ssm",
     "ssmmessages",
     "ec2messages",
-    # the release publisher signs manifests with KMS (trainer/release/signing.py) and the workload pods reach no
+    # the release publisher signs manifests with KMS (trainer/release/signing.py) and the workload pods reach
+    # no
     # public AWS address (infra/core/namespaces.py https_egress_cidrs): rule 'publisher-reaches-kms'
     "kms",
 )

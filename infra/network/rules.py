@@ -105,7 +105,8 @@ def control_plane_zones_supported(ctx: RuleContext) -> Iterator[Finding]:
 @rule("publisher-reaches-kms")
 def publisher_reaches_kms(ctx: RuleContext) -> Iterator[Finding]:
     """A train stack with the S3 backend has a KMS interface endpoint: its release publisher signs every
-    manifest with the release signing key (trainer/release/signing.py), and the workload pods send HTTPS only to
+    manifest with the release signing key (trainer/release/signing.py), and the workload pods send HTTPS only
+    to
     the VPC, S3's prefix list and network.workload_egress_cidrs (infra/core/namespaces.py)."""
     cfg = ctx.cfg
     signs = cfg.role is Role.train and cfg.storage.backend is StorageBackend.s3

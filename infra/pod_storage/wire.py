@@ -141,7 +141,8 @@ def wire_cluster_storage(
                     checkpoints_arn=arns[BucketPurpose.checkpoints.value],
                     artifacts_arn=arns[BucketPurpose.artifacts.value],
                 ),
-                # Publishing a model is its own step with its own role (python -m trainer.release.publish): it reads
+                # Publishing a model is its own step with its own role (python -m trainer.release.publish):
+                # it reads
                 # the trainer's outputs and those of the teams whose releases the stack allows.
                 publisher=PublisherAccess(
                     who=who(st.publisher),

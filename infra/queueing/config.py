@@ -310,7 +310,8 @@ class TeamConfig(Strict):
     releases: bool = Field(
         False,
         description="The release publisher may read what the team's jobs leave under <team>/outputs/ of the "
-        "checkpoints bucket and publish it into release/ (python -m trainer.release.publish --team <team>; the "
+        "checkpoints bucket and publish it into release/ (python -m trainer.release.publish --team <team>; "
+        "the "
         "publisher's IAM role gets that read grant). Default false: nothing the team writes can be "
         "published.",
     )

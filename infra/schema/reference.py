@@ -22,7 +22,7 @@ from infra.schema.platform import PlatformConfig
 
 HEADER = f"""# Stack config reference
 
-Generated from the schema (`infra/stack/`) by `aiplat docs --write`; `make test` fails when this
+Generated from the schema (`infra/schema/`) by `aiplat docs --write`; `make test` fails when this
 page is stale. Every stack file holds one key, `{CONFIG_KEY}`. Unknown keys are
 refused with a did-you-mean hint; maps keyed by name (`node_pools.<name>`) keep resource names stable.
 Checks that need AWS facts (is the type offered in the zone? how many EFA interfaces does it take?) run as

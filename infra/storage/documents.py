@@ -116,7 +116,8 @@ def publisher_policy(
     region: str | None = None,
     signing_key_arn: str | None = None,
 ) -> Policy:
-    """The model publisher (``python -m trainer.release.publish --from <HF folder>``): read the Hugging Face folders
+    """The model publisher (``python -m trainer.release.publish --from <HF folder>``): read the Hugging Face
+    folders
     under ``source_prefixes`` of the checkpoints bucket (the trainer's output prefix, and the output prefix
     of every team with ``teams.<team>.releases``; never a checkpoint), write new objects under ``release/``
     of the artifacts bucket (the bucket policy requires ``If-None-Match``). No delete: a published version

@@ -1,6 +1,7 @@
 """Issue 31, end to end on CPU: a team's own script (examples/byo-llama/train.py: torchrun, 2 gloo ranks, a
 tiny randomly initialised Llama built from a config) runs under the job environment contract against moto
-and leaves a Hugging Face folder at ``$AIPLAT_OUTPUT_URI/model/``; ``python -m trainer.release.publish --team``
+and leaves a Hugging Face folder at ``$AIPLAT_OUTPUT_URI/model/``; ``python -m trainer.release.publish
+--team``
 validates, signs and writes it under ``release/``; replication copies it to an inference region; the fetch
 tool (as its image runs it: no torch) verifies and downloads it; transformers loads that folder and
 generates the greedy tokens the training process's model generated. Then the folders a publisher must refuse
@@ -68,8 +69,9 @@ def cli(module: str, *args: str, env: dict[str, str] | None = None) -> subproces
 
 
 def publish(folder: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return cli("trainer.release.publish", "--from", folder, "--team", TEAM, "--source-image-digest", IMAGE_DIGEST,
-               "--release-root", "s3://artifacts", "--model-name", MODEL, env=env)  # fmt: skip
+    return cli("trainer.release.publish", "--from", folder, "--team", TEAM,
+               "--source-image-digest", IMAGE_DIGEST, "--release-root", "s3://artifacts",
+               "--model-name", MODEL, env=env)  # fmt: skip
 
 
 def keys(s3: Any, bucket: str, prefix: str) -> list[str]:

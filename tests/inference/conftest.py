@@ -1,5 +1,6 @@
 """Fixtures for the fetch tool's tests: a checkpoint from a real (tiny, CPU) training run, releases exported
-from it with trainer.export.hf and published with trainer.release.publish, ways to break a release, and the tool run
+from it with trainer.export.hf and published with trainer.release.publish, ways to break a release, and the
+tool run
 as the image runs it."""
 
 from __future__ import annotations

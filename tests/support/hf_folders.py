@@ -14,7 +14,8 @@ CHAT_TEMPLATE = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{
 
 
 def save_folder(model: Any, dest: Path, *, chat_template: str | None = None, **save: Any) -> Path:
-    """``model.save_pretrained(dest)`` (safetensors) plus a byte-level tokenizer (trainer/export/gpt2.py's) and,
+    """``model.save_pretrained(dest)`` (safetensors) plus a byte-level tokenizer (trainer/export/gpt2.py's)
+    and,
     with ``chat_template``, a tokenizer_config.json that has one."""
     model.save_pretrained(dest, **save)
     (dest / "tokenizer.json").write_text(json.dumps(tokenizer_json(ByteVocab())))

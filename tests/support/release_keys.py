@@ -1,5 +1,6 @@
 """A release signing key pair for the tests: a software P-256 key in PEM files, named through the same
-environment variables the publisher job and the fetch container read (trainer/release/signing.py), so every release
+environment variables the publisher job and the fetch container read (trainer/release/signing.py), so every
+release
 a test publishes is signed and every reader checks it. The KMS path is tested against moto
 (tests/trainer/test_signing.py)."""
 

@@ -76,7 +76,8 @@ def run_job(
     env: dict | None = None,
     launcher: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``nproc`` ranks (``trainer.run.launch``, or plain torchrun) to completion and return the process."""
+    """Run ``nproc`` ranks (``trainer.run.launch``, or plain torchrun) to completion and return the
+    process."""
     return subprocess.run(
         trainer_command(nproc, DEBUG_CONFIG, overrides, extra=extra or (), launcher=launcher),
         cwd=REPO,

@@ -1,4 +1,5 @@
-"""Create-only uploads (trainer/storage/blobstore.py) over a moto S3 server: what the release path's bucket policy
+"""Create-only uploads (trainer/storage/blobstore.py) over a moto S3 server: what the release path's bucket
+policy
 requires (If-None-Match on PutObject and on CompleteMultipartUpload). A second upload of the same key is
 refused with BlobExists and leaves the first object as it was, for single and multipart uploads."""
 

@@ -1,4 +1,5 @@
-"""The publisher's folder check (trainer/release/hf_folder.py) on folders transformers itself wrote: each architecture
+"""The publisher's folder check (trainer/release/hf_folder.py) on folders transformers itself wrote: each
+architecture
 of the full shape check accepts exactly what transformers' model of a config saves, and the facts it
 records are that config's; pickles, checkpoints, code, remote code, unsupported architectures and weights
 that disagree with config.json are refused with one line naming the file or field."""

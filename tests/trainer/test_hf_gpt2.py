@@ -1,4 +1,5 @@
-"""The one trainer -> Hugging Face GPT-2 mapping (trainer/export/gpt2.py), checked against the trainer's model and
+"""The one trainer -> Hugging Face GPT-2 mapping (trainer/export/gpt2.py), checked against the trainer's
+model and
 transformers' own GPT2LMHeadModel (no files: the published folder is tests/trainer/test_hf_release.py's)."""
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def test_every_trainer_tensor_has_one_gpt2_name(model: GPT) -> None:
 
 
 def test_shapes_are_transformers_gpt2s(model: GPT) -> None:
-    """The tensors we write, the shapes the publisher expects (trainer/release/hf_folder.py, less the tied head), and
+    """The tensors we write, the shapes the publisher expects (trainer/release/hf_folder.py, less the tied
+    head), and
     transformers' own GPT-2 of that config agree."""
     config = hf_config(CFG, VOCAB)
     ours = {k: list(v.shape) for k, v in to_hf_tensors(model.state_dict(), CFG, VOCAB).items()}

@@ -1,4 +1,5 @@
-"""``python -m trainer.release.publish --from <HF folder>``: a team's folder from its output prefix over S3, the
+"""``python -m trainer.release.publish --from <HF folder>``: a team's folder from its output prefix over S3,
+the
 source recorded, refusals that write nothing under release/, and the publish path run with torch unimportable
 and pickle's loaders booby-trapped (the import-linter contract in pyproject.toml is the static half)."""
 
@@ -133,7 +134,8 @@ def trapped_publish(*args: str) -> subprocess.CompletedProcess[str]:
 def test_publishing_never_imports_torch_or_unpickles(folder: Path, work_dir: Path) -> None:
     # The traps work: a process that loads a pickle, or imports torch, under them is stopped.
     probe = subprocess.run(
-        [PY, "-c", TRAPS.replace("from trainer.release.publish import main", "pickle.loads(pickle.dumps(1))")],
+        [PY, "-c", TRAPS.replace("from trainer.release.publish import main",
+                                 "pickle.loads(pickle.dumps(1))")],
         cwd=REPO, env=base_env(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert probe.returncode == 98 and "TRAP unpickle" in probe.stderr

@@ -1,5 +1,6 @@
 """Model releases of the bundled trainer's checkpoints (python -m trainer.export.hf, then python -m
-trainer.release.publish --from that folder; trainer/release/manifest.py): local directories and S3 over HTTP. That
+trainer.release.publish --from that folder; trainer/release/manifest.py): local directories and S3 over HTTP.
+That
 transformers loads them and computes the trainer's logits: tests/trainer/test_hf_release.py. Folders of any
 architecture: tests/trainer/test_hf_folder.py, tests/trainer/test_publish.py."""
 

@@ -1,4 +1,5 @@
-"""Manifest signatures (trainer/release/signing.py): the KMS signer against moto's KMS (real Sign / GetPublicKey
+"""Manifest signatures (trainer/release/signing.py): the KMS signer against moto's KMS (real Sign /
+GetPublicKey
 requests and responses, an ECC_NIST_P256 SIGN_VERIFY key), checked offline with the public key as the fetch
 container does; the local signer and the key loading errors."""
 

@@ -1,4 +1,5 @@
-"""The architecture list the publisher checks (trainer/release/data/vllm-architectures.txt) is the pinned vLLM's: its
+"""The architecture list the publisher checks (trainer/release/data/vllm-architectures.txt) is the pinned
+vLLM's: its
 header names the version the inference stack pins, and the recorder reads exactly the registry's
 text-generation table and its Transformers-backend causal LMs."""
 

@@ -1,6 +1,7 @@
 """The checkpoint manifest: its format, a parser that type-checks every field, and the resume rules.
 
-Pure Python (no torch, no I/O) so the launcher, the trainer and ``trainer.release.publish`` read it the same way;
+Pure Python (no torch, no I/O) so the launcher, the trainer and ``trainer.release.publish`` read it the same
+way;
 a manifest with wrong value types is a reason to skip the checkpoint (:class:`ManifestError`), never a
 ``TypeError``.
 

@@ -1,10 +1,12 @@
-"""The one mapping between the trainer's GPT (trainer/training/model.py) and a Hugging Face ``GPT2LMHeadModel``.
+"""The one mapping between the trainer's GPT (trainer/training/model.py) and a Hugging Face
+``GPT2LMHeadModel``.
 
 A release is a standard GPT-2 folder that ``transformers`` and vLLM load as it is. This module says, once,
 how each trainer tensor becomes a GPT-2 tensor (names, transposes, the vocabulary cut), what ``config.json``,
 ``generation_config.json``, ``tokenizer.json`` and ``tokenizer_config.json`` hold (``python -m
 trainer.export.hf`` writes them). Which tensor names and shapes a GPT-2 ``config.json`` needs is the
-publisher's check, trainer/release/hf_folder.py. It imports no torch itself (the conversion gets torch tensors).
+publisher's check, trainer/release/hf_folder.py. It imports no torch itself (the conversion gets torch
+tensors).
 
 GPT-2's attention and MLP layers are ``Conv1D`` modules whose weight is ``[in, out]``, the transpose of
 ``nn.Linear``'s ``[out, in]``: https://github.com/huggingface/transformers/blob/v5.23.0/src/transformers/pytorch_utils.py
@@ -20,7 +22,8 @@ from trainer.config import ModelConfig
 
 ARCHITECTURE = "GPT2LMHeadModel"
 EOT_TEXT = "<|endoftext|>"
-# The trainer's MLP is ``nn.GELU(approximate="tanh")`` (trainer/training/model.py); in transformers' ACT2FN that is
+# The trainer's MLP is ``nn.GELU(approximate="tanh")`` (trainer/training/model.py); in transformers' ACT2FN
+# that is
 # "gelu_new" (NewGELUActivation, GPT-2's own), which vLLM's get_act_fn knows too. Plain "gelu" is the erf
 # form and gives other logits (tests/trainer/test_hf_release.py's negative control).
 ACTIVATION = "gelu_new"

@@ -1,5 +1,6 @@
 """Convert a committed checkpoint of the bundled trainer into a Hugging Face GPT-2 folder (the tensor and file
-mapping: ``trainer/export/gpt2.py``), for ``python -m trainer.release.publish --from`` to check, sign and publish.
+mapping: ``trainer/export/gpt2.py``), for ``python -m trainer.release.publish --from`` to check, sign and
+publish.
 
     python -m trainer.export.hf --checkpoint URI [--step N] --output URI
 

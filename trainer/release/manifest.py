@@ -5,22 +5,27 @@ Layout, in a bucket (``s3://bucket[/prefix]``, boto3, ``AWS_ENDPOINT_URL`` honou
 
     <root>/release/<model_name>/<version>/
         config.json, *.safetensors [+ model.safetensors.index.json], tokenizer files, optional
-        generation_config.json and chat template: the folder that was published (trainer/release/hf_folder.py says
+        generation_config.json and chat template: the folder that was published (trainer/release/hf_folder.py
+        says
         which files, and what they must hold), which vLLM loads as it is (``--model <dir>``)
-        manifest.json.sig   the publisher's signature of manifest.json (trainer/release/signing.py: ECDSA P-256
+        manifest.json.sig   the publisher's signature of manifest.json (trainer/release/signing.py: ECDSA
+        P-256
                             with the stack's release signing key in KMS), written before it
         manifest.json       written LAST (format ``aiplat-release-v3``): model name, version, size and
                             sha256 of every file, ``source`` (the folder's URI, the team, the TrainJob and
-                            its image digest, the training step), ``serving`` (trainer.release.hf_folder.Serving:
+                            its image digest, the training step), ``serving``
+                            (trainer.release.hf_folder.Serving:
                             architecture, dtype, parameter count and weight bytes, layers, attention and
                             KV heads, head dim, max positions, chat template), creation time (UTC)
 
 ``version`` is ``<YYYYmmddTHHMMSSZ>-step<N>`` (UTC), so lexicographic order is publication order.
-Publishing is an explicit step (``python -m trainer.release.publish``); no training job writes here. Every object is
+Publishing is an explicit step (``python -m trainer.release.publish``); no training job writes here. Every
+object is
 written create-only (``If-None-Match: *``, which the artifacts bucket policy requires under ``release/``),
 so a published version is never overwritten. A reader accepts a manifest only when its signature verifies
 with the trusted public key (:func:`accept_manifest`), before it reads any other file: the sha256 sums
-catch corruption, the signature catches tampering; then the files must pass trainer/release/hf_folder.py's checks
+catch corruption, the signature catches tampering; then the files must pass trainer/release/hf_folder.py's
+checks
 again and give the ``serving`` facts the manifest signed.
 
 Releases the GPT-2-only publisher wrote before (format ``aiplat-release-v2``: the five files of
@@ -405,8 +410,10 @@ def _read_release(
 
 def verify(root: str, model_name: str, version: str, public_key: Any = None) -> Release:
     """The release at ``<root>/release/<model_name>/<version>`` if it is signed, complete and intact
-    (manifest signature verified with ``public_key``, default :func:`trainer.release.signing.trusted_key`; manifest
-    accepted, every file present with its size and sha256, the folder passing trainer/release/hf_folder.py's checks
+    (manifest signature verified with ``public_key``, default :func:`trainer.release.signing.trusted_key`;
+    manifest
+    accepted, every file present with its size and sha256, the folder passing trainer/release/hf_folder.py's
+    checks
     with the serving facts the manifest signed); else :class:`ReleaseError` with the reason."""
     return _read_release(root, model_name, version, public_key)
 

@@ -1,4 +1,5 @@
-"""Publish a model release from a Hugging Face causal-LM folder (the layout: ``trainer/release/manifest.py``; what the
+"""Publish a model release from a Hugging Face causal-LM folder (the layout: ``trainer/release/manifest.py``;
+what the
 folder must hold: ``trainer/release/hf_folder.py``).
 
     python -m trainer.release.publish --from URI --release-root URI --model-name NAME [--team TEAM] \\
@@ -94,7 +95,8 @@ def publish(
 ) -> Release:
     """Publish the Hugging Face folder at ``from_uri`` as a new version of ``model_name`` under
     ``<release_root>/release/`` and return the release written. ``signer`` signs the manifest (default:
-    :func:`trainer.release.signing.signer_for` the ``AIPLAT_RELEASE_SIGNING_KEY``). Every object is created, never
+    :func:`trainer.release.signing.signer_for` the ``AIPLAT_RELEASE_SIGNING_KEY``). Every object is created,
+    never
     replaced (``If-None-Match``: the bucket policy refuses anything else under ``release/``); the files go
     up first, then ``manifest.json.sig``, ``manifest.json`` last, so a reader never accepts a release still
     being written. Refusals (:class:`~trainer.errors.BadInput`, one line) happen before anything is

@@ -1,4 +1,5 @@
-"""One-time checks before any worker starts (run by ``trainer.run.launch``): the dataset is there and readable,
+"""One-time checks before any worker starts (run by ``trainer.run.launch``): the dataset is there and
+readable,
 the checkpoint store answers, and the newest checkpoint fits this config (or already finished the run).
 
 A deterministic problem then fails at once with one line and exit 2, instead of every rank crashing and the

@@ -8,7 +8,8 @@ Rank 0 writes two objects per attempt, each created once and never replaced: ``<
 and every delete, under ``*/run-records/*`` (infra/storage/documents.py ``record_statements``): a job can add
 the records of its own attempts but not rewrite or remove one, its own included. An attempt with a start
 record and no end record crashed, was killed, or its store did not answer. Records are side writes
-(``trainer/checkpoint/sidewrites.py``, abandoned after ``checkpoint.side_write_timeout_s``), so a hanging store never
+(``trainer/checkpoint/sidewrites.py``, abandoned after ``checkpoint.side_write_timeout_s``), so a hanging
+store never
 holds up a step; they sit under the run's prefix, never under ``release/``.
 
 Fields: ``config`` (the whole job config), ``image_digest`` (``$AIPLAT_IMAGE_DIGEST``, set by the

@@ -55,7 +55,8 @@ CHAT_PATH = "/v1/chat/completions"
 MODELS_DIR = "/models"
 TMP_DIR = "/tmp"
 # The release signing key's public half (the train stack's output releaseSigningPublicKey), in a ConfigMap
-# mounted into the fetch container: it verifies each manifest's signature offline (trainer/release/signing.py).
+# mounted into the fetch container: it verifies each manifest's signature offline
+# (trainer/release/signing.py).
 RELEASE_KEY_CONFIG_MAP = "release-signing-key"
 RELEASE_KEY_DIR = "/etc/aiplat/release-key"
 RELEASE_KEY_FILE = "public.pem"

@@ -1,7 +1,8 @@
 """The release signing key: an asymmetric KMS key the publisher signs release manifests with.
 
 Its public half (``kms:GetPublicKey``) is a stack output the infer stacks read through their
-StackReference and mount into the fetch container, which verifies offline (trainer/release/signing.py): one key in
+StackReference and mount into the fetch container, which verifies offline (trainer/release/signing.py): one
+key in
 the training region, no multi-Region replicas to keep in step, no KMS call from the inference regions, and
 a public key is not a secret. Asymmetric keys do not rotate automatically; a new key means a new key and
 re-signed (or re-published) releases.

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from infra.core import s3names
-from infra.core.config import Strict, check_log_retention
+from infra.core.config import Strict, TrailMode, check_log_retention
 
 
 class TlsVersion(StrEnum):
@@ -17,20 +17,6 @@ class TlsVersion(StrEnum):
 
     tls12 = "1.2"
     tls13 = "1.3"
-
-
-class TrailMode(StrEnum):
-    """Where the stack's audit trail is.
-
-    ``create``: a multi-region CloudTrail trail of this stack (log file validation, SSE-KMS under the logs
-    key, into an S3 Object Lock bucket, S3 data events on the stack's data buckets). ``existing``: another
-    trail already records this account in every region (an organization trail, or the train stack's
-    multi-region trail for the infer stacks of its environment): nothing is created and
-    ``existing_trail`` names it for the stack's outputs; S3 data events must be selected there.
-    """
-
-    create = "create"
-    existing = "existing"
 
 
 class ObjectLockMode(StrEnum):

@@ -9,21 +9,9 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from infra.core import s3names
-from infra.core.config import CPU_QUANTITY, REGION_PATTERN, Strict
+from infra.core.config import CPU_QUANTITY, REGION_PATTERN, StorageBackend, Strict
 from infra.core.teams import TEAM_REPOSITORIES
 from infra.core.trainjobs import quantity_mib
-
-
-class StorageBackend(StrEnum):
-    """Where datasets, checkpoints and artifacts live.
-
-    ``s3``: S3 buckets (SSE-KMS, versioned, TLS only) plus IRSA roles for the pods.
-    ``minio``: the MinIO Helm chart in the cluster, for deployments that do not want S3. Trainer and
-    inference reach either through the same S3 settings (endpoint, region, credentials from the environment).
-    """
-
-    s3 = "s3"
-    minio = "minio"
 
 
 class BucketPurpose(StrEnum):
@@ -224,7 +212,8 @@ class PodAccessConfig(Strict):
     )
 
 
-# Published models live under this prefix of the artifacts bucket (trainer/release/manifest.py: release/<model>/
+# Published models live under this prefix of the artifacts bucket (trainer/release/manifest.py:
+# release/<model>/
 # <version>/); only it replicates to the inference regions, only the publisher writes it, inference reads it.
 RELEASE_PREFIX = "release"
 
@@ -293,7 +282,8 @@ class StorageConfig(Strict):
     )
     publisher: PodAccessConfig = Field(
         default_factory=_publisher_access,
-        description="The service account that publishes models (python -m trainer.release.publish): reads the "
+        description="The service account that publishes models (python -m trainer.release.publish): reads "
+        "the "
         f"Hugging Face folders under <trainer prefix>/{OUTPUTS_PREFIX}/ of the checkpoints bucket and under "
         f"<team>/{OUTPUTS_PREFIX}/ of each team with teams.<team>.releases (never a checkpoint), writes "
         "release/ in the artifacts bucket (the only role the bucket policy lets write there, create-only) "

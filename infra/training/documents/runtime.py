@@ -296,7 +296,8 @@ class RuntimeSpec:
     cluster_name: str = ""  # names the log group of the pod's logs (infra/core/lognames.py); "": none
 
 
-# What the run record reads (trainer/run/runrecord.py, its IMAGE_DIGEST_ENV and NODE_NAME; a test compares them):
+# What the run record reads (trainer/run/runrecord.py, its IMAGE_DIGEST_ENV and NODE_NAME; a test compares
+# them):
 # the image digest the runtime launched (set by the wiring once the image is built) and the node's name.
 IMAGE_DIGEST_ENV = "AIPLAT_IMAGE_DIGEST"
 NODE_NAME_ENV = "NODE_NAME"

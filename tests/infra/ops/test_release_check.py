@@ -1,5 +1,6 @@
 """The rollout's release check (infra/ops/release_check.py): before an infer stack's update, the release it
-names is read from the region's replica bucket (a real signed release, published with trainer.release.publish over
+names is read from the region's replica bucket (a real signed release, published with trainer.release.publish
+over
 moto), and refused with the numbers when its weights and one sequence's KV cache do not fit the pool's GPUs,
 when tensor parallelism does not divide its heads, when max_model_len exceeds it, or when chat is routed to
 a release without a chat template; a refusal stops the rollout before anything changes."""

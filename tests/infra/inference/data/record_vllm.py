@@ -11,7 +11,8 @@ and ``tests/monitoring/emitted/vllm.txt`` (the Prometheus sample names of every
 ``Gauge``/``Counter``/``Histogram`` ``vllm/v1/metrics/loggers.py`` creates), and
 ``tests/infra/inference/data/vllm-auth.txt`` (the two source lines the authentication design rests on:
 ``FrontendArgs.api_key``'s type, several keys, and the middleware's ``GUARDED_PREFIX``), and
-``trainer/release/data/vllm-architectures.txt`` (the causal-LM ``architectures`` the model registry serves, which the
+``trainer/release/data/vllm-architectures.txt`` (the causal-LM ``architectures`` the model registry serves,
+which the
 release publisher accepts, and those it served once and no longer does; see ``architectures``). Pure
 ``ast``: vLLM is not imported (it needs CUDA torch).
 """
@@ -128,7 +129,7 @@ def main(root: Path, version: str) -> None:
     (HERE / "vllm-auth.txt").write_text("\n".join(lines) + "\n")
     served, removed = architectures(root)
     sha = hashlib.sha256((root / REGISTRY_FILE).read_bytes()).hexdigest()
-    (REPO / "trainer" / "data" / "vllm-architectures.txt").write_text(
+    (REPO / "trainer" / "release" / "data" / "vllm-architectures.txt").write_text(
         f"{head}\n# from {REGISTRY_FILE} (sha256 {sha}): the keys of {TEXT_TABLE}, and of "
         f"{TRANSFORMERS_TABLE}\n# served as {' / '.join(TRANSFORMERS_CAUSAL)}: one 'serves <architecture>' "
         f"line each;\n# 'removed <architecture> <last version>' from {REMOVED_TABLE}.\n"
