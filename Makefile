@@ -72,12 +72,13 @@ policies/venv/bin/python: policies/requirements.txt
 	touch $@
 
 # The docs site: a broken link, a missing anchor or a page left out of the nav fails the build; the
-# generated pages' staleness is a test (tests/infra/cli/test_docs.py).
+# generated pages' staleness is a test (tests/infra/cli/test_docs.py). The suite runs on every core
+# (pytest-xdist), one test file per worker, so a file's module fixtures (its plans) are built once.
 test: $(VENV)/.dev lint-docker promtool policy-venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mkdocs build --strict --site-dir build/site
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 # The edit-test loop: everything but the tests marked slow (processes, servers, CLI runs over every stack);
 # `make test` stays the whole suite.

@@ -28,7 +28,15 @@ REPO = Path(__file__).resolve().parents[1]
 STACKS = list_stacks()
 EXAMPLES_DIR = REPO / "examples"
 EXAMPLES = list_stacks(EXAMPLES_DIR)
-DELETE = object()  # value for with_value(): remove the key
+class _Delete:
+    """The value for with_value() that removes the key; its repr is stable, so parametrized test ids are the
+    same in every pytest-xdist worker."""
+
+    def __repr__(self) -> str:
+        return "<delete>"
+
+
+DELETE = _Delete()
 
 
 def with_value(doc: dict, path: str, value: object) -> dict:
