@@ -28,6 +28,13 @@ REPO = Path(__file__).resolve().parents[1]
 STACKS = list_stacks()
 EXAMPLES_DIR = REPO / "examples"
 EXAMPLES = list_stacks(EXAMPLES_DIR)
+@pytest.fixture(autouse=True)
+def piped_console_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's piped output width (``infra/cli/common.py``: ``COLUMNS`` or 140) the same in every run: a
+    pytest-xdist worker inherits whatever ``COLUMNS`` the parent had (80 in some terminals and CI logs)."""
+    monkeypatch.setenv("COLUMNS", "140")
+
+
 class _Delete:
     """The value for with_value() that removes the key; its repr is stable, so parametrized test ids are the
     same in every pytest-xdist worker."""

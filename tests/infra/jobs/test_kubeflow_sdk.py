@@ -136,5 +136,5 @@ def test_kueue_would_not_admit_more_than_the_team_can_get(api, plan: Plan) -> No
     )
     doc = _sent(fake, job.namespace)
     problems = kueue_problems(plan, doc, effective_pod(plan_runtime(plan), doc))
-    # research: 8 GPUs nominal, borrowing at most 16: 4 nodes x 8 is more than it can ever get
-    assert "4 x nvidia.com/gpu 8 is more than team-research can get (24)" in problems
+    # research: 8 GPUs nominal, borrowing at most 8 more: 4 nodes x 8 is more than it can ever get
+    assert "4 x nvidia.com/gpu 8 is more than team-research can get (16)" in problems

@@ -27,7 +27,10 @@ def wide(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_second_stack_with_the_same_names_is_refused(stack_doc, write_stack, tmp_path, capsys) -> None:
     # the new user's case: a copy of a stack, same region and environment, under another stack name
     write_stack("dev-us-train", stack_doc("dev-us-train"))
-    folder = write_stack("dev-us-copy", stack_doc("dev-us-train"))
+    copy = stack_doc("dev-us-train")
+    # the copy's own VPC range (an overlapping one is refused before the plan, tests/infra/stack)
+    copy["config"][CONFIG_KEY].setdefault("network", {})["vpc_cidr"] = "10.99.0.0/16"
+    folder = write_stack("dev-us-copy", copy)
     out = tmp_path / "out"
     out.mkdir()
     (out / "dev-us-copy.json").write_text("{}")  # a stale plan must not survive the refusal
@@ -65,6 +68,7 @@ def test_a_second_stack_with_the_same_names_is_refused(stack_doc, write_stack, t
     # the fixes the messages give: another name_prefix, and one owner of the region's EBS default
     doc = stack_doc("dev-us-train")
     doc["config"][CONFIG_KEY]["name_prefix"] = "aiplat2"
+    doc["config"][CONFIG_KEY].setdefault("network", {})["vpc_cidr"] = "10.99.0.0/16"
     doc["config"][CONFIG_KEY].setdefault("security", {})["ebs_encryption_by_default"] = False
     write_stack("dev-us-copy", doc)
     assert main(["plan", "--stack", "dev-us-copy", "--stacks-dir", str(folder), "--out", str(out)]) == EXIT_OK

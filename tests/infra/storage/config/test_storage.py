@@ -157,6 +157,8 @@ def test_bad_storage_config_fails_plan(
     for name in ("dev-us-train", "prod-us-train", "prod-hk-infer", "prod-sg-infer"):
         folder = write_stack(name, stack_doc(name))
     doc = stack_doc(base)
+    # a range of its own: beside its base's file, a copy keeping the base's range is refused for that first
+    doc["config"][CONFIG_KEY].setdefault("network", {})["vpc_cidr"] = "10.99.0.0/16"
     mutate(doc["config"][CONFIG_KEY])
     write_stack("bad", doc)
     out_dir = tmp_path / "out"
