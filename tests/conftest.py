@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 STACKS = list_stacks()
 EXAMPLES_DIR = REPO / "examples"
 EXAMPLES = list_stacks(EXAMPLES_DIR)
+
+
 @pytest.fixture(autouse=True)
 def piped_console_width(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's piped output width (``infra/cli/common.py``: ``COLUMNS`` or 140) the same in every run: a

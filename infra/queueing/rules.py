@@ -149,11 +149,25 @@ def quotas_fit_together(ctx: RuleContext) -> Iterator[Finding]:
                 if cap.kind == "node pool" and raise_to is not None
                 else f"cluster_services.karpenter.node_pools.{pool}.gpu_limit to {total}"
             )
-            yield error(
-                at("teams"),
+            problem = (
                 f"the teams' nominal GPUs on {pool!r} add up to {total} ({teams}), above the "
                 f"{cap.standing_gpus} its {cap.kind} holds ({cap.standing_basis}): Kueue would admit "
-                "guaranteed quota onto nodes that are not there",
+                "guaranteed quota onto nodes that are not there"
+            )
+            node_pool = ctx.cfg.node_pools.get(pool) if cap.kind == "node pool" else None
+            if node_pool is not None and node_pool.capacity_type == "capacity_block":
+                # a Capacity Block pool holds no node before its block starts (EKS cannot launch one):
+                # scaling it up then is the documented step, so the plan goes on and says it
+                yield warning(
+                    at("teams"),
+                    problem + " until the Capacity Block starts",
+                    f"when the block starts, raise {size} and run pulumi up",
+                    QUEUEING_DOC,
+                )
+                continue
+            yield error(
+                at("teams"),
+                problem,
                 f"lower the quotas to {cap.standing_gpus} in all (let teams borrow the rest with "
                 f"borrowing_limit), or raise {size}",
                 QUEUEING_DOC,

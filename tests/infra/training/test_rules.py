@@ -157,6 +157,9 @@ def test_capacity_block_pool_below_the_run_warns_to_scale_up_when_the_block_star
         "node_pools.train.desired_size to 2 (at most the block's instance count) and run pulumi up"
     ) in " ".join(warnings), warnings
     assert not [f for f in plan.findings if f.level == "error"]
+    # the teams' quotas above its 0 nodes: said, not refused, for a Capacity Block pool before its block
+    quota = [f.one_line() for f in plan.findings if f.rule == "team-quotas-fit-pool-together"]
+    assert len(quota) == 1 and "until the Capacity Block starts" in quota[0], quota
 
 
 @pytest.mark.parametrize(("port_base", "refused"), [(9400, False), (0, False), (9500, True), (9401, True)])
