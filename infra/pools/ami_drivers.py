@@ -127,7 +127,8 @@ def driver_runs(driver: str, cuda: str) -> bool:
 
 
 # The CUDA each of our Dockerfiles builds on (major.minor), tied to the Dockerfile by
-# tests/images/test_base_facts.py: the trainer's CUDA base image and torch's cu130 index; vLLM's own image.
+# tests/infra/pools/test_ami_drivers.py: the trainer's CUDA base image and the cuda-toolkit its hashed lock
+# pins for torch (PyPI's torch 2.13.0 Linux wheel is a CUDA 13.0 build); vLLM's own image.
 DOCKERFILE_CUDA: dict[str, str] = {
     "images/trainer/Dockerfile": "13.0",
     "images/vllm/Dockerfile": "13.0",

@@ -60,13 +60,18 @@ def test_the_dockerfile_pins_its_base_and_installs_the_requirements() -> None:
     text = (EXAMPLE / "Dockerfile").read_text()
     base = _arg(text, "BASE_IMAGE")
     assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", base), base
-    # the same base, digest and CUDA wheel index as the platform's trainer image (one source for the digest)
+    # the same base and digest as the platform's trainer image (one source for the digest), and torch from
+    # the same index: PyPI, whose torch Linux wheel is the CUDA build that base pairs with
+    # (tests/trainer/test_pins.py checks the pair against the trainer's lock)
     trainer = TRAINER_DOCKERFILE.read_text()
     assert base == _arg(trainer, "BASE_IMAGE")
-    assert _arg(text, "TORCH_INDEX_URL") == _arg(trainer, "TORCH_INDEX_URL")
+    for dockerfile in (text, trainer):
+        assert "--index-url" not in dockerfile and "TORCH_INDEX_URL" not in dockerfile
     assert "FROM ${BASE_IMAGE}" in text and "must be pinned by digest" in text
     assert "COPY requirements.txt /app/requirements.txt" in text
     assert "pip install --no-cache-dir -r /app/requirements.txt" in text and "pip check" in text
+    installs = [i.strip(" \\") for i in re.findall(r"pip install [^&\n]*", text)]
+    assert installs == ["pip install --no-cache-dir -r /app/requirements.txt"]  # torch with the rest
 
 
 def test_the_dockerfile_verifies_efa_and_runs_as_non_root() -> None:

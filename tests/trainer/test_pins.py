@@ -15,6 +15,7 @@ from trainer.tools.commands import REPO
 
 PINS = REPO / "images/trainer/requirements.txt"
 DOCKERFILE = REPO / "images/trainer/Dockerfile"
+LOCK = REPO / "images/trainer/requirements.lock"
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
 
@@ -66,24 +67,49 @@ def test_dockerfile_installs_exactly_the_pin_file() -> None:
     text = DOCKERFILE.read_text()
     run_lines = " ".join(re.findall(r"^RUN .*?(?<!\\)$", text, flags=re.S | re.M)).replace("\\\n", " ")
     assert "COPY images/trainer/requirements.txt images/trainer/requirements.lock /opt/trainer/" in text
-    # everything but torch from the lock generated from the pin file, every file checked against its hash
-    # (tests/trainer/test_lock.py checks the lock against the pins)
-    assert (
-        "pip install --no-cache-dir --require-hashes --no-deps -r /opt/trainer/requirements.lock" in run_lines
-    )
+    # everything, torch included, from the lock generated from the pin file, every file checked against its
+    # hash (tests/trainer/test_lock.py checks the lock against the pins): one pip install, no other index
+    installs = [i.strip() for i in re.findall(r"pip install [^&]*", run_lines)]
+    assert installs == [
+        "pip install --no-cache-dir --require-hashes --no-deps -r /opt/trainer/requirements.lock"
+    ]
     assert "&& pip check" in run_lines
-    # torch (CUDA build) comes from the PyTorch index with the version taken from the pin file itself.
-    assert """"$(grep -E '^torch==' /opt/trainer/requirements.txt)\"""" in run_lines
+    assert "--index-url" not in text and "--extra-index-url" not in text and "TORCH_INDEX_URL" not in text
     # No library is pinned a second time in the Dockerfile (or installed from the base image).
-    scan = text.replace("'^torch=='", "")  # the grep pattern above is not a pin
     for name in pins():
-        assert not re.search(rf"\b{re.escape(name)}\s*(\[[^\]]*\])?\s*[=<>~!]=", scan, flags=re.I), name
+        assert not re.search(rf"\b{re.escape(name)}\s*(\[[^\]]*\])?\s*[=<>~!]=", text, flags=re.I), name
     assert not re.search(r"(FROM|BASE_IMAGE=)\s*pytorch/pytorch", text)  # no torch from a base image
-    # The CUDA runtime of the base image matches the torch build's: 13.0 <-> cu130.
-    cuda = re.search(r"ARG BASE_IMAGE=nvidia/cuda:(\d+)\.(\d+)\.\d+-\S*runtime\S*@sha256:[0-9a-f]{64}", text)
-    index = re.search(r"ARG TORCH_INDEX_URL=https://download\.pytorch\.org/whl/cu(\d+)", text)
-    assert cuda and index, "base image must be an nvidia/cuda runtime image, torch from the PyTorch index"
-    assert f"{cuda.group(1)}{cuda.group(2)}" == index.group(1)
+
+
+def base_image_cuda(dockerfile: str) -> str:
+    """The CUDA (major.minor) of the Dockerfile's nvidia/cuda runtime base image, pinned by digest."""
+    cuda = re.search(
+        r"ARG BASE_IMAGE=nvidia/cuda:(\d+\.\d+)\.\d+-\S*runtime\S*@sha256:[0-9a-f]{64}", dockerfile
+    )
+    assert cuda, "the base image must be an nvidia/cuda runtime image pinned by digest"
+    return cuda.group(1)
+
+
+def locked_cuda(lock: str) -> str:
+    """The CUDA (major.minor) of the torch build the lock installs: its cuda-toolkit (only torch needs it)."""
+    toolkit = re.search(
+        r"^cuda-toolkit==(\d+\.\d+)\.\S*(?: \\\s+--hash=sha256:[0-9a-f]{64})+\s+# via torch$", lock, re.M
+    )
+    assert toolkit, "requirements.lock has no cuda-toolkit for torch: is torch's CUDA build locked?"
+    return toolkit.group(1)
+
+
+def test_the_base_images_cuda_is_the_locked_torchs() -> None:
+    """PyPI's torch 2.13.0 Linux wheel is a CUDA 13.0 build (cuda-toolkit 13.0.3.0): the CUDA runtime image
+    the trainer builds on must be the same major.minor."""
+    base, locked = base_image_cuda(DOCKERFILE.read_text()), locked_cuda(LOCK.read_text())
+    assert base == locked, f"base image CUDA {base}, the locked torch's cuda-toolkit {locked}: pick a pair"
+
+
+def test_a_lock_with_another_cuda_is_caught() -> None:
+    """Control: a cuda-toolkit 12.x in the lock does not pair with the CUDA 13.0 base image."""
+    other = re.sub(r"^cuda-toolkit==\S+", "cuda-toolkit==12.9.1", LOCK.read_text(), flags=re.M)
+    assert locked_cuda(other) == "12.9" != base_image_cuda(DOCKERFILE.read_text())
 
 
 def test_a_drifted_pin_is_caught() -> None:

@@ -24,10 +24,12 @@ def test_the_recorded_drivers_and_the_pinned_release() -> None:
 def test_the_images_cuda_is_what_their_dockerfiles_build_on() -> None:
     trainer = (REPO / "images/trainer/Dockerfile").read_text()
     cuda_base = re.search(r"^ARG BASE_IMAGE=nvidia/cuda:(\d+\.\d+)\.\d+-", trainer, re.M)
-    torch_index = re.search(r"^ARG TORCH_INDEX_URL=\S+/cu(\d+)(\d)$", trainer, re.M)
-    assert cuda_base and torch_index
+    # torch from the hashed lock: PyPI's CUDA build, whose CUDA is the cuda-toolkit it requires
+    lock = (REPO / "images/trainer/requirements.lock").read_text()
+    torch_cuda = re.search(r"^cuda-toolkit==(\d+\.\d+)\.", lock, re.M)
+    assert cuda_base and torch_cuda
     assert ami_drivers.DOCKERFILE_CUDA["images/trainer/Dockerfile"] == cuda_base.group(1)
-    assert f"{torch_index.group(1)}.{torch_index.group(2)}" == cuda_base.group(1)
+    assert torch_cuda.group(1) == cuda_base.group(1)
     vllm = (REPO / "images/vllm/Dockerfile").read_text()
     assert f"vllm-openai:v{VLLM_VERSION}" in vllm
     assert ami_drivers.DOCKERFILE_CUDA["images/vllm/Dockerfile"] == ami_drivers.VLLM_CUDA[VLLM_VERSION]
