@@ -1,9 +1,10 @@
 """Wiring of container log collection: config + the cluster -> LogStore (before the monitoring stack, whose
 Grafana takes the reader role) and LogCollector (after it: the PodMonitor needs its CRDs).
 
-Which namespaces are collected is a parameter (``covered_namespaces``): kube-system and the stack's
-workload namespaces (training, inference, monitoring). A namespace added to the stack (a team's) is one
-more name in that list; its group, the collector's paths and both roles' policies follow.
+Which namespaces are collected is a parameter (``covered_namespaces``): kube-system, the stack's
+workload namespaces (training, inference, monitoring), the teams' and the controllers' own
+(``controller_namespaces``: cert-manager, Kueue, Kubeflow Trainer, KEDA, MinIO). A namespace added to the
+stack is one more name in that list; its group, the collector's paths and both roles' policies follow.
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ from infra.mirror.wire import cached_chart
 from infra.monitoring import documents as mon
 from infra.monitoring.wire import MonitoringWiring
 from infra.queueing.names import team_namespace
-from infra.services.wire import SYSTEM_NAMESPACE, ClusterServicesWiring, workload_namespace_specs
-from infra.stack.schema import Role
+from infra.services.wire import (
+    CERT_MANAGER_NAMESPACE,
+    SYSTEM_NAMESPACE,
+    ClusterServicesWiring,
+    workload_namespace_specs,
+)
+from infra.stack.schema import PlatformConfig, Role, StorageBackend
 
 
 @dataclass
@@ -48,6 +54,7 @@ def covered_namespaces(ctx: StackContext, extra: Sequence[str] = ()) -> list[str
         SYSTEM_NAMESPACE,
         *(spec.name for spec in workload_namespace_specs(ctx)),
         *team_namespaces(ctx),
+        *controller_namespaces(cfg),
         *extra,
     ]
     return sorted(set(names))
@@ -177,3 +184,23 @@ def run_namespaces(ctx: StackContext, extra: Sequence[str] = ()) -> list[str]:
 def team_namespaces(ctx: StackContext) -> list[str]:
     """The namespaces of the teams the stack declares (infra/queueing/names.py)."""
     return [team_namespace(team, c.namespace) for team, c in ctx.cfg.teams.items()]
+
+
+def controller_namespaces(cfg: PlatformConfig) -> list[str]:
+    """The namespaces of the controllers the stack installs, each under the condition its wiring installs
+    it on: cert-manager (``infra/services/wire.py``), Kueue (``infra/queueing/wire.py``: teams on S3),
+    Kubeflow Trainer (``infra/training/wire.py``: a train stack's ``training`` with images), KEDA
+    (``infra/inference/wire.py``: infer stacks) and MinIO (``infra/pod_storage/wire.py``). A test plans every
+    stack and example and finds no namespace without its group (tests/infra/logs/test_plan.py)."""
+    out = []
+    if cfg.cluster_services.cert_manager.enabled:
+        out.append(CERT_MANAGER_NAMESPACE)
+    if cfg.teams and cfg.storage.backend is StorageBackend.s3:
+        out.append(cfg.queueing.kueue.namespace)
+    if cfg.role is Role.train and cfg.training is not None and cfg.images.builds:
+        out.append(cfg.training.operator.namespace)
+    if cfg.role is Role.infer and cfg.inference is not None:
+        out.append(cfg.inference.autoscaling.keda.namespace)
+    if cfg.storage.backend is StorageBackend.minio and cfg.storage.minio is not None:
+        out.append(cfg.storage.minio.namespace)
+    return out
