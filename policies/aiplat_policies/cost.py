@@ -124,7 +124,7 @@ def cost_cap(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
             f"stack {ctx.stack.name!r} can cost {usd(monthly.usd)}/month at max size{left_out}, "
             f"over its cap of {usd(cap)}",
             "lower max_size / Karpenter gpu_limit ('aiplat cost --stack' shows each pool), or raise "
-            "cost-cap.maxMonthlyUsd in the stack's pack config",
+            f"cost-cap.maxMonthlyUsd in the stack's pack config (stacks/policy-pack/{ctx.stack.name}.json)",
         )
     elif unpriced and ctx.config.get("unpriced", "violation") != "ignore":
         yield violation(

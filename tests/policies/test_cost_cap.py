@@ -47,6 +47,7 @@ def test_the_pack_prices_the_stack_as_aiplat_cost_does_at_max(plan_stack, stack)
     assert amount(message) == pytest.approx(round(expected.usd), abs=0.5)
     assert f"over its cap of ${int(expected.usd) - 1:,}" in message
     assert "fix: lower max_size / Karpenter gpu_limit" in message
+    assert f"cost-cap.maxMonthlyUsd in the stack's pack config (stacks/policy-pack/{stack}.json)" in message
     for label in expected.unknown:  # what the table cannot price is named, not guessed
         assert label in message
 
