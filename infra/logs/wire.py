@@ -1,22 +1,24 @@
 """Wiring of container log collection: config + the cluster -> LogStore (before the monitoring stack, whose
 Grafana takes the reader role) and LogCollector (after it: the PodMonitor needs its CRDs).
 
-Which namespaces are collected is a parameter (``covered_namespaces``): kube-system and the stack's
-workload namespaces (training, inference, monitoring). A namespace added to the stack (a team's) is one
-more name in that list; its group, the collector's paths and both roles' policies follow.
+Which namespaces are collected is a parameter (``covered_namespaces``): kube-system, the stack's
+workload namespaces (training, inference, monitoring), the teams' and the controllers' own
+(``controller_namespaces``: cert-manager, Kueue, Kubeflow Trainer, KEDA, MinIO). A namespace added to the
+stack is one more name in that list; its group, the collector's paths and both roles' policies follow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pulumi
 
 from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import naming
-from infra.core.config import KubernetesAccess, Role
+from infra.core.config import KubernetesAccess, Role, StorageBackend
 from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.keys.component.kms import KmsKeys
 from infra.logs import documents as logs_docs
@@ -25,7 +27,15 @@ from infra.mirror.wire import cached_chart
 from infra.monitoring import documents as mon
 from infra.monitoring.wire import MonitoringWiring
 from infra.queueing.names import team_namespace
-from infra.services.wire import SYSTEM_NAMESPACE, ClusterServicesWiring, workload_namespace_specs
+from infra.services.wire import (
+    CERT_MANAGER_NAMESPACE,
+    SYSTEM_NAMESPACE,
+    ClusterServicesWiring,
+    workload_namespace_specs,
+)
+
+if TYPE_CHECKING:
+    from infra.schema.platform import PlatformConfig
 
 
 @dataclass
@@ -47,6 +57,7 @@ def covered_namespaces(ctx: StackContext, extra: Sequence[str] = ()) -> list[str
         SYSTEM_NAMESPACE,
         *(spec.name for spec in workload_namespace_specs(ctx)),
         *team_namespaces(ctx),
+        *controller_namespaces(cfg),
         *extra,
     ]
     return sorted(set(names))
@@ -176,3 +187,23 @@ def run_namespaces(ctx: StackContext, extra: Sequence[str] = ()) -> list[str]:
 def team_namespaces(ctx: StackContext) -> list[str]:
     """The namespaces of the teams the stack declares (infra/queueing/names.py)."""
     return [team_namespace(team, c.namespace) for team, c in ctx.cfg.teams.items()]
+
+
+def controller_namespaces(cfg: PlatformConfig) -> list[str]:
+    """The namespaces of the controllers the stack installs, each under the condition its wiring installs
+    it on: cert-manager (``infra/services/wire.py``), Kueue (``infra/queueing/wire.py``: teams on S3),
+    Kubeflow Trainer (``infra/training/wire.py``: a train stack's ``training`` with images), KEDA
+    (``infra/inference/wire.py``: infer stacks) and MinIO (``infra/pod_storage/wire.py``). A test plans every
+    stack and example and finds no namespace without its group (tests/infra/logs/test_plan.py)."""
+    out = []
+    if cfg.cluster_services.cert_manager.enabled:
+        out.append(CERT_MANAGER_NAMESPACE)
+    if cfg.teams and cfg.storage.backend is StorageBackend.s3:
+        out.append(cfg.queueing.kueue.namespace)
+    if cfg.role is Role.train and cfg.training is not None and cfg.images.builds:
+        out.append(cfg.training.operator.namespace)
+    if cfg.role is Role.infer and cfg.inference is not None:
+        out.append(cfg.inference.autoscaling.keda.namespace)
+    if cfg.storage.backend is StorageBackend.minio and cfg.storage.minio is not None:
+        out.append(cfg.storage.minio.namespace)
+    return out

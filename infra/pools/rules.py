@@ -85,6 +85,24 @@ def gpus_per_node_matches(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
+def _offering_zones_fix(region: str, offering: Sequence[str], vpc: Sequence[str]) -> str:
+    """The fix naming the region's zones that offer a type, those in the VPC first; the others need adding
+    to ``network.availability_zones`` too (the offering data knows every zone of the region)."""
+    inside = [a for a in offering if a in vpc]
+    outside = [a for a in offering if a not in vpc]
+    if inside:
+        fix = f"use a zone that offers it: {', '.join(inside)}"
+        if outside:
+            fix += f" (or {', '.join(outside)}, after adding it to network.availability_zones)"
+        return fix
+    if outside:
+        return (
+            f"use a zone that offers it: {', '.join(outside)} (none in this VPC: add it to "
+            "network.availability_zones too)"
+        )
+    return f"no zone of {region} offers it: pick another instance type or region"
+
+
 @rule("pool-zones-usable", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def pool_zones_usable(ctx: RuleContext) -> Iterator[Finding]:
     """A pool's zones are VPC zones that offer its type; without zones, some VPC zone offers it."""
@@ -104,8 +122,7 @@ def pool_zones_usable(ctx: RuleContext) -> Iterator[Finding]:
                 yield error(
                     at("node_pools", name, "availability_zones"),
                     f"{t} is not offered in {ctx.facts.zone_label(az)}",
-                    "use a zone that offers it: "
-                    + (", ".join(a for a in offering if a in vpc) or "none in this VPC"),
+                    _offering_zones_fix(ctx.facts.region, offering, vpc),
                 )
         if not pool.availability_zones and not any(az in offering for az in vpc):
             yield error(

@@ -235,6 +235,13 @@ class BandwidthCheckConfig(Strict):
     max_bytes: Annotated[int, Field(ge=1024)] | None = Field(
         None, description="Largest message (bytes); default: the size the threshold was measured at."
     )
+    team: str | None = Field(
+        None,
+        description="On a stack with teams: the team whose queue admits the check (its TrainJob lives in the "
+        "team's namespace, held without its queue label until labelled, and its GPUs count against the "
+        "team's quota, so Kueue never admits work onto nodes the check holds). Required there; unused "
+        "without teams (the check runs in the trainer namespace, which no queue manages).",
+    )
 
 
 class TrainingConfig(Strict):

@@ -38,6 +38,37 @@ def _jobs(ctx: RuleContext) -> Iterator[tuple[tuple[str, ...], str, int]]:
         yield ("training", "bandwidth_check", "nodes"), BANDWIDTH_CHECK_NAME, t.bandwidth_check.nodes
 
 
+@rule("bandwidth-check-queued")
+def bandwidth_check_queued(ctx: RuleContext) -> Iterator[Finding]:
+    """On a stack with teams (Kueue), the bandwidth check names the team whose queue admits it: a TrainJob
+    outside Kueue would take GPUs Kueue counts as free and leave admitted work unplaceable."""
+    t = ctx.cfg.training
+    if t is None or not t.bandwidth_check.enabled or not ctx.cfg.teams:
+        return
+    team = t.bandwidth_check.team
+    teams = sorted(ctx.cfg.teams)
+    if team is None:
+        yield error(
+            at("training", "bandwidth_check", "team"),
+            "not set, but the stack's GPUs are Kueue's (teams): a check outside its queues would take nodes "
+            "Kueue counts as free",
+            f"set training.bandwidth_check.team to one of {teams} (its quota admits the check)",
+        )
+    elif team not in ctx.cfg.teams:
+        yield error(
+            at("training", "bandwidth_check", "team"),
+            f"{team!r} is not one of the stack's teams {teams}",
+            f"use one of {teams}",
+        )
+    elif t.runtime.pool not in ctx.cfg.teams[team].quotas:
+        yield error(
+            at("training", "bandwidth_check", "team"),
+            f"team {team!r} has no quota on the runtime's pool {t.runtime.pool!r}: Kueue would never admit "
+            "the check",
+            f"pick a team with quota on {t.runtime.pool!r} or give {team!r} one",
+        )
+
+
 @rule("training-runtime-pool")
 def runtime_pool(ctx: RuleContext) -> Iterator[Finding]:
     """The runtime's pool exists and is a GPU pool."""

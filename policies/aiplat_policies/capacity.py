@@ -151,5 +151,6 @@ def gpu_budget(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
         yield violation(
             f"stack {ctx.stack.name!r} can run {total:g} GPUs ({', '.join(parts)}), "
             f"over its budget of {budget:g}",
-            "lower max sizes / NodePool limits, or raise gpu-budget.maxGpus in the stack's pack config",
+            "lower max sizes / NodePool limits, or raise gpu-budget.maxGpus in the stack's pack config "
+            f"(stacks/policy-pack/{ctx.stack.name}.json)",
         )

@@ -80,8 +80,9 @@ def usd(amount: float) -> str:
     doc="https://aws.amazon.com/ec2/pricing/on-demand/",
     unknowns="The estimate comes from the stack's config, not from resource properties, so values unknown at "
     "preview do not reach it; a missing or invalid config is a violation. Prices the table does not have are "
-    "left out and named: with unpriced 'ignore' (default: the shipped table lacks some regional prices) the "
-    "priced part, a lower bound, is compared with the cap; with 'violation' any unpriced item is one.",
+    "never guessed: by default (unpriced 'violation') any unpriced item is a violation, since the cap cannot "
+    "hold what it cannot price (a region without prices would pass at $0); a stack whose pack config sets "
+    "unpriced 'ignore' has the priced part, a lower bound, compared with the cap, the rest named.",
     config={
         "maxMonthlyUsd": {
             "type": "number",
@@ -91,8 +92,9 @@ def usd(amount: float) -> str:
         "unpriced": {
             "type": "string",
             "enum": list(UNPRICED),
-            "default": "ignore",
-            "description": "An item without a price: 'ignore' (cap the priced part) or 'violation'.",
+            "default": "violation",
+            "description": "An item without a price: 'violation' (default) or 'ignore' (cap the priced part, "
+            "a lower bound; set it only where the missing prices are known to be small).",
         },
     },
 )
@@ -122,12 +124,14 @@ def cost_cap(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
             f"stack {ctx.stack.name!r} can cost {usd(monthly.usd)}/month at max size{left_out}, "
             f"over its cap of {usd(cap)}",
             "lower max_size / Karpenter gpu_limit ('aiplat cost --stack' shows each pool), or raise "
-            "cost-cap.maxMonthlyUsd in the stack's pack config",
+            f"cost-cap.maxMonthlyUsd in the stack's pack config (stacks/policy-pack/{ctx.stack.name}.json)",
         )
-    elif unpriced and ctx.config.get("unpriced") == "violation":
+    elif unpriced and ctx.config.get("unpriced", "violation") != "ignore":
         yield violation(
             f"stack {ctx.stack.name!r}: {usd(monthly.usd)}/month at max size is under its cap of "
-            f"{usd(cap)}, but the estimate could not price {'; '.join(unpriced)}",
-            "add the missing prices to infra/cost/data/prices.yaml (with their source), or set the cost-cap "
-            "config unpriced: ignore",
+            f"{usd(cap)}, but the estimate could not price {'; '.join(unpriced)}, so the cap does not "
+            "bound them",
+            "add the missing prices to infra/cost/data/prices.yaml (with their source), or accept a "
+            'lower bound: set {"cost-cap": {"unpriced": "ignore"}} in '
+            f"stacks/policy-pack/{ctx.stack.name}.json",
         )

@@ -47,6 +47,7 @@ def test_the_pack_prices_the_stack_as_aiplat_cost_does_at_max(plan_stack, stack)
     assert amount(message) == pytest.approx(round(expected.usd), abs=0.5)
     assert f"over its cap of ${int(expected.usd) - 1:,}" in message
     assert "fix: lower max_size / Karpenter gpu_limit" in message
+    assert f"cost-cap.maxMonthlyUsd in the stack's pack config (stacks/policy-pack/{stack}.json)" in message
     for label in expected.unknown:  # what the table cannot price is named, not guessed
         assert label in message
 
@@ -63,11 +64,25 @@ def test_a_larger_pool_raises_the_estimate_by_its_nodes(plan_stack) -> None:
     assert more - base == pytest.approx(table.hours_per_month * price, abs=1)
 
 
-def test_unpriced_items_are_a_violation_only_when_configured(plan_stack) -> None:
+def test_unpriced_items_are_a_violation_unless_the_stack_allows_them(plan_stack) -> None:
     plan = plan_stack("prod-hk-infer").as_json()  # ap-east-1: NAT, endpoint and ALB prices are missing
-    assert cost_messages(plan) == []
-    [message] = cost_messages(plan, {"unpriced": "violation"})
+    assert cost_messages(plan) == []  # its pack config file says unpriced: ignore
+    [message] = cost_messages(plan, {"maxMonthlyUsd": 90_000})  # the default: refused
     assert "but the estimate could not price" in message and "NAT gateway, ap-east-1" in message
+    assert "fix: add the missing prices to infra/cost/data/prices.yaml" in message
+    assert '{"cost-cap": {"unpriced": "ignore"}} in stacks/policy-pack/prod-hk-infer.json' in message
+    assert cost_messages(plan, {"maxMonthlyUsd": 90_000, "unpriced": "ignore"}) == []
+
+
+def test_a_region_without_prices_is_refused_not_passed_at_zero(plan_stack) -> None:
+    """The issue's case: a stack in a region the price table lacks (every price '?') passed any cap."""
+    plan = copy.deepcopy(plan_stack("dev-us-train").as_json())
+    plan["config"]["region"] = "eu-west-1"
+    plan["config"]["network"]["availability_zones"] = ["eu-west-1a", "eu-west-1b"]
+    plan["config"]["network"]["az_count"] = 2
+    [message] = cost_messages(plan, {"maxMonthlyUsd": 8000})
+    assert "but the estimate could not price" in message
+    assert "eu-west-1" in message.split("could not price", 1)[1]
 
 
 def test_a_stack_without_its_pack_config_gets_the_default_cap(plan_stack) -> None:

@@ -19,7 +19,7 @@ from aiplat_policies.core import Ctx, StackInfo
 from aiplat_policies.pack import rules
 
 from infra.review import review_configured_plan
-from tests.conftest import EXAMPLES, STACKS
+from tests.conftest import EXAMPLES, EXAMPLES_DIR, STACKS
 from tests.policies.conftest import UNKNOWN, R, messages, review
 
 DEFERRED = "checked-at-update"
@@ -327,7 +327,8 @@ def test_first_preview_still_enforces_what_is_known(plan_first_preview, type_, i
 def test_first_preview_of_every_stack_passes(plan_first_preview, stack) -> None:
     """No shipped stack or example is blocked by its first preview (`aiplat rollout` and `pulumi up
     --policy-pack policies` preview first), and no rule degrades to the SDK's "can't run policy"."""
-    result = review_configured_plan(plan_first_preview(stack).as_json())
+    stacks_dir = None if stack in STACKS else EXAMPLES_DIR  # an example's pack config file is beside it
+    result = review_configured_plan(plan_first_preview(stack).as_json(), stacks_dir=stacks_dir)
     assert result.mandatory == [], [(d.policy, d.resource, d.message) for d in result.mandatory]
     assert {d.policy for d in result.advisory} <= {DEFERRED, "iam-trust-confused-deputy"}
     assert not [d for d in result.diagnostics if "can't run policy" in d.message]

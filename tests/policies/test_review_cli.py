@@ -252,7 +252,10 @@ def test_pack_config_file_changes_levels_and_settings(tmp_path, capsys) -> None:
     path = plan_file(tmp_path, "dev-us-train")
     config = tmp_path / "pack-config.json"
     expected = {"imds-v2-hop-limit-1", "cloudtrail-present", "eks-upgrade-policy", "s3-tls-floor"}
-    config.write_text(json.dumps({name: "advisory" for name in expected}))
+    # the file replaces dev-us-train's own, which accepts its unpriced interface endpoints
+    config.write_text(
+        json.dumps({"cost-cap": {"unpriced": "ignore"}, **{name: "advisory" for name in expected}})
+    )
     capsys.readouterr()
     assert main(["review", "--plan", str(path), "--policy-pack-config", str(config)]) == 0
     assert "dev-us-train: passes" in capsys.readouterr().out
@@ -278,7 +281,7 @@ def test_review_reads_each_stacks_own_pack_config_file(tmp_path, capsys) -> None
     assert main(["review", "--plan", str(path), "--stacks-dir", str(stacks_dir)]) == EXIT_POLICY
     assert "over its budget of 5" in capsys.readouterr().out
     given = tmp_path / "pack-config.json"
-    given.write_text(json.dumps({"gpu-budget": {"maxGpus": 6}}))
+    given.write_text(json.dumps({"gpu-budget": {"maxGpus": 6}, "cost-cap": {"unpriced": "ignore"}}))
     assert (
         main(
             [

@@ -36,7 +36,12 @@ def plans(plan_stack) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def reviews(plans) -> dict[str, StackReview]:
-    return {stack: review_configured_plan(plan) for stack, plan in plans.items()}
+    # an example's pack config file is beside it (examples/policy-pack/<stack>.json), as
+    # `aiplat review --stacks-dir examples` reads it
+    return {
+        stack: review_configured_plan(plan, stacks_dir=None if stack in STACKS else EXAMPLES)
+        for stack, plan in plans.items()
+    }
 
 
 def test_every_shipped_stack_and_example_is_reviewed(reviews) -> None:
@@ -102,3 +107,5 @@ def test_gpu_budget_counts_the_karpenter_nodepool_of_the_infer_stacks(plan_stack
     [message] = [d.message for d in tight.diagnostics if d.policy == "gpu-budget"]
     assert f"stack '{stack}' can run {limit} GPUs (karpenter-nodepool-gpu limit {limit}), " in message
     assert f"over its budget of {limit - 1}" in message
+    # the fix names the file a new stack needs (docs/how-to/add-stack.md)
+    assert f"raise gpu-budget.maxGpus in the stack's pack config (stacks/policy-pack/{stack}.json)" in message

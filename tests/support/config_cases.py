@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from infra.core.errors import ConfigErrors
+from infra.io.stackfiles import read_stack_index
 from infra.plan import runner
 from infra.schema.parse import parse_platform_config
 
@@ -71,6 +72,17 @@ def update_pool(pool: str, **changes: object) -> Mutation:
     return mutate
 
 
+def _stack_name(raw: dict) -> str:
+    """The shipped stack a variant was made from (the one with its region and VPC range), so that it plans
+    as that stack beside the others; a new name would overlap its own original (rule
+    ``vpc-cidrs-disjoint``). ``bad`` where the variant changed those."""
+    network = raw.get("network") or {}
+    for name, summary in read_stack_index().stacks.items():
+        if summary.region == raw.get("region") and summary.vpc_cidr == network.get("vpc_cidr"):
+            return name
+    return "bad"
+
+
 def assert_refused(raw: dict, expected: str, monitors: list, stage: str | None = None) -> str:
     """Planning ``raw`` fails with ``expected`` in the message, every line naming its ``aiplat:platform``
     field, and before any cloud resource: at ``stage`` (SCHEMA: the program never ran; RULES: nothing
@@ -78,7 +90,7 @@ def assert_refused(raw: dict, expected: str, monitors: list, stage: str | None =
     provider in any run. Infer stacks plan their source stack first (StackReference): the last run is the
     refused one. Returns the message."""
     with pytest.raises(ConfigErrors) as info:
-        runner.run_plan("bad", parse_platform_config(raw))
+        runner.run_plan(_stack_name(raw), parse_platform_config(raw))
     message = str(info.value)
     assert expected in message, message
     assert all(line.startswith("aiplat:platform") for line in message.splitlines()), message

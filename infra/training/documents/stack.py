@@ -266,7 +266,9 @@ def bandwidth_trainjob(
     cfg: PlatformConfig, facts: InstanceFacts, *, name: str = BANDWIDTH_CHECK_NAME, suspend: bool = True
 ) -> tuple[dict[str, Any], str]:
     """The bandwidth check's TrainJob on the runtime (same pods, env and devices as training) and how its
-    threshold was chosen."""
+    threshold was chosen. On a stack with teams it is queued in ``training.bandwidth_check.team``'s queue
+    (``suspend``: held without the queue label); without teams, in the trainer namespace, ``suspend`` as
+    given."""
     training = _training(cfg)
     bc = training.bandwidth_check
     threshold = threshold_for(facts)
@@ -274,9 +276,20 @@ def bandwidth_trainjob(
     basis = (
         "set in training.bandwidth_check.min_busbw_gbps" if bc.min_busbw_gbps is not None else threshold.basis
     )
+    namespace, labels = cfg.storage.trainer.namespace, None
+    if cfg.teams:
+        # Kueue's GPUs: queued in the team's LocalQueue like a team's run (suspended until admitted); the
+        # declared one (``suspend``) held without its queue label until labelled.
+        if bc.team not in cfg.teams:
+            raise KeyError(f"training.bandwidth_check.team {bc.team!r} is not one of {sorted(cfg.teams)}")
+        names = team_names(bc.team, cfg.teams[bc.team].namespace)
+        namespace, labels = names.namespace, names.trainjob_labels(team_priority(cfg, bc.team))
+        if suspend:
+            del labels[QUEUE_LABEL]
+        suspend = True
     doc = t.trainjob_document(
         name=name,
-        namespace=cfg.storage.trainer.namespace,
+        namespace=namespace,
         runtime=training.runtime.name,
         nodes=bc.nodes,
         procs_per_node=facts.gpu_count,
@@ -284,6 +297,7 @@ def bandwidth_trainjob(
         args=t.bench_args(min_busbw_gbps=min_gbps, max_bytes=bc.max_bytes or threshold.message_bytes),
         suspend=suspend,
         workload=t.WORKLOAD_BANDWIDTH,
+        labels=labels,
         env=t.BENCH_ENV,
     )
     return doc, basis

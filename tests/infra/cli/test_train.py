@@ -137,7 +137,10 @@ def test_bandwidth_check_on_dev_has_no_efa_and_a_network_threshold(capsys, tmp_p
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = yaml.safe_load(out)
-    assert doc["metadata"]["name"] == "bw-1" and doc["spec"]["suspend"] is False
+    assert doc["metadata"]["name"] == "bw-1"
+    # queued in team ml's queue: Kueue starts it when it admits it
+    assert doc["metadata"]["namespace"] == "team-ml" and doc["spec"]["suspend"] is True
+    assert doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "ml"
     assert "--min-busbw=0.156" in doc["spec"]["trainer"]["args"]
     assert "BaselineBandwidthInGbps" in err
     assert validate_manifest(doc, "1.35") == []

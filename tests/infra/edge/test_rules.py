@@ -63,7 +63,7 @@ CASES = [
         "an-owner-that-does-not-serve-the-name",
         set_at("inference.global_endpoint.validation_record_owner", "prod-us-train"),
         f"{GE}.validation_record_owner: 'prod-us-train' is not an infer stack serving "
-        "api.inference.example.com (those are: bad, prod-hk-infer, prod-sg-infer); no stack would declare "
+        "api.inference.example.com (those are: prod-hk-infer, prod-sg-infer); no stack would declare "
         "the certificate's validation record",
     ),
 ]

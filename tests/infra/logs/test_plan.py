@@ -15,7 +15,7 @@ from infra.logs import documents as docs
 from infra.monitoring import documents as mon
 from infra.plan.runner import Plan, RecordedResource
 from infra.queueing.names import team_namespace
-from tests.conftest import STACKS
+from tests.conftest import EXAMPLES, STACKS
 from tests.infra.logs.test_documents import allowed, iam_match
 from tests.support.kubernetes import tolerates
 
@@ -51,6 +51,30 @@ def arn(plan: Plan, group: str) -> str:
 
 def policy(plan: Plan, name: str) -> dict[str, Any]:
     return json.loads(plan.one(POLICY, name).inputs["policy"])
+
+
+def planned_namespaces(plan: Plan) -> set[str]:
+    """Every namespace the plan creates or installs a chart into (the controllers' included)."""
+    created = {r.inputs["metadata"]["name"] for r in plan.by_type("kubernetes:core/v1:Namespace")}
+    return created | {r.inputs["namespace"] for r in plan.by_type(RELEASE)}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_namespace_of_the_stack_ships_its_logs(plan_stack, stack: str) -> None:
+    """The issue's case: cert-manager, kueue-system, kubeflow-system (and KEDA's) ran without a log group or
+    a Fluent Bit path, so a controller's errors were gone with its pod."""
+    plan = plan_stack(stack)
+    namespaces = {g.rsplit("/", 1)[1] for g in container_groups(plan)}
+    assert planned_namespaces(plan) <= namespaces, planned_namespaces(plan) - namespaces
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_namespace_of_an_example_ships_its_logs(plan_example, example: str) -> None:
+    plan = plan_example(example)
+    if plan.config["cluster_services"].get("kubernetes_access") == "skip":
+        return  # no Kubernetes objects, no collector
+    namespaces = {g.rsplit("/", 1)[1] for g in container_groups(plan)}
+    assert planned_namespaces(plan) <= namespaces, planned_namespaces(plan) - namespaces
 
 
 @pytest.mark.parametrize("stack", STACKS)

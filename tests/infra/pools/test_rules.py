@@ -41,6 +41,20 @@ def _p4d_in_missing_az(c: dict) -> None:
     c["node_pools"]["train"].update(instance_type="p4d.24xlarge", availability_zones=[P4D_MISSING])
 
 
+def _p4d_outside_the_vpc(c: dict) -> None:
+    # the VPC's zones are exactly those that do not offer p4d.24xlarge
+    c["network"].update(availability_zones=[P4D_MISSING, P4D_MISSING_2], az_count=2)
+    c["node_pools"]["train"].update(instance_type="p4d.24xlarge", availability_zones=[P4D_MISSING])
+
+
+P4D_MISSING_2 = next(
+    z.name
+    for z in awsdata.availability_zones("us-east-1")
+    if z.name != P4D_MISSING and z.name not in awsdata.azs_offering("us-east-1", "p4d.24xlarge")
+)
+P4D_OFFERED = ", ".join(awsdata.azs_offering("us-east-1", "p4d.24xlarge"))
+
+
 CASES = [
     (
         update_pool("train", instance_type="g5.xlarge", gpus_per_node=None),
@@ -69,6 +83,15 @@ CASES = [
         FACTS,
         f"{P}.train.availability_zones: p4d.24xlarge is not offered in {P4D_MISSING}; "
         "fix: use a zone that offers it",
+    ),
+    (
+        # the case: the bundled offering data names the region's zones that have the type even
+        # when none of them is in this VPC (it used to say "none in this VPC")
+        _p4d_outside_the_vpc,
+        FACTS,
+        f"{P}.train.availability_zones: p4d.24xlarge is not offered in {P4D_MISSING}; "
+        f"fix: use a zone that offers it: {P4D_OFFERED} (none in this VPC: add it to "
+        "network.availability_zones too)",
     ),
     (
         update_pool("train", availability_zones=["us-east-1f"]),
@@ -169,6 +192,7 @@ IDS = [
     "efa-two-azs",
     "efa-all-azs",
     "type-not-in-az",
+    "type-only-outside-vpc",
     "az-not-in-vpc",
     "reservation-other-az",
     "reservation-no-pg",
@@ -200,7 +224,7 @@ def test_bad_pool_config_is_refused_before_any_resource(
 def test_capacity_block_pool_plans_without_created_placement_group(stack_config) -> None:
     raw = stack_config("prod-us-train")
     _reserved("us-east-1a")(raw)
-    plan = runner.run_plan("cb", parse_platform_config(raw))
+    plan = runner.run_plan("prod-us-train", parse_platform_config(raw))
     lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate", "pool-train-lt")
     ng = plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng")
     assert ng.inputs["capacityType"] == "CAPACITY_BLOCK"
@@ -219,7 +243,7 @@ def test_odcr_with_auto_placement_uses_no_placement_group(stack_config) -> None:
         capacity_type="capacity_reservation",
         capacity_reservation={"id": CR, "availability_zone": "us-east-1a"},
     )(raw)
-    plan = runner.run_plan("odcr", parse_platform_config(raw))
+    plan = runner.run_plan("prod-us-train", parse_platform_config(raw))
     lt = plan.one("aws:ec2/launchTemplate:LaunchTemplate", "pool-train-lt")
     assert plan.one("aws:eks/nodeGroup:NodeGroup", "pool-train-ng").inputs["capacityType"] == "ON_DEMAND"
     assert "placement" not in lt.inputs and "instanceMarketOptions" not in lt.inputs

@@ -46,6 +46,17 @@ CASES = [
         "aiplat-prod-train-train --scaling-config desiredSize=3",
     ),
     (
+        # the case: a check outside Kueue takes GPUs Kueue counts as free
+        lambda c: c["training"]["bandwidth_check"].pop("team"),
+        f"{T}.bandwidth_check.team: not set, but the stack's GPUs are Kueue's (teams): a check outside its "
+        "queues would take nodes Kueue counts as free; fix: set training.bandwidth_check.team to one of "
+        "['production', 'research']",
+    ),
+    (
+        set_at("training.bandwidth_check.team", "ml"),
+        f"{T}.bandwidth_check.team: 'ml' is not one of the stack's teams ['production', 'research']",
+    ),
+    (
         set_at("training.bandwidth_check.nodes", 4),
         f"{T}.bandwidth_check.nodes: bandwidth-check wants 4 nodes but pool 'train' has desired_size 2",
     ),
@@ -115,7 +126,7 @@ def test_infer_stack_refuses_images_and_training(stack_config) -> None:
 def test_spot_grace_beyond_the_notice_is_a_warning(stack_config) -> None:
     raw = stack_config("dev-us-train")
     raw["training"]["runtime"]["grace_margin_s"] = 30
-    plan = runner.run_plan("dev", parse_platform_config(raw))
+    plan = runner.run_plan("dev-us-train", parse_platform_config(raw))
     assert plan.resources
     warnings = [f.one_line() for f in plan.findings]
     assert any("termination grace 140 s exceeds Spot's 120 s interruption notice" in w for w in warnings), (
@@ -127,7 +138,7 @@ def test_prebuilt_image_is_used_by_digest_without_a_build(stack_config) -> None:
     raw = stack_config("prod-us-train")
     ref = "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/trainer@sha256:" + "ab" * 32
     raw["images"]["builds"]["trainer"]["prebuilt"] = ref
-    plan = runner.run_plan("ci", parse_platform_config(raw))
+    plan = runner.run_plan("prod-us-train", parse_platform_config(raw))
     built = sorted(f"images-{name}" for name in raw["images"]["builds"] if name != "trainer")
     assert sorted(r.name for r in plan.by_type("docker-build:index:Image")) == built
     (runtime,) = plan.by_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
@@ -148,7 +159,7 @@ def test_capacity_block_pool_below_the_run_warns_to_scale_up_when_the_block_star
         min_size=0,
         desired_size=0,
     )
-    plan = runner.run_plan("cb", parse_platform_config(raw))
+    plan = runner.run_plan("prod-us-train", parse_platform_config(raw))
     assert plan.resources
     warnings = [f.one_line() for f in plan.findings if f.rule == "train-job-nodes-fit-pool"]
     assert (

@@ -140,6 +140,21 @@ def test_runs_start_suspended_and_replace_on_change(plan_stack) -> None:
     assert not any("pool-train-ng" in d for d in deps), deps
 
 
+def test_the_bandwidth_check_is_held_in_a_team_queue(plan_stack) -> None:
+    """The issue's case: resumed, the check ran in the trainer namespace outside Kueue, on GPUs Kueue counted
+    as free. On a stack with teams it is the named team's job: in its namespace (Kueue manages every job
+    there, so unsuspending it by hand starts nothing), with the team's priority, held without the queue
+    label until labelled."""
+    plan = plan_stack("prod-us-train")
+    (check,) = [r.inputs for r in plan.resources if r.type == TRAINJOB and r.name.endswith("bandwidth-check")]
+    team = plan.config["training"]["bandwidth_check"]["team"]
+    assert check["metadata"]["namespace"] == f"team-{team}"
+    labels = check["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/priority-class"] == plan.config["teams"][team]["default_priority"]
+    assert "kueue.x-k8s.io/queue-name" not in labels
+    assert check["spec"]["suspend"] is True
+
+
 def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     """Kubernetes label selector semantics (matchLabels and the four matchExpressions operators)."""
     if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
