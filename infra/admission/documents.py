@@ -340,45 +340,42 @@ def policy(
     }
 
 
+def _denying_binding(policy_name: str, namespaces: dict[str, Any]) -> dict[str, Any]:
+    """The binding of ``policy_name`` to the namespaces ``namespaces`` selects, denying."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": policy_name, "labels": dict(PART_OF)},
+        "spec": {
+            "policyName": policy_name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": namespaces},
+        },
+    }
+
+
 def binding(policy_name: str, *, teams_only: bool = False) -> dict[str, Any]:
     """The binding of ``policy_name`` to the workload namespaces (``teams_only``: those of teams), denying."""
     key, value = WORKLOADS_LABEL
     selector: dict[str, Any] = {"matchLabels": {key: value}}
     if teams_only:
         selector["matchExpressions"] = [{"key": TEAM_LABEL, "operator": "Exists"}]
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": policy_name, "labels": dict(PART_OF)},
-        "spec": {
-            "policyName": policy_name,
-            "validationActions": ["Deny"],
-            "matchResources": {"namespaceSelector": selector},
-        },
-    }
+    return _denying_binding(policy_name, selector)
 
 
 def system_binding(policy_name: str) -> dict[str, Any]:
     """The binding of ``policy_name`` to every namespace that is no workload namespace, but those of
     ``SYSTEM_UNBOUND``, denying."""
     key, value = WORKLOADS_LABEL
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": policy_name, "labels": dict(PART_OF)},
-        "spec": {
-            "policyName": policy_name,
-            "validationActions": ["Deny"],
-            "matchResources": {
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {"key": key, "operator": "NotIn", "values": [value]},
-                        {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(SYSTEM_UNBOUND)},
-                    ]
-                }
-            },
+    return _denying_binding(
+        policy_name,
+        {
+            "matchExpressions": [
+                {"key": key, "operator": "NotIn", "values": [value]},
+                {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(SYSTEM_UNBOUND)},
+            ]
         },
-    }
+    )
 
 
 def admission_objects(rules: AdmissionRules) -> list[dict[str, Any]]:
