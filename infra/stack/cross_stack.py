@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from infra.core.config import Role
 from infra.core.stacks import StackSummary, exchange_artifacts
-from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
+from infra.stack.registry import Finding, Need, RuleContext, at, error, rule
 
 if TYPE_CHECKING:
     from infra.schema.platform import PlatformConfig
@@ -119,11 +119,7 @@ def vpc_cidrs_disjoint(ctx: RuleContext) -> Iterator[Finding]:
             "can route between them"
         )
         fix = f"give one of the two VPCs a range no other stack uses (network.vpc_cidr{suggestion})"
-        # Between two stack files of the folder: refused. A config planned under a name the folder has no
-        # file for (a variant handed to run_plan, not a stack of the project) cannot be said to share the
-        # project's account: warned, unless it exchanges artifacts with the other stack.
-        make = error if linked or ctx.stack in ctx.stacks.stacks else warning
-        yield make(at("network", "vpc_cidr"), problem, fix, PEERING_DOC)
+        yield error(at("network", "vpc_cidr"), problem, fix, PEERING_DOC)
 
 
 ACCOUNTS_DOC = (

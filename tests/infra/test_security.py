@@ -14,6 +14,7 @@ import pytest
 
 from infra.plan.runner import Plan, RecordedResource
 from tests.conftest import EXAMPLES, STACKS
+from tests.support.config_cases import variant_name
 
 ALL = [f"stacks/{s}" for s in STACKS] + [f"examples/{s}" for s in EXAMPLES]
 
@@ -362,7 +363,7 @@ def test_dev_switch_protects_on_request(stack_config) -> None:
         "key_admin_principals": ["arn:aws:iam::123456789012:role/admins"],
         "break_glass_principals": ["arn:aws:iam::123456789012:role/oncall"],
     }
-    plan = run_plan("dev-protected", parse_platform_config(raw))
+    plan = run_plan(variant_name(raw), parse_platform_config(raw))
     assert all(r.options["protect"] and r.options["retainOnDelete"] for r in _precious(plan))
     assert all("OnlyBreakGlassDeletesKey" in _statements(k) for k in plan.by_type("aws:kms/key:Key"))
 

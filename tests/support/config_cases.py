@@ -72,7 +72,7 @@ def update_pool(pool: str, **changes: object) -> Mutation:
     return mutate
 
 
-def _stack_name(raw: dict) -> str:
+def variant_name(raw: dict) -> str:
     """The shipped stack a variant was made from (the one with its region and VPC range), so that it plans
     as that stack beside the others; a new name would overlap its own original (rule
     ``vpc-cidrs-disjoint``). ``bad`` where the variant changed those."""
@@ -90,7 +90,7 @@ def assert_refused(raw: dict, expected: str, monitors: list, stage: str | None =
     provider in any run. Infer stacks plan their source stack first (StackReference): the last run is the
     refused one. Returns the message."""
     with pytest.raises(ConfigErrors) as info:
-        runner.run_plan(_stack_name(raw), parse_platform_config(raw))
+        runner.run_plan(variant_name(raw), parse_platform_config(raw))
     message = str(info.value)
     assert expected in message, message
     assert all(line.startswith("aiplat:platform") for line in message.splitlines()), message

@@ -159,7 +159,7 @@ def test_skip_creates_the_aws_side_only() -> None:
     cfg = load_stack_config("fsx", EXAMPLES_DIR)
     raw = copy.deepcopy(runner.config_as_json(cfg))
     raw["cluster_services"]["kubernetes_access"] = "skip"
-    plan = runner.run_plan("fsx-skip", parse_platform_config(raw), stacks_dir=EXAMPLES_DIR)
+    plan = runner.run_plan("fsx", parse_platform_config(raw), stacks_dir=EXAMPLES_DIR)
     assert plan.one(FS) and plan.one(DRA)
     assert not plan.by_type(PV) and not plan.by_type(PVC)
     assert not {"claim", "mountPath"} & set(plan.outputs["sharedFileSystem"])

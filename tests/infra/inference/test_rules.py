@@ -14,7 +14,16 @@ from infra.core.project import CONFIG_KEY
 from infra.plan import runner
 from infra.schema.parse import parse_platform_config
 from infra.stack.registry import Level
-from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, drop_at, set_at
+from tests.support.config_cases import (
+    FACTS,
+    RULES,
+    SCHEMA,
+    all_of,
+    assert_refused,
+    drop_at,
+    set_at,
+    variant_name,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 INF = "aiplat:platform.inference"
@@ -203,7 +212,7 @@ def test_inference_on_a_train_stack_is_refused(stack_config) -> None:
 def test_short_shutdown_timeout_is_a_warning(stack_config) -> None:
     raw = stack_config("prod-hk-infer")
     raw["inference"]["server"] = {"shutdown_timeout_s": 30, "request_timeout_s": 60}
-    plan = runner.run_plan("short", parse_platform_config(raw))
+    plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
     (finding,) = [f for f in plan.findings if f.rule == "inference-shutdown-covers-requests"]
     assert finding.level is Level.warning
     assert finding.one_line().startswith(
@@ -254,7 +263,7 @@ def test_latest_only_where_allowed(stack_config, monitors) -> None:
     raw = stack_config("prod-hk-infer")
     raw["inference"]["model"] = {"name": "gpt2-small", "version": "latest", "allow_latest": True}
     raw["inference"].pop("global_endpoint")  # a stack of its own (with one, both regions agree on the model)
-    plan = runner.run_plan("dev", parse_platform_config(raw))
+    plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
     assert not [f for f in plan.findings if f.rule == "inference-model-version"]
     (pod,) = plan.by_type("kubernetes:apps/v1:Deployment")
     (init,) = pod.inputs["spec"]["template"]["spec"]["initContainers"]
@@ -264,7 +273,7 @@ def test_latest_only_where_allowed(stack_config, monitors) -> None:
 def test_a_blocking_body_limit_must_fit_the_longest_prompt(stack_config) -> None:
     raw = stack_config("prod-hk-infer")
     raw["inference"]["engine"] = {"max_model_len": 2048}
-    plan = runner.run_plan("long", parse_platform_config(raw))
+    plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
     (finding,) = [f for f in plan.findings if f.rule == "inference-body-limit"]
     assert finding.level is Level.warning
     assert finding.one_line().startswith(
@@ -272,7 +281,7 @@ def test_a_blocking_body_limit_must_fit_the_longest_prompt(stack_config) -> None
         "bodies over 8192 bytes (SizeRestrictions_BODY)"
     )
     raw["inference"]["https"]["waf_count_rules"] = ["SizeRestrictions_BODY"]
-    plan = runner.run_plan("long", parse_platform_config(raw))
+    plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
     assert not [f for f in plan.findings if f.rule == "inference-body-limit"]
 
 

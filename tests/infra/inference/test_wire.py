@@ -13,6 +13,7 @@ from infra.inference.rules import TLS13_ONLY_POLICIES
 from infra.plan.runner import Plan, RecordedResource, run_plan
 from infra.schema.parse import parse_platform_config
 from tests.k8s.validate import k8s_objects, validate_plan
+from tests.support.config_cases import variant_name
 from tests.support.kubernetes import tolerates
 
 INFER = ["prod-hk-infer", "prod-sg-infer"]
@@ -353,7 +354,7 @@ def _variant(stack_config, stack: str, https: dict, **inference) -> Plan:
     # one region's serving on its own: the global endpoint has its tests (tests/infra/edge)
     raw["inference"].pop("global_endpoint", None)
     raw["inference"].update(inference)
-    return run_plan(f"{stack}-variant", parse_platform_config(raw))
+    return run_plan(variant_name(raw), parse_platform_config(raw))
 
 
 def test_internal_alb_with_an_existing_certificate_and_no_waf(stack_config) -> None:

@@ -13,7 +13,7 @@ from infra.core.facts import AvailabilityZone
 from infra.io import snapshot as awsdata
 from infra.plan import runner
 from infra.schema.parse import parse_platform_config
-from tests.support.config_cases import assert_refused, update_pool
+from tests.support.config_cases import assert_refused, update_pool, variant_name
 
 P = "aiplat:platform"
 CR = "cr-0123456789abcdef0"
@@ -34,8 +34,8 @@ NO_SPOT = next(
 )
 
 
-def _plan(raw: dict, name: str = "bad") -> runner.Plan:
-    return runner.run_plan(name, parse_platform_config(raw))
+def _plan(raw: dict) -> runner.Plan:
+    return runner.run_plan(variant_name(raw), parse_platform_config(raw))
 
 
 def _vpc_zones(c: dict, zones: list[str]) -> None:
@@ -131,7 +131,7 @@ def test_capacity_block_refusal_links_the_eks_doc(stack_config) -> None:
 def test_control_plane_gets_only_zones_eks_supports(stack_config) -> None:
     raw = stack_config("prod-us-train")
     _vpc_zones(raw, ["us-east-1a", "us-east-1b", USE1_AZ3])
-    plan = _plan(raw, "three-zones")
+    plan = _plan(raw)
     private = [r for r in plan.by_type("aws:ec2/subnet:Subnet") if "-private-" in r.name]
     assert {r.inputs["availabilityZone"] for r in private} == {"us-east-1a", "us-east-1b", USE1_AZ3}
     used = plan.one("aws:eks/cluster:Cluster").inputs["vpcConfig"]["subnetIds"]
@@ -145,7 +145,7 @@ def test_control_plane_gets_only_zones_eks_supports(stack_config) -> None:
 def test_default_zones_leave_out_the_eks_unsupported_zone(stack_config) -> None:
     raw = stack_config("prod-us-train")
     raw["network"]["az_count"] = 5  # us-east-1 has six zones; the sixth is use1-az3
-    plan = _plan(raw, "five-zones")
+    plan = _plan(raw)
     assert USE1_AZ3 not in plan.outputs["availabilityZones"]
     assert len(plan.outputs["availabilityZones"]) == 5
 

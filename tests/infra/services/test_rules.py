@@ -14,7 +14,16 @@ import pytest
 from infra.core.instance_types import EFA_PLUGIN_CHART_VERSION
 from infra.plan import runner
 from infra.schema.parse import parse_platform_config
-from tests.support.config_cases import FACTS, RULES, SCHEMA, all_of, assert_refused, set_at, without_teams
+from tests.support.config_cases import (
+    FACTS,
+    RULES,
+    SCHEMA,
+    all_of,
+    assert_refused,
+    set_at,
+    variant_name,
+    without_teams,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -176,7 +185,7 @@ def test_refused_before_any_resource(stack_config, monitors, stack, mutate, stag
 def test_efa_chart_that_lists_the_type_plans(stack_config) -> None:
     raw = stack_config("prod-us-train")
     set_at("node_pools.train.instance_type", "p5en.48xlarge")(raw)
-    plan = runner.run_plan("ok", parse_platform_config(raw))
+    plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
     (efa,) = [r for r in plan.by_type("kubernetes:helm.sh/v3:Release") if r.name == "device-plugins-efa"]
     assert efa.inputs["version"] == EFA_PLUGIN_CHART_VERSION
 
@@ -184,7 +193,7 @@ def test_efa_chart_that_lists_the_type_plans(stack_config) -> None:
 def test_skip_declares_no_kubernetes_object(stack_config) -> None:
     raw = stack_config("prod-us-train")
     raw["cluster_services"] = {"kubernetes_access": "skip"}
-    plan = runner.run_plan("skip", parse_platform_config(raw))
+    plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
     assert [r.type for r in plan.resources if r.type.startswith("kubernetes:")] == []
     assert plan.one("aws:eks/cluster:Cluster")  # the AWS side is all there
     assert plan.by_type("aws:iam/role:Role")
