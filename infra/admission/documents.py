@@ -204,7 +204,7 @@ def system_images_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
             _pod_spec_images("object.spec", lambda image: f"{image}.matches({pattern})"),
             f"every image of a pod in a system namespace comes from the stack's ECR registry "
             f"({rules.registry}/) by digest (@sha256:...); a chart's images come through the image cache "
-            "(infra/mirror/pins.py records their digests)",
+            "(infra/mirror/digests.py records their digests)",
         )
     ]
 

@@ -36,7 +36,7 @@ def _default_upstreams() -> dict[str, UpstreamRegistry]:
 
 class ImageCacheConfig(Strict):
     """Upstream images of the charts pulled through ECR in the stack's region (``<account>.dkr.ecr.
-    <region>.amazonaws.com/<prefix>/<upstream>/...``), pinned by digest in infra/mirror/pins.py."""
+    <region>.amazonaws.com/<prefix>/<upstream>/...``), pinned by digest in infra/mirror/digests.py."""
 
     prefix: Annotated[str, Field(pattern=PREFIX_PATTERN, min_length=2, max_length=28)] | None = Field(
         None,

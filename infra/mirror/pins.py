@@ -1,13 +1,15 @@
 """The images of every chart the platform installs, by chart and pinned chart version: where the chart's
 ``values.yaml`` names each image, the upstream image, its tag and, where a stored source records it, its
-digest. Data, one entry per image, each with its source and the date it was read (2026-12-02).
+digest. Data, one entry per image, each with its source and the date it was read (2026-12-02); the digests
+are in ``infra/mirror/digests.py`` (written by ``aiplat images resolve``).
 
 The values paths and upstream repositories are read from each chart's ``values.yaml`` at the pinned
 version (the repository at the tag or commit named in ``source``). A digest is recorded only where a
 source states it for that tag; every other image is a known gap: ``aiplat plan`` warns
 (rule ``chart-images-pinned``) and ``aiplat preflight`` refuses the stack (``chart-images-pinned-to-deploy``)
-until its digest is recorded here (``DIGESTS``). Never write a digest you did not read from the registry
-or a source.
+until its digest is recorded in ``digests.py``. Never write a digest you did not read from the registry
+or a source. An image whose registry no rule of the stack takes is copied into the stack's ECR by digest
+(``aiplat images copy``), so it needs its digest as much as a cached one.
 
 Upgrading a chart is changing its ``version`` in the config and adding its entries here for that version.
 """
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+
+from infra.mirror.digests import DIGESTS
 
 
 class Style(StrEnum):
@@ -121,8 +125,7 @@ _PINS: tuple[ImagePin, ...] = (
         digest_key=None,
         source=_LBC,
     ),
-    # EKS's own ECR account: no pull through cache rule can take it (ECR-to-ECR rules need a role in the
-    # upstream account); a known gap until the image is copied into our registry
+    # EKS's own ECR account: no pull through cache rule of ours takes it; copied (``aiplat images copy``)
     ImagePin(
         chart="aws-efa-k8s-device-plugin",
         version="v0.5.30",
@@ -156,7 +159,7 @@ _PINS: tuple[ImagePin, ...] = (
         digest_key=None,
         source=_MS,
     ),
-    # nvcr.io is no upstream a pull through cache rule takes (AWS's list): a known gap
+    # nvcr.io is no upstream a pull through cache rule takes (AWS's list): copied
     ImagePin(
         chart="nvidia-device-plugin",
         version="0.20.0",
@@ -179,7 +182,7 @@ _PINS: tuple[ImagePin, ...] = (
         digest_key=None,
         source=_DCGM,
     ),
-    # cr.fluentbit.io is no upstream a rule takes: a known gap
+    # cr.fluentbit.io is no upstream a rule takes: copied
     ImagePin(
         chart="fluent-bit",
         version="0.58.1",
@@ -359,106 +362,12 @@ _PINS: tuple[ImagePin, ...] = (
     ),
 )
 
-# Digests of the images' multi-platform indexes (manifest lists), by (image, tag), each with where it
-# was read (2026-12-02). No upstream project's own repository in the stored sources records these (the
-# kubernetes/k8s.io promoter manifests stored stop at older tags); they are read from public files that
-# pin the same image and tag, found by exact search ``<image>:<tag>@sha256:`` in the code index (which
-# names no repository for most hits: its file id is given). Recorded only where the files agree, or where
-# one of them tells the index apart from its per-platform children; where files disagree (Docker Hub's
-# official images are rebuilt under one tag, e.g. busybox:1.38.0 has three digests) the image stays a gap.
-# A digest names content in the upstream repository itself: a wrong one fails the pull, it cannot bring
-# another publisher's image. Check before a deployment: ``crane digest <image>:<tag>`` (or
-# ``docker buildx imagetools inspect``) must print the same value.
-_CM_FILES = "code index files 59762507032, 59659913026, 59660942361, 61514179256, 66475940618"
-_KPS_NOTE = (
-    "Stuhlmuller/homelab research note for its issue #926 (index id 62053750901): 'Immutable index "
-    "references and their Linux/amd64 child manifests'"
-)
-DIGESTS: dict[tuple[str, str], tuple[str, str]] = {
-    # cert-manager v1.21.1; one other file (59473945169) records controller sha256:4c2b5201..., likely
-    # one platform's manifest: the five files above agree on these
-    ("quay.io/jetstack/cert-manager-controller", "v1.21.1"): (
-        "sha256:416a2d76870d996460e62bd7f521bf14fa017be9e3e904aab92163a331fcb61a",
-        _CM_FILES,
-    ),
-    ("quay.io/jetstack/cert-manager-cainjector", "v1.21.1"): (
-        "sha256:ccf6b919ec0500745a47a910118f834f9636d0aac1ff221245cd2557ed8c7c98",
-        _CM_FILES,
-    ),
-    ("quay.io/jetstack/cert-manager-webhook", "v1.21.1"): (
-        "sha256:d8b3961b51c8c7320633f8208dc46bf88aa13804d0f7cbe48a096b2c523cee42",
-        _CM_FILES,
-    ),
-    ("quay.io/jetstack/cert-manager-startupapicheck", "v1.21.1"): (
-        "sha256:d8ab6416e6e7303a86fa0a8daa82c94a8001f21c9d78eb2e7db20534e5d07ae8",
-        "code index files 59762507032, 66475940618",
-    ),
-    ("quay.io/jetstack/cert-manager-acmesolver", "v1.21.1"): (
-        "sha256:dbc7cc1354f603918e7c5af7f55a0a620537394452c93a565bde75c6f48e8837",
-        "code index file 59762507032 (the same file's other four agree with the files above)",
-    ),
-    # metrics-server v0.8.1: three files (one: 'Images pinned by minikube 1.38.1 addons', 63413828504;
-    # 69205322350, 68361284524) agree; one other (68762442623) records sha256:6231fb0a...
-    ("registry.k8s.io/metrics-server/metrics-server", "v0.8.1"): (
-        "sha256:b2d2efaf5ac3b366ed0f839d2412a2c4279d4fc2a2a733f12c52133faed36c41",
-        "code index files 63413828504, 69205322350, 68361284524",
-    ),
-    # KEDA 2.20.2: the file lists each index digest and its arm64/amd64 children apart
-    ("ghcr.io/kedacore/keda", "2.20.2"): (
-        "sha256:fe74c7b8849586a67ad2201bcb89e7f5ac221ff90399ecaa8fd28427f1ef11e6",
-        "code index file 68336677490 (a book's pins table, read 2026-09-19 there)",
-    ),
-    ("ghcr.io/kedacore/keda-metrics-apiserver", "2.20.2"): (
-        "sha256:27286536a8a775aeeee37a7e343f8ecebb27ebf680ee1181a4f99e82eefb253b",
-        "code index file 68336677490",
-    ),
-    ("ghcr.io/kedacore/keda-admission-webhooks", "2.20.2"): (
-        "sha256:41f74102aba7959c6e8d08b433ab8a5fd6cae7c5646c78f7fe3de40a52df3439",
-        "code index file 68336677490",
-    ),
-    ("quay.io/prometheus/prometheus", "v3.14.0-distroless"): (
-        "sha256:50c707e96da5ade383cb1707790576480485e93de06aa60ad8802cb5f744bd0a",
-        _KPS_NOTE + "; also code index files 66694621922, 62455956671, 68517162436",
-    ),
-    ("quay.io/prometheus/alertmanager", "v0.34.0"): (
-        "sha256:690c7b525f4367aa91f73e2f91c632206d32e97c6384bdbf2fb7a861b420340d",
-        _KPS_NOTE + "; also 59763246006 ('Quay manifest-list digest') and others",
-    ),
-    ("quay.io/prometheus-operator/prometheus-operator", "v0.93.1"): (
-        "sha256:e52bb28fd41c98dd407c7a8cba8bdcfe7eabd7447e250afaf1fe7bb816dedbff",
-        _KPS_NOTE,
-    ),
-    ("quay.io/prometheus-operator/prometheus-config-reloader", "v0.93.1"): (
-        "sha256:428f088fe6fe07ab138bda92113664b04848a1dc408e4d3680a60ecdb55d1a65",
-        _KPS_NOTE,
-    ),
-    # 69094724990 records sha256:01171220..., which the note names this index's amd64 child
-    ("registry.k8s.io/kube-state-metrics/kube-state-metrics", "v2.20.0"): (
-        "sha256:42cfe3723a5f058171c627537fb57a3ea0f26e4380fa18555a95cb1a1b4cfc5b",
-        _KPS_NOTE + "; also code index file 71400200972",
-    ),
-    ("docker.io/grafana/grafana", "13.2.0"): (
-        "sha256:3fd54ae1214669f8355f065ec9f6445d5279a3d77095ab048ca045685272429b",
-        "code index files 59862991324 (checked with 'docker buildx imagetools inspect'), 58106546140, "
-        "70122309741, 59726388158, 59395445601, 68296839044",
-    ),
-    ("docker.io/curlimages/curl", "8.21.0"): (
-        "sha256:7c12af72ceb38b7432ab85e1a265cff6ae58e06f95539d539b654f2cfa64bb13",
-        "code index files 57016199560, 62657488988, 71437210284, 55480389438, 54489106038, 55079776268",
-    ),
-    ("registry.k8s.io/jobset/jobset", "v0.12.0"): (
-        "sha256:e75536f1135b7bb2f19f8c3b620782fbdd9091d73398e3a272f9a5fed322980d",
-        "code index files 63640513475, 63143510960, 63386304936, 63167427347, 63091530155",
-    ),
-}
-
 
 def _with_digest(pin: ImagePin) -> ImagePin:
     found = DIGESTS.get((pin.image, pin.tag))
     if found is None or pin.digest is not None:
         return pin
-    digest, source = found
-    return replace(pin, digest=digest, digest_source=source)
+    return replace(pin, digest=found.digest, digest_source=f"{found.source} (read {found.read})")
 
 
 PINS: tuple[ImagePin, ...] = tuple(_with_digest(p) for p in _PINS)

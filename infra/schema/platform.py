@@ -233,7 +233,7 @@ class PlatformConfig(Strict):
     image_cache: ImageCacheConfig = Field(
         default_factory=lambda: ImageCacheConfig(),
         description="ECR pull through cache rules of the stack's region: the charts' images come from them "
-        "by digest (infra/mirror/pins.py, docs/how-to/image-cache.md).",
+        "by digest (infra/mirror/digests.py, docs/how-to/image-cache.md).",
     )
     training: TrainingConfig | None = Field(
         None, description="Training on the cluster (train stacks): Kubeflow Trainer, runtime, runs."

@@ -1,0 +1,153 @@
+"""Digests of the charts' images (their multi-platform indexes), by (upstream image, tag), each with where it
+was read and when. ``infra/mirror/pins.py`` takes each pin's digest from here; a pin with none is a known
+gap (``aiplat plan`` warns, ``aiplat preflight`` refuses the stack).
+
+Written by ``aiplat images resolve`` (``infra/ops/images.py`` renders the whole file; a test holds it to
+that form): it reads each digest from the registry with ``crane digest <image>:<tag>``, and
+``--check`` compares the recorded ones. Edit by hand only in the same form, and never write a digest you did
+not read from the registry or a source named in ``source``.
+
+The entries whose source is not the registry were read from public files that pin the same image and tag,
+found by exact search ``<image>:<tag>@sha256:`` in the code index (which names no repository for most hits:
+its file id is given); no upstream project's own repository in the stored sources records them (the
+kubernetes/k8s.io promoter manifests stored stop at older tags). They are recorded only where the files
+agree, or where one of them tells the index apart from its per-platform children; where files disagree
+(Docker Hub's official images are rebuilt under one tag: busybox:1.38.0 has three digests) the image stays a
+gap. A digest names content in the upstream repository itself: a wrong one fails the pull, it cannot bring
+another publisher's image. Run ``aiplat images resolve --check`` before a first deployment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedDigest:
+    """``digest``: ``sha256:<hex>`` of the tag's index; ``source``: where it was read; ``read``: the date."""
+
+    digest: str
+    source: str
+    read: str
+
+
+DIGESTS: dict[tuple[str, str], RecordedDigest] = {
+    ("docker.io/curlimages/curl", "8.21.0"): RecordedDigest(
+        digest="sha256:7c12af72ceb38b7432ab85e1a265cff6ae58e06f95539d539b654f2cfa64bb13",
+        source=(
+            "code index files 57016199560, 62657488988, 71437210284, 55480389438, 54489106038, 55079776268"
+        ),
+        read="2026-12-02",
+    ),
+    ("docker.io/grafana/grafana", "13.2.0"): RecordedDigest(
+        digest="sha256:3fd54ae1214669f8355f065ec9f6445d5279a3d77095ab048ca045685272429b",
+        source=(
+            "code index files 59862991324 (checked with 'docker buildx imagetools inspect'), 58106546140, "
+            "70122309741, 59726388158, 59395445601, 68296839044"
+        ),
+        read="2026-12-02",
+    ),
+    ("ghcr.io/kedacore/keda", "2.20.2"): RecordedDigest(
+        digest="sha256:fe74c7b8849586a67ad2201bcb89e7f5ac221ff90399ecaa8fd28427f1ef11e6",
+        source=(
+            "code index file 68336677490 (a book's pins table, read 2026-09-19 there); the file lists each "
+            "index digest and its arm64/amd64 children apart"
+        ),
+        read="2026-12-02",
+    ),
+    ("ghcr.io/kedacore/keda-admission-webhooks", "2.20.2"): RecordedDigest(
+        digest="sha256:41f74102aba7959c6e8d08b433ab8a5fd6cae7c5646c78f7fe3de40a52df3439",
+        source="code index file 68336677490",
+        read="2026-12-02",
+    ),
+    ("ghcr.io/kedacore/keda-metrics-apiserver", "2.20.2"): RecordedDigest(
+        digest="sha256:27286536a8a775aeeee37a7e343f8ecebb27ebf680ee1181a4f99e82eefb253b",
+        source="code index file 68336677490",
+        read="2026-12-02",
+    ),
+    ("quay.io/jetstack/cert-manager-acmesolver", "v1.21.1"): RecordedDigest(
+        digest="sha256:dbc7cc1354f603918e7c5af7f55a0a620537394452c93a565bde75c6f48e8837",
+        source="code index file 59762507032 (the same file's other four agree with the files above)",
+        read="2026-12-02",
+    ),
+    ("quay.io/jetstack/cert-manager-cainjector", "v1.21.1"): RecordedDigest(
+        digest="sha256:ccf6b919ec0500745a47a910118f834f9636d0aac1ff221245cd2557ed8c7c98",
+        source="code index files 59762507032, 59659913026, 59660942361, 61514179256, 66475940618",
+        read="2026-12-02",
+    ),
+    ("quay.io/jetstack/cert-manager-controller", "v1.21.1"): RecordedDigest(
+        digest="sha256:416a2d76870d996460e62bd7f521bf14fa017be9e3e904aab92163a331fcb61a",
+        source=(
+            "code index files 59762507032, 59659913026, 59660942361, 61514179256, 66475940618; one other "
+            "file (59473945169) records sha256:4c2b5201..., likely one platform's manifest: the five files "
+            "agree on this one"
+        ),
+        read="2026-12-02",
+    ),
+    ("quay.io/jetstack/cert-manager-startupapicheck", "v1.21.1"): RecordedDigest(
+        digest="sha256:d8ab6416e6e7303a86fa0a8daa82c94a8001f21c9d78eb2e7db20534e5d07ae8",
+        source="code index files 59762507032, 66475940618",
+        read="2026-12-02",
+    ),
+    ("quay.io/jetstack/cert-manager-webhook", "v1.21.1"): RecordedDigest(
+        digest="sha256:d8b3961b51c8c7320633f8208dc46bf88aa13804d0f7cbe48a096b2c523cee42",
+        source="code index files 59762507032, 59659913026, 59660942361, 61514179256, 66475940618",
+        read="2026-12-02",
+    ),
+    ("quay.io/prometheus-operator/prometheus-config-reloader", "v0.93.1"): RecordedDigest(
+        digest="sha256:428f088fe6fe07ab138bda92113664b04848a1dc408e4d3680a60ecdb55d1a65",
+        source=(
+            "Stuhlmuller/homelab research note for its issue #926 (index id 62053750901): 'Immutable index "
+            "references and their Linux/amd64 child manifests'"
+        ),
+        read="2026-12-02",
+    ),
+    ("quay.io/prometheus-operator/prometheus-operator", "v0.93.1"): RecordedDigest(
+        digest="sha256:e52bb28fd41c98dd407c7a8cba8bdcfe7eabd7447e250afaf1fe7bb816dedbff",
+        source=(
+            "Stuhlmuller/homelab research note for its issue #926 (index id 62053750901): 'Immutable index "
+            "references and their Linux/amd64 child manifests'"
+        ),
+        read="2026-12-02",
+    ),
+    ("quay.io/prometheus/alertmanager", "v0.34.0"): RecordedDigest(
+        digest="sha256:690c7b525f4367aa91f73e2f91c632206d32e97c6384bdbf2fb7a861b420340d",
+        source=(
+            "Stuhlmuller/homelab research note for its issue #926 (index id 62053750901): 'Immutable index "
+            "references and their Linux/amd64 child manifests'; also 59763246006 ('Quay manifest-list "
+            "digest') and others"
+        ),
+        read="2026-12-02",
+    ),
+    ("quay.io/prometheus/prometheus", "v3.14.0-distroless"): RecordedDigest(
+        digest="sha256:50c707e96da5ade383cb1707790576480485e93de06aa60ad8802cb5f744bd0a",
+        source=(
+            "Stuhlmuller/homelab research note for its issue #926 (index id 62053750901): 'Immutable index "
+            "references and their Linux/amd64 child manifests'; also code index files 66694621922, "
+            "62455956671, 68517162436"
+        ),
+        read="2026-12-02",
+    ),
+    ("registry.k8s.io/jobset/jobset", "v0.12.0"): RecordedDigest(
+        digest="sha256:e75536f1135b7bb2f19f8c3b620782fbdd9091d73398e3a272f9a5fed322980d",
+        source="code index files 63640513475, 63143510960, 63386304936, 63167427347, 63091530155",
+        read="2026-12-02",
+    ),
+    ("registry.k8s.io/kube-state-metrics/kube-state-metrics", "v2.20.0"): RecordedDigest(
+        digest="sha256:42cfe3723a5f058171c627537fb57a3ea0f26e4380fa18555a95cb1a1b4cfc5b",
+        source=(
+            "Stuhlmuller/homelab research note for its issue #926 (index id 62053750901): 'Immutable index "
+            "references and their Linux/amd64 child manifests'; also code index file 71400200972; "
+            "69094724990 records sha256:01171220..., which the note names this index's amd64 child"
+        ),
+        read="2026-12-02",
+    ),
+    ("registry.k8s.io/metrics-server/metrics-server", "v0.8.1"): RecordedDigest(
+        digest="sha256:b2d2efaf5ac3b366ed0f839d2412a2c4279d4fc2a2a733f12c52133faed36c41",
+        source=(
+            "code index files 63413828504, 69205322350, 68361284524; 63413828504 is 'Images pinned by "
+            "minikube 1.38.1 addons'; one other file (68762442623) records sha256:6231fb0a..."
+        ),
+        read="2026-12-02",
+    ),
+}
