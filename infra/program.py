@@ -168,7 +168,7 @@ def program(
     node_roles = [cluster.cluster.node_role_name]
     if services is not None and services.karpenter_node_role_name is not None:
         node_roles.append(services.karpenter_node_role_name)
-    wire_image_cache(stack, node_role_names=node_roles)
+    wire_image_cache(stack, data_key_arn=keys.data_key_arn, node_role_names=node_roles)
     # Kubernetes' own admission policies on the workload namespaces (images by digest, identities).
     if services is not None:
         wire_admission(stack, k8s_provider=cluster.cluster.k8s_provider, k8s_depends_on=[services.gate])

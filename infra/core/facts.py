@@ -394,6 +394,9 @@ class LiveFacts:
     cluster: ClusterEndpointFacts | Unreadable | None = None
     # infer stacks with inference.global_endpoint: its zone, delegation and the records at its name
     global_dns: GlobalDnsFacts | Unreadable | None = None
+    # '<repository>@<digest>' of each image of the copy area the stack's charts run -> whether the
+    # stack's ECR registry holds it (ecr:DescribeImages), or why it could not be read
+    copied_images: Mapping[str, bool | Unreadable] = field(default_factory=dict)
 
     @property
     def credentials_work(self) -> bool:

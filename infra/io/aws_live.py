@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -359,11 +359,38 @@ def read_cluster(
     )
 
 
+def read_images(ecr: Any, wanted: Sequence[tuple[str, str]]) -> dict[str, bool | Unreadable]:
+    """'<repository>@<digest>' -> whether the caller's registry in ``ecr``'s region holds that image
+    (ecr:DescribeImages by digest; a missing repository or image is False)."""
+    out: dict[str, bool | Unreadable] = {}
+    for repository, digest in wanted:
+        key = f"{repository}@{digest}"
+        try:
+            ecr.describe_images(repositoryName=repository, imageIds=[{"imageDigest": digest}])
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("RepositoryNotFoundException", "ImageNotFoundException"):
+                out[key] = False
+            else:
+                out[key] = unreadable("ecr:DescribeImages", exc)
+            continue
+        except BotoCoreError as exc:
+            out[key] = unreadable("ecr:DescribeImages", exc)
+            continue
+        out[key] = True
+    return out
+
+
 def gather_live_facts(
-    cfg: PlatformConfig, clients: Clients, *, probe: Probe = probe_tcp
+    cfg: PlatformConfig,
+    clients: Clients,
+    *,
+    probe: Probe = probe_tcp,
+    copied: Sequence[tuple[str, str]] = (),
 ) -> tuple[LiveFacts, RegionFacts | Unreadable | None]:
     """Everything preflight asks the account about one stack. Stops early when the credentials or the
-    region do not work (every further call would fail the same way)."""
+    region do not work (every further call would fail the same way). ``copied``: (repository, digest) of
+    the copy area's images the stack runs (``infra/mirror``), looked up in the stack's registry."""
     region, home = cfg.region, home_region(cfg.region)
     identity = read_credentials(clients("sts", home))
     if isinstance(identity, Unreadable):
@@ -402,6 +429,7 @@ def gather_live_facts(
         ),
         cluster=read_cluster(clients("eks", region), cfg.names.cluster, probe),
         global_dns=global_dns,
+        copied_images=read_images(clients("ecr", region), copied),
     )
     return live, facts
 

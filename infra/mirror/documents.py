@@ -1,6 +1,6 @@
-"""Pure builders: the cached name of an upstream image, a chart's values overriding its images to the
-region's cache (``pins.py``), the gaps left (no digest, no cache for its registry), and the nodes' IAM
-policy that pulls through. No I/O.
+"""Pure builders: where an upstream image lives in the stack's ECR (pulled through a cache rule, or copied
+into the copy area when no rule takes its registry), a chart's values overriding its images to there
+(``pins.py``), the gaps left (no digest), and the nodes' IAM policy that pulls through. No I/O.
 
 AWS's upstream registries and which need credentials: CreatePullThroughCacheRule (CLI reference
 https://docs.aws.amazon.com/cli/latest/reference/ecr/create-pull-through-cache-rule.html) and
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from infra.mirror.pins import NO_IMAGES, PINS, ImagePin, Style
@@ -31,6 +32,11 @@ SECRET_PREFIX = "ecr-pullthroughcache/"
 # AWS: the ECR actions a principal needs to pull through a cache rule (besides pulling):
 # https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html
 PULL_THROUGH_ACTIONS = ("ecr:BatchImportUpstreamImage", "ecr:CreateRepository")
+# The images of registries no rule of the stack takes (nvcr.io, cr.fluentbit.io, EKS's own account, and
+# ghcr.io/Docker Hub without a credentialed rule) are copied by digest (``aiplat images copy``) into
+# ``<prefix>/copy/<upstream image>``; ECR creates each repository on the push from the stack's creation
+# template (CREATE_ON_PUSH). An upstream may not be named ``copy``.
+COPY_AREA = "copy"
 
 
 def needs_credentials(url: str) -> bool | None:
@@ -64,6 +70,14 @@ class CacheLayout:
             return None
         return self.registry, f"{self.rule_prefix(name)}/{path}"
 
+    def copied(self, image: str) -> tuple[str, str]:
+        """(registry, repository) of upstream ``image`` in the copy area (the upstream host kept, Docker
+        Hub's official images under ``docker.io/library/``)."""
+        host, _, path = image.partition("/")
+        if host == "docker.io" and "/" not in path:
+            path = f"library/{path}"
+        return self.registry, f"{self.rule_prefix(COPY_AREA)}/{host}/{path}"
+
     def cached_ref(self, ref: str) -> str:
         """The full reference ``ref`` (``repository[:tag][@sha256:...]``) in the cache, tag and digest
         kept; unchanged if its registry is not cached (e.g. already our ECR)."""
@@ -74,6 +88,26 @@ class CacheLayout:
         if where is None:
             return ref
         return f"{where[0]}/{where[1]}{tag}{at}{digest}"
+
+
+class Placement(StrEnum):
+    cached = "cached"  # pulled through the region's cache rule for its registry
+    copied = "copied"  # copied by ``aiplat images copy`` (no rule takes its registry)
+
+
+@dataclass(frozen=True)
+class Where:
+    kind: Placement
+    registry: str
+    repository: str
+
+
+def placement(cache: CacheLayout, image: str) -> Where:
+    """Where upstream ``image`` is pulled from in the stack's ECR."""
+    where = cache.cached(image)
+    if where is not None:
+        return Where(Placement.cached, *where)
+    return Where(Placement.copied, *cache.copied(image))
 
 
 @dataclass(frozen=True)
@@ -96,14 +130,12 @@ def _digest_value(pin: ImagePin) -> str:
 
 
 def chart_image_values(chart: str, version: str, cache: CacheLayout) -> dict[str, Any]:
-    """Values that point every pinned image of ``chart`` at ``version`` to the cache (and its digest,
-    where recorded). Images of registries the cache has no rule for are left as the chart has them."""
+    """Values that point every pinned image of ``chart`` at ``version`` to the stack's ECR (the cache, or
+    the copy area for a registry the cache has no rule for), with its digest where recorded."""
     out: dict[str, Any] = {}
     for pin in chart_pins(chart, version):
-        where = cache.cached(pin.image)
-        if where is None:
-            continue
-        registry, repository = where
+        where = placement(cache, pin.image)
+        registry, repository = where.registry, where.repository
         node = out
         for key in pin.values.split("."):
             node = node.setdefault(key, {})
@@ -121,22 +153,16 @@ def chart_image_values(chart: str, version: str, cache: CacheLayout) -> dict[str
     return out
 
 
-def chart_gaps(chart: str, version: str, cache: CacheLayout) -> list[Gap]:
+def chart_gaps(chart: str, version: str) -> list[Gap]:
     """What keeps ``chart`` at ``version`` from running only our ECR's images by digest."""
     pins = chart_pins(chart, version)
     if not pins and (chart, version) not in NO_IMAGES:
         return [Gap(chart, "", "", f"no image of {chart} {version} is recorded in infra/mirror/pins.py")]
-    gaps = []
-    for pin in pins:
-        if cache.cached(pin.image) is None:
-            host = pin.image.split("/", 1)[0]
-            why = f"its registry {host} has no pull through cache rule" + (
-                " (AWS takes none for it)" if needs_credentials(host) is None and host != "docker.io" else ""
-            )
-            gaps.append(Gap(chart, pin.values, pin.image, why))
-        elif pin.digest is None:
-            gaps.append(Gap(chart, pin.values, pin.image, f"no digest of {pin.image}:{pin.tag} is recorded"))
-    return gaps
+    return [
+        Gap(chart, pin.values, pin.image, f"no digest of {pin.image}:{pin.tag} is recorded")
+        for pin in pins
+        if pin.digest is None
+    ]
 
 
 def pull_through_policy(*, partition: str, region: str, account_id: str, prefixes: Sequence[str]) -> dict:
@@ -153,5 +179,31 @@ def pull_through_policy(*, partition: str, region: str, account_id: str, prefixe
                     f"arn:{partition}:ecr:{region}:{account_id}:repository/{p}/*" for p in sorted(prefixes)
                 ],
             }
+        ],
+    }
+
+
+def copy_template_role_policy(
+    *, partition: str, region: str, account_id: str, copy_prefix: str, kms_key_arn: str
+) -> dict:
+    """What ECR may do as the copy area's creation template role: create the repository a push names
+    (``<copy_prefix>/*`` only) and encrypt it with the stack's data key (the grant ECR keeps for the
+    repository's images). AWS's example grants ``*``; here the copy area and the one key.
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/repository-creation-templates-custom.html"""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "CreateCopyAreaRepositories",
+                "Effect": "Allow",
+                "Action": ["ecr:CreateRepository", "ecr:TagResource"],
+                "Resource": f"arn:{partition}:ecr:{region}:{account_id}:repository/{copy_prefix}/*",
+            },
+            {
+                "Sid": "EncryptWithDataKey",
+                "Effect": "Allow",
+                "Action": ["kms:CreateGrant", "kms:RetireGrant", "kms:DescribeKey"],
+                "Resource": kms_key_arn,
+            },
         ],
     }

@@ -11,8 +11,20 @@ from pydantic import BaseModel
 
 from infra.core.charts import ChartPin
 from infra.core.config import KubernetesAccess
-from infra.mirror.documents import SECRET_PREFIX, CacheLayout, Gap, chart_gaps, needs_credentials
-from infra.stack.registry import Finding, Phase, RuleContext, at, error, rule, warning
+from infra.core.facts import Unreadable
+from infra.mirror.documents import (
+    COPY_AREA,
+    SECRET_PREFIX,
+    CacheLayout,
+    Gap,
+    Placement,
+    chart_gaps,
+    chart_pins,
+    needs_credentials,
+    placement,
+)
+from infra.mirror.pins import ImagePin
+from infra.stack.registry import Finding, Need, Phase, RuleContext, at, error, rule, skipped, warning
 
 if TYPE_CHECKING:
     from infra.schema.platform import PlatformConfig
@@ -77,16 +89,29 @@ def layout(cfg: PlatformConfig, registry: str = "<account>.dkr.ecr.<region>.amaz
     )
 
 
-def stack_gaps(cfg: PlatformConfig) -> list[tuple[str, Gap]]:
-    """(config field of the chart, gap) for every chart the stack installs."""
-    cache = layout(cfg)
-    out = [(path, g) for path, c in stack_charts(cfg) for g in chart_gaps(c.chart, c.version, cache)]
-    # MinIO's chart is pinned by storage.minio (no ChartPin) and its images are not overridden (not in
-    # pins.py): a gap of its own while storage.backend is minio
+def _minio(cfg: PlatformConfig) -> str | None:
+    """The MinIO chart's version when the stack installs it (pinned by storage.minio, no ChartPin)."""
     st = cfg.storage
     if st.backend == "minio" and st.minio is not None and cluster_installs(cfg):
-        out += [("storage.minio", g) for g in chart_gaps("minio", st.minio.chart_version, cache)]
+        return st.minio.chart_version
+    return None
+
+
+def stack_gaps(cfg: PlatformConfig) -> list[tuple[str, Gap]]:
+    """(config field of the chart, gap) for every chart the stack installs."""
+    out = [(path, g) for path, c in stack_charts(cfg) for g in chart_gaps(c.chart, c.version)]
+    # MinIO's images are not overridden (not in pins.py): a gap of its own while storage.backend is minio
+    if (minio := _minio(cfg)) is not None:
+        out += [("storage.minio", g) for g in chart_gaps("minio", minio)]
     return out
+
+
+def stack_pins(cfg: PlatformConfig) -> list[ImagePin]:
+    """The recorded images of every chart the stack installs."""
+    charts = [(c.chart, c.version) for _, c in stack_charts(cfg)]
+    if (minio := _minio(cfg)) is not None:
+        charts.append(("minio", minio))
+    return [p for chart, version in charts for p in chart_pins(chart, version)]
 
 
 def cluster_installs(cfg: PlatformConfig) -> bool:
@@ -103,6 +128,14 @@ def image_cache_rules_accepted(ctx: RuleContext) -> Iterator[Finding]:
     for name, up in sorted(ic.upstreams.items()):
         field = at("image_cache", "upstreams", name)
         prefix = f"{cache_prefix(ctx.cfg)}/{name}"
+        if name == COPY_AREA:
+            yield error(
+                field,
+                f"'{COPY_AREA}' is the name of the copy area ('{prefix}/...': the images of registries no "
+                "rule takes, copied by `aiplat images copy`), not one an upstream may take",
+                "give the upstream another name",
+                HOWTO,
+            )
         if not RULE_PREFIX.fullmatch(prefix) or not 2 <= len(prefix) <= RULE_PREFIX_MAX:
             yield error(
                 field,
@@ -173,8 +206,8 @@ def chart_images_pinned(ctx: RuleContext) -> Iterator[Finding]:
             at(*path.split(".")),
             f"{len(gaps)} image(s) of {gaps[0].chart} not from our ECR by digest, so `aiplat preflight` "
             "refuses this stack: " + "; ".join(_gap_line(g) for g in gaps),
-            "record each image's digest in infra/mirror/pins.py (with its source) or cache its registry "
-            "(image_cache.upstreams)",
+            "read the digests from the registry with `aiplat images resolve` (it records them in "
+            "infra/mirror/digests.py), or record one with its source",
             HOWTO,
         )
 
@@ -188,6 +221,43 @@ def chart_images_pinned_to_deploy(ctx: RuleContext) -> Iterator[Finding]:
             at(*path.split(".")),
             f"{len(gaps)} image(s) of {gaps[0].chart} not from our ECR by digest: "
             + "; ".join(_gap_line(g) for g in gaps),
-            "record each digest in infra/mirror/pins.py or cache its registry (image_cache.upstreams)",
+            "run `aiplat images resolve` (it records the digests in infra/mirror/digests.py), then "
+            "`aiplat images copy` for the images of registries no rule takes",
+            HOWTO,
+        )
+
+
+def copied_images(cfg: PlatformConfig) -> list[tuple[str, str]]:
+    """(repository, digest) of every image of the copy area the stack's charts run (those with a digest:
+    the others are refused by ``chart-images-pinned-to-deploy``)."""
+    cache = layout(cfg)
+    out: list[tuple[str, str]] = []
+    for pin in stack_pins(cfg):
+        where = placement(cache, pin.image)
+        if where.kind is Placement.copied and pin.digest is not None:
+            out.append((where.repository, pin.digest))
+    return sorted(set(out))
+
+
+@rule("copied-images-present", phases=(Phase.preflight,), needs=(Need.live_region,))
+def copied_images_present(ctx: RuleContext) -> Iterator[Finding]:
+    """Before a deployment: every image of the copy area (registries no cache rule takes) is in the
+    stack's ECR by its digest, or its chart's pods would not start."""
+    assert ctx.live is not None
+    missing: list[str] = []
+    for repository, digest in copied_images(ctx.cfg):
+        key = f"{repository}@{digest}"
+        seen = ctx.live.copied_images.get(key)
+        if isinstance(seen, Unreadable):
+            yield skipped(at("image_cache"), f"{key}: not read ({seen})", "allow ecr:DescribeImages", HOWTO)
+        elif seen is not True:
+            missing.append(key)
+    if missing:
+        yield error(
+            at("image_cache"),
+            f"{len(missing)} image(s) of the copy area are not in the stack's registry yet: "
+            + "; ".join(missing),
+            f"run `aiplat images copy --stack {ctx.stack or '<stack>'}` (after the copy area's creation "
+            "template exists)",
             HOWTO,
         )

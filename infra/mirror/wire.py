@@ -10,7 +10,7 @@ import pulumi
 from infra.context import StackContext
 from infra.core.charts import ChartPin, ChartRef, chart_ref
 from infra.mirror.component import CacheRule, ImageCache, ImageCacheArgs
-from infra.mirror.documents import CacheLayout, chart_image_values
+from infra.mirror.documents import COPY_AREA, CacheLayout, chart_image_values
 from infra.mirror.rules import cache_prefix, layout
 
 
@@ -35,8 +35,11 @@ def cached_image(ctx: StackContext, ref: str) -> str:
     return cache_layout(ctx).cached_ref(ref)
 
 
-def wire_image_cache(ctx: StackContext, *, node_role_names: Sequence[pulumi.Input[str]]) -> ImageCache:
-    """The pull through cache rules and the nodes' grant to pull through them."""
+def wire_image_cache(
+    ctx: StackContext, *, data_key_arn: pulumi.Input[str], node_role_names: Sequence[pulumi.Input[str]]
+) -> ImageCache:
+    """The pull through cache rules, the nodes' grant to pull through them, and the copy area's creation
+    template (its repositories under the stack's data key)."""
     ic, prefix = ctx.cfg.image_cache, cache_prefix(ctx.cfg)
     cache = ImageCache(
         "image-cache",
@@ -47,6 +50,8 @@ def wire_image_cache(ctx: StackContext, *, node_role_names: Sequence[pulumi.Inpu
                 )
                 for name, u in ic.upstreams.items()
             },
+            copy_prefix=f"{prefix}/{COPY_AREA}",
+            kms_key_arn=data_key_arn,
             partition=ctx.account.partition,
             region=ctx.cfg.region,
             account_id=ctx.account.account_id,

@@ -24,6 +24,7 @@ from infra.io.aws_live import (
     read_secrets_provider,
 )
 from infra.io.regions import known_regions
+from infra.mirror.rules import copied_images
 from infra.preflight.rules import backend_findings, secrets_findings
 from infra.rules import Finding, Level, Phase, RuleContext
 from infra.schema.platform import PlatformConfig
@@ -94,7 +95,7 @@ def preflight_stack(
     stack: str, cfg: PlatformConfig, clients: Clients, *, probe: Probe = probe_tcp
 ) -> list[CheckRow]:
     """Every preflight check of one stack, as table rows."""
-    live, facts = gather_live_facts(cfg, clients, probe=probe)
+    live, facts = gather_live_facts(cfg, clients, probe=probe, copied=copied_images(cfg))
     ctx = RuleContext(
         cfg,
         stack=stack,

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from infra.mirror.documents import CacheLayout, chart_gaps, chart_image_values, needs_credentials
-from infra.mirror.pins import DIGESTS, PINS
+from infra.mirror.digests import DIGESTS
+from infra.mirror.documents import (
+    CacheLayout,
+    Placement,
+    chart_gaps,
+    chart_image_values,
+    needs_credentials,
+    placement,
+)
+from infra.mirror.pins import PINS
 
 CACHE = CacheLayout(
     registry="111122223333.dkr.ecr.us-east-1.amazonaws.com",
@@ -17,7 +25,7 @@ def test_karpenter_controller_from_the_cache_by_its_recorded_digest() -> None:
     image = values["controller"]["image"]
     assert image["repository"].startswith(CACHE.registry + "/cache/ecr-public/")
     assert image["digest"].startswith("sha256:") and len(image["digest"]) == len("sha256:") + 64
-    assert chart_gaps("karpenter", "1.14.1", CACHE) == []
+    assert chart_gaps("karpenter", "1.14.1") == []
 
 
 def test_registry_style_values_split_registry_and_repository() -> None:
@@ -27,12 +35,36 @@ def test_registry_style_values_split_registry_and_repository() -> None:
     assert image["repository"].startswith("cache/quay/")
 
 
-def test_uncached_registries_and_missing_digests_are_gaps() -> None:
-    whys = [g.why for g in chart_gaps("dcgm-exporter", "4.8.2", CACHE)]
-    assert whys and "AWS takes none" in whys[0]
-    assert any("no digest" in g.why for g in chart_gaps("kueue", "0.19.2", CACHE))
-    assert chart_gaps("cert-manager", "v1.21.1", CACHE) == []  # every digest recorded (pins.DIGESTS)
-    assert chart_gaps("cert-manager", "v9.9.9", CACHE)[0].why.startswith("no image of cert-manager")
+def test_missing_digests_are_gaps_wherever_the_image_is_placed() -> None:
+    # dcgm-exporter's registry (nvcr.io) has no rule: its image is copied, and a copy needs the digest too
+    assert [g.why for g in chart_gaps("dcgm-exporter", "4.8.2")] == [
+        "no digest of nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless is recorded"
+    ]
+    assert any("no digest" in g.why for g in chart_gaps("kueue", "0.19.2"))
+    assert chart_gaps("cert-manager", "v1.21.1") == []  # every digest recorded (digests.py)
+    assert chart_gaps("cert-manager", "v9.9.9")[0].why.startswith("no image of cert-manager")
+
+
+def test_registries_without_a_rule_go_to_the_copy_area_with_their_digest() -> None:
+    where = placement(CACHE, "nvcr.io/nvidia/k8s/dcgm-exporter")
+    assert where.kind is Placement.copied
+    assert (where.registry, where.repository) == (
+        CACHE.registry,
+        "cache/copy/nvcr.io/nvidia/k8s/dcgm-exporter",
+    )
+    assert placement(CACHE, "docker.io/busybox").repository == "cache/copy/docker.io/library/busybox"
+    assert placement(CACHE, "quay.io/prometheus/prometheus").kind is Placement.cached
+    # KEDA's images are on ghcr.io, which the default rules do not take: copied, by their recorded digests
+    keda = chart_image_values("keda", "2.20.2", CACHE)["image"]["keda"]
+    assert keda["registry"] == CACHE.registry
+    assert keda["repository"] == "cache/copy/ghcr.io/kedacore/keda"
+    assert keda["tag"] == "2.20.2@" + DIGESTS[("ghcr.io/kedacore/keda", "2.20.2")].digest
+    # with a ghcr rule, the same image is pulled through it instead
+    ghcr = CacheLayout(registry=CACHE.registry, prefix="cache", upstreams={"ghcr.io": "ghcr"})
+    assert (
+        chart_image_values("keda", "2.20.2", ghcr)["image"]["keda"]["repository"]
+        == "cache/ghcr/kedacore/keda"
+    )
 
 
 def test_pins_name_a_source_and_only_sha256_digests() -> None:
@@ -52,7 +84,7 @@ def test_recorded_digests_go_into_the_values_with_their_source() -> None:
     values = chart_image_values("cert-manager", "v1.21.1", CACHE)
     assert (
         values["webhook"]["image"]["digest"]
-        == DIGESTS[("quay.io/jetstack/cert-manager-webhook", "v1.21.1")][0]
+        == DIGESTS[("quay.io/jetstack/cert-manager-webhook", "v1.21.1")].digest
     )
     # kube-prometheus-stack takes the hex only (``sha``), node-exporter's subchart the whole digest
     kps = chart_image_values("kube-prometheus-stack", "88.5.3", CACHE)

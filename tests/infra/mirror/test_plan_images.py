@@ -23,28 +23,23 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 DIGEST = r"@sha256:[a-f0-9]{64}"
 POD_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
-# (chart, values path of the image) of the images no stored source gives a digest for, or whose registry
-# no pull through cache rule takes (nvcr.io, cr.fluentbit.io, EKS's own ECR account), or that need a rule
-# with credentials the shipped stacks do not configure (ghcr.io, Docker Hub): infra/mirror/pins.py says
-# which. Each is a warning in the plan and a refusal in preflight.
+# (chart, values path of the image) of the images no stored source gives a digest for: each is a warning
+# in the plan and a refusal in preflight until `aiplat images resolve` reads it from the registry
+# (infra/mirror/digests.py). An image whose registry no rule of the stack takes is copied into the stack's
+# ECR (`aiplat images copy`), by that digest too.
 KNOWN_GAPS: frozenset[tuple[str, str]] = frozenset(
     {
-        # no pull through cache rule can take the registry (nvcr.io, cr.fluentbit.io, EKS's own ECR account)
+        # copied: no pull through cache rule takes nvcr.io, cr.fluentbit.io or EKS's own ECR account, and
+        # the shipped stacks configure none for ghcr.io or Docker Hub (they need credentials)
         ("aws-efa-k8s-device-plugin", "image"),
         ("dcgm-exporter", "image"),
         ("fluent-bit", "image"),
-        ("nvidia-device-plugin", "image"),
-        # the registry needs a rule with credentials the shipped stacks do not configure (ghcr.io, Docker Hub)
         ("fluent-bit", "hotReload.image"),
-        ("keda", "image.keda"),
-        ("keda", "image.metricsApiServer"),
-        ("keda", "image.webhooks"),
-        ("kube-prometheus-stack", "grafana.downloadDashboardsImage"),
-        ("kube-prometheus-stack", "grafana.image"),
+        ("nvidia-device-plugin", "image"),
         ("kube-prometheus-stack", "grafana.initChownData.image"),
         ("kube-prometheus-stack", "prometheusOperator.admissionWebhooks.patch.image"),
         ("kubeflow-trainer", "image"),
-        # cached, but no stored source gives the tag's digest
+        # cached
         ("aws-fsx-csi-driver", "image"),
         ("aws-fsx-csi-driver", "sidecars.livenessProbe.image"),
         ("aws-fsx-csi-driver", "sidecars.nodeDriverRegistrar.image"),

@@ -19,6 +19,8 @@ import yaml
 from infra.cli.main import main
 from infra.io.aws_live import probe_tcp
 from infra.io.stackfiles import load_stack_config
+from infra.mirror.digests import DIGESTS
+from infra.mirror.rules import copied_images
 from infra.ops.preflight import CheckRow, Status, preflight, preflight_project, preflight_stack
 from infra.preflight.quotas import QUOTAS
 from infra.schema.parse import parse_platform_config
@@ -29,6 +31,7 @@ from tests.support.stubbing import OperationStubber
 from trainer.tools.moto_server import MotoServer
 
 CR = "cr-0123456789abcdef0"
+GRAFANA = DIGESTS[("docker.io/grafana/grafana", "13.2.0")].digest
 ROLLOUT = RolloutConfig(
     backend_url="s3://state-bucket/aiplat?region=us-east-1",
     secrets_provider="awskms://alias/aiplat-pulumi?region=us-east-1",
@@ -139,6 +142,16 @@ class Account:
         self.opt_status(cfg.region, opt)
         self.quotas(cfg.region, **quotas)
         self.addons(cfg)
+        self.copies(cfg)
+
+    def copies(self, cfg: PlatformConfig, skip: int = 0) -> None:
+        """The copy area's images in the stack's registry, as `aiplat images copy` leaves them (ECR keeps
+        the digest it is given); the first ``skip`` are left out."""
+        ecr = self("ecr", cfg.region)
+        index = '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}'
+        for repository, digest in copied_images(cfg)[skip:]:
+            ecr.create_repository(repositoryName=repository)
+            ecr.put_image(repositoryName=repository, imageManifest=index, imageDigest=digest)
 
     def zone_id(self, region: str, name: str) -> str:
         zones = self("ec2", region).describe_availability_zones()["AvailabilityZones"]
@@ -154,9 +167,12 @@ def _raw(stack: str, folder: Path = REPO / "stacks") -> dict:
     return yaml.safe_load((folder / f"Pulumi.{stack}.yaml").read_text())["config"]["aiplat:platform"]
 
 
-# The chart images without a digest (infra/mirror/pins.py) refuse every shipped stack until they are
-# pinned: test_unpinned_chart_images_refuse_the_stack asserts it; the other tests look at the rest.
-IMAGE_RULES = ("chart-images-pinned", "chart-images-pinned-to-deploy")
+# The chart images without a digest (infra/mirror/digests.py) refuse every shipped stack until they are
+# pinned (a check of the config alone), and those of the copy area until `aiplat images copy` ran (a check
+# of the account): test_unpinned_chart_images_refuse_the_stack and
+# test_an_image_not_copied_yet_refuses_the_stack assert it; the other tests look at the rest.
+CONFIG_IMAGE_RULES = ("chart-images-pinned", "chart-images-pinned-to-deploy")
+IMAGE_RULES = (*CONFIG_IMAGE_RULES, "copied-images-present")
 
 
 def _problems(rows: list[CheckRow]) -> list[CheckRow]:
@@ -204,6 +220,26 @@ def test_unpinned_chart_images_refuse_the_stack(account: Account) -> None:
     assert any("registry.k8s.io/kueue/kueue" in d for d in refused), refused
     # the charts whose digests are all recorded pass (cert-manager, Karpenter)
     assert not any("cert-manager-controller" in d or "karpenter/controller" in d for d in refused)
+
+
+def test_an_image_not_copied_yet_refuses_the_stack(account: Account) -> None:
+    cfg = load_stack_config("prod-us-train")
+    wanted = copied_images(cfg)
+    # Grafana's images (Docker Hub: no rule in the shipped stacks) have digests, so they are to be copied
+    assert ("aiplat-prod-train/copy/docker.io/grafana/grafana", GRAFANA) in wanted, wanted
+    account("iam", "us-east-1").create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com")
+    account.opt_status(cfg.region, "ENABLED_BY_DEFAULT")
+    account.quotas(cfg.region)
+    account.addons(cfg)
+    account.copies(cfg, skip=1)
+    rows = preflight_stack("prod-us-train", cfg, account)
+    row = _one(rows, "copied-images-present")
+    repository, digest = wanted[0]
+    assert (
+        f"1 image(s) of the copy area are not in the stack's registry yet: {repository}@{digest}"
+        in row.detail
+    )
+    assert row.fix is not None and "aiplat images copy --stack prod-us-train" in row.fix
 
 
 def test_pool_zone_that_does_not_offer_the_type_by_zone_id(account: Account) -> None:
@@ -533,8 +569,8 @@ def _only_credentials_fail(rows: list[CheckRow], problem: str) -> None:
     assert failed.fix and failed.fix.startswith("sign in for the target account (aws sso login")
     assert [r for r in rows if r.status is Status.passed] == []
     # the chart images' refusal reads only the config: it fails without credentials too
-    assert {r.status for r in rows if r.check in IMAGE_RULES} <= {Status.fail, Status.warn}
-    rows = [r for r in rows if r.check not in IMAGE_RULES]
+    assert {r.status for r in rows if r.check in CONFIG_IMAGE_RULES} <= {Status.fail, Status.warn}
+    rows = [r for r in rows if r.check not in CONFIG_IMAGE_RULES]
     others = {r.check: r.detail for r in rows if r.check != "credentials-work"}
     # the checks that reported 'pass' without running before; every one says why it did not run
     assert {"region-enabled", "regional-sts-works", "autoscaling-service-linked-role", "vcpu-quotas"} <= set(
@@ -638,7 +674,9 @@ def test_cli_table_and_exit_codes(
     out = " ".join(capsys.readouterr().out.split())
     # and the charts whose images are not from our ECR by digest (one row each, infra/mirror/pins.py)
     refused = out.count("chart-images-pinned-to-deploy │ fail")
-    assert refused >= 1 and f" {1 + refused} fail" in out and "warn" in out
+    # and the copy area's images, not copied into this fresh account (one row)
+    assert "copied-images-present │ fail" in out and "aiplat images copy --stack prod-sg-infer" in out
+    assert refused >= 1 and f" {2 + refused} fail" in out and "warn" in out
     assert (
         "global-endpoint-dns │ fail │ aiplat:platform.inference.https.dns_zone_id │ Route 53 has no hosted "
         "zone Z0000000000000EXAMPLE"

@@ -233,14 +233,15 @@ def test_images_are_pushed_after_ecr_replication_is_configured(plan_stack) -> No
     plan = plan_stack("prod-us-train")
     (replication,) = plan.by_type("aws:ecr/replicationConfiguration:ReplicationConfiguration")
     (role_policy,) = [
-        r for r in plan.by_type("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("template-role-policy")
+        r for r in plan.by_type("aws:iam/rolePolicy:RolePolicy") if r.name == "registry-template-role-policy"
     ]
-    # the registry's own templates (a team's, for its replicas, come with its repositories, which nothing
-    # of the stack pushes to: tests/infra/queueing/test_registry.py)
+    # the registry's own replica templates (a team's, for its replicas, come with its repositories, which
+    # nothing of the stack pushes to: tests/infra/queueing/test_registry.py; the image copy area's applies on
+    # push: tests/infra/mirror/test_rules.py)
     templates = [
         t
         for t in plan.by_type("aws:ecr/repositoryCreationTemplate:RepositoryCreationTemplate")
-        if "/teams/" not in t.inputs["prefix"]
+        if "/teams/" not in t.inputs["prefix"] and t.inputs["appliedFors"] == ["REPLICATION"]
     ]
     assert templates and {t.urn for t in templates} | {role_policy.urn} <= set(replication.dependencies)
     images = plan.by_type(IMAGE)

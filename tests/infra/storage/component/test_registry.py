@@ -39,7 +39,9 @@ def test_repositories(plan_stack, stack: str) -> None:
 def test_dev_does_not_replicate(plan_stack) -> None:
     plan = plan_stack("dev-us-train")
     assert plan.by_type("aws:ecr/replicationConfiguration:ReplicationConfiguration") == []
-    assert plan.by_type("aws:ecr/repositoryCreationTemplate:RepositoryCreationTemplate") == []
+    templates = plan.by_type("aws:ecr/repositoryCreationTemplate:RepositoryCreationTemplate")
+    # only the image copy area's, applied on push (tests/infra/mirror/test_rules.py)
+    assert [t.inputs["appliedFors"] for t in templates] == [["CREATE_ON_PUSH"]]
 
 
 def test_prod_replicates_images_to_inference_regions(plan_stack) -> None:
@@ -54,7 +56,8 @@ def test_prod_replicates_images_to_inference_regions(plan_stack) -> None:
     templates = {
         t.inputs["region"]: t.inputs
         for t in plan.by_type("aws:ecr/repositoryCreationTemplate:RepositoryCreationTemplate")
-        if "/teams/" not in t.inputs["prefix"]  # the teams' own: tests/infra/queueing/test_registry.py
+        # the teams' own: tests/infra/queueing/test_registry.py; the image copy area's applies on push
+        if "/teams/" not in t.inputs["prefix"] and t.inputs["appliedFors"] == ["REPLICATION"]
     }
     assert sorted(templates) == targets
     role = plan.one("aws:iam/role:Role", "registry-template-role")
