@@ -56,6 +56,13 @@ So, as narrow as the reference allows without refusing what the controller does:
   ``shield:DescribeProtection``: the controller looks the protection up by the ALB's ARN, before one exists,
   and which resource AWS authorizes a lookup of a missing protection against is not documented; the
   narrowing would be to our own account only, which a Shield call cannot leave anyway.
+
+Not in upstream's policy, so not here: WAF V2 lists ``elasticloadbalancing:CreateWebACLAssociation``,
+``DeleteWebACLAssociation`` and ``GetLoadBalancerWebACL`` (permission-only; ``loadbalancer/app/*`` with
+``aws:ResourceTag``, so the cluster tag could bound them) among the dependent actions of Associate,
+Disassociate and GetWebACLForResource, beside ``SetWebAcl``; and the controller resolves a
+``wafv2-acl-name`` annotation with ``wafv2:ListWebACLs`` (pkg/ingress/model_builder.go). The platform's
+Ingress names its web ACL by ARN.
 """
 
 from __future__ import annotations
