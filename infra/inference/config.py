@@ -263,7 +263,9 @@ class HttpsConfig(Strict):
     )
     waf: WafMode = Field(WafMode.off, description="off, create or arn (see waf_acl_arn).")
     waf_acl_arn: Annotated[str, Field(pattern=WAF_ARN)] | None = Field(
-        None, description="With waf: arn, the regional WAFv2 web ACL to attach."
+        None,
+        description="With waf: arn, the regional WAFv2 web ACL to attach, of the stack's region and account "
+        "(the load balancer controller may attach no other).",
     )
     waf_rate_limit: Annotated[int, Field(ge=10, le=2_000_000_000)] = Field(
         2000, description="With waf: create, requests per client IP per 5 minutes before it is blocked."

@@ -198,7 +198,9 @@ def inference_domain_in_zone(ctx: RuleContext) -> Iterator[Finding]:
 
 @rule("inference-waf-acl")
 def inference_waf_acl(ctx: RuleContext) -> Iterator[Finding]:
-    """``waf: arn`` names a regional WAFv2 web ACL of this region (ALBs take no CloudFront-scope ACL)."""
+    """``waf: arn`` names a regional WAFv2 web ACL of this region (ALBs take no CloudFront-scope ACL), and of
+    this account when ``security.account.id`` says which: the load balancer controller may associate web ACLs
+    of its own account and region only (infra/services/documents/lbc_waf_shield.py)."""
     inf = _serving(ctx)
     if inf is None or inf.https.waf is not WafMode.arn:
         return
@@ -219,6 +221,15 @@ def inference_waf_acl(ctx: RuleContext) -> Iterator[Finding]:
             f"the web ACL is {scope} in {region or 'no region'}; an ALB in {ctx.cfg.region} takes only a "
             "regional WAFv2 web ACL of its own region",
             f"create a REGIONAL web ACL in {ctx.cfg.region}, or use waf: create",
+            WAF_DOC,
+        )
+    account = ctx.cfg.security.account.id
+    if account and arn.split(":")[4] != account:
+        yield error(
+            _https("waf_acl_arn"),
+            f"the web ACL is account {arn.split(':')[4]}'s; the load balancer controller may attach only web "
+            f"ACLs of the stack's account {account}",
+            f"create the web ACL in account {account}, or use waf: create",
             WAF_DOC,
         )
 

@@ -19,6 +19,7 @@ from tests.support.iam_eval import PlanIam, Principal, Target, decide
 
 TRAIN, INFER = "prod-us-train", "prod-sg-infer"
 MFA = {"aws:MultiFactorAuthPresent": "true"}
+WAF_ANNOTATION = "alb.ingress.kubernetes.io/wafv2-acl-arn"
 
 
 @pytest.fixture(scope="module")
@@ -425,3 +426,49 @@ def test_the_load_balancer_controller_changes_only_its_clusters_listeners(plans,
     # no adopting someone else's listener by tagging it
     assert decide("AddTags", listener, {}, **{f"aws:RequestTag/{tag}": cluster}) == "implicit"
     assert decide("AddTags", listener, {tag: cluster}, **{f"aws:RequestTag/{tag}": "x"}) == "implicit"
+
+
+# -- ... and attaches web ACLs and Shield protections in its own account and region only --------------------
+
+OTHER_ACCOUNT = "210987654321"
+
+
+@pytest.mark.parametrize("stack", [INFER, TRAIN])
+def test_the_load_balancer_controller_attaches_web_acls_in_its_account_and_region_only(
+    plans, stack: str
+) -> None:
+    """What the controller passes (infra/services/documents/lbc_waf_shield.py): its ALB and the web ACL of the
+    Ingress's ``wafv2-acl-arn`` annotation (the stack's own with ``waf: create``). WAF evaluates no tag on a
+    load balancer, so the bound is the account and region."""
+    plan = plans[stack]
+    lbc = _principals(PlanIam.of(plan), plan)["lbc"]
+    region = {"aws:RequestedRegion": plan.region}
+    asked = [
+        acl
+        for r in plan.resources
+        if r.type == "kubernetes:networking.k8s.io/v1:Ingress"
+        for acl in [((r.inputs.get("metadata") or {}).get("annotations") or {}).get(WAF_ANNOTATION)]
+        if acl
+    ]
+    assert bool(asked) == (stack == INFER)  # the infer stack attaches its own web ACL (waf: create)
+    acl = asked[0] if asked else f"arn:aws:wafv2:{plan.region}:{ACCOUNT_ID}:regional/webacl/x/0123"
+    alb = f"arn:aws:elasticloadbalancing:{plan.region}:{ACCOUNT_ID}:loadbalancer/app/k8s-x/0123"
+    elsewhere = [
+        alb.replace(ACCOUNT_ID, OTHER_ACCOUNT),
+        alb.replace(plan.region, "eu-west-1"),
+        acl.replace(ACCOUNT_ID, OTHER_ACCOUNT),
+        acl.replace(plan.region, "eu-west-1"),
+    ]
+
+    def decide_(action: str, arn: str) -> str:
+        return decide(lbc, action, Target(arn, "waf"), region)
+
+    assert decide_("wafv2:AssociateWebACL", alb) == decide_("wafv2:AssociateWebACL", acl) == "allow"
+    for arn in elsewhere:
+        assert decide_("wafv2:AssociateWebACL", arn) == "implicit", arn
+    for action in ("wafv2:DisassociateWebACL", "wafv2:GetWebACLForResource"):
+        assert decide_(action, alb) == "allow", action
+        assert decide_(action, elsewhere[0]) == decide_(action, elsewhere[1]) == "implicit", action
+    protection = f"arn:aws:shield::{ACCOUNT_ID}:protection/0123"
+    assert decide_("shield:DeleteProtection", protection) == "allow"
+    assert decide_("shield:DeleteProtection", protection.replace(ACCOUNT_ID, OTHER_ACCOUNT)) == "implicit"

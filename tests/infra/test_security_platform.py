@@ -222,6 +222,9 @@ def test_load_balancer_controller_is_scoped_to_its_cluster_and_region(plans, sta
             assert cond["StringEquals"]["aws:RequestedRegion"] == plan.region, st
             for arn in _resources(st):
                 assert arn == "*" or f":{plan.region}:123456789012:" in arn, st
+        # web ACL associations on this account's and region's ALBs and web ACLs (WAF takes no tag)
+        if any(a.startswith(("wafv2:", "waf-regional:")) for a in actions):
+            assert all(f":{plan.region}:123456789012:" in arn for arn in _resources(st)), st
         # security-group ingress only on this cluster's groups (its own, or the node group it opens)
         if "ec2:AuthorizeSecurityGroupIngress" in actions:
             tagged = cond["StringEquals"].get("aws:ResourceTag/elbv2.k8s.aws/cluster") == cluster

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from infra.services.documents import lbc_waf_shield
+
 SOURCE_TAG = "v3.5.0"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
@@ -245,9 +247,13 @@ def scoped_policy(
       docs/deploy/installation.md at v3.5.0).
 
     * the listener and rule statements upstream leaves unconditioned are bound to the cluster's tag
-      (``_listener_statements``).
+      (``_listener_statements``);
+    * the WAF actions and ``shield:DeleteProtection`` are bound to the ARNs of our account (and region) of
+      the resource types AWS authorizes them on (``lbc_waf_shield``: what AWS's service authorization
+      reference lists for each, and why none of them can take the cluster's tag).
 
-    Statements of global or read-only services (IAM, Shield, ACM/Cognito/WAF lookups) keep upstream's form.
+    The IAM, ACM and Cognito lookups and the Shield actions AWS authorizes on ``"*"`` only keep upstream's
+    form.
     """
     out: list[dict[str, Any]] = []
     for original in controller_policy(partition)["Statement"]:
@@ -271,6 +277,12 @@ def scoped_policy(
         st["Resource"] = resources[0] if len(resources) == 1 else resources
         if cond:
             st["Condition"] = cond
+        if any(a in lbc_waf_shield.RESOURCE_TYPES for a in actions):
+            keep, bound = lbc_waf_shield.split(
+                actions, partition=partition, region=region, account_id=account_id
+            )
+            out += ([{**st, "Action": keep}] if keep else []) + bound
+            continue
         if (tagged := _listener_statements(st, actions, cluster_name)) is not None:
             out += tagged
             continue
@@ -317,8 +329,12 @@ def _listener_statements(
       SetRulePriorities, and AddTags/RemoveTags on listeners and rules: ``aws:ResourceTag/...`` = the
       cluster (the tag changes as upstream's load balancer statement: never of the cluster tag itself).
 
-    ``SetWebAcl`` (the load balancer's web ACL) keeps the region only: which condition keys it supports is
-    not recorded here (no offline copy of the service authorization reference). None: not such a statement.
+    ``SetWebAcl`` (the permission WAF checks when it associates a web ACL with a load balancer) keeps
+    ``Resource: "*"`` and the region: AWS's service authorization reference lists it as a permission-only
+    action with no resource type and no condition key
+    (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awselasticloadbalancingv2.html),
+    so neither a load balancer ARN nor its cluster tag can bound it; the web ACL calls it guards are bound in
+    ``lbc_waf_shield``. None: not such a statement.
     """
     names = {a.removeprefix(ELB) for a in actions}
     region_only = st.get("Condition", {}).get("StringEquals", {})
@@ -367,8 +383,8 @@ def _as_list(v: Any) -> list[Any]:
 
 
 # The scoped policy is over IAM's 6,144-character quota for one managed policy (infra/core/quotas.py), so
-# the role gets it as two managed policies: what the controller reads and does on EC2 (and the global
-# lookups of IAM, ACM, WAF, Shield), and what it changes on Elastic Load Balancing. Order kept, statements
+# the role gets it as two managed policies: what the controller reads and does on EC2 (and on IAM, ACM,
+# Cognito, WAF and Shield), and what it changes on Elastic Load Balancing. Order kept, statements
 # unchanged; together exactly the scoped policy (a test checks it).
 PART_EC2 = "ec2"
 PART_ELB = "elb"

@@ -32,6 +32,9 @@ OTHER_REGION_CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0b6c1e53-6f0
 CLOUDFRONT_ACL = (
     "arn:aws:wafv2:us-east-1:123456789012:global/webacl/edge/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
 )
+OTHER_ACCOUNT_ACL = (
+    "arn:aws:wafv2:ap-east-1:210987654321:regional/webacl/edge/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
+)
 
 
 NO_ZONE = all_of(drop_at("inference.https.dns_zone_id"), drop_at("inference.https.dns_zone_name"))
@@ -82,6 +85,16 @@ CASES = [
         RULES,
         f"{H}.waf_acl_arn: the web ACL is global in us-east-1; an ALB in ap-east-1 takes only a regional "
         "WAFv2 web ACL of its own region",
+    ),
+    (
+        # the controller's role may associate web ACLs of its own account only (lbc_waf_shield.py)
+        "waf-other-account-acl",
+        all_of(
+            set_at("inference.https.waf", "arn"), set_at("inference.https.waf_acl_arn", OTHER_ACCOUNT_ACL)
+        ),
+        RULES,
+        f"{H}.waf_acl_arn: the web ACL is account 210987654321's; the load balancer controller may attach "
+        "only web ACLs of the stack's account 123456789012",
     ),
     (
         "waf-arn-missing",
