@@ -7,14 +7,15 @@ that form): it reads each digest from the registry with ``crane digest <image>:<
 ``--check`` compares the recorded ones. Edit by hand only in the same form, and never write a digest you did
 not read from the registry or a source named in ``source``.
 
-The entries whose source is not the registry were read from public files that pin the same image and tag,
-found by exact search ``<image>:<tag>@sha256:`` in the code index (which names no repository for most hits:
-its file id is given); no upstream project's own repository in the stored sources records them (the
-kubernetes/k8s.io promoter manifests stored stop at older tags). They are recorded only where the files
-agree, or where one of them tells the index apart from its per-platform children; where files disagree
-(Docker Hub's official images are rebuilt under one tag: busybox:1.38.0 has three digests) the image stays a
-gap. A digest names content in the upstream repository itself: a wrong one fails the pull, it cannot bring
-another publisher's image. Run ``aiplat images resolve --check`` before a first deployment.
+The entries whose source is not the registry come from the stored public sources: a project's own record
+where one has it (the kubernetes/k8s.io promoter manifest, a release's image check, NVIDIA's GPU operator
+bundle), or else public files that pin the same image and tag, found by exact search
+``<image>:<tag>@sha256:`` in the code index (which names no repository for most hits: its file id is given).
+Those are recorded only where independent files agree, or where one of them tells the index apart from its
+per-platform children; where files disagree (Docker Hub's official images are rebuilt under one tag:
+busybox:1.38.0 has three digests) the image stays a gap. A digest names content in the upstream repository
+itself: a wrong one fails the pull, it cannot bring another publisher's image. Run ``aiplat images resolve
+--check`` before a first deployment.
 """
 
 from __future__ import annotations
@@ -65,6 +66,32 @@ DIGESTS: dict[tuple[str, str], RecordedDigest] = {
         source="code index file 68336677490",
         read="2026-12-02",
     ),
+    ("nvcr.io/nvidia/k8s-device-plugin", "v0.20.0"): RecordedDigest(
+        digest="sha256:a61ba9fd8efb82f3a79f877f7580e02c1e8e7593f62473644bc9c79e315c3312",
+        source=(
+            "NVIDIA/gpu-operator bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml at "
+            "v26.7.0; code index files 71401494007 (the index and its amd64 child told apart), 68409741095, "
+            "68441749179"
+        ),
+        read="2026-12-03",
+    ),
+    ("nvcr.io/nvidia/k8s/dcgm-exporter", "4.5.3-4.8.2-distroless"): RecordedDigest(
+        digest="sha256:60d3b00ac80b4ae77f94dae2f943685605585ad9e92fdccda3154d009ae317cc",
+        source=(
+            "NVIDIA/gpu-operator bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml at "
+            "v26.3.2 and v26.3.3; code index files 56621218998, 55465506533, 55220211217, 54501780460"
+        ),
+        read="2026-12-03",
+    ),
+    ("public.ecr.aws/eks/aws-load-balancer-controller", "v3.5.0"): RecordedDigest(
+        digest="sha256:298acdff5a571731276aaea3d5cc450a264e4ad710a5bddf3e518f68a3f9f6cb",
+        source=(
+            "code index files 69494492647 and 63049552644 (each names it the index, with its linux/amd64 and "
+            "linux/arm64 children); pinned also by 68653383611, 69061145573, 58606861397, 58594091971, "
+            "58513128650"
+        ),
+        read="2026-12-03",
+    ),
     ("quay.io/jetstack/cert-manager-acmesolver", "v1.21.1"): RecordedDigest(
         digest="sha256:dbc7cc1354f603918e7c5af7f55a0a620537394452c93a565bde75c6f48e8837",
         source="code index file 59762507032 (the same file's other four agree with the files above)",
@@ -94,6 +121,14 @@ DIGESTS: dict[tuple[str, str], RecordedDigest] = {
         source="code index files 59762507032, 59659913026, 59660942361, 61514179256, 66475940618",
         read="2026-12-02",
     ),
+    ("quay.io/kiwigrid/k8s-sidecar", "2.10.1"): RecordedDigest(
+        digest="sha256:7eac5c4fed714a18d038fc9fea57d8744d113367935dac0ea4eb6a87cef704a3",
+        source=(
+            "code index files 61958077870, 65755726862, 63091202156 (59148566226's 440db6dc..., an "
+            "amd64-only lock, is the linux/amd64 child)"
+        ),
+        read="2026-12-03",
+    ),
     ("quay.io/prometheus-operator/prometheus-config-reloader", "v0.93.1"): RecordedDigest(
         digest="sha256:428f088fe6fe07ab138bda92113664b04848a1dc408e4d3680a60ecdb55d1a65",
         source=(
@@ -119,6 +154,15 @@ DIGESTS: dict[tuple[str, str], RecordedDigest] = {
         ),
         read="2026-12-02",
     ),
+    ("quay.io/prometheus/node-exporter", "v1.12.1"): RecordedDigest(
+        digest="sha256:1b4e4438faca4dd7e001dd445d161a4a2091b0fededa84093b3a8dfeae1f1be0",
+        source=(
+            "code index file 70138857442 (`docker buildx imagetools inspect --raw` of the tag: the index and "
+            "its amd64/arm64 children); the same index for prom/node-exporter:v1.12.1 in 71335358529, "
+            "70277595699, 70358430324 and more; 8c9bac11... (69431666618) is the v1.12.1-distroless index"
+        ),
+        read="2026-12-03",
+    ),
     ("quay.io/prometheus/prometheus", "v3.14.0-distroless"): RecordedDigest(
         digest="sha256:50c707e96da5ade383cb1707790576480485e93de06aa60ad8802cb5f744bd0a",
         source=(
@@ -127,6 +171,14 @@ DIGESTS: dict[tuple[str, str], RecordedDigest] = {
             "62455956671, 68517162436"
         ),
         read="2026-12-02",
+    ),
+    ("registry.k8s.io/autoscaling/addon-resizer", "1.8.23"): RecordedDigest(
+        digest="sha256:a02cd9b5bc8cb22518e3b26fcd03a3157336ac83e39967d7cd0bb159f67ec9fa",
+        source=(
+            "kubernetes/k8s.io registry.k8s.io/images/k8s-staging-autoscaling/images.yaml at fe84f3f6 (the "
+            "promoter's manifest, addon-resizer 1.8.23; its -amd64/-arm64 entries are the children)"
+        ),
+        read="2026-12-03",
     ),
     ("registry.k8s.io/jobset/jobset", "v0.12.0"): RecordedDigest(
         digest="sha256:e75536f1135b7bb2f19f8c3b620782fbdd9091d73398e3a272f9a5fed322980d",
@@ -141,6 +193,30 @@ DIGESTS: dict[tuple[str, str], RecordedDigest] = {
             "69094724990 records sha256:01171220..., which the note names this index's amd64 child"
         ),
         read="2026-12-02",
+    ),
+    ("registry.k8s.io/kueue/kueue", "v0.19.2"): RecordedDigest(
+        digest="sha256:8a77be2df3d441d1a99b60eb1625c835b5f4feda5db02ece26818cf2a30c4d86",
+        source=(
+            "kubernetes-sigs/kueue issue #14323 (Release v0.19.2: the release's /wait-for-images check), "
+            "promoted by digest in kubernetes/k8s.io#9856"
+        ),
+        read="2026-12-03",
+    ),
+    ("registry.k8s.io/kueue/kueueviz-backend", "v0.19.2"): RecordedDigest(
+        digest="sha256:1b28a79b8498041148b32a9d7eff2aca524b781df2a72df6461307180ed8b061",
+        source=(
+            "kubernetes-sigs/kueue issue #14323 (Release v0.19.2: the release's /wait-for-images check), "
+            "promoted by digest in kubernetes/k8s.io#9856"
+        ),
+        read="2026-12-03",
+    ),
+    ("registry.k8s.io/kueue/kueueviz-frontend", "v0.19.2"): RecordedDigest(
+        digest="sha256:b17fe075ac9ecf156bd0ad47f9f752dc7ba309bb9a8e54071df5728fb3c8f6e4",
+        source=(
+            "kubernetes-sigs/kueue issue #14323 (Release v0.19.2: the release's /wait-for-images check), "
+            "promoted by digest in kubernetes/k8s.io#9856"
+        ),
+        read="2026-12-03",
     ),
     ("registry.k8s.io/metrics-server/metrics-server", "v0.8.1"): RecordedDigest(
         digest="sha256:b2d2efaf5ac3b366ed0f839d2412a2c4279d4fc2a2a733f12c52133faed36c41",

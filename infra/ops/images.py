@@ -210,14 +210,15 @@ that form): it reads each digest from the registry with ``crane digest <image>:<
 ``--check`` compares the recorded ones. Edit by hand only in the same form, and never write a digest you did
 not read from the registry or a source named in ``source``.
 
-The entries whose source is not the registry were read from public files that pin the same image and tag,
-found by exact search ``<image>:<tag>@sha256:`` in the code index (which names no repository for most hits:
-its file id is given); no upstream project's own repository in the stored sources records them (the
-kubernetes/k8s.io promoter manifests stored stop at older tags). They are recorded only where the files
-agree, or where one of them tells the index apart from its per-platform children; where files disagree
-(Docker Hub's official images are rebuilt under one tag: busybox:1.38.0 has three digests) the image stays a
-gap. A digest names content in the upstream repository itself: a wrong one fails the pull, it cannot bring
-another publisher's image. Run ``aiplat images resolve --check`` before a first deployment.
+The entries whose source is not the registry come from the stored public sources: a project's own record
+where one has it (the kubernetes/k8s.io promoter manifest, a release's image check, NVIDIA's GPU operator
+bundle), or else public files that pin the same image and tag, found by exact search
+``<image>:<tag>@sha256:`` in the code index (which names no repository for most hits: its file id is given).
+Those are recorded only where independent files agree, or where one of them tells the index apart from its
+per-platform children; where files disagree (Docker Hub's official images are rebuilt under one tag:
+busybox:1.38.0 has three digests) the image stays a gap. A digest names content in the upstream repository
+itself: a wrong one fails the pull, it cannot bring another publisher's image. Run ``aiplat images resolve
+--check`` before a first deployment.
 """
 
 from __future__ import annotations

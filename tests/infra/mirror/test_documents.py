@@ -36,11 +36,14 @@ def test_registry_style_values_split_registry_and_repository() -> None:
 
 
 def test_missing_digests_are_gaps_wherever_the_image_is_placed() -> None:
-    # dcgm-exporter's registry (nvcr.io) has no rule: its image is copied, and a copy needs the digest too
-    assert [g.why for g in chart_gaps("dcgm-exporter", "4.8.2")] == [
-        "no digest of nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless is recorded"
+    # fluent-bit's registries (cr.fluentbit.io, ghcr.io) have no rule: its images are copied, and a copy
+    # needs the digest too
+    assert [g.why for g in chart_gaps("fluent-bit", "0.58.1")] == [
+        "no digest of cr.fluentbit.io/fluent/fluent-bit:5.1.1 is recorded",
+        "no digest of ghcr.io/jimmidyson/configmap-reload:v0.15.0 is recorded",
     ]
-    assert any("no digest" in g.why for g in chart_gaps("kueue", "0.19.2"))
+    assert any("no digest" in g.why for g in chart_gaps("aws-fsx-csi-driver", "1.17.0"))  # cached
+    assert chart_gaps("dcgm-exporter", "4.8.2") == []  # copied, with its digest
     assert chart_gaps("cert-manager", "v1.21.1") == []  # every digest recorded (digests.py)
     assert chart_gaps("cert-manager", "v9.9.9")[0].why.startswith("no image of cert-manager")
 

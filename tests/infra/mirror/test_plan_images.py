@@ -29,13 +29,11 @@ POD_LISTS = ("containers", "initContainers", "ephemeralContainers")
 # ECR (`aiplat images copy`), by that digest too.
 KNOWN_GAPS: frozenset[tuple[str, str]] = frozenset(
     {
-        # copied: no pull through cache rule takes nvcr.io, cr.fluentbit.io or EKS's own ECR account, and
-        # the shipped stacks configure none for ghcr.io or Docker Hub (they need credentials)
+        # copied: no pull through cache rule takes cr.fluentbit.io or EKS's own ECR account, and the shipped
+        # stacks configure none for ghcr.io or Docker Hub (they need credentials)
         ("aws-efa-k8s-device-plugin", "image"),
-        ("dcgm-exporter", "image"),
         ("fluent-bit", "image"),
         ("fluent-bit", "hotReload.image"),
-        ("nvidia-device-plugin", "image"),
         ("kube-prometheus-stack", "grafana.initChownData.image"),
         ("kube-prometheus-stack", "prometheusOperator.admissionWebhooks.patch.image"),
         ("kubeflow-trainer", "image"),
@@ -45,14 +43,7 @@ KNOWN_GAPS: frozenset[tuple[str, str]] = frozenset(
         ("aws-fsx-csi-driver", "sidecars.nodeDriverRegistrar.image"),
         ("aws-fsx-csi-driver", "sidecars.provisioner.image"),
         ("aws-fsx-csi-driver", "sidecars.resizer.image"),
-        ("aws-load-balancer-controller", "image"),
-        ("kube-prometheus-stack", "grafana.sidecar.image"),
-        ("kube-prometheus-stack", "prometheus-node-exporter.image"),
         ("kube-prometheus-stack", "prometheusOperator.admissionWebhooks.deployment.image"),
-        ("kueue", "controllerManager.manager.image"),
-        ("kueue", "kueueViz.backend.image"),
-        ("kueue", "kueueViz.frontend.image"),
-        ("metrics-server", "addonResizer.image"),
         # no image of the chart is recorded in infra/mirror/pins.py
         ("minio", "*"),
     }

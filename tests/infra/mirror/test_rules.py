@@ -35,9 +35,17 @@ def test_unpinned_images_warn_in_the_plan_and_refuse_in_preflight(stack_config) 
     cfg = PlatformConfig.model_validate(stack_config("prod-us-train"))
     warned = {f.field for f in _findings(cfg, "chart-images-pinned")}
     refused = {f.field for f in _findings(cfg, "chart-images-pinned-to-deploy", Phase.preflight)}
-    assert warned == refused and "aiplat:platform.cluster_services.nvidia_device_plugin" in warned
-    # cert-manager's and Karpenter's digests are all recorded: no finding on them
-    assert not any(f.endswith((".cert_manager", ".karpenter")) for f in warned)
+    assert warned == refused and "aiplat:platform.cluster_services.efa_device_plugin" in warned
+    # the charts whose digests are all recorded: no finding on them
+    recorded = (
+        ".cert_manager",
+        ".nvidia_device_plugin",
+        ".load_balancer_controller",
+        ".metrics_server",
+        ".dcgm_exporter",
+        ".kueue",
+    )
+    assert not any(f.endswith(recorded) for f in warned), warned
 
 
 def test_an_upstream_may_not_take_the_copy_areas_name(stack_config) -> None:

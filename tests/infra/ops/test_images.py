@@ -168,7 +168,7 @@ CACHE = CacheLayout(
 
 
 def test_copy_copies_by_digest_skips_what_is_there_and_refuses_a_changed_tag() -> None:
-    pins = [p for p in PINS if p.chart in ("keda", "kube-prometheus-stack", "dcgm-exporter")]
+    pins = [p for p in PINS if p.chart in ("keda", "kube-prometheus-stack", "fluent-bit")]
     copied = [p for p in pins if placement(CACHE, p.image).kind is Placement.copied]
     keda, metrics, hooks = (p for p in copied if p.chart == "keda")
     target = {p.values: f"{CACHE.registry}/p/copy/{p.image}:{p.tag}" for p in copied}
@@ -190,9 +190,9 @@ def test_copy_copies_by_digest_skips_what_is_there_and_refuses_a_changed_tag() -
     assert ["copy", f"ghcr.io/kedacore/keda@{keda.digest}", target[keda.values]] in calls
     assert out[metrics.values].outcome is CopyOutcome.present
     assert out[hooks.values].outcome is CopyOutcome.conflict and "immutable" in out[hooks.values].detail
-    dcgm = next(p for p in copied if p.chart == "dcgm-exporter")
-    assert out[dcgm.values].outcome is CopyOutcome.no_digest
-    assert not any(c[0] == "copy" and dcgm.image in c[1] for c in calls)
+    fluent = next(p for p in copied if p.chart == "fluent-bit" and p.values == "image")
+    assert out[fluent.values].outcome is CopyOutcome.no_digest
+    assert not any(c[0] == "copy" and fluent.image in c[1] for c in calls)
 
 
 # -- the real runner and the CLI, with the stand-in crane ------------------------------------------------
@@ -244,7 +244,7 @@ def test_cli_without_crane_exits_4(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 def test_cli_list_names_the_images_without_a_digest(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["images", "list", "--stack", "prod-us-train"]) == 1
     err = capsys.readouterr().err
-    assert "no digest of nvcr.io/nvidia/k8s-device-plugin:v0.20.0 is recorded" in err
+    assert "no digest of cr.fluentbit.io/fluent/fluent-bit:5.1.1 is recorded" in err
 
 
 def test_cli_copy_signs_in_with_the_password_on_stdin_and_copies(
@@ -253,7 +253,7 @@ def test_cli_copy_signs_in_with_the_password_on_stdin_and_copies(
     cfg = load_stack_config("prod-us-train")
     pins = stack_pins(cfg)
     fake = FakeCrane(tmp_path, monkeypatch, _registry_answers(pins))
-    # 1: dcgm-exporter and the other copied images without a digest are not copied (resolve first)
+    # 1: fluent-bit and the other copied images without a digest are not copied (resolve first)
     assert main(["images", "copy", "--stack", "prod-us-train"]) == 1
     out = " ".join(capsys.readouterr().out.split())
     registry = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
@@ -261,7 +261,9 @@ def test_cli_copy_signs_in_with_the_password_on_stdin_and_copies(
     target = f"{registry}/aiplat-prod-train/copy/docker.io/grafana/grafana:13.2.0"
     assert f"docker.io/grafana/grafana:13.2.0 -> {target}: copied" in out
     assert fake.state()[target] == grafana
-    assert "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless" in out and "no digest" in out
+    assert "cr.fluentbit.io/fluent/fluent-bit:5.1.1" in out and "no digest" in out
+    dcgm = f"{registry}/aiplat-prod-train/copy/nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
+    assert f"-> {dcgm}: copied" in out  # nvcr.io, by its recorded digest
     logins = [c for c in fake.calls() if isinstance(c, dict)]
     hosts = {c["login"] for c in logins}
     # our registry, and EKS's for the EFA plugin (an ECR source)

@@ -216,10 +216,11 @@ def test_unpinned_chart_images_refuse_the_stack(account: Account) -> None:
         r.detail for r in rows if r.check == "chart-images-pinned-to-deploy" and r.status is Status.fail
     }
     # one row per chart with an image not from our ECR by digest, naming the image
-    assert any("nvcr.io/nvidia/k8s-device-plugin" in d for d in refused), refused
-    assert any("registry.k8s.io/kueue/kueue" in d for d in refused), refused
-    # the charts whose digests are all recorded pass (cert-manager, Karpenter)
-    assert not any("cert-manager-controller" in d or "karpenter/controller" in d for d in refused)
+    assert any("ghcr.io/kubeflow/trainer/trainer-controller-manager" in d for d in refused), refused
+    assert any("eks/aws-efa-k8s-device-plugin" in d for d in refused), refused
+    # the charts whose digests are all recorded pass (cert-manager, Karpenter, Kueue, NVIDIA's device plugin)
+    passed = ("cert-manager-controller", "karpenter/controller", "kueue/kueue", "nvidia/k8s-device-plugin")
+    assert not any(name in d for d in refused for name in passed), refused
 
 
 def test_an_image_not_copied_yet_refuses_the_stack(account: Account) -> None:
