@@ -2,10 +2,10 @@
 was read and when. ``infra/mirror/pins.py`` takes each pin's digest from here; a pin with none is a known
 gap (``aiplat plan`` warns, ``aiplat preflight`` refuses the stack).
 
-Written by ``aiplat images resolve`` (``infra/ops/images.py`` renders the whole file; a test holds it to
-that form): it reads each digest from the registry with ``crane digest <image>:<tag>``, and
-``--check`` compares the recorded ones. Edit by hand only in the same form, and never write a digest you did
-not read from the registry or a source named in ``source``.
+Written by ``aiplat images resolve`` (``infra/ops/images.py`` renders the table below this head, which it
+keeps; a test holds the table to that form): it reads each digest from the registry with ``crane digest
+<image>:<tag>``, and ``--check`` compares the recorded ones. Edit the table by hand only in the same form,
+and never write a digest you did not read from the registry or a source named in ``source``.
 
 The entries whose source is not the registry come from the stored public sources: a project's own record
 where one has it (the kubernetes/k8s.io promoter manifest, a release's image check, NVIDIA's GPU operator

@@ -182,9 +182,20 @@ def _field(name: str, text: str, indent: str) -> list[str]:
     return [f"{indent}{name}=("] + [f"{inner}{_q(p)}" for p in parts] + [f"{indent}),"]
 
 
+TABLE = "DIGESTS: dict[tuple[str, str], RecordedDigest] = {"
+
+
+def _head() -> str:
+    """What infra/mirror/digests.py holds above its table (docstring, imports, RecordedDigest): kept as is."""
+    head, found, _ = DIGESTS_FILE.read_text().partition("\n" + TABLE)
+    if not found:
+        raise ValueError(f"{DIGESTS_FILE} has no line {TABLE!r}: restore it from git")
+    return head.rstrip("\n")
+
+
 def render_digests(digests: Mapping[tuple[str, str], RecordedDigest]) -> str:
-    """The whole of infra/mirror/digests.py for ``digests`` (sorted by image and tag)."""
-    lines = [HEADER.rstrip("\n"), "", "", "DIGESTS: dict[tuple[str, str], RecordedDigest] = {"]
+    """The whole of infra/mirror/digests.py for ``digests`` (sorted by image and tag), its head kept."""
+    lines = [_head(), "", "", TABLE]
     for (image, tag), d in sorted(digests.items()):
         lines.append(f"    ({_q(image)}, {_q(tag)}): RecordedDigest(")
         for name in ("digest", "source", "read"):
@@ -198,39 +209,3 @@ def merged(new: Mapping[tuple[str, str], RecordedDigest]) -> dict[tuple[str, str
     from infra.mirror.digests import DIGESTS
 
     return {**DIGESTS, **new}
-
-
-HEADER = '''\
-"""Digests of the charts' images (their multi-platform indexes), by (upstream image, tag), each with where it
-was read and when. ``infra/mirror/pins.py`` takes each pin's digest from here; a pin with none is a known
-gap (``aiplat plan`` warns, ``aiplat preflight`` refuses the stack).
-
-Written by ``aiplat images resolve`` (``infra/ops/images.py`` renders the whole file; a test holds it to
-that form): it reads each digest from the registry with ``crane digest <image>:<tag>``, and
-``--check`` compares the recorded ones. Edit by hand only in the same form, and never write a digest you did
-not read from the registry or a source named in ``source``.
-
-The entries whose source is not the registry come from the stored public sources: a project's own record
-where one has it (the kubernetes/k8s.io promoter manifest, a release's image check, NVIDIA's GPU operator
-bundle), or else public files that pin the same image and tag, found by exact search
-``<image>:<tag>@sha256:`` in the code index (which names no repository for most hits: its file id is given).
-Those are recorded only where independent files agree, or where one of them tells the index apart from its
-per-platform children; where files disagree (Docker Hub's official images are rebuilt under one tag:
-busybox:1.38.0 has three digests) the image stays a gap. A digest names content in the upstream repository
-itself: a wrong one fails the pull, it cannot bring another publisher's image. Run ``aiplat images resolve
---check`` before a first deployment.
-"""
-
-from __future__ import annotations
-
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True, kw_only=True)
-class RecordedDigest:
-    """``digest``: ``sha256:<hex>`` of the tag's index; ``source``: where it was read; ``read``: the date."""
-
-    digest: str
-    source: str
-    read: str
-'''
