@@ -129,6 +129,22 @@ DIGESTS: dict[tuple[str, str], RecordedDigest] = {
         ),
         read="2026-12-03",
     ),
+    ("quay.io/minio/mc", "RELEASE.2024-11-21T17-21-54Z"): RecordedDigest(
+        digest="sha256:993e8c454a7ec632923f7e3e61adf1d473261da6354cefd641aedd33a2cfe112",
+        source=(
+            "code index files 43683287874 (a Nix pullImage of the tag), 58557851796 and 58688048527 (a "
+            "reviewed registry digest), 70963545881; none says whether it is the index or the amd64 manifest"
+        ),
+        read="2026-12-03",
+    ),
+    ("quay.io/minio/minio", "RELEASE.2024-12-18T13-15-44Z"): RecordedDigest(
+        digest="sha256:1dce27c494a16bae114774f1cec295493f3613142713130c2d22dd5696be6ad3",
+        source=(
+            "code index files 68849933013, 69399580012, 70720667872, 57923832854 (four projects pull it by "
+            "this digest); 70213069184 names 34c8e2f5... (58635062464, 59339599055) the index's amd64 entry"
+        ),
+        read="2026-12-03",
+    ),
     ("quay.io/prometheus-operator/prometheus-config-reloader", "v0.93.1"): RecordedDigest(
         digest="sha256:428f088fe6fe07ab138bda92113664b04848a1dc408e4d3680a60ecdb55d1a65",
         source=(

@@ -78,6 +78,8 @@ _KPS = (
     "prometheus-community/helm-charts@kube-prometheus-stack-88.5.3 charts/kube-prometheus-stack/values.yaml"
 )
 _KSM = "prometheus-community/helm-charts@kube-state-metrics-8.4.0 (subchart of kube-prometheus-stack 88.5.3)"
+# the chart's templates write "{{ repository }}:{{ tag }}": no digest key, the digest goes after the tag
+_MINIO = "minio/minio@43a74029 (update helm release v5.4.0, 2025-01-02) helm/minio/values.yaml"
 _NE = (
     "prometheus-community/helm-charts@prometheus-node-exporter-4.56.1 "
     "(subchart of kube-prometheus-stack 88.5.3)"
@@ -359,6 +361,26 @@ _PINS: tuple[ImagePin, ...] = (
         digest=None,
         digest_key="digest",
         source=_NE,
+    ),
+    # MinIO (storage.backend minio): the server, and mc in the post-install job that makes the buckets,
+    # policies and users
+    *(
+        ImagePin(
+            chart="minio",
+            version="5.4.0",
+            values=path,
+            style=R,
+            image=image,
+            tag=tag,
+            digest=None,
+            digest_key=None,
+            source=_MINIO,
+            date="2026-12-03",
+        )
+        for path, image, tag in (
+            ("image", "quay.io/minio/minio", "RELEASE.2024-12-18T13-15-44Z"),
+            ("mcImage", "quay.io/minio/mc", "RELEASE.2024-11-21T17-21-54Z"),
+        )
     ),
 )
 

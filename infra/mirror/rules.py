@@ -100,7 +100,7 @@ def _minio(cfg: PlatformConfig) -> str | None:
 def stack_gaps(cfg: PlatformConfig) -> list[tuple[str, Gap]]:
     """(config field of the chart, gap) for every chart the stack installs."""
     out = [(path, g) for path, c in stack_charts(cfg) for g in chart_gaps(c.chart, c.version)]
-    # MinIO's images are not overridden (not in pins.py): a gap of its own while storage.backend is minio
+    # MinIO's chart is pinned by storage.minio (no ChartPin): its images count while storage.backend is minio
     if (minio := _minio(cfg)) is not None:
         out += [("storage.minio", g) for g in chart_gaps("minio", minio)]
     return out

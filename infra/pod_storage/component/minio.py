@@ -22,8 +22,10 @@ import pulumi_random as random
 
 from infra.cluster.component.namespaces import own_namespace
 from infra.core import certs, iam
+from infra.core.charts import ChartRef
 from infra.pod_storage import documents as pod_storage_documents
 from infra.pools.documents import nodes
+from infra.resources.helm import chart_release
 from infra.resources.options import child_options
 from infra.storage import documents as storage_documents
 
@@ -46,14 +48,14 @@ class MinioWorkload:
 class MinioArgs:
     """Inputs of Minio.
 
-    The chart (``chart_repo``, ``chart_version``) is pinned by the caller; ``mode`` is the chart's
+    The chart (``chart``: repository, version, and its images in the stack's ECR) is pinned by the caller;
+    ``mode`` is the chart's
     ``standalone`` or ``distributed`` with ``replicas`` pods; ``storage_size`` is per volume (a Kubernetes
     quantity) in ``storage_class`` (None: the cluster default); ``tls_issuer`` is the cert-manager
     ClusterIssuer of the serving certificate; ``buckets`` maps purpose -> bucket name.
     """
 
-    chart_repo: str
-    chart_version: str
+    chart: ChartRef
     namespace: str
     mode: str
     replicas: int
@@ -219,15 +221,12 @@ class Minio(pulumi.ComponentResource):
                 for w in sorted(args.workloads)
             ],
         }
-        self.release = k8s.helm.v3.Release(
+        self.release = chart_release(
             f"{name}-release",
-            name=RELEASE,
-            chart="minio",
-            version=args.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart_repo),
+            release_name=RELEASE,
+            chart=args.chart,
             namespace=args.namespace,
             values=values,
-            atomic=True,
             opts=child_options(self, opts, depends_on=[root, users_secret, cert]),
         )
         self.root_secret_name = root.metadata.name

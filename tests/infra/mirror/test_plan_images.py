@@ -44,8 +44,6 @@ KNOWN_GAPS: frozenset[tuple[str, str]] = frozenset(
         ("aws-fsx-csi-driver", "sidecars.provisioner.image"),
         ("aws-fsx-csi-driver", "sidecars.resizer.image"),
         ("kube-prometheus-stack", "prometheusOperator.admissionWebhooks.deployment.image"),
-        # no image of the chart is recorded in infra/mirror/pins.py
-        ("minio", "*"),
     }
 )
 

@@ -11,6 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from infra.core.charts import ChartRef
 from infra.plan import mocks as mocks_module
 from infra.plan.mocks import AwsSnapshotMocks
 from infra.plan.runner import SECRET, Plan, run_program
@@ -49,8 +50,7 @@ def minio_plan() -> tuple[Plan, list[str], str]:
         m = Minio(
             "minio",
             MinioArgs(
-                chart_repo=cfg.chart_repo,
-                chart_version=cfg.chart_version,
+                chart=ChartRef(repo=cfg.chart_repo, chart="minio", version=cfg.chart_version),
                 namespace=cfg.namespace,
                 mode=cfg.mode.value,
                 replicas=cfg.replicas,
