@@ -32,6 +32,16 @@ class Style(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Off:
+    """The chart never runs the image while its value at ``path`` is ``value`` (``source``: the template
+    that says so); our values set it (a plan test checks every release), so the image needs no digest."""
+
+    path: str
+    value: bool
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ImagePin:
     """One image of one chart version.
 
@@ -55,6 +65,7 @@ class ImagePin:
     date: str = "2026-12-02"
     set_tag: bool = False
     digest_source: str | None = None  # where the digest was read, when it is not ``source``
+    off: Off | None = None  # the image never runs under the values we set: no override, no gap
 
 
 R, G = Style.repository, Style.registry
@@ -392,7 +403,37 @@ def _with_digest(pin: ImagePin) -> ImagePin:
     return replace(pin, digest=found.digest, digest_source=f"{found.source} (read {found.read})")
 
 
-PINS: tuple[ImagePin, ...] = tuple(_with_digest(p) for p in _PINS)
+_KPS_WEBHOOKS = (
+    "prometheus-community/helm-charts@kube-prometheus-stack-88.5.3 charts/kube-prometheus-stack/templates/"
+    "prometheus-operator/admission-webhooks/"
+)
+# Images a chart runs only under a value our values switch off (infra/monitoring/documents.py)
+_OFF: dict[tuple[str, str, str], Off] = {
+    ("kube-prometheus-stack", "88.5.3", "prometheusOperator.admissionWebhooks.patch.image"): Off(
+        path="prometheusOperator.admissionWebhooks.enabled",
+        value=False,
+        source=_KPS_WEBHOOKS + "job-patch/job-createSecret.yaml and job-patchWebhook.yaml",
+    ),
+    ("kube-prometheus-stack", "88.5.3", "prometheusOperator.admissionWebhooks.deployment.image"): Off(
+        path="prometheusOperator.admissionWebhooks.deployment.enabled",
+        value=False,
+        source=_KPS_WEBHOOKS + "deployment/deployment.yaml",
+    ),
+    ("kube-prometheus-stack", "88.5.3", "grafana.initChownData.image"): Off(
+        path="grafana.initChownData.enabled",
+        value=False,
+        source="grafana-community/helm-charts@grafana-12.11.1 charts/grafana/templates/_pod.tpl",
+    ),
+}
+
+
+def _finished(pin: ImagePin) -> ImagePin:
+    pin = _with_digest(pin)
+    off = _OFF.get((pin.chart, pin.version, pin.values))
+    return pin if off is None else replace(pin, off=off)
+
+
+PINS: tuple[ImagePin, ...] = tuple(_finished(p) for p in _PINS)
 
 # Charts that run no image (their values.yaml names none): CRDs only.
 NO_IMAGES: frozenset[tuple[str, str]] = frozenset(

@@ -144,7 +144,7 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
         "prometheusOperator": {
             # The admission webhook is called by the EKS control plane, which the monitoring namespace's
             # default-deny NetworkPolicy does not let in; rules are checked by promtool in make test.
-            "admissionWebhooks": {"enabled": False},
+            "admissionWebhooks": {"enabled": False, "deployment": {"enabled": False}},
             # ... and with it off nothing creates the Secret <fullname>-admission (only the webhook's
             # createSecret Job or admissionWebhooks.certManager do), while tls.enabled (default true) mounts
             # it into the operator: the pod would stay ContainerCreating ("secret kps-admission not found")
@@ -173,6 +173,11 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
             # no load balancer, no ingress: reach it with kubectl port-forward (docs/platform/monitoring.md)
             "service": {"type": "ClusterIP"},
             "ingress": {"enabled": False},
+            # No volume (dashboards and datasources come from ConfigMaps), so nothing to chown: the chart
+            # runs its busybox init container only with persistence.enabled and initChownData.enabled
+            # (charts/grafana 12.11.1 templates/_pod.tpl); both off, said where the chart's default is not.
+            "persistence": {"enabled": False},
+            "initChownData": {"enabled": False},
             # A Role in Grafana's own namespace instead of a ClusterRole that reads every Secret and
             # ConfigMap of the cluster: the sidecars look only there, where our dashboards and the chart's
             # datasources are. grafana-community/helm-charts charts/grafana 12.11.1 values.yaml

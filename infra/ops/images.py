@@ -150,11 +150,12 @@ def copy_images(pins: Iterable[ImagePin], cache: CacheLayout, crane: Crane) -> l
 
 
 def selected_pins(configs: Iterable[PlatformConfig]) -> list[ImagePin]:
-    """The pins of every chart the given stacks install, once each, in pins.py's order."""
+    """The pins of every chart the given stacks install, once each, in pins.py's order (not the images our
+    values switch off: ``ImagePin.off``)."""
     wanted: set[tuple[str, str]] = set()
     for cfg in configs:
         wanted |= {(p.chart, p.version) for p in stack_pins(cfg)}
-    return [p for p in PINS if (p.chart, p.version) in wanted]
+    return [p for p in PINS if (p.chart, p.version) in wanted and p.off is None]
 
 
 # ---------------------------------------------------------------------------------------------- the file

@@ -76,7 +76,11 @@ def test_crds_come_from_their_own_release_and_eks_internals_are_not_scraped() ->
         "NodeFilesystemAlmostOutOfSpace",
         "KubePersistentVolumeFillingUp",
     }
-    assert v["prometheusOperator"]["admissionWebhooks"] == {"enabled": False}
+    # no webhook, no certgen job, no webhook Deployment (their images never run: infra/mirror/pins.py _OFF)
+    assert v["prometheusOperator"]["admissionWebhooks"] == {
+        "enabled": False,
+        "deployment": {"enabled": False},
+    }
 
 
 def test_operator_tls_secret_has_a_creator() -> None:
