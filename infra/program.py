@@ -21,7 +21,7 @@ from infra.core.project import CONFIG_NAMESPACE
 from infra.core.stacks import StackIndex
 from infra.edge.wire import export_api_keys
 from infra.fsx.wire import wire_fsx
-from infra.inference.wire import inference_log_groups, wire_inference
+from infra.inference.wire import inference_log_groups, lbc_web_acls, wire_inference
 from infra.io.build_context import image_tags
 from infra.io.inference import inference_api_keys
 from infra.io.monitoring import load_monitoring_assets
@@ -164,7 +164,15 @@ def program(
     cluster = wire_cluster(stack, keys, network, break_glass_role_arn=guard.break_glass_role_arn)
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe
-    services = wire_cluster_services(stack, cluster, keys, network, endpoint_probe=probe)  # type: ignore[arg-type]
+    services = wire_cluster_services(
+        stack,
+        cluster,
+        keys,
+        network,
+        endpoint_probe=probe,  # type: ignore[arg-type]
+        # the web ACLs the stack's Ingress names: the only ones its load balancer controller may associate
+        lbc_web_acls=lbc_web_acls(stack),
+    )
     node_roles = [cluster.cluster.node_role_name]
     if services is not None and services.karpenter_node_role_name is not None:
         node_roles.append(services.karpenter_node_role_name)

@@ -161,6 +161,24 @@ def inference_log_groups(ctx: StackContext) -> list[str]:
     return [naming.waf_log_group(ctx.names.stack_prefix, "inference")]
 
 
+def lbc_web_acls(ctx: StackContext) -> list[str]:
+    """The WAFv2 web ACLs the stack's Ingress names, which the load balancer controller may put in front of
+    its ALB (``wafv2:AssociateWebACL``): the one ``waf: create`` makes (its ARN by name: the id is AWS's),
+    the one ``waf: arn`` names, none otherwise (``waf: off`` and train stacks associate no web ACL)."""
+    serving = ctx.cfg.inference
+    if ctx.cfg.role is not Role.infer or serving is None:
+        return []
+    https = serving.https
+    if https.waf is WafMode.arn:
+        assert https.waf_acl_arn is not None  # the config's validator
+        return [https.waf_acl_arn]
+    if https.waf is WafMode.create:
+        name = naming.web_acl_name(ctx.names.stack_prefix, "inference")
+        a = ctx.account
+        return [f"arn:{a.partition}:wafv2:{ctx.cfg.region}:{a.account_id}:regional/webacl/{name}/*"]
+    return []
+
+
 def wire_keda(ctx: StackContext, cfg: InferenceConfig, opts: pulumi.ResourceOptions) -> Keda:
     """KEDA in its own restricted namespace, admitted to Prometheus."""
     chart = cfg.autoscaling.keda

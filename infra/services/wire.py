@@ -160,8 +160,10 @@ def wire_cluster_services(
     network: GpuVpc,
     *,
     endpoint_probe: EndpointProbe | None = None,
+    lbc_web_acls: Sequence[str] | None = None,
 ) -> ClusterServicesWiring | None:
-    """Create the cluster services the config asks for (None with ``kubernetes_access: skip``)."""
+    """Create the cluster services the config asks for (None with ``kubernetes_access: skip``).
+    ``lbc_web_acls``: the web ACLs the load balancer controller may associate (``lbc_iam.scoped_policy``)."""
     cfg, names = ctx.cfg, ctx.names
     services = cfg.cluster_services
     if services.kubernetes_access is KubernetesAccess.skip:
@@ -241,6 +243,7 @@ def wire_cluster_services(
                 namespace=SYSTEM_NAMESPACE,
                 service_account=lbc_iam.SERVICE_ACCOUNT,
                 description_prefix=description,
+                web_acls=lbc_web_acls,
             ),
             opts=ctx.in_region,
         )

@@ -439,7 +439,8 @@ def test_the_load_balancer_controller_attaches_web_acls_in_its_account_and_regio
 ) -> None:
     """What the controller passes (infra/services/documents/lbc_waf_shield.py): its ALB and the web ACL of the
     Ingress's ``wafv2-acl-arn`` annotation (the stack's own with ``waf: create``). WAF evaluates no tag on a
-    load balancer, so the bound is the account and region."""
+    load balancer, so the bound is the account and region; the web ACL it may associate is the stack's own
+    (infra/inference/wire.py ``lbc_web_acls``)."""
     plan = plans[stack]
     lbc = _principals(PlanIam.of(plan), plan)["lbc"]
     region = {"aws:RequestedRegion": plan.region}
@@ -463,8 +464,14 @@ def test_the_load_balancer_controller_attaches_web_acls_in_its_account_and_regio
     def decide_(action: str, arn: str) -> str:
         return decide(lbc, action, Target(arn, "waf"), region)
 
-    assert decide_("wafv2:AssociateWebACL", alb) == decide_("wafv2:AssociateWebACL", acl) == "allow"
-    for arn in elsewhere:
+    # the infer stack's own web ACL, and no other: not another of its account and region; the train stack
+    # names none, so it associates none
+    another = acl.replace("/webacl/", "/webacl/another-")
+    if stack == INFER:
+        assert decide_("wafv2:AssociateWebACL", alb) == decide_("wafv2:AssociateWebACL", acl) == "allow"
+    else:
+        assert decide_("wafv2:AssociateWebACL", alb) == decide_("wafv2:AssociateWebACL", acl) == "implicit"
+    for arn in [*elsewhere, another]:
         assert decide_("wafv2:AssociateWebACL", arn) == "implicit", arn
     for action in ("wafv2:DisassociateWebACL", "wafv2:GetWebACLForResource"):
         assert decide_(action, alb) == "allow", action

@@ -8,6 +8,7 @@ https://docs.aws.amazon.com/eks/latest/userguide/lbc-helm.html
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -27,6 +28,9 @@ class LoadBalancerControllerRoleArgs:
     namespace: str
     service_account: str
     description_prefix: str
+    # the WAFv2 web ACLs the controller may put in front of an ALB (lbc_iam.scoped_policy); None: any of the
+    # account and region
+    web_acls: Sequence[str] | None = None
 
 
 class LoadBalancerControllerRole(pulumi.ComponentResource):
@@ -56,6 +60,7 @@ class LoadBalancerControllerRole(pulumi.ComponentResource):
             region=args.region,
             account_id=args.account_id,
             partition=args.partition,
+            web_acls=args.web_acls,
         )
         for part, document in documents.items():
             suffix = "" if part == lbc_iam.PART_EC2 else f"-{part}"

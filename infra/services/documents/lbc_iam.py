@@ -12,6 +12,7 @@ https://docs.aws.amazon.com/eks/latest/userguide/lbc-helm.html
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from infra.services.documents import lbc_waf_shield
@@ -231,7 +232,12 @@ _EXISTS = "false"  # "Null": {key: "false"}: the key is present
 
 
 def scoped_policy(
-    *, cluster_name: str, region: str, account_id: str, partition: str = "aws"
+    *,
+    cluster_name: str,
+    region: str,
+    account_id: str,
+    partition: str = "aws",
+    web_acls: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The upstream policy narrowed to one cluster, region and account, so that the controller of one
     stack (a dev cluster) cannot change another stack's load balancers or security groups:
@@ -250,7 +256,9 @@ def scoped_policy(
       (``_listener_statements``);
     * the WAF actions and ``shield:DeleteProtection`` are bound to the ARNs of our account (and region) of
       the resource types AWS authorizes them on (``lbc_waf_shield``: what AWS's service authorization
-      reference lists for each, and why none of them can take the cluster's tag).
+      reference lists for each, and why none of them can take the cluster's tag), and
+      ``wafv2:AssociateWebACL`` to ``web_acls``, the stack's own web ACLs (None: any of the account and
+      region; empty: not granted).
 
     The IAM, ACM and Cognito lookups and the Shield actions AWS authorizes on ``"*"`` only keep upstream's
     form.
@@ -279,7 +287,7 @@ def scoped_policy(
             st["Condition"] = cond
         if any(a in lbc_waf_shield.RESOURCE_TYPES for a in actions):
             keep, bound = lbc_waf_shield.split(
-                actions, partition=partition, region=region, account_id=account_id
+                actions, partition=partition, region=region, account_id=account_id, web_acls=web_acls
             )
             out += ([{**st, "Action": keep}] if keep else []) + bound
             continue
@@ -401,10 +409,21 @@ def _part_of(statement: dict[str, Any]) -> str:
 
 
 def scoped_policies(
-    *, cluster_name: str, region: str, account_id: str, partition: str = "aws"
+    *,
+    cluster_name: str,
+    region: str,
+    account_id: str,
+    partition: str = "aws",
+    web_acls: Sequence[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """:func:`scoped_policy` split into the managed policies of :data:`PARTS` (part -> document)."""
-    doc = scoped_policy(cluster_name=cluster_name, region=region, account_id=account_id, partition=partition)
+    doc = scoped_policy(
+        cluster_name=cluster_name,
+        region=region,
+        account_id=account_id,
+        partition=partition,
+        web_acls=web_acls,
+    )
     parts: dict[str, list[dict[str, Any]]] = {p: [] for p in PARTS}
     for st in doc["Statement"]:
         parts[_part_of(st)].append(st)

@@ -67,6 +67,7 @@ Ingress names its web ACL by ARN.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 LB = "loadbalancer"
@@ -100,26 +101,46 @@ def arn(kind: str, service: str, *, partition: str, region: str, account_id: str
     raise ValueError(f"no ARN for {kind!r} of {service!r}")
 
 
+# The one call that puts a web ACL in front of an ALB: bound to the stack's own web ACLs when it names them
+ASSOCIATE = "wafv2:AssociateWebACL"
+
+
 def split(
-    actions: list[str], *, partition: str, region: str, account_id: str
+    actions: list[str],
+    *,
+    partition: str,
+    region: str,
+    account_id: str,
+    web_acls: Sequence[str] | None = None,
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """``actions`` of one upstream ``Resource: "*"`` statement split into those that stay on ``"*"`` and
     statements binding the others to :data:`RESOURCE_TYPES` (one per set of resource types, in upstream's
-    order)."""
+    order).
+
+    ``web_acls``: the WAFv2 web ACLs the stack's Ingresses name (the ARN of ``waf: arn``, the ARN pattern of
+    the one ``waf: create`` makes, none without a WAF): ``wafv2:AssociateWebACL`` may put only those in front
+    of an ALB, and is not granted when there are none. None: any regional web ACL of the account and region.
+    The lookups and ``DisassociateWebACL`` keep every web ACL of the account and region: the controller
+    reads and clears an ALB's association whatever it is."""
     keep = [a for a in actions if a not in RESOURCE_TYPES]
-    groups: dict[tuple[str, ...], list[str]] = {}
+    groups: dict[tuple[tuple[str, ...], bool], list[str]] = {}
     for a in actions:
         if a in RESOURCE_TYPES:
-            groups.setdefault(RESOURCE_TYPES[a], []).append(a)
+            if a == ASSOCIATE and web_acls is not None and not web_acls:
+                continue  # no web ACL of ours to associate
+            own = a == ASSOCIATE and web_acls is not None
+            groups.setdefault((RESOURCE_TYPES[a], own), []).append(a)
     statements = []
-    for kinds, acts in groups.items():
+    for (kinds, own), acts in groups.items():
         resources: list[str] = []
         for a in acts:
             service = a.split(":", 1)[0]
             for kind in kinds:
-                r = arn(kind, service, partition=partition, region=region, account_id=account_id)
-                if r not in resources:
-                    resources.append(r)
+                if own and kind == WEB_ACL:
+                    named = list(web_acls or ())
+                else:
+                    named = [arn(kind, service, partition=partition, region=region, account_id=account_id)]
+                resources += [r for r in named if r not in resources]
         statements.append(
             {
                 "Effect": "Allow",

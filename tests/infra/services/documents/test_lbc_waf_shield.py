@@ -19,13 +19,13 @@ TAG = "elbv2.k8s.aws/cluster"
 ACL_ID = "3ce5f282-9773-5808-bef4-dabc5a9b9e64"
 
 
-def _statements() -> list[dict[str, Any]]:
-    doc = lbc_iam.scoped_policy(cluster_name=CLUSTER, region=REGION, account_id=ACCOUNT)
+def _statements(web_acls: list[str] | None = None) -> list[dict[str, Any]]:
+    doc = lbc_iam.scoped_policy(cluster_name=CLUSTER, region=REGION, account_id=ACCOUNT, web_acls=web_acls)
     return doc["Statement"]
 
 
-def _lbc() -> Principal:
-    return Principal("lbc", f"arn:aws:iam::{ACCOUNT}:role/lbc", tuple(_statements()))
+def _lbc(web_acls: list[str] | None = None) -> Principal:
+    return Principal("lbc", f"arn:aws:iam::{ACCOUNT}:role/lbc", tuple(_statements(web_acls)))
 
 
 def _alb(account: str = ACCOUNT, region: str = REGION, kind: str = "app") -> str:
@@ -68,6 +68,37 @@ def test_web_acl_association_is_bound_to_our_accounts_and_regions_albs_and_web_a
     # WAF evaluates no tag on a load balancer (the reference lists none): another cluster's ALB of the same
     # account and region cannot be told apart (docs/platform/security.md says so)
     assert _decide(associate, _alb(), {TAG: "aiplat-dev-infer"}) == "allow"
+
+
+def test_only_the_stacks_own_web_acl_is_put_in_front_of_an_alb() -> None:
+    """With the stack's web ACLs named (the one ``waf: create`` makes, by name), AssociateWebACL takes only
+    those; another web ACL of the same account and region is refused. The lookups and DisassociateWebACL
+    keep every web ACL of the account and region (``waf: off`` clears whatever is attached)."""
+    ours = f"arn:aws:wafv2:{REGION}:{ACCOUNT}:regional/webacl/aiplat-prod-infer-inference/*"
+    lbc = _lbc([ours])
+
+    def decide_(action: str, arn: str) -> str:
+        return decide(lbc, action, Target(arn, "waf"), {"aws:RequestedRegion": REGION})
+
+    other = f"arn:aws:wafv2:{REGION}:{ACCOUNT}:regional/webacl/someone-elses/{ACL_ID}"
+    assert decide_("wafv2:AssociateWebACL", _web_acl("wafv2")) == "allow"
+    assert decide_("wafv2:AssociateWebACL", _alb()) == "allow"
+    assert decide_("wafv2:AssociateWebACL", other) == "implicit"
+    assert decide_("wafv2:GetWebACLForResource", other) == "allow"
+    assert decide_("wafv2:DisassociateWebACL", _alb()) == "allow"
+
+
+def test_a_stack_without_a_web_acl_associates_none() -> None:
+    lbc = _lbc([])
+    acl = _web_acl("wafv2")
+    for arn in (acl, _alb()):
+        assert decide(lbc, "wafv2:AssociateWebACL", Target(arn, "waf"), {"aws:RequestedRegion": REGION}) == (
+            "implicit"
+        )
+    assert not any("wafv2:AssociateWebACL" in st["Action"] for st in _statements([]))
+    # it still reads and clears what an ALB has (an Ingress with waf: off says "none")
+    for action in ("wafv2:DisassociateWebACL", "wafv2:GetWebACLForResource"):
+        assert decide(lbc, action, Target(_alb(), "waf"), {"aws:RequestedRegion": REGION}) == "allow"
 
 
 def test_shield_deletes_only_our_accounts_protections() -> None:
