@@ -154,6 +154,8 @@ def run_copy(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.io.aws_credentials import AwsCredentialsError, require_credentials
     from infra.io.aws_live import boto3_clients, home_region
     from infra.io.crane import CraneError, CraneMissing, crane_runner, crane_version, ecr_login, ecr_region
+    from infra.jobs.rules import stack_registry
+    from infra.keys.rules import account_findings
     from infra.mirror.documents import Placement, placement
     from infra.mirror.rules import layout, stack_pins
     from infra.ops.images import CopyOutcome, copy_images
@@ -175,27 +177,17 @@ def run_copy(args: argparse.Namespace, console: Console, err: Console) -> int:
         except AwsCredentialsError as exc:
             print_error(err, stack, exc, debug=args.debug)
             return EXIT_AWS
-        want = cfg.security.account.id if cfg.security.account else None
-        if want and who.account != want:
-            print_error(
-                err,
-                stack,
-                ValueError(
-                    f"the credentials are account {who.account}'s; security.account.id is {want}: "
-                    "use credentials of the stack's account"
-                ),
-                debug=False,
-            )
+        wrong = account_findings(cfg, who.account)
+        for finding in wrong:
+            print_error(err, stack, ValueError(finding.one_line()), debug=False)
+        if wrong:
             failed = True
             continue
-        suffix = "amazonaws.com.cn" if cfg.region.startswith("cn-") else "amazonaws.com"
-        cache = layout(cfg, f"{who.account}.dkr.ecr.{cfg.region}.{suffix}")
+        cache = layout(cfg, stack_registry(cfg, who.account))
         pins = stack_pins(cfg)
-        hosts = {cache.registry} | {
-            p.image.split("/", 1)[0]
-            for p in pins
-            if placement(cache, p.image).kind is Placement.copied and ecr_region(p.image.split("/", 1)[0])
-        }
+        copied = [p for p in pins if placement(cache, p.image).kind is Placement.copied]
+        sources = {p.image.split("/", 1)[0] for p in copied}
+        hosts = {cache.registry} | {host for host in sources if ecr_region(host)}
         try:
             for host in sorted(hosts):
                 ecr_login(crane, clients("ecr", ecr_region(host) or cfg.region), host)

@@ -37,6 +37,36 @@ def policy(*statements: dict[str, Any]) -> Policy:
     return {"Version": VERSION, "Statement": list(statements)}
 
 
+def ecr_template_role_policy(
+    *, repository_arns: Sequence[str], kms_key_arns: Sequence[str], replicate: bool = False
+) -> Policy:
+    """What ECR may do as the role of a repository creation template with a KMS key: create the repositories
+    ``repository_arns`` name (and replicate images into them, with ``replicate``: a replication template)
+    and encrypt them with ``kms_key_arns``. AWS's example grants ``*``; here our repositories and keys only.
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/repository-creation-templates-custom.html
+    """
+    replicating = ["ecr:ReplicateImage"] if replicate else []
+    create, encrypt = (
+        ("CreateReplicatedRepositories", "EncryptWithReplicaKeys")
+        if replicate
+        else ("CreateRepositoriesOnPush", "EncryptWithTemplateKeys")
+    )
+    return policy(
+        {
+            "Sid": create,
+            "Effect": "Allow",
+            "Action": ["ecr:CreateRepository", *replicating, "ecr:TagResource"],
+            "Resource": list(repository_arns),
+        },
+        {
+            "Sid": encrypt,
+            "Effect": "Allow",
+            "Action": ["kms:CreateGrant", "kms:RetireGrant", "kms:DescribeKey"],
+            "Resource": list(kms_key_arns),
+        },
+    )
+
+
 # Where the trainer writes its run records, under each run's prefix (trainer/run/runrecord.py PREFIX; a test
 # compares them): <run>/run-records/<attempt>.<event>.json, each object created once.
 RUN_RECORDS = "run-records"

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from infra.core.iam import service_trust_policy
-from infra.mirror.documents import copy_template_role_policy, pull_through_policy
+from infra.core.iam import ecr_template_role_policy, service_trust_policy
+from infra.mirror.documents import pull_through_policy
 from infra.resources.aws import fixed_name
 from infra.resources.options import child_options
 
@@ -68,6 +68,9 @@ class ImageCache(pulumi.ComponentResource):
                 credential_arn=r.credential_arn,
                 opts=child_options(self, opts),
             )
+        copy_repositories = (
+            f"arn:{args.partition}:ecr:{args.region}:{args.account_id}:repository/{args.copy_prefix}/*"
+        )
         role = aws.iam.Role(
             f"{name}-copy-template-role",
             # AWS documents this trust without conditions; aws:SourceAccount as for the replicas' template
@@ -79,15 +82,10 @@ class ImageCache(pulumi.ComponentResource):
         role_policy = aws.iam.RolePolicy(
             f"{name}-copy-template-role-policy",
             role=role.id,
+            # create the repository a push names, under the copy area only, and encrypt it with the data key
             policy=pulumi.Output.from_input(args.kms_key_arn).apply(
                 lambda key: json.dumps(
-                    copy_template_role_policy(
-                        partition=args.partition,
-                        region=args.region,
-                        account_id=args.account_id,
-                        copy_prefix=args.copy_prefix,
-                        kms_key_arn=key,
-                    )
+                    ecr_template_role_policy(repository_arns=[copy_repositories], kms_key_arns=[key])
                 )
             ),
             opts=child_options(self, opts),

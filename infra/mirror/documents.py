@@ -182,29 +182,3 @@ def pull_through_policy(*, partition: str, region: str, account_id: str, prefixe
             }
         ],
     }
-
-
-def copy_template_role_policy(
-    *, partition: str, region: str, account_id: str, copy_prefix: str, kms_key_arn: str
-) -> dict:
-    """What ECR may do as the copy area's creation template role: create the repository a push names
-    (``<copy_prefix>/*`` only) and encrypt it with the stack's data key (the grant ECR keeps for the
-    repository's images). AWS's example grants ``*``; here the copy area and the one key.
-    https://docs.aws.amazon.com/AmazonECR/latest/userguide/repository-creation-templates-custom.html"""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "CreateCopyAreaRepositories",
-                "Effect": "Allow",
-                "Action": ["ecr:CreateRepository", "ecr:TagResource"],
-                "Resource": f"arn:{partition}:ecr:{region}:{account_id}:repository/{copy_prefix}/*",
-            },
-            {
-                "Sid": "EncryptWithDataKey",
-                "Effect": "Allow",
-                "Action": ["kms:CreateGrant", "kms:RetireGrant", "kms:DescribeKey"],
-                "Resource": kms_key_arn,
-            },
-        ],
-    }

@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING
 import pulumi
 
 from infra.context import StackContext
-from infra.core.charts import ChartRef
+from infra.core.charts import ChartPin
 from infra.core.config import Role
 from infra.core.namespaces import PodSecurity, pss_labels
-from infra.mirror.documents import chart_image_values
-from infra.mirror.wire import cache_layout
+from infra.mirror.wire import cached_chart
 from infra.pod_storage.component.minio import Minio, MinioArgs, MinioWorkload
 from infra.pod_storage.component.pod_iam import (
     InferenceAccess,
@@ -107,12 +106,9 @@ def wire_cluster_storage(
         return Minio(
             "minio",
             MinioArgs(
-                chart=ChartRef(
-                    repo=st.minio.chart_repo,
-                    chart="minio",
-                    version=st.minio.chart_version,
-                    # its images from the stack's ECR, by digest where recorded (infra/mirror/pins.py)
-                    image_values=chart_image_values("minio", st.minio.chart_version, cache_layout(ctx)),
+                # its images from the stack's ECR, by digest where recorded (infra/mirror/pins.py)
+                chart=cached_chart(
+                    ctx, ChartPin(repo=st.minio.chart_repo, chart="minio", version=st.minio.chart_version)
                 ),
                 namespace=st.minio.namespace,
                 mode=st.minio.mode.value,

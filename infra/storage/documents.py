@@ -869,28 +869,6 @@ def ecr_lifecycle_policy(*, untagged_days: int, keep_tagged: int) -> Policy:
     }
 
 
-def ecr_template_role_policy(*, repository_arns: Sequence[str], kms_key_arns: Sequence[str]) -> Policy:
-    """What ECR may do when it creates replicated repositories from a creation template with a KMS key.
-
-    AWS's example grants ``*``; here it is scoped to our repository namespace and the replica keys.
-    https://docs.aws.amazon.com/AmazonECR/latest/userguide/repository-creation-templates-custom.html
-    """
-    return policy(
-        {
-            "Sid": "CreateReplicatedRepositories",
-            "Effect": "Allow",
-            "Action": ["ecr:CreateRepository", "ecr:ReplicateImage", "ecr:TagResource"],
-            "Resource": list(repository_arns),
-        },
-        {
-            "Sid": "EncryptWithReplicaKeys",
-            "Effect": "Allow",
-            "Action": ["kms:CreateGrant", "kms:RetireGrant", "kms:DescribeKey"],
-            "Resource": list(kms_key_arns),
-        },
-    )
-
-
 def minio_policy_statements(doc: Policy) -> list[dict[str, Any]]:
     """An IAM policy's S3 ``Allow`` statements in the MinIO chart's ``policies[].statements`` form.
 

@@ -149,7 +149,7 @@ class Registry(pulumi.ComponentResource):
             role=role.id,
             policy=pulumi.Output.all(*[args.replica_keys[r] for r in regions]).apply(
                 lambda keys: json.dumps(
-                    storage_documents.ecr_template_role_policy(repository_arns=repo_arns, kms_key_arns=keys)
+                    iam.ecr_template_role_policy(repository_arns=repo_arns, kms_key_arns=keys, replicate=True)
                 )
             ),
             opts=child,

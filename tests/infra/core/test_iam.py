@@ -55,7 +55,10 @@ def _all_docs() -> list[dict[str, Any]]:
             source_region="us-east-1",
             destinations=[("arn:aws:s3:::r", "arn:aws:kms:ap-east-1:111122223333:key/r", "ap-east-1")],
         ),
-        storage_documents.ecr_template_role_policy(
+        iam.ecr_template_role_policy(
+            repository_arns=["arn:aws:ecr:ap-east-1:1:repository/x/*"], kms_key_arns=[KEY], replicate=True
+        ),
+        iam.ecr_template_role_policy(
             repository_arns=["arn:aws:ecr:ap-east-1:1:repository/x/*"], kms_key_arns=[KEY]
         ),
     ]

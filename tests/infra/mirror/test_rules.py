@@ -97,8 +97,7 @@ def test_the_copy_areas_repositories_are_under_the_data_key_through_a_scoped_rol
     # the role's policy is in place before the template (a push would create a repository ECR cannot encrypt)
     [grant] = [by_urn[u] for u in template.dependencies if by_urn[u].type == "aws:iam/rolePolicy:RolePolicy"]
     statements = {s["Sid"]: s for s in json.loads(grant.inputs["policy"])["Statement"]}
-    assert statements["CreateCopyAreaRepositories"]["Resource"].endswith(
-        ":repository/aiplat-prod-train/copy/*"
-    )
-    assert statements["EncryptWithDataKey"]["Resource"] == encryption["kmsKey"]
+    [repositories] = statements["CreateRepositoriesOnPush"]["Resource"]
+    assert repositories.endswith(":repository/aiplat-prod-train/copy/*")
+    assert statements["EncryptWithTemplateKeys"]["Resource"] == [encryption["kmsKey"]]
     assert not any(a in s["Action"] for s in statements.values() for a in ("kms:Decrypt", "kms:*", "ecr:*"))
