@@ -692,8 +692,12 @@ def test_probe_answers_only_when_something_listens() -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        threading.Thread(target=lambda: listener.accept()[0].close(), daemon=True).start()
+        accepting = threading.Thread(target=lambda: listener.accept()[0].close(), daemon=True)
+        accepting.start()
         assert probe_tcp(f"http://127.0.0.1:{port}/", 2) == (True, "")
+        # the probe's connection is queued, so accept returns: wait for it before the listener closes (on a
+        # busy machine the thread may not have run yet, and would then accept on a closed socket)
+        accepting.join()
     # A port held but not listening refuses (holding it keeps the kernel from connecting the probe to itself).
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
