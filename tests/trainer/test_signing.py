@@ -114,3 +114,23 @@ def test_missing_or_wrong_keys_say_what_to_set(tmp_path: Path, monkeypatch: pyte
     pem = p384.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     with pytest.raises(BadInput, match="must be an ECC_NIST_P256"):
         load_public_key(pem)
+
+
+def test_kms_signer_finds_its_region_without_aws_default_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore reads only AWS_DEFAULT_REGION; a pod given an identity by EKS has AWS_REGION. The signer takes
+    the key ARN's region, then AWS_REGION, and says what to set when it has neither."""
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    with mock_aws():
+        kms = boto3.client("kms", region_name="eu-west-1")
+        key = kms.create_key(KeySpec=KEY_SPEC, KeyUsage="SIGN_VERIFY")["KeyMetadata"]
+        kms.create_alias(AliasName="alias/aiplat-release", TargetKeyId=key["KeyId"])
+        by_arn = KmsSigner(key_id=key["Arn"])
+        assert by_arn.sign(MANIFEST)
+        assert by_arn.client.meta.region_name == "eu-west-1"
+        with pytest.raises(BadInput, match="alias/aiplat-release: no AWS region; fix: set AWS_REGION"):
+            KmsSigner(key_id="alias/aiplat-release").sign(MANIFEST)
+        monkeypatch.setenv("AWS_REGION", "eu-west-1")
+        by_alias = KmsSigner(key_id="alias/aiplat-release")
+        assert by_alias.sign(MANIFEST)
+        assert by_alias.client.meta.region_name == "eu-west-1"

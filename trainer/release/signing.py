@@ -65,11 +65,10 @@ class KmsSigner:
 
     def sign(self, message: bytes) -> bytes:
         """Sign ``message`` with the KMS key (its SHA-256 digest when it is over 4096 bytes)."""
-        if self.client is None:
-            import boto3
-
-            self.client = boto3.client("kms")
         from botocore.exceptions import BotoCoreError, ClientError
+
+        if self.client is None:
+            self.client = _kms_client(self.key_id)
 
         raw = len(message) <= RAW_MESSAGE_MAX
         try:
@@ -82,6 +81,25 @@ class KmsSigner:
         except (ClientError, BotoCoreError) as exc:
             raise BadInput(f"cannot sign the manifest with KMS key {self.key_id}: {exc}") from None
         return bytes(resp["Signature"])
+
+
+def _kms_client(key_id: str) -> Any:
+    """A KMS client in the key's region: the ARN's own, else ``AWS_REGION`` / ``AWS_DEFAULT_REGION``
+    (botocore reads only the latter, and pods given an identity by EKS get only the former)."""
+    import boto3
+
+    arn = key_id.split(":")
+    region = (
+        (arn[3] if len(arn) > 3 and arn[0] == "arn" else "")
+        or os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+    )
+    if not region:
+        raise BadInput(
+            f"cannot sign the manifest with KMS key {key_id}: no AWS region; "
+            "fix: set AWS_REGION or give the key's full ARN"
+        )
+    return boto3.client("kms", region_name=region)
 
 
 @dataclass
