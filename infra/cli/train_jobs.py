@@ -49,7 +49,7 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
         "image digest, and create it through the cluster's Kubernetes API (EKS token from your AWS "
         "credentials). Exit 0; 2 refused run; 6 AWS credentials or AWS unreachable; 7 no cluster access; "
         "12 AWS denied a call; 8 unknown team; "
-        "9 name taken; 10 fits no flavor.",
+        "9 name taken; 10 a --config run fits no flavor (a job file's: 2, as render says).",
     )
     add_run_arguments(s)
     s.add_argument(
@@ -216,8 +216,6 @@ def _submit_job_file(args: argparse.Namespace, console: Console, err: Console) -
         team = team_config(built.cfg, args.stack, spec.team)
         names = team_names(spec.team, team.namespace)
         priority = job_priority(built.cfg, spec.team, spec.priority)
-        gpus = built.doc["spec"]["trainer"]["numProcPerNode"]
-        check_fits(built.cfg, spec.team, nodes=spec.nodes, gpus_per_node=gpus)
         if spec.image != PLATFORM_TRAINER_IMAGE:
             repo_ref, _, digest = spec.image.partition("@")
             repository = repo_ref.split("/", 1)[1]

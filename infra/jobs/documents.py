@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,12 @@ class TeamJobSettings:
     env: dict[str, str]
     torchrun_args: list[str]
     preemption_window_s: int
+    # the whole job, for the Kubeflow SDK (``infra.cli.train_build.team_job``): what render -f would give it
+    image: str | None = None
+    nodes: int = 1
+    command: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    active_deadline_s: int | None = None
 
 
 def team_job_settings(

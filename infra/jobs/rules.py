@@ -77,27 +77,42 @@ def most_gpus(cfg: PlatformConfig, team: str, flavor: str, pool_gpus: int) -> in
     return min(quota.gpus + borrow, pool_gpus)
 
 
-def check_fits(cfg: PlatformConfig, team: str, *, nodes: int, gpus_per_node: int) -> None:
-    """``NoFlavorFitsError`` when the job needs more GPUs on the runtime's pool than ``team`` can ever get."""
+def fit_problem(
+    cfg: PlatformConfig, team: str, *, nodes: int, gpus_per_node: int, field: str
+) -> Finding | None:
+    """Why Kueue would never admit a job of ``nodes`` x ``gpus_per_node`` GPUs of ``team`` on the runtime's
+    pool (None: it can be admitted); ``field`` is where the node count was set (a job file's ``nodes``, a
+    flag)."""
     assert cfg.training is not None
     pool = cfg.training.runtime.pool
     want = nodes * gpus_per_node
     pool_gpus = cfg.node_pools[pool].max_size * gpus_per_node
     most = most_gpus(cfg, team, pool, pool_gpus)
     if want <= most:
-        return
+        return None
     if pool not in cfg.teams[team].quotas:
-        raise NoFlavorFitsError(
-            f"--team: team {team!r} has no quota on pool {pool!r}, where the training runtime runs, so no "
-            f"flavor can admit the job; fix: add teams.{team}.quotas.{pool} to the stack file"
+        return error(
+            "--team" if field.startswith("--") else "team",
+            f"team {team!r} has no quota on pool {pool!r}, where the training runtime runs, so no flavor can "
+            "admit the job",
+            f"ask your platform team to add teams.{team}.quotas.{pool} to the stack file",
         )
     fewer = most // gpus_per_node
-    fix = f"use --nodes {fewer} or fewer, or " if fewer else ""
-    raise NoFlavorFitsError(
-        f"--nodes: {nodes} nodes x {gpus_per_node} GPUs = {want} GPUs, but team {team!r} can get at most "
-        f"{most} on pool {pool!r} (nominal quota plus what it may borrow, within the pool's "
-        f"{pool_gpus}); Kueue would never admit it; fix: {fix}raise teams.{team}.quotas.{pool}"
+    fix = f"use {field} {fewer} or fewer, or " if fewer else ""
+    return error(
+        field,
+        f"{nodes} nodes x {gpus_per_node} GPUs = {want} GPUs, but team {team!r} can get at most {most} on "
+        f"pool {pool!r} (nominal quota plus what it may borrow, within the pool's {pool_gpus}); Kueue would "
+        "never admit it",
+        f"{fix}ask your platform team to raise teams.{team}.quotas.{pool}",
     )
+
+
+def check_fits(cfg: PlatformConfig, team: str, *, nodes: int, gpus_per_node: int) -> None:
+    """``NoFlavorFitsError`` when the job needs more GPUs on the runtime's pool than ``team`` can ever get."""
+    found = fit_problem(cfg, team, nodes=nodes, gpus_per_node=gpus_per_node, field="--nodes")
+    if found is not None:
+        raise NoFlavorFitsError(f"{found.field}: {found.problem}; fix: {found.fix}")
 
 
 # -- a job file's job (aiplat train render/submit -f) ------------------------------------------------------
@@ -123,8 +138,8 @@ def image_problems(cfg: PlatformConfig, team: str, image: str, account_id: str |
     of the team's repositories (``teams.<team>.registry.repositories``) or the platform's; never another
     team's (the admission policy ``aiplat-workload-images`` refuses that too). ``account_id``: the stack's
     account when known (config, or the caller's at submit), else only the region and path are checked."""
-    if image == PLATFORM_TRAINER_IMAGE:
-        return []
+    if image == PLATFORM_TRAINER_IMAGE or team not in cfg.teams:
+        return []  # an unknown team is job_problems' to name: no advice to push to its repositories
     ns = cfg.names.env_prefix
     own = team_repository_prefix(ns, team)
     m = ECR_IMAGE.match(image)
@@ -211,6 +226,7 @@ def job_problems(cfg: PlatformConfig, spec: JobSpec, *, gpus_per_node: int) -> l
         )
     else:
         chosen = team_priority(cfg, spec.team, spec.priority)
+        allowed = cfg.teams[spec.team].allowed_priorities(cfg.queueing.default_priority)
         if chosen not in cfg.queueing.priority_classes:
             out.append(
                 error(
@@ -219,6 +235,20 @@ def job_problems(cfg: PlatformConfig, spec: JobSpec, *, gpus_per_node: int) -> l
                     f"use one of {sorted(cfg.queueing.priority_classes)}",
                 )
             )
+        elif chosen not in allowed:
+            # the cluster's admission policy aiplat-team-priorities would refuse it
+            out.append(
+                error(
+                    "priority",
+                    f"team {spec.team!r} may not use priority class {chosen!r}",
+                    f"use one of {allowed}, or ask your platform team to add it to "
+                    f"teams.{spec.team}.priority_classes",
+                )
+            )
+        if spec.pool in (None, t.runtime.pool):
+            fit = fit_problem(cfg, spec.team, nodes=spec.nodes, gpus_per_node=gpus_per_node, field="nodes")
+            if fit is not None:
+                out.append(fit)
     if spec.pool is not None and spec.pool != t.runtime.pool:
         out.append(
             error(
@@ -247,7 +277,7 @@ def job_problems(cfg: PlatformConfig, spec: JobSpec, *, gpus_per_node: int) -> l
                 f"shorten the name by {length - 63} characters",
             )
         )
-    out += list(nodes_fit_pool(cfg, "nodes", spec.name, spec.nodes))
+    out += list(nodes_fit_pool(cfg, "nodes", spec.name, spec.nodes, for_team=True))
     first = spec.command[0].rsplit("/", 1)[-1]
     if spec.launcher is Launcher.torchrun:
         if first in _NOT_UNDER_TORCHRUN or first.startswith("python3."):

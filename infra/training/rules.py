@@ -142,10 +142,13 @@ def job_names(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-def nodes_fit_pool(cfg: PlatformConfig, field: str, name: str, nodes: int) -> Iterator[Finding]:
+def nodes_fit_pool(
+    cfg: PlatformConfig, field: str, name: str, nodes: int, *, for_team: bool = False
+) -> Iterator[Finding]:
     """A TrainJob ``name`` on ``nodes`` nodes of the runtime's pool (``field``: where the count is set):
     no more than the pool's max_size, nor its desired_size (nothing scales managed node groups); a Capacity
-    Block pool below the job is a warning (it is scaled up when its block starts)."""
+    Block pool below the job is a warning (it is scaled up when its block starts). ``for_team``: a team's
+    job, whose author cannot change the pool: the fix is fewer nodes or a request to the platform team."""
     t = cfg.training
     if t is None or t.runtime.pool not in cfg.node_pools:
         return
@@ -156,7 +159,10 @@ def nodes_fit_pool(cfg: PlatformConfig, field: str, name: str, nodes: int) -> It
             field,
             f"{name} wants {nodes} nodes but pool {name_of_pool!r} has max_size {pool.max_size}; its "
             "pods would stay Pending",
-            f"use at most {pool.max_size} nodes or raise node_pools.{name_of_pool}.max_size",
+            f"use at most {pool.max_size} nodes, or ask your platform team to raise "
+            f"node_pools.{name_of_pool}.max_size"
+            if for_team
+            else f"use at most {pool.max_size} nodes or raise node_pools.{name_of_pool}.max_size",
         )
     elif nodes > pool.desired_size and pool.capacity_type is CapacityType.capacity_block:
         # No instance can launch before the block starts, so the pool waits at 0
@@ -166,7 +172,9 @@ def nodes_fit_pool(cfg: PlatformConfig, field: str, name: str, nodes: int) -> It
             field,
             f"{name} wants {nodes} nodes but Capacity Block pool {name_of_pool!r} has desired_size "
             f"{pool.desired_size}: its pods stay Pending until the pool is scaled up",
-            f"when the block starts, set node_pools.{name_of_pool}.desired_size to {nodes} (at most the "
+            f"ask your platform team to scale pool {name_of_pool!r} to {nodes} nodes when its block starts"
+            if for_team
+            else f"when the block starts, set node_pools.{name_of_pool}.desired_size to {nodes} (at most the "
             "block's instance count) and run pulumi up",
             CAPACITY_BLOCKS_DOC,
         )
@@ -176,6 +184,15 @@ def nodes_fit_pool(cfg: PlatformConfig, field: str, name: str, nodes: int) -> It
         # pool>, which Karpenter's nodes never carry.
         cluster = cfg.names.cluster
         group = naming.nodegroup_name(cfg.names.stack_prefix, name_of_pool)
+        if for_team:
+            yield error(
+                field,
+                f"{name} wants {nodes} nodes but pool {name_of_pool!r} keeps {pool.desired_size} (nothing "
+                f"scales it), so {nodes - pool.desired_size} of its pods would stay Pending",
+                f"use at most {pool.desired_size} nodes, or ask your platform team to scale pool "
+                f"{name_of_pool!r} to {nodes} nodes",
+            )
+            return
         yield error(
             field,
             f"{name} wants {nodes} nodes but pool {name_of_pool!r} has desired_size {pool.desired_size} "

@@ -106,11 +106,74 @@ def test_an_image_by_tag_is_refused_by_render_and_by_the_admission_policy(
 
 
 def test_run_flags_beside_a_job_file_are_refused(capsys) -> None:
-    code = main(["train", "render", "-s", STACK, "-f", str(EXAMPLE), "--nodes", "4", "--team", "production"])
+    code = main(
+        ["train", "render", "-s", STACK, "-f", str(EXAMPLE), "--dataset", "x", "--team", "production"]
+    )
     _, err = capsys.readouterr()
     assert code == 2
-    assert "--nodes: the job file " in err and "fix: drop --nodes and set nodes in the file" in err
-    assert "fix: drop --team and set team in the file" in err
+    assert "--dataset: the job file " in err and "fix: drop --dataset and set data in the file" in err
+    assert "fix: drop --team and set team in the file or with --set team=..." in err
+
+
+def test_a_sweep_overrides_the_job_files_fields(capsys) -> None:
+    code = main(
+        ["train", "render", "-s", STACK, "-f", str(EXAMPLE), "--name", "sweep-lr-1", "--nodes", "1"]
+        + [
+            "--set",
+            "env.LR=0.10",
+            "--set",
+            "timeouts.max_run_s=3600",
+            "--set",
+            "command=[/app/train.py, --lr]",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = yaml.safe_load(out)
+    assert doc["metadata"]["name"] == "sweep-lr-1" and doc["spec"]["trainer"]["numNodes"] == 1
+    env = {e["name"]: e["value"] for e in doc["spec"]["trainer"]["env"]}
+    assert env["LR"] == "0.10" and env["HF_HUB_OFFLINE"] == "1"  # env values stay strings; the file's stay
+    assert env["AIPLAT_CHECKPOINT_URI"].endswith("/research/checkpoints/sweep-lr-1/")
+    assert doc["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] == "3600"
+    assert doc["spec"]["trainer"]["args"][-2:] == ["/app/train.py", "--lr"]
+    assert "warning" not in err  # the stack's own warnings are its operators' (--verbose shows them)
+    # a bad override names itself beside the file
+    code = main(["train", "render", "-s", STACK, "-f", str(EXAMPLE), "--set", "nodes=many"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "byo-llama/job.yaml with nodes=many: nodes: " in err
+
+
+def test_render_submit_and_the_sdk_refuse_a_job_above_the_quota_alike(capsys, tmp_path: Path) -> None:
+    """One validation, three entry points: research can get 16 GPUs on 'train' (8 nominal, 8 borrowed), so
+    3 nodes x 8 GPUs is refused by render -f, by submit -f (before any AWS call) and by the SDK helper, each
+    naming the job's field and where it came from."""
+    from infra.cli.train_build import team_job
+    from infra.core.errors import ConfigErrors
+
+    spec = yaml.safe_load(EXAMPLE.read_text())
+    spec["nodes"] = 3
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    said = []
+    for command in ("render", "submit"):
+        code = main(["train", command, "-s", STACK, "-f", str(path)])
+        _, err = capsys.readouterr()
+        assert code == 2, err
+        [quota] = [line for line in err.splitlines() if "can get at most" in line]
+        source, _, problem = quota.partition("big.yaml: ")
+        assert source.startswith(f"error: {STACK}: ") and problem.startswith("nodes: 3 nodes x 8 GPUs = 24")
+        said.append(problem)
+    timeouts = {k: v for k, v in spec["timeouts"].items() if k != "preemption_window_s"}
+    sdk = {**spec, "timeouts": timeouts}
+    with pytest.raises(ConfigErrors) as exc:
+        team_job(STACK, **{k: v for k, v in sdk.items()})
+    [quota] = [e.one_line() for e in exc.value.errors if "can get at most" in e.problem]
+    assert quota.startswith("team_job('byo-llama-ft'): ")
+    said.append(quota.partition(": ")[2])
+    assert said[0] == said[1] == said[2]
+    assert (
+        "fix: use nodes 2 or fewer, or ask your platform team to raise teams.research.quotas.train" in said[0]
+    )
 
 
 def test_a_missing_job_file(capsys, tmp_path: Path) -> None:

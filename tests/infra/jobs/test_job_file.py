@@ -146,8 +146,11 @@ def test_the_job_must_fit_the_runtime() -> None:
         "gpus_per_node: 4: the runtime gives each pod a whole node of pool 'train', 8 GPUs"
         in found["gpus_per_node"]
     )
-    # prod-us-train's pool runs 2 nodes (desired_size) and nothing scales it
-    assert "wants 3 nodes but pool 'train' has desired_size 2" in found["nodes"]
+    # prod-us-train's pool runs 2 nodes (desired_size) and nothing scales it: the job's author cannot change
+    # that, so the fix is theirs to take or to ask for, not an admin's command
+    assert "wants 3 nodes but pool 'train' keeps 2 (nothing scales it)" in found["nodes"]
+    assert "fix: use at most 2 nodes, or ask your platform team to scale pool 'train' to 3" in found["nodes"]
+    assert "update-nodegroup-config" not in found["nodes"]
     assert "JobSet refuses more than 63" in found["name"]
     assert "fix: drop gpus_per_node, or set it to 8" in found["gpus_per_node"]
 

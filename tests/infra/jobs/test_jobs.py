@@ -48,7 +48,7 @@ def test_a_team_without_quota_on_the_runtime_pool_fits_no_flavor() -> None:
     with pytest.raises(NoFlavorFitsError) as exc:
         check_fits(cfg, "b", nodes=1, gpus_per_node=8)
     assert "team 'b' has no quota on pool 'train'" in str(exc.value)
-    assert "fix: add teams.b.quotas.train to the stack file" in str(exc.value)
+    assert "fix: ask your platform team to add teams.b.quotas.train to the stack file" in str(exc.value)
     check_fits(cfg, "a", nodes=1, gpus_per_node=8)  # 8 of 8: fits
 
 

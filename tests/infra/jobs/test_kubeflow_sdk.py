@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from kubeflow.trainer import CustomTrainerContainer, KubernetesBackendConfig, TrainerClient
 from kubeflow.trainer.options.common import Name
-from kubeflow.trainer.options.kubernetes import Labels, TrainerArgs, TrainerCommand
+from kubeflow.trainer.options.kubernetes import Labels
 
-from infra.cli.train_build import team_job
+from infra.cli.train_build import kubeflow_options, team_job
+from infra.core.errors import ConfigErrors
 from infra.io.kube_jobs import connect
 from infra.io.kube_validate import validate_manifest
 from infra.io.stackfiles import load_stack_config
@@ -51,24 +52,29 @@ def api(plan: Plan, moto_s3: MotoServer) -> Iterator[tuple[FakeKube, Any]]:
     fake.stop()
 
 
-def submit(configuration: Any, image: str, name: str = "llama-nb-1") -> dict[str, Any]:
-    """A notebook's submission: the team's settings, then the SDK's own objects; returns the job settings'
-    namespace-qualified TrainJob name."""
-    job = team_job(STACK, team="research", name=name, data="byo-llama/corpus")
+def submit(
+    configuration: Any, image: str, name: str = "llama-nb-1", sent_image: str | None = None
+) -> dict[str, Any]:
+    """A notebook's submission as docs/how-to/kubeflow-sdk.md makes it: the team's job checked and set up
+    by ``team_job``, then the SDK's own objects (``sent_image``: what a notebook that ignored the helper's
+    image would send)."""
+    job = team_job(
+        STACK,
+        team="research",
+        name=name,
+        image=image,
+        command=["/app/train.py"],
+        nodes=2,
+        data="byo-llama/corpus",
+        timeouts={"max_run_s": 7200},
+    )
     client = TrainerClient(
         backend_config=KubernetesBackendConfig(namespace=job.namespace, client_configuration=configuration)
     )
     created = client.train(
         runtime=job.runtime,
-        trainer=CustomTrainerContainer(
-            image=image, num_nodes=2, env={**job.env, "AIPLAT_IMAGE_DIGEST": image.split("@")[1]}
-        ),
-        options=[
-            Name(job.name),
-            Labels(job.labels),
-            TrainerCommand(["torchrun"]),
-            TrainerArgs([*job.torchrun_args, "/app/train.py"]),
-        ],
+        trainer=CustomTrainerContainer(image=sent_image or job.image, num_nodes=job.nodes, env=job.env),
+        options=kubeflow_options(job),
     )
     return {"name": created, "namespace": job.namespace, "env": job.env}
 
@@ -109,23 +115,47 @@ def test_a_trainjob_built_by_the_kubeflow_sdk_passes_the_platform(api, plan: Pla
     assert {k: env[k] for k in out["env"]} == out["env"]
     assert env["AIPLAT_IMAGE_DIGEST"] == IMAGE.split("@")[1] and node["image"] == IMAGE
     assert env["AIPLAT_DATA_URI"].endswith("/research/byo-llama/corpus/")
+    # the name was given once: the checkpoints go to the job's own folder; the time limit reached Kueue
+    assert env["AIPLAT_CHECKPOINT_URI"].endswith("/research/checkpoints/llama-nb-1/")
+    assert doc["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] == "7200"
 
 
 def test_the_sdk_with_another_teams_image_is_refused_at_admission(api, plan: Plan) -> None:
     fake, configuration = api
     theirs = IMAGE.replace("/teams/research/", "/teams/production/")
-    submit(configuration, theirs)  # the SDK sends it: the API server's admission is what refuses it
+    submit(configuration, IMAGE, sent_image=theirs)  # sent anyway: the API server's admission refuses it
     doc = _sent(fake, "team-research")
     [refused] = admission_refusals(plan, doc, "team-research", "aiplat-trainjobs")
     assert "an image of a team's repositories" in refused
     # the settings helper refuses it before anything is sent
-    with pytest.raises(Exception, match="is team 'production''s repository"):
-        team_job(STACK, team="research", name="x", image=theirs)
+    with pytest.raises(ConfigErrors, match="is team 'production''s repository"):
+        team_job(STACK, team="research", name="x", image=theirs, command=["/app/train.py"])
+    # an image by tag is refused as a job file's is, in the same words
+    with pytest.raises(ConfigErrors, match="is not an image by digest"):
+        team_job(
+            STACK, team="research", name="x", image=IMAGE.split("@")[0] + ":v1", command=["/app/train.py"]
+        )
+    # the SDK cannot set the pods' grace period: a window of its own is refused, not silently dropped
+    with pytest.raises(ConfigErrors, match="timeouts.preemption_window_s: 300: the Kubeflow SDK cannot"):
+        team_job(
+            STACK,
+            team="research",
+            name="x",
+            image=IMAGE,
+            command=["/app/train.py"],
+            timeouts={"preemption_window_s": 300},
+        )
 
 
 def test_kueue_would_not_admit_more_than_the_team_can_get(api, plan: Plan) -> None:
     fake, configuration = api
-    job = team_job(STACK, team="research", name="too-big")
+    # the helper refuses it before anything is sent, as render -f and submit -f do
+    with pytest.raises(
+        ConfigErrors, match="4 nodes x 8 GPUs = 32 GPUs, but team 'research' can get at most 16"
+    ):
+        team_job(STACK, team="research", name="too-big", image=IMAGE, command=["/app/train.py"], nodes=4)
+    # a notebook that skips the helper's nodes is still held by Kueue
+    job = team_job(STACK, team="research", name="too-big", image=IMAGE, command=["/app/train.py"])
     client = TrainerClient(
         backend_config=KubernetesBackendConfig(namespace=job.namespace, client_configuration=configuration)
     )
