@@ -241,6 +241,52 @@ def list_pods(cluster: Cluster, namespace: str, selector: str) -> list[dict[str,
     return [cluster.api.sanitize_for_serialization(p) for p in got.items]
 
 
+def list_events(cluster: Cluster, namespace: str, field_selector: str = "") -> list[dict[str, Any]]:
+    """The core/v1 Events of ``namespace`` (matching ``field_selector``), as JSON."""
+    from kubernetes import client
+
+    try:
+        got = client.CoreV1Api(cluster.api).list_namespaced_event(
+            namespace, field_selector=field_selector or None, _request_timeout=REQUEST_TIMEOUT
+        )
+    except Exception as exc:
+        raise api_error(exc, cluster, f"list events in {namespace}") from exc
+    return [cluster.api.sanitize_for_serialization(e) for e in got.items]
+
+
+def read_node(cluster: Cluster, name: str) -> tuple[dict[str, Any] | None, str]:
+    """(the Node, "") or (None, why it could not be read): a team member's role reads no nodes, and a node
+    that failed may be gone."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        got = client.CoreV1Api(cluster.api).read_node(name, _request_timeout=REQUEST_TIMEOUT)
+    except ApiException as exc:
+        if exc.status == 403:
+            return None, f"node {name}: your role may not read nodes (a platform admin's may)"
+        if exc.status == 404:
+            return None, f"node {name}: gone (replaced or scaled in since)"
+        raise api_error(exc, cluster, f"read node {name}") from exc
+    except Exception as exc:
+        raise api_error(exc, cluster, f"read node {name}") from exc
+    return cluster.api.sanitize_for_serialization(got), ""
+
+
+def node_events(cluster: Cluster, name: str) -> tuple[list[dict[str, Any]], str]:
+    """(the Events recorded on Node ``name``, "") or ([], why not): the kubelet, the node controller and
+    Karpenter record them in the ``default`` namespace."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return list_events(cluster, "default", f"involvedObject.kind=Node,involvedObject.name={name}"), ""
+    except ClusterAccessError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, ApiException) and cause.status == 403:
+            return [], f"events of node {name}: your role may not read them (a platform admin's may)"
+        raise
+
+
 def pod_log(cluster: Cluster, namespace: str, pod: str, container: str, *, follow: bool) -> Iterator[str]:
     """The container's log lines (pod logs API), following it while it runs when ``follow``."""
     from kubernetes import client

@@ -137,7 +137,7 @@ class FakeKube:
 
 
 NOW = "2026-12-02T02:00:00Z"
-COLLECTIONS = ("trainjobs", "workloads", "pods")
+COLLECTIONS = ("trainjobs", "workloads", "pods", "events")
 
 
 def _is_collection(path: str) -> bool:
