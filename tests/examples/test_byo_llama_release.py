@@ -176,14 +176,14 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
              "error: config.json: architectures: 'MyLlamaForCausalLM' is not an architecture vLLM 0.33.0 "
              "serves"),
             (bad_folder("shapes", edit_config(intermediate_size=64)),
-             "error: the weights do not match config.json (LlamaForCausalLM): "),
+             "error: the weights do not match config.json (LlamaForCausalLM's own model): "),
         ]  # fmt: skip
         for folder, line in cases:  # in this process (the CLI's own entry point), to keep the test short
             assert publish_main(["--from", folder, "--team", TEAM, "--release-root", "s3://artifacts",
                                  "--model-name", MODEL]) == 2  # fmt: skip
             err = capsys.readouterr().err
             assert err.splitlines() == [err.rstrip("\n")] and err.startswith(line), err
-        assert "mlp.down_proj.weight is [32, 128], config says [32, 64]" in err
+        assert "mlp.down_proj.weight is [32, 128], the model has [32, 64]" in err
 
         # A crafted DCP .metadata (a pickle that would run a command): S3 is reached through a proxy that
         # holds, and records, any request for it; the publisher refuses by the name alone, never asking.

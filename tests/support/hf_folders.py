@@ -3,11 +3,15 @@ the publisher's folder check run on a local one."""
 
 from __future__ import annotations
 
+import functools
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from trainer.export.gpt2 import ByteVocab, tokenizer_json
+from trainer.modelcheck.expected import describe
+from trainer.release.architecture import ExpectedError
 from trainer.release.hf_folder import Serving, check_folder, plan_folder, read_header
 
 CHAT_TEMPLATE = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>"
@@ -26,8 +30,27 @@ def save_folder(model: Any, dest: Path, *, chat_template: str | None = None, **s
     return dest
 
 
-def check_local(folder: Path) -> Serving:
-    """What the publisher decides about a local folder: the files by name, then their JSON and headers."""
+@functools.cache
+def _described(config: bytes) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "config.json").write_bytes(config)
+        return json.dumps(describe(Path(tmp) / "config.json"))
+
+
+def expected_here(config: bytes) -> dict[str, Any]:
+    """``trainer.release.architecture.expected_tensors`` in this process (the test environment imports torch
+    anyway; the publisher's own process path is tests/trainer/test_publish.py's), once per config."""
+    try:
+        return dict(json.loads(_described(config)))
+    except ExpectedError:
+        raise
+    except Exception as exc:  # what the child process would print and exit 2 with
+        raise ExpectedError(" ".join(str(exc).split())[:300]) from None
+
+
+def check_local(folder: Path, *, full: bool = True) -> Serving:
+    """What the publisher decides about a local folder: the files by name, then their JSON and headers, then
+    (``full``) the tensors against the architecture's own model; ``full=False``: what a reader checks."""
     listing = {p.relative_to(folder).as_posix(): p.stat().st_size for p in folder.rglob("*") if p.is_file()}
     plan = plan_folder(listing)
 
@@ -35,7 +58,13 @@ def check_local(folder: Path) -> Serving:
         with open(folder / name, "rb") as f:
             return read_header(f, name, listing[name])
 
-    return check_folder(plan.publish, listing, lambda n: (folder / n).read_bytes(), head)
+    return check_folder(
+        plan.publish,
+        listing,
+        lambda n: (folder / n).read_bytes(),
+        head,
+        expected=expected_here if full else None,
+    )
 
 
 def edit_json(path: Path, **changes: Any) -> None:

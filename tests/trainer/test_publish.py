@@ -166,3 +166,30 @@ def test_publishing_never_imports_torch_or_unpickles(folder: Path, work_dir: Pat
         "an HF folder of safetensors: convert the checkpoint with python -m trainer.export.hf"
     ]
     assert not (work_dir / "rel" / "release" / "x").exists()
+
+
+def test_a_phi3_folder_one_tensor_short_is_refused_in_the_publishers_own_path(work_dir: Path) -> None:
+    """The publisher (torch unimportable in its process) asks a process of its own what Phi-3's model holds,
+    and refuses the folder that lacks one tensor, naming it (transformers would load it, randomly filled)."""
+    from safetensors.torch import load_file, save_file
+    from transformers import Phi3Config, Phi3ForCausalLM
+
+    torch.manual_seed(3)
+    folder = save_folder(
+        Phi3ForCausalLM(
+            Phi3Config(hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=4, vocab_size=300, max_position_embeddings=64, pad_token_id=0)
+        ),
+        work_dir / "phi3",
+    )  # fmt: skip
+    weights = load_file(folder / "model.safetensors")
+    victim = "model.layers.1.mlp.down_proj.weight"
+    save_file({k: v for k, v in weights.items() if k != victim}, folder / "model.safetensors")
+    bad = trapped_publish(
+        "--from", str(folder), "--release-root", str(work_dir / "rel"), "--model-name", "phi"
+    )
+    assert bad.returncode == 2, bad.stderr
+    assert bad.stderr.splitlines() == [
+        f"error: the weights do not match config.json (Phi3ForCausalLM's own model): missing [{victim!r}]"
+    ]
+    assert not (work_dir / "rel" / "release" / "phi").exists()

@@ -23,10 +23,11 @@ Content (:func:`check_folder`): ``config.json`` names ``architectures`` the pinn
 ``quantization_config``; every safetensors header is well-formed (offsets contiguous, each tensor's byte
 length its shape times its dtype's size, the last one ending at the end of the file), every tensor is
 float32, float16 or bfloat16; with several files the index maps every tensor to the one file that holds it.
-Shapes: a **full** check for the architectures of :data:`FULL_SHAPE_CHECK` (every tensor name and shape
-transformers' model of that config has, nothing else); a **generic** one for the rest (the embedding
-``[vocab_size, hidden_size]`` is there, layer indices run 0 .. ``num_hidden_layers`` - 1, the weights' dtype
-is config.json's). The result is the :class:`Serving` facts the manifest records.
+Shapes: a **generic** check always (the embedding ``[vocab_size, hidden_size]`` is there, layer indices run
+0 .. ``num_hidden_layers`` - 1, the weights' dtype is config.json's); the publisher adds the **full** one for
+every architecture (every tensor name, shape and dtype the pinned transformers' model of that config has,
+tied weights understood, nothing else: trainer/release/architecture.py asks a process of its own, so this
+module stays free of torch). The result is the :class:`Serving` facts the manifest records.
 """
 
 from __future__ import annotations
@@ -328,109 +329,33 @@ def _has_chat_template(files: list[str], sizes: dict[str, int], tok_cfg: dict[st
 
 
 # ------------------------------------------------------------------------------------------------ shapes
-# transformers' own tie_word_embeddings default per architecture (its config classes at v5.23.0), used when
-# config.json does not say.
-_TIED_DEFAULT = {"GPT2LMHeadModel": True}
-
-
-def _gpt2_shapes(c: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-    d, v, p, n = c["n_embd"], c["vocab_size"], c["n_positions"], c["n_layer"]
-    inner = c.get("n_inner") or 4 * d
-    want: dict[str, tuple[int, ...]] = {"transformer.wte.weight": (v, d), "transformer.wpe.weight": (p, d)}
-    for i in range(n):
-        h = f"transformer.h.{i}."
-        want |= {
-            h + "ln_1.weight": (d,), h + "ln_1.bias": (d,),
-            h + "attn.c_attn.weight": (d, 3 * d), h + "attn.c_attn.bias": (3 * d,),
-            h + "attn.c_proj.weight": (d, d), h + "attn.c_proj.bias": (d,),
-            h + "ln_2.weight": (d,), h + "ln_2.bias": (d,),
-            h + "mlp.c_fc.weight": (d, inner), h + "mlp.c_fc.bias": (inner,),
-            h + "mlp.c_proj.weight": (inner, d), h + "mlp.c_proj.bias": (d,),
-        }  # fmt: skip
-    want |= {"transformer.ln_f.weight": (d,), "transformer.ln_f.bias": (d,), "lm_head.weight": (v, d)}
-    return want
-
-
-def _llama_like(
-    *, qkv_bias: bool | None = None, o_bias: bool | None = None, qk_norm: bool = False
-) -> Callable[[dict[str, Any]], dict[str, tuple[int, ...]]]:
-    """Llama's layout (transformers models/llama/modeling_llama.py); ``qkv_bias``/``o_bias`` fixed by the
-    architecture (Qwen2: q, k, v biased, o not) or None for config.json's ``attention_bias``; Qwen3 adds a
-    per-head RMSNorm on q and k (``qk_norm``)."""
-
-    def shapes(c: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-        hd = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
-        h, v, inter = c["hidden_size"], c["vocab_size"], c["intermediate_size"]
-        q, kv = c["num_attention_heads"] * hd, (c.get("num_key_value_heads") or c["num_attention_heads"]) * hd
-        attn_bias = bool(c.get("attention_bias", False))
-        qb = attn_bias if qkv_bias is None else qkv_bias
-        ob = attn_bias if o_bias is None else o_bias
-        mb = bool(c.get("mlp_bias", False))
-        want: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, h), "model.norm.weight": (h,)}
-        for i in range(c["num_hidden_layers"]):
-            p = f"model.layers.{i}."
-            want |= {
-                p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
-                p + "self_attn.q_proj.weight": (q, h), p + "self_attn.k_proj.weight": (kv, h),
-                p + "self_attn.v_proj.weight": (kv, h), p + "self_attn.o_proj.weight": (h, q),
-                p + "mlp.gate_proj.weight": (inter, h), p + "mlp.up_proj.weight": (inter, h),
-                p + "mlp.down_proj.weight": (h, inter),
-            }  # fmt: skip
-            if qb:
-                want |= {p + "self_attn.q_proj.bias": (q,), p + "self_attn.k_proj.bias": (kv,),
-                         p + "self_attn.v_proj.bias": (kv,)}  # fmt: skip
-            if ob:
-                want[p + "self_attn.o_proj.bias"] = (h,)
-            if mb:
-                want |= {p + "mlp.gate_proj.bias": (inter,), p + "mlp.up_proj.bias": (inter,),
-                         p + "mlp.down_proj.bias": (h,)}  # fmt: skip
-            if qk_norm:
-                want |= {p + "self_attn.q_norm.weight": (hd,), p + "self_attn.k_norm.weight": (hd,)}
-        want["lm_head.weight"] = (v, h)
-        return want
-
-    return shapes
-
-
-# Architectures whose every tensor name and shape is checked against config.json (tested against the
-# state_dict transformers' own model of each config saves: tests/trainer/test_hf_folder.py); lm_head.weight is
-# optional when the embeddings are tied. The config keys each rule reads must be positive integers.
-FULL_SHAPE_CHECK: dict[str, Callable[[dict[str, Any]], dict[str, tuple[int, ...]]]] = {
-    "GPT2LMHeadModel": _gpt2_shapes,
-    "LlamaForCausalLM": _llama_like(),
-    "MistralForCausalLM": _llama_like(qkv_bias=False, o_bias=False),
-    "Qwen2ForCausalLM": _llama_like(qkv_bias=True, o_bias=False),
-    "Qwen3ForCausalLM": _llama_like(qk_norm=True),
-}
-_GPT2_KEYS = ("n_embd", "n_layer", "n_head", "n_positions", "vocab_size")
-_LLAMA_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
-_FULL_KEYS = {a: (_GPT2_KEYS if a == "GPT2LMHeadModel" else _LLAMA_KEYS) for a in FULL_SHAPE_CHECK}
-
-
-def _tied(arch: str, cfg: dict[str, Any]) -> bool:
-    tie = cfg.get("tie_word_embeddings", _TIED_DEFAULT.get(arch, False))
-    return bool(tie)
-
-
-def _full_check(arch: str, cfg: dict[str, Any], tensors: dict[str, Tensor]) -> None:
-    for key in _FULL_KEYS[arch]:
-        if not (_is_int(cfg.get(key)) and cfg[key] > 0):
-            raise FolderError(f"{CONFIG}: {key} {cfg.get(key)!r} is not a positive integer ({arch} needs it)")
-    want = FULL_SHAPE_CHECK[arch](cfg)
-    optional = {"lm_head.weight"} if _tied(arch, cfg) else set()
-    got = {k: t.shape for k, t in tensors.items()}
-    missing = sorted(set(want) - set(got) - optional)
-    extra = sorted(set(got) - set(want))
-    wrong = sorted(k for k in set(want) & set(got) if want[k] != got[k])
-    if missing or extra or wrong:
-        parts = []
-        if missing:
-            parts.append(f"missing {missing[:3]}")
-        if extra:
-            parts.append(f"unexpected {extra[:3]}")
-        if wrong:
-            parts.append("; ".join(f"{k} is {list(got[k])}, config says {list(want[k])}" for k in wrong[:3]))
-        raise FolderError(f"the weights do not match {CONFIG} ({arch}): {'; '.join(parts)}")
+def _architecture_check(arch: str, want: dict[str, Any], tensors: dict[str, Tensor]) -> None:
+    """Every tensor the architecture's own model has (``want``: trainer/release/architecture.py), with its
+    shape and dtype, and nothing else; of a tied group (one parameter under several names, e.g. the
+    embedding and ``lm_head``) the name ``save_pretrained`` writes suffices (the others are ``optional``)."""
+    expected = want["tensors"]
+    optional = set(want.get("optional", []))
+    missing = sorted(set(expected) - set(tensors) - optional)
+    extra = sorted(set(tensors) - set(expected))
+    shaped = sorted(k for k in set(expected) & set(tensors) if list(tensors[k].shape) != expected[k]["shape"])
+    fp32 = set(want.get("fp32", []))
+    typed = sorted(
+        k
+        for k in set(expected) & set(tensors)
+        if FLOAT_DTYPES.get(tensors[k].dtype, ("",))[0] != expected[k]["dtype"]
+        and not (k in fp32 and tensors[k].dtype == "F32")
+    )
+    parts = []
+    if missing:
+        parts.append(f"missing {missing[:3]}" + (f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
+    if extra:
+        parts.append(f"unexpected {extra[:3]}" + (f" and {len(extra) - 3} more" if len(extra) > 3 else ""))
+    for k in shaped[:3]:
+        parts.append(f"{k} is {list(tensors[k].shape)}, the model has {expected[k]['shape']}")
+    for k in typed[:3]:
+        parts.append(f"{k} is {tensors[k].dtype}, config.json's dtype is {expected[k]['dtype']}")
+    if parts:
+        raise FolderError(f"the weights do not match {CONFIG} ({arch}'s own model): {'; '.join(parts)}")
 
 
 def _generic_check(arch: str, facts: dict[str, int | None], tensors: dict[str, Tensor]) -> None:
@@ -455,11 +380,19 @@ def _generic_check(arch: str, facts: dict[str, int | None], tensors: dict[str, T
 
 # --------------------------------------------------------------------------------------------- the check
 def check_folder(
-    files: list[str], sizes: dict[str, int], read: Callable[[str], bytes], head: Callable[[str], bytes]
+    files: list[str],
+    sizes: dict[str, int],
+    read: Callable[[str], bytes],
+    head: Callable[[str], bytes],
+    expected: Callable[[bytes], dict[str, Any]] | None = None,
 ) -> Serving:
     """Check a folder's published files (``files``, as :func:`plan_folder` chose them; ``sizes`` their byte
     counts) from the JSON files ``read(name)`` returns whole and the safetensors headers ``head(name)``
-    returns (:func:`read_header`); returns the serving facts, or raises :class:`FolderError`."""
+    returns (:func:`read_header`); returns the serving facts, or raises :class:`FolderError`.
+    ``expected``: the tensors the architecture's own model has, given ``config.json``
+    (``trainer.release.architecture.expected_tensors``): every name, shape and dtype is then checked
+    (``shape_check`` full); without it (the fetch tool, which verifies a signed release) the generic
+    check."""
     cfg = _object(CONFIG, read(CONFIG))
     if "auto_map" in cfg:
         raise FolderError(
@@ -528,9 +461,7 @@ def check_folder(
     if declared is not None and declared not in CONFIG_DTYPES:
         raise FolderError(f"{CONFIG}: dtype {declared!r} is not float32, float16 or bfloat16")
     dtype = declared or main
-    full = arch in FULL_SHAPE_CHECK
-    if full and (odd := sorted(k for k, t in tensors.items() if t.dtype != CONFIG_DTYPES[dtype])):
-        raise FolderError(f"tensor {odd[0]!r} is {tensors[odd[0]].dtype}, {CONFIG} says dtype {dtype}")
+    full = expected is not None
     if not full and main != dtype:
         raise FolderError(f"the weights are mostly {main}, {CONFIG} says dtype {dtype}")
 
@@ -550,10 +481,16 @@ def check_folder(
             cfg, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"
         ),
     }
-    if full:
-        _full_check(arch, cfg, tensors)
-    else:
+    if expected is None:
         _generic_check(arch, facts, tensors)
+    else:
+        from trainer.release.architecture import ExpectedError
+
+        try:
+            want = expected(read(CONFIG))
+        except ExpectedError as exc:
+            raise FolderError(f"{CONFIG}: {exc}") from None
+        _architecture_check(arch, want, tensors)
     model_type = cfg.get("model_type")
     return Serving(
         architecture=arch,

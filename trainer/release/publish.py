@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 
 from trainer.errors import BadInput, BlobExists, TrainerError
+from trainer.release.architecture import expected_tensors
 from trainer.release.hf_folder import CONFIG, check_folder, plan_folder, read_header
 from trainer.release.manifest import (
     DIGEST_RE,
@@ -127,7 +128,9 @@ def publish(
                 return read_header(f, name, files[name].size)
 
         sizes = {n: e.size for n, e in files.items()}
-        serving = check_folder(plan.publish, sizes, lambda n: (local / n).read_bytes(), head)
+        serving = check_folder(
+            plan.publish, sizes, lambda n: (local / n).read_bytes(), head, expected=expected_tensors
+        )
         if store.list():
             raise BadInput(f"{store.uri} already exists; publish again a second later")
         raw = manifest_bytes(

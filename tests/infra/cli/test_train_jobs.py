@@ -176,7 +176,9 @@ def test_submit_refuses_a_job_no_flavor_fits(cluster: FakeKube, capsys, stack_do
     _, err = capsys.readouterr()
     assert code == common.EXIT_NO_FLAVOR
     assert "2 nodes x 8 GPUs = 16 GPUs, but team 'research' can get at most 8 on pool 'train'" in err
-    assert "fix: use --nodes 1 or fewer, or ask your platform team to raise teams.research.quotas.train" in err
+    assert "fix: use --nodes 1 or fewer, or ask your platform team to raise teams.research.quotas.train" in (
+        err
+    )
     assert cluster.requests == []
 
 
