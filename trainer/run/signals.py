@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from types import FrameType
 
 import torch
@@ -23,6 +24,8 @@ class StopFlags:
 
     def __init__(self) -> None:
         self._sigterm = threading.Event()
+        # time.monotonic() of the first SIGTERM: the preemption window (and SIGKILL) counts from it
+        self.sigterm_at: float | None = None
         self.save_failed = False
         self._installed = False
 
@@ -39,6 +42,8 @@ class StopFlags:
             # A second Ctrl-C at an interactive run means "now" (what Python's default handler does).
             # SIGTERM is not escalated this way because launchers may repeat it during one shutdown.
             raise KeyboardInterrupt
+        if self.sigterm_at is None:
+            self.sigterm_at = time.monotonic()
         self._sigterm.set()
 
     @property
@@ -48,6 +53,8 @@ class StopFlags:
 
     def request_stop(self) -> None:
         """Ask for a graceful stop as if SIGTERM had arrived (used by tests and tools)."""
+        if self.sigterm_at is None:
+            self.sigterm_at = time.monotonic()
         self._sigterm.set()
 
     def agree(self) -> tuple[bool, bool]:
