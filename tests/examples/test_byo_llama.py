@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import tomllib
 
+from infra.io.build_context import context_files
 from tests.conftest import REPO
 
 EXAMPLE = REPO / "examples/byo-llama"
@@ -68,7 +69,7 @@ def test_the_dockerfile_pins_its_base_and_installs_the_requirements() -> None:
     for dockerfile in (text, trainer):
         assert "--index-url" not in dockerfile and "TORCH_INDEX_URL" not in dockerfile
     assert "FROM ${BASE_IMAGE}" in text and "must be pinned by digest" in text
-    assert "COPY requirements.txt /app/requirements.txt" in text
+    assert "COPY examples/byo-llama/requirements.txt /app/requirements.txt" in text
     assert "pip install --no-cache-dir -r /app/requirements.txt" in text and "pip check" in text
     installs = [i.strip(" \\") for i in re.findall(r"pip install [^&\n]*", text)]
     assert installs == ["pip install --no-cache-dir -r /app/requirements.txt"]  # torch with the rest
@@ -83,3 +84,18 @@ def test_the_dockerfile_verifies_efa_and_runs_as_non_root() -> None:
     users = re.findall(r"^USER (\S+)$", text, flags=re.M)
     # the pods run with runAsNonRoot: the kubelet can only verify a numeric user
     assert users and re.fullmatch(r"[1-9][0-9]*(:[0-9]+)?", users[-1]), users
+
+
+def test_the_image_ships_the_checkpoint_helper_from_the_repository_root_context() -> None:
+    """train.py imports the platform's checkpoint helper (trainer.checkpoint.job); the image copies the
+    trainer package beside it, and the build context (the repository root through the Dockerfile's own
+    .dockerignore) holds exactly what the COPY lines name."""
+    text = (EXAMPLE / "Dockerfile").read_text()
+    copies = re.findall(r"^COPY (?:--chown=\S+ )?(\S+) (\S+)$", text, flags=re.M)
+    assert ("trainer/", "/app/trainer/") in copies
+    assert ("examples/byo-llama/train.py", "/app/train.py") in copies
+    files = context_files(REPO, ".", "examples/byo-llama/Dockerfile")
+    assert "trainer/checkpoint/job.py" in files and "trainer/checkpoint/checkpointer.py" in files
+    assert all(any(f == src or f.startswith(src) for src, _ in copies) for f in files), files
+    for src, _ in copies:
+        assert any(f == src or f.startswith(src) for f in files), f"{src} is not in the build context"
