@@ -22,10 +22,10 @@ What it relies on is only the environment every pod of a team job gets (docs/pla
 - torchrun's ``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT``; ``AWS_REGION`` and, against MinIO or a
   test server, ``AWS_ENDPOINT_URL`` (boto3 reads both).
 
-Imports: the standard library, torch, transformers, safetensors and boto3 (examples/byo-llama/
-requirements.txt), and the platform's checkpoint helper ``trainer.checkpoint.job``. The tokenizer is
-bytes (ids 0-255, end-of-text 256), written as a tokenizer.json that transformers' fast tokenizer loads,
-so nothing is fetched from the Hub.
+Imports: the standard library, torch, transformers and boto3 (examples/byo-llama/requirements.txt),
+and the platform's checkpoint helper ``trainer.checkpoint.job``. The tokenizer is bytes (ids 0-255,
+end-of-text 256), written as a tokenizer.json that transformers' fast tokenizer loads, so nothing is
+fetched from the Hub.
 """
 
 from __future__ import annotations

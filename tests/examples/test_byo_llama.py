@@ -43,8 +43,9 @@ def _repository_pins() -> dict[str, str]:
 def test_requirements_repeat_the_repositorys_pins() -> None:
     example = _pins((EXAMPLE / "requirements.txt").read_text().splitlines())
     repo = _repository_pins()
-    # what train.py imports, besides the standard library (CONTRACTS: torch, transformers, safetensors, boto3)
-    assert {"torch", "transformers", "safetensors", "boto3"} <= set(example)
+    # what train.py imports besides the standard library, the format transformers writes the model in, and
+    # what the checkpoint helper (trainer.checkpoint.job) saves to S3 with
+    assert {"torch", "transformers", "safetensors", "boto3", "s3torchconnector"} <= set(example)
     for name, version in example.items():
         assert name in repo, (
             f"{name} is not pinned in pyproject.toml: pin it there first (one pin per library)"

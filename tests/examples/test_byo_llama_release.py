@@ -208,11 +208,11 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
 
 def test_the_script_imports_only_what_the_job_contract_names() -> None:
     """examples/byo-llama/train.py needs of this repository only the job contract's checkpoint helper
-    (which its image copies), and only the libraries its requirements.txt pins: the standard library,
-    torch, transformers, safetensors, boto3."""
+    (which its image copies), and only libraries its requirements.txt pins: the standard library, torch,
+    transformers, boto3."""
     import ast
 
-    allowed = {"torch", "transformers", "safetensors", "boto3", "trainer"}
+    allowed = {"torch", "transformers", "boto3", "trainer"}
     tree = ast.parse(SCRIPT.read_text())
     modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     modules |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
