@@ -18,17 +18,21 @@ copies it, as ``examples/byo-llama/Dockerfile`` does) and gets what the trainer 
     ckpt = JobCheckpoint(model, optimizer, model_config=config.to_dict())
     start = ckpt.restore()                      # 0 on a fresh start
     for step in range(start, steps):
-        train_one_step()
         if ckpt.stop_requested():               # collective: every rank, every step
-            ckpt.save(step + 1)                 # skipped when it cannot fit in the window
+            if ckpt.last_committed_step != step:
+                ckpt.save(step)                 # skipped when it cannot fit in the window
             ckpt.close()
+            dist.destroy_process_group()
             return 143
+        train_one_step()
         if (step + 1) % every == 0:
             ckpt.save(step + 1)
-    ckpt.save(steps)
+    if ckpt.last_committed_step != steps:       # a step is committed once (create-only)
+        ckpt.save(steps)
     ckpt.close()                                # every rank, before destroy_process_group
 
-Every method but :meth:`deadline` is collective: each rank calls it at the same point. The one
+``restore``, ``stop_requested``, ``save`` and ``close`` are collective: every rank calls them at the same
+point. The one
 implementation is :class:`trainer.checkpoint.checkpointer.Checkpointer` (this module only fills its
 configuration from the job's environment).
 """
@@ -133,7 +137,8 @@ class JobCheckpoint:
 
     def stop_requested(self) -> bool:
         """Whether any rank got SIGTERM, the same answer on every rank (one small all-reduce)."""
-        return self.flags.agree()[0]
+        # Over the checkpoint's own gloo group: a CPU tensor, whatever backend the default group has (NCCL).
+        return self.flags.agree(self._ckpt.pg)[0]
 
     def save(self, step: int) -> bool:
         """Checkpoint the state after ``step`` and commit it; True once committed. Skipped (False, with a

@@ -57,13 +57,14 @@ class StopFlags:
             self.sigterm_at = time.monotonic()
         self._sigterm.set()
 
-    def agree(self) -> tuple[bool, bool]:
+    def agree(self, group: dist.ProcessGroup | None = None) -> tuple[bool, bool]:
         """One all-reduce (MAX) over ``[sigterm, save_failed]``; returns the job-wide values.
 
         The tensor stays on the CPU so that on CUDA it travels over the gloo backend and does not add
-        a NCCL launch plus device sync to every step.
+        a NCCL launch plus device sync to every step; ``group`` (default: the default group) must have
+        a CPU backend.
         """
         flags = torch.tensor([int(self.sigterm), int(self.save_failed)], dtype=torch.int32)
         if dist.is_initialized() and dist.get_world_size() > 1:
-            dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+            dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=group)
         return bool(flags[0]), bool(flags[1])
