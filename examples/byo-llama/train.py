@@ -9,36 +9,41 @@ What it relies on is only the environment every pod of a team job gets (docs/pla
 
 - ``AIPLAT_DATA_URI``: ``s3://`` (or a local path) holding ``*.txt`` files, read-only;
 - ``AIPLAT_CHECKPOINT_URI``: its own checkpoints, the same for every attempt: a restarted attempt resumes
-  from the last one (``AIPLAT_ATTEMPT_ID`` tells attempts apart in the log);
+  from the last committed one (``AIPLAT_ATTEMPT_ID`` tells attempts apart in the log). They are written
+  by the platform's checkpoint helper, ``trainer.checkpoint.job`` (the image copies the ``trainer``
+  package): one folder per save and attempt, committed by a manifest written last, the newest committed
+  one loaded and nothing else;
 - ``AIPLAT_OUTPUT_URI``: what it wants released, as an HF folder under ``model/`` (config.json,
   model.safetensors, tokenizer files with a chat template), plus ``greedy.json``: the greedy continuation of
   a prompt by the model as it left training, to check a served copy against;
 - ``AIPLAT_PREEMPTION_WINDOW_S``: after SIGTERM (preemption, eviction) there is that long to save: every
-  rank stops at the next step, rank 0 checkpoints and the process exits 143;
+  rank stops at the next step and checkpoints it unless the helper finds the save cannot finish in what
+  is left of the window (then the last committed checkpoint stands), and the process exits 143;
 - torchrun's ``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT``; ``AWS_REGION`` and, against MinIO or a
   test server, ``AWS_ENDPOINT_URL`` (boto3 reads both).
 
-Imports: the standard library, torch, transformers, safetensors and boto3 (examples/byo-llama/
-requirements.txt). The tokenizer is bytes (ids 0-255, end-of-text 256), written as a tokenizer.json that
-transformers' fast tokenizer loads, so nothing is fetched from the Hub.
+Imports: the standard library, torch, transformers and boto3 (examples/byo-llama/requirements.txt),
+and the platform's checkpoint helper ``trainer.checkpoint.job``. The tokenizer is bytes (ids 0-255,
+end-of-text 256), written as a tokenizer.json that transformers' fast tokenizer loads, so nothing is
+fetched from the Hub.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
-import signal
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from safetensors.torch import load_file, save_file
 from torch.nn.parallel import DistributedDataParallel
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from trainer.checkpoint.job import JobCheckpoint
 
 EOT = "<|endoftext|>"
 VOCAB = 257  # 256 bytes + end-of-text
@@ -197,15 +202,13 @@ def main() -> int:
         env("AIPLAT_OUTPUT_URI"),
     )
     attempt = os.environ.get("AIPLAT_ATTEMPT_ID", "local")
-    window_s = float(os.environ.get("AIPLAT_PREEMPTION_WINDOW_S", "30"))
     cuda = torch.cuda.is_available()
-    dist.init_process_group("nccl" if cuda else "gloo")
+    # A bounded wait: a peer that is gone ends a collective with an error, not a hang.
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(minutes=10))
     rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    stop = {"at": 0.0}
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(at=time.monotonic()))
 
     torch.manual_seed(0)  # the same initial weights on every rank (DDP also broadcasts rank 0's)
     config = LlamaConfig(
@@ -223,15 +226,9 @@ def main() -> int:
     )
     model = LlamaForCausalLM(config).to(device)
     optim = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    ckpt = Store(ckpt_uri)
-    start = 0
-    if "state.json" in ckpt.names():  # an earlier attempt's last checkpoint: resume from it
-        with tempfile.TemporaryDirectory() as tmp:
-            for name in ("model.safetensors", "optim.pt"):
-                (Path(tmp) / name).write_bytes(ckpt.read(name))
-            model.load_state_dict(load_file(Path(tmp) / "model.safetensors", device=str(device)))
-            optim.load_state_dict(torch.load(Path(tmp) / "optim.pt", map_location=device, weights_only=True))
-        start = json.loads(ckpt.read("state.json"))["step"]
+    # Every rank writes its shard; the SIGTERM handler is the helper's (it records when the window began).
+    ckpt = JobCheckpoint(model, optim, uri=ckpt_uri, model_config=config.to_dict())
+    start = ckpt.restore()  # the newest committed checkpoint's step, 0 on a fresh start
     ddp = DistributedDataParallel(model)
     tokens = load_corpus(data_uri)
     if rank == 0:
@@ -240,20 +237,23 @@ def main() -> int:
             flush=True,
         )
 
-    def save(step: int) -> None:
+    def stopped(step: int) -> int:
+        """SIGTERM, agreed by every rank before ``step``: save it unless it is committed already or
+        cannot finish within the window (the helper says which), then leave."""
+        if ckpt.last_committed_step != step:
+            ckpt.save(step)
+        ckpt.close()
+        dist.destroy_process_group()
         if rank == 0:
-            with tempfile.TemporaryDirectory() as tmp:
-                save_file(
-                    {k: v.contiguous() for k, v in model.state_dict().items()}, f"{tmp}/model.safetensors"
-                )
-                torch.save(optim.state_dict(), f"{tmp}/optim.pt")
-                ckpt.put_file("model.safetensors", Path(tmp) / "model.safetensors")
-                ckpt.put_file("optim.pt", Path(tmp) / "optim.pt")
-            ckpt.put("state.json", json.dumps({"step": step, "attempt": attempt}).encode())  # last: complete
-        dist.barrier()
+            last = ckpt.last_committed_step
+            print(f"SIGTERM at step {step}: the last committed checkpoint is step {last}", flush=True)
+        return 143
 
     ddp.train()
     for step in range(start, args.steps):
+        # Every rank asks at the same point (one all-reduce), so every rank stops at the same step.
+        if ckpt.stop_requested():
+            return stopped(step)
         g = torch.Generator().manual_seed(step * world + rank)  # each rank its own windows
         at = torch.randint(0, tokens.numel() - args.seq_len, (args.batch_size,), generator=g)
         batch = torch.stack([tokens[i : i + args.seq_len] for i in at.tolist()]).to(device)
@@ -261,19 +261,18 @@ def main() -> int:
         loss.backward()
         optim.step()
         optim.zero_grad(set_to_none=True)
-        stopping = torch.tensor([1.0 if stop["at"] else 0.0], device=device)
-        dist.all_reduce(stopping)  # every rank stops at the same step
         if rank == 0:
             print(f"step {step + 1} loss {loss.item():.4f}", flush=True)
-        if stopping.item():
-            save(step + 1)
-            if rank == 0:
-                print(f"SIGTERM: saved step {step + 1} within the {window_s:.0f}s window", flush=True)
-            dist.destroy_process_group()
-            return 143
-        if (step + 1) % args.checkpoint_every == 0:
-            save(step + 1)
-    save(args.steps)
+        if (step + 1) % args.checkpoint_every == 0 and step + 1 < args.steps:
+            ckpt.save(step + 1)
+    if ckpt.stop_requested():  # SIGTERM during the last step: the final save is the window's
+        return stopped(args.steps)
+    if ckpt.last_committed_step != args.steps:
+        ckpt.save(args.steps)
+    # Every rank leaves the process groups here, together: what follows is rank 0's alone and has no
+    # collective, so no rank waits on another's output writing.
+    ckpt.close()
+    dist.destroy_process_group()
 
     if rank == 0:  # the model as training left it: an HF folder to publish, and its own greedy tokens
         model.eval()
@@ -295,8 +294,6 @@ def main() -> int:
                 output.put_file(f"model/{p.name}", p)
             output.put("greedy.json", json.dumps(greedy).encode())
         print(f"wrote {out_uri.rstrip('/')}/model/ and greedy.json", flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
     return 0
 
 

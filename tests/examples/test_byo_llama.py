@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import tomllib
 
+from infra.io.build_context import context_files
 from tests.conftest import REPO
 
 EXAMPLE = REPO / "examples/byo-llama"
@@ -42,8 +43,9 @@ def _repository_pins() -> dict[str, str]:
 def test_requirements_repeat_the_repositorys_pins() -> None:
     example = _pins((EXAMPLE / "requirements.txt").read_text().splitlines())
     repo = _repository_pins()
-    # what train.py imports, besides the standard library (CONTRACTS: torch, transformers, safetensors, boto3)
-    assert {"torch", "transformers", "safetensors", "boto3"} <= set(example)
+    # what train.py imports besides the standard library, the format transformers writes the model in, and
+    # what the checkpoint helper (trainer.checkpoint.job) saves to S3 with
+    assert {"torch", "transformers", "safetensors", "boto3", "s3torchconnector"} <= set(example)
     for name, version in example.items():
         assert name in repo, (
             f"{name} is not pinned in pyproject.toml: pin it there first (one pin per library)"
@@ -68,7 +70,7 @@ def test_the_dockerfile_pins_its_base_and_installs_the_requirements() -> None:
     for dockerfile in (text, trainer):
         assert "--index-url" not in dockerfile and "TORCH_INDEX_URL" not in dockerfile
     assert "FROM ${BASE_IMAGE}" in text and "must be pinned by digest" in text
-    assert "COPY requirements.txt /app/requirements.txt" in text
+    assert "COPY examples/byo-llama/requirements.txt /app/requirements.txt" in text
     assert "pip install --no-cache-dir -r /app/requirements.txt" in text and "pip check" in text
     installs = [i.strip(" \\") for i in re.findall(r"pip install [^&\n]*", text)]
     assert installs == ["pip install --no-cache-dir -r /app/requirements.txt"]  # torch with the rest
@@ -83,3 +85,18 @@ def test_the_dockerfile_verifies_efa_and_runs_as_non_root() -> None:
     users = re.findall(r"^USER (\S+)$", text, flags=re.M)
     # the pods run with runAsNonRoot: the kubelet can only verify a numeric user
     assert users and re.fullmatch(r"[1-9][0-9]*(:[0-9]+)?", users[-1]), users
+
+
+def test_the_image_ships_the_checkpoint_helper_from_the_repository_root_context() -> None:
+    """train.py imports the platform's checkpoint helper (trainer.checkpoint.job); the image copies the
+    trainer package beside it, and the build context (the repository root through the Dockerfile's own
+    .dockerignore) holds exactly what the COPY lines name."""
+    text = (EXAMPLE / "Dockerfile").read_text()
+    copies = re.findall(r"^COPY (?:--chown=\S+ )?(\S+) (\S+)$", text, flags=re.M)
+    assert ("trainer/", "/app/trainer/") in copies
+    assert ("examples/byo-llama/train.py", "/app/train.py") in copies
+    files = context_files(REPO, ".", "examples/byo-llama/Dockerfile")
+    assert "trainer/checkpoint/job.py" in files and "trainer/checkpoint/checkpointer.py" in files
+    assert all(any(f == src or f.startswith(src) for src, _ in copies) for f in files), files
+    for src, _ in copies:
+        assert any(f == src or f.startswith(src) for f in files), f"{src} is not in the build context"

@@ -207,12 +207,15 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
 
 
 def test_the_script_imports_only_what_the_job_contract_names() -> None:
-    """examples/byo-llama/train.py needs nothing of this repository and only the libraries its
-    requirements.txt pins: the standard library, torch, transformers, safetensors, boto3."""
+    """examples/byo-llama/train.py needs of this repository only the job contract's checkpoint helper
+    (which its image copies), and only libraries its requirements.txt pins: the standard library, torch,
+    transformers, boto3."""
     import ast
 
-    allowed = {"torch", "transformers", "safetensors", "boto3"}
+    allowed = {"torch", "transformers", "boto3", "trainer"}
     tree = ast.parse(SCRIPT.read_text())
-    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    names = {m.split(".")[0] for m in modules}
     assert names - set(sys.stdlib_module_names) - {"__future__"} == allowed
+    assert {m for m in modules if m.split(".")[0] == "trainer"} == {"trainer.checkpoint.job"}

@@ -1,7 +1,8 @@
-"""A store that hangs, for tests: a TCP proxy in front of an HTTP server (moto) that either passes requests
-through or holds them: it accepts the connection, reads the request and never answers. That is how a
-network partition or a stalled endpoint looks to a client (nothing until its read timeout), unlike a
-stopped server, which refuses at once.
+"""A store that hangs or crawls, for tests: a TCP proxy in front of an HTTP server (moto) that either passes
+requests through or holds them: it accepts the connection, reads the request and never answers. That is
+how a network partition or a stalled endpoint looks to a client (nothing until its read timeout), unlike a
+stopped server, which refuses at once. :meth:`HoldProxy.throttle` makes it a slow store instead: request
+bodies (uploads) pass at a given rate, all connections together.
 
 The proxy adds ``Connection: close`` to every request it forwards, so each connection carries one request:
 a switch to hold takes effect at the next request, and a hold can pick requests by path (the run records'
@@ -14,11 +15,13 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 from typing import Any
 
 from trainer.run.ports import free_port
 
 HEAD_LIMIT = 64 * 1024  # bytes of request line and headers read before deciding
+THROTTLE_CHUNK = 8 * 1024  # bytes forwarded per paced write when throttled
 JOIN_S = 30  # teardown: how long a connection thread gets to notice its closed sockets
 
 
@@ -35,6 +38,9 @@ class HoldProxy:
         self._threads: list[threading.Thread] = []
         self._listener: socket.socket | None = None
         self.held: list[str] = []  # request lines held so far ("PUT /bucket/key HTTP/1.1")
+        self.forwarded: list[str] = []  # request lines passed on so far, in order
+        self._rate: float | None = None  # bytes per second of request bodies; None: unlimited
+        self._next_free = 0.0  # time.monotonic() when the throttled link is free again
 
     @property
     def endpoint(self) -> str:
@@ -45,6 +51,22 @@ class HoldProxy:
         """From the next request on, hold those whose path contains ``path_contains`` (default: all)."""
         with self._lock:
             self._hold = path_contains
+
+    def throttle(self, bytes_per_s: float | None) -> None:
+        """Pace request bodies (uploads) to ``bytes_per_s`` over all connections together; ``None``: no
+        limit. Applies to bytes forwarded from now on."""
+        with self._lock:
+            self._rate = bytes_per_s
+
+    def _pace(self, n: int) -> None:
+        """Wait for this chunk's turn on the throttled link (a no-op without a limit)."""
+        with self._lock:
+            if self._rate is None:
+                return
+            start = max(time.monotonic(), self._next_free)
+            self._next_free = start + n / self._rate
+            until = self._next_free
+        time.sleep(max(0.0, until - time.monotonic()))
 
     def pass_through(self) -> None:
         """From the next request on, forward everything (requests already held stay held)."""
@@ -135,8 +157,7 @@ class HoldProxy:
         path = request_line.split(" ")[1] if " " in request_line else ""
         with self._lock:
             hold = self._hold is not None and self._hold in path
-            if hold:
-                self.held.append(request_line)
+            (self.held if hold else self.forwarded).append(request_line)
         if hold:
             _drain(client)  # never answer; return when the client gives up or stop() closes it
             return
@@ -150,12 +171,19 @@ class HoldProxy:
             upstream.close()
             return
         try:
-            upstream.sendall(head + rest)
-            body = self._spawn(_pump, client, upstream)  # the rest of the request body
+            upstream.sendall(head)
+            self._send_body(upstream, rest)
+            body = self._spawn(_pump, client, upstream, self)  # the rest of the request body
             _pump(upstream, client)  # the response, until the server closes (Connection: close)
             body.join(JOIN_S)  # ends when the client, having read the response, closes
         finally:
             self._close(upstream)
+
+    def _send_body(self, dst: socket.socket, data: bytes) -> None:
+        for i in range(0, len(data), THROTTLE_CHUNK):
+            chunk = data[i : i + THROTTLE_CHUNK]
+            self._pace(len(chunk))
+            dst.sendall(chunk)
 
 
 def _drain(s: socket.socket) -> None:
@@ -164,10 +192,14 @@ def _drain(s: socket.socket) -> None:
             pass
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    """Copy ``src`` to ``dst`` until ``src`` ends; then end ``dst``'s sending side."""
+def _pump(src: socket.socket, dst: socket.socket, proxy: HoldProxy | None = None) -> None:
+    """Copy ``src`` to ``dst`` until ``src`` ends (paced by ``proxy``'s throttle, if given); then end
+    ``dst``'s sending side."""
     with contextlib.suppress(OSError):
-        while data := src.recv(65536):
-            dst.sendall(data)
+        while data := src.recv(THROTTLE_CHUNK if proxy is not None else 65536):
+            if proxy is not None:
+                proxy._send_body(dst, data)
+            else:
+                dst.sendall(data)
     with contextlib.suppress(OSError):
         dst.shutdown(socket.SHUT_WR)

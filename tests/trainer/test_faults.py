@@ -323,3 +323,33 @@ def test_fetch_of_a_missing_s3_dataset_is_bad_input(
         fetch_shards(str(work_dir / "nothing"), work_dir / "cache")
     upload(shards_dir, "s3://data/ok")
     assert (fetch_shards("s3://data/ok", work_dir / "cache") / "index.json").is_file()
+
+
+def test_sigterm_save_that_cannot_fit_the_window_is_skipped_and_said_so(
+    make_trainer: Callable[..., Trainer], work_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After SIGTERM, a save expected to outlast the window (the last save's duration) is not started: the
+    checkpoint of step 3 stays the newest, the exit code says the stop step was not saved."""
+    t = make_trainer(
+        train__steps=20,
+        checkpoint__interval=3,
+        checkpoint__shutdown_window_s=0.001,  # shorter than any save
+        checkpoint__side_write_timeout_s=0.0005,  # must stay inside the window
+    )
+    step = t.train_step
+
+    def train_step(micro: Any) -> Any:
+        out = step(micro)
+        if t.step == 3:  # (t.step counts completed steps; this is the fourth)
+            t.flags.request_stop()
+        return out
+
+    t.train_step = train_step  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING):
+        assert t.run() == exitcodes.PREEMPTED_SAVE_FAILED
+    [pre] = events(work_dir, "preempted")
+    assert pre["step"] == 4 and pre["committed"] == 3
+    assert LocalStore(str(work_dir / "ckpt")).list_steps() == [3]
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("not saving step")]
+    assert line.startswith("not saving step 4: the last save (step 3) took ")
+    assert line.endswith("s of the preemption window are left; the next attempt resumes from step 3")

@@ -295,6 +295,37 @@ class Checkpointer:
                 self.cfg.shutdown_window_s,
             )
 
+    def window_skip(self, step: int, deadline: float | None) -> str:
+        """Why a save of ``step`` must not start ("" if it may), the same on every rank (collective).
+
+        ``deadline`` is this rank's end of the preemption window (``time.monotonic()`` of SIGTERM plus the
+        window; ``None`` without SIGTERM). A save expected to outlast it (estimate: the last save's
+        duration) would be cut by SIGKILL half-written and replace nothing, so it is skipped and said so:
+        the next attempt resumes from the last committed step. With no save yet there is no estimate."""
+        if not self.enabled:
+            return ""
+        mine = ""
+        last = self.last_result
+        if deadline is not None and last is not None:
+            left = deadline - time.monotonic()
+            if last.duration_s > left:
+                mine = (
+                    f"the last save (step {last.step}) took {last.duration_s:.1f}s and "
+                    f"{max(left, 0.0):.1f}s of the preemption window are left"
+                )
+        gathered: list[Any] = [None] * self.info.world_size
+        dist.all_gather_object(gathered, mine, group=self.pg)
+        reason = next((r for r in gathered if r), "")
+        if reason and self.info.is_main:
+            done = self.last_committed_step
+            log.warning(
+                "not saving step %d: %s; the next attempt resumes from %s",
+                step,
+                reason,
+                f"step {done}" if done >= 0 else "the newest committed checkpoint (or the beginning)",
+            )
+        return reason
+
     def save(
         self, step: int, blocking: bool = False, metrics: dict[str, Any] | None = None
     ) -> SaveResult | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from types import FrameType
 
 import torch
@@ -23,6 +24,8 @@ class StopFlags:
 
     def __init__(self) -> None:
         self._sigterm = threading.Event()
+        # time.monotonic() of the first SIGTERM: the preemption window (and SIGKILL) counts from it
+        self.sigterm_at: float | None = None
         self.save_failed = False
         self._installed = False
 
@@ -39,6 +42,8 @@ class StopFlags:
             # A second Ctrl-C at an interactive run means "now" (what Python's default handler does).
             # SIGTERM is not escalated this way because launchers may repeat it during one shutdown.
             raise KeyboardInterrupt
+        if self.sigterm_at is None:
+            self.sigterm_at = time.monotonic()
         self._sigterm.set()
 
     @property
@@ -48,15 +53,18 @@ class StopFlags:
 
     def request_stop(self) -> None:
         """Ask for a graceful stop as if SIGTERM had arrived (used by tests and tools)."""
+        if self.sigterm_at is None:
+            self.sigterm_at = time.monotonic()
         self._sigterm.set()
 
-    def agree(self) -> tuple[bool, bool]:
+    def agree(self, group: dist.ProcessGroup | None = None) -> tuple[bool, bool]:
         """One all-reduce (MAX) over ``[sigterm, save_failed]``; returns the job-wide values.
 
         The tensor stays on the CPU so that on CUDA it travels over the gloo backend and does not add
-        a NCCL launch plus device sync to every step.
+        a NCCL launch plus device sync to every step; ``group`` (default: the default group) must have
+        a CPU backend.
         """
         flags = torch.tensor([int(self.sigterm), int(self.save_failed)], dtype=torch.int32)
         if dist.is_initialized() and dist.get_world_size() > 1:
-            dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+            dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=group)
         return bool(flags[0]), bool(flags[1])

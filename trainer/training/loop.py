@@ -392,12 +392,19 @@ class Trainer:
 
     def _preempt(self) -> int:
         """SIGTERM agreed by all ranks: let a save in flight finish; if it was not of this step, save this
-        step synchronously; exit 143 only when this step's checkpoint is committed, else 5."""
+        step synchronously unless it cannot finish within the window (``Checkpointer.window_skip``); exit
+        143 only when this step's checkpoint is committed, else 5."""
         t0 = time.perf_counter()
         self.metrics.event("sigterm", step=self.step, save_in_flight=self.ckpt.pending_step)
         self.ckpt.wait()
         self._handle_saves(self.ckpt.drain())
-        if self.ckpt.enabled and self.ckpt.last_committed_step != self.step:
+        at = self.flags.sigterm_at
+        deadline = at + self.cfg.checkpoint.shutdown_window_s if at is not None else None
+        if (
+            self.ckpt.enabled
+            and self.ckpt.last_committed_step != self.step
+            and not self.ckpt.window_skip(self.step, deadline)
+        ):
             self.ckpt.save(self.step, blocking=True, metrics=self.last_rec)
             self._handle_saves(self.ckpt.drain())
         took = time.perf_counter() - t0
