@@ -5,6 +5,7 @@ ends with its own error line and the others' results."""
 
 from __future__ import annotations
 
+import datetime as dt
 import gc
 
 import pytest
@@ -13,8 +14,11 @@ import yaml
 from infra.cli.main import main
 from infra.core.errors import DataSourceError
 from infra.core.naming import region_code
+from infra.cost.estimate import Usage, estimate_stack
 from infra.io import snapshot
+from infra.io.prices import load_price_table
 from infra.io.regions import known_regions
+from infra.io.stackfiles import load_stack_config
 from infra.plan.lb_zones import LB_HOSTED_ZONES
 from infra.plan.mocks import AwsSnapshotMocks
 from infra.storage.documents import ELB_LOG_ACCOUNTS
@@ -41,6 +45,21 @@ def test_every_region_has_a_short_code() -> None:
     # the account-global names carry it (infra/core/naming.py); a new direction word must not break a plan
     codes = {region_code(r) for r in known_regions()}
     assert len(codes) == len(known_regions())
+
+
+def test_the_price_table_names_schema_regions_and_an_unpriced_region_names_its_refresh() -> None:
+    # prices are kept for the regions stacks use (aiplat prices refresh adds others), not for every region
+    table = load_price_table()
+    priced = set(table.instances) | set(table.regional) | set(table.transfer_gb)
+    assert priced <= known_regions(), sorted(priced - known_regions())
+    region = sorted(known_regions() - priced)[0]
+    cfg = load_stack_config("prod-sg-infer").model_copy(update={"region": region})
+    notes = estimate_stack("copy", cfg, table, Usage(on=dt.date(2026, 12, 6))).notes
+    assert f"`aiplat prices refresh --region {region}`" in " ".join(notes), notes
+    sg = estimate_stack(
+        "prod-sg-infer", load_stack_config("prod-sg-infer"), table, Usage(on=dt.date(2026, 12, 6))
+    )
+    assert "aiplat prices refresh" not in " ".join(sg.notes)
 
 
 def _call(mocks: AwsSnapshotMocks, token: str, **args: object) -> dict:
