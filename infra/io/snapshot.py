@@ -49,6 +49,17 @@ def snapshot_label(region: str) -> str:
     return f"moto {version}'s bundled AWS snapshot, {when}; current facts: {refresh}"
 
 
+def region_missing(region: str) -> str:
+    """Why the offline data cannot answer for ``region`` and the step that records it, in one line."""
+    version = metadata.version("moto")
+    built = SNAPSHOT_BUILT.get(version, "date unknown")
+    return (
+        f"no offline AWS facts of {region!r}: moto {version}'s bundled snapshot (built {built}) lacks the "
+        f"region; fix: record them with `aiplat facts refresh --region {region}` (read-only EC2 calls with "
+        "your AWS credentials), then plan again"
+    )
+
+
 def _resource(*parts: str) -> Any:
     path = resources.files(_RESOURCES)
     for part in parts:  # Traversable.joinpath takes one part at a time on Python 3.11
@@ -155,6 +166,11 @@ class OfflineAws:
     @property
     def label(self) -> str:
         return self.file.label if self.file else snapshot_label(self.region)
+
+    @property
+    def has_region(self) -> bool:
+        """Whether this data knows the region at all (a facts file does; moto's snapshot may not)."""
+        return self.file is not None or self.region in regions_with_offerings()
 
     def availability_zones(self) -> tuple[AvailabilityZone, ...]:
         return self.file.zones if self.file else availability_zones(self.region)

@@ -22,6 +22,7 @@ import pulumi
 
 from infra.core.errors import DataSourceError
 from infra.io import snapshot
+from infra.plan.lb_zones import LB_HOSTED_ZONES
 
 # The offline plan has no real account: moto's default account id (moto.core.models.DEFAULT_ACCOUNT_ID),
 # so ARNs in plans match what a moto server returns in the tests.
@@ -81,6 +82,14 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             self._data[region] = snapshot.offline_aws(region)
         return self._data[region]
 
+    def regional(self, region: str, call: str) -> snapshot.OfflineAws:
+        """``data(region)`` for a data call about the region's own zones and offerings: a region the offline
+        data lacks is refused in one line naming the step that records it."""
+        data = self.data(region)
+        if not data.has_region:
+            raise DataSourceError(f"{call}: {snapshot.region_missing(region)}")
+        return data
+
     @property
     def facts_source(self) -> str:
         """Which data answers the stack region's data calls, and its date (for the rules' messages)."""
@@ -88,7 +97,7 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
 
     def _availability_zones(self, args: dict[str, Any]) -> dict[str, Any]:
         region = self._region_of(args)
-        zones = self.data(region).availability_zones()
+        zones = self.regional(region, "getAvailabilityZones").availability_zones()
         if not zones:
             raise DataSourceError(
                 f"getAvailabilityZones: {self.data(region).label} has no zones for region {region!r}"
@@ -154,10 +163,11 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
             )
         wanted = _filter_values(args, "instance-type")
         locations = _filter_values(args, "location")
+        data = self.regional(region, "getInstanceTypeOfferings")
         if location_type == "region":
-            rows = [(t, region) for t in sorted(self.data(region).offered_in_region())]
+            rows = [(t, region) for t in sorted(data.offered_in_region())]
         else:
-            rows = [(t, az) for az, types in self.data(region).offered_by_az().items() for t in sorted(types)]
+            rows = [(t, az) for az, types in data.offered_by_az().items() for t in sorted(types)]
         # EC2 filter values match exactly or with the wildcards * and ?, as AWS documents for Describe*
         # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Filtering.html).
         rows = [
@@ -244,13 +254,18 @@ class AwsSnapshotMocks(pulumi.runtime.Mocks):
         }
 
     def _lb_hosted_zone(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The canonical hosted zone of a region's ALBs (the alias target zone of a record to one)."""
+        """The canonical hosted zone of a region's load balancers (an alias record's target zone)."""
         region = self._region_of(args)
-        if (args.get("loadBalancerType") or "application") != "application" or region not in ALB_ZONES:
+        lb_type = args.get("loadBalancerType") or "application"
+        zones = LB_HOSTED_ZONES.get(region)
+        zone = zones._asdict().get(lb_type) if zones is not None else None
+        if zone is None:
             raise DataSourceError(
-                f"getHostedZoneId: no ALB hosted zone for {region!r} in infra/plan/mocks.py ALB_ZONES"
+                f"getHostedZoneId: no {lb_type} load balancer hosted zone of {region!r} is known offline: "
+                "AWS's ELB endpoints page listed none when read (its date: infra/plan/lb_zones.py); fix: "
+                "serve from a region https://docs.aws.amazon.com/general/latest/gr/elb.html lists"
             )
-        return {"id": ALB_ZONES[region], "region": region, "loadBalancerType": "application"}
+        return {"id": zone, "region": region, "loadBalancerType": lb_type}
 
     def _ecr_token(self, args: dict[str, Any]) -> dict[str, Any]:
         """The shape of ECR GetAuthorizationToken as moto answers it (moto/ecr/responses.py): user AWS,
@@ -429,17 +444,6 @@ def _docker_image(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[st
         "ref": f"{tags[0]}@{digest}" if tags else "",
         "contextHash": hashlib.sha256(f"context/{seed}".encode()).hexdigest(),
     }
-
-
-# The ALBs' canonical hosted zone per region, as the provider's getHostedZoneId answers it
-# (hashicorp/terraform-provider-aws internal/service/elbv2/hosted_zone_id_data_source.go,
-# hostedZoneIDPerRegionALBMap; AWS: https://docs.aws.amazon.com/general/latest/gr/elb.html).
-ALB_ZONES = {
-    "ap-east-1": "Z3DQVH9N71FHZ0",
-    "ap-southeast-1": "Z1LMS91P8CMLE5",
-    "us-east-1": "Z35SXDOTRQ7X7K",
-    "us-west-2": "Z1H1FL5HABSF5",
-}
 
 
 def _acm_certificate(args: pulumi.runtime.MockResourceArgs, region: str) -> dict[str, Any]:

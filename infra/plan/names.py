@@ -178,6 +178,9 @@ def _fix(type_: str) -> str:
         return "let one stack per account and region own it: security.audit.guardduty: false on the other"
     if type_ == "aws:ecr/pullThroughCacheRule:PullThroughCacheRule":
         return "set another image_cache.prefix on one of the two stacks (docs/how-to/image-cache.md)"
+    if type_ == "aws:route53/record:Record":
+        # the records of a stack's own name (its regional CNAME, its certificate's validation record)
+        return "give each infer stack its own inference.https.domain (the global name is shared by design)"
     if type_.startswith("aws:ecr/replicationConfiguration"):
         return "let one train stack per account and region replicate images (storage.replicate_to)"
     fix = (

@@ -24,12 +24,12 @@ import pulumi
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
-from pulumi.runtime.settings import set_root_resource
+from pulumi.runtime.settings import SETTINGS, set_root_resource
 from pulumi.runtime.stack import run_in_stack
 
 from infra.core import policy_quotas
 from infra.core.config import Role
-from infra.core.errors import ConfigError, ConfigErrors
+from infra.core.errors import ConfigError, ConfigErrors, PlatformError
 from infra.core.project import CONFIG_KEY, DEFAULT_ORGANIZATION, PROJECT
 from infra.edge.config import API_KEYS_KEY
 from infra.edge.wire import API_KEYS_OUTPUT
@@ -352,6 +352,7 @@ def run_program(
     # already registers a root stack. run_in_stack then creates the stack the program runs in, exactly
     # as the real language host does.
     loop = asyncio.new_event_loop()
+    loop.set_exception_handler(_unreported_only)
     asyncio.set_event_loop(loop)
     try:
         pulumi.runtime.set_mocks(
@@ -366,9 +367,39 @@ def run_program(
         pulumi.runtime.set_all_config(config or {}, secret_keys or [])
         loop.run_until_complete(run_in_stack(fn))
     finally:
+        _close_loop(loop)
+    return monitor
+
+
+def _unreported_only(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio's report of a future whose exception nobody read, except our own errors: a failed data call
+    or rule fails every output computed from it, and the run raises (and the plan reports) it once."""
+    if not isinstance(context.get("exception"), PlatformError):
+        loop.default_exception_handler(context)
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close the loop of one program run, failed ones included, so that the next run starts clean.
+
+    A program that fails stops at its first failed call and leaves the rest scheduled: cancel and await
+    those, as ``asyncio.run`` does, so none is destroyed pending. The SDK's set of outputs still to await
+    (``SETTINGS.outputs``) survives ``set_mocks``; a failed run's tasks left there would be awaited by the
+    next run on this closed loop ("Event loop is closed"), so it is emptied here.
+    """
+    try:
+        pending = asyncio.all_tasks(loop)
+        while pending:  # a cancelled task may schedule another before it ends
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            pending = asyncio.all_tasks(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        with SETTINGS.lock:
+            SETTINGS.outputs.clear()
         asyncio.set_event_loop(None)
         loop.close()
-    return monitor
 
 
 _PLAN_CACHE: dict[tuple[str, str, str], Plan] = {}

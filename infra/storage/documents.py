@@ -607,9 +607,9 @@ def access_log_bucket_policy(
 
 
 # The Elastic Load Balancing account of each Region opened before August 2022: their load balancers deliver
-# access logs as this account, later Regions as the service principal logdelivery.elasticloadbalancing.
+# access logs as this account; Regions opened since (None here) as the service principal below.
 # https://docs.aws.amazon.com/elasticloadbalancing/latest/application/enable-access-logging.html (Step 2)
-ELB_LOG_ACCOUNTS = {
+ELB_LOG_ACCOUNTS: dict[str, str | None] = {
     "us-east-1": "127311923021",
     "us-east-2": "033677994240",
     "us-west-1": "027434742980",
@@ -632,6 +632,10 @@ ELB_LOG_ACCOUNTS = {
     "eu-north-1": "897822967062",
     "me-south-1": "076674570225",
     "sa-east-1": "507241528517",
+    **dict.fromkeys(
+        ["ap-east-2", "ap-south-2", "ap-southeast-4", "ap-southeast-5", "ap-southeast-6", "ap-southeast-7"]
+        + ["ca-west-1", "eu-central-2", "eu-south-2", "il-central-1", "me-central-1", "mx-central-1"]
+    ),
 }
 ELB_LOG_SERVICE = "logdelivery.elasticloadbalancing.amazonaws.com"
 # Where the inference ALBs of a Region write in its access-log bucket: <ALB_LOG_PREFIX>/<stack>/AWSLogs/...
