@@ -141,13 +141,15 @@ class ImageCopier(Protocol):
 
 @dataclass(frozen=True)
 class FirstDeploy:
-    """A stack that was never deployed: ``copy_area`` (a targeted pass), the image copy, then ``rest``;
-    ``aws_side_only``: ``rest`` leaves the Kubernetes side for a run from inside the VPC."""
+    """A stack that was never deployed: ``copy_area`` (a targeted pass) and the image copy (when ``copies``:
+    its charts run images of the copy area), then ``rest``; ``aws_side_only``: ``rest`` leaves the
+    Kubernetes side for a run from inside the VPC."""
 
     copy_area: Pass
     rest: Pass
     copier: ImageCopier
     aws_side_only: bool = False
+    copies: bool = True
 
 
 def serves_global_endpoint(cfg: PlatformConfig) -> bool:
@@ -306,8 +308,12 @@ def deploy_stack(
     failed up or gate leaves it drained. ``first``: a first deploy, whose copy area and images go first and
     whose ``rest`` may be the AWS side only (no drain, no gate: nothing serves yet)."""
     result = StackResult(stack, wave)
-    if first is not None and not _first_steps(
-        stack, result, runner, first, dry_run=dry_run, on_event=on_event, on_state=on_state
+    if (
+        first is not None
+        and first.copies
+        and not _first_steps(
+            stack, result, runner, first, dry_run=dry_run, on_event=on_event, on_state=on_state
+        )
     ):
         return result
     part = first.rest if first is not None else WHOLE

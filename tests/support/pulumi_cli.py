@@ -30,7 +30,13 @@ GLOBAL = {
     "--tracing": True,
     "--verbose": True,
 }
-SHORT = {"-C": "--cwd", "-e": "--emoji", "-h": "--help", "-v": "--verbose", "-Q": "--fully-qualify-stack-names"}
+SHORT = {
+    "-C": "--cwd",
+    "-e": "--emoji",
+    "-h": "--help",
+    "-v": "--verbose",
+    "-Q": "--fully-qualify-stack-names",
+}
 
 _UPDATE = {  # what pulumi up and pulumi preview share
     "--attach-debugger": True,
@@ -71,19 +77,45 @@ _UPDATE = {  # what pulumi up and pulumi preview share
     "--client": True,
     "--exec-agent": True,
 }
-_UPDATE_SHORT = {"-c": "--config", "-d": "--debug", "-j": "--json", "-m": "--message", "-p": "--parallel", "-s": "--stack"}
+_UPDATE_SHORT = {
+    "-c": "--config",
+    "-d": "--debug",
+    "-j": "--json",
+    "-m": "--message",
+    "-p": "--parallel",
+    "-s": "--stack",
+}
 
 COMMANDS: dict[tuple[str, ...], dict[str, bool]] = {
     ("up",): {**_UPDATE, "--yes": False, "--skip-preview": False, "--plan": True},
     ("preview",): {**_UPDATE, "--save-plan": True, "--import-file": True},
     ("stack",): {"--stack": True, "--show-urns": False, "--show-ids": False, "--show-secrets": False},
-    ("stack", "init"): {"--stack": True, "--secrets-provider": True, "--copy-config-from": True, "--no-select": False},
+    ("stack", "init"): {
+        "--stack": True,
+        "--secrets-provider": True,
+        "--copy-config-from": True,
+        "--no-select": False,
+    },
     ("stack", "select"): {"--stack": True, "--create": False, "--secrets-provider": True},
     ("stack", "output"): {"--stack": True, "--json": False, "--show-secrets": False, "--shell": False},
-    ("stack", "history"): {"--stack": True, "--json": False, "--show-secrets": False, "--page-size": True, "--page": True, "--full-dates": False},
+    ("stack", "history"): {
+        "--stack": True,
+        "--json": False,
+        "--show-secrets": False,
+        "--page-size": True,
+        "--page": True,
+        "--full-dates": False,
+    },
     ("stack", "change-secrets-provider"): {"--stack": True},
     ("stack", "ls"): {"--json": False, "--all": False},
-    ("config", "set"): {"--stack": True, "--secret": False, "--plaintext": False, "--path": False, "--config-file": True, "--type": True},
+    ("config", "set"): {
+        "--stack": True,
+        "--secret": False,
+        "--plaintext": False,
+        "--path": False,
+        "--config-file": True,
+        "--type": True,
+    },
     ("config", "get"): {"--stack": True, "--json": False, "--path": False, "--config-file": True},
     ("login",): {"--local": False, "--cloud-url": True, "--default-org": True, "--insecure": False},
     ("logout",): {"--all": False, "--local": False, "--cloud-url": True},
@@ -95,7 +127,10 @@ for _words, _flags in COMMANDS.items():
     if "--stack" in _flags:
         COMMAND_SHORT.setdefault(_words, {}).setdefault("-s", "--stack")
 for _words in (("up",), ("preview",)):
-    COMMAND_SHORT[_words] = {**_UPDATE_SHORT, **({"-y": "--yes", "-f": "--skip-preview"} if _words == ("up",) else {})}
+    COMMAND_SHORT[_words] = {
+        **_UPDATE_SHORT,
+        **({"-y": "--yes", "-f": "--skip-preview"} if _words == ("up",) else {}),
+    }
 COMMAND_SHORT.setdefault(("stack", "output"), {})["-j"] = "--json"
 COMMAND_SHORT.setdefault(("stack", "history"), {})["-j"] = "--json"
 

@@ -1,11 +1,12 @@
-"""A stand-in for the ``pulumi`` CLI, run by the Automation API as the real one would be (there is no Pulumi CLI
-here): it records every argv to ``$STAND_IN_LOG`` (one JSON list a line), parses it against the recorded CLI
-table (``tests/support/pulumi_cli.py``: an unknown flag exits 255 as the CLI does), and answers what the
-Automation API asks: ``version``, ``stack select`` (255 "no stack named" until ``stack init``), ``stack output``,
-``stack history``, and ``preview``/``up`` with engine events streamed to the ``--event-log`` address over the
-SDK's own gRPC Events service (CLI > 3.205 does so). Like the engine with the project's pack and no pack
-config, a preview or up given ``--policy-pack`` without ``--policy-pack-config`` reports the pack's defaults
-as a mandatory violation and fails. State (stacks, outputs) lives in ``$STAND_IN_STATE``.
+"""A stand-in for the ``pulumi`` CLI, run by the Automation API as the real one would be (there is no
+Pulumi CLI here): it records every argv to ``$STAND_IN_LOG`` (one JSON list a line), parses it against the
+recorded CLI table (``tests/support/pulumi_cli.py``: an unknown flag exits 255 as the CLI does), and answers
+what the Automation API asks: ``version``, ``stack select`` (255 "no stack named" until ``stack init``),
+``stack output``, ``stack history``, and ``preview``/``up`` with engine events streamed to the
+``--event-log`` address over the SDK's own gRPC Events service (CLI > 3.205 does so). Like the engine with
+the project's pack and no pack config, a preview or up given ``--policy-pack`` without
+``--policy-pack-config`` reports the pack's defaults as a mandatory violation and fails. State (stacks,
+outputs) lives in ``$STAND_IN_STATE``.
 
 Run as ``python stand_in_pulumi.py ARGS`` through a ``pulumi`` wrapper on PATH (``install`` writes one).
 """
@@ -23,12 +24,14 @@ PROJECT = "aiplat"
 
 
 def install(bin_dir: Path, log: Path, state: Path) -> dict[str, str]:
-    """Write ``bin_dir/pulumi`` and return the environment that puts it first on PATH."""
+    """Write ``bin_dir/pulumi`` (and ``bin_dir/aiplat``, which only records its argv as ``["aiplat", ...]``)
+    and return the environment that puts them first on PATH."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     state.mkdir(parents=True, exist_ok=True)
-    wrapper = bin_dir / "pulumi"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).resolve()}" "$@"\n')
-    wrapper.chmod(0o755)
+    for name, lead in (("pulumi", ""), ("aiplat", " --as-aiplat")):
+        wrapper = bin_dir / name
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).resolve()}"{lead} "$@"\n')
+        wrapper.chmod(0o755)
     return {
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "STAND_IN_LOG": str(log),
@@ -72,7 +75,9 @@ def _update(parsed, stack: str, stacks: dict[str, dict], state: Path, *, apply: 
     configs = parsed.flags.get("--policy-pack-config", [])
     events: list[dict] = []
     type_ = "aws:ec2/vpc:Vpc"
-    events.append({"resourcePreEvent": {"metadata": {"op": "create", "urn": _urn(stack, type_, "vpc"), "type": type_}}})
+    events.append(
+        {"resourcePreEvent": {"metadata": {"op": "create", "urn": _urn(stack, type_, "vpc"), "type": type_}}}
+    )
     failed = ""
     if configs and len(configs) != len(packs):
         failed = "the number of --policy-pack-config paths must match the number of --policy-pack paths"
@@ -115,7 +120,9 @@ def main(argv: list[str]) -> int:
     log = Path(os.environ["STAND_IN_LOG"])
     state = Path(os.environ["STAND_IN_STATE"])
     with log.open("a") as f:
-        f.write(json.dumps(argv) + "\n")
+        f.write(json.dumps(["aiplat", *argv[1:]] if argv[:1] == ["--as-aiplat"] else argv) + "\n")
+    if argv[:1] == ["--as-aiplat"]:
+        return 0
     try:
         parsed = parse(argv)
     except UnknownCommand as exc:
