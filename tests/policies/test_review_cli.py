@@ -353,4 +353,6 @@ def test_json_holds_each_stacks_verdict_and_violations(tmp_path, capsys) -> None
     (review,) = doc["reviews"]
     assert (code, review["stack"], review["passed"]) == (EXIT_POLICY, "dev-us-train", False)
     budget = [v for v in review["violations"] if v["policy"] == "gpu-budget"]
-    assert budget and budget[0]["enforcement"] == "mandatory" and "over its budget of 5" in budget[0]["message"]
+    assert (
+        budget and budget[0]["enforcement"] == "mandatory" and "over its budget of 5" in budget[0]["message"]
+    )

@@ -5,8 +5,9 @@ Sources (Pulumi CLI 3.x reference, read 2026-12-06): https://www.pulumi.com/docs
 (global flags), .../pulumi_up/, .../pulumi_preview/, .../pulumi_stack/, .../pulumi_stack_init/,
 .../pulumi_stack_select/, .../pulumi_stack_output/, .../pulumi_stack_history/,
 .../pulumi_stack_change-secrets-provider/, .../pulumi_config_set/, .../pulumi_login/, .../pulumi_version/,
-.../pulumi_whoami/. Flags the Automation API passes that the pages do not list (they are hidden in the CLI):
-``--exec-kind``, ``--event-log``, ``--client``, ``--exec-agent`` (pulumi/automation/_stack.py, SDK 3.272.0).
+.../pulumi_whoami/, .../pulumi_destroy/, .../pulumi_state_unprotect/. Flags the Automation API passes that
+the pages do not list (hidden in the CLI): ``--exec-kind``, ``--event-log``, ``--client``, ``--exec-agent``
+(pulumi/automation/_stack.py, SDK 3.272.0).
 """
 
 from __future__ import annotations
@@ -119,6 +120,27 @@ COMMANDS: dict[tuple[str, ...], dict[str, bool]] = {
     ("config", "get"): {"--stack": True, "--json": False, "--path": False, "--config-file": True},
     ("login",): {"--local": False, "--cloud-url": True, "--default-org": True, "--insecure": False},
     ("logout",): {"--all": False, "--local": False, "--cloud-url": True},
+    ("destroy",): {
+        "--stack": True,
+        "--yes": False,
+        "--skip-preview": False,
+        "--target": True,
+        "--target-dependents": False,
+        "--exclude": True,
+        "--exclude-protected": False,
+        "--continue-on-error": False,
+        "--message": True,
+        "--parallel": True,
+        "--preview-only": False,
+        "--refresh": False,
+        "--remove": False,
+        "--diff": False,
+        "--show-secrets": False,
+        "--suppress-outputs": False,
+        "--suppress-permalink": False,
+        "--config-file": True,
+    },
+    ("state", "unprotect"): {"--stack": True, "--all": False, "--yes": False},
     ("version",): {},
     ("whoami",): {"--json": False, "--verbose": False},
 }
@@ -132,6 +154,10 @@ for _words in (("up",), ("preview",)):
         **({"-y": "--yes", "-f": "--skip-preview"} if _words == ("up",) else {}),
     }
 COMMAND_SHORT.setdefault(("stack", "output"), {})["-j"] = "--json"
+COMMAND_SHORT[("destroy",)].update(
+    {"-y": "--yes", "-f": "--skip-preview", "-m": "--message", "-p": "--parallel"}
+)
+COMMAND_SHORT[("state", "unprotect")]["-y"] = "--yes"
 COMMAND_SHORT.setdefault(("stack", "history"), {})["-j"] = "--json"
 
 
