@@ -185,3 +185,20 @@ def test_a_preview_without_the_pack_config_is_what_the_stand_in_refuses(world: W
     outcome = runner.preview(PROD[0], lambda e: None)
     assert [v.policy for v in outcome.violations if v.mandatory] == ["gpu-budget"]
     assert "--policy-pack-config" not in shlex.join(read_log(world.log)[-1])
+
+
+def test_the_aws_side_passes_plan_and_pass_the_pack(world: World, tmp_path: Path) -> None:
+    """What the first pass runs (the stack files with kubernetes_access: skip that the first rollout wrote)
+    plans, and the pack with each stack's settings passes it: the first pass is not blocked."""
+    from infra.plan.runner import run_plan
+    from infra.review import review_configured_plan
+
+    written = sorted(world.state.parent.glob("Pulumi.*.aws-side.yaml"))
+    assert [p.name.split(".")[1] for p in written] == sorted(PROD)
+    for path in written:
+        (tmp_path / path.name.replace(".aws-side", "")).write_text(path.read_text())
+    for stack in PROD:
+        plan = run_plan(stack, stacks_dir=tmp_path)
+        assert not plan.by_type("kubernetes:helm.sh/v3:Release"), stack  # the Kubernetes side is left out
+        review = review_configured_plan(plan.as_json())
+        assert review.passed, (stack, [(d.policy, d.message) for d in review.mandatory])
