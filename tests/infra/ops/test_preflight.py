@@ -766,3 +766,20 @@ def test_cli_json(account: Account, capsys: pytest.CaptureFixture[str]) -> None:
     assert rows[("prod-us-train", "account-matches")]["status"] == "pass"
     assert doc["counts"]["fail"] == sum(r["status"] == "fail" for r in doc["rows"])
     assert code == (1 if doc["counts"]["fail"] else 0)
+
+
+def test_cli_refuses_credentials_of_another_account(
+    account: Account, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line
+    doc = yaml.safe_load((REPO / "stacks" / "Pulumi.prod-us-train.yaml").read_text())
+    doc["config"]["aiplat:platform"]["security"]["account"]["id"] = "210987654321"
+    (tmp_path / "Pulumi.prod-us-train.yaml").write_text(yaml.safe_dump(doc))
+    account.healthy(load_stack_config("prod-us-train"))
+    code = main(["preflight", "--stack", "prod-us-train", "--stacks-dir", str(tmp_path), "--problems-only"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 1
+    assert (
+        "account-matches │ fail │ aiplat:platform.security.account.id │ is 210987654321 but the "
+        "credentials are of account 123456789012"
+    ) in out
