@@ -266,7 +266,7 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.ops.drain import Route53Drainer
     from infra.ops.health import AwsHealthGate
     from infra.ops.release_check import AwsReleaseCheck
-    from infra.ops.rollout_state import finished, record, select_waves, state_file
+    from infra.ops.rollout_state import finished, forget, record, select_waves, state_file
 
     env = Environment(args.env)
     state = state_file(env.value)
@@ -285,7 +285,7 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         print_error(err, None, exc, debug=args.debug)
         return exc.exit_code
     if not waves:
-        console.print(f"nothing to roll out: every selected stack is finished ({state})")
+        console.print(f"nothing to roll out: no stack selected, or all finished ({state})")
         return EXIT_OK
     console.print(
         f"{'dry run' if args.dry_run else 'rollout'} {env.value}: "
@@ -300,7 +300,7 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         print_error(err, None, exc, debug=args.debug)
         return exc.exit_code
     if not args.dry_run and not args.resume:
-        state.unlink(missing_ok=True)  # a new rollout: --resume continues this one
+        forget(state, [s for w in waves for s in w])  # a new rollout of these: --resume continues this one
     clients = boto3_clients()
     gate = AwsHealthGate(rollout.health, clients)
     drainer = Route53Drainer(clients, runner.outputs, configs=configs)

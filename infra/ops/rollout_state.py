@@ -36,18 +36,29 @@ def finished(path: Path) -> set[str]:
     return {s for s, entry in read_state(path).items() if entry.get("state") in done}
 
 
+def _write(path: Path, stacks: dict[str, dict[str, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"stacks": stacks}, indent=2) + "\n")
+    tmp.replace(path)  # rewritten whole: a reader never sees half of it
+
+
 def record(path: Path, result: StackResult) -> None:
-    """Write one stack's result (the file is rewritten whole: a reader never sees half of it)."""
+    """Write one stack's result."""
     stacks = read_state(path)
     stacks[result.stack] = {
         "state": result.state.value,
         "wave": result.wave + 1,
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"stacks": stacks}, indent=2) + "\n")
-    tmp.replace(path)
+    _write(path, stacks)
+
+
+def forget(path: Path, names: Collection[str]) -> None:
+    """A new rollout of ``names``: their earlier results no longer say they are done."""
+    stacks = read_state(path)
+    if any(n in stacks for n in names):
+        _write(path, {s: e for s, e in stacks.items() if s not in names})
 
 
 def select_waves(
