@@ -19,22 +19,26 @@ from infra.io.stackfiles import display_path, list_stacks, load_stack_config
 from tests.conftest import REPO
 from tests.support.pulumi_cli import UnknownCommand, parse_line
 
+# The pages an operator follows: every command of theirs, inline ones too; the other pages' shell blocks
+# (not the generated reference: its CLI page is argparse's own help).
 PAGES = [REPO / "README.md", REPO / "docs" / "deploy.md", *sorted((REPO / "docs" / "how-to").glob("*.md"))]
+OTHERS = sorted(p for p in (REPO / "docs").rglob("*.md") if "reference" not in p.parts and p not in PAGES)
 FENCE = re.compile(r"```(?:sh|bash|console|shell)\n(.*?)```", re.S)
 INLINE = re.compile(r"`((?:pulumi|aiplat) [^`]+)`")
 TOOLS = ("pulumi ", "aiplat ", ".venv/bin/aiplat ")
 
 
-def command_lines(text: str) -> list[str]:
-    """Command lines of the shell blocks (continuations joined, comments and pipes left off) and of inline
-    code that starts with a tool's name and names a flag (a whole command, not a mention)."""
+def command_lines(text: str, *, inline: bool = True) -> list[str]:
+    """Command lines of the shell blocks (continuations joined, comments and pipes left off) and, with
+    ``inline``, of inline code that starts with a tool's name and names a flag (a whole command, not a
+    mention). A line whose arguments a shell loop makes (``$(for ...)``) is left out."""
     out = []
     for block in FENCE.findall(text):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.strip()
-            if line.startswith(TOOLS):
+            if line.startswith(TOOLS) and "$(for " not in line:
                 out.append(line)
-    out += [m for m in INLINE.findall(text) if " -" in m]
+    out += [m for m in INLINE.findall(text) if " -" in m] if inline else []
     return out
 
 
@@ -53,7 +57,9 @@ def argv(line: str) -> list[str]:
     return words
 
 
-ALL = [(page, line) for page in PAGES for line in command_lines(page.read_text())]
+ALL = [(page, line) for page in PAGES for line in command_lines(page.read_text())] + [
+    (page, line) for page in OTHERS for line in command_lines(page.read_text(), inline=False)
+]
 
 
 def test_the_pages_show_commands() -> None:
