@@ -14,7 +14,7 @@ from rich.table import Table
 
 from infra.cli.common import EXIT_FAILED, EXIT_OK, EXIT_POLICY, print_error
 from infra.core.config import Environment
-from infra.core.errors import ConfigErrors, PlatformError
+from infra.core.errors import ConfigErrors, PlatformError, ToolMissingError
 from infra.io.rollout_config import load_rollout_config
 from infra.io.stackfiles import list_stacks, load_stack_config, project_root
 from infra.ops.rollout import (
@@ -251,9 +251,16 @@ def _first_deploys(
         if runner.outputs(stack):
             continue
         cfg = configs[stack]
-        resources = (
-            run_plan(stack, cfg, args.stacks_dir).as_json()["resources"] if copies_images(cfg) else None
-        )
+        try:
+            resources = (
+                run_plan(stack, cfg, args.stacks_dir).as_json()["resources"] if copies_images(cfg) else None
+            )
+        except ModuleNotFoundError as exc:  # the offline plan's extra (moto's AWS snapshot) is not installed
+            raise ToolMissingError(
+                f"{stack}'s first deploy reads the copy area's resources from its offline plan, which "
+                f"needs the plan extra ({exc.name} is missing): .venv/bin/pip install -e '.[plan]', then "
+                "run this again"
+            ) from None
         first[stack] = first_deploy(
             stack, cfg, resources, copier, stacks_dir=args.stacks_dir, out_dir=out_dir
         )

@@ -51,3 +51,27 @@ def test_record_finished_and_forget(tmp_path: Path) -> None:
     assert finished(state) == {"c"}
     state.write_text("not json")
     assert finished(state) == set()
+
+
+def test_a_first_deploy_without_the_plan_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The copy area's resources come from the stack's offline plan, whose AWS snapshot is moto's (the
+    `plan` extra); a machine with `pip install -e .` only is told what to install."""
+    import argparse
+
+    from infra.cli.rollout import _first_deploys
+    from infra.core.errors import ToolMissingError
+
+    def no_moto(*args: object, **kwargs: object) -> None:
+        raise ModuleNotFoundError("No module named 'moto'", name="moto")
+
+    class NeverDeployed:
+        def outputs(self, stack: str) -> dict:
+            return {}
+
+    monkeypatch.setattr("infra.plan.runner.run_plan", no_moto)
+    with pytest.raises(ToolMissingError, match=r"moto is missing\): \.venv/bin/pip install -e '\.\[plan\]'"):
+        _first_deploys(
+            ["prod-us-train"], CONFIGS, NeverDeployed(), argparse.Namespace(stacks_dir=None), tmp_path
+        )
