@@ -8,6 +8,9 @@ PIP := $(BIN)/python -m pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # mkdocs-material prints a banner about MkDocs 2 on every build; it is not a warning of ours.
 export NO_MKDOCS_2_WARNING := 1
+# Another apt-get (unattended-upgrades, a second make) may hold the dpkg lock: wait up to 10 minutes for it
+# instead of failing at once (DPkg::Lock::Timeout, apt 1.9.11 and later: apt-get(8)).
+APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
 
 .PHONY: plan review docs docs-serve test test-fast lint lint-docker fmt clean train-local bench-trainer promtool policy-venv
 
@@ -33,7 +36,7 @@ $(VENV)/.docs: pyproject.toml site-tools/package-lock.json | $(BIN)/python
 	$(PIP) install -q -e '.[docs]'
 	@command -v npm >/dev/null || { \
 		echo "npm missing (it fetches the docs site's mermaid): apt-get install -y npm"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+		$(APT_GET) update -qq && $(APT_GET) install -y -qq --no-install-recommends npm; }
 	$(BIN)/python site-tools/fetch_mermaid.py
 	touch $@
 
@@ -90,7 +93,7 @@ test-fast: $(VENV)/.dev promtool
 promtool:
 	@command -v promtool >/dev/null || { \
 		echo "promtool missing: apt-get install -y prometheus"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
+		$(APT_GET) update -qq && $(APT_GET) install -y -qq --no-install-recommends prometheus; }
 	@promtool --version | head -1
 
 lint-docker: $(VENV)/.dev

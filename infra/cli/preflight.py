@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import asdict
 
 from rich.console import Console
 from rich.table import Table
@@ -27,12 +29,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "Scaling service-linked role, the cluster endpoint once it exists; once per run the state backend "
         "and secrets provider of rollout.yaml. Uses your AWS credentials the usual boto3 way (AWS_PROFILE, "
         "AWS_ENDPOINT_URL...). A check that could not run (an API denied, a region that does not answer) is "
-        "'skip' with the reason. Exit 0 when nothing fails, 1 when a check fails, 2 for a config error, 6 "
-        "when the credentials are missing, expired or refused.",
+        "'skip' with the reason (never 'pass'), so is a check with nothing on the stack to look at (the "
+        "global endpoint's DNS on a train stack, the cluster endpoint before the cluster exists); the "
+        "caller's account must be security.account.id. Exit 0 when nothing fails, 1 when a check fails, 2 "
+        "for a config error, 6 when the credentials are missing, expired or refused.",
     )
     add_stack_selection(p)
     p.add_argument(
         "--problems-only", action="store_true", help="list only the checks that warn, fail or were skipped"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON document: every check's row and the counts"
     )
     p.set_defaults(run=run)
 
@@ -53,14 +60,20 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         require_credentials(clients("sts", home))  # else one line and exit 6, as every AWS command
     if rollout is None:
         err.print(f"warning: {rollout_file()} not found: state backend and secrets provider not checked")
-    with console.status("preflight ...") as status:
+    with (err if args.json else console).status("preflight ...") as status:
         report = preflight(
             stacks,
             clients,
             rollout=rollout,
             on_stack=lambda stack: status.update(f"preflight {stack}: asking AWS ..."),
         )
-    for scope in [PROJECT, *(s for s, _ in stacks)]:
+    if args.json:
+        rows = [r for r in report.rows if not args.problems_only or r.status is not Status.passed]
+        counts = {status.value: report.count(status) for status in Status}
+        console.out(
+            json.dumps({"rows": [asdict(r) for r in rows], "counts": counts}, indent=1), highlight=False
+        )
+    for scope in [PROJECT, *(s for s, _ in stacks)] if not args.json else []:
         rows = [r for r in report.rows if r.scope == scope]
         shown = [r for r in rows if not args.problems_only or r.status is not Status.passed]
         if not rows:
@@ -78,10 +91,11 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
             console.print(table)
         else:
             console.print(f"{scope}: all {len(rows)} checks pass")
-    console.print(
-        f"{report.count(Status.passed)} pass, {report.count(Status.warn)} warn, "
-        f"{report.count(Status.fail)} fail, {report.count(Status.skip)} skipped"
-    )
+    if not args.json:
+        console.print(
+            f"{report.count(Status.passed)} pass, {report.count(Status.warn)} warn, "
+            f"{report.count(Status.fail)} fail, {report.count(Status.skip)} skipped"
+        )
     if any(r.check == "credentials-work" and r.status is Status.fail for r in report.rows):
         return EXIT_AWS  # nothing else could be checked
     return EXIT_FAILED if report.failed else EXIT_OK

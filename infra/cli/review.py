@@ -4,7 +4,9 @@ policies`` would give it, without cloud credentials (pull requests, ``make plan`
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
@@ -56,6 +58,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--verbose", "-v", action="store_true", help="every violation on its own row, not one row per policy"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON document: each stack's verdict and violations"
     )
     p.set_defaults(run=run)
 
@@ -124,8 +129,25 @@ def print_review(review, console: Console, *, verbose: bool = False) -> None:  #
         console.print(table)
 
 
+def as_json(review) -> dict:  # noqa: ANN001 (StackReview)
+    """One stack's verdict as data (``--json``)."""
+    return {
+        "stack": review.stack,
+        "passed": review.passed,
+        "pack": review.pack,
+        "version": review.version,
+        "policies": review.policies,
+        "resources": review.resources,
+        "violations": [asdict(d) for d in review.diagnostics],
+    }
+
+
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.review import review_configured_plan, review_plan
+
+    out = console
+    if args.json:
+        console = err  # progress and tables to stderr; stdout holds the one JSON document
 
     try:
         project = read_pack_project(args.policy_pack or default_pack_dir())
@@ -150,9 +172,12 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
             status = status or exc.exit_code
             continue
         reviews.append(review)
-        print_review(review, console, verbose=args.verbose)
+        if not args.json:
+            print_review(review, console, verbose=args.verbose)
         console.print(f"reviewed {review.stack} in {time.perf_counter() - started:.1f}s\n")
-    if len(reviews) > 1:
+    if args.json:
+        out.out(json.dumps({"reviews": [as_json(r) for r in reviews]}, indent=1), highlight=False)
+    elif len(reviews) > 1:
         summary = Table(title="policy review")
         for column in ("stack", "mandatory", "advisory", "verdict"):
             summary.add_column(column)

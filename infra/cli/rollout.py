@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
@@ -13,20 +14,25 @@ from rich.table import Table
 
 from infra.cli.common import EXIT_FAILED, EXIT_OK, EXIT_POLICY, print_error
 from infra.core.config import Environment
-from infra.core.errors import ConfigErrors, PlatformError
+from infra.core.errors import ConfigErrors, PlatformError, ToolMissingError
 from infra.io.rollout_config import load_rollout_config
 from infra.io.stackfiles import list_stacks, load_stack_config, project_root
 from infra.ops.rollout import (
     Drainer,
+    FirstDeploy,
     HealthGate,
     ReleaseCheck,
     RolloutResult,
     StackEvent,
+    StackResult,
     StackRunner,
     State,
     run_rollout,
 )
 from infra.schema.platform import PlatformConfig
+
+if TYPE_CHECKING:
+    from infra.ops.automation import AutomationRunner
 from infra.stack.rollout import plan_waves
 
 STYLE = {
@@ -54,7 +60,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "'deployed, no model release yet'). An infer stack serving the global endpoint is drained from "
             "it before its update and put back after its gate passed; a failed wave leaves it drained "
             "and says so. The first failure stops the rollout with a summary of "
-            "what changed and what did not. State backend and secrets provider come from rollout.yaml. "
+            "what changed and what did not. A stack's first deploy goes in steps: a targeted up of the copy "
+            "area's ECR creation template, `aiplat images copy`, then the rest; with a private endpoint the "
+            "rest is the AWS side only (the stack file with kubernetes_access: skip), and a second "
+            "`aiplat rollout --resume` from inside the VPC adds the cluster services. Each stack's result is "
+            "recorded in build/rollout/<env>.json for --resume. "
+            "State backend and secrets provider come from rollout.yaml. "
             "Needs the Pulumi CLI. Exit 0 all healthy (or deployed with no model release yet), 1 a stack "
             "failed, 2 config error, 4 no Pulumi CLI, 5 a mandatory policy violation."
         ),
@@ -63,6 +74,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--env", required=True, choices=[e.value for e in Environment], help="the environment to roll out"
     )
     p.add_argument("--dry-run", action="store_true", help="preview every wave, change nothing")
+    p.add_argument(
+        "--stack",
+        action="append",
+        default=[],
+        help="only this stack of the waves (repeatable; in wave order)",
+    )
+    p.add_argument("--wave", type=int, default=None, help="only this wave (1 = the first)")
+    p.add_argument(
+        "--model-only",
+        action="store_true",
+        help="only the infer stacks: a model rollout or rollback that leaves the train wave alone",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip the stacks the last rollout of --env finished (build/rollout/<env>.json)",
+    )
     p.add_argument(
         "--stacks-dir", type=Path, default=None, help="folder of stack files (default: the project's stacks/)"
     )
@@ -143,6 +171,8 @@ def execute(
     dry_run: bool,
     drainer: Drainer | None = None,
     release_check: ReleaseCheck | None = None,
+    first: Mapping[str, FirstDeploy] | None = None,
+    on_done: Callable[[StackResult], None] = lambda result: None,
 ) -> int:
     """Run the waves with a live display, print the summary, return the exit code."""
     stacks = [s for wave in waves for s in wave]
@@ -160,6 +190,8 @@ def execute(
             on_state=display.on_state,
             drainer=drainer,
             release_check=release_check,
+            first=first,
+            on_done=on_done,
         )
     console.print(summary(result))
     changed = [r.stack for r in result.by_state(*State) if r.changes]
@@ -172,6 +204,14 @@ def execute(
         console.print(
             f"deployed, no model release yet: {', '.join(awaiting)}; they serve once a model is trained, "
             "published and replicated to their region (docs/how-to/promote-rollback.md)",
+            style="yellow",
+        )
+    aws_side = [r.stack for r in result.by_state(State.aws_side)]
+    if aws_side:
+        console.print(
+            f"AWS side deployed: {', '.join(aws_side)}; their endpoints are private, so the cluster services "
+            "need a run from inside the VPC: `aiplat rollout --env <env> --resume` there "
+            "(docs/how-to/reach-the-cluster.md)",
             style="yellow",
         )
     if result.left_drained:
@@ -193,21 +233,67 @@ def execute(
     return EXIT_POLICY if result.blocked_by_policy else EXIT_FAILED
 
 
+def _first_deploys(
+    stacks: list[str],
+    configs: Mapping[str, PlatformConfig],
+    runner: AutomationRunner,
+    args: argparse.Namespace,
+    out_dir: Path,
+) -> dict[str, FirstDeploy]:
+    """The stacks with no outputs yet (never deployed) and their first deploy's steps; the copy area's
+    targets come from the stack's offline plan."""
+    from infra.ops.first_deploy import CommandCopier, copies_images, first_deploy
+    from infra.plan.runner import run_plan
+
+    copier = CommandCopier(args.stacks_dir)
+    first = {}
+    for stack in stacks:
+        if runner.outputs(stack):
+            continue
+        cfg = configs[stack]
+        try:
+            resources = (
+                run_plan(stack, cfg, args.stacks_dir).as_json()["resources"] if copies_images(cfg) else None
+            )
+        except ModuleNotFoundError as exc:  # the offline plan's extra (moto's AWS snapshot) is not installed
+            raise ToolMissingError(
+                f"{stack}'s first deploy reads the copy area's resources from its offline plan, which "
+                f"needs the plan extra ({exc.name} is missing): .venv/bin/pip install -e '.[plan]', then "
+                "run this again"
+            ) from None
+        first[stack] = first_deploy(
+            stack, cfg, resources, copier, stacks_dir=args.stacks_dir, out_dir=out_dir
+        )
+    return first
+
+
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.io.aws_live import boto3_clients
     from infra.ops.automation import AutomationRunner
     from infra.ops.drain import Route53Drainer
     from infra.ops.health import AwsHealthGate
     from infra.ops.release_check import AwsReleaseCheck
+    from infra.ops.rollout_state import finished, forget, record, select_waves, state_file
 
     env = Environment(args.env)
+    state = state_file(env.value)
     try:
         rollout = load_rollout_config()
         configs = {s: load_stack_config(s, args.stacks_dir) for s in list_stacks(args.stacks_dir)}
-        waves = plan_waves(rollout, env, configs)
+        waves = select_waves(
+            plan_waves(rollout, env, configs),
+            configs,
+            stacks=args.stack,
+            wave=args.wave,
+            model_only=args.model_only,
+            skip=finished(state) if args.resume else (),
+        )
     except ConfigErrors as exc:
         print_error(err, None, exc, debug=args.debug)
         return exc.exit_code
+    if not waves:
+        console.print(f"nothing to roll out: no stack selected, or all finished ({state})")
+        return EXIT_OK
     console.print(
         f"{'dry run' if args.dry_run else 'rollout'} {env.value}: "
         + " -> ".join(" + ".join(w) for w in waves)
@@ -215,14 +301,26 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
         highlight=False,
     )
     try:
-        runner = AutomationRunner(project_root(), rollout)
+        runner = AutomationRunner(project_root(), rollout, stacks_dir=args.stacks_dir)
+        first = _first_deploys([s for w in waves for s in w], configs, runner, args, state.parent)
     except PlatformError as exc:
         print_error(err, None, exc, debug=args.debug)
         return exc.exit_code
+    if not args.dry_run and not args.resume:
+        forget(state, [s for w in waves for s in w])  # a new rollout of these: --resume continues this one
     clients = boto3_clients()
     gate = AwsHealthGate(rollout.health, clients)
     drainer = Route53Drainer(clients, runner.outputs, configs=configs)
     releases = AwsReleaseCheck(clients, runner.outputs)
     return execute(
-        waves, configs, runner, gate, console, dry_run=args.dry_run, drainer=drainer, release_check=releases
+        waves,
+        configs,
+        runner,
+        gate,
+        console,
+        dry_run=args.dry_run,
+        drainer=drainer,
+        release_check=releases,
+        first=first,
+        on_done=(lambda result: None) if args.dry_run else (lambda result: record(state, result)),
     )

@@ -24,7 +24,7 @@ from infra.mirror.documents import (
     placement,
 )
 from infra.mirror.pins import ImagePin
-from infra.stack.registry import Finding, Need, Phase, RuleContext, at, error, rule, skipped, warning
+from infra.stack.registry import Finding, Need, Phase, RuleContext, at, error, info, rule, skipped, warning
 
 if TYPE_CHECKING:
     from infra.schema.platform import PlatformConfig
@@ -216,7 +216,11 @@ def chart_images_pinned(ctx: RuleContext) -> Iterator[Finding]:
 def chart_images_pinned_to_deploy(ctx: RuleContext) -> Iterator[Finding]:
     """Before a deployment: every image of every chart from our ECR by digest (the system namespaces'
     admission policy refuses anything else, so the release would fail)."""
-    for path, gaps in _by_chart(ctx.cfg).items():
+    charts = _by_chart(ctx.cfg)
+    if not charts:
+        pins = stack_pins(ctx.cfg)
+        yield info(at("image_cache"), f"all {len(pins)} images of the stack's charts are pinned by digest")
+    for path, gaps in charts.items():
         yield error(
             at(*path.split(".")),
             f"{len(gaps)} image(s) of {gaps[0].chart} not from our ECR by digest: "
@@ -252,6 +256,9 @@ def copied_images_present(ctx: RuleContext) -> Iterator[Finding]:
             yield skipped(at("image_cache"), f"{key}: not read ({seen})", "allow ecr:DescribeImages", HOWTO)
         elif seen is not True:
             missing.append(key)
+    present = [k for k, seen in ctx.live.copied_images.items() if seen is True]
+    if present and not missing:
+        yield info(at("image_cache"), f"all {len(present)} copied images are in the stack's registry")
     if missing:
         yield error(
             at("image_cache"),

@@ -5,7 +5,10 @@ The Automation API runs the ``pulumi`` CLI; without it, creating a workspace rai
 ``FileNotFoundError`` (pulumi/automation/_cmd.py runs ``pulumi version`` in ``PulumiCommand()``), so the
 runner checks ``shutil.which("pulumi")`` first and turns either case into one clear message.
 Backend and secrets provider come from ``rollout.yaml``: ``PULUMI_BACKEND_URL`` is passed to every CLI call
-(https://www.pulumi.com/docs/iac/cli/environment-variables/), the secrets provider to new stacks.
+(https://www.pulumi.com/docs/iac/cli/environment-variables/), the secrets provider to new stacks. Every
+preview and up runs the policy packs with the stack's own pack settings, ``stacks/policy-pack/<stack>.json``
+(the file ``aiplat review`` reads): ``--policy-pack-config`` pairs with ``--policy-pack`` by position, and
+Pulumi wants one per pack once any is given (https://www.pulumi.com/docs/iac/cli/commands/pulumi_up/).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from infra.core.errors import ConfigError, ConfigErrors, ToolMissingError
-from infra.ops.rollout import EventSink, PolicyViolation, PreviewOutcome, StackEvent, UpOutcome
+from infra.io.policypack import PACK_DIR, stack_pack_config_file
+from infra.ops.rollout import WHOLE, EventSink, Pass, PolicyViolation, PreviewOutcome, StackEvent, UpOutcome
 from infra.stack.rollout import ROLLOUT_FILE, RolloutConfig
 
 INSTALL_DOC = "https://www.pulumi.com/docs/iac/download-install/"
@@ -91,10 +95,28 @@ class AutomationRunner:
     """``StackRunner`` on the Automation API; one workspace per stack, all on the one backend."""
 
     def __init__(
-        self, project_dir: Path, rollout: RolloutConfig, env: Mapping[str, str] | None = None
+        self,
+        project_dir: Path,
+        rollout: RolloutConfig,
+        env: Mapping[str, str] | None = None,
+        *,
+        stacks_dir: Path | None = None,
     ) -> None:
         require_pulumi_cli()
         self.project_dir = project_dir
+        self.stacks_dir = stacks_dir
+        if rollout.policy_packs not in ([], [PACK_DIR]):
+            # the stack's pack config is the project pack's; Pulumi pairs configs and packs by position
+            raise ConfigErrors(
+                [
+                    ConfigError(
+                        f"{ROLLOUT_FILE}: policy_packs",
+                        f"{rollout.policy_packs}: only the project's pack ({PACK_DIR}) has per-stack "
+                        "settings (stacks/policy-pack/<stack>.json)",
+                        f"list [{PACK_DIR}]; put another pack's rules in it, or run that pack in CI",
+                    )
+                ]
+            )
         self.policy_packs = [str(project_dir / p) for p in rollout.policy_packs]
         missing = [p for p in rollout.policy_packs if not (project_dir / p).is_dir()]
         if missing:
@@ -120,13 +142,29 @@ class AutomationRunner:
         except FileNotFoundError as exc:  # pulumi vanished from PATH, or a broken install
             raise ToolMissingError(f"{NO_CLI} ({exc})") from None
 
-    def preview(self, stack: str, on_event: EventSink) -> PreviewOutcome:
+    def pack_options(self, stack: str) -> dict[str, Any]:
+        """``policy_packs`` and, where the stack has its file, ``policy_pack_configs`` (one per pack)."""
+        options: dict[str, Any] = {"policy_packs": self.policy_packs}
+        config = stack_pack_config_file(stack, self.stacks_dir)
+        if self.policy_packs and config.is_file():
+            options["policy_pack_configs"] = [str(config.resolve())]
+        return options
+
+    def _pass_options(self, stack: str, part: Pass) -> dict[str, Any]:
+        options = self.pack_options(stack)
+        if part.targets:
+            options["target"] = list(part.targets)
+        if part.config_file:
+            options["config_file"] = part.config_file
+        return options
+
+    def preview(self, stack: str, on_event: EventSink, part: Pass = WHOLE) -> PreviewOutcome:
         from pulumi.automation import errors
 
         recorder = _Recorder(stack, on_event)
         try:
             result = self._stack(stack).preview(
-                policy_packs=self.policy_packs, on_event=recorder, color="never", diff=False
+                on_event=recorder, color="never", diff=False, **self._pass_options(stack, part)
             )
         except errors.CommandError as exc:  # includes a preview refused by a mandatory policy
             return PreviewOutcome({}, tuple(recorder.violations), _tail(str(exc)))
@@ -136,13 +174,13 @@ class AutomationRunner:
         """The stack's outputs as deployed now (empty before its first deploy); secrets stay masked."""
         return {k: v.value for k, v in self._stack(stack).outputs().items() if not v.secret}
 
-    def up(self, stack: str, on_event: EventSink) -> UpOutcome:
+    def up(self, stack: str, on_event: EventSink, part: Pass = WHOLE) -> UpOutcome:
         from pulumi.automation import errors
 
         recorder = _Recorder(stack, on_event)
         target = self._stack(stack)
         try:
-            result = target.up(policy_packs=self.policy_packs, on_event=recorder, color="never")
+            result = target.up(on_event=recorder, color="never", **self._pass_options(stack, part))
         except errors.CommandError as exc:
             return UpOutcome({}, {}, _tail(str(exc)))
         outputs = {k: v.value for k, v in result.outputs.items()}

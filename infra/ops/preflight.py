@@ -107,8 +107,14 @@ def preflight_stack(
     ran = applicable(Phase.preflight, ctx)
     for r in ran:
         findings = check_rule(r, ctx)
-        if not findings:
+        if not findings and Phase.plan in r.phases:
+            # a plan rule asked the live facts its question and found nothing wrong
             rows.append(CheckRow(stack, r.name, Status.passed, "", r.description.replace("``", "")))
+        elif not findings:
+            # a preflight check passes with what it saw (an info finding); saying nothing means it had
+            # nothing of this stack to look at
+            why = f"nothing on this stack to check ({r.description.replace('``', '')})"
+            rows.append(CheckRow(stack, r.name, Status.skip, "", why))
         rows.extend(_row(stack, f, r.name) for f in findings)
     # a check whose inputs were not read is a skip row of its own, with the reason: never a pass
     why = _why_skipped(live, facts)

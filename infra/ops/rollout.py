@@ -9,6 +9,11 @@ gate leaves it drained (``Drainer``, ``infra/ops/drain.py``; docs/inference/glob
 wave starts only when every stack passed; the result names the stacks changed, failed and never started.
 ``dry_run`` previews only. Stacks run through ``StackRunner`` (``infra/ops/automation.py``) and are checked
 through ``HealthGate``, so the wave logic is tested with fakes (docs/operations.md).
+
+A stack's first deploy (``FirstDeploy``, docs/how-to/image-cache.md) goes in three steps: a targeted up of the
+copy area's creation template, ``aiplat images copy`` (an ``ImageCopier``), then the rest; with a private
+endpoint (``kubernetes_access: in_vpc``) the rest is the AWS side only (the stack file with
+``kubernetes_access: skip``), and the cluster services follow in a run from inside the new VPC.
 """
 
 from __future__ import annotations
@@ -66,12 +71,26 @@ class UpOutcome:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Pass:
+    """What one preview and up of a stack covers: the whole program, only the resources whose URNs match
+    ``targets`` (Pulumi's ``--target`` globs), or the program run with another stack file
+    (``config_file``)."""
+
+    name: str = "whole stack"
+    targets: tuple[str, ...] = ()
+    config_file: str | None = None
+
+
+WHOLE = Pass()
+
+
 class StackRunner(Protocol):
     """Preview and update one stack (the Automation API in production)."""
 
-    def preview(self, stack: str, on_event: EventSink) -> PreviewOutcome: ...
+    def preview(self, stack: str, on_event: EventSink, part: Pass = WHOLE) -> PreviewOutcome: ...
 
-    def up(self, stack: str, on_event: EventSink) -> UpOutcome: ...
+    def up(self, stack: str, on_event: EventSink, part: Pass = WHOLE) -> UpOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,25 @@ class Drainer(Protocol):
     def undrain(self, stack: str, cfg: PlatformConfig) -> DrainStep: ...
 
 
+class ImageCopier(Protocol):
+    """Copies a stack's images of registries no pull through cache rule takes (``aiplat images copy``)."""
+
+    def copy(self, stack: str) -> GateCheck: ...
+
+
+@dataclass(frozen=True)
+class FirstDeploy:
+    """A stack that was never deployed: ``copy_area`` (a targeted pass) and the image copy (when ``copies``:
+    its charts run images of the copy area), then ``rest``; ``aws_side_only``: ``rest`` leaves the
+    Kubernetes side for a run from inside the VPC."""
+
+    copy_area: Pass
+    rest: Pass
+    copier: ImageCopier
+    aws_side_only: bool = False
+    copies: bool = True
+
+
 def serves_global_endpoint(cfg: PlatformConfig) -> bool:
     """An infer stack whose region is one of the global endpoint's (``inference.global_endpoint``)."""
     return cfg.inference is not None and cfg.inference.global_endpoint is not None
@@ -126,6 +164,7 @@ class State(StrEnum):
     preview_failed = "preview failed"
     release_refused = "release refused, not updated"
     up_failed = "update failed"
+    images_failed = "image copy failed"
     gate_failed = "health gate failed"
     drain_failed = "not drained, not updated"
     undrain_failed = "deployed and healthy, still drained"
@@ -133,9 +172,14 @@ class State(StrEnum):
     # deployed, its gate passed, but it serves nothing until what a check awaits exists (no model release
     # yet on a new platform): not a failed deploy, so the next wave goes on
     awaiting_release = "deployed, no model release yet"
+    # a first deploy from outside the VPC of a private endpoint: the AWS side is up (the next wave can read
+    # its outputs), the cluster services wait for `aiplat rollout` from inside the VPC
+    aws_side = "AWS side deployed; run again from inside the VPC"
 
 
-PASSED = (State.previewed, State.healthy, State.awaiting_release)
+PASSED = (State.previewed, State.healthy, State.awaiting_release, State.aws_side)
+# what a later `aiplat rollout --resume` need not deploy again
+FINISHED = (State.healthy, State.awaiting_release)
 
 
 @dataclass
@@ -192,6 +236,58 @@ def _mandatory(violations: Sequence[PolicyViolation]) -> list[PolicyViolation]:
     return [v for v in violations if v.mandatory]
 
 
+def _previewed(stack: str, result: StackResult, runner: StackRunner, part: Pass, on_event: EventSink) -> bool:
+    """Preview ``part`` into ``result``; False (the state set) when a mandatory policy or an error stops."""
+    preview = runner.preview(stack, on_event, part)
+    result.previewed = {k: result.previewed.get(k, 0) + n for k, n in preview.changes.items()}
+    result.violations = (*result.violations, *preview.violations)
+    if _mandatory(preview.violations):
+        result.state, result.error = State.blocked, preview.error
+        return False
+    if preview.error:
+        result.state, result.error = State.preview_failed, preview.error
+        return False
+    return True
+
+
+def _updated(
+    stack: str, result: StackResult, runner: StackRunner, part: Pass, on_event: EventSink
+) -> UpOutcome:
+    up = runner.up(stack, on_event, part)
+    result.changed = {k: result.changed.get(k, 0) + n for k, n in up.changes.items()}
+    if up.error:
+        result.state, result.error = State.up_failed, up.error
+    return up
+
+
+def _first_steps(
+    stack: str,
+    result: StackResult,
+    runner: StackRunner,
+    first: FirstDeploy,
+    *,
+    dry_run: bool,
+    on_event: EventSink,
+    on_state: Callable[[str, str], None],
+) -> bool:
+    """The copy area's pass and the image copy of a first deploy; False (the state set) when one stops."""
+    on_state(stack, f"previewing the {first.copy_area.name}")
+    if not _previewed(stack, result, runner, first.copy_area, on_event):
+        return False
+    if dry_run:
+        return True
+    on_state(stack, f"updating the {first.copy_area.name}")
+    if _updated(stack, result, runner, first.copy_area, on_event).error:
+        return False
+    on_state(stack, "copying images (aiplat images copy)")
+    copied = first.copier.copy(stack)
+    result.gate = (copied,)
+    if not copied.ok:
+        result.state, result.error = State.images_failed, copied.detail
+        return False
+    return True
+
+
 def deploy_stack(
     stack: str,
     wave: int,
@@ -204,20 +300,25 @@ def deploy_stack(
     on_state: Callable[[str, str], None],
     drainer: Drainer | None = None,
     release_check: ReleaseCheck | None = None,
+    first: FirstDeploy | None = None,
 ) -> StackResult:
     """One stack: preview (policy gate), release check, drain, up, health gate, undrain. Never raises for a
     failed step: it is recorded. The region is drained only when a ``drainer`` is given and it serves the
     global endpoint; a refused release or a failed drain stops before ``up`` (the region still serves), a
-    failed up or gate leaves it drained."""
+    failed up or gate leaves it drained. ``first``: a first deploy, whose copy area and images go first and
+    whose ``rest`` may be the AWS side only (no drain, no gate: nothing serves yet)."""
     result = StackResult(stack, wave)
-    on_state(stack, "previewing")
-    preview = runner.preview(stack, on_event)
-    result.previewed, result.violations = dict(preview.changes), tuple(preview.violations)
-    if _mandatory(preview.violations):
-        result.state, result.error = State.blocked, preview.error
+    if (
+        first is not None
+        and first.copies
+        and not _first_steps(
+            stack, result, runner, first, dry_run=dry_run, on_event=on_event, on_state=on_state
+        )
+    ):
         return result
-    if preview.error:
-        result.state, result.error = State.preview_failed, preview.error
+    part = first.rest if first is not None else WHOLE
+    on_state(stack, "previewing" if first is None else f"previewing the {part.name}")
+    if not _previewed(stack, result, runner, part, on_event):
         return result
     if release_check is not None:
         on_state(stack, "checking the release")
@@ -228,7 +329,8 @@ def deploy_stack(
     if dry_run:
         result.state = State.previewed
         return result
-    drains = drainer is not None and serves_global_endpoint(cfg)
+    aws_side_only = first is not None and first.aws_side_only
+    drains = drainer is not None and serves_global_endpoint(cfg) and not aws_side_only
     if drains:
         assert drainer is not None
         on_state(stack, "draining from the global endpoint")
@@ -238,14 +340,15 @@ def deploy_stack(
             result.state, result.error = State.drain_failed, step.detail
             return result
         result.drained = True
-    on_state(stack, "updating")
-    up = runner.up(stack, on_event)
-    result.changed = dict(up.changes)
+    on_state(stack, "updating" if first is None else f"updating the {part.name}")
+    up = _updated(stack, result, runner, part, on_event)
     if up.error:
-        result.state, result.error = State.up_failed, up.error
+        return result
+    if aws_side_only:
+        result.state = State.aws_side
         return result
     on_state(stack, "checking health")
-    result.gate = tuple(gate.check(stack, cfg, up.outputs))
+    result.gate = (*result.gate, *gate.check(stack, cfg, up.outputs))
     if not all(c.ok for c in result.gate):
         result.state = State.gate_failed
         return result
@@ -273,10 +376,13 @@ def run_rollout(
     on_state: Callable[[str, str], None] = lambda stack, state: None,
     drainer: Drainer | None = None,
     release_check: ReleaseCheck | None = None,
+    first: Mapping[str, FirstDeploy] | None = None,
+    on_done: Callable[[StackResult], None] = lambda result: None,
 ) -> RolloutResult:
     """Run the waves in order, each wave's stacks in parallel; stop after the first wave with a failure
     (its other stacks finish: an update in flight is not interrupted). ``drainer``: drain and undrain the
-    regions of the global endpoint around their update (``plan_waves`` keeps them in separate waves)."""
+    regions of the global endpoint around their update (``plan_waves`` keeps them in separate waves).
+    ``first``: the stacks deployed for the first time and how; ``on_done`` is told each stack's result."""
     out = RolloutResult(
         [list(w) for w in waves],
         {s: StackResult(s, i) for i, wave in enumerate(waves) for s in wave},
@@ -297,6 +403,7 @@ def run_rollout(
                     on_state=on_state,
                     drainer=drainer,
                     release_check=release_check,
+                    first=(first or {}).get(s),
                 )
                 for s in wave
             }
@@ -317,6 +424,7 @@ def run_rollout(
             for s, r in out.results.items():
                 if r.wave == i:
                     on_state(s, r.state.value)
+                    on_done(r)
         if any(out.results[s].state not in PASSED for s in wave):
             break
     return out

@@ -21,6 +21,7 @@ from infra.core.facts import (
     SecretsProviderFacts,
     Unreadable,
 )
+from infra.keys.rules import account_findings
 from infra.pools.config import CapacityType
 from infra.preflight.quotas import vcpu_demand
 from infra.stack.registry import (
@@ -51,6 +52,21 @@ SECRETS_DOC = "https://www.pulumi.com/docs/iac/concepts/secrets/"
 def _not_checked(field: str, what: str, failure: Unreadable, permission: str) -> Finding:
     """A check that did not run because its call failed (a partial policy denies it, most often)."""
     return skipped(field, f"{what} not checked: {failure}", f"allow {permission} for these credentials")
+
+
+@rule("account-matches", phases=PREFLIGHT, needs=[Need.credentials])
+def account_matches(ctx: RuleContext) -> Iterator[Finding]:
+    """The credentials are of the stack's account (security.account.id): pulumi up would refuse others."""
+    assert ctx.live is not None
+    who, want = ctx.live.identity, ctx.cfg.security.account.id
+    field = at("security", "account", "id")
+    if not isinstance(who, CallerIdentity):
+        yield skipped(field, "the caller's account was not read (credentials-work)")
+    elif want is None:
+        yield skipped(field, f"not set: nothing to compare the caller's account {who.account} with")
+    else:
+        wrong = account_findings(ctx.cfg, who.account)
+        yield from wrong or [info(field, f"account {who.account} is the stack's")]
 
 
 @rule("credentials-work", phases=PREFLIGHT, needs=[Need.account])
@@ -239,6 +255,8 @@ def _reservation_problems(ctx: RuleContext, pool_name: str, r: ReservationFacts)
 def capacity_reservations(ctx: RuleContext) -> Iterator[Finding]:
     """Configured reservations exist, are active, match the pool's type, zone (by zone ID) and size."""
     assert ctx.live is not None
+    if not any(pool.capacity_reservation for pool in ctx.cfg.node_pools.values()):
+        yield skipped(at("node_pools"), "no pool names a capacity reservation (capacity_reservation)")
     for name, pool in sorted(ctx.cfg.node_pools.items()):
         cr = pool.capacity_reservation
         if cr is None:
@@ -362,7 +380,11 @@ def cluster_endpoint_reachable(ctx: RuleContext) -> Iterator[Finding]:
     c = ctx.live.cluster
     field = at("cluster", "endpoint_public_access_cidrs")
     if c is None:
-        yield info(field, f"cluster {ctx.cfg.names.cluster} does not exist yet; checked after the first up")
+        yield skipped(
+            field,
+            f"cluster {ctx.cfg.names.cluster} does not exist yet: nothing to reach before the first up "
+            "(aiplat rollout's health gate checks it after)",
+        )
     elif isinstance(c, Unreadable):
         yield _not_checked(field, "the cluster endpoint", c, "eks:DescribeCluster")
     elif c.reachable:

@@ -340,3 +340,19 @@ def test_bad_plan_file_is_a_user_error(tmp_path, capsys) -> None:
     )
     assert main(["review", "--plan", str(tmp_path / "missing.json")]) == 2
     assert "cannot read the plan" in capsys.readouterr().err
+
+
+def test_json_holds_each_stacks_verdict_and_violations(tmp_path, capsys) -> None:
+    path = plan_file(tmp_path, "dev-us-train")
+    stacks_dir = tmp_path / "stacks"
+    (stacks_dir / "policy-pack").mkdir(parents=True)
+    (stacks_dir / "policy-pack" / "dev-us-train.json").write_text(json.dumps({"gpu-budget": {"maxGpus": 5}}))
+    capsys.readouterr()
+    code = main(["review", "--plan", str(path), "--stacks-dir", str(stacks_dir), "--json"])
+    doc = json.loads(capsys.readouterr().out)  # stdout is the document alone
+    (review,) = doc["reviews"]
+    assert (code, review["stack"], review["passed"]) == (EXIT_POLICY, "dev-us-train", False)
+    budget = [v for v in review["violations"] if v["policy"] == "gpu-budget"]
+    assert (
+        budget and budget[0]["enforcement"] == "mandatory" and "over its budget of 5" in budget[0]["message"]
+    )

@@ -10,6 +10,7 @@ S3, KMS) is moto answering real HTTP requests.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,10 @@ from infra.mirror.digests import DIGESTS
 from infra.mirror.rules import copied_images
 from infra.ops.preflight import CheckRow, Status, preflight, preflight_project, preflight_stack
 from infra.preflight.quotas import QUOTAS
+from infra.rules import Phase
 from infra.schema.parse import parse_platform_config
 from infra.schema.platform import PlatformConfig
+from infra.stack.registry import registered
 from infra.stack.rollout import RolloutConfig
 from tests.conftest import REPO
 from tests.support.stubbing import OperationStubber
@@ -191,7 +194,15 @@ def test_healthy_account_passes(account: Account) -> None:
     rows = preflight_stack("prod-us-train", cfg, account)
     account.all_answered()
     assert _problems(rows) == []
-    assert not [r for r in rows if r.status is Status.skip]
+    # what was not checked says why: a train stack serves no global endpoint, and there is no cluster yet
+    skipped = {r.check: r.detail for r in rows if r.status is Status.skip}
+    assert skipped == {
+        "global-endpoint-dns": "the stack serves no global endpoint (inference.global_endpoint unset)",
+        "cluster-endpoint-reachable": "cluster aiplat-prod-train does not exist yet: nothing to reach before "
+        "the first up (aiplat rollout's health gate checks it after)",
+        "capacity-reservations": "no pool names a capacity reservation (capacity_reservation)",
+    }
+    assert "account 123456789012 is the stack's" in _one(rows, "account-matches", Status.passed).detail
     # what the checks saw: vCPUs from moto's instance data times the config's max_size (4 x p5.48xlarge,
     # 4 x m6i.2xlarge)
     quotas = sorted(r.detail for r in rows if r.check == "vcpu-quotas")
@@ -203,7 +214,6 @@ def test_healthy_account_passes(account: Account) -> None:
     details = " | ".join(r.detail for r in rows)
     assert "account 123456789012 as arn:aws:sts::123456789012:user/moto" in details
     assert "us-east-1 is ENABLED_BY_DEFAULT" in details
-    assert "cluster aiplat-prod-train does not exist yet" in details
     checks = {r.check for r in rows}
     assert {"pool-zones-usable", "efa-supported", "instance-type-offered"} <= checks  # the plan rules, again
 
@@ -633,9 +643,10 @@ def test_one_api_denied_is_a_skip_naming_the_permission(account: Account) -> Non
         "AWSServiceRoleForAutoScaling"
     )
     assert row.fix == "allow iam:GetRole for these credentials"
-    assert [r.check for r in rows if r.status is not Status.passed and r.check not in IMAGE_RULES] == [
-        "autoscaling-service-linked-role"
-    ]
+    # the other skips are what a train stack before its first up has nothing of (test_healthy_account_passes)
+    nothing_here = {"global-endpoint-dns", "cluster-endpoint-reachable", "capacity-reservations"}
+    not_passed = [r.check for r in rows if r.status is not Status.passed and r.check not in IMAGE_RULES]
+    assert [c for c in not_passed if c not in nothing_here] == ["autoscaling-service-linked-role"]
     assert _one(rows, "credentials-work", Status.passed) and _one(rows, "region-enabled", Status.passed)
 
 
@@ -717,3 +728,58 @@ def test_every_stack_in_one_run(account: Account) -> None:
     assert not [
         r for r in report.rows if r.check == "autoscaling-service-linked-role" and r.status.value == "fail"
     ]
+
+
+def test_credentials_of_another_account_are_refused_naming_both(account: Account) -> None:
+    raw = _raw("prod-us-train")
+    raw["security"]["account"]["id"] = "210987654321"
+    cfg = parse_platform_config(raw)
+    account.healthy(cfg)
+    row = _one(preflight_stack("prod-us-train", cfg, account), "account-matches")
+    assert row.field == "aiplat:platform.security.account.id"
+    assert row.detail == "is 210987654321 but the credentials are of account 123456789012"
+    assert row.fix is not None and "credentials of account 210987654321" in row.fix
+
+
+def test_no_check_that_did_not_run_passes(account: Account) -> None:
+    """A preflight check passes only with what it saw (an info finding): one that had nothing on the stack to
+    look at is a skip with the reason, as is one whose inputs were not read."""
+    cfg = load_stack_config("prod-us-train")
+    account.healthy(cfg)
+    rows = preflight_stack("prod-us-train", cfg, account)
+    descriptions = {r.name: r.description.replace("``", "") for r in registered().values()}
+    plan_rules = {r.name for r in registered().values() if Phase.plan in r.phases}
+    for r in rows:
+        if r.status is Status.passed and r.check not in plan_rules:
+            assert r.detail != descriptions[r.check], f"{r.check} passed without saying what it saw"
+        if r.status is Status.skip:
+            assert r.detail, r.check
+
+
+def test_cli_json(account: Account, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = load_stack_config("prod-us-train")
+    account.healthy(cfg)
+    code = main(["preflight", "--stack", "prod-us-train", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    rows = {(r["scope"], r["check"]): r for r in doc["rows"]}
+    assert rows[("prod-us-train", "global-endpoint-dns")]["status"] == "skip"
+    assert rows[("prod-us-train", "account-matches")]["status"] == "pass"
+    assert doc["counts"]["fail"] == sum(r["status"] == "fail" for r in doc["rows"])
+    assert code == (1 if doc["counts"]["fail"] else 0)
+
+
+def test_cli_refuses_credentials_of_another_account(
+    account: Account, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line
+    doc = yaml.safe_load((REPO / "stacks" / "Pulumi.prod-us-train.yaml").read_text())
+    doc["config"]["aiplat:platform"]["security"]["account"]["id"] = "210987654321"
+    (tmp_path / "Pulumi.prod-us-train.yaml").write_text(yaml.safe_dump(doc))
+    account.healthy(load_stack_config("prod-us-train"))
+    code = main(["preflight", "--stack", "prod-us-train", "--stacks-dir", str(tmp_path), "--problems-only"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 1
+    assert (
+        "account-matches │ fail │ aiplat:platform.security.account.id │ is 210987654321 but the "
+        "credentials are of account 123456789012"
+    ) in out

@@ -15,8 +15,10 @@ from infra.core.config import Environment
 from infra.io.rollout_config import load_rollout_config
 from infra.io.stackfiles import list_stacks, load_stack_config
 from infra.ops.rollout import (
+    WHOLE,
     EventSink,
     GateCheck,
+    Pass,
     PolicyViolation,
     PreviewOutcome,
     StackEvent,
@@ -46,7 +48,7 @@ class FakeRunner:
         with self.lock:
             self.calls.append((op, stack))
 
-    def preview(self, stack: str, on_event: EventSink) -> PreviewOutcome:
+    def preview(self, stack: str, on_event: EventSink, part: Pass = WHOLE) -> PreviewOutcome:
         self._log("preview", stack)
         if self.barrier is not None and stack in ("prod-hk-infer", "prod-sg-infer"):
             self.barrier.wait(timeout=5)  # both inference stacks must be in flight at once
@@ -59,7 +61,7 @@ class FakeRunner:
             return PreviewOutcome({}, (), "error: StackReference prod-us-train not found")
         return PreviewOutcome({"create": 3, "same": 10})
 
-    def up(self, stack: str, on_event: EventSink) -> UpOutcome:
+    def up(self, stack: str, on_event: EventSink, part: Pass = WHOLE) -> UpOutcome:
         self._log("up", stack)
         time.sleep(0.05)
         if self.fail.get(stack) == "up":

@@ -13,9 +13,11 @@ from infra.core.config import Environment
 from infra.io.rollout_config import load_rollout_config
 from infra.io.stackfiles import list_stacks, load_stack_config
 from infra.ops.rollout import (
+    WHOLE,
     DrainStep,
     EventSink,
     GateCheck,
+    Pass,
     PreviewOutcome,
     State,
     UpOutcome,
@@ -44,11 +46,11 @@ class Runner:
     def __init__(self, log: Log, fail_up: set[str] | None = None) -> None:
         self.log, self.fail_up = log, fail_up or set()
 
-    def preview(self, stack: str, on_event: EventSink) -> PreviewOutcome:
+    def preview(self, stack: str, on_event: EventSink, part: Pass = WHOLE) -> PreviewOutcome:
         self.log.add("preview", stack)
         return PreviewOutcome({"same": 10})
 
-    def up(self, stack: str, on_event: EventSink) -> UpOutcome:
+    def up(self, stack: str, on_event: EventSink, part: Pass = WHOLE) -> UpOutcome:
         self.log.add("update", stack)
         if stack in self.fail_up:
             return UpOutcome({"update": 1}, {}, "helm release inference: timed out")
