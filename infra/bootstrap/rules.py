@@ -95,7 +95,7 @@ def human_steps(cfg: PlatformConfig, *, stack: str) -> list[HumanStep]:
         )
     )
     gpu_pools = [name for name, p in cfg.node_pools.items() if p.gpu]
-    if gpu_pools or cfg.karpenter.node_pools:
+    if gpu_pools or cfg.cluster_services.karpenter.node_pools:
         steps.append(
             HumanStep(
                 "vCPU quotas for every pool at max_size and every Karpenter pool at its GPU limit",

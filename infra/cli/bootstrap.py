@@ -70,6 +70,18 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     except (ConfigErrors, ConfigError) as exc:
         print_error(err, stack, exc, debug=args.debug)
         return exc.exit_code
+    found = placeholders(cfg)
+    if not (args.print or args.json) and (found or cfg.security.account.example):
+        source = display_path(stack_file(stack, args.stacks_dir))
+        err.print(
+            f"{source}: error: {stack} is an example: "
+            + (", ".join(f"{f} is {v}" for f, v in found) if found else "security.account.example is true")
+            + "; bootstrap creates and checks nothing for AWS's example account; fix: put in your account "
+            "ID and role ARNs and remove `example: true` (docs/deploy.md step 7), or use --print",
+            style="red",
+            markup=False,
+        )
+        return EXIT_CONFIG
     plan, code = plan_stack(stack, args, console, err)
     if plan is None:
         return code
@@ -126,18 +138,6 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     if problems:
         for p in problems:
             err.print(f"{stack}: error: {p}", style="red", markup=False)
-        return EXIT_CONFIG
-    found = placeholders(cfg)
-    if found or cfg.security.account.example:
-        source = display_path(stack_file(stack, args.stacks_dir))
-        err.print(
-            f"{source}: error: {stack} is an example stack (placeholders: "
-            f"{', '.join(f'{f}={v}' for f, v in found) or 'security.account.example'}); bootstrap creates "
-            "and checks nothing for it; fix: put in your account ID and role ARNs (docs/deploy.md step 7), "
-            "remove `example: true`, or use --print",
-            style="red",
-            markup=False,
-        )
         return EXIT_CONFIG
     if backend is None or key is None:
         err.print(
