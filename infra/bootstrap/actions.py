@@ -214,7 +214,8 @@ ACTIONS: dict[str, TypeActions] = {
     ),
     "aws:eks/cluster:Cluster": TypeActions(
         # the cluster role is passed; secrets encryption with our key (EKS creates a grant as the caller)
-        _a("eks:CreateCluster eks:TagResource iam:PassRole kms:DescribeKey kms:CreateGrant"),
+        _a("eks:CreateCluster eks:TagResource iam:PassRole kms:DescribeKey kms:CreateGrant")
+        + _a("iam:CreateServiceLinkedRole"),
         _a("eks:DescribeCluster eks:ListTagsForResource"),
         _a("eks:UpdateClusterConfig eks:UpdateClusterVersion eks:DescribeUpdate eks:UntagResource"),
         _a("eks:DeleteCluster"),
@@ -385,6 +386,29 @@ ACTIONS: dict[str, TypeActions] = {
     # credentials" calls sts:GetCallerIdentity unless skip_requesting_account_id)
     "pulumi:providers:aws": TypeActions(_a("sts:GetCallerIdentity")),
 }
+
+# The service-linked roles AWS creates, as the caller, when a type is first created in an account
+# (iam:CreateServiceLinkedRole, granted on aws-service-role/ for these service names only).
+SLR = "iam:CreateServiceLinkedRole"
+SERVICE_LINKED_ROLES: dict[str, tuple[str, ...]] = {
+    # https://docs.aws.amazon.com/eks/latest/userguide/using-service-linked-roles-eks.html
+    "aws:eks/cluster:Cluster": ("eks.amazonaws.com",),
+    # the node group's and Auto Scaling's roles (docs/deploy.md step 8):
+    # https://docs.aws.amazon.com/eks/latest/userguide/using-service-linked-roles-eks-nodegroups.html,
+    # https://docs.aws.amazon.com/autoscaling/ec2/userguide/autoscaling-service-linked-role.html
+    "aws:eks/nodeGroup:NodeGroup": ("eks-nodegroup.amazonaws.com", "autoscaling.amazonaws.com"),
+    # https://docs.aws.amazon.com/AmazonECR/latest/userguide/slr-replication.html
+    "aws:ecr/replicationConfiguration:ReplicationConfiguration": ("replication.ecr.amazonaws.com",),
+    # https://docs.aws.amazon.com/fsx/latest/LustreGuide/setting-up.html (FSx and its S3 data repository role,
+    # which FSx also attaches a policy to as the caller: FSX_S3_ROLE_ACTIONS)
+    "aws:fsx/lustreFileSystem:LustreFileSystem": ("fsx.amazonaws.com",),
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": (
+        "fsx.amazonaws.com",
+        "s3.data-source.lustre.fsx.amazonaws.com",
+    ),
+}
+FSX_S3_ROLE = "aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*"
+FSX_S3_ROLE_ACTIONS = ("iam:AttachRolePolicy", "iam:PutRolePolicy")
 
 # The program's data calls (invoke tokens, ``Plan.calls``) and what each asks AWS.
 INVOKES: dict[str, tuple[str, ...]] = {

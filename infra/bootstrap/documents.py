@@ -19,7 +19,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.bootstrap.actions import ACTIONS, INVOKES, NAME_SCOPES, STACK_REFERENCE, no_aws_api
+from infra.bootstrap.actions import (
+    ACTIONS,
+    FSX_S3_ROLE,
+    FSX_S3_ROLE_ACTIONS,
+    INVOKES,
+    NAME_SCOPES,
+    SERVICE_LINKED_ROLES,
+    SLR,
+    STACK_REFERENCE,
+    no_aws_api,
+)
 from infra.core.errors import ConfigError
 from infra.core.policy_quotas import MANAGED_POLICIES_PER_ROLE, MANAGED_POLICY_CHARS, iam_size
 
@@ -216,6 +226,33 @@ def backend_statements(backend: Backend, *, partition: str, account: str | None)
     return out
 
 
+def _service_linked_statements(services: Sequence[str], *, partition: str, account: str | None) -> list[dict]:
+    """Create the service-linked roles of ``services`` only (condition ``iam:AWSServiceName``:
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/using-service-linked-roles.html#service-linked-role-permissions)."""
+    if not services:
+        return []
+    roles = f"arn:{partition}:iam::{account or '*'}:role/aws-service-role/"
+    out: list[dict[str, Any]] = [
+        {
+            "Sid": "ServiceLinkedRoles",
+            "Effect": "Allow",
+            "Action": [SLR],
+            "Resource": f"{roles}*",
+            "Condition": {"StringEquals": {"iam:AWSServiceName": list(services)}},
+        }
+    ]
+    if "s3.data-source.lustre.fsx.amazonaws.com" in services:
+        out.append(
+            {
+                "Sid": "FsxS3DataRepositoryRole",
+                "Effect": "Allow",
+                "Action": list(FSX_S3_ROLE_ACTIONS),
+                "Resource": f"arn:{partition}:iam::{account or '*'}:role/{FSX_S3_ROLE}",
+            }
+        )
+    return out
+
+
 def unknown_types(types: Iterable[str]) -> list[str]:
     """Types the tables neither map to actions nor explain."""
     return sorted(
@@ -288,6 +325,10 @@ def deployer_policy(
     missing = check_actions(wanted, sar)
     if missing:
         raise ValueError(f"not in the Service Authorization Reference ({source}): {', '.join(missing)}")
+    slr_services = sorted({s for t in by_type for s in SERVICE_LINKED_ROLES.get(t, ())})
+    if lacking := [t for t, acts in by_type.items() if SLR in acts and t not in SERVICE_LINKED_ROLES]:
+        raise ValueError(f"{', '.join(lacking)} need {SLR} but name no service (SERVICE_LINKED_ROLES)")
+    wanted = [a for a in wanted if a != SLR]
     patterns = name_patterns(resources)
     grouped: dict[tuple[str, ...], list[str]] = {}
     needed_by: dict[str, list[str]] = {}
@@ -315,6 +356,7 @@ def deployer_policy(
                 "Resource": arns[0] if len(arns) == 1 else list(arns),
             }
         )
+    statements.extend(_service_linked_statements(slr_services, partition=partition, account=account))
     if backend is not None:
         statements.extend(backend_statements(backend, partition=partition, account=account))
         if STACK_REFERENCE in types:

@@ -133,11 +133,4 @@ def human_steps(cfg: PlatformConfig, *, stack: str) -> list[HumanStep]:
                 "pulumi up (the program reads it; no preflight check)",
             )
         )
-    steps.append(
-        HumanStep(
-            "the Auto Scaling service-linked role exists (the EBS key policy names it)",
-            "aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com",
-            "autoscaling-service-linked-role",
-        )
-    )
     return steps

@@ -148,6 +148,22 @@ def test_resources_are_scoped_to_the_stacks_names(policies: dict, folder: str, s
     assert resources_of("eks:CreateCluster") == ["*"]
 
 
+@pytest.mark.parametrize(("folder", "stack"), ALL)
+def test_service_linked_roles_only_for_the_services_the_plan_uses(
+    policies: dict, folder: str, stack: str
+) -> None:
+    plan, policy = policies[stack]
+    (slr,) = [
+        s for d in policy.documents for s in d["Statement"] if s["Action"] == ["iam:CreateServiceLinkedRole"]
+    ]
+    assert slr["Resource"].endswith(":role/aws-service-role/*")
+    services = set(slr["Condition"]["StringEquals"]["iam:AWSServiceName"])
+    assert "autoscaling.amazonaws.com" in services  # every stack has a managed node group
+    assert ("fsx.amazonaws.com" in services) == bool(
+        plan.by_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    )
+
+
 def test_table_actions_exist_and_cite_their_source() -> None:
     """Every action of the tables, including types no stack plans today, is in the SAR."""
     sar = service_reference()

@@ -71,7 +71,7 @@ def test_manual_steps_name_preflight_checks_that_exist(stack_config, stack: str)
     for s in steps:
         assert s.check in preflight or (s.check == "" and "no preflight check" in s.verified_by), s
     checks = {s.check for s in steps}
-    assert {"region-enabled", "vcpu-quotas", "autoscaling-service-linked-role"} <= checks
+    assert {"region-enabled", "vcpu-quotas"} <= checks
     if stack == "prod-hk-infer":
         assert "global-endpoint-dns" in checks
         assert any("pulumi config set --secret aiplat:alertmanager-" in s.how for s in steps)
