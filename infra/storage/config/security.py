@@ -136,8 +136,8 @@ class AccountConfig(Strict):
         False,
         description="This stack file is an example (the stacks this repository ships): its AWS example "
         "account 123456789012 in security and the teams' role ARNs is a warning, not an error, on a prod "
-        "stack, and aiplat bootstrap creates nothing for it. Refused with a real account id; remove it when "
-        "you put in yours.",
+        "stack, and aiplat bootstrap creates nothing for it. Remove it when you put in your account ID (a "
+        "real ID with this mark is warned): the placeholders left are then refused on prod.",
     )
     allow_shared_account: bool = Field(
         False,

@@ -42,10 +42,12 @@ def test_a_prod_stack_with_placeholders_not_marked_example_is_refused(stack_conf
 
 def test_a_real_account_must_drop_the_example_mark(stack_config) -> None:
     raw = with_value(stack_config("prod-us-train"), "security.account.id", "210987654321")
-    (finding,) = _findings(raw)
-    assert finding.level is Level.error
-    assert finding.field == "aiplat:platform.security.account.example"
-    assert "remove `example: true`" in finding.one_line()
+    mark, left = _findings(raw)
+    assert mark.level is Level.warning and mark.field == "aiplat:platform.security.account.example"
+    assert "remove `example: true`" in mark.one_line()
+    assert left.level is Level.warning and "key_admin_principals" in left.problem
+    (refused,) = _findings(with_value(raw, "security.account.example", DELETE))
+    assert refused.level is Level.error
 
 
 def test_a_prod_stack_with_real_principals_passes(stack_config) -> None:
