@@ -419,6 +419,10 @@ INVOKES: dict[str, tuple[str, ...]] = {
     "aws:ecr/getAuthorizationToken:getAuthorizationToken": _a("ecr:GetAuthorizationToken"),
     "aws:kms/getPublicKey:getPublicKey": _a("kms:GetPublicKey"),
     "aws:index/getAvailabilityZones:getAvailabilityZones": _a("ec2:DescribeAvailabilityZones"),
+    "aws:index/getCallerIdentity:getCallerIdentity": _a("sts:GetCallerIdentity"),
+    # answered by the provider from its own tables, no AWS call
+    "aws:index/getPartition:getPartition": (),
+    "aws:lb/getHostedZoneId:getHostedZoneId": (),
 }
 
 # Types that ask AWS nothing with the deployer's IAM rights, and why.

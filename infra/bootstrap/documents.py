@@ -309,13 +309,15 @@ def deployer_policy(
     Raises ConfigError for a type the tables do not know, and ValueError for an action the SAR lacks (a
     mistake in ``actions.py``, caught by the tests)."""
     types = sorted({r.type for r in resources})
-    unknown = unknown_types(types)
+    invokes = sorted(set(invokes))
+    unknown = unknown_types(types) + [t for t in invokes if t not in INVOKES]
     if unknown:
         raise ConfigError(
             field,
-            f"registers {', '.join(unknown)}, whose IAM actions the deployer policy does not know",
-            "add each type to ACTIONS (or NO_AWS_API) in infra/bootstrap/actions.py, its actions from the "
-            "provider's resource page and the Service Authorization Reference",
+            f"registers or calls {', '.join(unknown)}, whose IAM actions the deployer policy does not know",
+            "add each type to ACTIONS (or NO_AWS_API), each data call to INVOKES, in "
+            "infra/bootstrap/actions.py, its actions from the provider's page and the Service Authorization "
+            "Reference",
         )
     partition = partition_of(region)
     by_type: dict[str, tuple[str, ...]] = {t: ACTIONS[t].all for t in types if t in ACTIONS}
