@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, add_stack_selection, print_error
 from infra.core.errors import ConfigError, ConfigErrors
+
+if TYPE_CHECKING:
+    from infra.bootstrap.documents import DeployerPolicy
+    from infra.bootstrap.rules import HumanStep
+    from infra.ops.bootstrap import SecretsKey, StateBackend
+    from infra.schema.platform import PlatformConfig
 
 STYLE = {"ok": "green", "created": "cyan", "updated": "cyan", "missing": "bold red"}
 
@@ -54,11 +60,11 @@ def policy_names(global_prefix: str, count: int) -> list[str]:
 
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.bootstrap.documents import Backend, Resource, deployer_policy, policies_fit
-    from infra.bootstrap.rules import human_steps, placeholders
+    from infra.bootstrap.rules import human_steps
     from infra.cli.plan import plan_stack
     from infra.io.iam_reference import reference_source, service_reference
     from infra.io.rollout_config import load_rollout_config, rollout_file
-    from infra.io.stackfiles import display_path, load_stack_config, stack_file
+    from infra.io.stackfiles import load_stack_config
     from infra.ops.bootstrap import secrets_key, state_backend
 
     stack = args.stack
@@ -70,34 +76,26 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     except (ConfigErrors, ConfigError) as exc:
         print_error(err, stack, exc, debug=args.debug)
         return exc.exit_code
-    found = placeholders(cfg)
-    if not (args.print or args.json) and (found or cfg.security.account.example):
-        source = display_path(stack_file(stack, args.stacks_dir))
-        err.print(
-            f"{source}: error: {stack} is an example: "
-            + (", ".join(f"{f} is {v}" for f, v in found) if found else "security.account.example is true")
-            + "; bootstrap creates and checks nothing for AWS's example account; fix: put in your account "
-            "ID and role ARNs and remove `example: true` (docs/deploy.md step 7), or use --print",
-            style="red",
-            markup=False,
-        )
-        return EXIT_CONFIG
+    offline = args.print or args.json
+    if not offline:
+        if backend is None or key is None:
+            err.print(f"error: {rollout_file()} not found: no state bucket or secrets key", style="red")
+            return EXIT_CONFIG
+        if (refused := _refusal(args, cfg, key.region)) is not None:
+            err.print(refused, style="red", markup=False)
+            return EXIT_CONFIG
     plan, code = plan_stack(stack, args, console, err)
     if plan is None:
         return code
-    account = cfg.security.account.id
-    resources = [Resource(r.type, r.name, r.inputs) for r in plan.resources if r.custom]
     try:
         policy = deployer_policy(
-            resources,
+            [Resource(r.type, r.name, r.inputs) for r in plan.resources if r.custom],
             [token for token, _ in plan.calls],
             service_reference(),
             region=cfg.region,
-            account=account,
-            backend=Backend(
-                backend.bucket, backend.prefix, key.alias if key else None, key.region if key else None
-            )
-            if backend
+            account=cfg.security.account.id,
+            backend=Backend(backend.bucket, backend.prefix, key.alias, key.region)
+            if backend and key
             else None,
             source=reference_source(),
             field=f"plan of {stack}",
@@ -109,16 +107,17 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     role = cfg.security.account.deployer_role or f"{cfg.name_prefix}-deploy"
     manual = human_steps(cfg, stack=stack)
     problems = policies_fit(policy)
+    for p in problems:
+        err.print(f"error: {stack}: {p}", style="red", markup=False)
     if args.json:
+        documents = [{"name": n, "document": d} for n, d in zip(names, policy.documents, strict=True)]
         console.print_json(
             json.dumps(
                 {
                     "stack": stack,
                     "role": role,
                     "source": policy.source,
-                    "policies": [
-                        {"name": n, "document": d} for n, d in zip(names, policy.documents, strict=True)
-                    ],
+                    "policies": documents,
                     "actions_by_type": policy.actions_by_type,
                     "no_iam_actions": policy.no_actions,
                     "quota_problems": problems,
@@ -126,43 +125,74 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
                 }
             )
         )
-        return EXIT_CONFIG if problems else EXIT_OK
-    if args.print:
+    elif args.print:
         for n, d in zip(names, policy.documents, strict=True):
             console.print(f"# {n} (attach to role {role})", markup=False, highlight=False)
             console.print(json.dumps(d, indent=2), markup=False, highlight=False, soft_wrap=True)
         console.print(f"# actions checked against {policy.source}", markup=False, highlight=False)
-        for p in problems:
-            err.print(f"error: {p}", style="red", markup=False)
+    if problems or offline:
         return EXIT_CONFIG if problems else EXIT_OK
-    if problems:
-        for p in problems:
-            err.print(f"{stack}: error: {p}", style="red", markup=False)
-        return EXIT_CONFIG
-    if backend is None or key is None:
-        err.print(
-            f"error: {rollout_file()} not found: no state bucket or secrets key to bootstrap", style="red"
-        )
-        return EXIT_CONFIG
+    assert backend is not None and key is not None
     return _apply(args, console, err, cfg, policy, names, role, backend, key, manual)
 
 
-def _apply(args, console, err, cfg, policy, names, role, backend, key, manual) -> int:  # type: ignore[no-untyped-def]
-    from infra.bootstrap.documents import partition_of
+def _refusal(args: argparse.Namespace, cfg: PlatformConfig, region: str) -> str | None:
+    """Why bootstrap must not touch AWS for this stack: AWS's example account still in it, or credentials of
+    another account than ``security.account.id``. Asks STS who the credentials are."""
+    from infra.bootstrap.rules import placeholders
     from infra.io.aws_credentials import require_credentials
+    from infra.io.aws_live import boto3_clients
+    from infra.io.stackfiles import display_path, stack_file
+
+    source = display_path(stack_file(args.stack, args.stacks_dir))
+    found = placeholders(cfg)
+    if found or cfg.security.account.example:
+        named = ", ".join(f"{f} is {v}" for f, v in found) if found else "security.account.example is true"
+        return (
+            f"{source}: error: {args.stack} is an example: {named}; bootstrap creates and checks nothing for "
+            "AWS's example account; fix: put in your account ID and role ARNs and remove `example: true` "
+            "(docs/deploy.md step 7), or use --print"
+        )
+    caller = require_credentials(boto3_clients()("sts", region))  # else one line and exit 6
+    want = cfg.security.account.id
+    if want is not None and caller.account != want:
+        return (
+            f"{source}: error: aiplat:platform.security.account.id is {want} but the credentials are of "
+            f"account {caller.account}; fix: bootstrap with credentials of account {want}"
+        )
+    return None
+
+
+def _apply(
+    args: argparse.Namespace,
+    console: Console,
+    err: Console,
+    cfg: PlatformConfig,
+    policy: DeployerPolicy,
+    names: list[str],
+    role: str,
+    backend: StateBackend,
+    key: SecretsKey,
+    manual: list[HumanStep],
+) -> int:
+    from infra.bootstrap.documents import partition_of
     from infra.io.aws_live import boto3_clients
     from infra.ops.bootstrap import ensure_deployer, ensure_secrets_key, ensure_state_bucket
 
     clients = boto3_clients()
-    require_credentials(clients("sts", key.region))
     steps, key_arn = ensure_secrets_key(clients, key, create=args.create)
     steps += ensure_state_bucket(clients, backend, key_arn, create=args.create)
     partition = partition_of(cfg.region)
     account = clients("sts", key.region).get_caller_identity()["Account"]
-    principals = args.trust or [f"arn:{partition}:iam::{account}:root"]
     trust: dict[str, Any] = {
         "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Principal": {"AWS": principals}, "Action": "sts:AssumeRole"}],
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": args.trust or [f"arn:{partition}:iam::{account}:root"]},
+                "Action": "sts:AssumeRole",
+            }
+        ],
     }
     steps += ensure_deployer(
         clients,

@@ -55,3 +55,23 @@ def test_an_example_stack_is_refused_before_anything(capsys: pytest.CaptureFixtu
     err = " ".join(capsys.readouterr().err.split())
     assert "stacks/Pulumi.prod-hk-infer.yaml: error: prod-hk-infer is an example:" in err
     assert "aiplat:platform.security.account.id is 123456789012" in err
+
+
+def test_credentials_of_another_account_are_refused_before_anything(
+    moto_s3: MotoServer, stack_doc, write_stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from infra.core.project import CONFIG_KEY
+
+    doc = stack_doc("dev-us-train")
+    doc["config"][CONFIG_KEY].setdefault("security", {}).setdefault("account", {})["id"] = "210987654321"
+    folder = write_stack("dev-us-train", doc)
+    code = main.main(["bootstrap", "--stack", "dev-us-train", "--stacks-dir", str(folder), "--create"])
+    assert code == EXIT_CONFIG
+    err = " ".join(capsys.readouterr().err.split())
+    # moto's account answers sts:GetCallerIdentity
+    caller = boto3.client("sts").get_caller_identity()["Account"]
+    assert (
+        f"aiplat:platform.security.account.id is 210987654321 but the credentials are of account {caller}"
+        in err
+    )
+    assert boto3.client("s3").list_buckets()["Buckets"] == []
