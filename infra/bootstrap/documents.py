@@ -19,17 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.bootstrap.actions import (
-    ACTIONS,
-    FSX_S3_ROLE,
-    FSX_S3_ROLE_ACTIONS,
-    INVOKES,
-    NAME_SCOPES,
-    SERVICE_LINKED_ROLES,
-    SLR,
-    STACK_REFERENCE,
-    no_aws_api,
-)
+from infra.bootstrap.actions import ACTIONS, INVOKES, STACK_REFERENCE, no_aws_api
+from infra.bootstrap.scopes import FSX_S3_ROLE, FSX_S3_ROLE_ACTIONS, NAME_SCOPES, SERVICE_LINKED_ROLES, SLR
 from infra.core.errors import ConfigError
 from infra.core.policy_quotas import MANAGED_POLICIES_PER_ROLE, MANAGED_POLICY_CHARS, iam_size
 
@@ -150,8 +141,8 @@ def action_resources(
     - an action with required resource types (SAR: marked ``*``) acts on those: their ARNs with the stack's
       names when the plan names every one (the optional types it lists, with any name);
     - an action whose resource types are all optional is scoped when each planned type that needs it is a
-      named type (``NAME_SCOPES``) of a resource type the action lists: a type named by an ID AWS chooses
-      (``ec2:CreateTags`` on a VPC) leaves it ``*``.
+      named type (``scopes.NAME_SCOPES``) of a resource type the action lists: a type named by an ID AWS
+      chooses (``ec2:CreateTags`` on a VPC) leaves it ``*``.
     """
     service, _, name = action.partition(":")
     privilege = sar[service]["privileges"][name]
