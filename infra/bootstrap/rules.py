@@ -86,17 +86,16 @@ class HumanStep:
 def human_steps(cfg: PlatformConfig, *, stack: str) -> list[HumanStep]:
     """What bootstrap cannot create for ``cfg``: quotas, reservations, opt-in regions, DNS, secrets."""
     steps: list[HumanStep] = []
-    regions = [cfg.region, *cfg.storage.replicate_to]
     steps.append(
         HumanStep(
-            f"opt-in regions enabled: {', '.join(regions)}",
-            "AWS console > Account > AWS Regions, or `aws account enable-region --region-name <region>` "
+            f"{cfg.region} enabled for the account, if it is an opt-in region (the regions of "
+            "storage.replicate_to are checked with their own stacks)",
+            f"AWS console > Account > AWS Regions, or `aws account enable-region --region-name {cfg.region}` "
             "(regions launched after March 2019 are off until enabled)",
             "region-enabled",
         )
     )
-    gpu_pools = [name for name, p in cfg.node_pools.items() if p.gpu]
-    if gpu_pools or cfg.cluster_services.karpenter.node_pools:
+    if cfg.node_pools or cfg.cluster_services.karpenter.node_pools:
         steps.append(
             HumanStep(
                 "vCPU quotas for every pool at max_size and every Karpenter pool at its GPU limit",
