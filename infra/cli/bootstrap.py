@@ -59,6 +59,7 @@ def policy_names(global_prefix: str, count: int) -> list[str]:
 
 
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from infra.bootstrap.actions import registry_url
     from infra.bootstrap.documents import Backend, Resource, deployer_policy, policies_fit
     from infra.bootstrap.rules import human_steps
     from infra.cli.plan import plan_stack
@@ -118,7 +119,11 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
                     "role": role,
                     "source": policy.source,
                     "policies": documents,
-                    "actions_by_type": policy.actions_by_type,
+                    # each type's actions and the provider page they come from
+                    "actions_by_type": {
+                        t: {"actions": list(acts), "source": registry_url(t)}
+                        for t, acts in policy.actions_by_type.items()
+                    },
                     "no_iam_actions": policy.no_actions,
                     "quota_problems": problems,
                     "manual": [m.__dict__ for m in manual],

