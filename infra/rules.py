@@ -4,6 +4,7 @@ Importing this package registers every rule module. Pure: rules read the config,
 stacks as data and never do I/O.
 """
 
+from infra.bootstrap import rules as bootstrap  # noqa: F401
 from infra.cluster import rules as cluster  # noqa: F401
 from infra.edge import rules as edge  # noqa: F401
 from infra.fsx import rules as fsx  # noqa: F401

@@ -14,6 +14,7 @@ import sys
 
 from infra.cli import (
     addon_versions,
+    bootstrap,
     check_storage,
     config_reference,
     cost,
@@ -43,6 +44,7 @@ COMMANDS = (
     plan,
     review,
     preflight,
+    bootstrap,
     images,
     cost,
     rollout,

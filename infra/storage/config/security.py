@@ -132,6 +132,13 @@ class AccountConfig(Strict):
         "break-glass the key policies of a protected stack let change a key policy. Required when the "
         "stack is protected.",
     )
+    example: bool = Field(
+        False,
+        description="This stack file is an example (the stacks this repository ships): its AWS example "
+        "account 123456789012 in security and the teams' role ARNs is a warning, not an error, on a prod "
+        "stack, and aiplat bootstrap creates nothing for it. Remove it when you put in your account ID (a "
+        "real ID with this mark is warned): the placeholders left are then refused on prod.",
+    )
     allow_shared_account: bool = Field(
         False,
         description="Let this stack share its account with a stack of the other environment (prod with "

@@ -33,6 +33,7 @@ def test_every_module_in_commands_is_a_subcommand() -> None:
             "plan",
             "review",
             "preflight",
+            "bootstrap",
             "images",
             "cost",
             "rollout",

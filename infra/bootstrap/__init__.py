@@ -1,0 +1,1 @@
+"""Bootstrap: what must exist before a stack's first pulumi up (state bucket, secrets key, deployer role)."""
