@@ -717,3 +717,21 @@ def test_every_stack_in_one_run(account: Account) -> None:
     assert not [
         r for r in report.rows if r.check == "autoscaling-service-linked-role" and r.status.value == "fail"
     ]
+
+
+def test_preflight_suggests_what_the_plan_suggests_for_a_gpu_type_not_offered(aws) -> None:
+    # preflight reads the facts with boto3 (moto over HTTP): a GPU pool's type not offered gets the region's
+    # GPU types with their facts, so the offering rule can keep efa and the GPU count as it does at plan
+    from infra.core.facts import RegionFacts
+    from infra.io.aws_live import read_region_facts
+
+    raw = yaml.safe_load((REPO / "stacks" / "Pulumi.prod-us-train.yaml").read_text())["config"]
+    raw = raw["aiplat:platform"]
+    raw.update(region="eu-central-1")
+    raw["node_pools"]["train"]["availability_zones"] = ["eu-central-1a"]
+    facts = read_region_facts(aws.client("ec2", "eu-central-1"), parse_platform_config(raw))
+    assert isinstance(facts, RegionFacts), facts
+    assert "p5.48xlarge" not in facts.region_types
+    assert facts.suggestions and all(f.has_gpus for f in facts.suggestions.values())
+    assert set(facts.suggestions) <= facts.region_types
+    assert facts.suggestions["p4d.24xlarge"].efa_supported
