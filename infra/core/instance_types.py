@@ -178,4 +178,5 @@ EFA_PLUGIN_TYPES: dict[str, frozenset[str]] = {
 }
 EFA_PLUGIN_SOURCES: dict[str, str] = {v: e["source"] for v, e in _EFA_PLUGIN["versions"].items()}
 EFA_PLUGIN_APP_VERSIONS: dict[str, str] = {v: e["app_version"] for v, e in _EFA_PLUGIN["versions"].items()}
+EFA_PLUGIN_IMAGE_TAGS: dict[str, str] = {v: e["image_tag"] for v, e in _EFA_PLUGIN["versions"].items()}
 EFA_PLUGIN_SOURCE = EFA_PLUGIN_SOURCES[EFA_PLUGIN_CHART_VERSION]

@@ -62,7 +62,8 @@ def blob_url(repo: str, sha: str, path: str) -> str:
 
 def efa_plugin_entry(github: GitHub, ref: str, today: datetime.date) -> tuple[str, dict[str, Any]]:
     """(chart version, its entry for the EFA plugin data file) read from the chart at ``ref``: the
-    instance types of ``supportedInstanceLabels.values`` (the chart's required node affinity)."""
+    instance types of ``supportedInstanceLabels.values`` (the chart's required node affinity) and the image
+    tag its values deploy (the image cache pins it, ``infra/mirror/pins.py``)."""
     sha = github.commit(EFA_REPO, ref)
     where = f"{EFA_REPO}@{sha[:7]} {EFA_CHART_DIR}"
     try:
@@ -73,10 +74,12 @@ def efa_plugin_entry(github: GitHub, ref: str, today: datetime.date) -> tuple[st
     try:
         listed = values["supportedInstanceLabels"]["values"]
         version, app = str(chart["version"]), str(chart["appVersion"])
+        image_tag = str(values["image"].get("tag") or app)  # the chart's default: its appVersion
     except (KeyError, TypeError) as exc:
         raise UpstreamError(f"{where}: no {exc} where the chart keeps it") from None
     return version, {
         "app_version": app,
+        "image_tag": image_tag,
         "source": blob_url(EFA_REPO, sha, f"{EFA_CHART_DIR}/values.yaml"),
         "date": today.isoformat(),
         "instance_types": sorted(set(listed)),

@@ -12,9 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 
 from infra.cli.main import main
 from infra.core.instance_types import EFA_PLUGIN_CHART_VERSION, EFA_PLUGIN_FILE, EFA_PLUGIN_TYPES
+from infra.mirror.pins import PINS
 from infra.ops import upstream
 from infra.services.documents.lbc_iam import POLICY, POLICY_FILE, SOURCE_TAG
 
@@ -90,7 +92,11 @@ def test_refresh_writes_what_upstream_lists_with_commit_and_date(github, tmp_pat
         entry["source"]
         == f"https://github.com/aws/eks-charts/blob/{EFA_SHA}/{upstream.EFA_CHART_DIR}/values.yaml"
     )
-    assert entry["app_version"] == "v0.5.20" and entry["date"]
+    values = yaml.safe_load((RECORDED / "aws-efa-k8s-device-plugin.values.yaml").read_text())
+    assert entry["image_tag"] == values["image"]["tag"] and entry["date"]
+    # the image cache pins the image the recorded default deploys
+    (pin,) = [p for p in PINS if p.chart == "aws-efa-k8s-device-plugin"]
+    assert (pin.version, pin.tag) == (efa["default"], entry["image_tag"])
 
     lbc = json.loads((tmp_path / POLICY_FILE.name).read_text())
     assert (lbc["tag"], lbc["commit"]) == (SOURCE_TAG, LBC_SHA)
