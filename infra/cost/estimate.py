@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, model_validator
 
-from infra.cluster.calendar import CALENDAR, in_standard_support
+from infra.cluster.calendar import CALENDAR, CALENDAR_REFRESH, in_standard_support
 from infra.core.config import Role, Strict
 from infra.core.facts import RegionFacts
 from infra.core.trainjobs import quantity_mib
@@ -500,7 +500,8 @@ def eks_support(cfg: PlatformConfig, on: dt.date) -> tuple[str, str]:
     if entry is None:
         return (
             "unknown",
-            f"no standard-support end date for Kubernetes {version} in infra/cluster/calendar.py",
+            f"no standard-support end date recorded for Kubernetes {version} (record it: "
+            f"{CALENDAR_REFRESH.format(minor=version)})",
         )
     end = entry.standard_until.isoformat()
     if in_standard_support(version, on):

@@ -1,9 +1,12 @@
-"""Record the EKS add-on builds of a Kubernetes minor from DescribeAddonVersions into the data file
-``infra/cluster/data/addon_builds.json`` (``aiplat addon-versions``).
+"""Record what the plan and the pack need to know about a Kubernetes minor (``aiplat addon-versions``): its
+EKS add-on builds from DescribeAddonVersions into ``infra/cluster/data/addon_builds.json``, and its support
+dates from DescribeClusterVersions into ``infra/cluster/data/eks_versions.json``.
 
 https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAddonVersions.html: per add-on,
 ``addonVersions[].addonVersion`` with ``compatibilities[].clusterVersion`` and ``defaultVersion`` (the build
 EKS installs for that cluster version when none is named).
+https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeClusterVersions.html: per version,
+``endOfStandardSupportDate`` and ``endOfExtendedSupportDate``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.cluster import addon_versions
+from infra.cluster import addon_versions, calendar
 from infra.cluster.addon_versions import ADDON_NAMES, AddonBuild
 
 
@@ -85,3 +88,34 @@ def record(
             )
         )
     return changes
+
+
+def support_dates(eks: Any, minor: str) -> tuple[datetime.date, datetime.date] | None:
+    """(last day of standard support, of extended support) EKS gives ``minor``; None when EKS does not list
+    the minor (or gives no dates for it)."""
+    pages = eks.get_paginator("describe_cluster_versions").paginate(clusterVersions=[minor])
+    for page in pages:
+        for v in page.get("clusterVersions", []):
+            standard, extended = v.get("endOfStandardSupportDate"), v.get("endOfExtendedSupportDate")
+            if v.get("clusterVersion") == minor and standard and extended:
+                return standard.date(), extended.date()
+    return None
+
+
+def record_calendar(
+    path: Path, minor: str, dates: tuple[datetime.date, datetime.date], source: str, today: datetime.date
+) -> calendar.EksVersion | None:
+    """Write ``minor``'s support dates into the calendar data file at ``path`` (other minors kept); the row
+    it had before, if any."""
+    doc = json.loads((path if path.exists() else calendar.CALENDAR_FILE).read_text())
+    before = calendar.from_document(doc).get(minor)
+    doc["versions"][minor] = {
+        "standard_until": dates[0].isoformat(),
+        "extended_until": dates[1].isoformat(),
+        "source": source,
+        "date": today.isoformat(),
+    }
+    doc["versions"] = dict(sorted(doc["versions"].items(), key=lambda kv: tuple(map(int, kv[0].split(".")))))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return before
