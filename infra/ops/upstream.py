@@ -39,7 +39,7 @@ class GitHub:
     def _get(self, url: str, accept: str | None = None) -> str:
         request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310 (https URLs)
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 return response.read().decode()
         except OSError as exc:  # URLError, HTTPError, timeouts
             raise UpstreamError(f"GET {url}: {exc}") from None

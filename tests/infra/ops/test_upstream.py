@@ -41,7 +41,7 @@ FILES = {
 class _GitHub(BaseHTTPRequestHandler):
     asked: list[tuple[str, str | None]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:  # http.server's name for the GET handler
         self.asked.append((self.path, self.headers.get("Accept")))
         if self.path in REFS and self.headers.get("Accept") == "application/vnd.github.sha":
             body = REFS[self.path].encode()
