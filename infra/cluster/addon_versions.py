@@ -1,16 +1,27 @@
-"""EKS managed add-on builds per Kubernetes minor, as data with the source of every version string.
+"""EKS managed add-on builds per Kubernetes minor: the data file ``data/addon_builds.json``, every build with
+its source and date.
 
 EKS refuses a version DescribeAddonVersions does not list for the minor
 (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html); rule ``addon-versions-known``
-refuses one not listed here. ``aws_published`` False: seen only in a third-party config, so the plan warns
+refuses one not recorded here. ``aws_published`` False: seen only in a third-party config, so the plan warns
 and it must be checked with ``aws eks describe-addon-versions`` before ``pulumi up`` (builds are also
-region- and partition-specific). Update with ``aiplat addon-versions --kubernetes-version <minor>``
-(docs/how-to/upgrade.md); the first build of each add-on is the default.
+region- and partition-specific). ``REFRESH`` records a minor from the API (docs/how-to/upgrade.md); the first
+build of each add-on is the default.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+# The shipped data file; `aiplat addon-versions` writes it (or the file given with --out).
+DATA_FILE = Path(__file__).with_name("data") / "addon_builds.json"
+# The command that records a minor's builds: named in every refusal of an unrecorded minor.
+REFRESH = "aiplat addon-versions --kubernetes-version {minor}"
 
 
 @dataclass(frozen=True)
@@ -19,8 +30,9 @@ class AddonBuild:
 
     version: str
     source: str
-    seen: str  # ISO date the source was read
+    date: str  # ISO date the source was read
     aws_published: bool
+    note: str = ""
 
 
 ADDON_NAMES = (
@@ -32,57 +44,56 @@ ADDON_NAMES = (
     "eks-node-monitoring-agent",
 )
 
-_JP = "https://docs.aws.amazon.com/ja_jp/eks/latest/userguide/"
-# A public third-party CDK configuration whose add-on pins for 1.35 are the result of
-# `aws eks describe-addon-versions --kubernetes-version 1.35` "as of 2026-05" (its own comment); read in
-# the stored public code index (entry 54559596030). Not an AWS page: aws_published=False.
-_THIRD_PARTY_135 = (
-    "third-party CDK config, describe-addon-versions for 1.35 as of 2026-05 (code index 54559596030)"
-)
+Table = dict[str, dict[str, tuple[AddonBuild, ...]]]
 
-# Kubernetes minor -> add-on -> builds, the default first.
-ADDON_BUILDS: dict[str, dict[str, tuple[AddonBuild, ...]]] = {
-    "1.35": {
-        "vpc-cni": (
-            # The AWS table rows captured here stop at 1.33 (v1.20.1-eksbuild.3 for 1.27-1.33, AWS JP copy of
-            # managing-vpc-cni); a third-party copy of the table dated June 2026 lists v1.21.1-eksbuild.8 for
-            # 1.29-1.36 (code index 58372222566).
-            AddonBuild("v1.21.1-eksbuild.8", _THIRD_PARTY_135, "2026-11-30", False),
-        ),
-        "coredns": (
-            AddonBuild("v1.14.3-eksbuild.3", _JP + "managing-coredns.md (1.35 row)", "2026-11-30", True),
-            AddonBuild(
-                "v1.14.2-eksbuild.4",
-                "https://docs.amazonaws.cn/en_us/eks/latest/userguide/managing-coredns.md (1.35 row, older "
-                "capture)",
-                "2026-11-30",
-                True,
-            ),
-        ),
-        "kube-proxy": (
-            AddonBuild("v1.35.3-eksbuild.13", _JP + "managing-kube-proxy.md (1.35 row)", "2026-11-30", True),
-            AddonBuild("v1.35.3-eksbuild.5", _THIRD_PARTY_135, "2026-11-30", False),
-            AddonBuild(
-                "v1.35.3-eksbuild.2",
-                "https://docs.amazonaws.cn/zh_cn/eks/latest/userguide/managing-kube-proxy.md "
-                "(1.35 row, older capture)",
-                "2026-11-30",
-                True,
-            ),
-        ),
-        # No AWS page lists builds per minor for the add-ons below; only DescribeAddonVersions does.
-        "aws-ebs-csi-driver": (AddonBuild("v1.59.0-eksbuild.1", _THIRD_PARTY_135, "2026-11-30", False),),
-        "eks-pod-identity-agent": (AddonBuild("v1.3.10-eksbuild.3", _THIRD_PARTY_135, "2026-11-30", False),),
-        "eks-node-monitoring-agent": (
-            AddonBuild("v1.6.4-eksbuild.1", _THIRD_PARTY_135, "2026-11-30", False),
-        ),
-    },
-}
+
+def from_document(doc: Mapping[str, Any]) -> Table:
+    """Kubernetes minor -> add-on -> builds, from the data file's JSON (``minors``)."""
+    return {
+        minor: {addon: tuple(AddonBuild(**b) for b in builds) for addon, builds in addons.items()}
+        for minor, addons in doc["minors"].items()
+    }
+
+
+def to_document(table: Table, about: str) -> dict[str, Any]:
+    """The data file's JSON for ``table``, minors in version order, empty notes left out."""
+    ordered = sorted(table, key=lambda m: tuple(int(p) for p in m.split(".")))
+    return {
+        "about": about,
+        "minors": {
+            m: {
+                a: [{k: v for k, v in asdict(b).items() if k != "note" or v} for b in builds]
+                for a, builds in table[m].items()
+            }
+            for m in ordered
+        },
+    }
+
+
+@functools.cache
+def _load(path: Path) -> tuple[str, Table]:
+    doc = json.loads(path.read_text())
+    return str(doc.get("about", "")), from_document(doc)
+
+
+def recorded() -> Table:
+    """Every recorded minor's builds (the data file at ``DATA_FILE``)."""
+    return _load(DATA_FILE)[1]
+
+
+def about() -> str:
+    """The data file's own description, kept when it is rewritten."""
+    return _load(DATA_FILE)[0]
+
+
+def reload() -> None:
+    """Forget what was read, after the data file was rewritten."""
+    _load.cache_clear()
 
 
 def builds(minor: str, addon: str) -> tuple[AddonBuild, ...]:
     """The builds recorded for ``addon`` on Kubernetes ``minor`` (empty when none are)."""
-    return ADDON_BUILDS.get(minor, {}).get(addon, ())
+    return recorded().get(minor, {}).get(addon, ())
 
 
 def default_version(minor: str, addon: str) -> str | None:

@@ -1,19 +1,24 @@
-"""The EKS Kubernetes version calendar, as data. Pure.
+"""The EKS Kubernetes version calendar, as data (``data/eks_versions.json``). Pure.
 
 A minor version is in standard support for 14 months after its EKS release, then in extended support (at
 an extra charge per cluster-hour) for 12 more; clusters default to extended support unless their upgrade
 policy says ``STANDARD``. https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html
 
-End dates from the AWS-maintained EKS version calendar (aws-samples "eks-operation-review" cluster
-lifecycle reference, verified against the EKS release calendar on 2026-04-24:
-https://aws-samples.github.io/sample-apex-skills/docs/skills/eks-operation-review/references/cluster-lifecycle).
-Add a row when EKS releases a version.
+Each minor's end dates carry their source and date; ``aiplat addon-versions --kubernetes-version <minor>``
+records a new minor from eks:DescribeClusterVersions (``CALENDAR_REFRESH``) with its add-on builds.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CALENDAR_FILE = Path(__file__).with_name("data") / "eks_versions.json"
+CALENDAR_REFRESH = "aiplat addon-versions --kubernetes-version {minor}"
 
 
 @dataclass(frozen=True)
@@ -23,18 +28,25 @@ class EksVersion:
     version: str
     standard_until: dt.date
     extended_until: dt.date
+    source: str = ""
+    date: str = ""
 
 
-CALENDAR: dict[str, EksVersion] = {
-    v.version: v
-    for v in (
-        EksVersion("1.31", dt.date(2025, 11, 26), dt.date(2026, 11, 26)),
-        EksVersion("1.32", dt.date(2026, 3, 23), dt.date(2027, 3, 23)),
-        EksVersion("1.33", dt.date(2026, 7, 29), dt.date(2027, 7, 29)),
-        EksVersion("1.34", dt.date(2026, 12, 2), dt.date(2027, 12, 2)),
-        EksVersion("1.35", dt.date(2027, 3, 27), dt.date(2028, 3, 27)),
-    )
-}
+def from_document(doc: Mapping[str, Any]) -> dict[str, EksVersion]:
+    """Kubernetes minor -> its support dates, from the data file's JSON (``versions``)."""
+    return {
+        minor: EksVersion(
+            minor,
+            dt.date.fromisoformat(row["standard_until"]),
+            dt.date.fromisoformat(row["extended_until"]),
+            row["source"],
+            row["date"],
+        )
+        for minor, row in doc["versions"].items()
+    }
+
+
+CALENDAR: dict[str, EksVersion] = from_document(json.loads(CALENDAR_FILE.read_text()))
 
 # The shape of a Kubernetes minor as EKS names it ('1.35'): the config's cluster.kubernetes_version and the
 # CLI's --kubernetes-version.

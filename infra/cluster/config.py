@@ -40,9 +40,9 @@ class SupportType(StrEnum):
 
 class AddonVersions(Strict):
     """EKS managed add-on builds. Unset: the default build recorded for the cluster's Kubernetes minor in
-    ``infra/cluster/addon_versions.py`` (the one place versions live, each with its source). A build set
-    here must be one recorded for that minor (rule ``addon-versions-known``): EKS refuses builds it does
-    not list for the cluster's version.
+    ``infra/cluster/data/addon_builds.json`` (the one place versions live, each with its source and date;
+    ``aiplat addon-versions`` writes it). A build set here must be one recorded for that minor (rule
+    ``addon-versions-known``): EKS refuses builds it does not list for the cluster's version.
     """
 
     vpc_cni: str | None = Field(None, description="vpc-cni build; EFA-only interfaces need a recent one.")

@@ -12,7 +12,6 @@ from infra.stack.registry import Finding, RuleContext, at, error, rule, warning
 if TYPE_CHECKING:
     from infra.schema.platform import PlatformConfig
 
-DESCRIBE = "aws eks describe-addon-versions --kubernetes-version {minor} --addon-name {addon}"
 CREATE_ADDON_DOC = "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html"
 VERSIONS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
 
@@ -22,13 +21,15 @@ def addon_versions_known(ctx: RuleContext) -> Iterator[Finding]:
     """Every add-on build is one recorded for the cluster's Kubernetes minor; unverified ones are flagged."""
     cluster = ctx.cfg.cluster
     minor = cluster.kubernetes_version
-    if minor not in addon_versions.ADDON_BUILDS:
-        known = ", ".join(sorted(addon_versions.ADDON_BUILDS))
+    recorded = addon_versions.recorded()
+    if minor not in recorded:
+        known = ", ".join(sorted(recorded, key=lambda m: tuple(int(p) for p in m.split("."))))
         yield error(
             at("cluster", "kubernetes_version"),
-            f"{minor!r} has no add-on builds recorded in infra/cluster/addon_versions.py (recorded: {known})",
-            f"use {known.split(', ')[-1]}, or record the builds for {minor} first "
-            f"(aiplat addon-versions --kubernetes-version {minor})",
+            f"{minor!r} has no EKS add-on builds recorded (recorded: {known}), and EKS refuses add-on "
+            "builds it does not list for the cluster's minor",
+            f"record them from EKS with `{addon_versions.REFRESH.format(minor=minor)}` (your AWS "
+            f"credentials; review the diff), or use {known.split(', ')[-1]}",
             VERSIONS_DOC,
         )
         return
@@ -44,7 +45,7 @@ def addon_versions_known(ctx: RuleContext) -> Iterator[Finding]:
                 f"{version or 'no build'} is not a build recorded for Kubernetes {minor} "
                 f"(recorded: {choices}); EKS refuses a version it does not list for the cluster",
                 f"use one of those (or leave it unset for {listed[0].version if listed else 'the default'}), "
-                f"or check `{DESCRIBE.format(minor=minor, addon=addon)}` and record the build",
+                f"or record what EKS lists with `{addon_versions.REFRESH.format(minor=minor)}`",
                 CREATE_ADDON_DOC,
             )
         elif not record.aws_published:
@@ -52,8 +53,9 @@ def addon_versions_known(ctx: RuleContext) -> Iterator[Finding]:
             yield warning(
                 field,
                 f"{version} ({how}) for Kubernetes {minor} is listed on no AWS page, only in a third-party "
-                "source (infra/cluster/addon_versions.py)",
-                f"confirm with `{DESCRIBE.format(minor=minor, addon=addon)}` before pulumi up",
+                f"source ({record.source})",
+                f"record the builds from EKS with `{addon_versions.REFRESH.format(minor=minor)}` before "
+                "pulumi up",
                 CREATE_ADDON_DOC,
             )
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, model_validator
 
-from infra.cluster.calendar import CALENDAR, in_standard_support
+from infra.cluster.calendar import CALENDAR, CALENDAR_REFRESH, in_standard_support
 from infra.core.config import Role, Strict
 from infra.core.facts import RegionFacts
 from infra.core.trainjobs import quantity_mib
@@ -104,6 +104,15 @@ class PriceTable(Strict):
         if unknown:
             raise ValueError(f"prices name sources {unknown} that are not under 'sources'; add them")
         return self
+
+    def prices_region(self, region: str) -> bool:
+        """Whether the table has the region's instance prices (what ``REFRESH_PRICES`` records): without
+        them every node of a stack there is unpriced, and a sum over the rest is no bound."""
+        return bool(self.instances.get(region))
+
+
+# The command that records a region's instance prices into the table: named where a price is missing.
+REFRESH_PRICES = "aiplat prices refresh --region {region}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -190,11 +199,14 @@ class Lookup:
     def instance(self, instance_type: str, option: Option) -> Price:
         label = f"{instance_type} {option.value.replace('_', ' ')}, {self.region}"
         entry = self.table.instances.get(self.region, {}).get(instance_type)
+        if entry is None:
+            how = REFRESH_PRICES.format(region=self.region)
+            return Price(label, "node-hour", None, "none", f"not in the price table (record it: {how})")
         if option is Option.on_demand:
-            return self._price(label, "node-hour", entry.on_demand if entry else None)
+            return self._price(label, "node-hour", entry.on_demand)
         if option is Option.capacity_block:
-            return self._price(label, "node-hour", entry.capacity_block if entry else None)
-        spot = entry.spot if entry else None
+            return self._price(label, "node-hour", entry.capacity_block)
+        spot = entry.spot
         if spot is None:
             return Price(label, "node-hour", None, "none", "not in the price table")
         zone, usd = max(spot.zones.items(), key=lambda kv: kv[1])
@@ -449,6 +461,8 @@ class StackCost:
     items: tuple[LineItem, ...]
     notes: tuple[str, ...] = field(default=())
     karpenter: tuple[KarpenterPoolCost, ...] = field(default=())
+    # False: the table has no instance prices for the region (``PriceTable.prices_region``)
+    region_priced: bool = True
 
     def fixed_hourly(self) -> Money:
         return total(i.hourly(self.hours_per_month) for i in self.items)
@@ -486,7 +500,8 @@ def eks_support(cfg: PlatformConfig, on: dt.date) -> tuple[str, str]:
     if entry is None:
         return (
             "unknown",
-            f"no standard-support end date for Kubernetes {version} in infra/cluster/calendar.py",
+            f"no standard-support end date recorded for Kubernetes {version} (record it: "
+            f"{CALENDAR_REFRESH.format(minor=version)})",
         )
     end = entry.standard_until.isoformat()
     if in_standard_support(version, on):
@@ -623,6 +638,13 @@ def estimate_stack(
         )
     karpenter = estimate_karpenter(cfg, look, facts)
     notes = [f"EKS: {why}"]
+    region_priced = table.prices_region(cfg.region)
+    if not region_priced:
+        notes.append(
+            f"{cfg.region}: the price table has no instance prices for this region, so every node is "
+            f"unpriced and the totals are no bound; record them with "
+            f"`{REFRESH_PRICES.format(region=cfg.region)}`"
+        )
     for k in karpenter:
         notes += k.notes()
     if cfg.storage.replicate_to and not usage.artifact_gb_per_month:
@@ -635,5 +657,12 @@ def estimate_stack(
             f"`aiplat prices refresh --region {cfg.region}` (read-only, with your AWS credentials)"
         )
     return StackCost(
-        stack, cfg.region, table.hours_per_month, pools, tuple(items), tuple(notes), karpenter=karpenter
+        stack,
+        cfg.region,
+        table.hours_per_month,
+        pools,
+        tuple(items),
+        tuple(notes),
+        karpenter=karpenter,
+        region_priced=region_priced,
     )

@@ -65,9 +65,9 @@ class FsxCsiDriverConfig(ChartPin):
     AWS permissions; the node plugin mounts ``<dnsname>@tcp:/<mountname>``).
 
     The chart, not the EKS add-on ``aws-fsx-csi-driver``: the add-on's builds per Kubernetes minor cannot be
-    read offline (no DescribeAddonVersions here, none recorded in infra/cluster/addon_versions.py), and AWS's
-    "Deploy the FSx for Lustre driver" sets it up with an IAM role (Pod Identity) that static volumes do not
-    need (https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-create.html).
+    read offline (no DescribeAddonVersions here, none recorded in infra/cluster/data/addon_builds.json), and
+    AWS's "Deploy the FSx for Lustre driver" sets it up with an IAM role (Pod Identity) that static volumes
+    do not need (https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-create.html).
     """
 
     repo: str = Field(

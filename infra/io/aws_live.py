@@ -41,6 +41,7 @@ from infra.core.facts import (
     SecretsProviderFacts,
     Unreadable,
 )
+from infra.core.instance_types import GPU_FAMILY_PATTERNS
 from infra.io.aws_credentials import require_credentials
 from infra.karpenter.gpu_offers import karpenter_patterns
 from infra.preflight.quotas import QUOTAS
@@ -142,6 +143,7 @@ def read_region_facts(ec2: Any, cfg: PlatformConfig) -> RegionFacts | Unreadable
         types = sorted({p.instance_type for p in cfg.node_pools.values()})
         offerings: dict[str, set[str]] = {z.name: set() for z in zones}
         region_types: frozenset[str] = frozenset()
+        suggestions: dict[str, InstanceFacts] = {}
         instances: dict[str, InstanceFacts] = {}
         if types:
             _add_offerings(ec2, types, name_of, offerings)
@@ -153,6 +155,8 @@ def read_region_facts(ec2: Any, cfg: PlatformConfig) -> RegionFacts | Unreadable
                 region_types = frozenset(
                     o["InstanceType"] for p in everything for o in p["InstanceTypeOfferings"]
                 )
+                if any(p.gpu and p.instance_type not in offered for p in cfg.node_pools.values()):
+                    suggestions = _gpu_suggestions(ec2, region_types)
             if offered:
                 described = ec2.describe_instance_types(InstanceTypes=offered)["InstanceTypes"]
                 instances = {
@@ -170,7 +174,24 @@ def read_region_facts(ec2: Any, cfg: PlatformConfig) -> RegionFacts | Unreadable
         instances=instances,
         region_types=region_types,
         by_zone_id=True,
+        suggestions=suggestions,
     )
+
+
+def _gpu_suggestions(ec2: Any, region_types: frozenset[str]) -> dict[str, InstanceFacts]:
+    """Facts of the region's types with GPUs, as the plan has them (``infra/io/provider_facts.py``): what a
+    GPU pool whose type is not offered is offered instead. The name patterns narrow the question
+    (DescribeInstanceTypes takes wildcards in its instance-type filter); each type's GpuInfo decides."""
+    pages = ec2.get_paginator("describe_instance_types").paginate(
+        Filters=[{"Name": "instance-type", "Values": list(GPU_FAMILY_PATTERNS)}]
+    )
+    facts = (
+        InstanceFacts.from_describe_instance_types(d)
+        for page in pages
+        for d in page["InstanceTypes"]
+        if d["InstanceType"] in region_types
+    )
+    return {f.instance_type: f for f in facts if f.has_gpus}
 
 
 # DescribeInstanceTypeOfferings takes the types as filter values; asked in slices of this many.

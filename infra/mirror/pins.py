@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from infra.core.instance_types import EFA_PLUGIN_CHART_VERSION, EFA_PLUGIN_IMAGE_TAGS, EFA_PLUGIN_SOURCE
 from infra.mirror.digests import DIGESTS
 
 
@@ -72,7 +73,7 @@ R, G = Style.repository, Style.registry
 
 _CM = "cert-manager/cert-manager@v1.21.1 (24e33194f, 2026-07-29) deploy/charts/cert-manager/values.yaml"
 _LBC = "aws/eks-charts@5239609 (2026-08-03) stable/aws-load-balancer-controller/values.yaml"
-_EFA = "aws/eks-charts@bfe91c4 (2026-07-21) stable/aws-efa-k8s-device-plugin/values.yaml"
+_EFA = EFA_PLUGIN_SOURCE  # infra/core/data/efa_device_plugin.json (aiplat facts upstream)
 _MS = "kubernetes-sigs/metrics-server@metrics-server-helm-chart-3.13.1 charts/metrics-server/values.yaml"
 _NV = "NVIDIA/k8s-device-plugin@v0.20.0 deployments/helm/nvidia-device-plugin/values.yaml"
 _DCGM = "NVIDIA/dcgm-exporter@4.5.3-4.8.2 (691c927) deployment/values.yaml"
@@ -141,11 +142,11 @@ _PINS: tuple[ImagePin, ...] = (
     # EKS's own ECR account: no pull through cache rule of ours takes it; copied (``aiplat images copy``)
     ImagePin(
         chart="aws-efa-k8s-device-plugin",
-        version="v0.5.30",
+        version=EFA_PLUGIN_CHART_VERSION,
         values="image",
         style=R,
         image="602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin",
-        tag="v0.5.20",
+        tag=EFA_PLUGIN_IMAGE_TAGS[EFA_PLUGIN_CHART_VERSION],
         digest=None,
         digest_key=None,
         source=_EFA,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator, Sequence
 
+from infra.core import instance_types
 from infra.core.facts import InstanceFacts
 from infra.network.zones import pool_zones, vpc_zones
 from infra.pools import ami_drivers
@@ -28,25 +29,61 @@ def _offered_pools(ctx: RuleContext) -> Iterator[tuple[str, NodePoolConfig, Inst
             yield name, pool, itype
 
 
+def gpu_alternatives(pool: NodePoolConfig, offered: Sequence[InstanceFacts]) -> tuple[list[str], str]:
+    """The offered GPU types to suggest for a GPU pool whose type is not offered, best first, and what they
+    were chosen for: only types with EFA when the pool has ``efa: true``; then the pool's GPU count
+    (``gpus_per_node``, else the named type's in the instance-type table), the named type's category (p, g),
+    more EFA interfaces for an EFA pool, and the closest name."""
+    wanted = pool.gpus_per_node or instance_types.gpus(pool.instance_type)
+    category = instance_types.instance_category(pool.instance_type)
+    fitting = [f for f in offered if f.has_gpus and (f.efa_supported or not pool.efa)]
+
+    def rank(f: InstanceFacts) -> tuple[bool, bool, int, float]:
+        similar = difflib.SequenceMatcher(None, pool.instance_type, f.instance_type).ratio()
+        return (
+            f.gpu_count == wanted,
+            instance_types.instance_category(f.instance_type) == category,
+            f.efa_interface_limit if pool.efa else 0,
+            similar,
+        )
+
+    best = sorted(fitting, key=lambda f: (rank(f), f.instance_type), reverse=True)
+    if wanted and any(f.gpu_count == wanted for f in best):
+        best = [f for f in best if f.gpu_count == wanted]
+    what = "GPU type" + (" with EFA" if pool.efa else "")
+    if wanted and best and best[0].gpu_count == wanted:
+        what += f" and {wanted} GPUs"
+    return [f.instance_type for f in best[:3]], what
+
+
 @rule("instance-type-offered", phases=PLAN_AND_PREFLIGHT, needs=[Need.facts])
 def instance_type_offered(ctx: RuleContext) -> Iterator[Finding]:
-    """Every pool's instance type is offered in the stack's region."""
+    """Every pool's instance type is offered in the stack's region; a GPU pool is offered GPU types that
+    keep its ``efa`` and GPU count."""
     assert ctx.facts is not None
     for name, pool in ctx.cfg.node_pools.items():
         if ctx.facts.azs_offering(pool.instance_type):
             continue
-        # A GPU pool is offered GPU types only (their facts, fetched for this message); a CPU pool, the
-        # region's types that are not known to have GPUs.
-        gpu_types = {t for t, f in ctx.facts.suggestions.items() if f.has_gpus}
-        pool_of = gpu_types if pool.gpu else ctx.facts.region_types - gpu_types
-        close = difflib.get_close_matches(pool.instance_type, sorted(pool_of), n=3, cutoff=0.5)
-        kind = "GPU type" if pool.gpu else "type"
-        fix = (
-            f"use a {kind} offered there, e.g. {', '.join(close)}"
-            if close
-            else f"pick a {kind} offered in the region"
-            + (f" ({', '.join(sorted(pool_of)[:8])}{', ...' if len(pool_of) > 8 else ''})" if pool_of else "")
-        )
+        if pool.gpu:
+            # The region's GPU types (their facts, fetched for this message) that keep what the pool needs.
+            close, kind = gpu_alternatives(pool, list(ctx.facts.suggestions.values()))
+            fix = (
+                f"use a {kind} offered there, e.g. {', '.join(close)}"
+                if close
+                else f"no {kind} is offered in {ctx.cfg.region}: use another region"
+                + (", or set efa: false" if pool.efa else "")
+            )
+        else:
+            # a CPU pool: the region's types that are not known to have GPUs
+            pool_of = ctx.facts.region_types - set(ctx.facts.suggestions)
+            close = difflib.get_close_matches(pool.instance_type, sorted(pool_of), n=3, cutoff=0.5)
+            listed = ", ".join(sorted(pool_of)[:8]) + (", ..." if len(pool_of) > 8 else "")
+            some = f" ({listed})" if pool_of else ""
+            fix = (
+                f"use a type offered there, e.g. {', '.join(close)}"
+                if close
+                else f"pick a type offered in the region{some}"
+            )
         yield error(
             at("node_pools", name, "instance_type"),
             f"{pool.instance_type!r} is not offered in {ctx.cfg.region}",

@@ -288,7 +288,7 @@ def addon_versions_listed(ctx: RuleContext) -> Iterator[Finding]:
     """Every pinned add-on version is one EKS lists for the cluster's Kubernetes version."""
     assert ctx.live is not None
     k8s = ctx.cfg.cluster.kubernetes_version
-    # the stack file's builds, else the defaults recorded for the minor (infra/cluster/addon_versions.py)
+    # the stack file's builds, else the defaults recorded for the minor (infra/cluster/data/addon_builds.json)
     pinned_versions = {a: v for a, v in ctx.cfg.cluster.addon_versions().items() if v}
     answers = [ctx.live.addon_versions.get(a) for a in pinned_versions]
     if answers and all(isinstance(a, Unreadable) for a in answers):

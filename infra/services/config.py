@@ -11,7 +11,12 @@ from pydantic import Field
 
 from infra.core.charts import ChartPin
 from infra.core.config import Strict
-from infra.core.instance_types import EFA_PLUGIN_CHART_VERSION
+from infra.core.instance_types import (
+    EFA_PLUGIN_APP_VERSIONS,
+    EFA_PLUGIN_CHART_VERSION,
+    EFA_PLUGIN_REFRESH,
+    EFA_PLUGIN_SOURCES,
+)
 
 # Kubernetes names of namespaces (RFC 1123 label).
 NAMESPACE_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -50,10 +55,10 @@ class EfaDevicePluginConfig(ChartPin):
     chart: str = Field("aws-efa-k8s-device-plugin", description="Chart name.")
     version: str = Field(
         EFA_PLUGIN_CHART_VERSION,
-        description="Default: aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml "
-        f"{EFA_PLUGIN_CHART_VERSION} (app "
-        "v0.5.20; commit bfe91c4, 2026-07-21). Its supported-instance list is data in "
-        "infra/core/instance_types.py.",
+        description="Default: the chart version recorded last in infra/core/data/efa_device_plugin.json "
+        f"({EFA_PLUGIN_CHART_VERSION}, app {EFA_PLUGIN_APP_VERSIONS[EFA_PLUGIN_CHART_VERSION]}; source "
+        f"{EFA_PLUGIN_SOURCES[EFA_PLUGIN_CHART_VERSION]}), with the instance types it schedules on. A "
+        f"version must be recorded there first: {EFA_PLUGIN_REFRESH}.",
     )
 
 

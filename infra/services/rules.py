@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from infra.core.config import KubernetesAccess, Role
-from infra.core.instance_types import EFA_PLUGIN_SOURCE, EFA_PLUGIN_TYPES
+from infra.core.instance_types import EFA_PLUGIN_REFRESH, EFA_PLUGIN_SOURCE, EFA_PLUGIN_TYPES
 from infra.karpenter.gpu_offers import gpu_offer
 from infra.network.zones import vpc_zones
 from infra.stack.registry import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
@@ -91,8 +91,8 @@ def efa_plugin_knows_types(ctx: RuleContext) -> Iterator[Finding]:
             field,
             f"{chart.version} is not a chart version whose instance list is recorded, so its support for "
             f"{sorted(efa_types)} cannot be checked",
-            f"use {', '.join(EFA_PLUGIN_TYPES)}, or add {chart.version}'s list to EFA_PLUGIN_TYPES in "
-            "infra/core/instance_types.py from the chart's values.yaml",
+            f"use {', '.join(EFA_PLUGIN_TYPES)}, or record {chart.version}'s list from the chart with "
+            f"`{EFA_PLUGIN_REFRESH}` (the aws/eks-charts commit of that version)",
             EFA_PLUGIN_SOURCE,
         )
         return
@@ -102,8 +102,8 @@ def efa_plugin_knows_types(ctx: RuleContext) -> Iterator[Finding]:
             field,
             f"{chart.version} does not list {', '.join(missing)} in supportedInstanceLabels, so the plugin "
             "never runs there and pods asking for vpc.amazonaws.com/efa stay Pending",
-            "use a chart version whose values.yaml lists the type (and record its list in "
-            "infra/core/instance_types.py), or another EFA instance type",
+            "use a chart version whose values.yaml lists the type (record its list with "
+            f"`{EFA_PLUGIN_REFRESH}`), or another EFA instance type",
             EFA_DOC,
         )
 

@@ -14,7 +14,16 @@ from collections.abc import Iterator, Mapping
 
 from infra.core.errors import PlatformError
 from infra.core.instance_types import TABLE
-from infra.cost.estimate import Candidate, Lookup, Money, Option, StackCost, Usage, estimate_stack
+from infra.cost.estimate import (
+    REFRESH_PRICES,
+    Candidate,
+    Lookup,
+    Money,
+    Option,
+    StackCost,
+    Usage,
+    estimate_stack,
+)
 from infra.io.prices import load_price_table
 from infra.schema.parse import parse_platform_config
 
@@ -82,7 +91,9 @@ def usd(amount: float) -> str:
     "preview do not reach it; a missing or invalid config is a violation. Prices the table does not have are "
     "never guessed: by default (unpriced 'violation') any unpriced item is a violation, since the cap cannot "
     "hold what it cannot price (a region without prices would pass at $0); a stack whose pack config sets "
-    "unpriced 'ignore' has the priced part, a lower bound, compared with the cap, the rest named.",
+    "unpriced 'ignore' has the priced part, a lower bound, compared with the cap, the rest named. A region "
+    "without instance prices in the table is a violation even then (its nodes, most of the cost, are all "
+    "unpriced), unless the pack config names it in unpricedRegions.",
     config={
         "maxMonthlyUsd": {
             "type": "number",
@@ -94,7 +105,15 @@ def usd(amount: float) -> str:
             "enum": list(UNPRICED),
             "default": "violation",
             "description": "An item without a price: 'violation' (default) or 'ignore' (cap the priced part, "
-            "a lower bound; set it only where the missing prices are known to be small).",
+            "a lower bound; set it only where the missing prices are known to be small). Does not cover a "
+            "region without instance prices: see unpricedRegions.",
+        },
+        "unpricedRegions": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [],
+            "description": "Regions accepted without instance prices in the table (the cap then bounds "
+            "only the rest, not the nodes). Record the prices instead: 'aiplat prices refresh --region R'.",
         },
     },
 )
@@ -118,6 +137,19 @@ def cost_cap(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
         return
     monthly: Money = cost.monthly("max")
     unpriced = list(monthly.unknown) + missing
+    refresh = REFRESH_PRICES.format(region=cost.region)
+    if not cost.region_priced and cost.region not in ctx.config.get("unpricedRegions", []):
+        # 'unpriced: ignore' accepts small unpriced items; a region without instance prices leaves every
+        # node out, and its sum (the control plane, say) would pass any cap
+        yield violation(
+            f"stack {ctx.stack.name!r} is in {cost.region}, which the price table has no instance prices "
+            f"for: {usd(monthly.usd)}/month at max size leaves out every node "
+            f"({'; '.join(unpriced)}), so its cap of {usd(cap)} does not bound it",
+            f"record the region's prices with `{refresh}` (your AWS credentials, read-only), or accept an "
+            f'unbounded estimate: set {{"cost-cap": {{"unpricedRegions": ["{cost.region}"]}}}} in '
+            f"stacks/policy-pack/{ctx.stack.name}.json",
+        )
+        return
     left_out = f" (left out, no price or GPU count: {'; '.join(unpriced)})" if unpriced else ""
     if monthly.usd > cap:
         yield violation(
@@ -131,7 +163,7 @@ def cost_cap(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
             f"stack {ctx.stack.name!r}: {usd(monthly.usd)}/month at max size is under its cap of "
             f"{usd(cap)}, but the estimate could not price {'; '.join(unpriced)}, so the cap does not "
             "bound them",
-            "add the missing prices to infra/cost/data/prices.yaml (with their source), or accept a "
-            'lower bound: set {"cost-cap": {"unpriced": "ignore"}} in '
+            f"record instance prices with `{refresh}` (others: add them to infra/cost/data/prices.yaml "
+            'with their source), or accept a lower bound: set {"cost-cap": {"unpriced": "ignore"}} in '
             f"stacks/policy-pack/{ctx.stack.name}.json",
         )

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from infra.cluster.calendar import CALENDAR, SUPPORT_EXTENDED, SUPPORT_STANDARD, in_standard_support
+from infra.cluster.calendar import (
+    CALENDAR,
+    CALENDAR_REFRESH,
+    SUPPORT_EXTENDED,
+    SUPPORT_STANDARD,
+    in_standard_support,
+)
 from infra.cluster.documents.control_plane import CONTROL_PLANE_LOG_TYPES
 from infra.network import cidrs
 
@@ -108,7 +114,7 @@ def eks_supported_version(r: Res, ctx: Ctx) -> Iterator[Violation]:
     elif version not in CALENDAR:
         yield violation(
             f"Kubernetes {version} is not in the EKS version calendar this pack knows ({sorted(CALENDAR)})",
-            "use a listed version, or add the new one to infra/cluster/calendar.py CALENDAR",
+            f"use a listed version, or record {version} with `{CALENDAR_REFRESH.format(minor=version)}`",
         )
     elif not in_standard_support(version, ctx.today):
         end = CALENDAR[version].standard_until

@@ -7,7 +7,7 @@ import copy
 import datetime as dt
 
 import pytest
-from aiplat_policies.cost import DEFAULT_MAX_MONTHLY_USD
+from aiplat_policies.cost import DEFAULT_MAX_MONTHLY_USD, usd
 
 from infra.cost.estimate import Usage, estimate_stack
 from infra.io.prices import load_price_table
@@ -69,20 +69,40 @@ def test_unpriced_items_are_a_violation_unless_the_stack_allows_them(plan_stack)
     assert cost_messages(plan) == []  # its pack config file says unpriced: ignore
     [message] = cost_messages(plan, {"maxMonthlyUsd": 90_000})  # the default: refused
     assert "but the estimate could not price" in message and "NAT gateway, ap-east-1" in message
-    assert "fix: add the missing prices to infra/cost/data/prices.yaml" in message
+    assert "fix: record instance prices with `aiplat prices refresh --region ap-east-1`" in message
     assert '{"cost-cap": {"unpriced": "ignore"}} in stacks/policy-pack/prod-hk-infer.json' in message
     assert cost_messages(plan, {"maxMonthlyUsd": 90_000, "unpriced": "ignore"}) == []
 
 
 def test_a_region_without_prices_is_refused_not_passed_at_zero(plan_stack) -> None:
-    """The issue's case: a stack in a region the price table lacks (every price '?') passed any cap."""
+    """The issue's case: a stack in a region the price table lacks cost "$73+?" (the control plane only) and
+    passed the cap with its pack config's unpriced: ignore."""
     plan = copy.deepcopy(plan_stack("dev-us-train").as_json())
-    plan["config"]["region"] = "eu-west-1"
-    plan["config"]["network"]["availability_zones"] = ["eu-west-1a", "eu-west-1b"]
+    region = "eu-central-1"
+    plan["config"]["region"] = region
+    plan["config"]["network"]["availability_zones"] = [f"{region}a", f"{region}b"]
     plan["config"]["network"]["az_count"] = 2
-    [message] = cost_messages(plan, {"maxMonthlyUsd": 8000})
+    table = load_price_table()
+    assert not table.prices_region(region)
+    cost = estimate_stack(
+        "dev-us-train", parse_platform_config(plan["config"]), table, Usage(dt.date.today())
+    )
+    assert not cost.region_priced and cost.monthly("max").unknown  # marked unknown, not $0
+    assert any(f"`aiplat prices refresh --region {region}`" in note for note in cost.notes)
+
+    own = {"maxMonthlyUsd": 8000, "unpriced": "ignore"}  # dev-us-train's pack config file
+    for config in ({"maxMonthlyUsd": 8000}, own, {**own, "unpricedRegions": ["us-west-2"]}):
+        [message] = cost_messages(plan, config)
+        assert f"is in {region}, which the price table has no instance prices for" in message
+        assert f"{usd(cost.monthly('max').usd)}/month at max size leaves out every node (" in message
+        for pool in cost.pools:  # each node pool, named
+            assert pool.prices[pool.configured].label in message
+        assert f"fix: record the region's prices with `aiplat prices refresh --region {region}`" in message
+        assert f'{{"cost-cap": {{"unpricedRegions": ["{region}"]}}}}' in message
+    # accepted by name, the rest goes through the unpriced items' own acceptance
+    assert cost_messages(plan, {**own, "unpricedRegions": [region]}) == []
+    [message] = cost_messages(plan, {"maxMonthlyUsd": 8000, "unpricedRegions": [region]})
     assert "but the estimate could not price" in message
-    assert "eu-west-1" in message.split("could not price", 1)[1]
 
 
 def test_a_stack_without_its_pack_config_gets_the_default_cap(plan_stack) -> None:

@@ -1,5 +1,5 @@
 """LoadBalancerControllerRole: the IAM role of the AWS Load Balancer Controller (IRSA), with the upstream
-policy of the pinned release (``infra/services/documents/lbc_iam.py``), scoped to this cluster, as managed
+policy of the pinned release (``infra/services/data/lbc_iam_policy.json``), scoped to this cluster, as managed
 policies of its own (two: one is over IAM's size quota), as AWS's install guide attaches it.
 Auto-named: IAM names are account-global.
 https://docs.aws.amazon.com/eks/latest/userguide/lbc-helm.html

@@ -1,11 +1,11 @@
-"""The AWS Load Balancer Controller's IAM policy, kept verbatim from upstream, and narrowed to one cluster,
-region and account (``scoped_policy``: what the controller's role gets). Pure data.
+"""The AWS Load Balancer Controller's IAM policy, kept verbatim from upstream as data, and narrowed to one
+cluster, region and account (``scoped_policy``: what the controller's role gets). Pure.
 
-Source: kubernetes-sigs/aws-load-balancer-controller ``docs/install/iam_policy.json`` at tag v3.5.0
-(commit 11eb202c97e4ae2ee45e0658c4cde9a4b59f33d4, 2026-08-03; the file last changed in 2f6ce5c, 2025-03-27).
-It matches chart 3.5.0 (``cluster_services.load_balancer_controller.chart``). When upgrading the chart,
-replace ``POLICY`` with the file of the new tag (``git show v<new>:docs/install/iam_policy.json``) and the
-commit above. The file is for the ``aws`` partition; upstream ships other files for aws-cn and aws-us-gov.
+The policy is ``infra/services/data/lbc_iam_policy.json``: kubernetes-sigs/aws-load-balancer-controller
+``docs/install/iam_policy.json`` at the tag of the pinned chart
+(``cluster_services.load_balancer_controller``), with the commit it was read at and the date, written by
+``aiplat facts upstream --load-balancer-controller <tag>`` when the chart is upgraded. The file is for the
+``aws`` partition; upstream ships other files for aws-cn and aws-us-gov.
 https://docs.aws.amazon.com/eks/latest/userguide/lbc-helm.html
 """
 
@@ -13,209 +13,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from infra.services.documents import lbc_waf_shield
 
-SOURCE_TAG = "v3.5.0"
+POLICY_FILE = Path(__file__).parents[1] / "data" / "lbc_iam_policy.json"
+_UPSTREAM = json.loads(POLICY_FILE.read_text())
+SOURCE_TAG: str = _UPSTREAM["tag"]
+SOURCE: str = _UPSTREAM["source"]
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
-POLICY: dict[str, Any] = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Action": ["iam:CreateServiceLinkedRole"],
-            "Resource": "*",
-            "Condition": {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": [
-                "ec2:DescribeAccountAttributes",
-                "ec2:DescribeAddresses",
-                "ec2:DescribeAvailabilityZones",
-                "ec2:DescribeInternetGateways",
-                "ec2:DescribeVpcs",
-                "ec2:DescribeVpcPeeringConnections",
-                "ec2:DescribeSubnets",
-                "ec2:DescribeSecurityGroups",
-                "ec2:DescribeInstances",
-                "ec2:DescribeNetworkInterfaces",
-                "ec2:DescribeTags",
-                "ec2:GetCoipPoolUsage",
-                "ec2:DescribeCoipPools",
-                "ec2:GetSecurityGroupsForVpc",
-                "ec2:DescribeIpamPools",
-                "ec2:DescribeRouteTables",
-                "elasticloadbalancing:DescribeLoadBalancers",
-                "elasticloadbalancing:DescribeLoadBalancerAttributes",
-                "elasticloadbalancing:DescribeListeners",
-                "elasticloadbalancing:DescribeListenerCertificates",
-                "elasticloadbalancing:DescribeSSLPolicies",
-                "elasticloadbalancing:DescribeRules",
-                "elasticloadbalancing:DescribeTargetGroups",
-                "elasticloadbalancing:DescribeTargetGroupAttributes",
-                "elasticloadbalancing:DescribeTargetHealth",
-                "elasticloadbalancing:DescribeTags",
-                "elasticloadbalancing:DescribeTrustStores",
-                "elasticloadbalancing:DescribeListenerAttributes",
-                "elasticloadbalancing:DescribeCapacityReservation",
-            ],
-            "Resource": "*",
-        },
-        {
-            "Effect": "Allow",
-            "Action": [
-                "cognito-idp:DescribeUserPoolClient",
-                "acm:ListCertificates",
-                "acm:DescribeCertificate",
-                "iam:ListServerCertificates",
-                "iam:GetServerCertificate",
-                "waf-regional:GetWebACL",
-                "waf-regional:GetWebACLForResource",
-                "waf-regional:AssociateWebACL",
-                "waf-regional:DisassociateWebACL",
-                "wafv2:GetWebACL",
-                "wafv2:GetWebACLForResource",
-                "wafv2:AssociateWebACL",
-                "wafv2:DisassociateWebACL",
-                "shield:GetSubscriptionState",
-                "shield:DescribeProtection",
-                "shield:CreateProtection",
-                "shield:DeleteProtection",
-            ],
-            "Resource": "*",
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
-            "Resource": "*",
-        },
-        {"Effect": "Allow", "Action": ["ec2:CreateSecurityGroup"], "Resource": "*"},
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateTags"],
-            "Resource": "arn:aws:ec2:*:*:security-group/*",
-            "Condition": {
-                "StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
-                "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"},
-            },
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateTags", "ec2:DeleteTags"],
-            "Resource": "arn:aws:ec2:*:*:security-group/*",
-            "Condition": {
-                "Null": {
-                    "aws:RequestTag/elbv2.k8s.aws/cluster": "true",
-                    "aws:ResourceTag/elbv2.k8s.aws/cluster": "false",
-                }
-            },
-        },
-        {
-            "Effect": "Allow",
-            "Action": [
-                "ec2:AuthorizeSecurityGroupIngress",
-                "ec2:RevokeSecurityGroupIngress",
-                "ec2:DeleteSecurityGroup",
-            ],
-            "Resource": "*",
-            "Condition": {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
-            "Resource": "*",
-            "Condition": {"Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": [
-                "elasticloadbalancing:CreateListener",
-                "elasticloadbalancing:DeleteListener",
-                "elasticloadbalancing:CreateRule",
-                "elasticloadbalancing:DeleteRule",
-            ],
-            "Resource": "*",
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
-            "Resource": [
-                "arn:aws:elasticloadbalancing:*:*:targetgroup/*/*",
-                "arn:aws:elasticloadbalancing:*:*:loadbalancer/net/*/*",
-                "arn:aws:elasticloadbalancing:*:*:loadbalancer/app/*/*",
-            ],
-            "Condition": {
-                "Null": {
-                    "aws:RequestTag/elbv2.k8s.aws/cluster": "true",
-                    "aws:ResourceTag/elbv2.k8s.aws/cluster": "false",
-                }
-            },
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
-            "Resource": [
-                "arn:aws:elasticloadbalancing:*:*:listener/net/*/*/*",
-                "arn:aws:elasticloadbalancing:*:*:listener/app/*/*/*",
-                "arn:aws:elasticloadbalancing:*:*:listener-rule/net/*/*/*",
-                "arn:aws:elasticloadbalancing:*:*:listener-rule/app/*/*/*",
-            ],
-        },
-        {
-            "Effect": "Allow",
-            "Action": [
-                "elasticloadbalancing:ModifyLoadBalancerAttributes",
-                "elasticloadbalancing:SetIpAddressType",
-                "elasticloadbalancing:SetSecurityGroups",
-                "elasticloadbalancing:SetSubnets",
-                "elasticloadbalancing:DeleteLoadBalancer",
-                "elasticloadbalancing:ModifyTargetGroup",
-                "elasticloadbalancing:ModifyTargetGroupAttributes",
-                "elasticloadbalancing:DeleteTargetGroup",
-                "elasticloadbalancing:ModifyListenerAttributes",
-                "elasticloadbalancing:ModifyCapacityReservation",
-                "elasticloadbalancing:ModifyIpPools",
-            ],
-            "Resource": "*",
-            "Condition": {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:AddTags"],
-            "Resource": [
-                "arn:aws:elasticloadbalancing:*:*:targetgroup/*/*",
-                "arn:aws:elasticloadbalancing:*:*:loadbalancer/net/*/*",
-                "arn:aws:elasticloadbalancing:*:*:loadbalancer/app/*/*",
-            ],
-            "Condition": {
-                "StringEquals": {
-                    "elasticloadbalancing:CreateAction": ["CreateTargetGroup", "CreateLoadBalancer"]
-                },
-                "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"},
-            },
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
-            "Resource": "arn:aws:elasticloadbalancing:*:*:targetgroup/*/*",
-        },
-        {
-            "Effect": "Allow",
-            "Action": [
-                "elasticloadbalancing:SetWebAcl",
-                "elasticloadbalancing:ModifyListener",
-                "elasticloadbalancing:AddListenerCertificates",
-                "elasticloadbalancing:RemoveListenerCertificates",
-                "elasticloadbalancing:ModifyRule",
-                "elasticloadbalancing:SetRulePriorities",
-            ],
-            "Resource": "*",
-        },
-    ],
-}
+POLICY: dict[str, Any] = _UPSTREAM["policy"]
 
 
 def controller_policy(partition: str = "aws") -> dict[str, Any]:

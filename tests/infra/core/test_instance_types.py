@@ -88,14 +88,3 @@ def test_gpu_count_of_types_outside_the_table() -> None:
     assert instance_types.gpus("p5.48xlarge") == 8
     assert instance_types.gpus("g7e.48xlarge") is None  # a GPU category, no row: unknown, not zero
     assert instance_types.gpus("m6i.2xlarge") == 0
-
-
-def test_pinned_efa_plugin_list_is_what_the_charts_values_yaml_lists() -> None:
-    """The pinned chart's own values.yaml (aws/eks-charts at that version, kept as test data with its source
-    in its header) lists exactly the instance types the table records for it."""
-    from infra.services.config import EfaDevicePluginConfig
-
-    pinned = EfaDevicePluginConfig().version
-    upstream_file = Path(__file__).parent / "upstream" / f"aws-efa-k8s-device-plugin-{pinned}.values.yaml"
-    upstream = yaml.safe_load(upstream_file.read_text())
-    assert EFA_PLUGIN_TYPES[pinned] == frozenset(upstream["supportedInstanceLabels"]["values"])

@@ -783,3 +783,21 @@ def test_cli_refuses_credentials_of_another_account(
         "account-matches │ fail │ aiplat:platform.security.account.id │ is 210987654321 but the "
         "credentials are of account 123456789012"
     ) in out
+
+
+def test_preflight_suggests_what_the_plan_suggests_for_a_gpu_type_not_offered(aws) -> None:
+    # preflight reads the facts with boto3 (moto over HTTP): a GPU pool's type not offered gets the region's
+    # GPU types with their facts, so the offering rule can keep efa and the GPU count as it does at plan
+    from infra.core.facts import RegionFacts
+    from infra.io.aws_live import read_region_facts
+
+    raw = yaml.safe_load((REPO / "stacks" / "Pulumi.prod-us-train.yaml").read_text())["config"]
+    raw = raw["aiplat:platform"]
+    raw.update(region="eu-central-1")
+    raw["node_pools"]["train"]["availability_zones"] = ["eu-central-1a"]
+    facts = read_region_facts(aws.client("ec2", "eu-central-1"), parse_platform_config(raw))
+    assert isinstance(facts, RegionFacts), facts
+    assert "p5.48xlarge" not in facts.region_types
+    assert facts.suggestions and all(f.has_gpus for f in facts.suggestions.values())
+    assert set(facts.suggestions) <= facts.region_types
+    assert facts.suggestions["p4d.24xlarge"].efa_supported

@@ -13,21 +13,21 @@ import yaml
 from botocore.stub import Stubber
 
 from infra.cli.main import main
-from infra.cost.estimate import PriceTable
+from infra.cost.estimate import Option, PriceTable, Usage, estimate_stack
 from infra.io import price_refresh
 from infra.io.prices import load_price_table
-from infra.schema.parse import parse_model
+from infra.schema.parse import parse_model, parse_platform_config
 
 REGION = "us-east-1"
 TYPE = "p5.48xlarge"
 
 
-def _product(usd: str, market: str) -> str:
+def _product(usd: str, market: str, itype: str = TYPE, region: str = REGION) -> str:
     """One GetProducts ``PriceList`` document in the Price List's shape (terms.OnDemand...pricePerUnit)."""
     sku = f"SKU{market.upper()}"
     return json.dumps(
         {
-            "product": {"attributes": {"instanceType": TYPE, "regionCode": REGION, "marketoption": market}},
+            "product": {"attributes": {"instanceType": itype, "regionCode": region, "marketoption": market}},
             "terms": {
                 "OnDemand": {
                     f"{sku}.JRTCKXETXF": {
@@ -50,12 +50,14 @@ def stubbed_pricing():
         yield client, stub
 
 
-def _expect(stub: Stubber, market: str, pages: list[list[str]]) -> None:
+def _expect(
+    stub: Stubber, market: str, pages: list[list[str]], itype: str = TYPE, region: str = REGION
+) -> None:
     for i, page in enumerate(pages):
         response = {"PriceList": page, "FormatVersion": "aws_v1"}
         if i < len(pages) - 1:
             response["NextToken"] = f"t{i}"
-        params = {"ServiceCode": "AmazonEC2", "Filters": price_refresh.product_filters(REGION, TYPE, market)}
+        params = {"ServiceCode": "AmazonEC2", "Filters": price_refresh.product_filters(region, itype, market)}
         if i:
             params["NextToken"] = f"t{i - 1}"
         stub.add_response("get_products", response, params)
@@ -142,3 +144,45 @@ def test_refresh_without_credentials_is_one_line_exit_6(tmp_path, monkeypatch, c
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "NoCredentialsError" in err[0] and "fix: sign in" in err[0], err
     assert not out.exists()
+
+
+def test_the_command_the_estimate_names_prices_a_region_the_table_lacks(
+    aws, stubbed_pricing, stack_doc, tmp_path, monkeypatch
+) -> None:
+    """A stack copied to eu-central-1: the estimate (and the cost cap) name the command that records the
+    region's prices; run as named, it makes the region priced."""
+    region = "eu-central-1"
+    doc = stack_doc("dev-us-train")
+    doc["config"]["aiplat:platform"]["region"] = region
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (stacks / "Pulumi.dev-euc1-train.yaml").write_text(yaml.safe_dump(doc))
+    cfg = parse_platform_config(doc["config"]["aiplat:platform"])
+    shipped = load_price_table()
+    before = estimate_stack("dev-euc1-train", cfg, shipped, Usage(dt.date.today()))
+    assert not before.region_priced
+    (note,) = [n for n in before.notes if "aiplat prices refresh" in n]
+    command = note.split("`")[1]
+
+    pricing, stub = stubbed_pricing
+    types = sorted({p.instance_type for p in cfg.node_pools.values()})
+    for i, itype in enumerate(types):
+        _expect(stub, "OnDemand", [[_product(f"{1 + i}.5", "OnDemand", itype, region)]], itype, region)
+        _expect(stub, "CapacityBlock", [[]], itype, region)
+    monkeypatch.setattr(
+        "infra.io.aws_live.boto3_clients",
+        lambda: lambda service, r: pricing if service == "pricing" else aws.client(service, r),
+    )
+    out = tmp_path / "prices.yaml"
+    argv = command.split()[1:] + ["--stacks-dir", str(stacks), "--out", str(out)]
+    assert main(argv) == 0
+    stub.assert_no_pending_responses()
+
+    table = parse_model(yaml.safe_load(out.read_text()), PriceTable, "prices.yaml")
+    assert table.prices_region(region)
+    after = estimate_stack("dev-euc1-train", cfg, table, Usage(dt.date.today()))
+    assert after.region_priced and not [n for n in after.notes if "aiplat prices refresh" in n]
+    for pool in after.pools:
+        assert (
+            pool.prices[Option.on_demand].known and pool.prices[Option.on_demand].source == "aws-price-list"
+        )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from infra.core.errors import ConfigErrors
 from infra.io import snapshot as awsdata
 from infra.plan import runner
 from infra.schema.parse import parse_platform_config
@@ -163,8 +164,8 @@ CASES = [
     (
         update_pool("train", instance_type="p5.48xlarg"),
         FACTS,
-        f"{P}.train.instance_type: 'p5.48xlarg' is not offered in us-east-1; fix: use a GPU type offered "
-        "there, e.g. p5.48xlarge",
+        f"{P}.train.instance_type: 'p5.48xlarg' is not offered in us-east-1; fix: use a GPU type with EFA "
+        "and 8 GPUs offered there, e.g. p5.48xlarge",
     ),
     (
         lambda c: c.update(region="us-est-1"),
@@ -251,3 +252,25 @@ def test_odcr_with_auto_placement_uses_no_placement_group(stack_config) -> None:
         lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"]
         == CR
     )
+
+
+def test_suggestions_for_a_type_not_offered_keep_efa_and_the_gpu_count(stack_config) -> None:
+    # the case: prod-us-train's p5.48xlarge EFA pool moved to eu-central-1, where p5 is not offered
+    raw = stack_config("prod-us-train")
+    raw.update(region="eu-central-1")
+    raw["network"]["vpc_cidr"] = "10.0.0.0/16"  # prod-us-train's own range is taken by prod-us-train
+    raw["node_pools"]["train"]["availability_zones"] = ["eu-central-1a"]
+    assert "p5.48xlarge" not in awsdata.offered_in_region("eu-central-1")
+    with pytest.raises(ConfigErrors) as refused:
+        runner.run_plan("prod-eu-train", parse_platform_config(raw))
+    (line,) = [m for m in str(refused.value).splitlines() if f"{P}.train.instance_type" in m]
+    assert "'p5.48xlarge' is not offered in eu-central-1; fix: use a GPU type with EFA and 8 GPUs" in line
+    suggested = line.split("e.g. ", 1)[1].split(" (see ", 1)[0].split(", ")
+    assert suggested and suggested[0].startswith("p4d")  # the P category first
+    for itype in suggested:
+        # moto's snapshot: offered there, EFA, as many GPUs as p5.48xlarge
+        described = awsdata.describe_instance_type(itype)
+        assert itype in awsdata.offered_in_region("eu-central-1")
+        assert described["NetworkInfo"]["EfaSupported"]
+        assert sum(g["Count"] for g in described["GpuInfo"]["Gpus"]) == 8
+        assert not itype.startswith("g5.")

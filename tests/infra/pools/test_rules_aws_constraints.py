@@ -172,8 +172,9 @@ def test_local_zones_never_reach_the_vpc(stack_doc, monkeypatch) -> None:
         ),
         (
             {"kubernetes_version": "1.36"},
-            f"{P}.cluster.kubernetes_version: '1.36' has no add-on builds recorded in "
-            "infra/cluster/addon_versions.py (recorded: 1.35)",
+            f"{P}.cluster.kubernetes_version: '1.36' has no EKS add-on builds recorded (recorded: 1.35), "
+            "and EKS refuses add-on builds it does not list for the cluster's minor; fix: record them from "
+            "EKS with `aiplat addon-versions --kubernetes-version 1.36`",
         ),
     ],
     ids=["unlisted-build", "unrecorded-minor"],
@@ -194,7 +195,9 @@ def test_unverified_builds_are_flagged_in_the_plan(plan_stack) -> None:
     # the builds only seen in third-party configs for 1.35, none of those an AWS page lists
     assert flagged == {"vpc_cni", "aws_ebs_csi_driver", "eks_pod_identity_agent", "eks_node_monitoring_agent"}
     assert all(
-        "describe-addon-versions" in (f.fix or "") for f in plan.findings if f.rule == "addon-versions-known"
+        "`aiplat addon-versions --kubernetes-version 1.35`" in (f.fix or "")
+        for f in plan.findings
+        if f.rule == "addon-versions-known"
     )
 
 
