@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.cli.main import parser
+from infra.cli.main import parse
 from infra.core.config import Role
 from infra.io.policypack import stack_pack_config_file
 from infra.io.stackfiles import display_path, list_stacks, load_stack_config
@@ -73,7 +73,7 @@ def test_command_line_parses(page: Path, line: str) -> None:
     words = argv(line)
     if words[0].endswith("aiplat"):
         try:
-            parser().parse_args(words[1:])
+            parse(words[1:])
         except SystemExit as e:
             pytest.fail(f"{page.name}: `{line}` does not parse (exit {e.code})")
         return

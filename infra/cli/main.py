@@ -77,8 +77,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The arguments; a command that runs the user's own program (``train run-local``) gets the ones it
+    does not know as ``extra``, every other command refuses them (argparse's error, exit 2)."""
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra and not getattr(args, "passthrough", False):
+        p.parse_args(argv)
+    args.extra = extra[1:] if extra[:1] == ["--"] else extra
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parse(argv)
     console, err = consoles()
     try:
         return args.run(args, console, err)

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from infra.cli import train_jobs, train_why
+from infra.cli import train_jobs, train_local, train_why
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error
 from infra.cli.train_build import (
     add_run_arguments,
@@ -41,7 +41,7 @@ from infra.training.documents import stack as training_stack
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
-        help="TrainJobs: render, submit, list, why, logs, cancel, or a bandwidth check",
+        help="TrainJobs: render, run-local, submit, list, why, logs, cancel, or a bandwidth check",
         description="TrainJobs on the stack's training runtime: `render` a run (YAML for `kubectl apply`) or "
         "a `bandwidth-check`; `submit` one to a team's queue, `list` the queues, read a rank's `logs`, "
         "`cancel` a job (through the cluster's Kubernetes API). Exit codes: each subcommand's help.",
@@ -75,6 +75,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     # submit, list, logs, cancel: through the cluster's API (a module of their own)
     train_jobs.add_parsers(cmds)
     train_why.add_parser(cmds)
+    train_local.add_parser(cmds)
 
     b = cmds.add_parser(
         "bandwidth-check",
