@@ -24,6 +24,7 @@ from infra.cli import (
     plan,
     preflight,
     prices,
+    release,
     review,
     rollout,
     train,
@@ -55,6 +56,7 @@ COMMANDS = (
     addon_versions,
     facts,
     prices,
+    release,
 )
 
 

@@ -106,6 +106,37 @@ def _v2_facts(s3: Any, bucket: str, prefix: str, version: str, files: dict[str, 
     )
 
 
+def facts_of(version: str, s: Any) -> ReleaseFacts:
+    """The serving facts of a ``Serving`` (trainer/release/hf_folder.py) as the fit check reads them."""
+    return ReleaseFacts(
+        version=version,
+        architecture=s.architecture,
+        model_type=s.model_type,
+        dtype=s.dtype,
+        parameters=s.parameters,
+        weight_bytes=s.weight_bytes,
+        layers=s.layers,
+        attention_heads=s.attention_heads,
+        kv_heads=s.kv_heads,
+        head_dim=s.head_dim,
+        max_positions=s.max_positions,
+        chat_template=s.chat_template,
+    )
+
+
+def folder_facts(from_uri: str) -> ReleaseFacts:
+    """What the publisher would decide about the Hugging Face folder at ``from_uri`` (a directory or
+    ``s3://``), with the same check (trainer/release/check.py: every tensor against the architecture's own
+    model); :class:`ReleaseUnreadable` with the publisher's one-line refusal."""
+    from trainer.release.check import check_source
+
+    try:
+        serving, _ = check_source(from_uri)
+    except BadInput as exc:
+        raise ReleaseUnreadable(str(exc)) from None
+    return facts_of(from_uri, serving)
+
+
 def read_release(s3: Any, bucket: str, model: str, version: str, public_key_pem: str) -> ReleaseFacts:
     """The serving facts of ``release/<model>/<version>/`` once its manifest's signature verified with the
     PEM public key; :class:`ReleaseUnreadable` says why not. S3 errors other than a missing key pass."""
@@ -121,21 +152,7 @@ def read_release(s3: Any, bucket: str, model: str, version: str, public_key_pem:
         raise ReleaseUnreadable(str(exc)) from None
     if rel.format == FORMAT_V2 or rel.serving is None:
         return _v2_facts(s3, bucket, prefix, version, rel.files)
-    s = rel.serving
-    return ReleaseFacts(
-        version=version,
-        architecture=s.architecture,
-        model_type=s.model_type,
-        dtype=s.dtype,
-        parameters=s.parameters,
-        weight_bytes=s.weight_bytes,
-        layers=s.layers,
-        attention_heads=s.attention_heads,
-        kv_heads=s.kv_heads,
-        head_dim=s.head_dim,
-        max_positions=s.max_positions,
-        chat_template=s.chat_template,
-    )
+    return facts_of(version, rel.serving)
 
 
 def newest_readable(

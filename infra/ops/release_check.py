@@ -22,6 +22,7 @@ A stack whose train stack is not deployed yet, or whose region holds no release 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from infra.core import instance_types
@@ -84,34 +85,87 @@ def fit_problems(cfg: PlatformConfig, facts: ReleaseFacts) -> list[str]:
             "every /v1/chat/completions request would get 400; set serve_chat: false or publish a "
             "tokenizer with one"
         )
+    failed: set[str] = set()
+    for row in fit_rows(cfg, facts):
+        if row.fits or row.pool in failed:
+            continue  # the smallest GPU of the pool that fails; larger ones may still fit
+        failed.add(row.pool)
+        kv_text = (
+            f"KV cache {_gib(row.kv_bytes)} for one {eng.max_model_len}-token sequence"
+            if row.kv_bytes is not None
+            else "no KV cache counted (the release gives no attention geometry)"
+        )
+        kv = row.kv_bytes or 0
+        problems.append(
+            f"release {facts.version} ({facts.architecture}, {facts.parameters:,} parameters, "
+            f"{_gib(facts.weight_bytes)} of {facts.dtype} weights) does not fit pool {row.pool!r}'s "
+            f"{row.instance_type} ({row.gpu_model}, {_gib(row.gpu_bytes)} per GPU): weights "
+            f"{_gib(row.weight_bytes)} in {row.dtype} over {tp} GPU(s) + {kv_text} = "
+            f"{_gib(row.weight_bytes + kv)} per GPU, above {_gib(row.gpu_bytes)} x gpu_memory_utilization "
+            f"{eng.gpu_memory_utilization} = {_gib(row.budget_bytes)}; raise engine.gpus_per_pod, lower "
+            "engine.max_model_len, or take that instance type out of the pool"
+        )
+    return problems
+
+
+@dataclass(frozen=True)
+class FitRow:
+    """One instance type a serving pool may launch, and whether the release fits its GPUs (the numbers)."""
+
+    pool: str
+    instance_type: str
+    gpu_model: str
+    gpu_bytes: int
+    dtype: str  # what vLLM runs the release in there (serving_dtype)
+    weight_bytes: float  # per GPU
+    kv_bytes: int | None  # one max_model_len sequence per GPU; None without the attention geometry
+    budget_bytes: float  # GPU memory x gpu_memory_utilization
+    fits: bool
+    warning: str  # "" or why it fits but may not serve well
+
+
+def fit_rows(cfg: PlatformConfig, facts: ReleaseFacts) -> list[FitRow]:
+    """Every (pool, instance type) with at least ``gpus_per_pod`` GPUs, smallest GPU first per pool."""
+    inf = cfg.inference
+    assert inf is not None
+    eng = inf.engine
+    tp = eng.gpus_per_pod
     dtype_flag = engine_dtype(cfg)
+    out: list[FitRow] = []
     for pool, rows in pool_instance_types(cfg).items():
         for row in sorted(
             (r for r in rows if r.gpus >= tp), key=lambda r: (r.gpu_memory_mib, r.gpus, r.vcpus, r.name)
         ):
-            dtype = serving_dtype(dtype_flag, facts.dtype, instance_types.BF16.get(row.gpu_model, False))
+            bf16 = instance_types.BF16.get(row.gpu_model, False)
+            dtype = serving_dtype(dtype_flag, facts.dtype, bf16)
             weights = facts.parameters * DTYPE_BYTES[dtype] / tp
             per_token = kv_bytes_per_token(facts, tp, dtype)
-            kv = (per_token or 0) * eng.max_model_len
+            kv = per_token * eng.max_model_len if per_token is not None else None
             gpu = row.gpu_memory_mib * 2**20
             budget = gpu * eng.gpu_memory_utilization
-            if weights + kv > budget:
-                kv_text = (
-                    f"KV cache {_gib(kv)} for one {eng.max_model_len}-token sequence"
-                    if per_token is not None
-                    else "no KV cache counted (the release gives no attention geometry)"
+            warning = ""
+            if facts.dtype == "bfloat16" and dtype == "float16":
+                # bfloat16 keeps float32's exponent range, float16 tops out at 65504: activations a
+                # bf16-trained model reaches can overflow to inf (vllm/config/model.py warns the same)
+                warning = (
+                    f"{row.gpu_model} has no bfloat16: the bfloat16 weights run as float16, whose range ends "
+                    "at 65504; check the outputs, or serve on a pool with bfloat16 GPUs"
                 )
-                problems.append(
-                    f"release {facts.version} ({facts.architecture}, {facts.parameters:,} parameters, "
-                    f"{_gib(facts.weight_bytes)} of {facts.dtype} weights) does not fit pool {pool!r}'s "
-                    f"{row.name} ({row.gpu_model}, {_gib(gpu)} per GPU): weights {_gib(weights)} in {dtype} "
-                    f"over {tp} GPU(s) + {kv_text} = {_gib(weights + kv)} per GPU, above {_gib(gpu)} x "
-                    f"gpu_memory_utilization {eng.gpu_memory_utilization} = {_gib(budget)}; raise "
-                    "engine.gpus_per_pod, lower engine.max_model_len, or take that instance type out of "
-                    "the pool"
+            out.append(
+                FitRow(
+                    pool=pool,
+                    instance_type=row.name,
+                    gpu_model=row.gpu_model,
+                    gpu_bytes=gpu,
+                    dtype=dtype,
+                    weight_bytes=weights,
+                    kv_bytes=kv,
+                    budget_bytes=budget,
+                    fits=weights + (kv or 0) <= budget,
+                    warning=warning,
                 )
-                break  # the smallest GPU of the pool that fails; larger ones may still fit
-    return problems
+            )
+    return out
 
 
 def fit_check(cfg: PlatformConfig, facts: ReleaseFacts) -> GateCheck:

@@ -44,6 +44,7 @@ def test_every_module_in_commands_is_a_subcommand() -> None:
             "addon-versions",
             "facts",
             "prices",
+            "release",
         ]
     )
 

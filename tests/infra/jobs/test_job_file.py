@@ -170,6 +170,8 @@ def test_an_unknown_team_or_priority() -> None:
         "team: 'vision' is not a team of the stack (its teams: ['production', 'research'])"
         in fields(job(team="vision"))["team"]
     )
+    # a misspelt team is the team's error alone: no advice to push images to a repository it cannot have
+    assert image_problems(CFG, "reserch", OWN, "123456789012") == []
     assert "priority: 'urgent' is not a priority class" in fields(job(priority="urgent"))["priority"]
 
 
