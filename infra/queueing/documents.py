@@ -334,6 +334,38 @@ def team_namespace(
     )
 
 
+# The PriorityClasses Kubernetes makes for the cluster's own pods (usable in any namespace since 1.17).
+# https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/#priorityclass
+CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+
+
+def critical_priority_quota(names: TeamNames) -> dict[str, Any]:
+    """A ResourceQuota of no pods of a critical PriorityClass in the team's namespace: the API server refuses
+    such a pod even where the admission policy is unbound (the quota is counted per scope).
+    https://kubernetes.io/docs/concepts/policy/resource-quotas/#limit-priority-class-consumption-by-default"""
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {
+            "name": "aiplat-no-critical-priority",
+            "namespace": names.namespace,
+            "labels": {**PART_OF, **names.namespace_labels},
+        },
+        "spec": {
+            "hard": {"pods": "0"},
+            "scopeSelector": {
+                "matchExpressions": [
+                    {
+                        "scopeName": "PriorityClass",
+                        "operator": "In",
+                        "values": list(CRITICAL_PRIORITY_CLASSES),
+                    }
+                ]
+            },
+        },
+    }
+
+
 def team_policy(
     *,
     team: str,

@@ -63,6 +63,7 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
             "aiplat-team-pods",
             "aiplat-trainjobs",
             "aiplat-team-priorities",
+            "aiplat-workload-priority",
             "aiplat-system-images",
         }
     )
@@ -95,3 +96,24 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
     assert checked == (plan.config["role"] == "train" and plan.config.get("training") is not None) + bool(
         plan.config.get("inference")
     )
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_every_team_namespace_has_a_quota_of_no_critical_pods(plans, stack: str) -> None:
+    plan = plans[stack]
+    teams = {
+        n.inputs["metadata"]["name"]
+        for n in plan.by_type("kubernetes:core/v1:Namespace")
+        if "aiplat.io/team" in n.inputs["metadata"]["labels"]
+    }
+    quotas = {
+        q.inputs["metadata"]["namespace"]: q.inputs["spec"]
+        for q in plan.by_type("kubernetes:core/v1:ResourceQuota")
+        if q.inputs["spec"].get("scopeSelector")
+    }
+    assert set(quotas) == teams
+    for spec in quotas.values():
+        assert spec["hard"] == {"pods": "0"}
+        [expr] = spec["scopeSelector"]["matchExpressions"]
+        assert (expr["scopeName"], expr["operator"]) == ("PriorityClass", "In")
+        assert {"system-node-critical", "system-cluster-critical"} <= set(expr["values"])
