@@ -25,7 +25,6 @@ from infra.storage.documents import (  # noqa: F401  (the team registry's vocabu
     ECR_ADMIN_ACTIONS,
     ECR_PUSH_ACTIONS,
     ECR_PUSHER_READ_ACTIONS,
-    list_uploads,
 )
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -403,11 +402,15 @@ def team_policy(
             "Action": iam.OBJECT_READ + iam.OBJECT_WRITE,
             "Resource": [f"{checkpoints_arn}/{pattern}"],
         },
-        # the checkpoint writer aborts stale multipart uploads; upload keys only, never object data
-        list_uploads("ListCheckpointUploads", [checkpoints_arn]),
+        # No s3:ListBucketMultipartUploads: its request carries no s3:prefix (Service Authorization
+        # Reference, list_amazons3.html), so on the shared bucket it would list every team's upload keys;
+        # the checkpoint writer aborts its own uploads by id, the lifecycle rule the stale ones.
     ]
     statements = [iam.in_account(st, account_id) for st in statements]
     statements += iam.keep_run_records([checkpoints_arn])  # its runs' records: written once, never removed
+    statements += iam.keep_outputs(
+        [checkpoints_arn]
+    )  # its jobs' outputs, which the publisher signs: the same
     if kms_key_arns:
         statements.append(
             iam.s3_key_use("UseDataKey", iam.KMS_WRITE, kms_key_arns, [datasets_arn, checkpoints_arn], region)

@@ -14,6 +14,7 @@ from infra.core.iam import (
     OBJECT_WRITE,
     Policy,
     in_account,
+    keep_outputs,
     keep_run_records,
     policy,
     prefix_pattern,
@@ -88,6 +89,7 @@ def trainer_policy(
         }
     )
     statements += keep_run_records(written)  # its own records too: written once, never removed
+    statements += keep_outputs([checkpoints_arn])  # and its outputs, which the publisher signs
     if kms_key_arns:
         statements.append(s3_key_use("UseDataKey", KMS_WRITE, kms_key_arns, [datasets_arn, *written], region))
     return policy(*statements)
@@ -387,10 +389,12 @@ def bucket_policy(
     return policy(*statements)
 
 
-def with_run_records_kept(doc: Policy, bucket_arn: str) -> Policy:
+def with_run_records_kept(doc: Policy, bucket_arn: str, *, outputs: bool = False) -> Policy:
     """``doc`` (a data bucket's policy) with the denials that keep run records append-only for every caller
-    (infra/core/iam.py ``keep_run_records``)."""
-    return policy(*doc["Statement"], *keep_run_records([bucket_arn], any_principal=True))
+    (infra/core/iam.py ``keep_run_records``), and with ``outputs`` (the checkpoints bucket) the jobs' outputs
+    write-once (``keep_outputs``)."""
+    kept = keep_outputs([bucket_arn], any_principal=True) if outputs else []
+    return policy(*doc["Statement"], *keep_run_records([bucket_arn], any_principal=True), *kept)
 
 
 # What only the publisher (and break-glass) may do under release/: write a version, or remove one.

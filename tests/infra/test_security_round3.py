@@ -1,0 +1,119 @@
+"""Issue 43 (security, round three), the Kubernetes and provenance side, on the plans of every shipped and
+example stack: each finding has a test here that fails on the code before the fix, asserted on what the
+real program registered."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from infra.plan.runner import Plan, RecordedResource
+from tests.conftest import EXAMPLES, STACKS
+
+ALL = [f"stacks/{s}" for s in STACKS] + [f"examples/{s}" for s in EXAMPLES]
+RELEASE = "kubernetes:helm.sh/v3:Release"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+
+
+@pytest.fixture(scope="module")
+def plans(plan_stack, plan_example) -> dict[str, Plan]:
+    out = {f"stacks/{s}": plan_stack(s) for s in STACKS}
+    out.update({f"examples/{s}": plan_example(s) for s in EXAMPLES})
+    return out
+
+
+def _statements(r: RecordedResource, key: str = "policy") -> list[dict[str, Any]]:
+    return json.loads(r.inputs[key])["Statement"]
+
+
+def _list(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, list) else [v]
+
+
+def _team_policies(plan: Plan) -> list[RecordedResource]:
+    return [
+        r
+        for r in plan.by_type(ROLE_POLICY)
+        if r.name.startswith("team-") and r.name.endswith("-role-policy") and "registry" not in r.name
+    ]
+
+
+# -- fairness: one job's slow start does not hold up every queue ------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_kueue_admits_without_waiting_for_other_jobs_pods(plans, stack: str) -> None:
+    kueue = [r for r in plans[stack].by_type(RELEASE) if r.inputs["name"] == "kueue"]
+    for r in kueue:
+        config = json.loads(r.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+        wait = config["waitForPodsReady"]
+        assert wait["blockAdmission"] is False
+        # what still breaks a deadlock of half-started jobs: eviction at the timeout, requeued with backoff
+        assert wait["timeout"] and wait["requeuingStrategy"]["timestamp"] == "Eviction"
+    assert bool(kueue) == bool(plans[stack].config.get("teams"))
+
+
+# -- no team lists another team's uploads ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_no_team_lists_the_shared_buckets_multipart_uploads(plans, stack: str) -> None:
+    teams = _team_policies(plans[stack])
+    for r in teams:
+        for st in _statements(r):
+            if st["Effect"] == "Allow":
+                assert "s3:ListBucketMultipartUploads" not in _list(st["Action"]), r.name
+    assert bool(teams) == bool(plans[stack].config.get("teams"))
+
+
+# -- outputs are written once, never replaced or deleted ---------------------------------------------------
+
+
+def _outputs_kept(statements: list[dict[str, Any]], checkpoints_arn: str) -> bool:
+    """Some Deny refuses a PutObject under ``*/outputs/*`` without If-None-Match (but multipart's first steps)
+    and some Deny every delete there."""
+    where = f"{checkpoints_arn}/*/outputs/*"
+    denies = [s for s in statements if s["Effect"] == "Deny" and where in _list(s["Resource"])]
+    put = any(
+        "s3:PutObject" in _list(s["Action"])
+        and s["Condition"].get("Null") == {"s3:if-none-match": "true"}
+        and s["Condition"].get("Bool") == {"s3:ObjectCreationOperation": "true"}
+        for s in denies
+    )
+    delete = any({"s3:DeleteObject", "s3:DeleteObjectVersion"} <= set(_list(s["Action"])) for s in denies)
+    return put and delete
+
+
+def _written_bucket(statements: list[dict[str, Any]]) -> str:
+    """The bucket of the role's first object write grant (the checkpoints bucket, for a team and the
+    trainer)."""
+    grant = next(s for s in statements if s["Effect"] == "Allow" and "s3:PutObject" in _list(s["Action"]))
+    return _list(grant["Resource"])[0].split("/", 1)[0]
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_team_and_trainer_roles_write_outputs_once(plans, stack: str) -> None:
+    plan = plans[stack]
+    roles = [
+        *_team_policies(plan),
+        *(r for r in plan.by_type(ROLE_POLICY) if r.name == "pod-roles-trainer-policy"),
+    ]
+    # every train stack on S3 has the trainer's role (MinIO's pods hold MinIO keys instead)
+    assert bool(roles) == (plan.config["role"] == "train" and plan.config["storage"]["backend"] == "s3")
+    for r in roles:
+        statements = _statements(r)
+        assert _written_bucket(statements).endswith("checkpoints")
+        assert _outputs_kept(statements, _written_bucket(statements)), r.name
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_the_checkpoints_bucket_keeps_outputs_for_every_caller(plans, stack: str) -> None:
+    plan = plans[stack]
+    if plan.config["role"] != "train" or plan.config["storage"]["backend"] != "s3":
+        return
+    bucket = plan.one("aws:s3/bucket:Bucket", "storage-checkpoints").inputs["bucket"]
+    statements = _statements(plan.one("aws:s3/bucketPolicy:BucketPolicy", "storage-checkpoints-policy"))
+    assert _outputs_kept(statements, f"arn:aws:s3:::{bucket}")
+    assert all(s["Principal"] == "*" for s in statements if "/outputs/" in json.dumps(s["Resource"]))
