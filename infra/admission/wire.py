@@ -7,15 +7,17 @@ from __future__ import annotations
 import pulumi
 
 from infra.admission.component import AdmissionPolicies, AdmissionPoliciesArgs
-from infra.admission.documents import AdmissionRules, admission_objects
+from infra.admission.documents import AdmissionRules, admission_objects, eks_addon_registry
 from infra.context import StackContext
 from infra.core.teams import team_namespace
+from infra.mirror.wire import cached_image, recorded_images
 
 
 def admission_rules(ctx: StackContext) -> AdmissionRules:
     """What the stack's policies allow. An infer stack runs its images from the ECR replica in its own
     region, under the same repository namespace (ECR replication keeps names and digests)."""
     st = ctx.cfg.storage
+    suffix = "amazonaws.com.cn" if ctx.account.partition == "aws-cn" else "amazonaws.com"
     return AdmissionRules(
         account_id=ctx.account.account_id,
         region=ctx.cfg.region,
@@ -23,8 +25,11 @@ def admission_rules(ctx: StackContext) -> AdmissionRules:
         publisher_namespace=st.publisher.namespace,
         publisher_service_account=st.publisher.service_account,
         trainer_service_account=st.trainer.service_account,
-        partition_dns_suffix="amazonaws.com.cn" if ctx.account.partition == "aws-cn" else "amazonaws.com",
+        partition_dns_suffix=suffix,
         team_namespaces={team_namespace(t, c.namespace): t for t, c in ctx.cfg.teams.items()},
+        # the charts' recorded images, and the EFA exporter's (monitoring.efa_exporter_image, by digest)
+        system_images=(*recorded_images(ctx), cached_image(ctx, ctx.cfg.monitoring.efa_exporter_image)),
+        eks_registry=eks_addon_registry(ctx.cfg.region, suffix),
     )
 
 
