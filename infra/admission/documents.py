@@ -36,6 +36,15 @@ EKS's own registry of the region (a different account in opt-in regions,
 https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html) by tag: EKS, not this program, sets
 and updates those images, so their repositories are allowed, not their digests.
 
+``aiplat-addon-namespaces`` (every namespace and the cluster-scoped objects, for the add-ons' service
+accounts only, ``matchConditions`` on ``request.userInfo.username``): the kube-prometheus-stack operator,
+cert-manager, KEDA, Karpenter and the load balancer controller write pods, workloads, Secrets, ConfigMaps,
+Services, service accounts, RBAC and admission policies only in their own namespaces (and cert-manager
+where its Certificates are); anywhere else only a metadata update the add-on needs (the load balancer
+controller's finalizers). Their ClusterRoles still let them do more; this is what holds a compromised
+add-on off the inference namespace's keys' Services, the publisher's ``release-signing-key`` ConfigMap and
+kube-system's pods. Reads cannot be held by admission.
+
 Every expression guards optional fields with ``has()`` before reading them, and stays within standard CEL
 (``all``, ``matches``, ``has``, ``in``): the tests evaluate them with cel-python on allowed and refused
 objects.
@@ -70,6 +79,24 @@ PODS = {
 
 
 @dataclass(frozen=True, kw_only=True)
+class AddonIdentity:
+    """An add-on's service account (``username``: ``system:serviceaccount:<namespace>:<name>``), the
+    namespaces it may write the guarded kinds in (its own, and where its objects live), and the guarded
+    kinds it may update anywhere, its metadata only (``anywhere``: the load balancer controller's
+    finalizers on Services and Ingresses; ``spec`` unchanged)."""
+
+    name: str
+    username: str
+    namespaces: Sequence[str]
+    anywhere: Sequence[str] = ()
+
+
+def service_account_user(namespace: str, name: str) -> str:
+    """The username the API server gives a service account's token."""
+    return f"system:serviceaccount:{namespace}:{name}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class AdmissionRules:
     """What the policies allow: the stack's ECR namespace, upstream registries (``registry/path`` prefixes),
     the publisher's service account and namespace, and the service account a TrainJob's pods may use."""
@@ -87,6 +114,8 @@ class AdmissionRules:
     # the images the system namespaces may run: ``<registry>/<repository>@sha256:...`` (the charts' recorded
     # digests in the stack's ECR, infra/mirror/digests.py)
     system_images: Sequence[str] = ()
+    # the add-ons' service accounts the policy aiplat-addon-namespaces confines
+    addons: Sequence[AddonIdentity] = ()
     # EKS's add-on registry in the stack's region (``eks_addon_registry``): kube-system runs its add-ons'
     # images by tag beside the recorded ones; None: no registry known for the region, kube-system unbound
     eks_registry: str | None = None
@@ -472,6 +501,82 @@ def workload_priority_validations() -> list[dict[str, Any]]:
     ]
 
 
+# The kinds an add-on writes only where it lives: what runs code (pods and their controllers), what holds
+# or grants secrets and trust (Secrets, ConfigMaps such as release-signing-key, service accounts, RBAC),
+# what routes traffic (Services, Endpoints, Ingresses, NetworkPolicies), and the cluster-wide RBAC and
+# admission objects (cluster-scoped: no add-on namespace holds them, so no add-on writes them). Sub-
+# resources (status, eviction, binding) are not matched: controllers write those across namespaces.
+ADDON_GUARDED = [
+    (
+        "",
+        [
+            "pods",
+            "secrets",
+            "configmaps",
+            "services",
+            "endpoints",
+            "serviceaccounts",
+            "persistentvolumeclaims",
+        ],
+    ),
+    ("apps", ["deployments", "statefulsets", "daemonsets", "replicasets"]),
+    ("batch", ["jobs", "cronjobs"]),
+    ("discovery.k8s.io", ["endpointslices"]),
+    ("networking.k8s.io", ["networkpolicies", "ingresses"]),
+    ("rbac.authorization.k8s.io", ["roles", "rolebindings", "clusterroles", "clusterrolebindings"]),
+    (
+        "admissionregistration.k8s.io",
+        ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
+    ),
+]
+
+
+def addon_resource_rules() -> list[dict[str, Any]]:
+    return [
+        {
+            "apiGroups": [group],
+            "apiVersions": ["*"],
+            "operations": ["CREATE", "UPDATE", "DELETE"],
+            "resources": resources,
+        }
+        for group, resources in ADDON_GUARDED
+    ]
+
+
+def _cel_map(entries: Mapping[str, Sequence[str]]) -> str:
+    """A CEL map literal of string -> list of strings."""
+    items = [
+        f"{_quote(k)}: [{', '.join(_quote(v) for v in sorted(vs))}]" for k, vs in sorted(entries.items())
+    ]
+    return "{" + ", ".join(items) + "}"
+
+
+def addon_match_conditions(addons: Sequence[AddonIdentity]) -> list[dict[str, str]]:
+    """The policy applies to requests of the add-ons' service accounts only."""
+    users = ", ".join(_quote(a.username) for a in sorted(addons, key=lambda a: a.username))
+    return [{"name": "addon-service-accounts", "expression": f"request.userInfo.username in [{users}]"}]
+
+
+def addon_validations(addons: Sequence[AddonIdentity]) -> list[dict[str, Any]]:
+    """An add-on writes a guarded kind only in its namespaces, or updates the metadata (not the ``spec``) of
+    a kind it may touch anywhere."""
+    namespaces = _cel_map({a.username: a.namespaces for a in addons})
+    anywhere = _cel_map({a.username: a.anywhere for a in addons})
+    user = "request.userInfo.username"
+    same_spec = (
+        "has(object.spec) == has(oldObject.spec) && (!has(object.spec) || object.spec == oldObject.spec)"
+    )
+    return [
+        validation(
+            f"(request.namespace != '' && request.namespace in {namespaces}[{user}]) "
+            f"|| (request.operation == 'UPDATE' && request.resource.resource in {anywhere}[{user}] "
+            f"&& {same_spec})",
+            "an add-on's service account writes pods, workloads, Secrets, ConfigMaps, Services, RBAC and "
+            "admission objects only in its own namespaces (aiplat-addon-namespaces, infra/admission)",
+        )
+    ]
+
+
 def policy(
     name: str, resource_rules: list[dict[str, Any]], validations: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -541,6 +646,12 @@ def admission_objects(rules: AdmissionRules) -> list[dict[str, Any]]:
         out += [p, binding(p["metadata"]["name"], teams_only=teams_only)]
     system = policy("aiplat-system-images", [PODS], system_images_validations(rules))
     out += [system, system_binding(system["metadata"]["name"])]
+    if rules.addons:
+        addons = policy("aiplat-addon-namespaces", addon_resource_rules(), addon_validations(rules.addons))
+        addons["spec"]["matchConditions"] = addon_match_conditions(rules.addons)
+        # an empty namespaceSelector matches every namespace; cluster-scoped objects are matched whatever
+        # it says (ValidatingAdmissionPolicyBinding matchResources.namespaceSelector)
+        out += [addons, _denying_binding(addons["metadata"]["name"], {})]
     if rules.eks_registry is not None:
         kube = policy("aiplat-kube-system-images", [PODS], kube_system_images_validations(rules))
         selector = {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}}

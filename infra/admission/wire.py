@@ -7,10 +7,64 @@ from __future__ import annotations
 import pulumi
 
 from infra.admission.component import AdmissionPolicies, AdmissionPoliciesArgs
-from infra.admission.documents import AdmissionRules, admission_objects, eks_addon_registry
+from infra.admission.documents import (
+    AddonIdentity,
+    AdmissionRules,
+    admission_objects,
+    eks_addon_registry,
+    service_account_user,
+)
 from infra.context import StackContext
 from infra.core.teams import team_namespace
 from infra.mirror.wire import cached_image, recorded_images
+
+
+def addon_identities(ctx: StackContext) -> list[AddonIdentity]:
+    """The add-ons' service accounts the charts create under our release names and values, and where each
+    may write the guarded kinds. Listed whether the stack installs the add-on or not (a username nobody
+    holds matches nothing); tests/infra/admission/test_addons.py checks the names against each capability's.
+    - kube-prometheus-stack 88.5.3: the operator's ``<fullname>-operator`` (fullnameOverride ``kps``,
+      templates/_helpers.tpl), managing objects in the monitoring namespace only (infra/monitoring values).
+    - cert-manager v1.21.1 (release ``cert-manager``: fullname ``cert-manager``, ``-cainjector``,
+      ``-webhook``): the controller writes a Certificate's Secret where the Certificate is (the CA in
+      cert-manager's namespace; with MinIO, its namespace and the trust Certificates of the trainer's and
+      the inference server's namespaces, infra/pod_storage).
+    - KEDA 2.20.2 (keda/values.yaml serviceAccount.*.name): keda-operator, keda-metrics-server, keda-webhook.
+    - Karpenter (``karpenter`` in kube-system), the load balancer controller (its service account in
+      kube-system), which also adds its finalizers to Services and Ingresses everywhere (eks-charts
+      stable/aws-load-balancer-controller templates/rbac.yaml: patch/update, no create)."""
+    cfg = ctx.cfg
+    monitoring = cfg.cluster_services.monitoring_namespace
+    certificates = {"cert-manager"}
+    if cfg.storage.backend == "minio" and cfg.storage.minio is not None:
+        certificates |= {
+            cfg.storage.minio.namespace,
+            cfg.storage.trainer.namespace,
+            cfg.storage.inference.namespace,
+        }
+    keda = cfg.inference.autoscaling.keda.namespace if cfg.inference is not None else "keda"
+
+    def sa(
+        namespace: str, name: str, namespaces: set[str] | None = None, anywhere: tuple[str, ...] = ()
+    ) -> AddonIdentity:
+        return AddonIdentity(
+            name=name,
+            username=service_account_user(namespace, name),
+            namespaces=sorted(namespaces or {namespace}),
+            anywhere=anywhere,
+        )
+
+    return [
+        sa(monitoring, "kps-operator"),
+        sa("cert-manager", "cert-manager", certificates),
+        sa("cert-manager", "cert-manager-cainjector"),
+        sa("cert-manager", "cert-manager-webhook"),
+        sa(keda, "keda-operator"),
+        sa(keda, "keda-metrics-server"),
+        sa(keda, "keda-webhook"),
+        sa("kube-system", "karpenter"),
+        sa("kube-system", "aws-load-balancer-controller", anywhere=("services", "ingresses")),
+    ]
 
 
 def admission_rules(ctx: StackContext) -> AdmissionRules:
@@ -30,6 +84,7 @@ def admission_rules(ctx: StackContext) -> AdmissionRules:
         # the charts' recorded images, and the EFA exporter's (monitoring.efa_exporter_image, by digest)
         system_images=(*recorded_images(ctx), cached_image(ctx, ctx.cfg.monitoring.efa_exporter_image)),
         eks_registry=eks_addon_registry(ctx.cfg.region, suffix),
+        addons=addon_identities(ctx),
     )
 
 

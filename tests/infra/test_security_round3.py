@@ -117,3 +117,78 @@ def test_the_checkpoints_bucket_keeps_outputs_for_every_caller(plans, stack: str
     statements = _statements(plan.one("aws:s3/bucketPolicy:BucketPolicy", "storage-checkpoints-policy"))
     assert _outputs_kept(statements, f"arn:aws:s3:::{bucket}")
     assert all(s["Principal"] == "*" for s in statements if "/outputs/" in json.dumps(s["Resource"]))
+
+
+# -- add-ons stay in their namespaces ----------------------------------------------------------------------
+
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+
+
+def _addon_policy(plan: Plan) -> dict[str, Any]:
+    return next(
+        p.inputs for p in plan.by_type(VAP) if p.inputs["metadata"]["name"] == "aiplat-addon-namespaces"
+    )
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_the_addons_service_accounts_are_confined(plans, stack: str) -> None:
+    from infra.karpenter.documents import SERVICE_ACCOUNT as KARPENTER_SA
+    from infra.monitoring.documents import KPS_RELEASE
+    from infra.services.documents.lbc_iam import SERVICE_ACCOUNT as LBC_SA
+    from infra.services.wire import CERT_MANAGER_NAMESPACE, SYSTEM_NAMESPACE
+    from tests.infra.admission.cel import refusals
+
+    plan = plans[stack]
+    if plan.config["cluster_services"]["kubernetes_access"] == "skip":
+        return
+    policy = _addon_policy(plan)
+    [condition] = policy["spec"]["matchConditions"]
+    monitoring = plan.config["cluster_services"]["monitoring_namespace"]
+    releases = {r.inputs["name"]: r.inputs["namespace"] for r in plan.by_type(RELEASE)}
+    assert (
+        releases.get("kps", monitoring) == monitoring
+        and releases.get("cert-manager") == CERT_MANAGER_NAMESPACE
+    )
+    users = [
+        f"system:serviceaccount:{monitoring}:{KPS_RELEASE}-operator",
+        f"system:serviceaccount:{CERT_MANAGER_NAMESPACE}:cert-manager",
+        f"system:serviceaccount:{SYSTEM_NAMESPACE}:{KARPENTER_SA}",
+        f"system:serviceaccount:{SYSTEM_NAMESPACE}:{LBC_SA}",
+    ]
+    for user in users:
+        assert f"'{user}'" in condition["expression"], (stack, user)
+
+    def writes(user: str, resource: str, namespace: str) -> list[str]:
+        req = {"namespace": namespace, "operation": "CREATE", "resource": {"resource": resource}}
+        return refusals(policy, object={}, request={**req, "userInfo": {"username": user}})
+
+    # what the issue names: the operator rewriting the signing key's ConfigMap, cert-manager a Secret of the
+    # inference namespace, any add-on a pod in kube-system but its own
+    publisher = plan.config["storage"]["publisher"]["namespace"]
+    inference = plan.config["storage"]["inference"]["namespace"]
+    assert writes(users[0], "configmaps", publisher) != []
+    assert writes(users[0], "statefulsets", monitoring) == []
+    assert writes(users[1], "secrets", inference) != [] or plan.config["storage"]["backend"] == "minio"
+    assert writes(users[0], "pods", "kube-system") != []
+    # every Certificate of the plan is where cert-manager may write its Secret
+    for cert in plan.by_type("kubernetes:cert-manager.io/v1:Certificate"):
+        assert writes(users[1], "secrets", cert.inputs["metadata"]["namespace"]) == [], (stack, cert.name)
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_the_prometheus_operator_manages_its_own_namespace_only(plans, stack: str) -> None:
+    plan = plans[stack]
+    monitoring = plan.config["cluster_services"]["monitoring_namespace"]
+    for r in plan.by_type(RELEASE):
+        if r.inputs["name"] != "kps":
+            continue
+        operator = r.inputs["values"]["prometheusOperator"]
+        # kube-prometheus-stack 88.5.3 values.yaml: the kubelet Service defaults to kube-system
+        assert operator["kubeletService"]["namespace"] == monitoring
+        assert r.inputs["values"]["kubelet"]["namespace"] == monitoring
+        for key in (
+            "prometheusInstanceNamespaces",
+            "alertmanagerInstanceNamespaces",
+            "thanosRulerInstanceNamespaces",
+        ):
+            assert operator[key] == [monitoring]

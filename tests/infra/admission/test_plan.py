@@ -14,6 +14,7 @@ from tests.conftest import EXAMPLES, STACKS
 ALL = [f"stacks/{s}" for s in STACKS] + [f"examples/{s}" for s in EXAMPLES]
 VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+SYSTEM_WIDE = ("aiplat-system-images", "aiplat-kube-system-images", "aiplat-addon-namespaces")
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +67,7 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
             "aiplat-workload-priority",
             "aiplat-system-images",
             "aiplat-kube-system-images",  # every shipped and example region has an EKS add-on registry
+            "aiplat-addon-namespaces",  # every namespace, for the add-ons' service accounts
         }
     )
     workload = {
@@ -82,7 +84,7 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
     assert expected <= set(workload)
     for labels in workload.values():
         for b in bindings:
-            if b["policyName"] in ("aiplat-system-images", "aiplat-kube-system-images"):  # the others'
+            if b["policyName"] in SYSTEM_WIDE:  # the others' (test_system_images.py, test_addons.py)'
                 continue
             selector = b["matchResources"]["namespaceSelector"]
             assert selector["matchLabels"].items() <= labels.items()
