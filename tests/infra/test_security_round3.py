@@ -192,3 +192,28 @@ def test_the_prometheus_operator_manages_its_own_namespace_only(plans, stack: st
             "thanosRulerInstanceNamespaces",
         ):
             assert operator[key] == [monitoring]
+
+
+# -- the vLLM server holds no AWS identity ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_only_the_fetch_container_gets_the_release_fetch_role(plans, stack: str) -> None:
+    """The pod identity webhook (IRSA) injects the role's token into every container the pod's
+    ``eks.amazonaws.com/skip-containers`` annotation does not name (aws/amazon-eks-pod-identity-webhook
+    pkg/handler/handler.go); the server container is named, the fetch container is not."""
+    deployments = [
+        d
+        for d in plans[stack].by_type("kubernetes:apps/v1:Deployment")
+        if d.inputs["metadata"]["namespace"] == plans[stack].config["storage"]["inference"]["namespace"]
+    ]
+    for d in deployments:
+        template = d.inputs["spec"]["template"]
+        skipped = set(template["metadata"]["annotations"]["eks.amazonaws.com/skip-containers"].split(","))
+        spec = template["spec"]
+        assert skipped == {c["name"] for c in spec["containers"]}
+        assert not skipped & {c["name"] for c in spec["initContainers"]}
+        assert spec["automountServiceAccountToken"] is False
+        for c in spec["containers"]:
+            assert not [e for e in c.get("env", []) if e["name"].startswith("AWS_")], c["name"]
+    assert bool(deployments) == bool(plans[stack].config.get("inference"))
