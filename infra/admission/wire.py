@@ -15,6 +15,7 @@ from infra.admission.documents import (
     service_account_user,
 )
 from infra.context import StackContext
+from infra.core.namespaces import PodSecurity, pss_labels
 from infra.core.teams import team_namespace
 from infra.mirror.wire import cached_image, recorded_images
 
@@ -88,13 +89,26 @@ def admission_rules(ctx: StackContext) -> AdmissionRules:
     )
 
 
+def kube_system_labels(ctx: StackContext) -> dict[str, str]:
+    """kube-system's Pod Security labels: ``privileged`` enforced, the only level its pods pass (vpc-cni's
+    aws-node and kube-proxy run on the host network with NET_ADMIN and a privileged init container, the
+    EBS and FSx CSI node plugins privileged with host paths, the device plugins with host paths), so every
+    such pod is warned about and audited at ``restricted``; what may run there is held by
+    aiplat-kube-system-images and aiplat-addon-namespaces instead.
+    https://kubernetes.io/docs/concepts/security/pod-security-admission/"""
+    return pss_labels(PodSecurity.privileged, ctx.cfg.cluster.kubernetes_version)
+
+
 def wire_admission(
     ctx: StackContext, *, k8s_provider: pulumi.ProviderResource, k8s_depends_on: list[pulumi.Resource]
 ) -> AdmissionPolicies:
     """The policies and bindings, once the cluster answers (``k8s_depends_on``: the access gate)."""
     policies = AdmissionPolicies(
         "admission",
-        AdmissionPoliciesArgs(objects=admission_objects(admission_rules(ctx))),
+        AdmissionPoliciesArgs(
+            objects=admission_objects(admission_rules(ctx)),
+            namespace_labels={"kube-system": kube_system_labels(ctx)},
+        ),
         opts=pulumi.ResourceOptions(provider=k8s_provider, depends_on=k8s_depends_on),
     )
     ctx.export("admissionPolicies", policies.policy_names)

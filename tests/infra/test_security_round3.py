@@ -217,3 +217,32 @@ def test_only_the_fetch_container_gets_the_release_fetch_role(plans, stack: str)
         for c in spec["containers"]:
             assert not [e for e in c.get("env", []) if e["name"].startswith("AWS_")], c["name"]
     assert bool(deployments) == bool(plans[stack].config.get("inference"))
+
+
+# -- kube-system under Pod Security --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_kube_system_carries_pod_security_labels(plans, stack: str) -> None:
+    plan = plans[stack]
+    patches = [
+        r.inputs["metadata"]
+        for r in plan.by_type("kubernetes:core/v1:NamespacePatch")
+        if r.inputs["metadata"]["name"] == "kube-system"
+    ]
+    if plan.config["cluster_services"]["kubernetes_access"] == "skip":
+        assert patches == []
+        return
+    [meta] = patches
+    labels = meta["labels"]
+    version = f"v{plan.config['cluster']['kubernetes_version']}"
+    # privileged is the level aws-node, kube-proxy and the CSI node plugins pass; every such pod is audited
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert (
+        labels["pod-security.kubernetes.io/audit"]
+        == labels["pod-security.kubernetes.io/warn"]
+        == "restricted"
+    )
+    assert {labels[f"pod-security.kubernetes.io/{m}-version"] for m in ("enforce", "audit", "warn")} == {
+        version
+    }
