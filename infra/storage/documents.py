@@ -12,6 +12,7 @@ from infra.core.iam import (
     KMS_WRITE,
     OBJECT_READ,
     OBJECT_WRITE,
+    RUN_RECORDS,
     Policy,
     in_account,
     keep_outputs,
@@ -128,6 +129,8 @@ def publisher_policy(
     if not source_prefixes:
         raise ValueError("the publisher needs at least one prefix to publish from (the trainer's outputs)")
     sources = [prefix_pattern(p) for p in source_prefixes]
+    owners = sorted({p.strip("/").rpartition("/")[0] or p.strip("/") for p in source_prefixes})
+    records = [f"{owner}/*/{RUN_RECORDS}/*" for owner in owners]
     release = prefix_pattern(release_prefix)
     statements: list[dict[str, Any]] = [
         {
@@ -142,6 +145,21 @@ def publisher_policy(
             "Effect": "Allow",
             "Action": OBJECT_READ,
             "Resource": [f"{checkpoints_arn}/{s}" for s in sources],
+        },
+        # the run records of the same owners' jobs, where the publisher reads a job's TrainJob and image
+        # (``<owner>/checkpoints/<job>/run-records/``; written once, infra/core/iam.py keep_run_records)
+        {
+            "Sid": "ListRunRecords",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": [checkpoints_arn],
+            "Condition": {"StringLike": {"s3:prefix": records}},
+        },
+        {
+            "Sid": "ReadRunRecords",
+            "Effect": "Allow",
+            "Action": OBJECT_READ,
+            "Resource": [f"{checkpoints_arn}/{r}" for r in records],
         },
         {
             "Sid": "ListReleases",

@@ -246,3 +246,23 @@ def test_kube_system_carries_pod_security_labels(plans, stack: str) -> None:
     assert {labels[f"pod-security.kubernetes.io/{m}-version"] for m in ("enforce", "audit", "warn")} == {
         version
     }
+
+
+# -- the publisher reads the job and image from the job's run record ----------------------------------------
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_the_publisher_reads_the_run_records_of_the_owners_it_publishes(plans, stack: str) -> None:
+    plan = plans[stack]
+    found = [r for r in plan.by_type(ROLE_POLICY) if r.name == "pod-roles-publisher-policy"]
+    if not found:
+        return
+    statements = _statements(found[0])
+    read = next(s for s in statements if s.get("Sid") == "ReadOutputs")
+    outputs = [r.split("/", 1)[1] for r in read["Resource"]]  # <owner>/outputs/*
+    records = next(s for s in statements if s.get("Sid") == "ReadRunRecords")
+    owners = sorted({o.split("/", 1)[0] for o in outputs})
+    assert sorted(r.split("/", 1)[1] for r in records["Resource"]) == [f"{o}/*/run-records/*" for o in owners]
+    assert records["Action"] == ["s3:GetObject", "s3:GetObjectVersion"]  # reads a version by its id
+    listing = next(s for s in statements if s.get("Sid") == "ListRunRecords")
+    assert listing["Condition"]["StringLike"]["s3:prefix"] == [f"{o}/*/run-records/*" for o in owners]
