@@ -93,8 +93,14 @@ def test_a_teams_folder_publishes_with_its_source(moto_s3: MotoServer, folder: P
     )
     assert sorted(got.files) == sorted(p.name for p in folder.iterdir())
     # a named record is checked the same way: the job's, finished, with exit code 0
-    named = publish("s3://ckpt/research/outputs/llama-7/model/", "s3://artifacts", "llama", team="research",
-                    run_record=f"s3://ckpt/{records}/0-a.end.json", now=datetime(2026, 12, 2, 1, 2, 3))  # fmt: skip
+    named = publish(
+        "s3://ckpt/research/outputs/llama-7/model/",
+        "s3://artifacts",
+        "llama",
+        team="research",
+        run_record=f"s3://ckpt/{records}/0-a.end.json",
+        now=datetime(2026, 12, 2, 1, 2, 3),
+    )
     assert named.source.image_digest == other
 
     # A team's release must come from that team's job output and a finished run of that job; each refusal
