@@ -39,7 +39,7 @@ and updates those images, so their repositories are allowed, not their digests.
 ``aiplat-addon-namespaces`` (every namespace and the cluster-scoped objects, for the add-ons' service
 accounts only, ``matchConditions`` on ``request.userInfo.username``): the kube-prometheus-stack operator,
 cert-manager, KEDA, Karpenter and the load balancer controller write pods, workloads, Secrets, ConfigMaps,
-Services, service accounts, RBAC and admission policies only in their own namespaces (and cert-manager
+Services, service accounts and RBAC only in their own namespaces (and cert-manager
 where its Certificates are); anywhere else only a metadata update the add-on needs (the load balancer
 controller's finalizers). Their ClusterRoles still let them do more; this is what holds a compromised
 add-on off the inference namespace's keys' Services, the publisher's ``release-signing-key`` ConfigMap and
@@ -503,9 +503,10 @@ def workload_priority_validations() -> list[dict[str, Any]]:
 
 # The kinds an add-on writes only where it lives: what runs code (pods and their controllers), what holds
 # or grants secrets and trust (Secrets, ConfigMaps such as release-signing-key, service accounts, RBAC),
-# what routes traffic (Services, Endpoints, Ingresses, NetworkPolicies), and the cluster-wide RBAC and
-# admission objects (cluster-scoped: no add-on namespace holds them, so no add-on writes them). Sub-
-# resources (status, eviction, binding) are not matched: controllers write those across namespaces.
+# what routes traffic (Services, Endpoints, Ingresses, NetworkPolicies), and cluster-wide RBAC
+# (cluster-scoped: no add-on namespace holds it, so no add-on writes it; admission policies themselves are
+# never subject to admission policies). Sub-resources (status, eviction, binding) are not matched:
+# controllers write those across namespaces.
 ADDON_GUARDED = [
     (
         "",
@@ -524,10 +525,6 @@ ADDON_GUARDED = [
     ("discovery.k8s.io", ["endpointslices"]),
     ("networking.k8s.io", ["networkpolicies", "ingresses"]),
     ("rbac.authorization.k8s.io", ["roles", "rolebindings", "clusterroles", "clusterrolebindings"]),
-    (
-        "admissionregistration.k8s.io",
-        ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
-    ),
 ]
 
 
@@ -571,8 +568,8 @@ def addon_validations(addons: Sequence[AddonIdentity]) -> list[dict[str, Any]]:
             f"(request.namespace != '' && request.namespace in {namespaces}[{user}]) "
             f"|| (request.operation == 'UPDATE' && request.resource.resource in {anywhere}[{user}] "
             f"&& {same_spec})",
-            "an add-on's service account writes pods, workloads, Secrets, ConfigMaps, Services, RBAC and "
-            "admission objects only in its own namespaces (aiplat-addon-namespaces, infra/admission)",
+            "an add-on's service account writes pods, workloads, Secrets, ConfigMaps, Services and RBAC only "
+            "in its own namespaces (aiplat-addon-namespaces, infra/admission)",
         )
     ]
 

@@ -97,13 +97,13 @@ def test_an_addon_writes_in_its_own_namespaces(user: str, resource: str, namespa
         (LBC, "pods", "kube-system-but-not"),
         (LBC, "deployments", "inference"),
         (KPS, "clusterrolebindings", ""),  # cluster-scoped: no add-on's namespace
-        (CM, "validatingadmissionpolicies", ""),
+        (CM, "clusterroles", ""),
     ],
 )
 def test_an_addon_writing_outside_its_namespace_is_refused(user: str, resource: str, namespace: str) -> None:
     for operation in ("CREATE", "DELETE"):
         [message] = request(user, resource, namespace, operation=operation)
-        assert message.startswith("an add-on's service account writes pods, workloads, Secrets")
+        assert message.startswith("an add-on's service account writes pods, workloads, Secrets, ConfigMaps")
 
 
 def service(selector: str, finalizers: list[str] | None = None) -> dict[str, Any]:
