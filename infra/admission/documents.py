@@ -89,6 +89,8 @@ class AddonIdentity:
     username: str
     namespaces: Sequence[str]
     anywhere: Sequence[str] = ()
+    # guarded kinds it may delete in any namespace (Karpenter deletes the pods left on a node it removes)
+    deletes: Sequence[str] = ()
 
 
 def service_account_user(namespace: str, name: str) -> str:
@@ -559,6 +561,7 @@ def addon_validations(addons: Sequence[AddonIdentity]) -> list[dict[str, Any]]:
     a kind it may touch anywhere."""
     namespaces = _cel_map({a.username: a.namespaces for a in addons})
     anywhere = _cel_map({a.username: a.anywhere for a in addons})
+    deletes = _cel_map({a.username: a.deletes for a in addons})
     user = "request.userInfo.username"
     same_spec = (
         "has(object.spec) == has(oldObject.spec) && (!has(object.spec) || object.spec == oldObject.spec)"
@@ -567,7 +570,8 @@ def addon_validations(addons: Sequence[AddonIdentity]) -> list[dict[str, Any]]:
         validation(
             f"(request.namespace != '' && request.namespace in {namespaces}[{user}]) "
             f"|| (request.operation == 'UPDATE' && request.resource.resource in {anywhere}[{user}] "
-            f"&& {same_spec})",
+            f"&& {same_spec}) "
+            f"|| (request.operation == 'DELETE' && request.resource.resource in {deletes}[{user}])",
             "an add-on's service account writes pods, workloads, Secrets, ConfigMaps, Services and RBAC only "
             "in its own namespaces (aiplat-addon-namespaces, infra/admission)",
         )

@@ -31,7 +31,8 @@ def addon_identities(ctx: StackContext) -> list[AddonIdentity]:
       cert-manager's namespace; with MinIO, its namespace and the trust Certificates of the trainer's and
       the inference server's namespaces, infra/pod_storage).
     - KEDA 2.20.2 (keda/values.yaml serviceAccount.*.name): keda-operator, keda-metrics-server, keda-webhook.
-    - Karpenter (``karpenter`` in kube-system), the load balancer controller (its service account in
+    - Karpenter (``karpenter`` in kube-system; it may delete pods anywhere, as it evicts them), the load
+      balancer controller (its service account in
       kube-system), which also adds its finalizers to Services and Ingresses everywhere (eks-charts
       stable/aws-load-balancer-controller templates/rbac.yaml: patch/update, no create)."""
     cfg = ctx.cfg
@@ -46,13 +47,18 @@ def addon_identities(ctx: StackContext) -> list[AddonIdentity]:
     keda = cfg.inference.autoscaling.keda.namespace if cfg.inference is not None else "keda"
 
     def sa(
-        namespace: str, name: str, namespaces: set[str] | None = None, anywhere: tuple[str, ...] = ()
+        namespace: str,
+        name: str,
+        namespaces: set[str] | None = None,
+        anywhere: tuple[str, ...] = (),
+        deletes: tuple[str, ...] = (),
     ) -> AddonIdentity:
         return AddonIdentity(
             name=name,
             username=service_account_user(namespace, name),
             namespaces=sorted(namespaces or {namespace}),
             anywhere=anywhere,
+            deletes=deletes,
         )
 
     return [
@@ -63,7 +69,8 @@ def addon_identities(ctx: StackContext) -> list[AddonIdentity]:
         sa(keda, "keda-operator"),
         sa(keda, "keda-metrics-server"),
         sa(keda, "keda-webhook"),
-        sa("kube-system", "karpenter"),
+        # karpenter-provider-aws v1.14.1 charts/karpenter/templates/clusterrole-core.yaml: pods delete
+        sa("kube-system", "karpenter", deletes=("pods",)),
         sa("kube-system", "aws-load-balancer-controller", anywhere=("services", "ingresses")),
     ]
 

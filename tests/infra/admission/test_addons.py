@@ -30,7 +30,7 @@ RULES = AdmissionRules(
     addons=(
         AddonIdentity(name="kps-operator", username=KPS, namespaces=["monitoring"]),
         AddonIdentity(name="cert-manager", username=CM, namespaces=["cert-manager", "minio"]),
-        AddonIdentity(name="karpenter", username=KARPENTER, namespaces=["kube-system"]),
+        AddonIdentity(name="karpenter", username=KARPENTER, namespaces=["kube-system"], deletes=("pods",)),
         AddonIdentity(
             name="lbc", username=LBC, namespaces=["kube-system"], anywhere=("services", "ingresses")
         ),
@@ -93,7 +93,7 @@ def test_an_addon_writes_in_its_own_namespaces(user: str, resource: str, namespa
         (KPS, "services", "inference"),
         (KPS, "statefulsets", "kube-system"),
         (CM, "secrets", "inference"),  # the API keys
-        (KARPENTER, "pods", "team-research"),
+        (KARPENTER, "secrets", "team-research"),
         (LBC, "pods", "kube-system-but-not"),
         (LBC, "deployments", "inference"),
         (KPS, "clusterrolebindings", ""),  # cluster-scoped: no add-on's namespace
@@ -162,3 +162,10 @@ def test_the_wired_names_are_the_capabilities() -> None:
     assert service_account_user(SYSTEM_NAMESPACE, KARPENTER_SA) == KARPENTER
     assert service_account_user(SYSTEM_NAMESPACE, LBC_SA) == LBC
     assert service_account_user(CERT_MANAGER_NAMESPACE, "cert-manager") == CM
+
+
+def test_karpenter_deletes_pods_anywhere_but_creates_none() -> None:
+    assert request(KARPENTER, "pods", "team-research", operation="DELETE") == []
+    assert request(KARPENTER, "pods", "team-research") != []
+    assert request(KARPENTER, "pods", "team-research", "UPDATE", {"spec": {}}, {"spec": {}}) != []
+    assert request(KPS, "pods", "team-research", operation="DELETE") != []
