@@ -57,45 +57,33 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.core.labels import MEMBER_GROUP_PREFIX, PRIORITY_ALLOWED_PREFIX, TEAM_LABEL, WORKLOADS_LABEL
+from infra.admission.addons import (
+    AddonIdentity,
+    addon_match_conditions,
+    addon_resource_rules,
+    addon_validations,
+)
+from infra.admission.cel import TRAINJOBS, validation
+from infra.admission.cel import quote as _quote
+from infra.admission.priorities import (
+    QUEUED_KINDS,
+    WORKLOADS,
+    team_priority_validations,
+    workload_priority_validations,
+)
+from infra.core.labels import TEAM_LABEL, WORKLOADS_LABEL
 from infra.core.namespaces import NAMESPACE_NAME_LABEL, PART_OF
 from infra.core.teams import team_repository_prefix
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 DIGEST = r"@sha256:[a-f0-9]{64}$"
 SPEC = "__SPEC__"  # placeholder for a patched pod spec in the TrainJob expressions
-TRAINJOBS = {
-    "apiGroups": ["trainer.kubeflow.org"],
-    "apiVersions": ["v1alpha1"],
-    "operations": ["CREATE", "UPDATE"],
-    "resources": ["trainjobs"],
-}
 PODS = {
     "apiGroups": [""],
     "apiVersions": ["v1"],
     "operations": ["CREATE", "UPDATE"],
     "resources": ["pods", "pods/ephemeralcontainers"],
 }
-
-
-@dataclass(frozen=True, kw_only=True)
-class AddonIdentity:
-    """An add-on's service account (``username``: ``system:serviceaccount:<namespace>:<name>``), the
-    namespaces it may write the guarded kinds in (its own, and where its objects live), and the guarded
-    kinds it may update anywhere, its metadata only (``anywhere``: the load balancer controller's
-    finalizers on Services and Ingresses; ``spec`` unchanged)."""
-
-    name: str
-    username: str
-    namespaces: Sequence[str]
-    anywhere: Sequence[str] = ()
-    # guarded kinds it may delete in any namespace (Karpenter deletes the pods left on a node it removes)
-    deletes: Sequence[str] = ()
-
-
-def service_account_user(namespace: str, name: str) -> str:
-    """The username the API server gives a service account's token."""
-    return f"system:serviceaccount:{namespace}:{name}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,13 +205,6 @@ def eks_addon_registry(region: str, dns_suffix: str = "amazonaws.com") -> str | 
     return None if account is None else f"{account}.dkr.ecr.{region}.{dns_suffix}"
 
 
-def _quote(text: str) -> str:
-    """A CEL string literal (single-quoted raw string: the pattern's backslashes stay as they are)."""
-    if "'" in text:
-        raise ValueError(f"cannot quote {text!r} as a CEL raw string")
-    return f"r'{text}'"
-
-
 def _all_optional(list_expr: str, var: str, cond: str) -> str:
     """``cond`` holds for every element of the optional list field ``list_expr`` (absent: true)."""
     owner, _, field = list_expr.rpartition(".")
@@ -261,10 +242,6 @@ def _host_access_free(spec: str, containers: Sequence[str], *, host_namespaces: 
     if host_namespaces:
         parts += [f"(!has({spec}.{h}) || !{spec}.{h})" for h in ("hostNetwork", "hostPID", "hostIPC")]
     return " && ".join(parts)
-
-
-def validation(expression: str, message: str, reason: str = "Forbidden") -> dict[str, Any]:
-    return {"expression": expression, "message": message, "reason": reason}
 
 
 TEAM_IMAGE_MESSAGE = (
@@ -392,189 +369,6 @@ def trainjob_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
             "runtimePatches may not add privileged containers, host paths or images from outside the "
             "stack's ECR repositories",
         ),
-    ]
-
-
-# What a team's jobs carry Kueue's priority-class label on (the label a Workload takes its priority from).
-_WRITES = ["CREATE", "UPDATE"]
-QUEUED_KINDS = [
-    TRAINJOBS,
-    {
-        "apiGroups": ["jobset.x-k8s.io"],
-        "apiVersions": ["v1alpha2"],
-        "operations": _WRITES,
-        "resources": ["jobsets"],
-    },
-    {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": _WRITES, "resources": ["jobs"]},
-    {"apiGroups": [""], "apiVersions": ["v1"], "operations": _WRITES, "resources": ["pods"]},
-]
-# kubernetes-sigs/kueue pkg/controller/constants/constants.go WorkloadPriorityClassLabel (v0.19.2)
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
-
-
-def _class_allowed(name: str) -> str:
-    """CEL: the namespace lists ``name`` (a CEL string) among its ``priority.aiplat.io/<class>`` labels."""
-    prefix = _quote(PRIORITY_ALLOWED_PREFIX)
-    return f"(has(namespaceObject.metadata.labels) && ({prefix} + {name}) in namespaceObject.metadata.labels)"
-
-
-def _pod_priority_ok(spec: str, *, template: bool) -> str:
-    """CEL: the pod spec ``spec`` names no PriorityClass but one the namespace allows, and (a template) no
-    integer ``priority``. A Pod's ``priority`` is the Priority admission plugin's: it runs before the
-    validating policies, sets it from ``priorityClassName`` (0 without one and without a global default)
-    and refuses a pod whose own value differs, so a Pod is refused only a non-zero value without a class.
-    https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#priority"""
-    name = f"(!has({spec}.priorityClassName) || {_class_allowed(f'{spec}.priorityClassName')})"
-    if template:
-        return f"({name} && !has({spec}.priority))"
-    return f"({name} && (!has({spec}.priority) || {spec}.priority == 0 || has({spec}.priorityClassName)))"
-
-
-def _queued_pod_specs_ok() -> str:
-    """CEL: every pod spec a Pod, Job or JobSet carries names only an allowed priority. A TrainJob's pod spec
-    patch has no ``priorityClassName`` or ``priority`` (Kubeflow Trainer v2.3.0 PodSpecPatch; the API server
-    prunes fields its schema lacks): its pods take the ClusterTrainingRuntime's, ours, and Kueue its
-    priority from the label the first validation checks."""
-    jobset = "r.template.spec.template.spec"
-    return (
-        f"(object.kind != 'Pod' || {_pod_priority_ok('object.spec', template=False)}) && "
-        f"(object.kind != 'Job' || !has(object.spec.template.spec) "
-        f"|| {_pod_priority_ok('object.spec.template.spec', template=True)}) && "
-        f"(object.kind != 'JobSet' || !has(object.spec.replicatedJobs) || object.spec.replicatedJobs.all(r, "
-        f"!has(r.template.spec) || !has(r.template.spec.template.spec) "
-        f"|| {_pod_priority_ok(jobset, template=True)}))"
-    )
-
-
-def team_priority_validations() -> list[dict[str, Any]]:
-    """A team's job (or pod) names only a priority class its namespace lists (``priority.aiplat.io/<class>``
-    labels, set from ``teams.<team>.priority_classes``): Kueue's WorkloadPriorityClass label and the pods'
-    ``priorityClassName`` (a ``system-node-critical`` pod would otherwise preempt other teams' pods:
-    critical classes are allowed in any namespace since Kubernetes 1.17,
-    https://kubernetes.io/docs/concepts/policy/resource-quotas/#limit-priority-class-consumption-by-default);
-    a team cannot label its own namespace."""
-    label = _quote(PRIORITY_CLASS_LABEL)
-    return [
-        validation(
-            f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
-            + _class_allowed(f"object.metadata.labels[{label}]"),
-            "the team may not use this WorkloadPriorityClass (kueue.x-k8s.io/priority-class); use one of "
-            "teams.<team>.priority_classes (the namespace's priority.aiplat.io/ labels)",
-        ),
-        validation(
-            _queued_pod_specs_ok(),
-            "a team's pods name no priorityClassName but one of teams.<team>.priority_classes (the "
-            "namespace's priority.aiplat.io/ labels) and no integer priority; remove them from the pod spec "
-            "and name the priority with the kueue.x-k8s.io/priority-class label",
-        ),
-    ]
-
-
-# Kueue's Workload (kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/workload_types.go): its priority is
-# ``spec.priority`` and ``spec.priorityClassRef``; a request to v1beta1 is matched too, converted
-# (``matchPolicy: Equivalent``, the default).
-WORKLOADS = {
-    "apiGroups": ["kueue.x-k8s.io"],
-    "apiVersions": ["v1beta2"],
-    "operations": ["UPDATE"],
-    "resources": ["workloads"],
-}
-
-
-def _unchanged(field: str) -> str:
-    new, old = f"object.spec.{field}", f"oldObject.spec.{field}"
-    return f"(has({new}) == has({old}) && (!has({new}) || {new} == {old}))"
-
-
-def workload_priority_validations() -> list[dict[str, Any]]:
-    """A team's member (a user in a group ``aiplat-team-<team>``) may patch a Workload (``spec.active``:
-    deactivate and reactivate a run) but not its priority; Kueue's controller, which sets it from the job's
-    priority label, is no member."""
-    member = (
-        f"has(request.userInfo.groups) && "
-        f"request.userInfo.groups.exists(g, g.startsWith({_quote(MEMBER_GROUP_PREFIX)}))"
-    )
-    return [
-        validation(
-            f"!({member}) || ({_unchanged('priority')} && {_unchanged('priorityClassRef')})",
-            "a team's members may not change a Workload's priority (spec.priority, spec.priorityClassRef); "
-            "the priority is the job's kueue.x-k8s.io/priority-class label, set when it is submitted",
-        )
-    ]
-
-
-# The kinds an add-on writes only where it lives: what runs code (pods and their controllers), what holds
-# or grants secrets and trust (Secrets, ConfigMaps such as release-signing-key, service accounts, RBAC),
-# what routes traffic (Services, Endpoints, Ingresses, NetworkPolicies), and cluster-wide RBAC
-# (cluster-scoped: no add-on namespace holds it, so no add-on writes it; admission policies themselves are
-# never subject to admission policies). Sub-resources (status, eviction, binding) are not matched:
-# controllers write those across namespaces.
-ADDON_GUARDED = [
-    (
-        "",
-        [
-            "pods",
-            "secrets",
-            "configmaps",
-            "services",
-            "endpoints",
-            "serviceaccounts",
-            "persistentvolumeclaims",
-        ],
-    ),
-    ("apps", ["deployments", "statefulsets", "daemonsets", "replicasets"]),
-    ("batch", ["jobs", "cronjobs"]),
-    ("discovery.k8s.io", ["endpointslices"]),
-    ("networking.k8s.io", ["networkpolicies", "ingresses"]),
-    ("rbac.authorization.k8s.io", ["roles", "rolebindings", "clusterroles", "clusterrolebindings"]),
-]
-
-
-def addon_resource_rules() -> list[dict[str, Any]]:
-    return [
-        {
-            "apiGroups": [group],
-            "apiVersions": ["*"],
-            "operations": ["CREATE", "UPDATE", "DELETE"],
-            "resources": resources,
-        }
-        for group, resources in ADDON_GUARDED
-    ]
-
-
-def _cel_map(entries: Mapping[str, Sequence[str]]) -> str:
-    """A CEL map literal of string -> list of strings."""
-    items = [
-        f"{_quote(k)}: [{', '.join(_quote(v) for v in sorted(vs))}]" for k, vs in sorted(entries.items())
-    ]
-    return "{" + ", ".join(items) + "}"
-
-
-def addon_match_conditions(addons: Sequence[AddonIdentity]) -> list[dict[str, str]]:
-    """The policy applies to requests of the add-ons' service accounts only."""
-    users = ", ".join(_quote(a.username) for a in sorted(addons, key=lambda a: a.username))
-    return [{"name": "addon-service-accounts", "expression": f"request.userInfo.username in [{users}]"}]
-
-
-def addon_validations(addons: Sequence[AddonIdentity]) -> list[dict[str, Any]]:
-    """An add-on writes a guarded kind only in its namespaces, or updates the metadata (not the ``spec``) of
-    a kind it may touch anywhere."""
-    namespaces = _cel_map({a.username: a.namespaces for a in addons})
-    anywhere = _cel_map({a.username: a.anywhere for a in addons})
-    deletes = _cel_map({a.username: a.deletes for a in addons})
-    user = "request.userInfo.username"
-    same_spec = (
-        "has(object.spec) == has(oldObject.spec) && (!has(object.spec) || object.spec == oldObject.spec)"
-    )
-    return [
-        validation(
-            f"(request.namespace != '' && request.namespace in {namespaces}[{user}]) "
-            f"|| (request.operation == 'UPDATE' && request.resource.resource in {anywhere}[{user}] "
-            f"&& {same_spec}) "
-            f"|| (request.operation == 'DELETE' && request.resource.resource in {deletes}[{user}])",
-            "an add-on's service account writes pods, workloads, Secrets, ConfigMaps, Services and RBAC only "
-            "in its own namespaces (aiplat-addon-namespaces, infra/admission)",
-        )
     ]
 
 

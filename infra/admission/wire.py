@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import pulumi
 
+from infra.admission.addons import AddonIdentity, service_account_user
 from infra.admission.component import AdmissionPolicies, AdmissionPoliciesArgs
-from infra.admission.documents import (
-    AddonIdentity,
-    AdmissionRules,
-    admission_objects,
-    eks_addon_registry,
-    service_account_user,
-)
+from infra.admission.documents import AdmissionRules, admission_objects, eks_addon_registry
 from infra.context import StackContext
 from infra.core.namespaces import PodSecurity, pss_labels
 from infra.core.teams import team_namespace

@@ -7,13 +7,8 @@ from typing import Any
 
 import pytest
 
-from infra.admission.documents import (
-    ADDON_GUARDED,
-    AddonIdentity,
-    AdmissionRules,
-    admission_objects,
-    service_account_user,
-)
+from infra.admission.addons import ADDON_GUARDED, AddonIdentity, service_account_user
+from infra.admission.documents import AdmissionRules, admission_objects
 from tests.infra.admission.cel import refusals
 
 KPS = service_account_user("monitoring", "kps-operator")
