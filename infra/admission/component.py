@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -19,10 +19,13 @@ class AdmissionPoliciesArgs:
     is created after the policy it names."""
 
     objects: Sequence[Mapping[str, Any]]
+    # namespace -> labels set on a namespace this program does not create (kube-system's Pod Security
+    # labels), by server-side apply of those labels alone
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 class AdmissionPolicies(pulumi.ComponentResource):
-    """Kubernetes' built-in admission policies for the workload namespaces."""
+    """Kubernetes' built-in admission policies, and the Pod Security labels of the namespaces EKS makes."""
 
     policy_names: list[str]
 
@@ -50,6 +53,12 @@ class AdmissionPolicies(pulumi.ComponentResource):
                 metadata=k8s.meta.v1.ObjectMetaArgs(**doc["metadata"]),
                 spec=dict(doc["spec"]),
                 opts=child_options(self, opts, depends_on=[policies[target]]),
+            )
+        for namespace, labels in sorted(args.namespace_labels.items()):
+            k8s.core.v1.NamespacePatch(
+                f"{name}-{namespace}-labels",
+                metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=namespace, labels=dict(labels)),
+                opts=child_options(self, opts),
             )
         self.policy_names = sorted(policies)
         self.register_outputs({"policy_names": self.policy_names})

@@ -20,20 +20,30 @@ server's, every team's, the publisher's): what runs there was built by this plat
   v2.3.0: pod ``serviceAccountName``, container ``securityContext``, ``volumes``) stay within the same
   rules, so a job is refused when it is submitted rather than its pods one by one;
 * ``aiplat-team-priorities`` (team namespaces): a TrainJob, JobSet, Job or Pod names only a
-  WorkloadPriorityClass the team may use (``teams.<team>.priority_classes``, as namespace labels).
+  WorkloadPriorityClass the team may use (``teams.<team>.priority_classes``, as namespace labels), and
+  its pods no other ``priorityClassName`` and no integer ``priority``;
+* ``aiplat-workload-priority`` (team namespaces): a team's members do not change a Workload's priority.
 
 ``aiplat-system-images`` is bound to every other namespace (the charts' and the node agents':
 cert-manager, monitoring, node-exporters, keda, kueue-system, ...) except ``kube-system`` (and the two
-namespaces that run no pods, ``kube-public`` and ``kube-node-lease``): every image from the stack's own
-ECR registry (``<account>.dkr.ecr.<region>.amazonaws.com/...``: the image cache's repositories and ours)
-by digest. ``kube-system`` is left out because the EKS add-ons (vpc-cni, kube-proxy, CoreDNS, the EBS CSI
-driver, the Pod Identity agent) run there from EKS's own ECR registries, a different account per region
-(https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html), by tag, and EKS (not this
-program) sets and updates those images: a policy there would refuse EKS's own updates. The charts this
-program installs into ``kube-system`` (load balancer controller, metrics-server, device plugins,
-Karpenter, FSx CSI) are held to the same rule before a deployment instead: ``aiplat preflight`` refuses
-a stack whose chart images are not from our ECR by digest (``chart-images-pinned-to-deploy``,
-``infra/mirror``), and ``tests/infra/mirror/test_plan_images.py`` checks every plan.
+namespaces that run no pods, ``kube-public`` and ``kube-node-lease``): every image is one the stack
+records, from the stack's own ECR registry (the image cache's repositories and the copy area) with the
+digest ``infra/mirror/digests.py`` records for it (``AdmissionRules.system_images``), so neither another
+image of a cached public registry nor another digest of a recorded one runs there.
+``aiplat-kube-system-images`` holds ``kube-system`` to the same list plus the EKS add-ons (vpc-cni,
+kube-proxy, CoreDNS, the EBS CSI driver, the Pod Identity and node monitoring agents), which run there from
+EKS's own registry of the region (a different account in opt-in regions,
+https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html) by tag: EKS, not this program, sets
+and updates those images, so their repositories are allowed, not their digests.
+
+``aiplat-addon-namespaces`` (every namespace and the cluster-scoped objects, for the add-ons' service
+accounts only, ``matchConditions`` on ``request.userInfo.username``): the kube-prometheus-stack operator,
+cert-manager, KEDA, Karpenter and the load balancer controller write pods, workloads, Secrets, ConfigMaps,
+Services, service accounts and RBAC only in their own namespaces (and cert-manager
+where its Certificates are); anywhere else only a metadata update the add-on needs (the load balancer
+controller's finalizers). Their ClusterRoles still let them do more; this is what holds a compromised
+add-on off the inference namespace's keys' Services, the publisher's ``release-signing-key`` ConfigMap and
+kube-system's pods. Reads cannot be held by admission.
 
 Every expression guards optional fields with ``has()`` before reading them, and stays within standard CEL
 (``all``, ``matches``, ``has``, ``in``): the tests evaluate them with cel-python on allowed and refused
@@ -47,19 +57,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.core.labels import PRIORITY_ALLOWED_PREFIX, TEAM_LABEL, WORKLOADS_LABEL
+from infra.admission.addons import (
+    AddonIdentity,
+    addon_match_conditions,
+    addon_resource_rules,
+    addon_validations,
+)
+from infra.admission.cel import TRAINJOBS, validation
+from infra.admission.cel import quote as _quote
+from infra.admission.priorities import (
+    QUEUED_KINDS,
+    WORKLOADS,
+    team_priority_validations,
+    workload_priority_validations,
+)
+from infra.core.labels import TEAM_LABEL, WORKLOADS_LABEL
 from infra.core.namespaces import NAMESPACE_NAME_LABEL, PART_OF
 from infra.core.teams import team_repository_prefix
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 DIGEST = r"@sha256:[a-f0-9]{64}$"
 SPEC = "__SPEC__"  # placeholder for a patched pod spec in the TrainJob expressions
-TRAINJOBS = {
-    "apiGroups": ["trainer.kubeflow.org"],
-    "apiVersions": ["v1alpha1"],
-    "operations": ["CREATE", "UPDATE"],
-    "resources": ["trainjobs"],
-}
 PODS = {
     "apiGroups": [""],
     "apiVersions": ["v1"],
@@ -83,21 +101,47 @@ class AdmissionRules:
     partition_dns_suffix: str = "amazonaws.com"
     # namespace -> team: a team's repositories run only in its namespace
     team_namespaces: Mapping[str, str] = field(default_factory=dict)
+    # the images the system namespaces may run: ``<registry>/<repository>@sha256:...`` (the charts' recorded
+    # digests in the stack's ECR, infra/mirror/digests.py)
+    system_images: Sequence[str] = ()
+    # the add-ons' service accounts the policy aiplat-addon-namespaces confines
+    addons: Sequence[AddonIdentity] = ()
+    # EKS's add-on registry in the stack's region (``eks_addon_registry``): kube-system runs its add-ons'
+    # images by tag beside the recorded ones; None: no registry known for the region, kube-system unbound
+    eks_registry: str | None = None
 
     @property
     def registry(self) -> str:
         return f"{self.account_id}.dkr.ecr.{self.region}.{self.partition_dns_suffix}"
 
     def system_image_pattern(self) -> str:
-        """Any repository of the stack's own ECR registry, by digest (the system namespaces' rule); a tag
-        before the digest (``repo:v1@sha256:...``, as charts render an image with a digest) is allowed: the
-        digest is what the kubelet pulls."""
-        return (
+        """One of ``system_images``, with a tag before the digest or not (``repo:v1@sha256:...``, as charts
+        render an image with a digest): the digest is what the kubelet pulls. No image: nothing matches."""
+        refs = []
+        for image in sorted(self.system_images):
+            repository, at, digest = image.partition("@")
+            if not at or not re.fullmatch(DIGEST.lstrip("@").rstrip("$"), digest):
+                raise ValueError(f"system image {image!r} is not <repository>@sha256:<64 hex>")
+            refs.append(
+                re.escape(repository) + r"(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?" + re.escape(at + digest)
+            )
+        return "^(" + "|".join(refs) + ")$" if refs else "^$"
+
+    def kube_system_image_pattern(self) -> str:
+        """What kube-system may run: a recorded image (``system_image_pattern``), or an EKS add-on's image
+        from EKS's registry of the region (vpc-cni, kube-proxy, CoreDNS, the EBS CSI driver and its sidecars,
+        the Pod Identity and node monitoring agents), by tag: EKS sets and updates those."""
+        if self.eks_registry is None:
+            raise ValueError(f"no EKS add-on registry known for region {self.region}")
+        eks = (
             "^"
-            + re.escape(f"{self.registry}/")
-            + r"[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?"
-            + DIGEST
+            + re.escape(f"{self.eks_registry}/")
+            + "("
+            + "|".join(EKS_ADDON_REPOSITORIES)
+            + ")"
+            + r"(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$"
         )
+        return f"({self.system_image_pattern()})|({eks})"
 
     def image_pattern(self) -> str:
         """The RE2 pattern an image reference must match (CEL ``matches`` is RE2, as Python's ``re`` here)."""
@@ -125,11 +169,40 @@ class AdmissionRules:
         return "(" + " || ".join(clauses) + ")"
 
 
-def _quote(text: str) -> str:
-    """A CEL string literal (single-quoted raw string: the pattern's backslashes stay as they are)."""
-    if "'" in text:
-        raise ValueError(f"cannot quote {text!r} as a CEL raw string")
-    return f"r'{text}'"
+# The repositories of the EKS add-ons the stacks install (vpc-cni: amazon-k8s-cni, its init image and the
+# network policy agent; everything else under eks/), and EKS's registry account in each region (it differs
+# in opt-in regions): https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html (the regions of
+# the table read there; us-west-2 also in aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml).
+EKS_ADDON_REPOSITORIES = (
+    r"eks/[a-z0-9][a-z0-9._-]*",
+    "amazon-k8s-cni",
+    "amazon-k8s-cni-init",
+    "amazon/aws-network-policy-agent",
+)
+EKS_ADDON_ACCOUNTS = {
+    "us-east-1": "602401143452",
+    "us-west-2": "602401143452",
+    "eu-west-1": "602401143452",
+    "ap-northeast-1": "602401143452",
+    "ap-northeast-2": "602401143452",
+    "ap-northeast-3": "602401143452",
+    "ap-south-1": "602401143452",
+    "ap-southeast-1": "602401143452",
+    "ap-southeast-2": "602401143452",
+    "ap-east-1": "800184023465",
+    "af-south-1": "877085696533",
+    "ap-southeast-3": "296578399912",
+    "ap-south-2": "900889452093",
+    "ap-southeast-4": "491585149902",
+    "ap-southeast-5": "151610086707",
+    "ap-southeast-7": "121268973566",
+}
+
+
+def eks_addon_registry(region: str, dns_suffix: str = "amazonaws.com") -> str | None:
+    """EKS's add-on registry in ``region`` (None where the table above has no entry)."""
+    account = EKS_ADDON_ACCOUNTS.get(region)
+    return None if account is None else f"{account}.dkr.ecr.{region}.{dns_suffix}"
 
 
 def _all_optional(list_expr: str, var: str, cond: str) -> str:
@@ -171,10 +244,6 @@ def _host_access_free(spec: str, containers: Sequence[str], *, host_namespaces: 
     return " && ".join(parts)
 
 
-def validation(expression: str, message: str, reason: str = "Forbidden") -> dict[str, Any]:
-    return {"expression": expression, "message": message, "reason": reason}
-
-
 TEAM_IMAGE_MESSAGE = (
     "an image of a team's repositories ({teams}<team>/) runs only in that team's namespace; push it to "
     "the repositories of the team whose namespace runs it"
@@ -202,9 +271,21 @@ def system_images_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
     return [
         validation(
             _pod_spec_images("object.spec", lambda image: f"{image}.matches({pattern})"),
-            f"every image of a pod in a system namespace comes from the stack's ECR registry "
-            f"({rules.registry}/) by digest (@sha256:...); a chart's images come through the image cache "
-            "(infra/mirror/digests.py records their digests)",
+            f"every image of a pod in a system namespace is one the stack records: from the stack's ECR "
+            f"registry ({rules.registry}/) with its recorded digest (infra/mirror/digests.py; a chart's "
+            "images come through the image cache); record a new image with `aiplat images resolve`",
+        )
+    ]
+
+
+def kube_system_images_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
+    pattern = _quote(rules.kube_system_image_pattern())
+    return [
+        validation(
+            _pod_spec_images("object.spec", lambda image: f"{image}.matches({pattern})"),
+            f"every image of a pod in kube-system is one the stack records (its ECR registry, "
+            f"{rules.registry}/, with the recorded digest) or an EKS add-on's from EKS's registry "
+            f"({rules.eks_registry}/); record a chart's new image with `aiplat images resolve`",
         )
     ]
 
@@ -291,39 +372,6 @@ def trainjob_validations(rules: AdmissionRules) -> list[dict[str, Any]]:
     ]
 
 
-# What a team's jobs carry Kueue's priority-class label on (the label a Workload takes its priority from).
-_WRITES = ["CREATE", "UPDATE"]
-QUEUED_KINDS = [
-    TRAINJOBS,
-    {
-        "apiGroups": ["jobset.x-k8s.io"],
-        "apiVersions": ["v1alpha2"],
-        "operations": _WRITES,
-        "resources": ["jobsets"],
-    },
-    {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": _WRITES, "resources": ["jobs"]},
-    {"apiGroups": [""], "apiVersions": ["v1"], "operations": _WRITES, "resources": ["pods"]},
-]
-# kubernetes-sigs/kueue pkg/controller/constants/constants.go WorkloadPriorityClassLabel (v0.19.2)
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
-
-
-def team_priority_validations() -> list[dict[str, Any]]:
-    """A team's job (or pod) names only a priority class its namespace lists (``priority.aiplat.io/<class>``
-    labels, set from ``teams.<team>.priority_classes``); a team cannot label its own namespace."""
-    label = _quote(PRIORITY_CLASS_LABEL)
-    prefix = _quote(PRIORITY_ALLOWED_PREFIX)
-    return [
-        validation(
-            f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
-            f"(has(namespaceObject.metadata.labels) && "
-            f"({prefix} + object.metadata.labels[{label}]) in namespaceObject.metadata.labels)",
-            "the team may not use this WorkloadPriorityClass (kueue.x-k8s.io/priority-class); use one of "
-            "teams.<team>.priority_classes (the namespace's priority.aiplat.io/ labels)",
-        )
-    ]
-
-
 def policy(
     name: str, resource_rules: list[dict[str, Any]], validations: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -386,9 +434,21 @@ def admission_objects(rules: AdmissionRules) -> list[dict[str, Any]]:
         (policy("aiplat-team-pods", [PODS], team_pod_validations()), True),
         (policy("aiplat-trainjobs", [TRAINJOBS], trainjob_validations(rules)), False),
         (policy("aiplat-team-priorities", QUEUED_KINDS, team_priority_validations()), True),
+        (policy("aiplat-workload-priority", [WORKLOADS], workload_priority_validations()), True),
     ]
     out = []
     for p, teams_only in policies:
         out += [p, binding(p["metadata"]["name"], teams_only=teams_only)]
     system = policy("aiplat-system-images", [PODS], system_images_validations(rules))
-    return [*out, system, system_binding(system["metadata"]["name"])]
+    out += [system, system_binding(system["metadata"]["name"])]
+    if rules.addons:
+        addons = policy("aiplat-addon-namespaces", addon_resource_rules(), addon_validations(rules.addons))
+        addons["spec"]["matchConditions"] = addon_match_conditions(rules.addons)
+        # an empty namespaceSelector matches every namespace; cluster-scoped objects are matched whatever
+        # it says (ValidatingAdmissionPolicyBinding matchResources.namespaceSelector)
+        out += [addons, _denying_binding(addons["metadata"]["name"], {})]
+    if rules.eks_registry is not None:
+        kube = policy("aiplat-kube-system-images", [PODS], kube_system_images_validations(rules))
+        selector = {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}}
+        out += [kube, _denying_binding(kube["metadata"]["name"], selector)]
+    return out

@@ -101,6 +101,42 @@ def keep_run_records(bucket_arns: Sequence[str], *, any_principal: bool = False)
     ]
 
 
+# Where a job leaves what it produced, under its prefix of the checkpoints bucket (``<team>/outputs/<job>/``,
+# the trainer's ``<prefix>/outputs/<run>/``): what the publisher signs, so written once like run records.
+OUTPUTS = "outputs"
+
+
+def keep_outputs(bucket_arns: Sequence[str], *, any_principal: bool = False) -> list[dict[str, Any]]:
+    """Denials that make ``*/outputs/*`` write-once: ``PutObject`` and ``CompleteMultipartUpload`` (both
+    ``s3:PutObject``) must carry ``If-None-Match`` (``s3:if-none-match``), so no output is replaced;
+    ``CreateMultipartUpload`` and ``UploadPart`` take no conditional header and are let through by
+    ``s3:ObjectCreationOperation`` (false for them), so large weights still upload; no delete.
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html
+    ``any_principal``: for a bucket policy (every caller, as :func:`keep_run_records`)."""
+    resources = [f"{arn}/*/{OUTPUTS}/*" for arn in bucket_arns]
+    who: dict[str, Any] = {"Principal": "*"} if any_principal else {}
+    return [
+        {
+            "Sid": "OutputsCreateOnly",
+            "Effect": "Deny",
+            **who,
+            "Action": ["s3:PutObject"],
+            "Resource": resources,
+            "Condition": {
+                "Null": {"s3:if-none-match": "true"},
+                "Bool": {"s3:ObjectCreationOperation": "true"},
+            },
+        },
+        {
+            "Sid": "OutputsNeverDeleted",
+            "Effect": "Deny",
+            **who,
+            "Action": ["s3:DeleteObject", "s3:DeleteObjectVersion"],
+            "Resource": resources,
+        },
+    ]
+
+
 def prefix_pattern(prefix: str) -> str:
     prefix = prefix.strip("/")
     return f"{prefix}/*" if prefix else "*"

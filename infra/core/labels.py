@@ -14,3 +14,8 @@ PRIORITY_ALLOWED_PREFIX = "priority.aiplat.io/"
 def priority_allowed_label(priority_class: str) -> str:
     """The namespace label that lets a team's jobs name ``priority_class``."""
     return PRIORITY_ALLOWED_PREFIX + priority_class
+
+
+# The Kubernetes groups of the teams' members (``aiplat-team-<team>``, their EKS access entries'
+# kubernetesGroups): the admission policy ``aiplat-workload-priority`` refuses them a Workload's priority.
+MEMBER_GROUP_PREFIX = "aiplat-team-"

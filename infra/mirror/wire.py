@@ -10,8 +10,8 @@ import pulumi
 from infra.context import StackContext
 from infra.core.charts import ChartPin, ChartRef, chart_ref
 from infra.mirror.component import CacheRule, ImageCache, ImageCacheArgs
-from infra.mirror.documents import COPY_AREA, CacheLayout, chart_image_values
-from infra.mirror.rules import cache_prefix, layout
+from infra.mirror.documents import COPY_AREA, CacheLayout, chart_image_values, placement
+from infra.mirror.rules import cache_prefix, layout, stack_pins
 
 
 def registry_host(ctx: StackContext) -> str:
@@ -33,6 +33,19 @@ def cached_chart(ctx: StackContext, pin: ChartPin, *, chart: str | None = None) 
 def cached_image(ctx: StackContext, ref: str) -> str:
     """An upstream image reference (by digest) pulled through the region's cache instead."""
     return cache_layout(ctx).cached_ref(ref)
+
+
+def recorded_images(ctx: StackContext) -> list[str]:
+    """Every image the stack's charts run, where it is pulled from in the stack's ECR (the cache or the copy
+    area) with its recorded digest (``infra/mirror/digests.py``): ``<registry>/<repository>@sha256:...``.
+    An image without a digest is none of them (``chart-images-pinned-to-deploy`` refuses its stack)."""
+    cache = cache_layout(ctx)
+    out = set()
+    for pin in stack_pins(ctx.cfg):
+        if pin.digest is not None:
+            where = placement(cache, pin.image)
+            out.add(f"{where.registry}/{where.repository}@{pin.digest}")
+    return sorted(out)
 
 
 def wire_image_cache(

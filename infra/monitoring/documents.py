@@ -79,6 +79,7 @@ class StackValues:
 
     cluster_name: str
     system_pools: Sequence[str]
+    namespace: str  # the release's (the operator manages objects there only)
     retention: str
     retention_size: str | None
     storage_class: str
@@ -154,7 +155,19 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
             # when tls is off); prometheus-community/helm-charts issues #418, #1438, #6586.
             "tls": {"enabled": False},
             "affinity": system,
+            # The operator writes the StatefulSets, Secrets and ConfigMaps of the Prometheus and Alertmanager
+            # it manages, and the kubelet's Service and Endpoints: all in the release's namespace, not
+            # kube-system (the chart's kubeletService.namespace) nor any other. Its ClusterRole stays the
+            # chart's (values.yaml has no namespaced RBAC at 88.5.3); the admission policy
+            # aiplat-addon-namespaces refuses its writes elsewhere (infra/admission).
+            "prometheusInstanceNamespaces": [v.namespace],
+            "alertmanagerInstanceNamespaces": [v.namespace],
+            "alertmanagerConfigNamespaces": [v.namespace],
+            "thanosRulerInstanceNamespaces": [v.namespace],
+            "kubeletService": {"namespace": v.namespace},
         },
+        # the kubelet ServiceMonitor selects the kubelet Service where the operator keeps it
+        "kubelet": {"namespace": v.namespace},
         "prometheus": {"prometheusSpec": prometheus_spec},
         "alertmanager": {
             "config": dict(v.alertmanager_config),

@@ -90,6 +90,7 @@ def wire_monitoring(
         mon.StackValues(
             cluster_name=names.cluster,
             system_pools=system,
+            namespace=namespace,
             retention=mc.prometheus.retention,
             retention_size=mc.prometheus.retention_size,
             storage_class=mc.prometheus.storage_class or cfg.cluster_services.storage_class.name,

@@ -145,6 +145,8 @@ class TeamArgs:
     members: Mapping[str, str] = field(default_factory=dict)
     member_group: str = ""
     member_rbac: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # ResourceQuotas of the namespace (documents), e.g. no pods of a critical PriorityClass
+    quotas: Sequence[Mapping[str, Any]] = ()
 
 
 class Team(pulumi.ComponentResource):
@@ -193,6 +195,13 @@ class Team(pulumi.ComponentResource):
         rbac = member_rbac(
             f"{name}-members", args.member_rbac, child_options(self, opts, depends_on=[namespace])
         )
+        for doc in args.quotas:
+            k8s.core.v1.ResourceQuota(
+                f"{name}-quota-{doc['metadata']['name']}",
+                metadata=doc["metadata"],
+                spec=doc["spec"],
+                opts=child_options(self, opts, depends_on=[namespace]),
+            )
         for key, arn in sorted(args.members.items()):
             if args.cluster_name is None or not args.member_group:
                 raise ValueError(f"team {args.team}: members need the cluster name and the member group")

@@ -143,10 +143,15 @@ class WaitForPodsReadyConfig(Strict):
         description="How long an admitted workload may take until all its pods are ready (image pulls of the "
         "trainer image and node start-up included), e.g. '15m'.",
     )
+    # Off: Kueue's blockAdmission is one switch for the whole cluster, so one team's slow image pull would
+    # stop admission in every team's queue for up to ``timeout``. A deadlock of two half-started jobs is
+    # still broken by ``timeout`` and the requeue with backoff (Kueue v0.19.2
+    # site/content/en/docs/tasks/manage/setup_wait_for_pods_ready.md, "Drawbacks").
     block_admission: bool = Field(
-        True,
-        description="Admit the next workload only once the admitted ones have all their pods ready "
-        "(sequential admission: two half-started jobs never deadlock on GPUs).",
+        False,
+        description="Admit the next workload only once every admitted one, any team's, has all its pods "
+        "ready (sequential admission across the whole cluster: one slow job holds up every queue). Off: "
+        "half-started jobs that hold each other's GPUs are evicted after `timeout` and requeued.",
     )
     backoff: BackoffConfig = Field(default_factory=BackoffConfig)
 

@@ -25,7 +25,6 @@ from infra.storage.documents import (  # noqa: F401  (the team registry's vocabu
     ECR_ADMIN_ACTIONS,
     ECR_PUSH_ACTIONS,
     ECR_PUSHER_READ_ACTIONS,
-    list_uploads,
 )
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -334,6 +333,38 @@ def team_namespace(
     )
 
 
+# The PriorityClasses Kubernetes makes for the cluster's own pods (usable in any namespace since 1.17).
+# https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/#priorityclass
+CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+
+
+def critical_priority_quota(names: TeamNames) -> dict[str, Any]:
+    """A ResourceQuota of no pods of a critical PriorityClass in the team's namespace: the API server refuses
+    such a pod even where the admission policy is unbound (the quota is counted per scope).
+    https://kubernetes.io/docs/concepts/policy/resource-quotas/#limit-priority-class-consumption-by-default"""
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {
+            "name": "aiplat-no-critical-priority",
+            "namespace": names.namespace,
+            "labels": {**PART_OF, **names.namespace_labels},
+        },
+        "spec": {
+            "hard": {"pods": "0"},
+            "scopeSelector": {
+                "matchExpressions": [
+                    {
+                        "scopeName": "PriorityClass",
+                        "operator": "In",
+                        "values": list(CRITICAL_PRIORITY_CLASSES),
+                    }
+                ]
+            },
+        },
+    }
+
+
 def team_policy(
     *,
     team: str,
@@ -371,11 +402,15 @@ def team_policy(
             "Action": iam.OBJECT_READ + iam.OBJECT_WRITE,
             "Resource": [f"{checkpoints_arn}/{pattern}"],
         },
-        # the checkpoint writer aborts stale multipart uploads; upload keys only, never object data
-        list_uploads("ListCheckpointUploads", [checkpoints_arn]),
+        # No s3:ListBucketMultipartUploads: its request carries no s3:prefix (Service Authorization
+        # Reference, list_amazons3.html), so on the shared bucket it would list every team's upload keys;
+        # the checkpoint writer aborts its own uploads by id, the lifecycle rule the stale ones.
     ]
     statements = [iam.in_account(st, account_id) for st in statements]
     statements += iam.keep_run_records([checkpoints_arn])  # its runs' records: written once, never removed
+    statements += iam.keep_outputs(
+        [checkpoints_arn]
+    )  # its jobs' outputs, which the publisher signs: the same
     if kms_key_arns:
         statements.append(
             iam.s3_key_use("UseDataKey", iam.KMS_WRITE, kms_key_arns, [datasets_arn, checkpoints_arn], region)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infra.core.labels import TEAM_LABEL, WORKLOADS_LABEL
+from infra.core.labels import MEMBER_GROUP_PREFIX, TEAM_LABEL, WORKLOADS_LABEL
 from infra.core.teams import TEAM_NAMESPACE_PREFIX, team_namespace
 
-__all__ = ["TEAM_LABEL", "TEAM_NAMESPACE_PREFIX", "team_namespace"]
+__all__ = ["MEMBER_GROUP_PREFIX", "TEAM_LABEL", "TEAM_NAMESPACE_PREFIX", "team_namespace"]
 
 # Kueue's job labels: the LocalQueue a job is submitted to and its WorkloadPriorityClass.
 # kubernetes-sigs/kueue pkg/controller/constants/constants.go (QueueLabel, WorkloadPriorityClassLabel).
@@ -27,7 +27,6 @@ TEAM_SERVICE_ACCOUNT = "trainer"
 # (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-subjects); EKS passes the
 # names through unchecked (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessEntry.html,
 # kubernetesGroups).
-MEMBER_GROUP_PREFIX = "aiplat-team-"
 MEMBER_ROLE = "aiplat-team-member"
 
 

@@ -133,9 +133,9 @@ def quotas_fit_together(ctx: RuleContext) -> Iterator[Finding]:
     """The teams' nominal GPUs on one flavor (their ClusterQueues' nominalQuota, summed) add up to at most
     what its pool holds as deployed: desired_size nodes of a managed node group (nothing but ``pulumi up``
     resizes it), the GPU limit of a Karpenter NodePool. Otherwise Kueue admits a guaranteed quota onto
-    nodes that are not there: the job waits out waitForPodsReady's timeout holding its admission (with
-    blockAdmission, no other job is admitted meanwhile) and is requeued. Borrowing is not counted: a team
-    borrows only quota another team leaves unused, so the cohort never admits more than the nominal sum."""
+    nodes that are not there: the job waits out waitForPodsReady's timeout holding its admission and is
+    requeued. Borrowing is not counted: a team borrows only quota another team leaves unused, so the cohort
+    never admits more than the nominal sum."""
     pools = gpu_pools(ctx.cfg, ctx.facts)
     for pool, cap in pools.items():
         if cap.standing_gpus is None:

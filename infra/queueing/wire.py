@@ -323,6 +323,7 @@ def wire_queueing(
                 members=dict(cfg.teams[team].members),
                 member_group=names.member_group,
                 member_rbac=member_objects(names),
+                quotas=[q.critical_priority_quota(names)],
             ),
             opts=pulumi.ResourceOptions(
                 providers=[ctx.provider, k8s_provider], depends_on=list(k8s_depends_on)

@@ -12,8 +12,10 @@ from infra.core.iam import (
     KMS_WRITE,
     OBJECT_READ,
     OBJECT_WRITE,
+    RUN_RECORDS,
     Policy,
     in_account,
+    keep_outputs,
     keep_run_records,
     policy,
     prefix_pattern,
@@ -88,6 +90,7 @@ def trainer_policy(
         }
     )
     statements += keep_run_records(written)  # its own records too: written once, never removed
+    statements += keep_outputs([checkpoints_arn])  # and its outputs, which the publisher signs
     if kms_key_arns:
         statements.append(s3_key_use("UseDataKey", KMS_WRITE, kms_key_arns, [datasets_arn, *written], region))
     return policy(*statements)
@@ -126,6 +129,8 @@ def publisher_policy(
     if not source_prefixes:
         raise ValueError("the publisher needs at least one prefix to publish from (the trainer's outputs)")
     sources = [prefix_pattern(p) for p in source_prefixes]
+    owners = sorted({p.strip("/").rpartition("/")[0] or p.strip("/") for p in source_prefixes})
+    records = [f"{owner}/*/{RUN_RECORDS}/*" for owner in owners]
     release = prefix_pattern(release_prefix)
     statements: list[dict[str, Any]] = [
         {
@@ -140,6 +145,21 @@ def publisher_policy(
             "Effect": "Allow",
             "Action": OBJECT_READ,
             "Resource": [f"{checkpoints_arn}/{s}" for s in sources],
+        },
+        # the run records of the same owners' jobs, where the publisher reads a job's TrainJob and image
+        # (``<owner>/checkpoints/<job>/run-records/``; written once, infra/core/iam.py keep_run_records)
+        {
+            "Sid": "ListRunRecords",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": [checkpoints_arn],
+            "Condition": {"StringLike": {"s3:prefix": records}},
+        },
+        {
+            "Sid": "ReadRunRecords",
+            "Effect": "Allow",
+            "Action": OBJECT_READ,
+            "Resource": [f"{checkpoints_arn}/{r}" for r in records],
         },
         {
             "Sid": "ListReleases",
@@ -387,10 +407,12 @@ def bucket_policy(
     return policy(*statements)
 
 
-def with_run_records_kept(doc: Policy, bucket_arn: str) -> Policy:
+def with_run_records_kept(doc: Policy, bucket_arn: str, *, outputs: bool = False) -> Policy:
     """``doc`` (a data bucket's policy) with the denials that keep run records append-only for every caller
-    (infra/core/iam.py ``keep_run_records``)."""
-    return policy(*doc["Statement"], *keep_run_records([bucket_arn], any_principal=True))
+    (infra/core/iam.py ``keep_run_records``), and with ``outputs`` (the checkpoints bucket) the jobs' outputs
+    write-once (``keep_outputs``)."""
+    kept = keep_outputs([bucket_arn], any_principal=True) if outputs else []
+    return policy(*doc["Statement"], *keep_run_records([bucket_arn], any_principal=True), *kept)
 
 
 # What only the publisher (and break-glass) may do under release/: write a version, or remove one.

@@ -187,6 +187,9 @@ def test_the_publisher_reads_only_outputs_of_the_trainer_and_of_releasing_teams(
     assert sorted(listed) == sorted(
         [*(f"{s}/outputs/*" for s in sources), *(f"{s}/outputs" for s in sources)]
     )
+    # and the same owners' run records (JSON, written once), where it reads a job's TrainJob and image
+    records = [f"{checkpoints}/{s}/*/run-records/*" for s in sorted(sources)]
+    assert sorted(st["ReadRunRecords"]["Resource"]) == records
     # nothing else of the checkpoints bucket, whatever the statement
     on_checkpoints = [
         r
@@ -195,6 +198,6 @@ def test_the_publisher_reads_only_outputs_of_the_trainer_and_of_releasing_teams(
         for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
         if r.startswith(checkpoints + "/")
     ]
-    assert sorted(on_checkpoints) == sorted(f"{checkpoints}/{s}/outputs/*" for s in sources)
+    assert sorted(on_checkpoints) == sorted([*(f"{checkpoints}/{s}/outputs/*" for s in sources), *records])
     if stack == "stacks/prod-us-train":  # research may release, production may not
         assert sources == ["trainer", "research"]

@@ -74,6 +74,8 @@ def api_version_of(type_token: str) -> tuple[str, str]:
     the core group is ``v1``."""
     _, group_version, kind = type_token.split(":", 2)
     group, _, version = group_version.rpartition("/")
+    # a server-side apply patch (NamespacePatch) sends a partial object of its kind
+    kind = kind.removesuffix("Patch")
     return (version if group == "core" else f"{group}/{version}"), kind
 
 

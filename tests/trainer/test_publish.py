@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -43,16 +44,47 @@ def released(s3, bucket: str) -> list[str]:
     return [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="release/").get("Contents", [])]
 
 
+def record(
+    s3, key: str, *, job: str, code: int = 0, image: str = DIGEST, ended: str = "2026-12-01T10:00:00Z"
+):
+    """A run record as the bundled trainer writes one (trainer/run/runrecord.py), created once."""
+    doc = {
+        "format": "aiplat-run-record-v1",
+        "status": "finished",
+        "ended_utc": ended,
+        "exit": {"code": code, "name": "ok" if code == 0 else "failed", "reason": ""},
+        "image_digest": image,
+        "workload": {"trainjob": job, "namespace": "team-research"},
+    }
+    s3.put_object(Bucket="ckpt", Key=key, Body=json.dumps(doc).encode(), IfNoneMatch="*")
+
+
 def test_a_teams_folder_publishes_with_its_source(moto_s3: MotoServer, folder: Path) -> None:
     s3 = moto_s3.client()
     for b in ("ckpt", "artifacts"):
         s3.create_bucket(Bucket=b)
+        s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
     upload(s3, folder, "ckpt", "research/outputs/llama-7/model")
-    rel = publish("s3://ckpt/research/outputs/llama-7/model/", "s3://artifacts", "llama", team="research",
-                  source_image_digest=DIGEST, step=12)  # fmt: skip
+    records = "research/checkpoints/llama-7/run-records"
+    other = "sha256:" + "cd" * 32
+    record(s3, f"{records}/0-a.end.json", job="llama-7", image=other, ended="2026-12-01T09:00:00Z")
+    record(s3, f"{records}/1-b.end.json", job="llama-7", ended="2026-12-01T10:00:00Z")  # the newest success
+    record(s3, f"{records}/2-c.end.json", job="llama-7", code=3, ended="2026-12-01T11:00:00Z")  # failed
+    record(s3, f"{records}/3-d.end.json", job="someone-else", ended="2026-12-01T12:00:00Z")
+    rel = publish(
+        "s3://ckpt/research/outputs/llama-7/model/", "s3://artifacts", "llama", team="research", step=12
+    )
     assert rel.version.endswith("-step12")
     got = verify("s3://artifacts", "llama", rel.version)
+    # the job and image are the run record's, not anything given on the command line
     assert (got.source.team, got.source.job, got.source.image_digest) == ("research", "llama-7", DIGEST)
+    head = s3.head_object(Bucket="ckpt", Key=f"{records}/1-b.end.json")
+    assert got.source.run_record == f"s3://ckpt/{records}/1-b.end.json?versionId={head['VersionId']}"
+    # every file by the version it was read at, beside the sha256 the manifest records
+    assert got.source.versions is not None and set(got.source.versions) == set(got.files)
+    for name, version in got.source.versions.items():
+        key = f"research/outputs/llama-7/model/{name}"
+        assert s3.head_object(Bucket="ckpt", Key=key)["VersionId"] == version
     assert got.serving is not None and got.serving.chat_template is True
     assert (got.serving.architecture, got.serving.kv_heads, got.serving.head_dim) == (
         "LlamaForCausalLM",
@@ -60,18 +92,35 @@ def test_a_teams_folder_publishes_with_its_source(moto_s3: MotoServer, folder: P
         8,
     )
     assert sorted(got.files) == sorted(p.name for p in folder.iterdir())
+    # a named record is checked the same way: the job's, finished, with exit code 0
+    named = publish(
+        "s3://ckpt/research/outputs/llama-7/model/",
+        "s3://artifacts",
+        "llama",
+        team="research",
+        run_record=f"s3://ckpt/{records}/0-a.end.json",
+        now=datetime(2026, 12, 2, 1, 2, 3),
+    )
+    assert named.source.image_digest == other
 
-    # A team's release must come from that team's job output; each refusal writes nothing under release/.
+    # A team's release must come from that team's job output and a finished run of that job; each refusal
+    # writes nothing under release/.
     before = released(s3, "artifacts")
     upload(s3, folder, "ckpt", "production/outputs/prod-1/model")
+    upload(s3, folder, "ckpt", "research/outputs/no-record/model")
     for kwargs, why in (
         ({"team": "research", "from_uri": "s3://ckpt/production/outputs/prod-1/model"},
          "not under research/outputs/"),
-        ({"team": "research", "from_uri": "s3://ckpt/research/outputs/llama-7/model", "source_job": "other"},
-         "--source-job=other but --from is the output of job 'llama-7'"),
         ({"team": "Research", "from_uri": "s3://ckpt/research/outputs/llama-7/model"}, "--team='Research'"),
-        ({"from_uri": "s3://ckpt/research/outputs/llama-7/model", "source_image_digest": "latest"},
-         "--source-image-digest='latest'"),
+        ({"team": "research", "from_uri": "s3://ckpt/research/outputs/no-record/model"},
+         "no run record of TrainJob 'no-record' with status finished and exit code 0"),
+        ({"team": "research", "from_uri": "s3://ckpt/research/outputs/llama-7/model",
+          "run_record": f"s3://ckpt/{records}/2-c.end.json"}, "no run record of TrainJob 'llama-7'"),
+        ({"team": "research", "from_uri": "s3://ckpt/research/outputs/llama-7/model",
+          "run_record": f"s3://ckpt/{records}/3-d.end.json"}, "no run record of TrainJob 'llama-7'"),
+        ({"team": "research", "from_uri": "s3://ckpt/research/outputs/llama-7/model",
+          "run_record": "s3://ckpt/production/checkpoints/prod-1/run-records/x.json"},
+         "is not a run record of team research"),
         ({"from_uri": f"s3://artifacts/release/llama/{rel.version}"}, "is a release already"),
         ({"from_uri": "s3://ckpt/research/outputs/none/model"}, "no files there"),
     ):  # fmt: skip

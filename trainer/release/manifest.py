@@ -112,16 +112,26 @@ class Source:
     job: str | None = None
     image_digest: str | None = None
     run_id: str | None = None
+    # where ``job`` and ``image_digest`` were read (the job's run record, ``<uri>?versionId=<id>``), and the
+    # version of every file read from a versioned bucket (file name -> S3 VersionId); their sha256 are the
+    # manifest's ``files``
+    run_record: str | None = None
+    versions: dict[str, str] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The manifest's ``source`` object (v3)."""
-        return {
+        """The manifest's ``source`` object (v3; ``run_record`` and ``versions`` where known)."""
+        out: dict[str, Any] = {
             "uri": self.uri,
             "step": self.step,
             "team": self.team,
             "job": self.job,
             "image_digest": self.image_digest,
         }
+        if self.run_record is not None:
+            out["run_record"] = self.run_record
+        if self.versions:
+            out["versions"] = dict(sorted(self.versions.items()))
+        return out
 
     def describe(self) -> str:
         """One phrase for logs: ``team research, job llama-1 (sha256:...)`` or the URI."""
@@ -249,9 +259,17 @@ def _files(files: Any, fmt: str) -> dict[str, FileEntry]:
 
 def _source_v3(src: Any) -> Source:
     _need(isinstance(src, dict), "source must be an object {uri, step, team, job, image_digest}")
+    required = {"uri", "step", "team", "job", "image_digest"}
     _need(
-        set(src) == {"uri", "step", "team", "job", "image_digest"},
-        f"source must have exactly uri, step, team, job, image_digest, not {sorted(src)}",
+        required <= set(src) <= required | {"run_record", "versions"},
+        f"source must have uri, step, team, job, image_digest (and run_record, versions), not {sorted(src)}",
+    )
+    _need(src.get("run_record") is None or isinstance(src["run_record"], str), "source.run_record: a URI")
+    versions = src.get("versions")
+    _need(
+        versions is None
+        or (isinstance(versions, dict) and all(isinstance(v, str) and v for v in versions.values())),
+        "source.versions must map file names to version ids",
     )
     _need(isinstance(src["uri"], str), "source.uri must be a string")
     _need(_is_int(src["step"]) and src["step"] >= 0, "source.step must be a step number")
@@ -261,7 +279,15 @@ def _source_v3(src: Any) -> Source:
             v is None or (isinstance(v, str) and pattern.match(v) is not None),
             f"source.{key} must be null or match {pattern.pattern}",
         )
-    return Source(src["uri"], src["step"], team=src["team"], job=src["job"], image_digest=src["image_digest"])
+    return Source(
+        src["uri"],
+        src["step"],
+        team=src["team"],
+        job=src["job"],
+        image_digest=src["image_digest"],
+        run_record=src.get("run_record"),
+        versions=dict(versions) if versions else None,
+    )
 
 
 def _source_v2(src: Any) -> Source:

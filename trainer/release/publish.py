@@ -3,17 +3,22 @@ what the
 folder must hold: ``trainer/release/hf_folder.py``).
 
     python -m trainer.release.publish --from URI --release-root URI --model-name NAME [--team TEAM] \\
-        [--source-job TRAINJOB] [--source-image-digest sha256:...] [--step N] [--signing-key KEY]
+        [--run-record URI] [--step N] [--signing-key KEY]
 
 ``--from`` is the folder: a team job's ``$AIPLAT_OUTPUT_URI/model/`` (``s3://<checkpoints>/<team>/outputs/
 <job>/model/``), or what ``python -m trainer.export.hf`` wrote from the bundled trainer's checkpoint.
 ``--team`` says whose output it is: the folder must then lie under ``<team>/outputs/`` of its bucket (the
-publisher's role can read only the outputs of teams with ``teams.<team>.releases: true``), and the job
-defaults to the folder below it. ``--source-job`` / ``--source-image-digest`` name the TrainJob and its
-image (recorded in the manifest); ``--step`` the training step of the weights (the version's ``-step<N>``,
-default 0). ``--release-root`` is the bucket or directory whose ``release/`` prefix the inference regions
-read. ``--signing-key`` (default: ``AIPLAT_RELEASE_SIGNING_KEY``) is the stack's release signing key in
-KMS (output ``releaseSigningKeyArn``), or ``file:<pem>`` for a local key (tests); trainer/release/signing.py.
+publisher's role can read only the outputs of teams with ``teams.<team>.releases: true``), the job is the
+folder below it, and the job and its image come from the job's run record, never from the command line: the
+newest record under ``<team>/checkpoints/<job>/run-records/`` (``$AIPLAT_CHECKPOINT_URI``, the job contract)
+of a finished attempt (exit code 0) of that TrainJob, or the one ``--run-record`` names (checked the same
+way); run records and outputs are written once (the bucket policy), so neither can be swapped after the
+job. Every file is read by the S3 version that was current when it was listed, and the manifest records
+the run record and each file's VersionId beside its sha256. ``--step`` is the training step of the weights
+(the version's ``-step<N>``, default 0). ``--release-root`` is the bucket or directory whose ``release/``
+prefix the inference regions read. ``--signing-key`` (default: ``AIPLAT_RELEASE_SIGNING_KEY``) is the
+stack's release signing key in KMS (output ``releaseSigningKeyArn``), or ``file:<pem>`` for a local key
+(tests); trainer/release/signing.py.
 
 The folder is copied to a local temporary directory while every file is hashed, checked there from its
 JSON files and safetensors headers only (nothing is unpickled, no torch, no code of the folder's runs), and
@@ -58,28 +63,101 @@ from trainer.storage.hashing import MANIFEST
 OUTPUTS = "outputs"  # <team>/outputs/<job>/ of the checkpoints bucket: AIPLAT_OUTPUT_URI (the env contract)
 
 
-def _source(from_uri: str, team: str | None, job: str | None, image_digest: str | None, step: int) -> Source:
-    """Who the folder is from, checked: names well-formed, a team's folder inside its output prefix."""
-    if team is not None and not TEAM_RE.match(team):
+RUN_RECORDS = "run-records"  # trainer/run/runrecord.py PREFIX: <checkpoint uri>/run-records/<attempt>...json
+CHECKPOINTS = "checkpoints"  # <team>/checkpoints/<job>/ of the checkpoints bucket: AIPLAT_CHECKPOINT_URI
+
+
+def _team_job(from_uri: str, team: str) -> tuple[str, str]:
+    """(bucket, job) of a team's output folder ``s3://<bucket>/<team>/outputs/<job>/...``."""
+    if not TEAM_RE.match(team):
         raise BadInput(f"--team={team!r} is not a team name (lower-case letters, digits and '-')")
-    if job is not None and not JOB_RE.match(job):
-        raise BadInput(f"--source-job={job!r} is not a TrainJob name (a Kubernetes object name)")
-    if image_digest is not None and not DIGEST_RE.match(image_digest):
-        raise BadInput(f"--source-image-digest={image_digest!r}: give the image's sha256:<64 hex> digest")
+    if not from_uri.startswith("s3://"):
+        raise BadInput(f"--from={from_uri}: a team's folder is read from its bucket (s3://...)")
+    bucket, key = split_s3_uri(from_uri)
+    parts = key.split("/")
+    if len(parts) < 3 or parts[0] != team or parts[1] != OUTPUTS or not JOB_RE.match(parts[2]):
+        raise BadInput(
+            f"--from={from_uri} is not under {team}/{OUTPUTS}/<job>/ of its bucket: a team's releases "
+            "come from its jobs' output prefix ($AIPLAT_OUTPUT_URI/model/)"
+        )
+    return bucket, parts[2]
+
+
+def _finished(doc: dict, job: str | None) -> bool:
+    exit_ = doc.get("exit") or {}
+    trainjob = (doc.get("workload") or {}).get("trainjob")
+    return doc.get("status") == "finished" and exit_.get("code") == 0 and (job is None or trainjob == job)
+
+
+def read_run_record(records_uri: str, job: str | None, *, name: str | None = None) -> tuple[str, dict]:
+    """(``<uri>?versionId=<id>``, document) of the newest run record under ``records_uri`` (or the one
+    ``name``) of a finished attempt (exit code 0) of TrainJob ``job``, read by its current version."""
+    store = open_blobs(records_uri)
+    names = [name] if name is not None else sorted(n for n in store.list() if n.endswith(".json"))
+    found: list[tuple[str, str, dict]] = []
+    with tempfile.TemporaryDirectory(prefix="run-record-") as tmp:
+        for n in names:
+            version = store.current_version(n)
+            store.download_version(n, version, Path(tmp) / "r.json")
+            try:
+                doc = json.loads((Path(tmp) / "r.json").read_bytes())
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and _finished(doc, job):
+                where = store.url(n) + (f"?versionId={version}" if version else "")
+                found.append((str(doc.get("ended_utc") or ""), where, doc))
+    if not found:
+        which = f"of TrainJob {job!r} " if job else ""
+        raise BadInput(
+            f"no run record {which}with status finished and exit code 0 under {records_uri}: a job whose "
+            "output is released writes one ($AIPLAT_CHECKPOINT_URI/run-records/, the job contract)"
+        )
+    _, where, doc = max(found, key=lambda f: f[0])
+    return where, doc
+
+
+def _source(from_uri: str, team: str | None, run_record: str | None, step: int) -> Source:
+    """Who the folder is from: for a team's folder the job from its path and the job and image as the job's
+    run record has them; elsewhere (the bundled trainer's export) what ``run_record`` says, if given."""
     if step < 0:
         raise BadInput(f"--step={step}: a training step is 0 or more")
-    if team is not None and from_uri.startswith("s3://"):
-        _, key = split_s3_uri(from_uri)
-        parts = key.split("/")
-        if len(parts) < 3 or parts[0] != team or parts[1] != OUTPUTS:
-            raise BadInput(
-                f"--from={from_uri} is not under {team}/{OUTPUTS}/<job>/ of its bucket: a team's releases "
-                "come from its jobs' output prefix ($AIPLAT_OUTPUT_URI/model/)"
-            )
-        if job is not None and parts[2] != job:
-            raise BadInput(f"--source-job={job} but --from is the output of job {parts[2]!r}")
-        job = parts[2]
-    return Source(from_uri.rstrip("/") + "/", step, team=team, job=job, image_digest=image_digest)
+    job = image = where = None
+    if team is not None:
+        bucket, job = _team_job(from_uri, team)
+        records = f"s3://{bucket}/{team}/{CHECKPOINTS}/{job}/{RUN_RECORDS}"
+        name = None
+        if run_record is not None:
+            rb, rkey = split_s3_uri(run_record)
+            folder, _, name = rkey.rpartition("/")
+            if (
+                rb != bucket
+                or not folder.startswith(f"{team}/{CHECKPOINTS}/")
+                or not folder.endswith(f"/{RUN_RECORDS}")
+            ):
+                raise BadInput(
+                    f"--run-record={run_record} is not a run record of team {team} "
+                    f"(s3://{bucket}/{team}/{CHECKPOINTS}/<job>/{RUN_RECORDS}/<attempt>...json)"
+                )
+            records = f"s3://{rb}/{folder}"
+        where, doc = read_run_record(records, job, name=name)
+    elif run_record is not None:
+        folder, _, name = run_record.rpartition("/")
+        where, doc = read_run_record(folder, None, name=name)
+        job = (doc.get("workload") or {}).get("trainjob")
+    if where is not None:
+        image = doc.get("image_digest")
+        if not isinstance(image, str) or not DIGEST_RE.match(image):
+            raise BadInput(f"{where}: image_digest {image!r} is not the image's sha256:<64 hex> digest")
+        if job is not None and not JOB_RE.match(job):
+            raise BadInput(f"{where}: workload.trainjob {job!r} is not a TrainJob name")
+    return Source(
+        from_uri.rstrip("/") + "/",
+        step,
+        team=team,
+        job=job,
+        image_digest=image,
+        run_record=where,
+    )
 
 
 def publish(
@@ -88,8 +166,7 @@ def publish(
     model_name: str,
     *,
     team: str | None = None,
-    source_job: str | None = None,
-    source_image_digest: str | None = None,
+    run_record: str | None = None,
     step: int = 0,
     signer: Signer | None = None,
     now: datetime | None = None,
@@ -105,7 +182,7 @@ def publish(
     check_model_name(model_name)
     if f"/{RELEASE_PREFIX}/" in f"/{from_uri.rstrip('/')}/":
         raise BadInput(f"--from={from_uri}: a folder under {RELEASE_PREFIX}/ is a release already")
-    source = _source(from_uri, team, source_job, source_image_digest, step)
+    source = _source(from_uri, team, run_record, step)  # refusals before any file of the folder is read
     signer = signer if signer is not None else signer_for(None)
     src = open_blobs(from_uri)
     listing = src.list()
@@ -117,8 +194,13 @@ def publish(
     with tempfile.TemporaryDirectory(prefix="publish-") as tmp:
         local = Path(tmp)
         files: dict[str, FileEntry] = {}
+        versions: dict[str, str] = {}
         for name in plan.publish:
-            sha, size = src.download(name, local / name)
+            # the version current now, read by its id: what is hashed, checked and signed is one version
+            object_version = src.current_version(name)
+            sha, size = src.download_version(name, object_version, local / name)
+            if object_version is not None:
+                versions[name] = object_version
             if size != listing[name]:
                 raise BadInput(f"{src.url(name)} changed while copied ({listing[name]} -> {size} bytes)")
             files[name] = FileEntry(size, sha)
@@ -133,6 +215,7 @@ def publish(
         )
         if store.list():
             raise BadInput(f"{store.uri} already exists; publish again a second later")
+        source = dataclasses.replace(source, versions=dict(versions) or None)
         raw = manifest_bytes(
             model_name=model_name, version=version, files=files, source=source, serving=serving, created=now
         )
@@ -160,8 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--release-root", required=True, metavar="URI", help="s3://bucket[/prefix] or a dir")
     ap.add_argument("--model-name", required=True, help="release/<model-name>/<version>/")
     ap.add_argument("--team", default=None, help="the team whose job's output it is")
-    ap.add_argument("--source-job", default=None, metavar="TRAINJOB", help="the TrainJob that wrote it")
-    ap.add_argument("--source-image-digest", default=None, metavar="sha256:...", help="that job's image")
+    ap.add_argument(
+        "--run-record",
+        default=None,
+        metavar="URI",
+        help="the job's run record to take the job and image from (default: the newest finished one of the "
+        "job under <team>/checkpoints/<job>/run-records/)",
+    )
     ap.add_argument("--step", type=int, default=0, help="training step of the weights (default 0)")
     ap.add_argument(
         "--signing-key",
@@ -177,8 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             args.release_root,
             args.model_name,
             team=args.team,
-            source_job=args.source_job,
-            source_image_digest=args.source_image_digest,
+            run_record=args.run_record,
             step=args.step,
             signer=signer_for(args.signing_key),
         )

@@ -51,6 +51,18 @@ class _HashedReads:
         with self.open(key) as src, open(dst, "wb") as out:
             return sha256_stream(src, out.write)
 
+    def current_version(self, key: str) -> str | None:
+        """The version id of ``key``'s current version (None: the store keeps no versions)."""
+        return None
+
+    def download_version(
+        self, key: str, version_id: str | None, dst: str | os.PathLike[str]
+    ) -> tuple[str, int]:
+        """Copy version ``version_id`` of ``key`` (None: the current one) while hashing it."""
+        if version_id is not None:
+            raise ValueError(f"{key}: this store keeps no versions")
+        return self.download(key, dst)
+
     def sha256(self, key: str) -> str:
         """Hex sha256 of one file or object, streamed."""
         with self.open(key) as f:
@@ -365,6 +377,29 @@ class S3Blobs(_HashedReads):
         try:
             with self._errors(key):
                 yield body
+        finally:
+            body.close()
+
+    def current_version(self, key: str) -> str | None:
+        """The version id of ``key``'s current version (HeadObject; None on an unversioned bucket)."""
+        with self._errors(key):
+            version = self.client.head_object(Bucket=self.bucket, Key=self._key(key)).get("VersionId")
+        return None if version in (None, "null") else str(version)
+
+    def download_version(
+        self, key: str, version_id: str | None, dst: str | os.PathLike[str]
+    ) -> tuple[str, int]:
+        """Copy version ``version_id`` of ``key`` (GetObject with VersionId; None: the current one) to a local
+        path while hashing it; returns (sha256, size)."""
+        if version_id is None:
+            return self.download(key, dst)
+        with self._errors(key):
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(key), VersionId=version_id)[
+                "Body"
+            ]
+        try:
+            with self._errors(key), open(dst, "wb") as out:
+                return sha256_stream(body, out.write)
         finally:
             body.close()
 

@@ -31,6 +31,9 @@ from infra.pools.documents.nodes import GPU_RESOURCE
 NAME = "inference"  # Deployment, Service, PDB, ScaledObject, HPA, Ingress and the API keys' Secret
 CONTAINER = "server"
 FETCH_CONTAINER = "fetch-release"
+# The EKS pod identity webhook (IRSA) leaves the containers this pod annotation names without the projected
+# token and the AWS_* variables (aws/amazon-eks-pod-identity-webhook README: skip-containers).
+SKIP_CONTAINERS_ANNOTATION = "eks.amazonaws.com/skip-containers"
 SELECTOR = {"app.kubernetes.io/name": "inference-server"}
 LABELS = {**SELECTOR, "app.kubernetes.io/component": "server", **PART_OF}
 # One container port for the API, the probes and /metrics (vLLM's default port, FrontendArgs.port). Its
@@ -394,7 +397,7 @@ def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) 
     return {
         "serviceAccountName": s.service_account,
         # Neither container calls the Kubernetes API; the S3 credentials of the init container come from
-        # the pod identity webhook on its own.
+        # the pod identity webhook on its own, and only to it (SKIP_CONTAINERS_ANNOTATION).
         "automountServiceAccountToken": False,
         # A Service named inference-* would inject INFERENCE_*_SERVICE_* variables nobody needs.
         "enableServiceLinks": False,
@@ -466,7 +469,9 @@ def deployment_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root
         "progressDeadlineSeconds": s.first_load_timeout_s,
         "revisionHistoryLimit": 10,
         "template": {
-            "metadata": {"labels": dict(LABELS)},
+            # Only the fetch container holds the release-fetch role: the webhook injects the role's web
+            # identity token and AWS_ROLE_ARN into every container but those named here.
+            "metadata": {"labels": dict(LABELS), "annotations": {SKIP_CONTAINERS_ANNOTATION: CONTAINER}},
             "spec": pod_spec(s, image=image, fetch_image=fetch_image, release_root=release_root),
         },
     }

@@ -193,8 +193,8 @@ class Buckets(pulumi.ComponentResource):
                 f"{role}-policy",
                 bucket=bucket.id,
                 policy=pulumi.Output.all(bucket.arn, args.kms_key_arn).apply(
-                    # guard bound now: the callback runs after the loop has moved on
-                    lambda v, guard=guard: json.dumps(
+                    # guard and purpose bound now: the callback runs after the loop has moved on
+                    lambda v, guard=guard, purpose=purpose: json.dumps(
                         storage_documents.with_run_records_kept(
                             storage_documents.bucket_policy(
                                 v[0],
@@ -204,6 +204,7 @@ class Buckets(pulumi.ComponentResource):
                                 admins=() if guard is not None else args.admins,
                             ),
                             v[0],
+                            outputs=purpose == "checkpoints",
                         )
                     )
                 ),

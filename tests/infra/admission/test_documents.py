@@ -19,6 +19,11 @@ RULES = AdmissionRules(
     publisher_service_account="publisher",
     trainer_service_account="trainer",
     upstream_registries=("public.ecr.aws/neuron",),
+    system_images=(
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod-train/quay/jetstack/cert-manager-controller"
+        "@sha256:" + "0123456789abcdef" * 4,
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/trainer@sha256:" + "0123456789abcdef" * 4,
+    ),
 )
 DIGEST = "@sha256:" + "0123456789abcdef" * 4
 OURS = "123456789012.dkr.ecr.us-east-1.amazonaws.com/aiplat-prod/trainer" + DIGEST
@@ -420,7 +425,7 @@ def test_system_pods_refuse_a_tag_and_a_public_registry(image: str, where: str) 
     else:
         p["spec"][where] = [{"name": "x", "image": image}]
     [message] = refused("aiplat-system-images", p, namespace="monitoring")
-    assert f"from the stack's ECR registry ({REGISTRY}/) by digest" in message
+    assert f"registry ({REGISTRY}/) with its recorded digest" in message
 
 
 def test_the_system_binding_takes_every_namespace_but_workloads_and_kube_system() -> None:

@@ -14,6 +14,7 @@ from tests.conftest import EXAMPLES, STACKS
 ALL = [f"stacks/{s}" for s in STACKS] + [f"examples/{s}" for s in EXAMPLES]
 VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+SYSTEM_WIDE = ("aiplat-system-images", "aiplat-kube-system-images", "aiplat-addon-namespaces")
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,10 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
             "aiplat-team-pods",
             "aiplat-trainjobs",
             "aiplat-team-priorities",
+            "aiplat-workload-priority",
             "aiplat-system-images",
+            "aiplat-kube-system-images",  # every shipped and example region has an EKS add-on registry
+            "aiplat-addon-namespaces",  # every namespace, for the add-ons' service accounts
         }
     )
     workload = {
@@ -80,7 +84,7 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
     assert expected <= set(workload)
     for labels in workload.values():
         for b in bindings:
-            if b["policyName"] == "aiplat-system-images":  # the other namespaces' (test_documents.py)
+            if b["policyName"] in SYSTEM_WIDE:  # the others' (test_system_images.py, test_addons.py)'
                 continue
             selector = b["matchResources"]["namespaceSelector"]
             assert selector["matchLabels"].items() <= labels.items()
@@ -95,3 +99,70 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
     assert checked == (plan.config["role"] == "train" and plan.config.get("training") is not None) + bool(
         plan.config.get("inference")
     )
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_every_team_namespace_has_a_quota_of_no_critical_pods(plans, stack: str) -> None:
+    plan = plans[stack]
+    teams = {
+        n.inputs["metadata"]["name"]
+        for n in plan.by_type("kubernetes:core/v1:Namespace")
+        if "aiplat.io/team" in n.inputs["metadata"]["labels"]
+    }
+    quotas = {
+        q.inputs["metadata"]["namespace"]: q.inputs["spec"]
+        for q in plan.by_type("kubernetes:core/v1:ResourceQuota")
+        if q.inputs["spec"].get("scopeSelector")
+    }
+    assert set(quotas) == teams
+    for spec in quotas.values():
+        assert spec["hard"] == {"pods": "0"}
+        [expr] = spec["scopeSelector"]["matchExpressions"]
+        assert (expr["scopeName"], expr["operator"]) == ("PriorityClass", "In")
+        assert {"system-node-critical", "system-cluster-critical"} <= set(expr["values"])
+
+
+def _system_images(plan: Plan) -> list[tuple[str, str, str]]:
+    """(namespace, where, image) of every image the plan runs outside the workload namespaces: the charts'
+    recorded images as their values name them, and the typed pod templates'."""
+    from infra.mirror.documents import chart_pins
+    from tests.infra.mirror.test_plan_images import _at, _pod_images, image_of
+
+    workload = {
+        n.inputs["metadata"]["name"]
+        for n in plan.by_type("kubernetes:core/v1:Namespace")
+        if n.inputs["metadata"]["labels"].get("aiplat.io/workloads") == "true"
+    }
+    out = []
+    for r in plan.by_type("kubernetes:helm.sh/v3:Release"):
+        chart = str(r.inputs["chart"]).rsplit("/", 1)[-1]
+        for pin in chart_pins(chart, str(r.inputs["version"])):
+            ref = image_of(_at(r.inputs.get("values") or {}, pin.values)) if pin.values else None
+            if ref is not None and pin.digest is not None:
+                out.append((r.inputs["namespace"], f"{chart}:{pin.values}", ref))
+    for r in plan.resources:
+        ns = (r.inputs.get("metadata") or {}).get("namespace") if isinstance(r.inputs, dict) else None
+        if ns is None or ns in workload or r.type == "kubernetes:helm.sh/v3:Release":
+            continue
+        out += [(ns, f"{r.name}:{path}", image) for path, image in _pod_images(r.inputs.get("spec"))]
+    return out
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_the_system_namespaces_admit_the_images_the_plan_runs_there(plans, stack: str) -> None:
+    plan = plans[stack]
+    if plan.config["cluster_services"]["kubernetes_access"] == "skip":
+        return
+    policies = {p.inputs["metadata"]["name"]: p.inputs for p in plan.by_type(VAP)}
+    checked = 0
+    for namespace, where, image in _system_images(plan):
+        name = "aiplat-kube-system-images" if namespace == "kube-system" else "aiplat-system-images"
+        pod = {"spec": {"containers": [{"name": "c", "image": image}]}}
+        assert _evaluate(policies[name], pod, namespace) == [], (stack, where, image)
+        checked += 1
+    assert checked
+    # and refuse another image of the same cached registries, and a recorded image at another digest
+    [image] = {i for ns, _, i in _system_images(plan) if "cert-manager-controller" in i}
+    other = image.rsplit("@", 1)[0] + "@sha256:" + "f" * 64
+    for name, ns in (("aiplat-system-images", "cert-manager"), ("aiplat-kube-system-images", "kube-system")):
+        assert _evaluate(policies[name], {"spec": {"containers": [{"name": "c", "image": other}]}}, ns) != []

@@ -24,6 +24,7 @@ def values(**kw) -> dict:
     args = dict(
         cluster_name="aiplat-prod-train",
         system_pools=["system"],
+        namespace="monitoring",
         retention="30d",
         retention_size="180GiB",
         storage_class="gp3",

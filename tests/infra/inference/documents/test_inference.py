@@ -438,6 +438,7 @@ def test_prometheus_address_is_the_service_the_chart_creates() -> None:
         mon.StackValues(
             cluster_name="c",
             system_pools=["system"],
+            namespace="monitoring",
             retention="15d",
             retention_size=None,
             storage_class="gp3",
