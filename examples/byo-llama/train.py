@@ -93,11 +93,17 @@ class Store:
         return self.client.get_object(Bucket=self.bucket, Key=self._key(name))["Body"].read()
 
     def put_file(self, name: str, path: Path) -> None:
+        """Create ``name`` once: outputs and run records are write-once (the bucket policy refuses a PUT
+        without ``If-None-Match: *``, and any overwrite or delete). One PUT takes up to 5 GB; larger files
+        would go as a multipart upload whose CompleteMultipartUpload carries the same header."""
         if not self.s3:
-            (self.root / name).parent.mkdir(parents=True, exist_ok=True)
-            (self.root / name).write_bytes(path.read_bytes())
+            target = self.root / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "xb") as f:
+                f.write(path.read_bytes())
         else:
-            self.client.upload_file(str(path), self.bucket, self._key(name))
+            with open(path, "rb") as f:
+                self.client.put_object(Bucket=self.bucket, Key=self._key(name), Body=f, IfNoneMatch="*")
 
     def put(self, name: str, data: bytes) -> None:
         with tempfile.NamedTemporaryFile() as f:
@@ -294,6 +300,17 @@ def main() -> int:
                 output.put_file(f"model/{p.name}", p)
             output.put("greedy.json", json.dumps(greedy).encode())
         print(f"wrote {out_uri.rstrip('/')}/model/ and greedy.json", flush=True)
+        # The run record the publisher takes the job and its image from (the job contract): written last, once
+        record = {
+            "status": "finished",
+            "exit": {"code": 0},
+            "image_digest": os.environ.get("AIPLAT_IMAGE_DIGEST", ""),
+            "workload": {"trainjob": os.environ.get("AIPLAT_TRAINJOB", "")},
+            "attempt": attempt,
+            "steps": args.steps,
+            "ended_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        Store(ckpt_uri).put(f"run-records/{attempt}.json", json.dumps(record).encode())
     return 0
 
 

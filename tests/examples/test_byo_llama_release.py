@@ -45,6 +45,7 @@ OUTPUT = f"s3://ckpt/{TEAM}/outputs/{JOB}/"
 JOB_ENV = {
     "AIPLAT_TEAM": TEAM,
     "AIPLAT_TRAINJOB": JOB,
+    "AIPLAT_IMAGE_DIGEST": IMAGE_DIGEST,
     "AIPLAT_DATA_URI": f"s3://datasets/{TEAM}/byo-llama/corpus/",
     "AIPLAT_CHECKPOINT_URI": f"s3://ckpt/{TEAM}/checkpoints/{JOB}/",
     "AIPLAT_OUTPUT_URI": OUTPUT,
@@ -69,8 +70,8 @@ def cli(module: str, *args: str, env: dict[str, str] | None = None) -> subproces
 
 
 def publish(folder: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return cli("trainer.release.publish", "--from", folder, "--team", TEAM,
-               "--source-image-digest", IMAGE_DIGEST, "--release-root", "s3://artifacts",
+    # the job and its image come from the job's run record (the script writes it at its end), not from here
+    return cli("trainer.release.publish", "--from", folder, "--team", TEAM, "--release-root", "s3://artifacts",
                "--model-name", MODEL, env=env)  # fmt: skip
 
 
@@ -105,8 +106,14 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
         version = out["version"]
-        assert out["source"] == {"uri": OUTPUT + "model/", "step": 0, "team": TEAM, "job": JOB,
-                                 "image_digest": IMAGE_DIGEST}  # fmt: skip
+        source = out["source"]
+        assert {k: source[k] for k in ("uri", "step", "team", "job", "image_digest")} == {
+            "uri": OUTPUT + "model/", "step": 0, "team": TEAM, "job": JOB, "image_digest": IMAGE_DIGEST
+        }  # fmt: skip
+        # from the run record the script wrote at its end, read by its version
+        assert source["run_record"].startswith(
+            f"s3://ckpt/{TEAM}/checkpoints/{JOB}/run-records/{JOB}-attempt-0"
+        )
         assert (out["architecture"], out["dtype"]) == ("LlamaForCausalLM", "float32")
         prefix = f"release/{MODEL}/{version}/"
         published = keys(s3, "artifacts", prefix)
@@ -151,6 +158,9 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
         body = s3.get_object(Bucket="ckpt", Key=f"{TEAM}/outputs/{JOB}/model/{name}")["Body"].read()
         (good / name).write_bytes(body)
     before = keys(s3, "artifacts", "release/")
+    [record_key] = keys(s3, "ckpt", f"{TEAM}/checkpoints/{JOB}/run-records/")
+    finished = json.loads(s3.get_object(Bucket="ckpt", Key=record_key)["Body"].read())
+    assert finished["status"] == "finished" and finished["image_digest"] == IMAGE_DIGEST
 
     def bad_folder(case: str, change: Any) -> str:
         folder = work / case
@@ -158,6 +168,11 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
         change(folder)
         for p in folder.iterdir():
             s3.put_object(Bucket="ckpt", Key=f"{TEAM}/outputs/{case}/model/{p.name}", Body=p.read_bytes())
+        # the case's job finished as the real one did: its run record names it
+        record = {**finished, "workload": {"trainjob": case}}
+        s3.put_object(
+            Bucket="ckpt", Key=f"{TEAM}/checkpoints/{case}/run-records/a.json", Body=json.dumps(record)
+        )
         return f"s3://ckpt/{TEAM}/outputs/{case}/model/"
 
     def edit_config(**changes: Any) -> Any:
