@@ -18,7 +18,7 @@ from typing import Any
 
 from infra.core import iam
 from infra.core.kube import IRSA_ANNOTATION
-from infra.core.lognames import container_log_group, container_log_stream
+from infra.core.lognames import container_log_group, container_log_groups_pattern, container_log_stream
 from infra.core.namespaces import LOG_COLLECTOR_PORT, PART_OF
 from infra.core.trainjobs import REPLICATED_JOB
 from infra.pools.documents.nodes import GPU_TAINT_KEY
@@ -230,39 +230,40 @@ def fluent_bit_values(p: PipelineSettings, v: CollectorValues) -> dict[str, Any]
     }
 
 
-def group_arns(partition: str, region: str, account_id: str, groups: Mapping[str, str]) -> list[str]:
-    """The log groups' ARNs (namespace order)."""
-    return [f"arn:{partition}:logs:{region}:{account_id}:log-group:{g}" for g in groups.values()]
+def groups_arn(partition: str, region: str, account_id: str, cluster_name: str) -> str:
+    """Every container log group of the cluster, their streams included, as one ARN pattern: IAM matches
+    log-group actions on ``<group ARN>:*`` and stream actions on ``<group ARN>:log-stream:<stream>``, all
+    under ``log-group:/aiplat/<cluster>/containers/*`` (infra/core/lognames.py); the ``/containers/`` after
+    the cluster name keeps another cluster's groups out. One ARN whatever the number of namespaces and teams
+    (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html,
+    resource types log-group and log-stream)."""
+    pattern = container_log_groups_pattern(cluster_name)
+    return f"arn:{partition}:logs:{region}:{account_id}:log-group:{pattern}"
 
 
-def _group_resources(arns: Sequence[str]) -> list[str]:
-    """The groups and their streams: IAM matches log-group actions on ``<group ARN>:*`` and stream actions
-    on ``<group ARN>:log-stream:<stream>``, both under ``<group ARN>:*``; the ``:`` keeps a longer group
-    name with the same start (``training`` vs ``training-x``) out."""
-    return [r for arn in sorted(arns) for r in (arn, f"{arn}:*")]
-
-
-def writer_policy(arns: Sequence[str]) -> iam.Policy:
-    """The collector's policy: create streams in and put events to the stack's container log groups only
-    (no CreateLogGroup: the stack declares them, with retention and the logs key)."""
+def writer_policy(groups: str) -> iam.Policy:
+    """The collector's policy: create streams in and put events to the cluster's container log groups
+    (``groups``: ``groups_arn``) only; no CreateLogGroup: the stack declares them, with retention and the
+    logs key, so a namespace without its group is written nowhere."""
     return iam.policy(
         {
             "Sid": "WriteOwnContainerLogGroups",
             "Effect": "Allow",
             "Action": list(WRITER_ACTIONS),
-            "Resource": _group_resources(arns),
+            "Resource": [groups],
         }
     )
 
 
-def reader_policy(arns: Sequence[str]) -> iam.Policy:
-    """Grafana's policy: Logs Insights queries and log reads on the container log groups only."""
+def reader_policy(groups: str) -> iam.Policy:
+    """Grafana's policy: Logs Insights queries and log reads on the cluster's container log groups
+    (``groups``: ``groups_arn``) only."""
     return iam.policy(
         {
             "Sid": "QueryContainerLogGroups",
             "Effect": "Allow",
             "Action": list(READER_GROUP_ACTIONS),
-            "Resource": _group_resources(arns),
+            "Resource": [groups],
         },
         {
             "Sid": "QueryResults",

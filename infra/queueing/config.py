@@ -351,6 +351,13 @@ def check_team_names(teams: dict[str, TeamConfig]) -> dict[str, TeamConfig]:
 # key prefixes (storage.trainer.prefix 'trainer', release/ of the artifacts bucket), which a team's role
 # ('<team>/' of the buckets) would otherwise reach.
 RESERVED_TEAM_NAMES = ("trainer", "release")
+# The release publisher's one IAM role reads '<team>/outputs/' of the checkpoints bucket of each team with
+# releases: an S3 object ARN and two s3:prefix values per team (up to ~200 characters with a 30-character
+# team name and a 63-character bucket), in the role's inline policy, which IAM caps at 10,240 characters
+# (infra/core/policy_quotas.py). 30 such teams keep it under 80 % of that quota whatever the names; the
+# grant cannot be a pattern without reaching the teams that did not opt in. The other per-team grants are
+# patterns or on the team's own role, so the number of teams itself has no such ceiling.
+MAX_RELEASING_TEAMS = 30
 
 
 def check_teams_config(
@@ -362,6 +369,14 @@ def check_teams_config(
 ) -> None:
     """Checks across the teams: names not the platform's prefixes, namespaces distinct and not the
     platform's, priorities declared."""
+    releasing = sorted(name for name, team in teams.items() if team.releases)
+    if len(releasing) > MAX_RELEASING_TEAMS:
+        raise ValueError(
+            f"teams: {len(releasing)} teams set releases ({', '.join(releasing)}); at most "
+            f"{MAX_RELEASING_TEAMS} may: the release publisher's IAM role names each one's outputs prefix, "
+            "and IAM caps the role's policies at 10,240 characters; set releases: false on the teams that "
+            "do not publish models"
+        )
     seen: dict[str, str] = {}
     for name, team in teams.items():
         if name in reserved_names:

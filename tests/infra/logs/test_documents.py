@@ -176,18 +176,29 @@ def allowed(policy: dict, action: str, resource: str) -> bool:
     return False
 
 
-OWN = ["training", "monitoring"]
+OWN = ["training", "monitoring", "team-research"]
 OWN_ARNS = [f"{ARN}{container_log_group(CLUSTER, ns)}" for ns in OWN]
+GROUPS = docs.groups_arn("aws", "us-east-1", "123456789012", CLUSTER)
 OTHERS = [
-    f"{ARN}{container_log_group(CLUSTER, 'training-extra')}",
+    f"{ARN}{container_log_group(f'{CLUSTER}-2', 'training')}",
     f"{ARN}{container_log_group('aiplat-dev-train', 'training')}",
     f"{ARN}/aws/eks/{CLUSTER}/cluster",
     f"{ARN}/aiplat/{CLUSTER}/vpc-flow-logs",
 ]
 
 
+def test_one_arn_covers_every_namespace_of_the_cluster() -> None:
+    """The roles' grants name the cluster's container groups as one pattern: a team's group (and any other
+    namespace's) is covered without being listed, so the documents do not grow with the teams."""
+    (stmt,) = docs.writer_policy(GROUPS)["Statement"]
+    assert stmt["Resource"] == [GROUPS]
+    for ns in ("team-a", "team-" + "x" * 30):
+        arn = f"{ARN}{container_log_group(CLUSTER, ns)}"
+        assert allowed(docs.writer_policy(GROUPS), "logs:PutLogEvents", f"{arn}:log-stream:p.c")
+
+
 def test_collector_writes_only_its_groups() -> None:
-    policy = docs.writer_policy(OWN_ARNS)
+    policy = docs.writer_policy(GROUPS)
     for arn in OWN_ARNS:
         assert allowed(policy, "logs:CreateLogStream", f"{arn}:*")
         assert allowed(policy, "logs:PutLogEvents", f"{arn}:log-stream:run-node-0-0-abcde.node")
@@ -204,7 +215,7 @@ def test_collector_writes_only_its_groups() -> None:
 
 
 def test_grafana_reads_only_the_groups() -> None:
-    policy = docs.reader_policy(OWN_ARNS)
+    policy = docs.reader_policy(GROUPS)
     for action in ("logs:StartQuery", "logs:FilterLogEvents", "logs:GetLogEvents"):
         assert allowed(policy, action, f"{OWN_ARNS[0]}:*")
         for arn in OTHERS:

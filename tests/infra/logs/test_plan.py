@@ -108,10 +108,8 @@ def test_collector_policy_admits_only_the_planned_groups(plan_stack, stack: str)
     assert others
     for group in others:
         assert not allowed(writer, "logs:PutLogEvents", f"{group}:log-stream:x"), group
-    # and each resource the policy names is one of the planned groups or its streams
-    for st in writer["Statement"]:
-        for resource in st["Resource"]:
-            assert resource.removesuffix(":*") in planned, resource
+    # one pattern covers them: the document does not grow with the namespaces (teams)
+    assert [len(st["Resource"]) for st in writer["Statement"]] == [1]
 
 
 @pytest.mark.parametrize("stack", STACKS)
