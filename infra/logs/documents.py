@@ -45,6 +45,7 @@ CONTAINER_LOGS = "/var/log/containers"
 DATASOURCE_LABEL = ("grafana_datasource", "1")
 DATASOURCE_UID = "aiplat-cloudwatch"
 DASHBOARD_UID = "aiplat-run"
+LOG_GROUP_VARIABLE = "loggroup"  # the run dashboard's pick of the group its logs panel reads
 # Actions the cloudwatch_logs plugin calls with auto_create_group off: CreateLogStream and PutLogEvents
 # (plugins/out_cloudwatch_logs/cloudwatch_api.c at v5.1.1; it never calls DescribeLogStreams: an existing
 # stream answers ResourceAlreadyExistsException, which the plugin takes as success).
@@ -337,7 +338,13 @@ def run_dashboard(*, cluster_name: str, group_arns_by_name: Mapping[str, str]) -
     """One run (TrainJob) on one page: its metrics (Prometheus, label ``trainjob``) on the left, its ranks'
     container logs (CloudWatch Logs Insights over the training namespaces' groups, streams of the run's
     pods) on the right, for the dashboard's time range; the logs stay after the pods are gone.
-    ``group_arns_by_name``: log group name -> ARN (the groups the query reads)."""
+    ``group_arns_by_name``: log group name -> ARN (the groups the query reads).
+
+    The query reads the group picked in variable ``loggroup`` (the run's namespace), one at a time:
+    StartQuery takes at most 50 groups
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_StartQuery.html), and a stack has
+    a training namespace per team. Grafana puts the variable's value (the ARN) in the query's log groups
+    (public/app/plugins/datasource/cloudwatch/utils/templateVariableUtils.ts)."""
     run = 'trainjob="$run"'
     query = (
         "fields @timestamp, @logStream, @message"
@@ -358,8 +365,7 @@ def run_dashboard(*, cluster_name: str, group_arns_by_name: Mapping[str, str]) -
                 "queryMode": "Logs",
                 "region": "default",
                 "expression": query,
-                "logGroups": [{"arn": group_arns_by_name[n], "name": n} for n in names],
-                "logGroupNames": names,
+                "logGroups": [{"arn": f"${LOG_GROUP_VARIABLE}", "name": f"${LOG_GROUP_VARIABLE}"}],
             }
         ],
     }
@@ -397,6 +403,21 @@ def run_dashboard(*, cluster_name: str, group_arns_by_name: Mapping[str, str]) -
                     "includeAll": False,
                     "sort": 1,
                     "current": {},
+                    "hide": 0,
+                },
+                {
+                    "name": LOG_GROUP_VARIABLE,
+                    "label": "Log group (the run's namespace)",
+                    "type": "custom",
+                    # Grafana's custom variable: 'text : value' pairs, comma-separated
+                    "query": ",".join(f"{n} : {group_arns_by_name[n]}" for n in names),
+                    "options": [
+                        {"text": n, "value": group_arns_by_name[n], "selected": i == 0}
+                        for i, n in enumerate(names)
+                    ],
+                    "current": {"text": names[0], "value": group_arns_by_name[names[0]]} if names else {},
+                    "multi": False,
+                    "includeAll": False,
                     "hide": 0,
                 },
                 {

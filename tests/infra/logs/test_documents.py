@@ -234,7 +234,9 @@ def test_run_dashboard_filters_the_runs_pod_streams() -> None:
     (logs,) = [p for p in board["panels"] if p["datasource"]["type"] == "cloudwatch"]
     expr = logs["targets"][0]["expression"]
     regex = re.search(r"like /(.+)/ \|", expr)
-    assert regex and logs["targets"][0]["logGroupNames"] == ["/g"]
+    assert regex and logs["targets"][0]["logGroups"] == [{"arn": "$loggroup", "name": "$loggroup"}]
+    (pick,) = [v for v in board["templating"]["list"] if v["name"] == "loggroup"]
+    assert pick["query"] == f"/g : {ARN}/g" and pick["current"] == {"text": "/g", "value": f"{ARN}/g"}
     pattern = regex.group(1).replace("${run}", "llama-7b").replace("${rank}", "[0-9]+")
     assert re.search(pattern, container_log_stream("llama-7b-node-0-3-x8k2p", "node"))
     assert not re.search(pattern, container_log_stream("llama-7b-v2-node-0-3-x8k2p", "node"))
