@@ -77,9 +77,10 @@ def plan_stack(
 
 
 def folder_plans(planned: Mapping[str, Plan], args: argparse.Namespace, console: Console) -> dict[str, Plan]:
-    """``planned`` and the plans of the other stacks of ``args.stacks_dir``; a neighbour that does not plan
-    is left out (its own plan says why)."""
-    from infra.plan.runner import stack_file_plan
+    """``planned`` and the plans of the other stacks of ``args.stacks_dir`` (the summary of their last plan
+    where it still matches, ``infra/plan/summaries.py``); a neighbour that does not plan is left out (its
+    own plan says why)."""
+    from infra.plan.runner import neighbour_plan
 
     plans = dict(planned)
     for stack in list_stacks(args.stacks_dir):
@@ -87,7 +88,7 @@ def folder_plans(planned: Mapping[str, Plan], args: argparse.Namespace, console:
             continue
         try:
             with console.status(f"planning {stack} for the names it uses ..."):
-                plans[stack] = stack_file_plan(stack, args.stacks_dir)
+                plans[stack] = neighbour_plan(stack, args.stacks_dir)
         except PlatformError:
             continue
     return plans
