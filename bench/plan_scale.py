@@ -4,9 +4,9 @@
 
 Teams: prod-us-train with N teams (bench/scale_stacks.py: generated, 30-character names, each with a quota,
 a repository and its CI role, a member) in a temporary folder, planned in a fresh process per N: plan
-seconds, peak memory (the process's max RSS), resources, and the policy document nearest its AWS quota
-(infra/core/policy_quotas.py). Printed with the growth from the previous row: the time ratio against the
-team ratio, and the seconds each added team costs (flat: linear).
+CPU seconds (wall seconds beside them), peak memory (the process's max RSS), resources, and the policy
+document nearest its AWS quota (infra/core/policy_quotas.py). Printed with the growth from the previous row:
+the CPU time ratio against the team ratio, and the CPU each added team costs (flat: linear).
 
 Stacks: the four shipped stacks and copies of dev-us-train up to N in one folder. ``aiplat plan --all`` of
 the largest folder once (its time: every stack planned; it leaves the plan summaries of
@@ -15,8 +15,8 @@ against the same command in a folder holding dev-us-train alone: the ratio is wh
 stack's plan (target at most 1.5).
 
 Every measurement runs in its own process, so its memory and the Pulumi runtime's state are its own; the
-folders and the summaries live in a temporary folder and are removed. The figures depend on the machine's
-load: compare ratios from one run.
+folders and the summaries live in a temporary folder and are removed. Ratios are of CPU time, which other
+processes on a shared machine leave alone (wall time is not); compare ratios from one run.
 """
 
 from __future__ import annotations
@@ -48,15 +48,22 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kilobytes on Linux
 
 
+def _cpu_s() -> float:
+    """This process's CPU seconds (all threads): on a shared machine, the measure other processes' load
+    leaves alone; wall time is printed beside it."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def child_teams(teams: int, folder: Path) -> dict[str, Any]:
     """Plan prod-us-train with ``teams`` teams; what the parent prints of it."""
     from infra.core import policy_quotas
     from infra.plan.runner import run_plan
 
     write_train_folder(folder, teams)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu_s()
     plan = run_plan(TRAIN_STACK, stacks_dir=folder)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _cpu_s() - cpu
     measured = policy_quotas.measure(
         policy_quotas.Registered(r.urn, r.type, r.name, r.inputs, r.property_dependencies)
         for r in plan.resources
@@ -64,6 +71,7 @@ def child_teams(teams: int, folder: Path) -> dict[str, Any]:
     top = max(measured, key=lambda m: m.share)
     return {
         "seconds": seconds,
+        "cpu": cpu,
         "peak_mib": _peak_mib(),
         "resources": len(plan.resources),
         "largest": f"{top.resource} ({top.what.removeprefix('the ')}) {top.size:,}/{top.limit:,}",
@@ -84,10 +92,11 @@ def child_cli(argv: list[str]) -> dict[str, Any]:
         programs.append(self)
 
     runner.RecordingMonitor.__init__ = counted  # type: ignore[method-assign]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu_s()
     code = main(argv)
     return {
         "seconds": time.perf_counter() - started,
+        "cpu": _cpu_s() - cpu,
         "code": code,
         "programs": len(programs),
         "peak_mib": _peak_mib(),
@@ -110,8 +119,9 @@ def bench_teams(counts: list[int], work: Path, env: dict[str, str]) -> list[dict
         row = {"teams": n, **in_child("teams", str(n), str(work / f"teams-{n}"), env=env)}
         rows.append(row)
         print(
-            f"{n:>5} teams  {row['seconds']:6.1f} s  {row['peak_mib']:6.0f} MiB  "
-            f"{row['resources']:>5} resources  largest {row['share']:.0%}: {row['largest']}",
+            f"{n:>5} teams  {row['cpu']:6.1f} s CPU ({row['seconds']:5.1f} s wall)  "
+            f"{row['peak_mib']:6.0f} MiB  {row['resources']:>5} resources  "
+            f"largest {row['share']:.0%}: {row['largest']}",
             flush=True,
         )
     print("growth (each row against the previous):")
@@ -119,10 +129,10 @@ def bench_teams(counts: list[int], work: Path, env: dict[str, str]) -> list[dict
         added = row["teams"] - prev["teams"]
         print(
             f"  {prev['teams']:>3} -> {row['teams']:>3} teams (x{row['teams'] / prev['teams']:.1f}): "
-            f"time x{row['seconds'] / prev['seconds']:.2f}, "
+            f"CPU time x{row['cpu'] / prev['cpu']:.2f}, "
             f"memory x{row['peak_mib'] / prev['peak_mib']:.2f}, "
             f"resources x{row['resources'] / prev['resources']:.2f}; "
-            f"{(row['seconds'] - prev['seconds']) / added * 1000:.0f} ms and "
+            f"{(row['cpu'] - prev['cpu']) / added * 1000:.0f} ms CPU and "
             f"{(row['resources'] - prev['resources']) / added:.1f} resources per added team"
         )
     return rows
@@ -139,22 +149,25 @@ def bench_stacks(counts: list[int], work: Path, env: dict[str, str]) -> list[dic
     largest = max(counts)
     warm = in_child("cli", "plan", "--all", "--stacks-dir", str(folders[largest]), "--out", out, env=env)
     print(
-        f"plan --all of {largest} stacks: {warm['seconds']:.1f} s, {warm['programs']} programs "
-        f"({warm['seconds'] / largest:.1f} s a stack), exit {warm['code']}",
+        f"plan --all of {largest} stacks: {warm['cpu']:.1f} s CPU ({warm['seconds']:.1f} s wall), "
+        f"{warm['programs']} programs ({warm['cpu'] / largest:.1f} s CPU a stack), exit {warm['code']}",
         flush=True,
     )
     one = ["plan", "--stack", FOLDER_STACK, "--out", out, "--stacks-dir"]
     base = in_child("cli", *one, str(alone), env=env)
     print(
-        f"plan --stack {FOLDER_STACK} alone: {base['seconds']:.1f} s, {base['programs']} program", flush=True
+        f"plan --stack {FOLDER_STACK} alone: {base['cpu']:.1f} s CPU ({base['seconds']:.1f} s wall), "
+        f"{base['programs']} program",
+        flush=True,
     )
     rows = []
     for n in counts:
         row = {"stacks": n, **in_child("cli", *one, str(folders[n]), env=env)}
         rows.append(row)
         print(
-            f"plan --stack {FOLDER_STACK} among {n:>2} stacks: {row['seconds']:.1f} s, {row['programs']} "
-            f"program(s), x{row['seconds'] / base['seconds']:.2f} of alone (target <= 1.5), "
+            f"plan --stack {FOLDER_STACK} among {n:>2} stacks: {row['cpu']:.1f} s CPU "
+            f"({row['seconds']:.1f} s wall), {row['programs']} program(s), "
+            f"x{row['cpu'] / base['cpu']:.2f} of alone (target <= 1.5), "
             f"exit {row['code']}",
             flush=True,
         )
