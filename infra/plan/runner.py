@@ -273,7 +273,7 @@ def run_plan(
     referenced = {}
     # (a source stack without a file is the rule 'source-stack-replicates-here's to report)
     if cfg.storage.source_stack and stack_file(cfg.storage.source_stack, stacks_dir).exists():
-        outputs = dict(neighbour_plan(cfg.storage.source_stack, stacks_dir).outputs)
+        outputs = dict(planned_outputs(cfg.storage.source_stack, stacks_dir))
         if API_KEYS_OUTPUT in outputs:
             # the plan file masks the secret; the referencing stack reads the placeholders it was made from
             outputs[API_KEYS_OUTPUT] = plan_api_keys()
