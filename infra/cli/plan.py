@@ -34,8 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "plan",
         help="run the Pulumi program offline under mocks and write build/plan/<stack>.json",
         description="Render every resource the program would declare, offline (Pulumi mocks, AWS data "
-        "from the snapshot bundled in moto), and print a line per stack. The other stacks of the folder are "
-        "planned too: a stack that would create a name another one creates is refused. Exit 2 on an "
+        "from the snapshot bundled in moto), and print a line per stack. The names of the other stacks of "
+        "the folder come from their last plan (build/plan-cache, while their files and the code match) or "
+        "they are planned too: a stack that would create a name another one creates is refused. Exit 2 on an "
         "invalid stack config or a clashing name, 3 on a data call the offline data cannot answer.",
     )
     add_stack_selection(p)
