@@ -218,7 +218,6 @@ def program(
             storage,
             data_key_arn=keys.data_key_arn,
             k8s_depends_on=services.after_ready,
-            break_glass_role_name=guard.break_glass_role_name,
         )
         if services is not None
         else None

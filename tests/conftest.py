@@ -17,12 +17,15 @@ from infra.io.facts_file import FACTS_DIR_ENV
 from infra.io.stackfiles import list_stacks
 from infra.plan.mocks import AwsSnapshotMocks
 from infra.plan.runner import Plan, run_plan, run_program
+from infra.plan.summaries import CACHE_ENV
 from tests.support.config_cases import drop_at, set_at
 from trainer.tools.moto_server import MotoServer
 
 # The suite judges the offline plan on moto's snapshot: a refreshed facts file in the checkout's facts/
 # (aiplat facts refresh) would change the answers under it. Tests that want one name their own folder.
 os.environ[FACTS_DIR_ENV] = tempfile.mkdtemp(prefix="aiplat-facts-")
+# Plan summaries (infra/plan/summaries.py) of this session only, never the checkout's build/plan-cache.
+os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="aiplat-plan-cache-")
 
 REPO = Path(__file__).resolve().parents[1]
 STACKS = list_stacks()

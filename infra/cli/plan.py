@@ -34,8 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "plan",
         help="run the Pulumi program offline under mocks and write build/plan/<stack>.json",
         description="Render every resource the program would declare, offline (Pulumi mocks, AWS data "
-        "from the snapshot bundled in moto), and print a line per stack. The other stacks of the folder are "
-        "planned too: a stack that would create a name another one creates is refused. Exit 2 on an "
+        "from the snapshot bundled in moto), and print a line per stack. The names of the other stacks of "
+        "the folder come from their last plan (build/plan-cache, while their files and the code match) or "
+        "they are planned too: a stack that would create a name another one creates is refused. Exit 2 on an "
         "invalid stack config or a clashing name, 3 on a data call the offline data cannot answer.",
     )
     add_stack_selection(p)
@@ -77,9 +78,10 @@ def plan_stack(
 
 
 def folder_plans(planned: Mapping[str, Plan], args: argparse.Namespace, console: Console) -> dict[str, Plan]:
-    """``planned`` and the plans of the other stacks of ``args.stacks_dir``; a neighbour that does not plan
-    is left out (its own plan says why)."""
-    from infra.plan.runner import stack_file_plan
+    """``planned`` and the plans of the other stacks of ``args.stacks_dir`` (the summary of their last plan
+    where it still matches, ``infra/plan/summaries.py``); a neighbour that does not plan is left out (its
+    own plan says why)."""
+    from infra.plan.runner import neighbour_plan
 
     plans = dict(planned)
     for stack in list_stacks(args.stacks_dir):
@@ -87,7 +89,7 @@ def folder_plans(planned: Mapping[str, Plan], args: argparse.Namespace, console:
             continue
         try:
             with console.status(f"planning {stack} for the names it uses ..."):
-                plans[stack] = stack_file_plan(stack, args.stacks_dir)
+                plans[stack] = neighbour_plan(stack, args.stacks_dir)
         except PlatformError:
             continue
     return plans

@@ -64,8 +64,9 @@ class Registered:
 
 
 @dataclass(frozen=True)
-class OverQuota:
-    """One document (or a role's documents together) over its quota; ``resource``: its name."""
+class Measured:
+    """One document (or a role's documents together, or its count of managed policies) against its quota;
+    ``resource``: its name."""
 
     urn: str
     resource: str
@@ -75,8 +76,16 @@ class OverQuota:
     unit: str
     fix: str
 
+    @property
+    def share(self) -> float:
+        """The share of the quota it takes (1.0: at the quota)."""
+        return self.size / self.limit
+
     def problem(self) -> str:
         return f"{self.what} is {self.size:,} {self.unit}; AWS allows at most {self.limit:,}"
+
+
+IAM_CHARS = "characters without white space"
 
 
 def _text(value: Any) -> str | None:
@@ -96,40 +105,38 @@ def _role_of(r: Registered, by_urn: Mapping[str, Registered]) -> Registered | No
     return None
 
 
-def over_quota(resources: Iterable[Registered]) -> list[OverQuota]:
-    """Every document the resources carry that AWS would refuse for its size, and every role whose inline
-    policies together, or whose count of managed policies, is over its quota."""
+def measure(resources: Iterable[Registered]) -> list[Measured]:
+    """Every document the resources carry with its size against its quota, every role's inline policies
+    together and its count of managed policies (what ``aiplat`` measures to refuse a plan, and the scale
+    benchmark to report how close a stack is)."""
     resources = list(resources)
     by_urn = {r.urn: r for r in resources}
-    out: list[OverQuota] = []
+    out: list[Measured] = []
     inline: dict[str, list[int]] = {}
     attached: dict[str, int] = {}
     for r in resources:
         if r.type == MANAGED_POLICY and (doc := _text(r.inputs.get("policy"))):
-            if (size := iam_size(doc)) > MANAGED_POLICY_CHARS:
-                out.append(
-                    OverQuota(
-                        r.urn,
-                        r.name,
-                        "the managed policy document",
-                        size,
-                        MANAGED_POLICY_CHARS,
-                        "characters without white space",
-                        "split its statements into two managed policies attached to the same role",
-                    )
+            out.append(
+                Measured(
+                    r.urn,
+                    r.name,
+                    "the managed policy document",
+                    iam_size(doc),
+                    MANAGED_POLICY_CHARS,
+                    IAM_CHARS,
+                    "split its statements into two managed policies attached to the same role",
                 )
+            )
         elif r.type == ROLE:
-            if (trust := _text(r.inputs.get("assumeRolePolicy"))) and (
-                size := iam_size(trust)
-            ) > ROLE_TRUST_POLICY_CHARS:
+            if trust := _text(r.inputs.get("assumeRolePolicy")):
                 out.append(
-                    OverQuota(
+                    Measured(
                         r.urn,
                         r.name,
                         "the trust policy (assumeRolePolicy)",
-                        size,
+                        iam_size(trust),
                         ROLE_TRUST_POLICY_CHARS,
-                        "characters without white space",
+                        IAM_CHARS,
                         "name fewer principals (one statement with a list) or ask for the 'Role trust policy "
                         "length' quota (up to 4,096) before deploying",
                     )
@@ -145,51 +152,45 @@ def over_quota(resources: Iterable[Registered]) -> list[OverQuota]:
         elif r.type == ROLE_POLICY_ATTACHMENT and (role := _role_of(r, by_urn)) is not None:
             attached[role.urn] = attached.get(role.urn, 0) + 1
         elif r.type in KEY_POLICY_TYPES and (doc := _text(r.inputs.get(KEY_POLICY_TYPES[r.type]))):
-            if (size := byte_size(doc)) > KEY_POLICY_BYTES:
-                out.append(
-                    OverQuota(
-                        r.urn,
-                        r.name,
-                        "the key policy",
-                        size,
-                        KEY_POLICY_BYTES,
-                        "bytes",
-                        "move grants to IAM policies (the account root statement delegates to IAM)",
-                    )
-                )
-        elif (
-            r.type == BUCKET_POLICY
-            and (doc := _text(r.inputs.get("policy")))
-            and (size := byte_size(doc)) > BUCKET_POLICY_BYTES
-        ):
             out.append(
-                OverQuota(
+                Measured(
+                    r.urn,
+                    r.name,
+                    "the key policy",
+                    byte_size(doc),
+                    KEY_POLICY_BYTES,
+                    "bytes",
+                    "move grants to IAM policies (the account root statement delegates to IAM)",
+                )
+            )
+        elif r.type == BUCKET_POLICY and (doc := _text(r.inputs.get("policy"))):
+            out.append(
+                Measured(
                     r.urn,
                     r.name,
                     "the bucket policy",
-                    size,
+                    byte_size(doc),
                     BUCKET_POLICY_BYTES,
                     "bytes",
                     "merge statements that share an effect and condition, or grant through IAM policies",
                 )
             )
     for urn, sizes in inline.items():
-        if (total := sum(sizes)) > ROLE_INLINE_POLICIES_CHARS:
-            out.append(
-                OverQuota(
-                    urn,
-                    by_urn[urn].name,
-                    f"the role's {len(sizes)} inline policies together",
-                    total,
-                    ROLE_INLINE_POLICIES_CHARS,
-                    "characters without white space",
-                    "move statements into a managed policy attached to the role",
-                )
+        out.append(
+            Measured(
+                urn,
+                by_urn[urn].name,
+                f"the role's {len(sizes)} inline policies together",
+                sum(sizes),
+                ROLE_INLINE_POLICIES_CHARS,
+                IAM_CHARS,
+                "move statements into a managed policy attached to the role",
             )
+        )
     for urn, count in attached.items():
-        if count > MANAGED_POLICIES_PER_ROLE:
+        if count:
             out.append(
-                OverQuota(
+                Measured(
                     urn,
                     by_urn[urn].name,
                     "the managed policies attached to the role",
@@ -200,3 +201,9 @@ def over_quota(resources: Iterable[Registered]) -> list[OverQuota]:
                 )
             )
     return out
+
+
+def over_quota(resources: Iterable[Registered]) -> list[Measured]:
+    """Every document the resources carry that AWS would refuse for its size, and every role whose inline
+    policies together, or whose count of managed policies, is over its quota."""
+    return [m for m in measure(resources) if m.size > m.limit]

@@ -33,12 +33,12 @@ from infra.resources.options import child_options
 
 @dataclass(frozen=True, kw_only=True)
 class LogStoreArgs:
-    """``groups``: namespace -> log group name; ``group_arns``: the same groups' ARNs (the roles' policies
-    name them before the groups exist); the collector's and Grafana's service accounts
-    (namespace, name)."""
+    """``groups``: namespace -> log group name; ``groups_arn``: every container log group of the cluster as
+    one ARN pattern (the roles' policies name it before the groups exist); the collector's and Grafana's
+    service accounts (namespace, name)."""
 
     groups: Mapping[str, str]
-    group_arns: tuple[str, ...]
+    groups_arn: str
     retention_days: int
     logs_key_arn: pulumi.Input[str]
     protect: bool
@@ -75,13 +75,13 @@ class LogStore(pulumi.ComponentResource):
             (
                 "collector",
                 args.collector_service_account,
-                logs_docs.writer_policy(args.group_arns),
+                logs_docs.writer_policy(args.groups_arn),
                 "container log collector: write the container log groups",
             ),
             (
                 "grafana",
                 args.grafana_service_account,
-                logs_docs.reader_policy(args.group_arns),
+                logs_docs.reader_policy(args.groups_arn),
                 "Grafana: query the container log groups",
             ),
         ):

@@ -18,7 +18,7 @@ from typing import Any
 
 from infra.core import iam
 from infra.core.kube import IRSA_ANNOTATION
-from infra.core.lognames import container_log_group, container_log_stream
+from infra.core.lognames import container_log_group, container_log_groups_pattern, container_log_stream
 from infra.core.namespaces import LOG_COLLECTOR_PORT, PART_OF
 from infra.core.trainjobs import REPLICATED_JOB
 from infra.pools.documents.nodes import GPU_TAINT_KEY
@@ -45,6 +45,7 @@ CONTAINER_LOGS = "/var/log/containers"
 DATASOURCE_LABEL = ("grafana_datasource", "1")
 DATASOURCE_UID = "aiplat-cloudwatch"
 DASHBOARD_UID = "aiplat-run"
+LOG_GROUP_VARIABLE = "loggroup"  # the run dashboard's pick of the group its logs panel reads
 # Actions the cloudwatch_logs plugin calls with auto_create_group off: CreateLogStream and PutLogEvents
 # (plugins/out_cloudwatch_logs/cloudwatch_api.c at v5.1.1; it never calls DescribeLogStreams: an existing
 # stream answers ResourceAlreadyExistsException, which the plugin takes as success).
@@ -230,39 +231,40 @@ def fluent_bit_values(p: PipelineSettings, v: CollectorValues) -> dict[str, Any]
     }
 
 
-def group_arns(partition: str, region: str, account_id: str, groups: Mapping[str, str]) -> list[str]:
-    """The log groups' ARNs (namespace order)."""
-    return [f"arn:{partition}:logs:{region}:{account_id}:log-group:{g}" for g in groups.values()]
+def groups_arn(partition: str, region: str, account_id: str, cluster_name: str) -> str:
+    """Every container log group of the cluster, their streams included, as one ARN pattern: IAM matches
+    log-group actions on ``<group ARN>:*`` and stream actions on ``<group ARN>:log-stream:<stream>``, all
+    under ``log-group:/aiplat/<cluster>/containers/*`` (infra/core/lognames.py); the ``/containers/`` after
+    the cluster name keeps another cluster's groups out. One ARN whatever the number of namespaces and teams
+    (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html,
+    resource types log-group and log-stream)."""
+    pattern = container_log_groups_pattern(cluster_name)
+    return f"arn:{partition}:logs:{region}:{account_id}:log-group:{pattern}"
 
 
-def _group_resources(arns: Sequence[str]) -> list[str]:
-    """The groups and their streams: IAM matches log-group actions on ``<group ARN>:*`` and stream actions
-    on ``<group ARN>:log-stream:<stream>``, both under ``<group ARN>:*``; the ``:`` keeps a longer group
-    name with the same start (``training`` vs ``training-x``) out."""
-    return [r for arn in sorted(arns) for r in (arn, f"{arn}:*")]
-
-
-def writer_policy(arns: Sequence[str]) -> iam.Policy:
-    """The collector's policy: create streams in and put events to the stack's container log groups only
-    (no CreateLogGroup: the stack declares them, with retention and the logs key)."""
+def writer_policy(groups: str) -> iam.Policy:
+    """The collector's policy: create streams in and put events to the cluster's container log groups
+    (``groups``: ``groups_arn``) only; no CreateLogGroup: the stack declares them, with retention and the
+    logs key, so a namespace without its group is written nowhere."""
     return iam.policy(
         {
             "Sid": "WriteOwnContainerLogGroups",
             "Effect": "Allow",
             "Action": list(WRITER_ACTIONS),
-            "Resource": _group_resources(arns),
+            "Resource": [groups],
         }
     )
 
 
-def reader_policy(arns: Sequence[str]) -> iam.Policy:
-    """Grafana's policy: Logs Insights queries and log reads on the container log groups only."""
+def reader_policy(groups: str) -> iam.Policy:
+    """Grafana's policy: Logs Insights queries and log reads on the cluster's container log groups
+    (``groups``: ``groups_arn``) only."""
     return iam.policy(
         {
             "Sid": "QueryContainerLogGroups",
             "Effect": "Allow",
             "Action": list(READER_GROUP_ACTIONS),
-            "Resource": _group_resources(arns),
+            "Resource": [groups],
         },
         {
             "Sid": "QueryResults",
@@ -336,7 +338,13 @@ def run_dashboard(*, cluster_name: str, group_arns_by_name: Mapping[str, str]) -
     """One run (TrainJob) on one page: its metrics (Prometheus, label ``trainjob``) on the left, its ranks'
     container logs (CloudWatch Logs Insights over the training namespaces' groups, streams of the run's
     pods) on the right, for the dashboard's time range; the logs stay after the pods are gone.
-    ``group_arns_by_name``: log group name -> ARN (the groups the query reads)."""
+    ``group_arns_by_name``: log group name -> ARN (the groups the query reads).
+
+    The query reads the group picked in variable ``loggroup`` (the run's namespace), one at a time:
+    StartQuery takes at most 50 groups
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_StartQuery.html), and a stack has
+    a training namespace per team. Grafana puts the variable's value (the ARN) in the query's log groups
+    (public/app/plugins/datasource/cloudwatch/utils/templateVariableUtils.ts)."""
     run = 'trainjob="$run"'
     query = (
         "fields @timestamp, @logStream, @message"
@@ -357,8 +365,7 @@ def run_dashboard(*, cluster_name: str, group_arns_by_name: Mapping[str, str]) -
                 "queryMode": "Logs",
                 "region": "default",
                 "expression": query,
-                "logGroups": [{"arn": group_arns_by_name[n], "name": n} for n in names],
-                "logGroupNames": names,
+                "logGroups": [{"arn": f"${LOG_GROUP_VARIABLE}", "name": f"${LOG_GROUP_VARIABLE}"}],
             }
         ],
     }
@@ -396,6 +403,21 @@ def run_dashboard(*, cluster_name: str, group_arns_by_name: Mapping[str, str]) -
                     "includeAll": False,
                     "sort": 1,
                     "current": {},
+                    "hide": 0,
+                },
+                {
+                    "name": LOG_GROUP_VARIABLE,
+                    "label": "Log group (the run's namespace)",
+                    "type": "custom",
+                    # Grafana's custom variable: 'text : value' pairs, comma-separated
+                    "query": ",".join(f"{n} : {group_arns_by_name[n]}" for n in names),
+                    "options": [
+                        {"text": n, "value": group_arns_by_name[n], "selected": i == 0}
+                        for i, n in enumerate(names)
+                    ],
+                    "current": {"text": names[0], "value": group_arns_by_name[names[0]]} if names else {},
+                    "multi": False,
+                    "includeAll": False,
                     "hide": 0,
                 },
                 {

@@ -19,6 +19,7 @@ from infra.cluster.wire import ClusterWiring
 from infra.context import StackContext
 from infra.core import naming
 from infra.core.config import KubernetesAccess, Role, StorageBackend
+from infra.core.lognames import container_log_groups_pattern
 from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.keys.component.kms import KmsKeys
 from infra.logs import documents as logs_docs
@@ -64,8 +65,9 @@ def covered_namespaces(ctx: StackContext, extra: Sequence[str] = ()) -> list[str
 
 
 def container_log_groups(ctx: StackContext, namespaces: Sequence[str]) -> list[str]:
-    """The log groups of ``namespaces`` (what the logs key's policy must let CloudWatch Logs encrypt)."""
-    return list(logs_docs.log_groups(ctx.names.cluster, namespaces).values()) if namespaces else []
+    """What the logs key's policy must let CloudWatch Logs encrypt for ``namespaces``: their groups as one
+    name pattern (``infra/core/lognames.py``), so the key policy does not grow with the teams."""
+    return [container_log_groups_pattern(ctx.names.cluster)] if namespaces else []
 
 
 def collector_namespace(ctx: StackContext) -> str:
@@ -91,7 +93,7 @@ def wire_log_store(
         "logs",
         LogStoreArgs(
             groups=groups,
-            group_arns=tuple(logs_docs.group_arns(account.partition, cfg.region, account.account_id, groups)),
+            groups_arn=logs_docs.groups_arn(account.partition, cfg.region, account.account_id, names.cluster),
             retention_days=cfg.logs.retention_days,
             logs_key_arn=keys.logs_key_arn,
             protect=cfg.protected,

@@ -418,17 +418,34 @@ def _stacks_key(stack: str, stacks_dir: Path) -> tuple[str, str, str]:
 def stack_file_plan(stack: str, stacks_dir: Path | None = None) -> Plan:
     """The plan of ``stack``'s file, made once per content of its stacks folder: a StackReference to it
     reads its outputs, and ``aiplat plan``/``review`` of several stacks reuse it (a source stack is planned
-    once)."""
+    once). Each plan made leaves its summary for the cross-stack checks of later runs
+    (``infra/plan/summaries.py``)."""
+    from infra.plan.summaries import write_summary
+
     stacks_dir = stacks_dir or default_stacks_dir()
     key = _stacks_key(stack, stacks_dir)
     if key not in _PLAN_CACHE:
         _PLAN_CACHE[key] = run_plan(stack, stacks_dir=stacks_dir)
+        write_summary(_PLAN_CACHE[key], stacks_dir)
     return _PLAN_CACHE[key]
 
 
+def neighbour_plan(stack: str, stacks_dir: Path | None = None) -> Plan:
+    """What another stack's plan holds for the cross-stack checks (its named resources and outputs): its
+    plan made in this run, else the summary of its last plan while that still matches its files and the
+    code, else a plan made now (``stack_file_plan``)."""
+    from infra.plan.summaries import read_summary
+
+    stacks_dir = stacks_dir or default_stacks_dir()
+    key = _stacks_key(stack, stacks_dir)
+    if key in _PLAN_CACHE:
+        return _PLAN_CACHE[key]
+    return read_summary(stack, stacks_dir) or stack_file_plan(stack, stacks_dir)
+
+
 def planned_outputs(stack: str, stacks_dir: Path | None = None) -> dict[str, Any]:
-    """The outputs of ``stack``'s plan (``stack_file_plan``): what a StackReference would read."""
-    return stack_file_plan(stack, stacks_dir).outputs
+    """The outputs of ``stack``'s plan (``neighbour_plan``): what a StackReference would read."""
+    return neighbour_plan(stack, stacks_dir).outputs
 
 
 def write_plan(plan: Plan, out_dir: Path) -> Path:

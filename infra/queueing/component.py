@@ -247,17 +247,14 @@ class TeamRegistryArgs:
     replica_keys: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     replica_policy: str | None = None
     template_role_arn: pulumi.Input[str] | None = None
-    # the break-glass role (an output of it: the grant waits for it) and the allow behind its exemption
-    break_glass_role_name: pulumi.Input[str] | None = None
-    break_glass_policy: str | None = None
     protect: bool = False
 
 
 class TeamRegistry(pulumi.ComponentResource):
     """A team's container repositories: tags immutable, scanned on push, KMS-encrypted, expired by the
     lifecycle policy, pushed to only by the team's pushers (the repository policy); the CI role; and the
-    creation templates ECR applies to their replicas in the inference regions; and the allow behind
-    break-glass's exemption in their policies, on the break-glass role.
+    creation templates ECR applies to their replicas in the inference regions. The allow behind
+    break-glass's exemption in their policies is the registry's, for every team at once (its name prefix).
 
     Replication itself is the registry's (``infra/storage/component/registry.py``): its filter, the ECR
     namespace, covers ``<namespace>/teams/...``. A template's prefix matches every repository under
@@ -340,11 +337,4 @@ class TeamRegistry(pulumi.ComponentResource):
                     custom_role_arn=args.template_role_arn,
                     opts=fixed_name(child),
                 )
-        if args.break_glass_role_name is not None and args.break_glass_policy is not None:
-            aws.iam.RolePolicy(
-                f"{name}-break-glass",
-                role=args.break_glass_role_name,
-                policy=args.break_glass_policy,
-                opts=child,
-            )
         self.register_outputs({"repository_urls": self.repository_urls, "ci_role_arn": self.ci_role_arn})

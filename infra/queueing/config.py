@@ -221,6 +221,14 @@ class QuotaConfig(Strict):
         return self
 
 
+# The release publisher's one IAM role reads '<team>/outputs/' of the checkpoints bucket of each team with
+# releases: an S3 object ARN and two s3:prefix values per team (up to ~200 characters with a 30-character
+# team name and a 63-character bucket), in the role's inline policy, which IAM caps at 10,240 characters
+# (infra/core/policy_quotas.py). 30 such teams keep it under 80 % of that quota whatever the names; the
+# grant cannot be a pattern without reaching the teams that did not opt in. The other per-team grants are
+# patterns or on the team's own role, so the number of teams itself has no such ceiling.
+MAX_RELEASING_TEAMS = 30
+
 # An ECR repository name segment (the CreateRepository pattern, one path segment).
 # https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_CreateRepository.html
 REPOSITORY_NAME = r"^[a-z0-9]+([._-][a-z0-9]+)*$"
@@ -318,7 +326,8 @@ class TeamConfig(Strict):
         "checkpoints bucket and publish it into release/ (python -m trainer.release.publish --team <team>; "
         "the "
         "publisher's IAM role gets that read grant). Default false: nothing the team writes can be "
-        "published.",
+        f"published. At most {MAX_RELEASING_TEAMS} teams of a stack (the publisher's role names each one; "
+        "docs/platform/scale.md).",
     )
 
     @field_validator("members")
@@ -367,6 +376,14 @@ def check_teams_config(
 ) -> None:
     """Checks across the teams: names not the platform's prefixes, namespaces distinct and not the
     platform's, priorities declared."""
+    releasing = sorted(name for name, team in teams.items() if team.releases)
+    if len(releasing) > MAX_RELEASING_TEAMS:
+        raise ValueError(
+            f"teams: {len(releasing)} teams set releases ({', '.join(releasing)}); at most "
+            f"{MAX_RELEASING_TEAMS} may: the release publisher's IAM role names each one's outputs prefix, "
+            "and IAM caps the role's policies at 10,240 characters; set releases: false on the teams that "
+            "do not publish models"
+        )
     seen: dict[str, str] = {}
     for name, team in teams.items():
         if name in reserved_names:

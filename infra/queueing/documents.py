@@ -498,20 +498,6 @@ def team_replica_repository_policy(*, admins: Sequence[str]) -> Policy:
     return iam.policy(*statements)
 
 
-def team_registry_break_glass_policy(*, repository_arns: Sequence[str]) -> Policy:
-    """The allow behind break-glass's exemption in the team's repository policies (and their replicas'):
-    break-glass may change those repositories (``ECR_ADMIN_ACTIONS``), as the deployer may; an exemption
-    from a Deny alone grants nothing. ``repository_arns``: the repositories and their replicas' patterns."""
-    return iam.policy(
-        {
-            "Sid": "AdministerTeamRepositories",
-            "Effect": "Allow",
-            "Action": list(ECR_ADMIN_ACTIONS),
-            "Resource": sorted(repository_arns),
-        }
-    )
-
-
 def team_ci_policy(*, repository_arns: Sequence[str]) -> Policy:
     """The team's CI role: log in to the registry (``ecr:GetAuthorizationToken`` takes only ``*``) and push
     to, read and delete images of the team's repositories; nothing else (no S3, no other repository)."""

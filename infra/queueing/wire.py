@@ -178,7 +178,6 @@ def team_registry_args(
     team: str,
     storage: StorageWiring,
     data_key_arn: pulumi.Input[str],
-    break_glass_role_name: pulumi.Input[str] | None = None,
 ) -> TeamRegistryArgs:
     """The team's repositories, their policies and its CI role from ``teams.<team>.registry``."""
     cfg, acct = ctx.cfg, ctx.account
@@ -198,9 +197,6 @@ def team_registry_args(
     registry = storage.registry
     replicas = storage.replication.replica_key_arns if storage.replication else {}
     prefix = team_repository_prefix(namespace, team)
-    administered = arns + [
-        f"arn:{acct.partition}:ecr:{r}:{acct.account_id}:repository/{prefix}/*" for r in sorted(replicas)
-    ]
     return TeamRegistryArgs(
         team=team,
         prefix=prefix,
@@ -217,10 +213,6 @@ def team_registry_args(
         replica_keys=replicas,
         replica_policy=json.dumps(q.team_replica_repository_policy(admins=admins)) if replicas else None,
         template_role_arn=registry.template_role_arn if registry is not None else None,
-        break_glass_role_name=break_glass_role_name if deployer else None,
-        break_glass_policy=(
-            json.dumps(q.team_registry_break_glass_policy(repository_arns=administered)) if deployer else None
-        ),
         protect=cfg.protected,
     )
 
@@ -244,7 +236,6 @@ def wire_queueing(
     *,
     data_key_arn: pulumi.Input[str],
     k8s_depends_on: Sequence[pulumi.Resource] = (),
-    break_glass_role_name: pulumi.Input[str] | None = None,
 ) -> QueueingWiring | None:
     """Kueue and the teams (train stacks with ``teams``, S3 backend, Kubernetes access). ``k8s_depends_on``:
     the system pools and the cluster services."""
@@ -340,7 +331,7 @@ def wire_queueing(
         if cfg.teams[team].registry.repositories and storage.registry is not None:
             registries[team] = TeamRegistry(
                 f"team-{team}-registry",
-                team_registry_args(ctx, team, storage, data_key_arn, break_glass_role_name),
+                team_registry_args(ctx, team, storage, data_key_arn),
                 opts=pulumi.ResourceOptions(provider=ctx.provider, depends_on=[storage.registry]),
             )
             exported[team]["repositories"] = registries[team].repository_urls

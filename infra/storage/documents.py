@@ -849,11 +849,13 @@ def platform_replica_repository_policy(*, admins: Sequence[str]) -> Policy:
 
 
 def registry_break_glass_policy(*, repository_arns: Sequence[str]) -> Policy:
-    """The allow behind break-glass's exemption in the platform's repository policies (and their
-    replicas'): an exemption from a Deny alone grants nothing."""
+    """The allow behind break-glass's exemption in the platform's and the teams' repository policies (and
+    their replicas'): an exemption from a Deny alone grants nothing. ``repository_arns``: the platform's
+    repositories and the teams' name prefix (``<ECR namespace>/teams/*``, infra/core/teams.py) in every
+    region, so the document does not grow with the teams."""
     return policy(
         {
-            "Sid": "AdministerPlatformRepositories",
+            "Sid": "AdministerRepositories",
             "Effect": "Allow",
             "Action": list(ECR_ADMIN_ACTIONS),
             "Resource": sorted(repository_arns),

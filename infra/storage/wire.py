@@ -17,6 +17,7 @@ from infra.context import StackContext
 from infra.core import naming
 from infra.core.config import Role
 from infra.core.project import stack_reference_name
+from infra.core.teams import TEAM_REPOSITORIES
 from infra.keys.wire import key_access
 from infra.storage import documents as storage_documents
 from infra.storage.component.break_glass import BreakGlassGrants, BreakGlassGrantsArgs
@@ -239,10 +240,12 @@ def wire_storage(
     # the deployer builds and pushes the platform's images (infra/training/component/images.py); without a
     # deployer role named, no repository policy (it would lock pulumi up out of its own pushes)
     admins = (glass, deployer) if deployer else ()
+    # the teams' repositories (and their replicas) under one name prefix, whatever the number of teams
+    teams = [f"{TEAM_REPOSITORIES}/*"] if any(t.registry.repositories for t in cfg.teams.values()) else []
     administered = [
         f"arn:{account.partition}:ecr:{r}:{account.account_id}:repository/{ctx.names.env_prefix}/{repo}"
         for r in (cfg.region, *sorted(replica_keys))
-        for repo in reg.repositories
+        for repo in [*reg.repositories, *teams]
     ]
     out.registry = Registry(
         "registry",

@@ -176,18 +176,29 @@ def allowed(policy: dict, action: str, resource: str) -> bool:
     return False
 
 
-OWN = ["training", "monitoring"]
+OWN = ["training", "monitoring", "team-research"]
 OWN_ARNS = [f"{ARN}{container_log_group(CLUSTER, ns)}" for ns in OWN]
+GROUPS = docs.groups_arn("aws", "us-east-1", "123456789012", CLUSTER)
 OTHERS = [
-    f"{ARN}{container_log_group(CLUSTER, 'training-extra')}",
+    f"{ARN}{container_log_group(f'{CLUSTER}-2', 'training')}",
     f"{ARN}{container_log_group('aiplat-dev-train', 'training')}",
     f"{ARN}/aws/eks/{CLUSTER}/cluster",
     f"{ARN}/aiplat/{CLUSTER}/vpc-flow-logs",
 ]
 
 
+def test_one_arn_covers_every_namespace_of_the_cluster() -> None:
+    """The roles' grants name the cluster's container groups as one pattern: a team's group (and any other
+    namespace's) is covered without being listed, so the documents do not grow with the teams."""
+    (stmt,) = docs.writer_policy(GROUPS)["Statement"]
+    assert stmt["Resource"] == [GROUPS]
+    for ns in ("team-a", "team-" + "x" * 30):
+        arn = f"{ARN}{container_log_group(CLUSTER, ns)}"
+        assert allowed(docs.writer_policy(GROUPS), "logs:PutLogEvents", f"{arn}:log-stream:p.c")
+
+
 def test_collector_writes_only_its_groups() -> None:
-    policy = docs.writer_policy(OWN_ARNS)
+    policy = docs.writer_policy(GROUPS)
     for arn in OWN_ARNS:
         assert allowed(policy, "logs:CreateLogStream", f"{arn}:*")
         assert allowed(policy, "logs:PutLogEvents", f"{arn}:log-stream:run-node-0-0-abcde.node")
@@ -204,7 +215,7 @@ def test_collector_writes_only_its_groups() -> None:
 
 
 def test_grafana_reads_only_the_groups() -> None:
-    policy = docs.reader_policy(OWN_ARNS)
+    policy = docs.reader_policy(GROUPS)
     for action in ("logs:StartQuery", "logs:FilterLogEvents", "logs:GetLogEvents"):
         assert allowed(policy, action, f"{OWN_ARNS[0]}:*")
         for arn in OTHERS:
@@ -223,7 +234,9 @@ def test_run_dashboard_filters_the_runs_pod_streams() -> None:
     (logs,) = [p for p in board["panels"] if p["datasource"]["type"] == "cloudwatch"]
     expr = logs["targets"][0]["expression"]
     regex = re.search(r"like /(.+)/ \|", expr)
-    assert regex and logs["targets"][0]["logGroupNames"] == ["/g"]
+    assert regex and logs["targets"][0]["logGroups"] == [{"arn": "$loggroup", "name": "$loggroup"}]
+    (pick,) = [v for v in board["templating"]["list"] if v["name"] == "loggroup"]
+    assert pick["query"] == f"/g : {ARN}/g" and pick["current"] == {"text": "/g", "value": f"{ARN}/g"}
     pattern = regex.group(1).replace("${run}", "llama-7b").replace("${rank}", "[0-9]+")
     assert re.search(pattern, container_log_stream("llama-7b-node-0-3-x8k2p", "node"))
     assert not re.search(pattern, container_log_stream("llama-7b-v2-node-0-3-x8k2p", "node"))

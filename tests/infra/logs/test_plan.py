@@ -108,10 +108,8 @@ def test_collector_policy_admits_only_the_planned_groups(plan_stack, stack: str)
     assert others
     for group in others:
         assert not allowed(writer, "logs:PutLogEvents", f"{group}:log-stream:x"), group
-    # and each resource the policy names is one of the planned groups or its streams
-    for st in writer["Statement"]:
-        for resource in st["Resource"]:
-            assert resource.removesuffix(":*") in planned, resource
+    # one pattern covers them: the document does not grow with the namespaces (teams)
+    assert [len(st["Resource"]) for st in writer["Statement"]] == [1]
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -226,6 +224,8 @@ def test_grafana_gets_the_data_source_and_the_run_dashboard_reads_the_runs_group
     ]
     run_groups = sorted(container_log_group(cluster_name(plan), ns) for ns in run_namespaces)
     assert set(run_groups) <= set(container_groups(plan))
-    assert sorted(logs_panel["targets"][0]["logGroupNames"]) == run_groups
-    assert sorted(g["name"] for g in logs_panel["targets"][0]["logGroups"]) == run_groups
-    assert all(g["arn"] == arn(plan, g["name"]) for g in logs_panel["targets"][0]["logGroups"])
+    # the panel reads the group picked among the run namespaces' groups, one at a time (StartQuery takes 50)
+    (picked,) = logs_panel["targets"][0]["logGroups"]
+    (pick,) = [v for v in json.loads(text)["templating"]["list"] if picked["arn"] == f"${v['name']}"]
+    assert sorted(o["text"] for o in pick["options"]) == run_groups
+    assert all(o["value"] == arn(plan, o["text"]) for o in pick["options"])

@@ -64,13 +64,52 @@ def test_cli_plans_a_source_stack_once(tmp_path, monitors, monkeypatch) -> None:
     """The infer stacks' StackReference plans prod-us-train; its own plan in the same run is that plan, and
     the neighbour planned for the name check (dev-us-train) is planned once too."""
     from infra.plan import runner
+    from infra.plan.summaries import CACHE_ENV
 
     monkeypatch.setattr(runner, "_PLAN_CACHE", {})  # nothing planned before this run
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))  # and no summary of an earlier one
     stacks = ["prod-hk-infer", "prod-sg-infer", "prod-us-train"]
     assert main(["plan", *(f"--stack={s}" for s in stacks), "--out", str(tmp_path)]) == 0
-    planned = sorted(m.recorded[0].urn.removeprefix("urn:pulumi:").split("::")[0] for m in monitors)
-    assert planned == sorted([*stacks, "dev-us-train"])
+    assert _planned(monitors) == sorted([*stacks, "dev-us-train"])
     assert sorted(p.stem for p in tmp_path.glob("*.json")) == stacks
+
+
+def _planned(monitors: list) -> list[str]:
+    return sorted(m.recorded[0].urn.removeprefix("urn:pulumi:").split("::")[0] for m in monitors)
+
+
+@pytest.mark.slow
+def test_one_stack_plans_alone_once_its_neighbours_left_summaries(
+    stack_doc, write_stack, monitors, monkeypatch, tmp_path
+) -> None:
+    """After ``--all``, a new run of ``--stack prod-hk-infer`` runs that stack's program only: the name check
+    reads the neighbours' summaries and the StackReference its source's, and the plan is the one ``--all``
+    wrote. A neighbour whose file changed is planned again."""
+    from infra.io.stackfiles import list_stacks
+    from infra.plan import runner
+    from infra.plan.summaries import CACHE_ENV
+
+    monkeypatch.setattr(runner, "_PLAN_CACHE", {})
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    for stack in list_stacks():
+        folder = write_stack(stack, stack_doc(stack))
+    every, one = tmp_path / "all", tmp_path / "one"
+    assert main(["plan", "--all", "--stacks-dir", str(folder), "--out", str(every)]) == 0
+    assert _planned(monitors) == list_stacks()
+
+    def alone(stack: str) -> list[str]:
+        runner._PLAN_CACHE.clear()  # a new run: nothing planned in this process
+        monitors.clear()
+        assert main(["plan", "--stack", stack, "--stacks-dir", str(folder), "--out", str(one)]) == 0
+        return _planned(monitors)
+
+    assert alone("prod-hk-infer") == ["prod-hk-infer"]
+    assert (one / "prod-hk-infer.json").read_text() == (every / "prod-hk-infer.json").read_text()
+    changed = stack_doc("dev-us-train")
+    changed["config"][CONFIG_KEY]["tags"]["Owner"] = "someone-else@example.com"
+    write_stack("dev-us-train", changed)
+    assert alone("prod-hk-infer") == ["dev-us-train", "prod-hk-infer"]
+    assert alone("prod-hk-infer") == ["prod-hk-infer"]
 
 
 def test_a_stack_plan_is_reused_until_its_stacks_folder_changes(stack_doc, write_stack, monitors) -> None:

@@ -107,3 +107,18 @@ def test_team_namespace_cannot_be_empty(prod: dict) -> None:
     # the namespace is derived ('team-<team>') unless named; a named one must be a namespace name
     assert_rejected(prod, "teams.research.namespace", "", ["aiplat:platform.teams.research.namespace"])
     assert parse_platform_config(prod).teams["research"].namespace is None
+
+
+def test_releasing_teams_are_capped_where_the_publishers_policy_would_outgrow_its_quota(prod) -> None:
+    from infra.queueing.config import MAX_RELEASING_TEAMS
+
+    teams = {
+        f"r{i:02d}": {"quotas": {"train": {"gpus": 0}}, "releases": True} for i in range(MAX_RELEASING_TEAMS)
+    }
+    teams["research"] = prod["teams"]["research"]  # releases too: one over
+    assert_rejected(
+        prod,
+        "teams",
+        teams,
+        [f"teams: {MAX_RELEASING_TEAMS + 1} teams set releases", f"at most {MAX_RELEASING_TEAMS}", "10,240"],
+    )

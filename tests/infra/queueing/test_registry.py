@@ -195,3 +195,22 @@ def test_a_bad_team_registry_is_refused_naming_the_field(change, says: str) -> N
     with pytest.raises(ConfigErrors) as exc:
         parse_platform_config(raw)
     assert says in str(exc.value)
+
+
+def test_break_glass_administers_every_teams_repositories_through_one_name_prefix(prod: Plan) -> None:
+    """The allow behind break-glass's exemption covers the team's repository and its replicas through the
+    teams' name prefix, in the registry's one break-glass policy: none per team."""
+    from fnmatch import fnmatchcase
+
+    grants = [
+        json.loads(p.inputs["policy"])
+        for p in prod.by_type("aws:iam/rolePolicy:RolePolicy")
+        if "break-glass" in p.name and "Repositories" in p.inputs["policy"]
+    ]
+    assert len(grants) == 1
+    resources = [r for st in grants[0]["Statement"] for r in _listed(st["Resource"])]
+    repo = prod.one(REPO_TYPE, "team-research-registry-byo-llama").inputs["name"]
+    for region in ("us-east-1", *prod.config["storage"]["replicate_to"]):
+        arn = f"arn:aws:ecr:{region}:{ACCOUNT}:repository/{repo}"
+        assert any(fnmatchcase(arn, r) for r in resources), arn
+    assert not any("research" in r for r in resources)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatchcase
 
 import pytest
 
@@ -26,12 +27,16 @@ def test_keys_per_purpose(plan_stack, stack: str) -> None:
     logs_policy = {s["Sid"]: s for s in json.loads(keys["kms-logs"].inputs["policy"])["Statement"]}
     logs = logs_policy["CloudWatchLogsUsesKey"]
     assert logs["Principal"] == {"Service": f"logs.{plan.region}.amazonaws.com"}
-    # narrowed to the stack's own log groups (control plane, flow logs, sessions), found in the plan
+    # narrowed to the stack's own log groups (control plane, flow logs, sessions, the container groups under
+    # one pattern), found in the plan: each is matched, and the patterns match nothing else
     groups = sorted(
         f"arn:aws:logs:{plan.region}:{ACCOUNT_ID}:log-group:{g.inputs['name']}"
         for g in plan.by_type("aws:cloudwatch/logGroup:LogGroup")
     )
-    assert sorted(logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]) == groups
+    patterns = logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]
+    assert all(any(fnmatchcase(g, p) for p in patterns) for g in groups)
+    assert all(any(fnmatchcase(g, p) for g in groups) for p in patterns)
+    assert len(patterns) < len(groups)  # the container groups, one per namespace, are one pattern
     aliases = sorted(
         r.inputs["name"] for r in plan.by_type("aws:kms/alias:Alias") if r.parent == component.urn
     )
