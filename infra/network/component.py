@@ -45,8 +45,8 @@ class GpuVpcArgs:
     logs_key_arn: pulumi.Input[str] | None = None
     # JSON policy of the S3 gateway endpoint (None: full access, the AWS default)
     s3_endpoint_policy: pulumi.Input[str] | None = None
-    # for the confused-deputy conditions of the flow logs role's trust
-    account_id: str | None = None
+    # the account of the interface endpoints' policies and the flow logs role's confused-deputy conditions
+    account_id: str
     partition: str = "aws"
 
 
@@ -197,6 +197,9 @@ class GpuVpc(pulumi.ComponentResource):
         self.endpoint_security_group_id = self.endpoint_sg.id
         self.interface_endpoints: dict[str, aws.ec2.VpcEndpoint] = {}
         for svc in args.interface_endpoints:
+            endpoint_policy = network_iam.interface_endpoint_policy(
+                service=svc, account_id=args.account_id, region=args.region, partition=args.partition
+            )
             self.interface_endpoints[svc] = aws.ec2.VpcEndpoint(
                 f"{name}-{svc.replace('.', '-')}",
                 vpc_id=self.vpc.id,
@@ -205,6 +208,8 @@ class GpuVpc(pulumi.ComponentResource):
                 private_dns_enabled=True,
                 subnet_ids=list(self.private_subnet_ids.values()),
                 security_group_ids=[self.endpoint_sg.id],
+                # without a policy an endpoint admits any principal of any account (AWS's default)
+                policy=json.dumps(endpoint_policy),
                 tags={"Name": f"{p}-{svc}"},
                 opts=child,
             )
@@ -244,9 +249,7 @@ class GpuVpc(pulumi.ComponentResource):
                 iam.service_trust_policy(
                     "vpc-flow-logs.amazonaws.com",
                     args.account_id,
-                    source_arn=f"arn:{args.partition}:ec2:{args.region}:{args.account_id}:vpc-flow-log/*"
-                    if args.account_id
-                    else None,
+                    source_arn=f"arn:{args.partition}:ec2:{args.region}:{args.account_id}:vpc-flow-log/*",
                 )
             ),
             opts=child,

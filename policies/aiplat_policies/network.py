@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from infra.core.config import check_log_retention
 from infra.network import cidrs
+from infra.network.documents.iam import ENDPOINT_ACCOUNT_KEYS
 
 from .aws import SECURITY_GROUP, linked
 from .core import (
     CRITICAL,
+    HIGH,
     LOW,
     MEDIUM,
     UNKNOWN,
@@ -188,3 +191,49 @@ def log_group_retention(r: Res, ctx: Ctx) -> Iterator[Violation]:
             f"retention {days:g} days is shorter than {ctx.config['minDays']:g}",
             f"set retention_in_days to at least {ctx.config['minDays']:g}",
         )
+
+
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+
+
+def _account_keys(statement: dict[str, Any]) -> set[str]:
+    condition = statement.get("Condition")
+    if not isinstance(condition, dict):
+        return set()
+    keys = {k for block in condition.values() if isinstance(block, dict) for k in block}
+    return keys & set(ENDPOINT_ACCOUNT_KEYS)
+
+
+@resource_rule(
+    "interface-endpoint-account-policy",
+    description="Every interface VPC endpoint has a policy whose every Allow names our account "
+    f"({', '.join(ENDPOINT_ACCOUNT_KEYS)}): without one the endpoint serves any principal of any account, "
+    "and code holding another account's keys sends our data out through it.",
+    severity=HIGH,
+    doc="https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html",
+    types=(VPC_ENDPOINT,),
+    unknowns="An unknown policy is a violation (it is built from literals).",
+)
+def interface_endpoint_account_policy(r: Res, ctx: Ctx) -> Iterator[Violation]:
+    if r.get("vpcEndpointType") != "Interface":
+        return
+    fix = "set policy to infra/network/documents/iam.py interface_endpoint_policy(...)"
+    document = r.get("policy")
+    if document is None or document is UNKNOWN:
+        yield violation(
+            f"interface endpoint {r.get('serviceName')} has no policy (AWS's default: full access)", fix
+        )
+        return
+    try:
+        statements = as_list(json.loads(document).get("Statement")) if isinstance(document, str) else []
+    except (ValueError, AttributeError):
+        statements = []
+    if not statements:
+        yield violation(f"interface endpoint {r.get('serviceName')}: policy has no statement", fix)
+    for st in statements:
+        if isinstance(st, dict) and st.get("Effect") == "Allow" and not _account_keys(st):
+            yield violation(
+                f"interface endpoint {r.get('serviceName')}: statement {st.get('Sid', '(no Sid)')!r} allows "
+                f"without any of {list(ENDPOINT_ACCOUNT_KEYS)}",
+                fix,
+            )

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import email
+import fnmatch
+import json
 import shutil
 import subprocess
 import tomllib
@@ -22,6 +24,8 @@ from pathlib import Path
 import pytest
 
 from infra.core.namespaces import PodSecurity
+from infra.network.documents.iam import eks_image_account
+from infra.plan.mocks import ACCOUNT_ID
 from infra.plan.runner import Plan, RecordedResource
 from infra.pools.documents import nodes
 from tests.conftest import EXAMPLES, STACKS
@@ -181,3 +185,83 @@ def test_only_privileged_pods_see_gpus_unrequested_and_no_workload_namespace_adm
     dcgm = [r for r in plan.by_type(RELEASE) if r.inputs["name"] == "dcgm-exporter"]
     for r in dcgm:
         assert r.inputs["values"]["securityContext"]["privileged"] is True
+
+
+# -- interface endpoints: our account's principals and resources only ----------------------------------
+
+ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+OTHER = "999988887777"
+
+
+def _allows(document: dict, context: dict[str, str], action: str, resource: str) -> bool:
+    """IAM's evaluation of an Allow-only endpoint policy for one request: some statement matches the action
+    and resource and all its conditions hold (a missing key fails StringEquals/Bool, Null tests presence)."""
+
+    def holds(op: str, block: dict) -> bool:
+        for key, want in block.items():
+            wants = [str(w).lower() for w in (want if isinstance(want, list) else [want])]
+            have = context.get(key)
+            if op == "Null":
+                if (have is None) != (wants == ["true"]):
+                    return False
+            elif have is None or have.lower() not in wants:  # StringEquals, Bool
+                return False
+        return True
+
+    for st in document["Statement"]:
+        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+        if st["Effect"] != "Allow" or not any(fnmatch.fnmatchcase(action, a) for a in actions):
+            continue
+        if not any(fnmatch.fnmatchcase(resource, r) for r in resources):
+            continue
+        if all(holds(op, block) for op, block in (st.get("Condition") or {}).items()):
+            return True
+    return False
+
+
+def _interface_endpoints(plan: Plan) -> dict[str, dict]:
+    out = {}
+    for r in plan.by_type(ENDPOINT):
+        if r.inputs.get("vpcEndpointType") == "Interface":
+            service = r.inputs["serviceName"].removeprefix(f"com.amazonaws.{plan.region}.")
+            out[service] = json.loads(r.inputs["policy"]) if r.inputs.get("policy") else {"Statement": []}
+    return out
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_interface_endpoints_refuse_other_accounts_keys_and_resources(plans, stack: str) -> None:
+    plan = plans[stack]
+    endpoints = _interface_endpoints(plan)
+    assert set(endpoints) == set(plan.config["network"]["interface_endpoints"])
+    ours = {"aws:PrincipalAccount": ACCOUNT_ID, "aws:ResourceAccount": ACCOUNT_ID}
+    for service, document in endpoints.items():
+        prefix = service.split(".")[0]
+        action = f"{prefix}:AnyAction"
+        # our principal on our resource passes; another account's keys, or our keys on another account's
+        # resource, do not (the attacker's own ECR / log group / KMS key through our endpoint)
+        assert _allows(document, ours, action, "arn:aws:x:::ours"), service
+        assert not _allows(document, {**ours, "aws:PrincipalAccount": OTHER}, action, "*"), service
+        assert not _allows(document, {**ours, "aws:ResourceAccount": OTHER}, action, "*"), service
+    if "logs" in endpoints:
+        stolen = {"aws:PrincipalAccount": OTHER, "aws:ResourceAccount": OTHER}
+        assert not _allows(
+            endpoints["logs"], stolen, "logs:PutLogEvents", f"arn:aws:logs:x:{OTHER}:log-group:x"
+        )
+    if "sts" in endpoints:  # IRSA: no principal account yet, our roles only
+        web = "sts:AssumeRoleWithWebIdentity"
+        assert _allows(endpoints["sts"], {"aws:ResourceAccount": ACCOUNT_ID}, web, "*")
+        assert not _allows(endpoints["sts"], {"aws:ResourceAccount": OTHER}, web, "*")
+    for service in ("ecr.api", "ecr.dkr"):  # the EKS add-on images: AWS's account in the region
+        if service in endpoints:
+            eks = {"aws:PrincipalAccount": ACCOUNT_ID, "aws:ResourceAccount": eks_image_account(plan.region)}
+            assert _allows(endpoints[service], eks, "ecr:BatchGetImage", "*")
+            assert not _allows(endpoints[service], eks, "ecr:PutImage", "*")
+
+
+def test_endpoint_policies_fit_the_quota(plans) -> None:
+    for plan in plans.values():
+        for service, document in _interface_endpoints(plan).items():
+            # VPC endpoint policies: 20,480 characters, white space included
+            # https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html
+            assert len(json.dumps(document)) <= 20_480, service
