@@ -65,6 +65,7 @@ class GpuVpc(pulumi.ComponentResource):
     private_route_table_ids: dict[str, pulumi.Output[str]]
     public_route_table_id: pulumi.Output[str]
     endpoint_security_group_id: pulumi.Output[str]
+    s3_endpoint_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: GpuVpcArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:network:GpuVpc", name, None, opts)
@@ -176,6 +177,7 @@ class GpuVpc(pulumi.ComponentResource):
             tags={"Name": f"{p}-s3"},
             opts=child,
         )
+        self.s3_endpoint_id = self.s3_endpoint.id
 
         # Interface endpoints: HTTPS from inside the VPC only.
         self.endpoint_sg = aws.ec2.SecurityGroup(
@@ -225,6 +227,7 @@ class GpuVpc(pulumi.ComponentResource):
                 "private_route_table_ids": self.private_route_table_ids,
                 "public_route_table_id": self.public_route_table_id,
                 "endpoint_security_group_id": self.endpoint_security_group_id,
+                "s3_endpoint_id": self.s3_endpoint_id,
             }
         )
 

@@ -13,7 +13,8 @@ from infra.network.component import FlowLogs, GpuVpc, GpuVpcArgs
 from infra.network.config import NatStrategy
 from infra.network.documents import iam
 from infra.network.zones import vpc_zones
-from infra.storage.wire import StorageWiring, trail_bucket_name
+from infra.storage.config.storage import BucketPurpose
+from infra.storage.wire import StorageWiring, data_bucket_names, trail_bucket_name
 
 
 def nat_zones(strategy: NatStrategy, zones: tuple[str, ...]) -> tuple[str, ...]:
@@ -28,9 +29,12 @@ def endpoint_buckets(ctx: StackContext, storage: StorageWiring | None) -> pulumi
     trail = trail_bucket_name(ctx)
     if trail:
         names.append(trail)
-    if storage is not None and storage.buckets is not None:
-        names += [storage.buckets.bucket_names[p] for p in sorted(storage.buckets.bucket_names)]
-        names.append(storage.buckets.log_bucket_name)
+    own = data_bucket_names(
+        ctx
+    )  # by name: the buckets are made after the VPC (their policies name its endpoint)
+    if own:
+        names += [own[p] for p in sorted(own)]
+        names.append(ctx.cfg.bucket_name(BucketPurpose.access_logs))
     if storage is not None and storage.replica is not None:
         names.append(storage.replica.apply(lambda r: r["bucket"]))
     return pulumi.Output.all(*names)

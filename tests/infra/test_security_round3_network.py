@@ -265,3 +265,69 @@ def test_endpoint_policies_fit_the_quota(plans) -> None:
             # VPC endpoint policies: 20,480 characters, white space included
             # https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html
             assert len(json.dumps(document)) <= 20_480, service
+
+
+# -- data buckets: objects only through the stack's S3 gateway endpoint -----------------------------------
+
+DATA_PURPOSES = ("datasets", "checkpoints", "artifacts")
+
+
+def _denied(document: dict, *, principal: str, vpce: str | None, action: str, resource: str) -> bool:
+    """Whether a Deny of the bucket policy matches the request (StringNotEquals on an absent key matches,
+    ArnNotLike compares the principal's ARN with wildcards), as IAM evaluates it."""
+    for st in document["Statement"]:
+        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+        if st["Effect"] != "Deny" or not any(fnmatch.fnmatchcase(action, a) for a in actions):
+            continue
+        if not any(fnmatch.fnmatchcase(resource, r) for r in resources):
+            continue
+        cond = st.get("Condition") or {}
+        if set(cond) - {"StringNotEquals", "ArnNotLike"}:
+            continue  # another guard (TLS, keys, release path): not what these requests exercise
+        vpces = cond.get("StringNotEquals", {}).get("aws:SourceVpce")
+        if vpces is not None and vpce in (vpces if isinstance(vpces, list) else [vpces]):
+            continue
+        exempt = cond.get("ArnNotLike", {}).get("aws:PrincipalArn", [])
+        if any(fnmatch.fnmatchcase(principal, p) for p in (exempt if isinstance(exempt, list) else [exempt])):
+            continue
+        return True
+    return False
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_data_buckets_refuse_objects_outside_our_gateway_endpoint(plans, stack: str) -> None:
+    plan = plans[stack]
+    policies = {r.name: r for r in plan.by_type("aws:s3/bucketPolicy:BucketPolicy")}
+    buckets = {r.name.removeprefix("storage-"): r for r in plan.by_type("aws:s3/bucket:Bucket")}
+    if not set(DATA_PURPOSES) <= set(buckets):
+        pytest.skip("no data buckets of its own (infer stack or MinIO)")
+    (gateway,) = [r for r in plan.by_type(ENDPOINT) if r.inputs.get("vpcEndpointType") == "Gateway"]
+    roles = {r.name: r.inputs.get("name") or r.name for r in plan.by_type("aws:iam/role:Role")}
+    acct = f"arn:aws:iam::{ACCOUNT_ID}:role"
+    glass = next(f"{acct}/{n}" for n in roles.values() if str(n).endswith("-break-glass"))
+    # S3 replicates with this role from outside any VPC (train stacks that replicate)
+    replication = f"{acct}/{roles['replication-role']}" if "replication-role" in roles else None
+    deployer = plan.config["security"]["account"].get("deployer_role")
+    pod = f"{acct}/{plan.stack}-trainer-pod"
+    fsx = f"{acct}/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_fs-1"
+    for purpose in DATA_PURPOSES:
+        policy = policies[f"storage-{purpose}-policy"]
+        # the endpoint id in the policy is the gateway endpoint's (the engine records where it came from)
+        assert gateway.urn in policy.property_dependencies["policy"], purpose
+        document = json.loads(policy.inputs["policy"])
+        (guard,) = [st for st in document["Statement"] if "aws:SourceVpce" in json.dumps(st.get("Condition"))]
+        vpce = guard["Condition"]["StringNotEquals"]["aws:SourceVpce"]
+        arn = f"arn:aws:s3:::{buckets[purpose].inputs['bucket']}"
+        for action, resource in (
+            ("s3:GetObject", f"{arn}/x"),
+            ("s3:PutObject", f"{arn}/x"),
+            ("s3:ListBucket", arn),
+        ):
+            request = {"action": action, "resource": resource}
+            assert not _denied(document, principal=pod, vpce=vpce, **request), (purpose, action)
+            assert _denied(document, principal=pod, vpce=None, **request), (purpose, action)  # stolen token
+            assert _denied(document, principal=pod, vpce="vpce-0attacker", **request), (purpose, action)
+            # those that act from outside the VPC: S3 replication, break-glass, the deployer, FSx's role
+            for outside in filter(None, (replication, glass, deployer and f"{acct}/{deployer}", fsx)):
+                assert not _denied(document, principal=outside, vpce=None, **request), (purpose, outside)
