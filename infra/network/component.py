@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.core import iam
+from infra.network import dns
 from infra.network.documents import cidr
 from infra.network.documents import iam as network_iam
 from infra.resources.aws import fixed_name
@@ -22,6 +23,15 @@ class FlowLogs:
     retention_days: int = 90
     traffic_type: str = "ALL"
     aggregation_interval_s: int = 600
+
+
+@dataclass(frozen=True, kw_only=True)
+class DnsFirewall:
+    """Route 53 Resolver DNS Firewall on the VPC: ``domains`` resolve (``infra/network/dns.py``), every other
+    name gets ``action`` (``BLOCK``: NXDOMAIN, or ``ALERT``: resolved and logged)."""
+
+    domains: tuple[str, ...]
+    action: str = "BLOCK"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +52,8 @@ class GpuVpcArgs:
     nat_zones: tuple[str, ...] = ()
     interface_endpoints: tuple[str, ...] = ()
     flow_logs: FlowLogs | None = None
+    # None: no DNS firewall (the VPC resolves any name)
+    dns_firewall: DnsFirewall | None = None
     logs_key_arn: pulumi.Input[str] | None = None
     # JSON policy of the S3 gateway endpoint (None: full access, the AWS default)
     s3_endpoint_policy: pulumi.Input[str] | None = None
@@ -218,6 +230,8 @@ class GpuVpc(pulumi.ComponentResource):
 
         if args.flow_logs is not None:
             self._flow_logs(name, args, args.flow_logs)
+        if args.dns_firewall is not None:
+            self._dns_firewall(name, args, args.dns_firewall)
 
         self.register_outputs(
             {
@@ -229,6 +243,76 @@ class GpuVpc(pulumi.ComponentResource):
                 "endpoint_security_group_id": self.endpoint_security_group_id,
                 "s3_endpoint_id": self.s3_endpoint_id,
             }
+        )
+
+    def _dns_firewall(self, name: str, args: GpuVpcArgs, fw: DnsFirewall) -> None:
+        """An allow rule for ``fw.domains``, then a catch-all (``*``) with ``fw.action``, in one rule group
+        associated with the VPC; closed when the firewall cannot answer (fail-open off).
+
+        Redirections (CNAME chains) of an allowed name are trusted: the allowed name's owner chose them
+        (a registry's CDN), not the querier.
+        https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/resolver-dns-firewall-rule-settings.html
+        """
+        child = pulumi.ResourceOptions(parent=self)
+        p = args.name_tag_prefix
+        for domain in fw.domains:
+            problem = dns.domain_problem(domain)
+            if problem:
+                raise ValueError(f"DNS firewall domain {domain!r} {problem}")
+        if len(fw.domains) > dns.DOMAINS_PER_LIST:
+            raise ValueError(f"{len(fw.domains)} DNS firewall domains; one list holds {dns.DOMAINS_PER_LIST}")
+        low, high = dns.ASSOCIATION_PRIORITY
+        if not low <= dns.OUR_ASSOCIATION_PRIORITY <= high:
+            raise ValueError(f"association priority {dns.OUR_ASSOCIATION_PRIORITY} is outside {low}-{high}")
+        allowed = aws.route53.ResolverFirewallDomainList(
+            f"{name}-dns-allowed",
+            name=f"{p}-allowed"[:64],
+            domains=list(fw.domains),
+            tags={"Name": f"{p}-allowed"},
+            opts=child,
+        )
+        everything = aws.route53.ResolverFirewallDomainList(
+            f"{name}-dns-everything",
+            name=f"{p}-everything"[:64],
+            domains=[dns.EVERYTHING],
+            tags={"Name": f"{p}-everything"},
+            opts=child,
+        )
+        group = aws.route53.ResolverFirewallRuleGroup(
+            f"{name}-dns-rules", name=f"{p}-dns"[:64], tags={"Name": f"{p}-dns"}, opts=child
+        )
+        aws.route53.ResolverFirewallRule(
+            f"{name}-dns-allow",
+            name="allow-needed",
+            firewall_rule_group_id=group.id,
+            firewall_domain_list_id=allowed.id,
+            priority=dns.ALLOW_PRIORITY,
+            action="ALLOW",
+            firewall_domain_redirection_action="TRUST_REDIRECTION_DOMAIN",
+            opts=child,
+        )
+        aws.route53.ResolverFirewallRule(
+            f"{name}-dns-catch-all",
+            name="everything-else",
+            firewall_rule_group_id=group.id,
+            firewall_domain_list_id=everything.id,
+            priority=dns.CATCH_ALL_PRIORITY,
+            action=fw.action,
+            block_response="NXDOMAIN" if fw.action == "BLOCK" else None,
+            opts=child,
+        )
+        self.dns_firewall_association = aws.route53.ResolverFirewallRuleGroupAssociation(
+            f"{name}-dns-association",
+            name=f"{p}-dns"[:64],
+            firewall_rule_group_id=group.id,
+            vpc_id=self.vpc.id,
+            priority=dns.OUR_ASSOCIATION_PRIORITY,
+            tags={"Name": f"{p}-dns"},
+            opts=child,
+        )
+        # closed: when DNS Firewall cannot evaluate a query, it is not answered (AWS's default, said here)
+        aws.route53.ResolverFirewallConfig(
+            f"{name}-dns-config", resource_id=self.vpc.id, firewall_fail_open="DISABLED", opts=child
         )
 
     def _flow_logs(self, name: str, args: GpuVpcArgs, flow_logs: FlowLogs) -> None:

@@ -9,8 +9,9 @@ import pulumi
 from infra.context import StackContext
 from infra.core import naming
 from infra.keys.component.kms import KmsKeys
-from infra.network.component import FlowLogs, GpuVpc, GpuVpcArgs
-from infra.network.config import NatStrategy
+from infra.network.component import DnsFirewall, FlowLogs, GpuVpc, GpuVpcArgs
+from infra.network.config import DnsFirewallMode, NatStrategy
+from infra.network.dns import stack_firewall_domains
 from infra.network.documents import iam
 from infra.network.zones import vpc_zones
 from infra.storage.config.storage import BucketPurpose
@@ -50,6 +51,7 @@ def wire_network(ctx: StackContext, keys: KmsKeys, storage: StorageWiring | None
     )
     zones = vpc_zones(cfg, ctx.facts)
     flow = cfg.network.flow_logs
+    fw = cfg.network.dns_firewall
     network = GpuVpc(
         "network",
         GpuVpcArgs(
@@ -67,6 +69,12 @@ def wire_network(ctx: StackContext, keys: KmsKeys, storage: StorageWiring | None
                 aggregation_interval_s=flow.aggregation_interval_s,
             )
             if flow.enabled
+            else None,
+            dns_firewall=DnsFirewall(
+                domains=tuple(stack_firewall_domains(cfg)),
+                action="BLOCK" if fw.mode is DnsFirewallMode.block else "ALERT",
+            )
+            if fw.mode is not DnsFirewallMode.off
             else None,
             logs_key_arn=keys.logs_key_arn,
             s3_endpoint_policy=endpoint_policy,

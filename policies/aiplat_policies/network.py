@@ -9,6 +9,7 @@ from typing import Any
 
 from infra.core.config import check_log_retention
 from infra.network import cidrs
+from infra.network.dns import ASSOCIATION_PRIORITY, EVERYTHING
 from infra.network.documents.iam import ENDPOINT_ACCOUNT_KEYS
 
 from .aws import SECURITY_GROUP, linked
@@ -236,4 +237,56 @@ def interface_endpoint_account_policy(r: Res, ctx: Ctx) -> Iterator[Violation]:
                 f"interface endpoint {r.get('serviceName')}: statement {st.get('Sid', '(no Sid)')!r} allows "
                 f"without any of {list(ENDPOINT_ACCOUNT_KEYS)}",
                 fix,
+            )
+
+
+FW_ASSOCIATION = "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation"
+FW_GROUP = "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup"
+FW_RULE = "aws:route53/resolverFirewallRule:ResolverFirewallRule"
+FW_LIST = "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList"
+
+
+@stack_rule(
+    "vpc-dns-firewall",
+    description="Every VPC has a Route 53 Resolver DNS Firewall rule group associated whose last word is to "
+    f"block every other name (a '{EVERYTHING}' domain list, action BLOCK), with an association priority AWS "
+    f"accepts ({ASSOCIATION_PRIORITY[0]}-{ASSOCIATION_PRIORITY[1]}): code in a pod cannot carry a token out "
+    "in a DNS query.",
+    severity=HIGH,
+    doc="https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/resolver-dns-firewall.html",
+    unknowns="Resources are tied by property dependency (ids are unknown at preview); an unknown action or "
+    "domain list counts as not blocking.",
+)
+def vpc_dns_firewall(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
+    fix = "set network.dns_firewall.mode: block (infra/network/component.py _dns_firewall)"
+    lists = stack.of_type(FW_LIST)
+    rules = stack.of_type(FW_RULE)
+    for vpc in stack.of_type(VPC):
+        associations = [a for a in stack.of_type(FW_ASSOCIATION) if vpc in linked(a, "vpcId", [vpc])]
+        if not associations:
+            yield violation(f"VPC {vpc.name!r} has no DNS Firewall rule group", fix, vpc.urn)
+            continue
+        blocking = False
+        for association in associations:
+            low, high = ASSOCIATION_PRIORITY
+            priority = number(association.get("priority"))
+            if not (isinstance(priority, float) and low <= priority <= high):
+                shown = format(priority, "g") if isinstance(priority, float) else priority
+                yield violation(
+                    f"association priority {shown} is outside {low}-{high}",
+                    f"use a priority from {low} to {high}",
+                    association.urn,
+                )
+            for group in linked(association, "firewallRuleGroupId", stack.of_type(FW_GROUP)):
+                for rule in rules:
+                    if group not in linked(rule, "firewallRuleGroupId", [group]):
+                        continue
+                    everything = any(
+                        EVERYTHING in as_list(lst.get("domains"))
+                        for lst in linked(rule, "firewallDomainListId", lists)
+                    )
+                    blocking |= everything and rule.get("action") == "BLOCK"
+        if not blocking:
+            yield violation(
+                f"VPC {vpc.name!r}: no DNS Firewall rule blocks the names not allowed", fix, vpc.urn
             )

@@ -28,7 +28,7 @@ from infra.network.documents.iam import eks_image_account
 from infra.plan.mocks import ACCOUNT_ID
 from infra.plan.runner import Plan, RecordedResource
 from infra.pools.documents import nodes
-from tests.conftest import EXAMPLES, STACKS
+from tests.conftest import EXAMPLES, STACKS, with_value
 
 ALL = [f"stacks/{s}" for s in STACKS] + [f"examples/{s}" for s in EXAMPLES]
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -331,3 +331,124 @@ def test_data_buckets_refuse_objects_outside_our_gateway_endpoint(plans, stack: 
             # those that act from outside the VPC: S3 replication, break-glass, the deployer, FSx's role
             for outside in filter(None, (replication, glass, deployer and f"{acct}/{deployer}", fsx)):
                 assert not _denied(document, principal=outside, vpce=None, **request), (purpose, outside)
+
+
+# -- DNS: the VPC resolves only what the stack needs --------------------------------------------------------
+
+FW = "aws:route53/"
+
+
+def _matches(name: str, domains: list[str]) -> bool:
+    """DNS Firewall's matching: '*' every name, '*.zone' the zone's subdomains, else the name itself."""
+    name = name.rstrip(".").lower()
+    for d in domains:
+        d = d.rstrip(".").lower()
+        if d == "*" or name == d or (d.startswith("*.") and name.endswith(d[1:])):
+            return True
+    return False
+
+
+def _resolves(plan: Plan, name: str) -> bool:
+    """What the VPC's firewall answers for ``name``: the rules of the associated group in priority order."""
+    lists = {
+        r.name: r.inputs["domains"]
+        for r in plan.by_type(f"{FW}resolverFirewallDomainList:ResolverFirewallDomainList")
+    }
+    rules = sorted(
+        plan.by_type(f"{FW}resolverFirewallRule:ResolverFirewallRule"), key=lambda r: r.inputs["priority"]
+    )
+    for rule in rules:
+        (listed,) = [n for n in lists if n in rule.inputs["firewallDomainListId"]]
+        if _matches(name, lists[listed]):
+            return rule.inputs["action"] != "BLOCK"
+    return True
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_the_vpc_resolves_only_what_nodes_and_pods_need(plans, stack: str) -> None:
+    plan = plans[stack]
+    (association,) = plan.by_type(
+        f"{FW}resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation"
+    )
+    (vpc,) = plan.by_type("aws:ec2/vpc:Vpc")
+    assert vpc.urn in association.property_dependencies["vpcId"]
+    assert 100 <= association.inputs["priority"] <= 9900  # AssociateFirewallRuleGroup's range
+    (group,) = plan.by_type(f"{FW}resolverFirewallRuleGroup:ResolverFirewallRuleGroup")
+    assert group.urn in association.property_dependencies["firewallRuleGroupId"]
+    (config,) = plan.by_type(f"{FW}resolverFirewallConfig:ResolverFirewallConfig")
+    assert config.inputs["firewallFailOpen"] == "DISABLED"
+    region = plan.region
+    vpc_domain = "ec2.internal" if region == "us-east-1" else f"{region}.compute.internal"
+    # what nodes and pods resolve (EKS, its OIDC issuer, ECR and its layer bucket, S3, STS, SSM, logs, KMS,
+    # the load balancers, the nodes' own names)
+    needed = [
+        f"{ACCOUNT_ID}.dkr.ecr.{region}.amazonaws.com",
+        f"api.ecr.{region}.amazonaws.com",
+        f"prod-{region}-starport-layer-bucket.s3.{region}.amazonaws.com",
+        f"0123456789ABCDEF.gr7.{region}.eks.amazonaws.com",
+        f"oidc.eks.{region}.amazonaws.com",
+        f"eks-auth.{region}.api.aws",
+        "sts.amazonaws.com",
+        f"sts.{region}.amazonaws.com",
+        f"ssm.{region}.amazonaws.com",
+        f"logs.{region}.amazonaws.com",
+        f"kms.{region}.amazonaws.com",
+        f"internal-k8s-inference-0123.{region}.elb.amazonaws.com",
+        f"ip-10-0-1-2.{vpc_domain}",
+        *(f"{b.inputs['bucket']}.s3.{region}.amazonaws.com" for b in plan.by_type("aws:s3/bucket:Bucket")),
+    ]
+    pulls_public = plan.config["network"].get("nat") != "none" and plan.by_type(RELEASE)
+    if pulls_public:
+        needed += ["quay.io", "cdn01.quay.io", "registry.k8s.io", "nvcr.io", "public.ecr.aws", "ghcr.io"]
+    for name in needed:
+        assert _resolves(plan, name), name
+    # a token in a query to a zone an attacker serves, or any other name, is not answered
+    for name in (
+        "eyJhbGciOi.attacker.example",
+        "pastebin.com",
+        "github.com",
+        "evil.compute.internal.example",
+    ):
+        assert not _resolves(plan, name), name
+    for extra in plan.config["network"].get("dns_firewall", {}).get("allowed_domains", []):
+        assert _resolves(plan, extra.removeprefix("*."))
+
+
+def _rule_findings(raw: dict, rule: str) -> list[str]:
+    from infra.io.snapshot import region_facts
+    from infra.rules import Phase, RuleContext, run_rules
+    from infra.schema.parse import parse_platform_config
+    from infra.stack.allowlists import PackAllowlists
+
+    cfg = parse_platform_config(raw)
+    ctx = RuleContext(cfg, stack="t", facts=region_facts(cfg), allowlists=PackAllowlists(max_gpus=999))
+    return [f.one_line() for f in run_rules(Phase.plan, ctx) if f.rule == rule]
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("pypi_mirror.example.com", "is not a domain"),
+        ("x.*.example.com", "is not a domain"),
+        ("a" * 256, "is 256 characters; DNS Firewall takes 1-255"),
+    ],
+)
+def test_the_plan_refuses_domains_dns_firewall_would_refuse(stack_config, name: str, why: str) -> None:
+    raw = stack_config("dev-us-train")
+    assert _rule_findings(raw, "dns-firewall-domains") == []
+    ok = with_value(raw, "network.dns_firewall.allowed_domains", ["*.example.com", "pypi.example.org"])
+    assert _rule_findings(ok, "dns-firewall-domains") == []
+    bad = with_value(raw, "network.dns_firewall.allowed_domains", [name])
+    (finding,) = _rule_findings(bad, "dns-firewall-domains")
+    assert finding.startswith(f"aiplat:platform.network.dns_firewall.allowed_domains: {name!r} {why}")
+
+
+def test_a_blocking_firewall_needs_the_webhook_receivers_hosts(stack_config) -> None:
+    raw = stack_config("prod-us-train")
+    assert _rule_findings(raw, "dns-firewall-webhook-host") == []
+    (finding,) = _rule_findings(
+        with_value(raw, "network.dns_firewall.allowed_domains", []), "dns-firewall-webhook-host"
+    )
+    assert "webhook receivers ['pager']" in finding
+    alert = with_value(raw, "network.dns_firewall", {"mode": "alert"})
+    assert _rule_findings(alert, "dns-firewall-webhook-host") == []

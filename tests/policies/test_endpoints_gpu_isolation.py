@@ -80,3 +80,31 @@ def test_gpu_nodes_without_the_toolkit_setting_are_refused(train, karpenter) -> 
     found = _violations(plan, GPU_RULE)
     assert any("EC2NodeClass" in m and "userData does not set" in m for m in found), found
     assert any("deviceListStrategy is unset (envvar)" in m for m in found), found
+
+
+DNS_RULE = "vpc-dns-firewall"
+FW = "aws:route53/"
+
+
+def test_a_vpc_without_a_blocking_dns_firewall_is_refused(train) -> None:
+    assert _violations(train, DNS_RULE) == []
+    unassociated = copy.deepcopy(train)
+    unassociated["resources"] = [
+        r for r in unassociated["resources"] if "FirewallRuleGroupAssociation" not in r["type"]
+    ]
+    (found,) = _violations(unassociated, DNS_RULE)
+    assert "has no DNS Firewall rule group" in found
+    alerting = copy.deepcopy(train)
+    (catch_all,) = [
+        r
+        for r in alerting["resources"]
+        if r["type"].endswith(":ResolverFirewallRule") and r["inputs"]["action"] == "BLOCK"
+    ]
+    catch_all["inputs"]["action"] = "ALERT"
+    (found,) = _violations(alerting, DNS_RULE)
+    assert "no DNS Firewall rule blocks the names not allowed" in found
+    late = copy.deepcopy(train)
+    (association,) = [r for r in late["resources"] if "FirewallRuleGroupAssociation" in r["type"]]
+    association["inputs"]["priority"] = 10000
+    (found,) = _violations(late, DNS_RULE)
+    assert "association priority 10000 is outside 100-9900" in found
