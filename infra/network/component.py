@@ -68,7 +68,8 @@ class GpuVpc(pulumi.ComponentResource):
     One private and one public subnet per AZ (layout in ``infra/network/documents/cidr.py``); NAT gateways per
     ``nat``; an S3 gateway endpoint on every private route table (training data and checkpoints never
     cross a NAT gateway, https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html);
-    interface endpoints for what nodes call at boot; flow logs to an encrypted log group.
+    interface endpoints for what nodes call at boot, in subnets of their own and each with a policy that
+    admits only our account; a DNS firewall; flow logs to an encrypted log group.
     """
 
     vpc_id: pulumi.Output[str]
@@ -104,17 +105,21 @@ class GpuVpc(pulumi.ComponentResource):
         # (the elb / internal-elb role tags are what the AWS Load Balancer Controller discovers subnets by)
         cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
         self.subnets: dict[tuple[str, str], aws.ec2.Subnet] = {}
+        role_tags = {
+            cidr.Tier.private: {"kubernetes.io/role/internal-elb": "1", **cluster_tag},
+            cidr.Tier.public: {"kubernetes.io/role/elb": "1", **cluster_tag},
+            # the interface endpoints alone: no load balancer or node (Karpenter selects by the private
+            # subnets' tags) is placed there
+            cidr.Tier.endpoints: {},
+        }
         for s in layout:
-            role_tag = (
-                "kubernetes.io/role/internal-elb" if s.tier is cidr.Tier.private else "kubernetes.io/role/elb"
-            )
             self.subnets[(s.tier.value, s.availability_zone)] = aws.ec2.Subnet(
                 f"{name}-{s.tier.value}-{s.availability_zone}",
                 vpc_id=self.vpc.id,
                 cidr_block=s.cidr,
                 availability_zone=s.availability_zone,
                 map_public_ip_on_launch=False,  # no implicit public IPs, not even in public subnets
-                tags={"Name": f"{p}-{s.tier.value}-{s.availability_zone}", role_tag: "1", **cluster_tag},
+                tags={"Name": f"{p}-{s.tier.value}-{s.availability_zone}", **role_tags[s.tier]},
                 opts=child,
             )
         self.private_subnet_ids = {az: self.subnets[("private", az)].id for az in args.availability_zones}
@@ -220,7 +225,7 @@ class GpuVpc(pulumi.ComponentResource):
                 service_name=f"com.amazonaws.{args.region}.{svc}",
                 vpc_endpoint_type="Interface",
                 private_dns_enabled=True,
-                subnet_ids=list(self.private_subnet_ids.values()),
+                subnet_ids=[self.subnets[("endpoints", az)].id for az in args.availability_zones],
                 security_group_ids=[self.endpoint_sg.id],
                 # without a policy an endpoint admits any principal of any account (AWS's default)
                 policy=json.dumps(endpoint_policy),

@@ -128,7 +128,7 @@ class NetworkConfig(Strict):
         default_factory=list,
         description="IPv4 CIDRs outside AWS's endpoints that the workload pods (trainer, publisher, "
         "inference, teams) may reach on HTTPS, e.g. a package mirror or an experiment tracker. Default "
-        "empty: HTTPS only to the VPC (its interface endpoints) and S3's prefix list. Not 0.0.0.0/0.",
+        "empty: HTTPS only to the interface endpoints' subnets and S3's prefix list. Not 0.0.0.0/0.",
     )
 
     @field_validator("workload_egress_cidrs")

@@ -107,15 +107,15 @@ def control_plane_zones_supported(ctx: RuleContext) -> Iterator[Finding]:
 def publisher_reaches_kms(ctx: RuleContext) -> Iterator[Finding]:
     """A train stack with the S3 backend has a KMS interface endpoint: its release publisher signs every
     manifest with the release signing key (trainer/release/signing.py), and the workload pods send HTTPS only
-    to
-    the VPC, S3's prefix list and network.workload_egress_cidrs (infra/core/namespaces.py)."""
+    to the interface endpoints' subnets, S3's prefix list and network.workload_egress_cidrs
+    (infra/core/namespaces.py)."""
     cfg = ctx.cfg
     signs = cfg.role is Role.train and cfg.storage.backend is StorageBackend.s3
     if signs and "kms" not in cfg.network.interface_endpoints:
         yield error(
             at("network", "interface_endpoints"),
             "has no 'kms': the release publisher signs manifests with KMS, and its pods reach no public "
-            "AWS address (HTTPS egress: the VPC, S3 and network.workload_egress_cidrs only)",
+            "AWS address (HTTPS egress: the interface endpoints, S3 and network.workload_egress_cidrs only)",
             "add 'kms' to network.interface_endpoints",
             "docs/platform/security.md",
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import email
 import fnmatch
+import ipaddress
 import json
 import shutil
 import subprocess
@@ -452,3 +453,43 @@ def test_a_blocking_firewall_needs_the_webhook_receivers_hosts(stack_config) -> 
     assert "webhook receivers ['pager']" in finding
     alert = with_value(raw, "network.dns_firewall", {"mode": "alert"})
     assert _rule_findings(alert, "dns-firewall-webhook-host") == []
+
+
+# -- workload HTTPS: the endpoints' subnets, not the whole VPC ---------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["stacks/prod-us-train", "stacks/prod-hk-infer", "stacks/dev-us-train"])
+def test_workload_https_reaches_the_endpoints_not_the_vpc(plans, stack: str) -> None:
+    plan = plans[stack]
+    vpc_cidr = plan.config["network"]["vpc_cidr"]
+    subnets = {r.urn: r.inputs["cidrBlock"] for r in plan.by_type("aws:ec2/subnet:Subnet")}
+    endpoint_ranges = set()
+    for e in plan.by_type(ENDPOINT):
+        if e.inputs.get("vpcEndpointType") == "Interface":
+            endpoint_ranges |= {subnets[u] for u in e.property_dependencies["subnetIds"]}
+    assert endpoint_ranges
+    policies = [
+        r
+        for r in plan.by_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if r.inputs["metadata"]["name"] == "allow-https-egress"
+    ]
+    workloads = {
+        r.inputs["metadata"]["name"]
+        for r in plan.by_type("kubernetes:core/v1:Namespace")
+        if (r.inputs["metadata"].get("labels") or {}).get("aiplat.io/workloads") == "true"
+    }
+    checked = 0
+    for policy in policies:
+        if policy.inputs["metadata"]["namespace"] not in workloads:
+            continue
+        (rule,) = policy.inputs["spec"]["egress"]
+        cidrs = {peer["ipBlock"]["cidr"] for peer in rule["to"]}
+        assert vpc_cidr not in cidrs, policy.inputs["metadata"]["namespace"]
+        assert endpoint_ranges <= cidrs  # STS, ECR, KMS ... stay reachable
+        assert not any(
+            ipaddress.IPv4Network(c).overlaps(ipaddress.IPv4Network(s))
+            for c in cidrs
+            for s in set(subnets.values()) - endpoint_ranges
+        ), "reaches nodes, pods or load balancers of the VPC"
+        checked += 1
+    assert checked >= 1
