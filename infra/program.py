@@ -49,7 +49,7 @@ from infra.schema.parse import parse_platform_config
 from infra.schema.platform import PlatformConfig
 from infra.services.wire import EndpointProbe, system_pools, wire_cluster_services, wire_workload_identities
 from infra.stack.allowlists import PackAllowlists
-from infra.storage.wire import wire_storage
+from infra.storage.wire import wire_storage, wire_storage_source
 from infra.training.wire import wire_images, wire_training
 
 FindingSink = Callable[[Finding], None]
@@ -152,15 +152,22 @@ def program(
         alerts=audit_alerts(stack),
     )
     keys, guard = key_wiring.keys, key_wiring.guard
-    # Buckets, registry and cross-region replication (train stacks); the replica via StackReference (infer).
+    # The replica via StackReference (infer), then the VPC (its S3 endpoint serves the stack's buckets by
+    # name), then buckets, registry and cross-region replication (train stacks): the data buckets take
+    # objects only through the VPC's S3 endpoint.
+    storage = wire_storage_source(stack)
+    network = wire_network(stack, keys, storage)
     storage = wire_storage(
-        stack, data_key_arn=keys.data_key_arn, break_glass_role_name=guard.break_glass_role_name
+        stack,
+        data_key_arn=keys.data_key_arn,
+        break_glass_role_name=guard.break_glass_role_name,
+        s3_endpoint_id=network.s3_endpoint_id,
+        source=storage,
     )
     # The trainer (and inference) images, built into the registry's repositories, by digest.
     images = wire_images(stack, storage, tags)
     wire_audit(stack, keys, storage)
     wire_region_settings(stack)
-    network = wire_network(stack, keys, storage)
     cluster = wire_cluster(stack, keys, network, break_glass_role_arn=guard.break_glass_role_arn)
     # Namespaces, device plugins, storage classes, load balancers, metrics, certificates, Karpenter.
     probe = _default_probe() if endpoint_probe is _DEFAULT else endpoint_probe

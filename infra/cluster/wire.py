@@ -77,7 +77,7 @@ def pool_args(
         placement_group=placement,
         capacity_reservation=reservation,
         root_volume_gib=pool.root_volume_gib,
-        user_data=nodes.node_user_data(facts),
+        user_data=nodes.node_user_data(facts, pool.gpu),
         cluster_name=cluster.cluster_name,
         kubernetes_version=ctx.cfg.cluster.kubernetes_version,
         node_role_arn=cluster.node_role_arn,

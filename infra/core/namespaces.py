@@ -10,10 +10,12 @@ NetworkPolicy with the allows the workload needs. The VPC CNI enforces NetworkPo
 - VPC CNI network policies: https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html
 
 The workload namespaces (trainer, publisher, inference, teams) send HTTPS only to ``https_egress_cidrs``:
-the VPC (the interface endpoints: STS, ECR, CloudWatch Logs, EKS ...), the CIDRs of the region's S3 prefix
-list and ``network.workload_egress_cidrs``. S3 traffic through the gateway endpoint keeps S3's public
-addresses (the endpoint is a route to the prefix list, not an address in the VPC), and an ``ipBlock``
-cannot name a prefix list: the program reads the list's CIDRs (``getPrefixList``) on every ``pulumi up``.
+the interface endpoints' own subnets (STS, ECR, CloudWatch Logs, KMS ...; infra/network/documents/cidr.py),
+the CIDRs of the region's S3 prefix list and ``network.workload_egress_cidrs``. A NetworkPolicy cannot name
+the endpoints' security group, so the endpoints live in subnets of their own. S3 traffic through the
+gateway endpoint keeps S3's public addresses (the endpoint is a route to the prefix list, not an address
+in the VPC), and an ``ipBlock`` cannot name a prefix list: the program reads the list's CIDRs
+(``getPrefixList``) on every ``pulumi up``.
 When AWS adds a range to the list, pods reach it after the next ``pulumi up``.
 https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html
 The cluster services' namespaces (monitoring, exporters, KEDA) keep HTTPS to anywhere: they talk to the
@@ -136,12 +138,16 @@ def _tcp(*ports: int | str) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": p} for p in ports]
 
 
-def https_egress_cidrs(*, vpc_cidr: str, s3_cidrs: Sequence[str], allowed: Sequence[str]) -> tuple[str, ...]:
-    """Where a workload pod may send HTTPS: the VPC, S3's ranges in the region and the configured
-    allow-list, each once."""
+def https_egress_cidrs(
+    *, endpoint_cidrs: Sequence[str], s3_cidrs: Sequence[str], allowed: Sequence[str]
+) -> tuple[str, ...]:
+    """Where a workload pod may send HTTPS: the interface endpoints' subnets (not the rest of the VPC: no
+    node, load balancer or other pod), S3's ranges in the region and the configured allow-list, each once."""
     if not s3_cidrs:
         raise ValueError("no CIDRs for the region's S3 prefix list: the workload pods could not reach S3")
-    return tuple(dict.fromkeys([vpc_cidr, *s3_cidrs, *allowed]))
+    if not endpoint_cidrs:
+        raise ValueError("no interface endpoint subnets: the workload pods could not reach STS, ECR or KMS")
+    return tuple(dict.fromkeys([*endpoint_cidrs, *s3_cidrs, *allowed]))
 
 
 def _ip_block(cidr: str) -> dict[str, Any]:

@@ -351,6 +351,8 @@ class NodeClassSpec:
     root_volume_gib: int
     ebs_key_arn: Any
     tags: Mapping[str, str]
+    # MIME user data Karpenter merges with its own NodeConfig (nodes.gpu_user_data: GPU isolation)
+    user_data: str | None = None
 
 
 def ec2_node_class_spec(s: NodeClassSpec) -> dict[str, Any]:
@@ -387,6 +389,7 @@ def ec2_node_class_spec(s: NodeClassSpec) -> dict[str, Any]:
         ],
         "instanceStorePolicy": "RAID0",
         "tags": dict(s.tags),
+        **({"userData": s.user_data} if s.user_data else {}),
     }
 
 

@@ -344,9 +344,14 @@ def dcgm_exporter_values(*, gpu_pools: Sequence[str], counters_csv: str) -> dict
     plane, and it has no node selector: placed on the GPU pools, tolerating every taint there.
     ``honorLabels`` keeps the exporter's ``pod``/``namespace`` of the workload using each GPU (otherwise
     renamed ``exported_pod``...). Profiling fields (DCGM_FI_PROF_*) need the chart's default SYS_ADMIN.
+    Privileged: the exporter requests no GPU and reads every GPU of its node through the image's
+    ``NVIDIA_VISIBLE_DEVICES=all``, which the GPU nodes' toolkit honours only for privileged containers
+    (``infra/pools/documents/nodes.py`` TOOLKIT_GPU_ISOLATION; Helm merges this over the chart's
+    ``securityContext``, keeping its root user and SYS_ADMIN). Its namespace is the privileged exporters'.
     """
     return {
         "customMetrics": counters_csv,
+        "securityContext": {"privileged": True},
         "affinity": pool_affinity(gpu_pools),
         "tolerations": TOLERATE_ALL,
         "serviceMonitor": {

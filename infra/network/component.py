@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.core import iam
+from infra.network import dns
 from infra.network.documents import cidr
 from infra.network.documents import iam as network_iam
 from infra.resources.aws import fixed_name
@@ -22,6 +23,15 @@ class FlowLogs:
     retention_days: int = 90
     traffic_type: str = "ALL"
     aggregation_interval_s: int = 600
+
+
+@dataclass(frozen=True, kw_only=True)
+class DnsFirewall:
+    """Route 53 Resolver DNS Firewall on the VPC: ``domains`` resolve (``infra/network/dns.py``), every other
+    name gets ``action`` (``BLOCK``: NXDOMAIN, or ``ALERT``: resolved and logged)."""
+
+    domains: tuple[str, ...]
+    action: str = "BLOCK"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,11 +52,13 @@ class GpuVpcArgs:
     nat_zones: tuple[str, ...] = ()
     interface_endpoints: tuple[str, ...] = ()
     flow_logs: FlowLogs | None = None
+    # None: no DNS firewall (the VPC resolves any name)
+    dns_firewall: DnsFirewall | None = None
     logs_key_arn: pulumi.Input[str] | None = None
     # JSON policy of the S3 gateway endpoint (None: full access, the AWS default)
     s3_endpoint_policy: pulumi.Input[str] | None = None
-    # for the confused-deputy conditions of the flow logs role's trust
-    account_id: str | None = None
+    # the account of the interface endpoints' policies and the flow logs role's confused-deputy conditions
+    account_id: str
     partition: str = "aws"
 
 
@@ -56,7 +68,8 @@ class GpuVpc(pulumi.ComponentResource):
     One private and one public subnet per AZ (layout in ``infra/network/documents/cidr.py``); NAT gateways per
     ``nat``; an S3 gateway endpoint on every private route table (training data and checkpoints never
     cross a NAT gateway, https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html);
-    interface endpoints for what nodes call at boot; flow logs to an encrypted log group.
+    interface endpoints for what nodes call at boot, in subnets of their own and each with a policy that
+    admits only our account; a DNS firewall; flow logs to an encrypted log group.
     """
 
     vpc_id: pulumi.Output[str]
@@ -65,6 +78,7 @@ class GpuVpc(pulumi.ComponentResource):
     private_route_table_ids: dict[str, pulumi.Output[str]]
     public_route_table_id: pulumi.Output[str]
     endpoint_security_group_id: pulumi.Output[str]
+    s3_endpoint_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: GpuVpcArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("aiplat:network:GpuVpc", name, None, opts)
@@ -91,17 +105,21 @@ class GpuVpc(pulumi.ComponentResource):
         # (the elb / internal-elb role tags are what the AWS Load Balancer Controller discovers subnets by)
         cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
         self.subnets: dict[tuple[str, str], aws.ec2.Subnet] = {}
+        role_tags = {
+            cidr.Tier.private: {"kubernetes.io/role/internal-elb": "1", **cluster_tag},
+            cidr.Tier.public: {"kubernetes.io/role/elb": "1", **cluster_tag},
+            # the interface endpoints alone: no load balancer or node (Karpenter selects by the private
+            # subnets' tags) is placed there
+            cidr.Tier.endpoints: {},
+        }
         for s in layout:
-            role_tag = (
-                "kubernetes.io/role/internal-elb" if s.tier is cidr.Tier.private else "kubernetes.io/role/elb"
-            )
             self.subnets[(s.tier.value, s.availability_zone)] = aws.ec2.Subnet(
                 f"{name}-{s.tier.value}-{s.availability_zone}",
                 vpc_id=self.vpc.id,
                 cidr_block=s.cidr,
                 availability_zone=s.availability_zone,
                 map_public_ip_on_launch=False,  # no implicit public IPs, not even in public subnets
-                tags={"Name": f"{p}-{s.tier.value}-{s.availability_zone}", role_tag: "1", **cluster_tag},
+                tags={"Name": f"{p}-{s.tier.value}-{s.availability_zone}", **role_tags[s.tier]},
                 opts=child,
             )
         self.private_subnet_ids = {az: self.subnets[("private", az)].id for az in args.availability_zones}
@@ -176,6 +194,7 @@ class GpuVpc(pulumi.ComponentResource):
             tags={"Name": f"{p}-s3"},
             opts=child,
         )
+        self.s3_endpoint_id = self.s3_endpoint.id
 
         # Interface endpoints: HTTPS from inside the VPC only.
         self.endpoint_sg = aws.ec2.SecurityGroup(
@@ -197,20 +216,27 @@ class GpuVpc(pulumi.ComponentResource):
         self.endpoint_security_group_id = self.endpoint_sg.id
         self.interface_endpoints: dict[str, aws.ec2.VpcEndpoint] = {}
         for svc in args.interface_endpoints:
+            endpoint_policy = network_iam.interface_endpoint_policy(
+                service=svc, account_id=args.account_id, region=args.region, partition=args.partition
+            )
             self.interface_endpoints[svc] = aws.ec2.VpcEndpoint(
                 f"{name}-{svc.replace('.', '-')}",
                 vpc_id=self.vpc.id,
                 service_name=f"com.amazonaws.{args.region}.{svc}",
                 vpc_endpoint_type="Interface",
                 private_dns_enabled=True,
-                subnet_ids=list(self.private_subnet_ids.values()),
+                subnet_ids=[self.subnets[("endpoints", az)].id for az in args.availability_zones],
                 security_group_ids=[self.endpoint_sg.id],
+                # without a policy an endpoint admits any principal of any account (AWS's default)
+                policy=json.dumps(endpoint_policy),
                 tags={"Name": f"{p}-{svc}"},
                 opts=child,
             )
 
         if args.flow_logs is not None:
             self._flow_logs(name, args, args.flow_logs)
+        if args.dns_firewall is not None:
+            self._dns_firewall(name, args, args.dns_firewall)
 
         self.register_outputs(
             {
@@ -220,7 +246,78 @@ class GpuVpc(pulumi.ComponentResource):
                 "private_route_table_ids": self.private_route_table_ids,
                 "public_route_table_id": self.public_route_table_id,
                 "endpoint_security_group_id": self.endpoint_security_group_id,
+                "s3_endpoint_id": self.s3_endpoint_id,
             }
+        )
+
+    def _dns_firewall(self, name: str, args: GpuVpcArgs, fw: DnsFirewall) -> None:
+        """An allow rule for ``fw.domains``, then a catch-all (``*``) with ``fw.action``, in one rule group
+        associated with the VPC; closed when the firewall cannot answer (fail-open off).
+
+        Redirections (CNAME chains) of an allowed name are trusted: the allowed name's owner chose them
+        (a registry's CDN), not the querier.
+        https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/resolver-dns-firewall-rule-settings.html
+        """
+        child = pulumi.ResourceOptions(parent=self)
+        p = args.name_tag_prefix
+        for domain in fw.domains:
+            problem = dns.domain_problem(domain)
+            if problem:
+                raise ValueError(f"DNS firewall domain {domain!r} {problem}")
+        if len(fw.domains) > dns.DOMAINS_PER_LIST:
+            raise ValueError(f"{len(fw.domains)} DNS firewall domains; one list holds {dns.DOMAINS_PER_LIST}")
+        low, high = dns.ASSOCIATION_PRIORITY
+        if not low <= dns.OUR_ASSOCIATION_PRIORITY <= high:
+            raise ValueError(f"association priority {dns.OUR_ASSOCIATION_PRIORITY} is outside {low}-{high}")
+        allowed = aws.route53.ResolverFirewallDomainList(
+            f"{name}-dns-allowed",
+            name=f"{p}-allowed"[:64],
+            domains=list(fw.domains),
+            tags={"Name": f"{p}-allowed"},
+            opts=child,
+        )
+        everything = aws.route53.ResolverFirewallDomainList(
+            f"{name}-dns-everything",
+            name=f"{p}-everything"[:64],
+            domains=[dns.EVERYTHING],
+            tags={"Name": f"{p}-everything"},
+            opts=child,
+        )
+        group = aws.route53.ResolverFirewallRuleGroup(
+            f"{name}-dns-rules", name=f"{p}-dns"[:64], tags={"Name": f"{p}-dns"}, opts=child
+        )
+        aws.route53.ResolverFirewallRule(
+            f"{name}-dns-allow",
+            name="allow-needed",
+            firewall_rule_group_id=group.id,
+            firewall_domain_list_id=allowed.id,
+            priority=dns.ALLOW_PRIORITY,
+            action="ALLOW",
+            firewall_domain_redirection_action="TRUST_REDIRECTION_DOMAIN",
+            opts=child,
+        )
+        aws.route53.ResolverFirewallRule(
+            f"{name}-dns-catch-all",
+            name="everything-else",
+            firewall_rule_group_id=group.id,
+            firewall_domain_list_id=everything.id,
+            priority=dns.CATCH_ALL_PRIORITY,
+            action=fw.action,
+            block_response="NXDOMAIN" if fw.action == "BLOCK" else None,
+            opts=child,
+        )
+        self.dns_firewall_association = aws.route53.ResolverFirewallRuleGroupAssociation(
+            f"{name}-dns-association",
+            name=f"{p}-dns"[:64],
+            firewall_rule_group_id=group.id,
+            vpc_id=self.vpc.id,
+            priority=dns.OUR_ASSOCIATION_PRIORITY,
+            tags={"Name": f"{p}-dns"},
+            opts=child,
+        )
+        # closed: when DNS Firewall cannot evaluate a query, it is not answered (AWS's default, said here)
+        aws.route53.ResolverFirewallConfig(
+            f"{name}-dns-config", resource_id=self.vpc.id, firewall_fail_open="DISABLED", opts=child
         )
 
     def _flow_logs(self, name: str, args: GpuVpcArgs, flow_logs: FlowLogs) -> None:
@@ -244,9 +341,7 @@ class GpuVpc(pulumi.ComponentResource):
                 iam.service_trust_policy(
                     "vpc-flow-logs.amazonaws.com",
                     args.account_id,
-                    source_arn=f"arn:{args.partition}:ec2:{args.region}:{args.account_id}:vpc-flow-log/*"
-                    if args.account_id
-                    else None,
+                    source_arn=f"arn:{args.partition}:ec2:{args.region}:{args.account_id}:vpc-flow-log/*",
                 )
             ),
             opts=child,

@@ -53,6 +53,29 @@ DEFAULT_INTERFACE_ENDPOINTS = (
 NAT_FREE_ENDPOINTS = ("ecr.api", "ecr.dkr", "sts", "ec2")
 
 
+class DnsFirewallMode(StrEnum):
+    """What the VPC's Route 53 Resolver DNS Firewall does with a name outside the allow-list: ``block``
+    (answer NXDOMAIN), ``alert`` (resolve it and log an alert: to find what a stack needs before blocking),
+    ``off`` (no firewall)."""
+
+    block = "block"
+    alert = "alert"
+    off = "off"
+
+
+class DnsFirewallConfig(Strict):
+    """Route 53 Resolver DNS Firewall on the VPC: nodes and pods (CoreDNS forwards to the VPC resolver)
+    resolve only AWS's names, the VPC's own, the registries the cluster pulls from and these."""
+
+    mode: DnsFirewallMode = Field(DnsFirewallMode.block, description="block, alert or off.")
+    allowed_domains: list[str] = Field(
+        default_factory=list,
+        description="More names the VPC may resolve, e.g. a webhook receiver's host or a package mirror "
+        "(DNS Firewall syntax: 'example.com', or '*.example.com' for its subdomains). The platform's own "
+        "needs are derived (rule 'dns-firewall-domains' checks the whole list).",
+    )
+
+
 class FlowLogsConfig(Strict):
     """VPC flow logs to a CloudWatch log group encrypted with the stack's logs key."""
 
@@ -100,11 +123,12 @@ class NetworkConfig(Strict):
         "are needed.",
     )
     flow_logs: FlowLogsConfig = Field(default_factory=lambda: FlowLogsConfig())
+    dns_firewall: DnsFirewallConfig = Field(default_factory=lambda: DnsFirewallConfig())
     workload_egress_cidrs: list[str] = Field(
         default_factory=list,
         description="IPv4 CIDRs outside AWS's endpoints that the workload pods (trainer, publisher, "
         "inference, teams) may reach on HTTPS, e.g. a package mirror or an experiment tracker. Default "
-        "empty: HTTPS only to the VPC (its interface endpoints) and S3's prefix list. Not 0.0.0.0/0.",
+        "empty: HTTPS only to the interface endpoints' subnets and S3's prefix list. Not 0.0.0.0/0.",
     )
 
     @field_validator("workload_egress_cidrs")

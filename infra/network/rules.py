@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from infra.core.config import KubernetesAccess, Role
-from infra.network.config import NatStrategy
+from infra.network.config import DnsFirewallMode, NatStrategy
+from infra.network.dns import DOMAINS_PER_LIST, REGISTRY_HOSTS, domain_problem, stack_firewall_domains
 from infra.network.zones import (
     EKS_MIN_CONTROL_PLANE_ZONES,
     EKS_NETWORK_DOC,
@@ -26,7 +27,7 @@ PRIVATE_CLUSTERS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/private
 # Karpenter and the FSx CSI driver public.ecr.aws (ECR Public, not served by the ecr.api/ecr.dkr endpoints);
 # KEDA and the Kubeflow Trainer ghcr.io; Grafana docker.io; and the EFA plugin AWS's ECR in us-west-2
 # (another region's registry, which this VPC's endpoints do not serve either).
-PUBLIC_REGISTRIES = ("quay.io", "registry.k8s.io", "nvcr.io", "public.ecr.aws", "ghcr.io", "docker.io")
+PUBLIC_REGISTRIES = tuple(REGISTRY_HOSTS)
 
 
 @rule("nat-none-no-public-images")
@@ -106,15 +107,62 @@ def control_plane_zones_supported(ctx: RuleContext) -> Iterator[Finding]:
 def publisher_reaches_kms(ctx: RuleContext) -> Iterator[Finding]:
     """A train stack with the S3 backend has a KMS interface endpoint: its release publisher signs every
     manifest with the release signing key (trainer/release/signing.py), and the workload pods send HTTPS only
-    to
-    the VPC, S3's prefix list and network.workload_egress_cidrs (infra/core/namespaces.py)."""
+    to the interface endpoints' subnets, S3's prefix list and network.workload_egress_cidrs
+    (infra/core/namespaces.py)."""
     cfg = ctx.cfg
     signs = cfg.role is Role.train and cfg.storage.backend is StorageBackend.s3
     if signs and "kms" not in cfg.network.interface_endpoints:
         yield error(
             at("network", "interface_endpoints"),
             "has no 'kms': the release publisher signs manifests with KMS, and its pods reach no public "
-            "AWS address (HTTPS egress: the VPC, S3 and network.workload_egress_cidrs only)",
+            "AWS address (HTTPS egress: the interface endpoints, S3 and network.workload_egress_cidrs only)",
             "add 'kms' to network.interface_endpoints",
             "docs/platform/security.md",
+        )
+
+
+DNS_FIREWALL_DOC = "https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/resolver-dns-firewall.html"
+
+
+@rule("dns-firewall-domains")
+def dns_firewall_domains(ctx: RuleContext) -> Iterator[Finding]:
+    """network.dns_firewall.allowed_domains are names DNS Firewall accepts, and the whole allow-list (the
+    platform's names and these) fits one domain list: AWS would refuse either at create time."""
+    fw = ctx.cfg.network.dns_firewall
+    if fw.mode is DnsFirewallMode.off:
+        return
+    for name in fw.allowed_domains:
+        problem = domain_problem(name)
+        if problem:
+            yield error(
+                at("network", "dns_firewall", "allowed_domains"),
+                f"{name!r} {problem}",
+                "write a host name ('pypi.example.com') or a zone's subdomains ('*.example.com')",
+                DNS_FIREWALL_DOC,
+            )
+    total = len(stack_firewall_domains(ctx.cfg))
+    if total > DOMAINS_PER_LIST:
+        yield error(
+            at("network", "dns_firewall", "allowed_domains"),
+            f"the allow-list has {total} names; a DNS Firewall domain list holds {DOMAINS_PER_LIST}",
+            "allow zones ('*.example.com') instead of their hosts",
+            DNS_FIREWALL_DOC,
+        )
+
+
+@rule("dns-firewall-webhook-host")
+def dns_firewall_webhook_host(ctx: RuleContext) -> Iterator[Finding]:
+    """With the DNS firewall blocking, a webhook receiver's host (a Pulumi secret the program never reads
+    as a name) must be in network.dns_firewall.allowed_domains, or Alertmanager cannot resolve it."""
+    cfg = ctx.cfg
+    if cfg.network.dns_firewall.mode is not DnsFirewallMode.block or cfg.network.dns_firewall.allowed_domains:
+        return
+    hooks = sorted(n for n, r in cfg.monitoring.alertmanager.receivers.items() if r.kind.value == "webhook")
+    if hooks and cfg.monitoring.enabled:
+        yield error(
+            at("network", "dns_firewall", "allowed_domains"),
+            f"is empty but Alertmanager posts to webhook receivers {hooks}, whose hosts the VPC could not "
+            "resolve",
+            "add each webhook's host to network.dns_firewall.allowed_domains (or set mode: alert)",
+            DNS_FIREWALL_DOC,
         )

@@ -9,11 +9,13 @@ import pulumi
 from infra.context import StackContext
 from infra.core import naming
 from infra.keys.component.kms import KmsKeys
-from infra.network.component import FlowLogs, GpuVpc, GpuVpcArgs
-from infra.network.config import NatStrategy
+from infra.network.component import DnsFirewall, FlowLogs, GpuVpc, GpuVpcArgs
+from infra.network.config import DnsFirewallMode, NatStrategy
+from infra.network.dns import stack_firewall_domains
 from infra.network.documents import iam
 from infra.network.zones import vpc_zones
-from infra.storage.wire import StorageWiring, trail_bucket_name
+from infra.storage.config.storage import BucketPurpose
+from infra.storage.wire import StorageWiring, data_bucket_names, trail_bucket_name
 
 
 def nat_zones(strategy: NatStrategy, zones: tuple[str, ...]) -> tuple[str, ...]:
@@ -28,9 +30,12 @@ def endpoint_buckets(ctx: StackContext, storage: StorageWiring | None) -> pulumi
     trail = trail_bucket_name(ctx)
     if trail:
         names.append(trail)
-    if storage is not None and storage.buckets is not None:
-        names += [storage.buckets.bucket_names[p] for p in sorted(storage.buckets.bucket_names)]
-        names.append(storage.buckets.log_bucket_name)
+    own = data_bucket_names(
+        ctx
+    )  # by name: the buckets are made after the VPC (their policies name its endpoint)
+    if own:
+        names += [own[p] for p in sorted(own)]
+        names.append(ctx.cfg.bucket_name(BucketPurpose.access_logs))
     if storage is not None and storage.replica is not None:
         names.append(storage.replica.apply(lambda r: r["bucket"]))
     return pulumi.Output.all(*names)
@@ -46,6 +51,7 @@ def wire_network(ctx: StackContext, keys: KmsKeys, storage: StorageWiring | None
     )
     zones = vpc_zones(cfg, ctx.facts)
     flow = cfg.network.flow_logs
+    fw = cfg.network.dns_firewall
     network = GpuVpc(
         "network",
         GpuVpcArgs(
@@ -63,6 +69,12 @@ def wire_network(ctx: StackContext, keys: KmsKeys, storage: StorageWiring | None
                 aggregation_interval_s=flow.aggregation_interval_s,
             )
             if flow.enabled
+            else None,
+            dns_firewall=DnsFirewall(
+                domains=tuple(stack_firewall_domains(cfg)),
+                action="BLOCK" if fw.mode is DnsFirewallMode.block else "ALERT",
+            )
+            if fw.mode is not DnsFirewallMode.off
             else None,
             logs_key_arn=keys.logs_key_arn,
             s3_endpoint_policy=endpoint_policy,

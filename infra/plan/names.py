@@ -141,7 +141,17 @@ NAMES: dict[str, NameOf] = {
     "aws:guardduty/detector:Detector": _singleton,
 }
 # Types with a 'name' input that is not a physical name unique in an account or region.
-NOT_NAMES = frozenset({"aws:eks/accessEntry:AccessEntry"})  # keyed by principal, per cluster
+NOT_NAMES = frozenset(
+    {
+        "aws:eks/accessEntry:AccessEntry",  # keyed by principal, per cluster
+        # DNS Firewall names are labels: the API keys lists, groups, rules and associations by id (rules by
+        # group and domain list), never by name (CreateFirewallDomainList, CreateFirewallRuleGroup ...)
+        "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList",
+        "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup",
+        "aws:route53/resolverFirewallRule:ResolverFirewallRule",
+        "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation",
+    }
+)
 
 
 def physical_names(plan: Plan) -> list[tuple[PhysicalName, RecordedResource]]:

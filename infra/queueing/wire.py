@@ -23,6 +23,8 @@ from infra.core.trainer_settings import SCRAPED_METRICS_PORTS
 from infra.core.trainjobs import quantity_mib
 from infra.karpenter.gpu_offers import gpu_offer
 from infra.mirror.wire import cached_chart
+from infra.network.documents import cidr
+from infra.network.zones import vpc_zones
 from infra.pools.documents.nodes import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from infra.queueing import documents as q
 from infra.queueing.component import Kueue, KueueArgs, Team, TeamArgs, TeamRegistry, TeamRegistryArgs
@@ -266,7 +268,7 @@ def wire_queueing(
             names,
             metrics_ports=SCRAPED_METRICS_PORTS,
             https_egress=namespaces.https_egress_cidrs(
-                vpc_cidr=cfg.network.vpc_cidr,
+                endpoint_cidrs=cidr.endpoint_cidrs(cfg.network.vpc_cidr, vpc_zones(cfg, ctx.facts)),
                 s3_cidrs=ctx.facts.s3_prefix_list_cidrs,
                 allowed=cfg.network.workload_egress_cidrs,
             ),

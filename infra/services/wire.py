@@ -41,6 +41,8 @@ from infra.karpenter.gpu_offers import gpu_offer
 from infra.keys.component.kms import KmsKeys
 from infra.mirror.wire import cached_chart
 from infra.network.component import GpuVpc
+from infra.network.documents import cidr
+from infra.network.zones import vpc_zones
 from infra.pod_storage.component.minio import Minio
 from infra.pod_storage.component.pod_iam import PodRoles
 from infra.pools.documents import nodes
@@ -135,7 +137,7 @@ def workload_namespace_specs(ctx: StackContext) -> list[NamespaceSpec]:
         trainer_metrics_ports=SCRAPED_METRICS_PORTS,
         s3_services=s3_services,
         https_egress=namespaces.https_egress_cidrs(
-            vpc_cidr=cfg.network.vpc_cidr,
+            endpoint_cidrs=cidr.endpoint_cidrs(cfg.network.vpc_cidr, vpc_zones(cfg, ctx.facts)),
             s3_cidrs=ctx.facts.s3_prefix_list_cidrs,
             allowed=cfg.network.workload_egress_cidrs,
         ),
@@ -366,6 +368,8 @@ def wire_karpenter(
             root_volume_gib=max(p.root_volume_gib for p in kc.node_pools.values()),
             ebs_key_arn=keys.ebs_key_arn,
             tags=cfg.tags.as_dict(),
+            # every Karpenter pool is a GPU pool: the toolkit ignores NVIDIA_VISIBLE_DEVICES there too
+            user_data=nodes.gpu_user_data(),
         )
     )
     pools = {}

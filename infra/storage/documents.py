@@ -383,6 +383,55 @@ def baseline_denials(bucket_arn: str, min_tls: str) -> list[dict[str, Any]]:
     return [deny_insecure_transport(bucket_arn), deny_old_tls(bucket_arn, min_tls), deny_sse_c(bucket_arn)]
 
 
+# The data plane of a bucket: objects read, written, deleted, listed, replicated. What a stolen pod token
+# would use from outside the VPC (bucket configuration is the admin guard's).
+DATA_PLANE_ACTIONS = [
+    "s3:GetObject*",
+    "s3:PutObject*",
+    "s3:DeleteObject*",
+    "s3:ListBucket*",
+    "s3:ListMultipartUploadParts",
+    "s3:AbortMultipartUpload",
+    "s3:RestoreObject",
+    "s3:Replicate*",
+]
+# FSx for Lustre reads and writes a linked bucket with its service-linked role, from the service's side
+# (https://docs.aws.amazon.com/fsx/latest/LustreGuide/setting-up.html, "Adding permissions to use data
+# repositories in Amazon S3": AWSServiceRoleForFSxS3Access_<file system id>).
+FSX_S3_ROLE_PATTERN = (
+    "arn:{partition}:iam::{account}:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointGuard:
+    """Only requests through the stack's S3 gateway endpoint (``endpoint_id``) reach the bucket's data, but
+    those of ``exempt`` (principal ARN patterns: S3 replication, break-glass, the deployer, FSx's role),
+    which act from outside the VPC."""
+
+    endpoint_id: str
+    exempt: tuple[str, ...] = ()
+
+
+def deny_outside_endpoint(bucket_arn: str, guard: EndpointGuard) -> dict[str, Any]:
+    """Deny the :data:`DATA_PLANE_ACTIONS` unless the request came through the stack's gateway endpoint
+    (``aws:SourceVpce``; absent outside any endpoint, and StringNotEquals on an absent key matches) or from
+    one of ``guard.exempt``. A pod's credentials taken out of the cluster read nothing from the internet.
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/example-bucket-policies-vpc-endpoint.html
+    """
+    condition: dict[str, Any] = {"StringNotEquals": {"aws:SourceVpce": guard.endpoint_id}}
+    if guard.exempt:
+        condition["ArnNotLike"] = {"aws:PrincipalArn": list(guard.exempt)}
+    return {
+        "Sid": "DataOnlyThroughOurEndpoint",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": list(DATA_PLANE_ACTIONS),
+        "Resource": [bucket_arn, f"{bucket_arn}/*"],
+        "Condition": condition,
+    }
+
+
 def bucket_policy(
     bucket_arn: str,
     *,
@@ -390,14 +439,18 @@ def bucket_policy(
     min_tls: str = "1.2",
     release_guard: ReleaseGuard | None = None,
     admins: Sequence[str] = (),
+    endpoint: EndpointGuard | None = None,
 ) -> Policy:
     """Policy of a data bucket: TLS only, TLS ``min_tls`` at least, no SSE-C, (with ``kms_key_arn``) no
-    other key or encryption than the bucket's, with ``release_guard`` the release path's denials
+    other key or encryption than the bucket's, (with ``endpoint``) data only through the stack's gateway
+    endpoint (:func:`deny_outside_endpoint`), with ``release_guard`` the release path's denials
     (:func:`release_guard_statements`, its admins administer the bucket), else with ``admins`` the
     administration guard alone (:func:`admin_guard_statement`)."""
     statements = baseline_denials(bucket_arn, min_tls)
     if kms_key_arn is not None:
         statements += deny_other_kms_keys(bucket_arn, kms_key_arn)
+    if endpoint is not None:
+        statements.append(deny_outside_endpoint(bucket_arn, endpoint))
     if release_guard is not None:
         if admins and tuple(admins) != release_guard.admins:
             raise ValueError("a bucket with a release guard is administered by the guard's admins")

@@ -120,33 +120,67 @@ def trail_bucket_name(ctx: StackContext) -> str | None:
     return cfg.names.bucket("cloudtrail")
 
 
+REPLICATION_ROLE = "s3-replication"
+
+
+def data_bucket_names(ctx: StackContext) -> dict[str, str]:
+    """purpose -> name of the stack's own data buckets (a train stack on S3; empty otherwise)."""
+    cfg = ctx.cfg
+    if cfg.role != Role.train or cfg.storage.backend != StorageBackend.s3:
+        return {}
+    return {p.value: cfg.bucket_name(p) for p in DATA_PURPOSES}
+
+
+def outside_endpoint_principals(ctx: StackContext) -> tuple[str, ...]:
+    """Who reaches the data buckets' objects from outside the VPC (``EndpointGuard.exempt``): S3 replication
+    (the service, with our role), break-glass and the deployer (people, from wherever they are) and FSx for
+    Lustre's service-linked role (a linked bucket)."""
+    part, acct = ctx.account.partition, ctx.account.account_id
+    _, glass, deployer = release_roles(ctx)
+    replication = naming.iam_role_arn(part, acct, ctx.names.role_name(REPLICATION_ROLE))
+    fsx = storage_documents.FSX_S3_ROLE_PATTERN.format(partition=part, account=acct)
+    return tuple(a for a in (replication, glass, deployer, fsx) if a)
+
+
+def wire_storage_source(ctx: StackContext) -> StorageWiring:
+    """An infer stack's replica, read from its train stack (StackReference); empty wiring otherwise. What
+    the network needs of storage (the replica bucket its S3 endpoint serves), before the buckets exist."""
+    cfg, out = ctx.cfg, StorageWiring()
+    st = cfg.storage
+    if cfg.role == Role.infer and st.source_stack:
+        ref = pulumi.StackReference(
+            stack_reference_name(pulumi.get_organization(), st.source_stack), opts=ctx.in_region
+        )
+        out.source = ref
+        out.replica = ref.require_output("artifactReplicas").apply(lambda r: r[cfg.region])
+        ctx.export("artifactsBucket", out.replica.apply(lambda r: r["bucket"]))
+        ctx.export("artifactsKeyArn", out.replica.apply(lambda r: r["keyArn"]))
+        ctx.export("imageRegistry", out.replica.apply(lambda r: r["registry"]))
+    return out
+
+
 def wire_storage(
     ctx: StackContext,
     *,
     data_key_arn: pulumi.Output[str],
     break_glass_role_name: pulumi.Input[str] | None = None,
+    s3_endpoint_id: pulumi.Input[str] | None = None,
+    source: StorageWiring | None = None,
 ) -> StorageWiring:
     """Create the storage components the config asks for; their outputs go to ``ctx.exports``.
     ``break_glass_role_name``: the break-glass role (an output of it), given the allows its exemptions in
-    the guarded buckets' policies need."""
+    the guarded buckets' policies need. ``s3_endpoint_id``: the stack's S3 gateway endpoint, the only way to
+    the data buckets' objects (:func:`outside_endpoint_principals` excepted). ``source``: what
+    :func:`wire_storage_source` returned (made here when None)."""
     cfg, account, opts = ctx.cfg, ctx.account, ctx.in_region
-    out = StorageWiring()
+    out = source if source is not None else wire_storage_source(ctx)
     st = cfg.storage
     life = st.lifecycle
     if cfg.role == Role.infer:
-        if st.source_stack:
-            ref = pulumi.StackReference(
-                stack_reference_name(pulumi.get_organization(), st.source_stack), opts=opts
-            )
-            out.source = ref
-            out.replica = ref.require_output("artifactReplicas").apply(lambda r: r[cfg.region])
-            ctx.export("artifactsBucket", out.replica.apply(lambda r: r["bucket"]))
-            ctx.export("artifactsKeyArn", out.replica.apply(lambda r: r["keyArn"]))
-            ctx.export("imageRegistry", out.replica.apply(lambda r: r["registry"]))
         return out
 
     if st.backend == StorageBackend.s3:
-        names = {p.value: cfg.bucket_name(p) for p in DATA_PURPOSES}
+        names = data_bucket_names(ctx)
         out.buckets = Buckets(
             "storage",
             BucketsArgs(
@@ -171,6 +205,8 @@ def wire_storage(
                 release_guards={BucketPurpose.artifacts.value: release_guard(ctx, replica=False)},
                 # the datasets and checkpoints buckets: the same administration guard as the artifacts'
                 admins=release_guard(ctx, replica=False).admins,
+                s3_endpoint_id=s3_endpoint_id,
+                outside_endpoint=outside_endpoint_principals(ctx),
             ),
             opts=opts,
         )
@@ -227,6 +263,7 @@ def wire_storage(
                 noncurrent_expire_days=life.noncurrent_expire_days,
                 source_ready=[out.buckets],
                 release_guard=release_guard(ctx, replica=True),
+                role_name=ctx.names.role_name(REPLICATION_ROLE),
             ),
             opts=opts,
         )

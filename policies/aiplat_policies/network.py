@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from infra.core.config import check_log_retention
 from infra.network import cidrs
+from infra.network.dns import ASSOCIATION_PRIORITY, EVERYTHING
+from infra.network.documents.iam import ENDPOINT_ACCOUNT_KEYS
 
 from .aws import SECURITY_GROUP, linked
 from .core import (
     CRITICAL,
+    HIGH,
     LOW,
     MEDIUM,
     UNKNOWN,
@@ -188,3 +192,101 @@ def log_group_retention(r: Res, ctx: Ctx) -> Iterator[Violation]:
             f"retention {days:g} days is shorter than {ctx.config['minDays']:g}",
             f"set retention_in_days to at least {ctx.config['minDays']:g}",
         )
+
+
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+
+
+def _account_keys(statement: dict[str, Any]) -> set[str]:
+    condition = statement.get("Condition")
+    if not isinstance(condition, dict):
+        return set()
+    keys = {k for block in condition.values() if isinstance(block, dict) for k in block}
+    return keys & set(ENDPOINT_ACCOUNT_KEYS)
+
+
+@resource_rule(
+    "interface-endpoint-account-policy",
+    description="Every interface VPC endpoint has a policy whose every Allow names our account "
+    f"({', '.join(ENDPOINT_ACCOUNT_KEYS)}): without one the endpoint serves any principal of any account, "
+    "and code holding another account's keys sends our data out through it.",
+    severity=HIGH,
+    doc="https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html",
+    types=(VPC_ENDPOINT,),
+    unknowns="An unknown policy is a violation (it is built from literals).",
+)
+def interface_endpoint_account_policy(r: Res, ctx: Ctx) -> Iterator[Violation]:
+    if r.get("vpcEndpointType") != "Interface":
+        return
+    fix = "set policy to infra/network/documents/iam.py interface_endpoint_policy(...)"
+    document = r.get("policy")
+    if document is None or document is UNKNOWN:
+        yield violation(
+            f"interface endpoint {r.get('serviceName')} has no policy (AWS's default: full access)", fix
+        )
+        return
+    try:
+        statements = as_list(json.loads(document).get("Statement")) if isinstance(document, str) else []
+    except (ValueError, AttributeError):
+        statements = []
+    if not statements:
+        yield violation(f"interface endpoint {r.get('serviceName')}: policy has no statement", fix)
+    for st in statements:
+        if isinstance(st, dict) and st.get("Effect") == "Allow" and not _account_keys(st):
+            yield violation(
+                f"interface endpoint {r.get('serviceName')}: statement {st.get('Sid', '(no Sid)')!r} allows "
+                f"without any of {list(ENDPOINT_ACCOUNT_KEYS)}",
+                fix,
+            )
+
+
+FW_ASSOCIATION = "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation"
+FW_GROUP = "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup"
+FW_RULE = "aws:route53/resolverFirewallRule:ResolverFirewallRule"
+FW_LIST = "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList"
+
+
+@stack_rule(
+    "vpc-dns-firewall",
+    description="Every VPC has a Route 53 Resolver DNS Firewall rule group associated whose last word is to "
+    f"block every other name (a '{EVERYTHING}' domain list, action BLOCK), with an association priority AWS "
+    f"accepts ({ASSOCIATION_PRIORITY[0]}-{ASSOCIATION_PRIORITY[1]}): code in a pod cannot carry a token out "
+    "in a DNS query.",
+    severity=HIGH,
+    doc="https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/resolver-dns-firewall.html",
+    unknowns="Resources are tied by property dependency (ids are unknown at preview); an unknown action or "
+    "domain list counts as not blocking.",
+)
+def vpc_dns_firewall(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
+    fix = "set network.dns_firewall.mode: block (infra/network/component.py _dns_firewall)"
+    lists = stack.of_type(FW_LIST)
+    rules = stack.of_type(FW_RULE)
+    for vpc in stack.of_type(VPC):
+        associations = [a for a in stack.of_type(FW_ASSOCIATION) if vpc in linked(a, "vpcId", [vpc])]
+        if not associations:
+            yield violation(f"VPC {vpc.name!r} has no DNS Firewall rule group", fix, vpc.urn)
+            continue
+        blocking = False
+        for association in associations:
+            low, high = ASSOCIATION_PRIORITY
+            priority = number(association.get("priority"))
+            if not (isinstance(priority, float) and low <= priority <= high):
+                shown = format(priority, "g") if isinstance(priority, float) else priority
+                yield violation(
+                    f"association priority {shown} is outside {low}-{high}",
+                    f"use a priority from {low} to {high}",
+                    association.urn,
+                )
+            for group in linked(association, "firewallRuleGroupId", stack.of_type(FW_GROUP)):
+                for rule in rules:
+                    if group not in linked(rule, "firewallRuleGroupId", [group]):
+                        continue
+                    everything = any(
+                        EVERYTHING in as_list(lst.get("domains"))
+                        for lst in linked(rule, "firewallDomainListId", lists)
+                    )
+                    blocking |= everything and rule.get("action") == "BLOCK"
+        if not blocking:
+            yield violation(
+                f"VPC {vpc.name!r}: no DNS Firewall rule blocks the names not allowed", fix, vpc.urn
+            )

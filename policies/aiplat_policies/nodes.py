@@ -6,13 +6,21 @@ custom resources) or, rarely, plain EC2 instances.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Iterator
 from typing import Any
 
 from infra.core import instance_types
 from infra.karpenter.documents import INSTANCE_FAMILY_LABEL as INSTANCE_FAMILY_KEY
 from infra.karpenter.documents import INSTANCE_TYPE_LABEL as INSTANCE_TYPE_KEY
-from infra.pools.documents.nodes import GPU_TAINT_KEY, IMDS_HOP_LIMIT, TAINT_EFFECTS
+from infra.pools.documents.nodes import (
+    GPU_TAINT_KEY,
+    IMDS_HOP_LIMIT,
+    TAINT_EFFECTS,
+    TOOLKIT_CONFIG,
+    TOOLKIT_GPU_ISOLATION,
+)
 
 from .aws import INSTANCE, LAUNCH_TEMPLATE, NODE_GROUP, SUBNET, linked
 from .core import (
@@ -217,4 +225,77 @@ def gpu_nodes_tainted(r: Res, ctx: Ctx) -> Iterator[Violation]:
             yield violation(
                 f"GPU NodePool lacks the {GPU_TAINT_KEY}:NoSchedule taint",
                 f"add spec.template.spec.taints [{{key: {GPU_TAINT_KEY}, effect: NoSchedule}}]",
+            )
+
+
+# The device plugin's chart and the strategies that hand GPUs without the environment variable
+# (NVIDIA/k8s-device-plugin README v0.20.0, DEVICE_LIST_STRATEGY; a comma-separated list is allowed).
+DEVICE_PLUGIN_CHART = "nvidia-device-plugin"
+ENVVAR_STRATEGY = "envvar"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _toolkit_gaps(user_data: Any) -> list[str]:
+    """The toolkit settings (``key = value``) the user data does not write."""
+    text = user_data if isinstance(user_data, str) else ""
+    return [
+        f"{k} = {str(v).lower()}"
+        for k, v in TOOLKIT_GPU_ISOLATION.items()
+        if f"{k} = {str(v).lower()}" not in text
+    ]
+
+
+def _decoded(user_data: Any) -> Any:
+    if not isinstance(user_data, str):
+        return user_data
+    try:
+        return base64.b64decode(user_data, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return user_data
+
+
+@stack_rule(
+    "gpu-nodes-ignore-visible-devices-envvar",
+    description="A container that requests no GPU sees none: every GPU node's user data sets the NVIDIA "
+    f"container toolkit ({TOOLKIT_CONFIG}) to ignore NVIDIA_VISIBLE_DEVICES from unprivileged containers and "
+    "take the device plugin's volume mounts, and the device plugin does not hand GPUs by environment "
+    "variable.",
+    severity=HIGH,
+    doc="https://github.com/NVIDIA/k8s-device-plugin/tree/v0.20.0#setting-other-helm-chart-values",
+    unknowns="An unknown user data or device list strategy is a violation (they are literals).",
+)
+def gpu_nodes_ignore_visible_devices_envvar(stack: Stack, ctx: Ctx) -> Iterator[Violation]:
+    fix = "add infra/pools/documents/nodes.py gpu_isolation_script to the GPU nodes' user data"
+    templates = stack.of_type(LAUNCH_TEMPLATE)
+    for group in stack.of_type(NODE_GROUP):
+        ami = group.get("amiType")
+        if not (ami is UNKNOWN or "NVIDIA" in str(ami or "")):
+            continue
+        linked_templates = linked(group, "launchTemplate", templates)
+        if not linked_templates:
+            yield violation(
+                f"GPU node group {group.name!r} has no launch template of this stack", fix, group.urn
+            )
+        for lt in linked_templates:
+            gaps = _toolkit_gaps(_decoded(lt.get("userData")))
+            if gaps:
+                yield violation(
+                    f"GPU launch template {lt.name!r}: user data does not set {gaps}", fix, lt.urn
+                )
+    for node_class in stack.of_type(EC2_NODE_CLASS):
+        gaps = _toolkit_gaps(node_class.get("spec", "userData"))
+        if gaps:
+            yield violation(
+                f"EC2NodeClass {node_class.name!r}: userData does not set {gaps}", fix, node_class.urn
+            )
+    for release in stack.of_type(RELEASE):
+        if release.get("chart") != DEVICE_PLUGIN_CHART:
+            continue
+        strategy = release.get("values", "deviceListStrategy")
+        listed = [s.strip() for s in strategy.split(",")] if isinstance(strategy, str) else []
+        if not listed or ENVVAR_STRATEGY in listed:
+            yield violation(
+                f"the NVIDIA device plugin's deviceListStrategy is {strategy or 'unset (envvar)'}",
+                "set values deviceListStrategy: volume-mounts (or cdi-cri)",
+                release.urn,
             )

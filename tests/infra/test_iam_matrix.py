@@ -6,6 +6,7 @@ reserves for it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,6 +82,23 @@ def _s3(region: str, **extra: Any) -> dict[str, Any]:
         "s3:TlsVersion": "1.3",
         **extra,
     }
+
+
+def _gateway_endpoint(plan: Plan) -> str | None:
+    """The S3 gateway endpoint the stack's data buckets take objects through (as their policies name it):
+    the pods' S3 requests in the stack's region carry it as ``aws:SourceVpce``."""
+    for r in plan.by_type("aws:s3/bucketPolicy:BucketPolicy"):
+        for st in json.loads(r.inputs["policy"])["Statement"]:
+            vpce = ((st.get("Condition") or {}).get("StringNotEquals") or {}).get("aws:SourceVpce")
+            if vpce:
+                return vpce
+    return None
+
+
+def _through_endpoint(plan: Plan, region: str, context: Mapping[str, Any]) -> dict[str, Any]:
+    """``context`` of an S3 request made in ``region`` from inside the stack's VPC."""
+    vpce = _gateway_endpoint(plan)
+    return {**context, "aws:SourceVpce": vpce} if vpce and region == plan.region else dict(context)
 
 
 # A create-only upload as the publisher makes it (If-None-Match: *; the bucket's default key, no SSE header).
@@ -218,7 +236,15 @@ def _requests(train: PlanIam) -> dict[str, tuple[str, Target, Mapping[str, Any]]
             _object(t, "release/llama/20261202-0001/model.safetensors"),
             _s3(there, **CREATE),
         )
-    return out
+    # the pods (every principal of the matrix but the admins) call S3 through the VPC's gateway endpoint
+    return {
+        name: (
+            action,
+            target,
+            _through_endpoint(train.plan, region, ctx) if action.startswith("s3:") else ctx,
+        )
+        for name, (action, target, ctx) in out.items()
+    }
 
 
 ADMINS = {"deployer", "account-admin"}  # identity policies not ours (worst case: every action)
@@ -353,7 +379,12 @@ def test_every_deny_exemption_of_a_platform_role_comes_with_an_allow(plans, stac
         actions = iam_eval._list(deny.get("Action"))
         region = target.arn.split(":")[3] or plans[stack].region
         ok = any(
-            decide(principal, a, Target(r, target.kind, target.policy, target.tags), _s3(region, **CREATE))
+            decide(
+                principal,
+                a,
+                Target(r, target.kind, target.policy, target.tags),
+                _through_endpoint(plans[stack], region, _s3(region, **CREATE)),
+            )
             == "allow"
             for a in actions
             for r in resources

@@ -673,7 +673,15 @@ def _workload_namespaces(plan: Plan) -> list[str]:
 @pytest.mark.parametrize("stack", ["stacks/prod-us-train", "stacks/dev-us-train", "stacks/prod-hk-infer"])
 def test_workload_pods_send_https_only_to_the_vpc_and_s3(plans, stack: str) -> None:
     plan = plans[stack]
-    expected = {plan.config["network"]["vpc_cidr"], *_moto_s3_cidrs(plan.region)}
+    # the VPC's part that holds the interface endpoints (issue 43: not the whole VPC any more)
+    subnets = {r.urn: r.inputs["cidrBlock"] for r in plan.by_type("aws:ec2/subnet:Subnet")}
+    endpoint_subnets = {
+        subnets[u]
+        for e in plan.by_type("aws:ec2/vpcEndpoint:VpcEndpoint")
+        if e.inputs["vpcEndpointType"] == "Interface"
+        for u in e.property_dependencies["subnetIds"]
+    }
+    expected = {*endpoint_subnets, *_moto_s3_cidrs(plan.region)}
     assert (
         "aws:ec2/getPrefixList:getPrefixList",
         {"name": f"com.amazonaws.{plan.region}.s3", "region": plan.region},

@@ -1,5 +1,5 @@
-"""The S3 gateway endpoint's policy: the stack's buckets and the buckets behind ECR and the node images.
-Pure."""
+"""Policies of the VPC endpoints: the S3 gateway endpoint (the stack's buckets and the buckets behind ECR
+and the node images) and the interface endpoints (our account's principals and resources). Pure."""
 
 from __future__ import annotations
 
@@ -106,4 +106,146 @@ def s3_endpoint_policy(*, bucket_names: Sequence[str], region: str, partition: s
             "Resource": aws_node_buckets(region, partition),
         }
     )
+    return policy(*statements)
+
+
+# The account that holds the EKS add-on images (vpc-cni, kube-proxy, CoreDNS, the Pod Identity agent...) in
+# each region, where it is not 602401143452: https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html
+# (checked 2026-12-06). Nodes pull them through the ecr.api/ecr.dkr endpoints, from an account not ours.
+EKS_IMAGE_ACCOUNT = "602401143452"
+EKS_IMAGE_ACCOUNTS: dict[str, str] = {
+    "af-south-1": "877085696533",
+    "ap-east-1": "800184023465",
+    "ap-east-2": "533267051163",
+    "ap-south-2": "900889452093",
+    "ap-southeast-3": "296578399912",
+    "ap-southeast-4": "491585149902",
+    "ap-southeast-5": "151610086707",
+    "ap-southeast-6": "333609536671",
+    "ap-southeast-7": "121268973566",
+    "cn-north-1": "918309763551",
+    "cn-northwest-1": "961992271922",
+}
+# AWS-owned resources our principals use through an endpoint, by service (aws-samples/
+# data-perimeter-policy-examples vpc_endpoint_policies/{ec2,ssm}_endpoint_policy.json, "AllowRequestsByOrgs
+# IdentitiesToAWSResources"; service_owned_resources.md): EC2 launches from AWS's AMIs (Karpenter's
+# CreateFleet, the node groups' RunInstances) and reads AWS-managed prefix lists; SSM serves the public
+# parameters (the EKS AMI IDs Karpenter resolves) and AWS's documents (Session Manager).
+AWS_OWNED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "ec2": (
+        (
+            "ec2:RunInstances",
+            "ec2:CreateFleet",
+            "ec2:CreateTags",
+            "ec2:DeleteTags",
+            "ec2:GetManagedPrefixListEntries",
+        ),
+        ("arn:{p}:ec2:*::image/*", "arn:{p}:ec2:*:aws:prefix-list/*"),
+    ),
+    "ssm": (
+        ("ssm:Describe*", "ssm:List*", "ssm:Get*", "ssm:SendCommand", "ssm:StartSession"),
+        ("arn:{p}:ssm:{r}::parameter/aws/*", "arn:{p}:ssm:{r}::document/*"),
+    ),
+}
+ECR_SERVICES = ("ecr.api", "ecr.dkr")
+# Every Allow of an interface endpoint's policy names the caller's or the resource's account (or an AWS
+# service principal): the policy pack's ``interface-endpoint-account-policy`` reads these.
+ENDPOINT_ACCOUNT_KEYS = ("aws:PrincipalAccount", "aws:ResourceAccount", "aws:PrincipalIsAWSService")
+
+
+def eks_image_account(region: str) -> str:
+    """The account of the EKS add-on images in ``region``."""
+    return EKS_IMAGE_ACCOUNTS.get(region, EKS_IMAGE_ACCOUNT)
+
+
+def interface_endpoint_policy(
+    *, service: str, account_id: str, region: str, partition: str = "aws"
+) -> Policy:
+    """Policy of the interface endpoint of ``service``: our account's principals on our account's resources,
+    plus the exceptions AWS documents for the service. Keys of another account (an attacker's, in a pod)
+    get nothing through it, and our principals reach no other account's resources.
+
+    - ``OurPrincipalsOurResources``: ``aws:PrincipalAccount`` and ``aws:ResourceAccount`` both ours
+      (aws-samples/data-perimeter-policy-examples default_endpoint_policy.json, with the account keys).
+    - ``OurPrincipalsNoResourceAccount``: our principals on the actions whose request carries no
+      ``aws:ResourceAccount`` (the IAM reference lists such actions under the key's "Availability", e.g.
+      ec2:CreateVolume, ec2:CopySnapshot; https://docs.aws.amazon.com/IAM/latest/UserGuide/
+      reference_policies_condition-keys.html#condition-keys-resourceaccount): a missing key fails
+      StringEquals, so without this they would be refused.
+    - ``AwsServicePrincipals``: AWS services calling on our behalf (``aws:PrincipalIsAWSService``).
+    - sts: ``AssumeRoleWithWebIdentity`` (IRSA) is made before any principal exists, so it has no
+      ``aws:PrincipalAccount``: allowed to our roles only (``aws:ResourceAccount``; data-perimeter
+      resource_control_policies/README.md on web identity federation).
+    - ecr.api/ecr.dkr: our principals pull the EKS add-on images from AWS's account in the region
+      (:func:`eks_image_account`; data-perimeter ecr.api_endpoint_policy.json).
+    - ec2, ssm: our principals on AWS-owned AMIs, prefix lists, public parameters and documents
+      (:data:`AWS_OWNED`).
+
+    https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html
+    """
+    ours = {"aws:PrincipalAccount": account_id}
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "OurPrincipalsOurResources",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "*",
+            "Resource": "*",
+            "Condition": {"StringEquals": {**ours, "aws:ResourceAccount": account_id}},
+        },
+        {
+            "Sid": "OurPrincipalsNoResourceAccount",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "*",
+            "Resource": "*",
+            "Condition": {"StringEquals": ours, "Null": {"aws:ResourceAccount": "true"}},
+        },
+        {
+            "Sid": "AwsServicePrincipals",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "*",
+            "Resource": "*",
+            "Condition": {"Bool": {"aws:PrincipalIsAWSService": "true"}},
+        },
+    ]
+    if service == "sts":
+        statements.append(
+            {
+                "Sid": "WebIdentityToOurRoles",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:ResourceAccount": account_id}},
+            }
+        )
+    if service in ECR_SERVICES:
+        statements.append(
+            {
+                "Sid": "OurPrincipalsEksImages",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": [
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                ],
+                "Resource": "*",
+                "Condition": {"StringEquals": {**ours, "aws:ResourceAccount": eks_image_account(region)}},
+            }
+        )
+    if service in AWS_OWNED:
+        actions, resources = AWS_OWNED[service]
+        statements.append(
+            {
+                "Sid": "OurPrincipalsAwsOwnedResources",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": list(actions),
+                "Resource": [r.format(p=partition, r=region) for r in resources],
+                "Condition": {"StringEquals": ours},
+            }
+        )
     return policy(*statements)

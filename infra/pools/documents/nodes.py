@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -64,8 +65,78 @@ def ami_type(facts: InstanceFacts, gpu: bool) -> str:
     return f"AL2023_{arch}_{'NVIDIA' if gpu else 'STANDARD'}"
 
 
-def node_user_data(facts: InstanceFacts) -> str | None:
-    """MIME multi-part user data with an AL2023 ``nodeadm`` NodeConfig, or None if nothing to say.
+# GPU isolation on every GPU node, whatever launches it (managed node group or Karpenter). A container that
+# requests no GPU must see none: the NVIDIA Container Toolkit must not honour ``NVIDIA_VISIBLE_DEVICES`` from
+# an unprivileged container (CUDA base images set it to ``all``), only the device plugin's volume mounts
+# under /var/run/nvidia-container-devices, which the kubelet adds for allocated GPUs alone. The toolkit's
+# defaults are the opposite (envvar accepted, volume mounts ignored): NVIDIA/nvidia-container-toolkit
+# ``internal/config/config.go`` (GetDefault) and https://docs.nvidia.com/datacenter/cloud-native/
+# container-toolkit/latest/docker-specialized.html; the rationale is NVIDIA's "Preventing unprivileged access
+# to GPUs in Kubernetes" (linked from NVIDIA/k8s-device-plugin README v0.20.0, DEVICE_LIST_STRATEGY).
+# Bottlerocket takes the same two as settings.nvidia-container-runtime.* (already false/true by default,
+# https://bottlerocket.dev/en/os/1.54.x/api/settings/nvidia-container-runtime); our pools run AL2023
+# (ami_type, the Karpenter alias), where only the file says it.
+TOOLKIT_CONFIG = "/etc/nvidia-container-runtime/config.toml"
+TOOLKIT_GPU_ISOLATION: Mapping[str, bool] = {
+    "accept-nvidia-visible-devices-envvar-when-unprivileged": False,
+    "accept-nvidia-visible-devices-as-volume-mounts": True,
+}
+# The NVIDIA device plugin's DEVICE_LIST_STRATEGY that matches: allocated GPUs as volume mounts, never the
+# environment variable (NVIDIA/k8s-device-plugin README v0.20.0, "DEVICE_LIST_STRATEGY").
+DEVICE_LIST_STRATEGY = "volume-mounts"
+
+
+def gpu_isolation_script() -> str:
+    """A cloud-init shell script that writes :data:`TOOLKIT_GPU_ISOLATION` into the toolkit's config.toml.
+
+    It runs before containerd and the kubelet start: the AL2023 ``nodeadm-run.service`` is ordered
+    ``After=... cloud-final.service`` (awslabs/amazon-eks-ami
+    templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service). Top-level TOML keys must come
+    before the first table, so any line setting (or commenting) the keys is dropped and the keys are written
+    first; the rest of the file (the AMI's runtime settings) stays as it was. A missing file is created
+    (the toolkit would otherwise use its defaults, which accept the variable). Idempotent.
+    """
+    if not all(re.fullmatch(r"[a-z-]+", k) for k in TOOLKIT_GPU_ISOLATION):
+        raise ValueError("toolkit keys go into a grep pattern unescaped: letters and dashes only")
+    keys = "|".join(TOOLKIT_GPU_ISOLATION)
+    lines = " ".join(f"'{k} = {str(v).lower()}'" for k, v in TOOLKIT_GPU_ISOLATION.items())
+    return textwrap.dedent(
+        f"""\
+        #!/bin/bash
+        # aiplat: GPUs only through the device plugin's volume mounts (infra/pools/documents/nodes.py)
+        set -euo pipefail
+        config={TOOLKIT_CONFIG}
+        mkdir -p "$(dirname "$config")"
+        touch "$config"
+        tmp="$(mktemp)"
+        printf '%s\\n' {lines} > "$tmp"
+        grep -v -E '^[[:space:]]*#?[[:space:]]*({keys})[[:space:]]*=' "$config" >> "$tmp" || true
+        cat "$tmp" > "$config"
+        rm -f "$tmp"
+        """
+    )
+
+
+def _mime(parts: Sequence[tuple[str, str]]) -> str:
+    body = "".join(f"--{MIME_BOUNDARY}\nContent-Type: {kind}\n\n{text}\n" for kind, text in parts)
+    return (
+        "MIME-Version: 1.0\n"
+        f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\n\n'
+        f"{body}"
+        f"--{MIME_BOUNDARY}--\n"
+    )
+
+
+def gpu_user_data() -> str:
+    """MIME multi-part user data with only the GPU isolation script: the Karpenter EC2NodeClass's
+    ``userData`` (Karpenter adds its own NodeConfig for AL2023 and keeps the other parts;
+    https://karpenter.sh/docs/concepts/nodeclasses/#specuserdata)."""
+    return _mime([("text/x-shellscript", gpu_isolation_script())])
+
+
+def node_user_data(facts: InstanceFacts, gpu: bool = False) -> str | None:
+    """MIME multi-part user data with an AL2023 ``nodeadm`` NodeConfig and, on GPU pools, the GPU isolation
+    script (:func:`gpu_isolation_script`); None if nothing to say.
 
     Types with NVMe instance store get ``instance.localStorage.strategy: RAID0``: nodeadm stripes the
     disks into one array and puts the kubelet and containerd state on it (mounted under
@@ -73,27 +144,23 @@ def node_user_data(facts: InstanceFacts) -> str | None:
     endpoint, CA) into the managed node group's user data, so we only add what differs.
     https://awslabs.github.io/amazon-eks-ami/nodeadm/doc/api/#localstorageoptions
     """
-    if not facts.has_instance_store:
-        return None
-    node_config = textwrap.dedent(
-        """\
-        ---
-        apiVersion: node.eks.aws/v1alpha1
-        kind: NodeConfig
-        spec:
-          instance:
-            localStorage:
-              strategy: RAID0
-        """
-    )
-    return (
-        "MIME-Version: 1.0\n"
-        f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\n\n'
-        f"--{MIME_BOUNDARY}\n"
-        "Content-Type: application/node.eks.aws\n\n"
-        f"{node_config}\n"
-        f"--{MIME_BOUNDARY}--\n"
-    )
+    parts: list[tuple[str, str]] = []
+    if facts.has_instance_store:
+        node_config = textwrap.dedent(
+            """\
+            ---
+            apiVersion: node.eks.aws/v1alpha1
+            kind: NodeConfig
+            spec:
+              instance:
+                localStorage:
+                  strategy: RAID0
+            """
+        )
+        parts.append(("application/node.eks.aws", node_config))
+    if gpu:
+        parts.append(("text/x-shellscript", gpu_isolation_script()))
+    return _mime(parts) if parts else None
 
 
 def pool_labels(pool: str, user: dict[str, str], efa: bool) -> dict[str, str]:

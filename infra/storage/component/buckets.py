@@ -132,6 +132,10 @@ class BucketsArgs:
     release_guards: Mapping[str, storage_documents.ReleaseGuard] = field(default_factory=dict)
     # the role ARNs that alone administer the buckets without a release guard (break-glass, the deployer)
     admins: Sequence[str] = ()
+    # the stack's S3 gateway endpoint: the data buckets' objects only through it, but for these principal
+    # ARN patterns (storage_documents.EndpointGuard); None: no such guard (the replica buckets)
+    s3_endpoint_id: pulumi.Input[str] | None = None
+    outside_endpoint: Sequence[str] = ()
 
 
 class Buckets(pulumi.ComponentResource):
@@ -192,7 +196,7 @@ class Buckets(pulumi.ComponentResource):
             aws.s3.BucketPolicy(
                 f"{role}-policy",
                 bucket=bucket.id,
-                policy=pulumi.Output.all(bucket.arn, args.kms_key_arn).apply(
+                policy=pulumi.Output.all(bucket.arn, args.kms_key_arn, args.s3_endpoint_id).apply(
                     # guard and purpose bound now: the callback runs after the loop has moved on
                     lambda v, guard=guard, purpose=purpose: json.dumps(
                         storage_documents.with_run_records_kept(
@@ -202,6 +206,11 @@ class Buckets(pulumi.ComponentResource):
                                 min_tls=args.min_tls,
                                 release_guard=guard,
                                 admins=() if guard is not None else args.admins,
+                                endpoint=storage_documents.EndpointGuard(
+                                    endpoint_id=v[2], exempt=tuple(args.outside_endpoint)
+                                )
+                                if v[2]
+                                else None,
                             ),
                             v[0],
                             outputs=purpose == "checkpoints",

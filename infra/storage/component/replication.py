@@ -24,6 +24,7 @@ import pulumi_aws as aws
 from infra.core import iam
 from infra.keys.component.kms import customer_managed_key
 from infra.keys.documents.kms_policy import KeyAccess, KeyPurpose
+from infra.resources.aws import fixed_name
 from infra.storage import documents as storage_documents
 from infra.storage.component.buckets import Buckets, BucketsArgs, NoncurrentRule
 
@@ -66,6 +67,8 @@ class ArtifactReplicationArgs:
     source_ready: Sequence[pulumi.Resource] = ()
     # who may write the replicas' release/ (break-glass only) and administer them
     release_guard: storage_documents.ReleaseGuard | None = None
+    # the replication role's name, fixed so that the source bucket's policy can exempt it before it exists
+    role_name: str | None = None
 
 
 class ArtifactReplication(pulumi.ComponentResource):
@@ -120,12 +123,13 @@ class ArtifactReplication(pulumi.ComponentResource):
         regions = sorted(args.targets)
         self.role = aws.iam.Role(
             f"{name}-role",
+            name=args.role_name,
             # aws:SourceAccount only: AWS's replication role examples do not show which other
             # confused-deputy keys S3 sends when it assumes the role.
             # https://docs.aws.amazon.com/AmazonS3/latest/userguide/setting-repl-config-perm-overview.html
             assume_role_policy=json.dumps(iam.service_trust_policy("s3.amazonaws.com", args.account_id)),
             description="S3 replicates model artifacts to the inference regions",
-            opts=child,
+            opts=fixed_name(child),
         )
         dest = [(self.replicas[r].bucket_arns["artifacts"], self.keys[r].arn) for r in regions]
         aws.iam.RolePolicy(

@@ -18,14 +18,21 @@ def test_subnets_routes_nat(plan_stack, stack: str) -> None:
     zones = plan.outputs["availabilityZones"]
     vpc = ipaddress.IPv4Network(net["vpc_cidr"])
     subnets = plan.by_type("aws:ec2/subnet:Subnet")
-    assert len(subnets) == 2 * len(zones)
+    # private, public and the interface endpoints' own, per zone
+    assert len(subnets) == 3 * len(zones)
     for s in subnets:
         assert ipaddress.IPv4Network(s.inputs["cidrBlock"]).subnet_of(vpc)
         assert s.inputs["mapPublicIpOnLaunch"] is False
         assert s.inputs["availabilityZone"] in zones
+        cluster_tag = f"kubernetes.io/cluster/{plan.outputs['clusterName']}"
+        if "-endpoints-" in s.name:  # no load balancer, no Karpenter node: neither role nor cluster tag
+            assert not {"kubernetes.io/role/internal-elb", "kubernetes.io/role/elb", cluster_tag} & set(
+                s.inputs["tags"]
+            )
+            continue
         role = "kubernetes.io/role/internal-elb" if "-private-" in s.name else "kubernetes.io/role/elb"
         assert s.inputs["tags"][role] == "1"
-        assert s.inputs["tags"][f"kubernetes.io/cluster/{plan.outputs['clusterName']}"] == "shared"
+        assert s.inputs["tags"][cluster_tag] == "shared"
     nats = plan.by_type("aws:ec2/natGateway:NatGateway")
     expected = NAT_COUNT[net["nat"]]
     assert len(nats) == (len(zones) if expected is None else expected)

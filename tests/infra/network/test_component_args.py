@@ -21,6 +21,7 @@ def _vpc(**changes) -> object:
         "region": "us-east-1",
         "cluster_name": "c",
         "interface_endpoints": ("sts",),
+        "account_id": "123456789012",
         **changes,
     }
     return build(lambda p: GpuVpc("net", GpuVpcArgs(**args), opts=pulumi.ResourceOptions(provider=p)))

@@ -295,6 +295,7 @@ class EC2NodeClassSpec(Strict):
     blockDeviceMappings: Annotated[list[BlockDeviceMapping], Field(max_length=50)] = []  # noqa: N815
     instanceStorePolicy: Literal["RAID0"] | None = None  # noqa: N815
     tags: dict[str, str] = {}
+    userData: str | None = None  # noqa: N815
 
     @model_validator(mode="after")
     def _cel(self) -> EC2NodeClassSpec:

@@ -38,3 +38,19 @@ def test_layout(vpc: str, azs: list[str], private0: str, public0: str, private_u
 def test_bad_zones(azs: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         plan_subnets("10.0.0.0/16", azs)
+
+
+@pytest.mark.parametrize(("vpc", "usable"), [("10.0.0.0/16", 1019), ("172.16.0.0/20", 59)])
+def test_the_interface_endpoints_get_a_subnet_per_zone_apart_from_the_nodes(vpc: str, usable: int) -> None:
+    from infra.network.config import DEFAULT_INTERFACE_ENDPOINTS
+    from infra.network.documents.cidr import endpoint_cidrs
+
+    azs = ["a", "b", "c"]
+    plan = plan_subnets(vpc, azs)
+    endpoints = [s for s in plan if s.tier is Tier.endpoints]
+    assert [s.availability_zone for s in endpoints] == azs
+    assert endpoint_cidrs(vpc, azs) == tuple(s.cidr for s in endpoints)
+    # an interface endpoint takes one address per subnet: room for every default one, and more
+    assert endpoints[0].usable_addresses == usable >= 4 * len(DEFAULT_INTERFACE_ENDPOINTS)
+    others = [ipaddress.IPv4Network(s.cidr) for s in plan if s.tier is not Tier.endpoints]
+    assert not any(ipaddress.IPv4Network(e.cidr).overlaps(o) for e in endpoints for o in others)
