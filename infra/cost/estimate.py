@@ -643,7 +643,7 @@ def estimate_stack(
         notes.append(
             f"{cfg.region}: the price table has no instance prices for this region, so every node is "
             f"unpriced and the totals are no bound; record them with "
-            f"`{REFRESH_PRICES.format(region=cfg.region)}`"
+            f"`{REFRESH_PRICES.format(region=cfg.region)}` (read-only, with your AWS credentials)"
         )
     for k in karpenter:
         notes += k.notes()
@@ -651,11 +651,6 @@ def estimate_stack(
         notes.append("replication priced at 0 GB/month: pass the artifact volume to price it")
     if nats and not usage.nat_gb_per_month:
         notes.append("NAT data processing priced at 0 GB/month: pass the volume to price it")
-    if cfg.region not in table.instances and cfg.region not in table.regional:
-        notes.append(
-            f"{cfg.region} is not in the price table: its prices are unknown ('?'); record them with "
-            f"`aiplat prices refresh --region {cfg.region}` (read-only, with your AWS credentials)"
-        )
     return StackCost(
         stack,
         cfg.region,
