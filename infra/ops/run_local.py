@@ -17,12 +17,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from infra.core.errors import ConfigError, ConfigErrors
 from infra.io.checkpoints import last_committed_step
+from infra.io.environ import environment
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 KILL_MARGIN_S = 5  # torchrun's own exit after SIGTERM (its shutdown timeout is the window less 5 s)
@@ -161,7 +162,7 @@ def run(
         s3.put_object(Bucket=bucket, Key=key, Body=p.read_bytes())  # type: ignore[attr-defined]
     say(f"run-local: local S3 at {s3_env['AWS_ENDPOINT_URL']}; {len(files)} data files under {job.data_uri}")
     say(f"run-local: {' '.join(job.argv)}")
-    with _environ(s3_env):  # the ranks and the committed-step probe read the same local store
+    with environment(s3_env):  # the ranks and the committed-step probe read the same local store
         rc = run_attempt(job, 0, drill_step=drill_step, timeout_s=timeout_s, say=say)
         if drill_step is None:
             say(f"run-local: exit {rc}; last committed step {last_committed_step(job.checkpoint_uri)}")
@@ -174,17 +175,3 @@ def run(
         rc = run_attempt(job, 1, drill_step=None, timeout_s=timeout_s, say=say)
         say(f"run-local: attempt 1 exit {rc}; last committed step {last_committed_step(job.checkpoint_uri)}")
     return rc
-
-
-@contextlib.contextmanager
-def _environ(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v

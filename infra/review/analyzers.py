@@ -9,14 +9,13 @@ reads the stack's role) and calls it over gRPC: ``aiplat review --pack-python po
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import importlib
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -24,6 +23,7 @@ from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
 from infra.core.errors import ReviewInputError
+from infra.io.environ import environment
 from infra.io.policypack import PackProject
 
 T = TypeVar("T")
@@ -51,20 +51,6 @@ def load_rules_package(folder: Path) -> Any:
     if entry not in sys.path:
         sys.path.insert(0, entry)
     return importlib.import_module("aiplat_policies.pack")
-
-
-@contextlib.contextmanager
-def _environment(env: Mapping[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 class InProcessPack:
@@ -95,7 +81,7 @@ class InProcessPack:
             pulumi.runtime.set_all_config({})  # a fresh config map in this context only
             return fn()
 
-        with _environment(self._env):
+        with environment(self._env):
             return contextvars.copy_context().run(isolated)
 
     def info(self) -> analyzer_pb2.AnalyzerInfo:
