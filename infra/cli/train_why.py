@@ -38,7 +38,9 @@ def add_parser(cmds: argparse._SubParsersAction) -> None:
     y.add_argument("--team", help="the job's team (default: searched in every team's namespace)")
     y.add_argument("--lines", type=int, default=10, help="log lines per attempt (default 10; 0: none)")
     y.add_argument("--json", action="store_true", help="one JSON object")
-    y.add_argument("--api-endpoint", help="reach the Kubernetes API here (an SSM port forward)")
+    from infra.cli.train_jobs import _add_access
+
+    _add_access(y)
     y.set_defaults(run=run_why)
 
 
