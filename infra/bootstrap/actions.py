@@ -269,6 +269,41 @@ ACTIONS: dict[str, TypeActions] = {
         _a("route53:UpdateHealthCheck"),
         _a("route53:DeleteHealthCheck"),
     ),
+    # Route 53 Resolver DNS Firewall (infra/network/dns.py): the route53resolver APIs of each resource's
+    # create/read/update/delete, tags through TagResource/ListTagsForResource
+    "aws:route53/resolverFirewallConfig:ResolverFirewallConfig": TypeActions(
+        _a("route53resolver:UpdateFirewallConfig"),
+        _a("route53resolver:GetFirewallConfig route53resolver:ListFirewallConfigs"),
+        _a("route53resolver:UpdateFirewallConfig"),
+        _a("route53resolver:UpdateFirewallConfig"),
+    ),
+    "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList": TypeActions(
+        _a("route53resolver:CreateFirewallDomainList route53resolver:UpdateFirewallDomains")
+        + _a("route53resolver:TagResource"),
+        _a("route53resolver:GetFirewallDomainList route53resolver:ListFirewallDomains")
+        + _a("route53resolver:ListTagsForResource"),
+        _a("route53resolver:UpdateFirewallDomains route53resolver:TagResource route53resolver:UntagResource"),
+        _a("route53resolver:DeleteFirewallDomainList"),
+    ),
+    "aws:route53/resolverFirewallRule:ResolverFirewallRule": TypeActions(
+        _a("route53resolver:CreateFirewallRule"),
+        _a("route53resolver:ListFirewallRules"),
+        _a("route53resolver:UpdateFirewallRule"),
+        _a("route53resolver:DeleteFirewallRule"),
+    ),
+    "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup": TypeActions(
+        _a("route53resolver:CreateFirewallRuleGroup route53resolver:TagResource"),
+        _a("route53resolver:GetFirewallRuleGroup route53resolver:ListTagsForResource"),
+        _a("route53resolver:TagResource route53resolver:UntagResource"),
+        _a("route53resolver:DeleteFirewallRuleGroup"),
+    ),
+    "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation": TypeActions(
+        _a("route53resolver:AssociateFirewallRuleGroup route53resolver:TagResource"),
+        _a("route53resolver:GetFirewallRuleGroupAssociation route53resolver:ListTagsForResource"),
+        _a("route53resolver:UpdateFirewallRuleGroupAssociation route53resolver:TagResource")
+        + _a("route53resolver:UntagResource"),
+        _a("route53resolver:DisassociateFirewallRuleGroup"),
+    ),
     "aws:route53/record:Record": TypeActions(
         _a("route53:ChangeResourceRecordSets route53:GetChange"),
         _a("route53:ListResourceRecordSets"),

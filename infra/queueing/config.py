@@ -222,12 +222,13 @@ class QuotaConfig(Strict):
 
 
 # The release publisher's one IAM role reads '<team>/outputs/' of the checkpoints bucket of each team with
-# releases: an S3 object ARN and two s3:prefix values per team (up to ~200 characters with a 30-character
-# team name and a 63-character bucket), in the role's inline policy, which IAM caps at 10,240 characters
-# (infra/core/policy_quotas.py). 30 such teams keep it under 80 % of that quota whatever the names; the
-# grant cannot be a pattern without reaching the teams that did not opt in. The other per-team grants are
-# patterns or on the team's own role, so the number of teams itself has no such ceiling.
-MAX_RELEASING_TEAMS = 30
+# releases, and its jobs' run records ('<team>/*/run-records/*', where it takes the job and its image): two
+# S3 object ARNs and three s3:prefix values per team (about 380 characters with a 30-character team name and
+# a 63-character bucket), in the role's inline policy, which IAM caps at 10,240 characters
+# (infra/core/policy_quotas.py). 14 such teams keep it under 80 % of that quota whatever the names (77 %);
+# the grant cannot be a pattern without reaching the teams that did not opt in. The other per-team grants
+# are patterns or on the team's own role, so the number of teams itself has no such ceiling.
+MAX_RELEASING_TEAMS = 14
 
 # An ECR repository name segment (the CreateRepository pattern, one path segment).
 # https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_CreateRepository.html

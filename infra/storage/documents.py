@@ -133,33 +133,23 @@ def publisher_policy(
     records = [f"{owner}/*/{RUN_RECORDS}/*" for owner in owners]
     release = prefix_pattern(release_prefix)
     statements: list[dict[str, Any]] = [
+        # the outputs, and the run records of the same owners' jobs, where the publisher reads a job's
+        # TrainJob and image (``<owner>/checkpoints/<job>/run-records/``; written once, infra/core/iam.py
+        # keep_run_records): one statement each for listing and reading, as IAM counts every character
         {
-            "Sid": "ListOutputs",
+            "Sid": "ListOutputsAndRunRecords",
             "Effect": "Allow",
             "Action": ["s3:ListBucket"],
             "Resource": [checkpoints_arn],
-            "Condition": {"StringLike": {"s3:prefix": [*sources, *(p.strip("/") for p in source_prefixes)]}},
+            "Condition": {
+                "StringLike": {"s3:prefix": [*sources, *(p.strip("/") for p in source_prefixes), *records]}
+            },
         },
         {
-            "Sid": "ReadOutputs",
+            "Sid": "ReadOutputsAndRunRecords",
             "Effect": "Allow",
             "Action": OBJECT_READ,
-            "Resource": [f"{checkpoints_arn}/{s}" for s in sources],
-        },
-        # the run records of the same owners' jobs, where the publisher reads a job's TrainJob and image
-        # (``<owner>/checkpoints/<job>/run-records/``; written once, infra/core/iam.py keep_run_records)
-        {
-            "Sid": "ListRunRecords",
-            "Effect": "Allow",
-            "Action": ["s3:ListBucket"],
-            "Resource": [checkpoints_arn],
-            "Condition": {"StringLike": {"s3:prefix": records}},
-        },
-        {
-            "Sid": "ReadRunRecords",
-            "Effect": "Allow",
-            "Action": OBJECT_READ,
-            "Resource": [f"{checkpoints_arn}/{r}" for r in records],
+            "Resource": [f"{checkpoints_arn}/{s}" for s in [*sources, *records]],
         },
         {
             "Sid": "ListReleases",

@@ -179,17 +179,18 @@ def test_the_publisher_reads_only_outputs_of_the_trainer_and_of_releasing_teams(
     trainer = (plan.config["storage"].get("trainer") or {}).get("prefix", "trainer")
     teams = plan.config.get("teams") or {}
     sources = [trainer, *sorted(t for t, c in teams.items() if c.get("releases"))]
-    checkpoints = st["ListOutputs"]["Resource"][0]
+    checkpoints = st["ListOutputsAndRunRecords"]["Resource"][0]
     assert checkpoints.endswith("-checkpoints")
-    assert st["ReadOutputs"]["Resource"] == [f"{checkpoints}/{s}/outputs/*" for s in sources]
-    assert not [a for a in st["ReadOutputs"]["Action"] if not a.startswith("s3:GetObject")]
-    listed = st["ListOutputs"]["Condition"]["StringLike"]["s3:prefix"]
+    # the outputs and the same owners' run records (JSON, written once: a job's TrainJob and image)
+    outputs = [f"{checkpoints}/{s}/outputs/*" for s in sources]
+    records = [f"{checkpoints}/{s}/*/run-records/*" for s in sorted(sources)]
+    assert st["ReadOutputsAndRunRecords"]["Resource"] == [*outputs, *records]
+    assert not [a for a in st["ReadOutputsAndRunRecords"]["Action"] if not a.startswith("s3:GetObject")]
+    listed = st["ListOutputsAndRunRecords"]["Condition"]["StringLike"]["s3:prefix"]
     assert sorted(listed) == sorted(
         [*(f"{s}/outputs/*" for s in sources), *(f"{s}/outputs" for s in sources)]
+        + [f"{s}/*/run-records/*" for s in sources]
     )
-    # and the same owners' run records (JSON, written once), where it reads a job's TrainJob and image
-    records = [f"{checkpoints}/{s}/*/run-records/*" for s in sorted(sources)]
-    assert sorted(st["ReadRunRecords"]["Resource"]) == records
     # nothing else of the checkpoints bucket, whatever the statement
     on_checkpoints = [
         r
