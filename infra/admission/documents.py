@@ -13,6 +13,8 @@ server's, every team's, the publisher's): what runs there was built by this plat
   (``<env prefix>/teams/<team>/...``) only in that team's namespace;
 * ``aiplat-publisher-identity``: the publisher's service account runs pods only in the publisher's
   namespace (it is the one identity that may write releases);
+* ``aiplat-publisher-nodes``: the publisher's pods run on its own nodes, and no other workload pod tolerates
+  their taint (``publisher_nodes.py``);
 * ``aiplat-team-pods`` (team namespaces, ``aiplat.io/team``): no privileged container, host path, host
   network, PID or IPC namespace (Pod Security ``restricted`` refuses them as well; this holds even if the
   namespace's Pod Security labels are changed);
@@ -71,6 +73,7 @@ from infra.admission.priorities import (
     team_priority_validations,
     workload_priority_validations,
 )
+from infra.admission.publisher_nodes import publisher_nodes_validations
 from infra.core.labels import TEAM_LABEL, WORKLOADS_LABEL
 from infra.core.namespaces import NAMESPACE_NAME_LABEL, PART_OF
 from infra.core.teams import team_repository_prefix
@@ -431,6 +434,10 @@ def admission_objects(rules: AdmissionRules) -> list[dict[str, Any]]:
     policies = [
         (policy("aiplat-workload-images", [PODS], workload_images_validations(rules)), False),
         (policy("aiplat-publisher-identity", [PODS], publisher_identity_validations(rules)), False),
+        (
+            policy("aiplat-publisher-nodes", [PODS], publisher_nodes_validations(rules.publisher_namespace)),
+            False,
+        ),
         (policy("aiplat-team-pods", [PODS], team_pod_validations()), True),
         (policy("aiplat-trainjobs", [TRAINJOBS], trainjob_validations(rules)), False),
         (policy("aiplat-team-priorities", QUEUED_KINDS, team_priority_validations()), True),

@@ -19,3 +19,9 @@ def priority_allowed_label(priority_class: str) -> str:
 # The Kubernetes groups of the teams' members (``aiplat-team-<team>``, their EKS access entries'
 # kubernetesGroups): the admission policy ``aiplat-workload-priority`` refuses them a Workload's priority.
 MEMBER_GROUP_PREFIX = "aiplat-team-"
+
+# The release publisher's nodes (a node pool of their own on train stacks, rule ``publisher-pool``): the
+# label its pods select and the NoSchedule taint only they tolerate (admission policy
+# ``aiplat-publisher-nodes``), so a compromised node elsewhere never holds the token that may kms:Sign.
+PUBLISHER_NODE_LABEL = ("aiplat.io/publisher", "true")
+PUBLISHER_TAINT = ("aiplat.io/publisher", "true", "NoSchedule")

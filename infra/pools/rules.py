@@ -11,10 +11,12 @@ import difflib
 from collections.abc import Iterator, Sequence
 
 from infra.core import instance_types
+from infra.core.config import Role
 from infra.core.facts import InstanceFacts
+from infra.core.labels import PUBLISHER_NODE_LABEL, PUBLISHER_TAINT
 from infra.network.zones import pool_zones, vpc_zones
 from infra.pools import ami_drivers
-from infra.pools.config import CapacityType, NodePoolConfig, Placement
+from infra.pools.config import CapacityType, NodePoolConfig, Placement, TaintEffect
 from infra.stack.registry import PLAN_AND_PREFLIGHT, Finding, Need, RuleContext, at, error, rule
 
 CAPACITY_BLOCKS_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
@@ -332,6 +334,58 @@ def system_pool(ctx: RuleContext) -> Iterator[Finding]:
         "(e.g. system: {instance_type: m6i.xlarge, gpu: false, min_size: 2, desired_size: 2, max_size: 3})",
         "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html",
     )
+
+
+def is_publisher_pool(pool: NodePoolConfig) -> bool:
+    """Whether ``pool`` is the release publisher's: a CPU pool with the publisher's label and its NoSchedule
+    taint (``infra/core/labels.py``), the taint only the publisher's pods may tolerate."""
+    key, value, effect = PUBLISHER_TAINT
+    taint = pool.taints.get(key)
+    label_key, label_value = PUBLISHER_NODE_LABEL
+    return (
+        not pool.gpu
+        and taint is not None
+        and taint.value == value
+        and taint.effect is TaintEffect(effect)
+        and pool.labels.get(label_key) == label_value
+    )
+
+
+@rule("publisher-pool")
+def publisher_pool(ctx: RuleContext) -> Iterator[Finding]:
+    """A train stack runs the release publisher (the one identity that may kms:Sign) on nodes of its own: one
+    CPU pool with the publisher's label and taint and at least one node (the admission policy
+    aiplat-publisher-nodes pins the publisher's pods there and keeps every other pod off)."""
+    if ctx.cfg.role is not Role.train:
+        return
+    key, value, effect = PUBLISHER_TAINT
+    label_key, label_value = PUBLISHER_NODE_LABEL
+    pools = [n for n, p in ctx.cfg.node_pools.items() if is_publisher_pool(p)]
+    example = (
+        f"publisher: {{instance_type: m6i.xlarge, gpu: false, root_volume_gib: 200, min_size: 1, "
+        f'desired_size: 1, max_size: 1, labels: {{{label_key}: "{label_value}"}}, '
+        f'taints: {{{key}: {{value: "{value}", effect: {effect}}}}}}}'
+    )
+    if not pools:
+        yield error(
+            at("node_pools"),
+            "no pool for the release publisher: its pods (which may kms:Sign releases) would share nodes "
+            f"with other pods, and admission requires them on nodes labelled {label_key}={label_value}",
+            f"add a CPU pool with that label and the taint {key}={value}:{effect}, e.g. {example}",
+        )
+    elif len(pools) > 1:
+        yield error(
+            at("node_pools"),
+            f"pools {pools} all carry the publisher's label and taint",
+            "keep one publisher pool",
+        )
+    elif ctx.cfg.node_pools[pools[0]].desired_size < 1:
+        yield error(
+            at("node_pools", pools[0], "desired_size"),
+            "0: no cluster autoscaler grows a managed node group, so the publisher's Jobs would never "
+            "schedule",
+            "set min_size and desired_size to 1",
+        )
 
 
 # EKS service quotas (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html): "Nodes per

@@ -61,6 +61,7 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
         == {
             "aiplat-workload-images",
             "aiplat-publisher-identity",
+            "aiplat-publisher-nodes",
             "aiplat-team-pods",
             "aiplat-trainjobs",
             "aiplat-team-priorities",
@@ -93,7 +94,7 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
     for namespace, pod in _pods(plan):
         if namespace not in workload:
             continue
-        for name in ("aiplat-workload-images", "aiplat-publisher-identity"):
+        for name in ("aiplat-workload-images", "aiplat-publisher-identity", "aiplat-publisher-nodes"):
             assert _evaluate(policies[name], pod, namespace) == [], (stack, namespace, name)
         checked += 1
     assert checked == (plan.config["role"] == "train" and plan.config.get("training") is not None) + bool(

@@ -58,9 +58,9 @@ def test_train_stack_desired_hourly_is_the_sum_of_its_parts() -> None:
         "prod-us-train", cfg, load_price_table(), Usage(on=TODAY, artifact_gb_per_month=1000)
     )
     pools = cfg.node_pools
-    nodes = pools["system"].desired_size * od("us-east-1", "m6i.2xlarge") + pools["train"].desired_size * od(
-        "us-east-1", "p5.48xlarge"
-    )
+    # every pool On-Demand: system, train and the publisher's
+    assert set(pools) == {"system", "train", "publisher"}
+    nodes = sum(p.desired_size * od("us-east-1", p.instance_type) for p in pools.values())
     eks = DATA["global"]["eks_cluster_hour_standard"]["usd"]
     nat = cfg.network.az_count * regional("us-east-1", "nat_gateway_hour")
     endpoints = len(cfg.network.interface_endpoints) * cfg.network.az_count

@@ -204,11 +204,11 @@ def test_healthy_account_passes(account: Account) -> None:
     }
     assert "account 123456789012 is the stack's" in _one(rows, "account-matches", Status.passed).detail
     # what the checks saw: vCPUs from moto's instance data times the config's max_size (4 x p5.48xlarge,
-    # 4 x m6i.2xlarge)
+    # 4 x m6i.2xlarge and the publisher's 2 x m6i.xlarge)
     quotas = sorted(r.detail for r in rows if r.check == "vcpu-quotas")
     assert quotas == [
         "Running On-Demand P instances (L-417A185B): 768 of 10000 vCPUs at max_size",
-        "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A): 32 of 10000 vCPUs "
+        "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A): 40 of 10000 vCPUs "
         "at max_size",
     ]
     details = " | ".join(r.detail for r in rows)

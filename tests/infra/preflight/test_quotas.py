@@ -50,9 +50,11 @@ def test_demand_sums_pools_per_quota_at_max_size() -> None:
     demands, unmapped = vcpu_demand(cfg, snapshot.region_facts(cfg))
     assert unmapped == []
     got = {d.quota.code: d.vcpus for d in demands}
-    system, train = cfg.node_pools["system"], cfg.node_pools["train"]
+    system, train, publisher = (cfg.node_pools[p] for p in ("system", "train", "publisher"))
     assert got == {
-        "L-1216C47A": system.max_size * _vcpus(system.instance_type),  # on-demand m6i.2xlarge
+        # on-demand m6i.2xlarge and the publisher's m6i.xlarge
+        "L-1216C47A": system.max_size * _vcpus(system.instance_type)
+        + publisher.max_size * _vcpus(publisher.instance_type),
         "L-417A185B": train.max_size * _vcpus(train.instance_type),  # on-demand p5.48xlarge
     }
 

@@ -99,14 +99,22 @@ def test_addons_wait_for_system_pools_only(plan_stack, stack: str) -> None:
         r for r in plan.by_type("aws:eks/addon:Addon") if r.name.startswith("addons-")
     ]
     assert len(waiting) == 4
+
+    def runs_system_pods(pool: dict) -> bool:
+        # a CPU pool without a hard taint (the publisher's pool is tainted NoSchedule: system pods stay off)
+        hard = [t for t in (pool.get("taints") or {}).values() if t["effect"] != "PreferNoSchedule"]
+        return not pool["gpu"] and not hard
+
     for r in waiting:
         for name, pool in pools.items():
             ng = plan.one("aws:eks/nodeGroup:NodeGroup", f"pool-{name}-ng")
-            if pool["gpu"]:
-                assert not any(f"::pool-{name}-" in d for d in r.dependencies), (r.name, name)
-            else:
+            if runs_system_pods(pool):
                 assert ng.urn in r.dependencies, (r.name, name)
-    assert any(not p["gpu"] for p in pools.values())
+            else:
+                assert not any(f"::pool-{name}-" in d for d in r.dependencies), (r.name, name)
+    assert any(runs_system_pods(p) for p in pools.values())
+    if plan.config["role"] == "train":  # the publisher's CPU pool, tainted
+        assert any(not runs_system_pods(p) and not p["gpu"] for p in pools.values())
 
 
 @pytest.mark.parametrize("stack", STACKS)
