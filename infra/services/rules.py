@@ -42,12 +42,13 @@ def _k8s_applied(ctx: RuleContext) -> bool:
 
 @rule("cluster-services-need-system-pool")
 def cluster_services_need_system_pool(ctx: RuleContext) -> Iterator[Finding]:
-    """Controllers (Karpenter, load balancer controller, cert-manager, ...) run on a CPU pool (gpu: false)."""
-    if _k8s_applied(ctx) and not any(not p.gpu for p in ctx.cfg.node_pools.values()):
+    """Controllers (Karpenter, load balancer controller, cert-manager, ...) run on a CPU pool without hard
+    taints (gpu: false; the publisher's pool is tainted for its pods alone)."""
+    if _k8s_applied(ctx) and not any(p.runs_system_pods for p in ctx.cfg.node_pools.values()):
         yield error(
             at("node_pools"),
-            "no pool with gpu: false, so the cluster services' controllers have nowhere to run "
-            "(GPU pools are tainted nvidia.com/gpu and may scale to zero)",
+            "no pool with gpu: false and no NoSchedule/NoExecute taint, so the cluster services' controllers "
+            "have nowhere to run (GPU pools are tainted nvidia.com/gpu and may scale to zero)",
             "add a system pool, e.g. system: {instance_type: m6i.xlarge, gpu: false, min_size: 2}",
         )
 

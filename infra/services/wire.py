@@ -90,7 +90,8 @@ class ClusterServicesWiring:
 
 
 def system_pools(ctx: StackContext) -> list[str]:
-    return sorted(name for name, pool in ctx.cfg.node_pools.items() if not pool.gpu)
+    """The pools the cluster services' controllers run on: CPU pools without hard taints."""
+    return sorted(name for name, pool in ctx.cfg.node_pools.items() if pool.runs_system_pods)
 
 
 def gpu_pools(ctx: StackContext) -> list[str]:

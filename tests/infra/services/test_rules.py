@@ -96,7 +96,12 @@ CASES = [
         RULES,
         f"{S}.kubernetes_access: public_cidrs but cluster.endpoint_public_access_cidrs is empty",
     ),
-    ("prod-us-train", _drop_system, RULES, "aiplat:platform.node_pools: no pool with gpu: false"),
+    (
+        "prod-us-train",
+        _drop_system,
+        RULES,
+        "aiplat:platform.node_pools: no pool with gpu: false and no NoSchedule/NoExecute taint",
+    ),
     (
         "dev-us-train",
         all_of(MINIO, set_at("cluster_services.kubernetes_access", "skip")),

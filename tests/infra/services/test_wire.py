@@ -54,6 +54,15 @@ def _node_groups(plan: Plan, *, gpu: bool) -> list[RecordedResource]:
 EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
 
+def _system_groups(plan: Plan) -> list[RecordedResource]:
+    """CPU node groups without a hard taint (the publisher's pool is tainted for its pods alone)."""
+    return [
+        g
+        for g in _node_groups(plan, gpu=False)
+        if all(EFFECTS[t["effect"]] == "PreferNoSchedule" for t in g.inputs.get("taints") or [])
+    ]
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_releases_are_pinned_from_config(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
@@ -120,7 +129,7 @@ def test_device_plugins_land_on_gpu_pools_only(plan_stack, stack: str) -> None:
 @pytest.mark.parametrize("stack", STACKS)
 def test_controllers_run_on_system_pools(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
-    system = {g.inputs["labels"][POOL_LABEL] for g in _node_groups(plan, gpu=False)}
+    system = {g.inputs["labels"][POOL_LABEL] for g in _system_groups(plan)}
     releases = _releases(plan)
     for name in ("aws-load-balancer-controller", "metrics-server", "cert-manager", "karpenter"):
         if name in releases:
@@ -190,7 +199,7 @@ def _closure(plan: Plan, urn: str) -> set[str]:
 @pytest.mark.parametrize("stack", STACKS)
 def test_services_wait_for_system_pools_and_never_for_gpu_pools(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
-    system_ngs = {r.urn for r in _node_groups(plan, gpu=False)}
+    system_ngs = {r.urn for r in _system_groups(plan)}
     gpu_urns = {
         r.urn
         for r in plan.resources
