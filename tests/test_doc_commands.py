@@ -60,6 +60,8 @@ def argv(line: str) -> list[str]:
 ALL = [(page, line) for page in PAGES for line in command_lines(page.read_text())] + [
     (page, line) for page in OTHERS for line in command_lines(page.read_text(), inline=False)
 ]
+# Every page that names the pack in a pulumi command, inline or in a block, the pack's own README included
+PACK_PAGES = [*PAGES, *OTHERS, REPO / "policies" / "README.md"]
 
 
 def test_the_pages_show_commands() -> None:
@@ -118,3 +120,16 @@ def test_api_keys_are_set_where_the_program_reads_them() -> None:
             )
             seen += 1
     assert seen >= 3
+
+
+@pytest.mark.parametrize("page", PACK_PAGES, ids=[p.name for p in PACK_PAGES])
+def test_every_page_runs_the_pack_with_the_stacks_settings(page: Path) -> None:
+    """A `pulumi preview/up --policy-pack` anywhere in the docs, inline spans included, passes the stack's
+    settings: without them the pack's defaults refuse prod (gpu-budget, cost-cap)."""
+    for line in [*command_lines(page.read_text()), *INLINE.findall(page.read_text())]:
+        words = argv(line)
+        if words[0] != "pulumi" or words[1:2] not in (["preview"], ["up"]) or "--policy-pack" not in words:
+            continue
+        assert "--policy-pack-config" in words, (
+            f"{page.name}: `{line}` runs the pack without the stack's settings"
+        )
