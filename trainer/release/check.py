@@ -1,47 +1,79 @@
-"""The publisher's check of a Hugging Face folder, without publishing: what ``aiplat release check --from``
-runs, so a researcher learns before anyone signs it whether the folder would be refused (and why, by
-tensor name). The same steps as ``trainer/release/publish.py``: the files by name (a refused file is never
-opened), each copied to a local temporary directory while hashed, then checked there from JSON and
-safetensors headers only, every tensor against the architecture's own model (in a process of its own)."""
+"""The publisher's check of a Hugging Face folder: the files by name (a refused file is never opened), each
+copied to a local directory while hashed, by the object version current then, and checked there from JSON
+and safetensors headers only, every tensor against the architecture's own model (in a process of its own).
+``trainer/release/publish.py`` publishes what ``copy_checked`` checked; ``aiplat release check --from`` runs
+``check_source``, the same steps without publishing, so a researcher hears the refusal before anyone signs."""
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainer.errors import BadInput
 from trainer.release.architecture import expected_tensors
-from trainer.release.hf_folder import Serving, check_folder, plan_folder, read_header
+from trainer.release.hf_folder import FolderPlan, Serving, check_folder, plan_folder, read_header
+from trainer.release.manifest import FileEntry
 from trainer.storage.blobstore import open_blobs
 
+Expected = Callable[[bytes], dict[str, Any]]
 
-def check_source(
-    from_uri: str, expected: Callable[[bytes], dict[str, Any]] | None = None
-) -> tuple[Serving, dict[str, int]]:
-    """The serving facts of the folder at ``from_uri`` (a directory or ``s3://``) and its published files'
-    sizes; :class:`~trainer.errors.BadInput` (``FolderError``) with the one-line reason otherwise."""
+
+@dataclass(frozen=True)
+class CheckedCopy:
+    """A folder copied and checked: its plan, each published file's size and sha256, the object versions
+    read (S3 with versioning), and the serving facts."""
+
+    plan: FolderPlan
+    files: dict[str, FileEntry]
+    versions: dict[str, str]
+    serving: Serving
+
+
+def open_source(from_uri: str) -> tuple[Any, dict[str, int]]:
+    """The folder's store and its listing (name -> size); :class:`BadInput` when it holds nothing."""
     src = open_blobs(from_uri)
     listing = src.list()
     if not listing:
         raise BadInput(f"--from={from_uri}: no files there")
-    plan = plan_folder(listing)
+    return src, listing
+
+
+def copy_checked(
+    src: Any, listing: dict[str, int], local: Path, expected: Expected | None = None
+) -> CheckedCopy:
+    """Copy the folder's publishable files into ``local`` (each by the version current now, so what is
+    hashed, checked and signed is one version) and check the copy; :class:`BadInput` (``FolderError``)
+    with the one-line reason otherwise."""
+    plan = plan_folder(listing)  # by name alone: a refused file is never opened
+    files: dict[str, FileEntry] = {}
+    versions: dict[str, str] = {}
+    for name in plan.publish:
+        object_version = src.current_version(name)
+        sha, size = src.download_version(name, object_version, local / name)
+        if object_version is not None:
+            versions[name] = object_version
+        if size != listing[name]:
+            raise BadInput(f"{src.url(name)} changed while copied ({listing[name]} -> {size} bytes)")
+        files[name] = FileEntry(size, sha)
+
+    def head(name: str) -> bytes:
+        with open(local / name, "rb") as f:
+            return read_header(f, name, files[name].size)
+
+    sizes = {n: e.size for n, e in files.items()}
+    serving = check_folder(
+        plan.publish, sizes, lambda n: (local / n).read_bytes(), head, expected=expected or expected_tensors
+    )
+    return CheckedCopy(plan, files, versions, serving)
+
+
+def check_source(from_uri: str, expected: Expected | None = None) -> tuple[Serving, dict[str, int]]:
+    """The serving facts of the folder at ``from_uri`` (a directory or ``s3://``) and its published files'
+    sizes, as the publisher would decide them."""
+    src, listing = open_source(from_uri)
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
-        local = Path(tmp)
-        sizes: dict[str, int] = {}
-        for name in plan.publish:
-            _, sizes[name] = src.download(name, local / name)
-
-        def head(name: str) -> bytes:
-            with open(local / name, "rb") as f:
-                return read_header(f, name, sizes[name])
-
-        serving = check_folder(
-            plan.publish,
-            sizes,
-            lambda n: (local / n).read_bytes(),
-            head,
-            expected=expected or expected_tensors,
-        )
-    return serving, sizes
+        checked = copy_checked(src, listing, Path(tmp), expected)
+    return checked.serving, {n: e.size for n, e in checked.files.items()}

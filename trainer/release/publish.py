@@ -39,15 +39,14 @@ from datetime import datetime
 from pathlib import Path
 
 from trainer.errors import BadInput, BlobExists, TrainerError
-from trainer.release.architecture import expected_tensors
-from trainer.release.hf_folder import CONFIG, check_folder, plan_folder, read_header
+from trainer.release.check import copy_checked, open_source
+from trainer.release.hf_folder import CONFIG
 from trainer.release.manifest import (
     DIGEST_RE,
     JOB_RE,
     RELEASE_PREFIX,
     SIGNATURE,
     TEAM_RE,
-    FileEntry,
     Release,
     Source,
     check_model_name,
@@ -184,35 +183,13 @@ def publish(
         raise BadInput(f"--from={from_uri}: a folder under {RELEASE_PREFIX}/ is a release already")
     source = _source(from_uri, team, run_record, step)  # refusals before any file of the folder is read
     signer = signer if signer is not None else signer_for(None)
-    src = open_blobs(from_uri)
-    listing = src.list()
-    if not listing:
-        raise BadInput(f"--from={from_uri}: no files there")
-    plan = plan_folder(listing)  # by name alone: a refused file is never opened
+    src, listing = open_source(from_uri)
     version = make_version(step, now)
     store = versions_store(release_root, model_name).child(version)
     with tempfile.TemporaryDirectory(prefix="publish-") as tmp:
         local = Path(tmp)
-        files: dict[str, FileEntry] = {}
-        versions: dict[str, str] = {}
-        for name in plan.publish:
-            # the version current now, read by its id: what is hashed, checked and signed is one version
-            object_version = src.current_version(name)
-            sha, size = src.download_version(name, object_version, local / name)
-            if object_version is not None:
-                versions[name] = object_version
-            if size != listing[name]:
-                raise BadInput(f"{src.url(name)} changed while copied ({listing[name]} -> {size} bytes)")
-            files[name] = FileEntry(size, sha)
-
-        def head(name: str) -> bytes:
-            with open(local / name, "rb") as f:
-                return read_header(f, name, files[name].size)
-
-        sizes = {n: e.size for n, e in files.items()}
-        serving = check_folder(
-            plan.publish, sizes, lambda n: (local / n).read_bytes(), head, expected=expected_tensors
-        )
+        checked = copy_checked(src, listing, local)
+        plan, files, versions, serving = checked.plan, checked.files, checked.versions, checked.serving
         if store.list():
             raise BadInput(f"{store.uri} already exists; publish again a second later")
         source = dataclasses.replace(source, versions=dict(versions) or None)
