@@ -18,8 +18,6 @@ from infra.jobs import why as w
 from infra.queueing.names import team_names
 from infra.schema.platform import PlatformConfig
 
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"  # on every pod of a JobSet (jobset v0.12.0)
-
 
 def add_parser(cmds: argparse._SubParsersAction) -> None:
     y = cmds.add_parser(
@@ -114,6 +112,8 @@ def explain(
         )
     details += w.preemption_story(workload, others)
     attempts = []
+    from infra.cli.train_jobs import JOBSET_NAME_LABEL
+
     pods = k.list_pods(cluster, namespace, f"{JOBSET_NAME_LABEL}={args.name}")
     events = k.list_events(cluster, namespace) if pods else []
     nodes: dict[str, tuple[dict[str, Any] | None, list[dict[str, Any]]]] = {}

@@ -263,15 +263,17 @@ def checkpoint_root(trainjob: dict[str, Any]) -> str | None:
     return roots[-1] if roots else None
 
 
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for c in obj.get("status", {}).get("conditions", []) or []:
+def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    """The condition ``kind`` of an object's status (None: no object, or no such condition)."""
+    for c in (obj or {}).get("status", {}).get("conditions", []) or []:
         if c.get("type") == kind:
             return dict(c)
     return None
 
 
-def _true(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    c = _condition(obj, kind)
+def condition_true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    """The condition ``kind`` when its status is True."""
+    c = condition(obj, kind)
     return c if c is not None and c.get("status") == "True" else None
 
 
@@ -286,7 +288,8 @@ def owned_workload(trainjob: dict[str, Any], workloads: list[dict[str, Any]]) ->
     return None
 
 
-def _parse_time(value: str | None) -> datetime | None:
+def parse_time(value: str | None) -> datetime | None:
+    """An RFC 3339 time of the API (``...Z``), or None."""
     if not value:
         return None
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -334,20 +337,21 @@ def job_state(trainjob: dict[str, Any], workload: dict[str, Any] | None) -> tupl
     """(state, reason) from the TrainJob's conditions (Trainer: Complete, Failed) and its Workload's (Kueue:
     Finished, Evicted, Admitted, QuotaReserved, PodsReady; v0.19.2 workload_types.go)."""
     for kind, state in (("Complete", "finished"), ("Failed", "failed")):
-        if (c := _true(trainjob, kind)) is not None:
+        if (c := condition_true(trainjob, kind)) is not None:
             return state, str(c.get("message") or c.get("reason") or "")
     if workload is None:
         return "not-queued", "no Kueue Workload yet (Kueue creates it within seconds; none: no queue label)"
-    if (c := _true(workload, "Finished")) is not None:
+    if (c := condition_true(workload, "Finished")) is not None:
         return "finished", str(c.get("message") or c.get("reason") or "")
-    if (c := _true(workload, "Evicted")) is not None and _true(workload, "Admitted") is None:
+    c = condition_true(workload, "Evicted")
+    if c is not None and condition_true(workload, "Admitted") is None:
         return "evicted", f"{c.get('reason', '')}: {c.get('message', '')}".strip(": ")
-    if _true(workload, "Admitted") is not None:
-        if _true(workload, "PodsReady") is not None:
+    if condition_true(workload, "Admitted") is not None:
+        if condition_true(workload, "PodsReady") is not None:
             return "running", ""
-        ready = _condition(workload, "PodsReady")
+        ready = condition(workload, "PodsReady")
         return "admitted", str((ready or {}).get("message") or "waiting for all pods to be ready")
-    reserved = _condition(workload, "QuotaReserved")
+    reserved = condition(workload, "QuotaReserved")
     if reserved is not None:
         return "waiting", f"{reserved.get('reason', '')}: {reserved.get('message', '')}".strip(": ")
     return "waiting", "not evaluated by Kueue yet"
@@ -364,11 +368,11 @@ def gpu_hours(trainjob: dict[str, Any], workload: dict[str, Any] | None, now: da
     if workload is None or not isinstance(per_node, int):
         return None
     seconds = float(workload.get("status", {}).get("accumulatedPastExecutionTimeSeconds") or 0)
-    admitted = _true(workload, "Admitted")
+    admitted = condition_true(workload, "Admitted")
     if admitted is not None:
-        since = _parse_time(admitted.get("lastTransitionTime"))
-        finished = _true(workload, "Finished")
-        until = _parse_time(finished.get("lastTransitionTime")) if finished else now
+        since = parse_time(admitted.get("lastTransitionTime"))
+        finished = condition_true(workload, "Finished")
+        until = parse_time(finished.get("lastTransitionTime")) if finished else now
         if since is not None and until is not None:
             seconds += max((until - since).total_seconds(), 0)
     if seconds == 0 and admitted is None:
@@ -388,10 +392,10 @@ def job_row(
     """The list line of one TrainJob from what the cluster says of it and of its Workload."""
     meta = trainjob["metadata"]
     labels = meta.get("labels", {}) or {}
-    created = _parse_time(meta.get("creationTimestamp"))
+    created = parse_time(meta.get("creationTimestamp"))
     state, reason = job_state(trainjob, workload)
-    admitted = _true(workload, "Admitted") if workload else None
-    admitted_at = _parse_time(admitted.get("lastTransitionTime")) if admitted else None
+    admitted = condition_true(workload, "Admitted") if workload else None
+    admitted_at = parse_time(admitted.get("lastTransitionTime")) if admitted else None
     position = cq_position = None
     if workload is not None and pending and state == "waiting":
         p = pending.get(workload["metadata"]["name"])

@@ -20,6 +20,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from infra.jobs.documents import condition as _condition
+from infra.jobs.documents import condition_true as _true
+from infra.jobs.documents import parse_time as _time
 from infra.queueing.names import PRIORITY_LABEL
 from trainer import exitcodes
 
@@ -125,24 +128,6 @@ def exit_meaning(code: int | None, disrupted: bool, max_restarts: int | None) ->
         return name, "stopped after a committed checkpoint: the pod is replaced, no failure counted"
     limit = f"at most {max_restarts} times" if max_restarts is not None else "up to the runtime's limit"
     return name, f"a failure: the whole job restarts from its last checkpoint, {limit}"
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
-
-
-def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    for c in (obj or {}).get("status", {}).get("conditions", []) or []:
-        if c.get("type") == kind and c.get("status") == "True":
-            return dict(c)
-    return None
-
-
-def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    for c in (obj or {}).get("status", {}).get("conditions", []) or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return None
 
 
 def _gpus(workload: dict[str, Any], resource: str = GPU) -> int:
