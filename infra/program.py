@@ -19,6 +19,7 @@ from infra.context import StackContext
 from infra.core.errors import ConfigErrors
 from infra.core.project import CONFIG_NAMESPACE
 from infra.core.stacks import StackIndex
+from infra.cost.runs import pool_price
 from infra.edge.wire import export_api_keys
 from infra.fsx.wire import wire_fsx
 from infra.inference.wire import inference_log_groups, lbc_web_acls, wire_inference
@@ -26,6 +27,7 @@ from infra.io.build_context import image_tags
 from infra.io.inference import inference_api_keys
 from infra.io.monitoring import load_monitoring_assets
 from infra.io.policypack import stack_allowlists
+from infra.io.prices import load_price_table
 from infra.io.provider_facts import LIVE_SOURCE, account_facts, gather_facts
 from infra.io.regions import known_regions
 from infra.io.stackfiles import read_stack_index
@@ -231,6 +233,7 @@ def program(
     )
     if trainer is not None and services is not None:
         system = system_pools(stack)
+        runtime_pool = stack.cfg.training.runtime.pool if stack.cfg.training else None
         wire_training(
             stack,
             images,
@@ -243,6 +246,10 @@ def program(
                 *([fsx.volume] if fsx is not None and fsx.volume is not None else []),
                 *(queueing.ready if queueing is not None else []),
             ],
+            # what the runtime pool's nodes cost, from aiplat cost's table: the run records' cost
+            price=pool_price(stack.cfg, load_price_table(), runtime_pool, stack.facts)
+            if runtime_pool
+            else None,
         )
     # Infer stacks: the model server (its pods run as the inference service account), KEDA, HTTPS; exports
     # inferenceUrl.

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_error, selected_stacks
-from infra.core.errors import ConfigErrors
+from infra.core.errors import ConfigError, ConfigErrors
 from infra.core.facts import RegionFacts
 from infra.cost.estimate import (
     SIZES,
@@ -60,8 +60,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "GPU); the EKS control plane (standard or extended support), NAT "
         "gateways and their data processing, interface endpoints, load balancers, CloudTrail data events, "
         "and cross-region replication of the artifacts. Prices the table lacks are shown as unknown ('?'), "
-        "never guessed. Prices whose only source is a third-party blog are marked. Exit 0, or 2 for a config "
-        "error or a stack the plan refuses.",
+        "never guessed. Prices whose only source is a third-party blog are marked. With --team: what the "
+        "team's jobs cost, summed from their run records in the stack's checkpoints bucket (each attempt's "
+        "GPU hours x its pool's node-hour price / the node's GPUs, from the same table), by job and by pool "
+        "and purchase option, with the price sources; attempts without a price listed apart. Exit 0; 2 for a "
+        "config error, a bad --since or a stack the plan refuses; 6 the bucket could not be read; 8 unknown "
+        "team.",
     )
     add_stack_selection(p)
     p.add_argument(
@@ -101,6 +105,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="price the EKS support level on this date (today)",
     )
     p.add_argument("--summary", action="store_true", help="only the summary and the prices used")
+    p.add_argument(
+        "--team",
+        help="what this team's jobs cost, from their run records (one --stack; AWS credentials that read the "
+        "team's prefix of the checkpoints bucket)",
+    )
+    p.add_argument(
+        "--since",
+        default=None,
+        metavar="WHEN",
+        help="with --team: attempts that ended since 30d (default), 12h, or a UTC date like 2026-11-01",
+    )
     p.add_argument("--json", action="store_true", help="print the estimates as one JSON document")
     p.set_defaults(run=run)
 
@@ -387,6 +402,14 @@ def _facts(cfg: PlatformConfig, err: Console) -> RegionFacts | None:
 
 def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.io.prices import load_price_table
+
+    if args.team is not None:
+        from infra.cli import cost_team
+
+        args.since = args.since or "30d"
+        return cost_team.run(args, console, err)
+    if args.since is not None:
+        raise ConfigErrors([ConfigError("--since", "only counts with --team", "add --team <team>")])
 
     try:
         configs = [(s, load_stack_config(s, args.stacks_dir)) for s in selected_stacks(args)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
@@ -96,12 +97,13 @@ def wire_training(
     k8s_provider: pulumi.ProviderResource,
     system_pools: Sequence[str],
     k8s_depends_on: Sequence[pulumi.Resource] = (),
+    price: Mapping[str, Any] | None = None,
 ) -> TrainingWiring | None:
     """Kubeflow Trainer, our runtime and the declared TrainJobs, on the cluster.
 
     ``k8s_depends_on``: what must exist first: the system pools and the cluster services (access gate,
     namespaces, the trainer's service account), never the GPU pools, whose capacity may be late.
-    ``system_pools`` run the controllers.
+    ``system_pools`` run the controllers. ``price``: the runtime pool's ``$AIPLAT_PRICE`` (run records' cost).
     """
     cfg = ctx.cfg
     training = cfg.training
@@ -122,7 +124,7 @@ def wire_training(
         opts=k8s_opts,
     )
     rt_settings = settings["runtime"]
-    spec = stack.runtime_spec(cfg, facts, rt_settings, image="")
+    spec = stack.runtime_spec(cfg, facts, rt_settings, image="", price=price)
     runtime_doc = t.runtime_document(spec)
     image = images.refs[training.runtime.image]
     runtime_doc = _with_image(runtime_doc, image)

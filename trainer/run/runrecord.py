@@ -20,7 +20,9 @@ annotation ``aiplat train submit`` puts on the TrainJob and its pods: the submit
 ``dataset`` (source, sha256 of ``index.json``, fingerprint, samples, tokenizer), ``steps`` (target, resumed
 from, first and last step of this attempt), ``final_metrics`` (the last step's record), ``checkpoints``
 (root, the ones this attempt committed, the newest), ``artifacts`` (this record, the metrics log),
-start/end times (UTC) and ``exit``.
+start/end times (UTC), ``exit`` and ``cost`` (the pool, instance type and purchase option the attempt
+ran on, the node-hour price with its source, and at the end GPU hours x the price of one GPU:
+``trainer/run/cost.py``).
 
 On the cluster, ``logs`` and ``workload`` link the record to the rest of the run, from what the training
 runtime gives the pod through the downward API (infra/training/documents/runtime.py ``pod_env``): rank 0's
@@ -41,6 +43,7 @@ from typing import Any
 
 from trainer import exitcodes
 from trainer.checkpoint.sidewrites import SideWrite, SideWriter
+from trainer.run.cost import attempt_cost
 from trainer.storage.blobstore import Blobs, open_blobs
 
 FORMAT = "aiplat-run-record-v1"
@@ -147,6 +150,7 @@ class RunRecord:
         self.doc.setdefault("logs", log_links())
         self.doc.setdefault("workload", workload_links(self.doc["started_utc"]))
         self.doc.setdefault("artifacts", {})
+        self.doc.setdefault("cost", attempt_cost(None))
 
     def uri(self, event: str) -> str:
         """Where ``event``'s record of this attempt is written."""
@@ -192,4 +196,5 @@ class RunRecord:
         )
         if self.doc.get("resources"):
             self.doc["resources"] = gpu_hours(self.doc["resources"], time.monotonic() - self.t0)
+        self.doc["cost"] = attempt_cost((self.doc.get("resources") or {}).get("gpu_hours"))
         return self.write("end")

@@ -14,6 +14,7 @@ merged, and only with a ``trainer`` section (we always set one) the controller a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ from infra.core.trainjobs import (
 from infra.pools.documents.nodes import EFA_RESOURCE, GPU_RESOURCE, POOL_LABEL, pool_affinity
 from infra.queueing.names import PRIORITY_LABEL, QUEUE_LABEL
 from trainer import exitcodes
+from trainer.run.cost import PRICE_ENV
 
 __all__ = ["grace_period_s", "pod_name_length", "quantity_mib"]
 
@@ -350,6 +352,16 @@ def contract_env(
             "Prometheus scrapes port base + LOCAL_RANK of every pod (0: the runtime declares no ports)",
         ),
     }
+
+
+def price_env(price: Mapping[str, Any] | None) -> dict[str, tuple[str, str]]:
+    """``$AIPLAT_PRICE``: the pool's nodes and their node-hour price with its source, one JSON object that
+    the run record's cost is computed from (trainer/run/cost.py); none without a price (a render off the
+    stack)."""
+    if price is None:
+        return {}
+    why = "the pool's instance type, purchase option and node-hour price with its source (run records' cost)"
+    return {PRICE_ENV: (json.dumps(dict(price), sort_keys=True, separators=(",", ":")), why)}
 
 
 def pod_env(cluster_name: str) -> list[dict[str, Any]]:

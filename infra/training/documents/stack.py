@@ -53,9 +53,14 @@ def worker(cfg: PlatformConfig, facts: InstanceFacts) -> t.WorkerShape:
 
 
 def runtime_spec(
-    cfg: PlatformConfig, facts: InstanceFacts, settings: TrainerSettings, image: str
+    cfg: PlatformConfig,
+    facts: InstanceFacts,
+    settings: TrainerSettings,
+    image: str,
+    price: Mapping[str, Any] | None = None,
 ) -> t.RuntimeSpec:
-    """Our ClusterTrainingRuntime's inputs: sized for the pool's type, shaped by the trainer config."""
+    """Our ClusterTrainingRuntime's inputs: sized for the pool's type, shaped by the trainer config;
+    ``price``: what the pool's nodes cost (``infra/cost/runs.py`` ``pool_price``), for the run records."""
     training = _training(cfg)
     r = training.runtime
     pool = cfg.node_pools[r.pool]
@@ -83,6 +88,7 @@ def runtime_spec(
                 cache_dir=settings.cache_dir,
                 metrics_port_base=settings.metrics_port_base,
             ),
+            **t.price_env(price),
         },
         max_restarts=r.max_restarts,
         worker_restarts=r.worker_restarts,

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from typing import Any
 
 import pytest
+import yaml
 
 from infra.io.build_context import REPO_ROOT, build_hash, image_tag
 from infra.io.kube_validate import validate_manifest
 from infra.plan.runner import Plan
 from infra.training.documents.runtime import OBSOLETE_ENV
 
+PRICES = yaml.safe_load((REPO_ROOT / "infra/cost/data/prices.yaml").read_text())
 TRAINER = "kubernetes:trainer.kubeflow.org/v1alpha1"
 RUNTIME = f"{TRAINER}:ClusterTrainingRuntime"
 TRAINJOB = f"{TRAINER}:TrainJob"
@@ -74,6 +77,19 @@ def test_prod_runtime_uses_every_gpu_and_efa_device_of_a_p5(plan_stack) -> None:
     # the run record's image digest is the one the pod runs
     _, at, digest = node["image"].partition("@")
     assert at and digest.startswith("sha256:") and env["AIPLAT_IMAGE_DIGEST"] == digest
+    # what the pool's nodes cost, for the run records: the price table's On-Demand p5 price
+    price = json.loads(env["AIPLAT_PRICE"])
+    entry = PRICES["instances"]["us-east-1"]["p5.48xlarge"]["on_demand"]
+    assert (price["pool"], price["instance_type"], price["purchase_option"]) == (
+        "train",
+        "p5.48xlarge",
+        "on_demand",
+    )
+    assert (price["usd_per_node_hour"], price["source"], price["node_gpus"]) == (
+        entry["usd"],
+        entry["source"],
+        8,
+    )
 
 
 def test_dev_runtime_has_no_efa_and_runs_on_the_spot_pool(plan_stack) -> None:
@@ -92,6 +108,12 @@ def test_dev_runtime_has_no_efa_and_runs_on_the_spot_pool(plan_stack) -> None:
     ]
     assert pool[0]["matchExpressions"][0]["values"] == ["gpu"]
     assert plan.config["node_pools"]["gpu"]["capacity_type"] == "spot"
+    # its pods are priced at the pool's Spot price: the highest zone price of the region in the table
+    price = json.loads(env["AIPLAT_PRICE"])
+    itype = plan.config["node_pools"]["gpu"]["instance_type"]
+    zones = PRICES["instances"][plan.config["region"]][itype]["spot"]["zones"]
+    assert (price["instance_type"], price["purchase_option"]) == (itype, "spot")
+    assert price["usd_per_node_hour"] == max(zones.values())
     for job in _objects(plan, TRAINJOB):
         assert job["spec"]["trainer"]["numProcPerNode"] == 1
 
