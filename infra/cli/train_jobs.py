@@ -24,6 +24,7 @@ from infra.cli.common import EXIT_CONFIG, EXIT_OK, add_stack_selection, print_er
 from infra.cli.train_build import add_run_arguments, build_job, build_run, validated
 from infra.core.errors import ConfigError, ConfigErrors, JobNotFoundError, PlatformError
 from infra.core.trainjobs import REPLICATED_JOB, pod_name_prefix
+from infra.cost.runs import AttemptCost, job_attempts
 from infra.io.trainer_configs import REPO
 from infra.jobs import documents as jobs
 from infra.jobs import rules as job_rules
@@ -61,12 +62,14 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
 
     ls = cmds.add_parser(
         "list",
-        help="the teams' TrainJobs: queue state, position, nodes, age, last checkpoint",
+        help="the teams' TrainJobs: queue state, position, nodes, age, last checkpoint, cost",
         description="Every TrainJob of the stack's teams (or one team): admitted or waiting and why (the "
         "Kueue Workload's conditions), position in the LocalQueue, nodes, age, the last committed "
-        "checkpoint step; with --json also the GPU hours it was admitted for (every admission) and the "
-        "image digest it was submitted with. Exit 0; 6 AWS credentials or AWS unreachable; 7 no cluster "
-        "access; 12 AWS denied a call; 8 unknown team.",
+        "checkpoint step and what its attempts cost (USD, from their run records: GPU hours x the node-hour "
+        "price of the pool's type and purchase option / the node's GPUs; '+?' when an attempt has no "
+        "cost); with --json also each attempt's cost or why it has none, the GPU hours it was admitted for "
+        "(every admission) and the image digest it was submitted with. Exit 0; 6 AWS credentials or AWS "
+        "unreachable; 7 no cluster access; 12 AWS denied a call; 8 unknown team.",
     )
     add_stack_selection(ls, many=False)
     ls.add_argument("--team", help="only this team's jobs")
@@ -271,6 +274,25 @@ def _last_step(row_job: dict[str, Any], err: Console, stack: str) -> int | None:
         return None
 
 
+def _attempts(row_job: dict[str, Any], err: Console, stack: str) -> list[AttemptCost]:
+    """What each attempt of the job cost, from its run records (none without a checkpoint root)."""
+    from infra.io.run_records import job_records
+
+    root = jobs.checkpoint_root(row_job)
+    if not root:
+        return []
+    name = row_job["metadata"]["name"]
+    skipped: list[str] = []
+    try:
+        attempts = job_attempts(name, job_records(root, skipped))
+    except Exception as exc:  # the listing goes on without them: one warning per job
+        print_warning(err, stack, f"{name}: run records at {root}: {exc}")
+        return []
+    for line in skipped:
+        print_warning(err, stack, f"{name}: {line}")
+    return attempts
+
+
 def run_list(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.io import kube_jobs as k
 
@@ -286,12 +308,28 @@ def run_list(args: argparse.Namespace, console: Console, err: Console) -> int:
         for tj in sorted(trainjobs, key=lambda t: t["metadata"].get("creationTimestamp", "")):
             wl = jobs.owned_workload(tj, workloads)
             step = _last_step(tj, err, args.stack)
-            rows.append(jobs.job_row(tj, wl, pending, team=names.team, last_step=step, now=now))
+            attempts = _attempts(tj, err, args.stack)
+            rows.append(
+                jobs.job_row(tj, wl, pending, team=names.team, last_step=step, now=now, attempts=attempts)
+            )
     if args.json:
         console.out(json.dumps([r.as_dict() for r in rows], indent=1), highlight=False)
         return EXIT_OK
     table = Table(title=f"TrainJobs of {args.stack}", title_justify="left")
-    for col in ("name", "team", "queue", "priority", "state", "position", "nodes", "age", "last step", "why"):
+    columns = (
+        "name",
+        "team",
+        "queue",
+        "priority",
+        "state",
+        "position",
+        "nodes",
+        "age",
+        "last step",
+        "USD",
+        "why",
+    )
+    for col in columns:
         table.add_column(col)
     for r in rows:
         table.add_row(
@@ -304,6 +342,7 @@ def run_list(args: argparse.Namespace, console: Console, err: Console) -> int:
             str(r.nodes),
             r.age,
             "" if r.last_checkpoint_step is None else str(r.last_checkpoint_step),
+            r.cost,
             r.reason,
         )
     console.print(table)

@@ -28,7 +28,9 @@ def add_parser(cmds: argparse._SubParsersAction) -> None:
         "(attempt) with its exit class from the job contract, the node and any fault of that node in its "
         "window (conditions, GPUs or EFA devices withdrawn as unhealthy, warnings such as SpotInterrupted), "
         "how the cluster disrupted it, Kueue's evictions and preemptions, and the last log lines (CloudWatch "
-        "Logs once the pods are gone). What your access cannot read is listed as skipped. Exit 0; "
+        "Logs once the pods are gone), and what each attempt cost from its run record (GPU hours x the "
+        "node-hour price of its pool's type and purchase option / the node's GPUs, or why it has no "
+        "cost). What your access cannot read is listed as skipped. Exit 0; "
         "6 AWS credentials or AWS unreachable; 7 no cluster access; 8 unknown team; 11 no such job.",
     )
     y.add_argument("name", metavar="NAME", help="TrainJob name")
@@ -63,7 +65,7 @@ def _log_tail(aws: Any, cluster: Any, namespace: str, pod: str, lines: int) -> t
 
 
 def explain(
-    cfg: PlatformConfig, cluster: Any, aws: Any, args: argparse.Namespace, team_ns: list[str]
+    cfg: PlatformConfig, cluster: Any, aws: Any, args: argparse.Namespace, team_ns: list[str], err: Console
 ) -> w.Why:
     """Read what the cluster and the log store hold of job ``args.name`` and tell its story."""
     from infra.io import kube_jobs as k
@@ -142,6 +144,9 @@ def explain(
                 max_restarts=cfg.training.runtime.max_restarts if cfg.training else None,
             )
         )
+    from infra.cli.train_jobs import _attempts
+
+    costs = [a.as_dict() for a in _attempts(trainjob, err, args.stack)]
     return w.Why(
         name=args.name,
         namespace=namespace,
@@ -152,7 +157,18 @@ def explain(
         holders=holders,
         attempts=attempts,
         skipped=skipped,
+        costs=costs,
     )
+
+
+def cost_line(c: dict[str, Any]) -> str:
+    """``28.000 GPU hours x 6.8800/GPU-h (p5.48xlarge on_demand, pool train; source karpenter) = 192.64 USD``,
+    or why the attempt has no cost."""
+    if c["usd"] is None:
+        return f"not priced: {c['unknown']}"
+    where = f"{c['instance_type']} {c['purchase_option']}, pool {c['pool']}; source {c['source']}"
+    rate = f"{c['usd_per_gpu_hour']:,.4f}/GPU-h"
+    return f"{c['gpu_hours']:,.3f} GPU hours x {rate} ({where}) = {c['usd']:,.2f} USD"
 
 
 def render(why: w.Why, console: Console) -> None:
@@ -178,6 +194,8 @@ def render(why: w.Why, console: Console) -> None:
             say("last log lines:", 2)
             for line in a.log_tail:
                 say(line, 4)
+    for c in why.costs:
+        say(f"cost of attempt {c['attempt']} ({c['ended_utc'] or 'no end record'}): {cost_line(c)}")
     for s in why.skipped:
         say(f"skipped: {s}")
 
@@ -188,7 +206,7 @@ def run_why(args: argparse.Namespace, console: Console, err: Console) -> int:
     cfg = _stack(args)
     aws = _aws(cfg)
     cluster = _connect(cfg, args, aws)
-    why = explain(cfg, cluster, aws, args, [t.namespace for t in _teams(cfg, args)])
+    why = explain(cfg, cluster, aws, args, [t.namespace for t in _teams(cfg, args)], err)
     if args.json:
         console.out(json.dumps(why.as_dict(), indent=1), highlight=False)
     else:

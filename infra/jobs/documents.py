@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from infra.core.facts import InstanceFacts
 from infra.core.trainjobs import REPLICATED_JOB, SUBMITTED_AT_ANNOTATION, SUBMITTED_BY_ANNOTATION
+from infra.cost.runs import AttemptCost
 from infra.jobs.config import PLATFORM_TRAINER_IMAGE, JobSpec, Launcher
 from infra.queueing.names import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL, TeamNames, team_names
 from infra.training.documents import runtime as t
-from infra.training.documents.stack import team_job_env, team_priority
+from infra.training.documents.stack import CHECKPOINT_URI_ENV, team_job_env, team_priority
 
 if TYPE_CHECKING:
     from infra.schema.platform import PlatformConfig
@@ -257,10 +259,14 @@ def submitted_trainjob(
 
 
 def checkpoint_root(trainjob: dict[str, Any]) -> str | None:
-    """The run's checkpoint root, from the launcher arguments it was created with."""
-    args = trainjob.get("spec", {}).get("trainer", {}).get("args", [])
-    roots = [a[len(CHECKPOINT_ARG) :] for a in args if a.startswith(CHECKPOINT_ARG)]
-    return roots[-1] if roots else None
+    """The run's checkpoint root (where its checkpoints and run records are): from the launcher arguments
+    it was created with, else a team job's ``AIPLAT_CHECKPOINT_URI`` (the job contract)."""
+    trainer = trainjob.get("spec", {}).get("trainer", {})
+    roots = [a[len(CHECKPOINT_ARG) :] for a in trainer.get("args", []) if a.startswith(CHECKPOINT_ARG)]
+    if roots:
+        return roots[-1]
+    env = {e.get("name"): e.get("value") for e in trainer.get("env", []) or []}
+    return (env.get(CHECKPOINT_URI_ENV) or "").rstrip("/") or None
 
 
 def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
@@ -328,6 +334,18 @@ class JobRow:
     submitted_by: str
     image_digest: str  # the aiplat.io/image-digest annotation: the image the job runs
     gpu_hours: float | None  # GPU time admitted so far, every admission counted (``gpu_hours``)
+    # what its attempts cost, from their run records (infra/cost/runs.py): the sum of those priced (None:
+    # none priced) and each attempt's cost or why it has none
+    cost_usd: float | None = None
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def cost(self) -> str:
+        """``192.64``; ``+?`` when an attempt has no cost; "" without records."""
+        if not self.attempts:
+            return ""
+        unknown = any(a["usd"] is None for a in self.attempts)
+        return f"{self.cost_usd or 0:,.2f}" + ("+?" if unknown else "")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -380,6 +398,11 @@ def gpu_hours(trainjob: dict[str, Any], workload: dict[str, Any] | None, now: da
     return round(seconds * int(trainer.get("numNodes", 1)) * per_node / 3600, 3)
 
 
+def _priced_sum(attempts: Sequence[AttemptCost]) -> float | None:
+    priced = [a.usd for a in attempts if a.usd is not None]
+    return round(sum(priced), 6) if priced else None
+
+
 def job_row(
     trainjob: dict[str, Any],
     workload: dict[str, Any] | None,
@@ -388,8 +411,10 @@ def job_row(
     team: str,
     last_step: int | None,
     now: datetime,
+    attempts: Sequence[AttemptCost] = (),
 ) -> JobRow:
-    """The list line of one TrainJob from what the cluster says of it and of its Workload."""
+    """The list line of one TrainJob from what the cluster says of it and of its Workload, and what its
+    attempts cost (their run records)."""
     meta = trainjob["metadata"]
     labels = meta.get("labels", {}) or {}
     created = parse_time(meta.get("creationTimestamp"))
@@ -420,4 +445,8 @@ def job_row(
         submitted_by=(meta.get("annotations", {}) or {}).get(SUBMITTED_BY, ""),
         image_digest=(meta.get("annotations", {}) or {}).get(IMAGE_DIGEST, ""),
         gpu_hours=gpu_hours(trainjob, workload, now),
+        cost_usd=round(sum(priced), 6)
+        if (priced := [a.usd for a in attempts if a.usd is not None])
+        else None,
+        attempts=[a.as_dict() for a in attempts],
     )

@@ -107,6 +107,8 @@ class Why:
     holders: list[Holder]
     attempts: list[Attempt]
     skipped: list[str]  # what could not be read, and why
+    # what each attempt cost, from its run records (infra/cost/runs.py AttemptCost.as_dict)
+    costs: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -39,7 +39,7 @@ def wide(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")
 
 
-def _runtime_price(capacity: CapacityType) -> str:
+def runtime_price(capacity: CapacityType) -> str:
     """``$AIPLAT_PRICE`` as the stack's runtime gives it to its pods, with the runtime pool bought as
     ``capacity`` (a runtime redeployed after the pool changed)."""
     assert CFG.training is not None
@@ -56,18 +56,20 @@ def _runtime_price(capacity: CapacityType) -> str:
     return env
 
 
-def _attempt(monkeypatch, job: str, attempt: str, price: str, hours: float, *, end: bool = True) -> None:
-    """One attempt of a 2-node job, 8 GPUs per node, through the trainer's own run record."""
+def write_attempt(
+    monkeypatch, uri: str, attempt: str, price: str, hours: float, *, end: bool = True, code: int = 0
+) -> None:
+    """One attempt of a 2-node job, 8 GPUs per node, through the trainer's own run record under ``uri``,
+    ``hours`` long, ended with exit ``code`` (no end record: ``end`` False)."""
     monkeypatch.setenv(PRICE_ENV, price)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
     writer = SideWriter(timeout_s=30)
-    uri = f"s3://{BUCKET}/research/checkpoints/{job}/"
     record = RunRecord.open(uri, attempt, {"resources": resources(16, True)}, writer, region=CFG.region)
     assert record is not None
     record.start()
     if end:
         record.t0 -= hours * 3600
-        record.finish(0, "ok")
+        record.finish(code, "ok" if code == 0 else "test")
     assert writer.close() == []
 
 
@@ -77,11 +79,12 @@ def records(moto_s3: MotoServer, monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     attempt that never wrote its end; returns the end records as stored."""
     s3 = moto_s3.client("s3", CFG.region)
     s3.create_bucket(Bucket=BUCKET)
-    on_demand, block = _runtime_price(CapacityType.on_demand), _runtime_price(CapacityType.capacity_block)
-    _attempt(monkeypatch, "exp-a", "0-uid1", on_demand, 1.5)
-    _attempt(monkeypatch, "exp-a", "1-uid2", on_demand, 0.25)
-    _attempt(monkeypatch, "exp-b", "0-uid3", block, 2.0)
-    _attempt(monkeypatch, "exp-c", "0-uid4", on_demand, 0, end=False)
+    on_demand, block = runtime_price(CapacityType.on_demand), runtime_price(CapacityType.capacity_block)
+    team = f"s3://{BUCKET}/research/checkpoints"
+    write_attempt(monkeypatch, f"{team}/exp-a/", "0-uid1", on_demand, 1.5)
+    write_attempt(monkeypatch, f"{team}/exp-a/", "1-uid2", on_demand, 0.25)
+    write_attempt(monkeypatch, f"{team}/exp-b/", "0-uid3", block, 2.0)
+    write_attempt(monkeypatch, f"{team}/exp-c/", "0-uid4", on_demand, 0, end=False)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
     return [
         json.loads(s3.get_object(Bucket=BUCKET, Key=k)["Body"].read())
@@ -90,7 +93,7 @@ def records(moto_s3: MotoServer, monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     ]
 
 
-def _table_price(record: dict) -> float:
+def table_price(record: dict) -> float:
     """GPU hours x the table's node-hour price of the record's type and option / the type's GPUs."""
     cost = record["cost"]
     entry = DATA["instances"][CFG.region][cost["instance_type"]][cost["purchase_option"]]
@@ -101,22 +104,22 @@ def _table_price(record: dict) -> float:
 def test_team_cost_sums_the_records_by_job_and_by_pool_and_option(records, capsys) -> None:
     assert len(records) == 3
     for r in records:  # each record's cost is GPU hours x the table's price
-        assert r["cost"]["usd"] == pytest.approx(_table_price(r), abs=1e-5)
+        assert r["cost"]["usd"] == pytest.approx(table_price(r), abs=1e-5)
     code = main(["cost", "-s", STACK, "--team", "research", "--since", "30d", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["usd"] == pytest.approx(sum(_table_price(r) for r in records), abs=1e-4)
+    assert doc["usd"] == pytest.approx(sum(table_price(r) for r in records), abs=1e-4)
     jobs = {j["job"]: j for j in doc["by_job"]}
     assert set(jobs) == {"exp-a", "exp-b"} and jobs["exp-a"]["attempts"] == 2
     for job in jobs:
         mine = [r for r in records if f"/{job}/" in r["artifacts"]["run_record"]]
-        assert jobs[job]["usd"] == pytest.approx(sum(_table_price(r) for r in mine), abs=1e-5)
+        assert jobs[job]["usd"] == pytest.approx(sum(table_price(r) for r in mine), abs=1e-5)
     pools = {(p["pool"], p["purchase_option"]): p for p in doc["by_pool"]}
     assert set(pools) == {("train", "on_demand"), ("train", "capacity_block")}
     for (_, option), p in pools.items():
         mine = [r for r in records if r["cost"]["purchase_option"] == option]
-        assert p["usd"] == pytest.approx(sum(_table_price(r) for r in mine), abs=1e-5)
+        assert p["usd"] == pytest.approx(sum(table_price(r) for r in mine), abs=1e-5)
         assert p["gpu_hours"] == pytest.approx(sum(r["resources"]["gpu_hours"] for r in mine), abs=1e-5)
         entry = DATA["instances"][CFG.region]["p5.48xlarge"][option]
         assert p["sources"] == [entry["source"]]

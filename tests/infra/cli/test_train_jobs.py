@@ -26,6 +26,7 @@ from infra.io.snapshot import instance_facts
 from infra.io.stackfiles import load_stack_config
 from infra.io.trainer_configs import training_settings
 from infra.jobs import documents as jobs
+from infra.pools.config import CapacityType
 from infra.training.documents import runtime as t
 from infra.training.documents import stack as training_stack
 from tests.conftest import REPO
@@ -288,11 +289,20 @@ def _manifest(step: int) -> bytes:
     ).encode()
 
 
-def test_list_shows_queue_state_position_and_last_checkpoint(cluster: FakeKube, moto_s3, capsys) -> None:
+def test_list_shows_queue_state_position_last_checkpoint_and_cost(
+    cluster: FakeKube, moto_s3, capsys, monkeypatch
+) -> None:
+    from tests.infra.cli.test_cost_team import runtime_price, table_price, write_attempt
+
     ns = "team-research"
     s3 = moto_s3.client("s3", CFG.region)
     s3.create_bucket(Bucket="ckpt")
     s3.put_object(Bucket="ckpt", Key="runs/a/step_000000200/manifest.json", Body=_manifest(200))
+    # job a's attempts, as the trainer records them: one ended, one still running (no end record yet)
+    price = runtime_price(CapacityType.on_demand)
+    write_attempt(monkeypatch, "s3://ckpt/runs/a", "0-uid1", price, 0.5)
+    write_attempt(monkeypatch, "s3://ckpt/runs/a", "1-uid2", price, 0, end=False)
+    ended = json.loads(s3.get_object(Bucket="ckpt", Key="runs/a/run-records/0-uid1.end.json")["Body"].read())
     s3.put_object(Bucket="ckpt", Key="runs/a/step_000000300/attempt-x/.metadata", Body=b"x")  # not committed
     running = _trainjob("a", ns, 2, "2026-12-02T01:00:00Z", "s3://ckpt/runs/a")
     waiting = _trainjob("b", ns, 4, "2026-12-02T01:50:00Z", "s3://ckpt/runs/b")
@@ -369,10 +379,22 @@ def test_list_shows_queue_state_position_and_last_checkpoint(cluster: FakeKube, 
     assert rows["b"]["position"] == 0 and rows["b"]["cluster_queue_position"] == 1
     assert rows["b"]["nodes"] == 4 and rows["b"]["last_checkpoint_step"] is None
     assert "checkpoints at s3://ckpt/runs/b" not in err  # no bucket content is not an error
+    # each attempt's cost: GPU hours x the price table's price; the running one has none yet
+    assert rows["a"]["cost_usd"] == pytest.approx(table_price(ended), abs=1e-5)
+    done, running = rows["a"]["attempts"]
+    assert (done["attempt"], done["usd"], running["attempt"], running["usd"]) == (
+        "0-uid1",
+        ended["cost"]["usd"],
+        "1-uid2",
+        None,
+    )
+    assert rows["b"]["cost_usd"] is None and rows["b"]["attempts"] == []
     # the table too
+    monkeypatch.setenv("COLUMNS", "300")
     assert main(["train", "list", "-s", STACK, "--team", "research"]) == 0
     table = capsys.readouterr().out
     assert "insufficient unused quota" in table and "running" in table
+    assert f"{rows['a']['cost_usd']:,.2f}+?" in table  # '+?': an attempt without a cost
 
 
 def test_list_of_every_team_reads_each_namespace(cluster: FakeKube, capsys) -> None:

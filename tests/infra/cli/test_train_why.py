@@ -11,9 +11,12 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from infra.cli.main import main
 from infra.core.lognames import container_log_group, container_log_stream
 from infra.io.kube_validate import validate_manifest
+from infra.pools.config import CapacityType
 from tests.infra.cli.test_train_jobs import (  # noqa: F401 (the fixtures kube and cluster)
     CFG,
     STACK,
@@ -164,10 +167,17 @@ def test_a_pending_job_says_what_it_waits_for_and_who_holds_it(cluster: FakeKube
     assert "ask your platform team" in text and got["attempts"] == []
 
 
-def test_a_failed_job_names_each_attempts_exit_node_fault_and_last_lines(
-    cluster: FakeKube, moto_s3, capsys
+def test_a_failed_job_names_each_attempts_exit_node_fault_cost_and_last_lines(
+    cluster: FakeKube, moto_s3, capsys, monkeypatch
 ) -> None:
+    from tests.infra.cli.test_cost_team import runtime_price, table_price, write_attempt
+
     tj = _trainjob("exp-f", NS, 1, "2026-12-02T01:00:00Z", "s3://ckpt/exp-f")
+    # the run records: the crashed attempt wrote no end, the second ended with exit 2 (bad input)
+    moto_s3.client("s3", CFG.region).create_bucket(Bucket="ckpt")
+    price = runtime_price(CapacityType.on_demand)
+    write_attempt(monkeypatch, "s3://ckpt/exp-f", "0-a1", price, 0, end=False)
+    write_attempt(monkeypatch, "s3://ckpt/exp-f", "1-b2", price, 0.25, code=2)
     tj["status"] = {
         "conditions": [
             {
@@ -258,6 +268,13 @@ def test_a_failed_job_names_each_attempts_exit_node_fault_and_last_lines(
     assert b["log_tail"] == ["error: dataset: s3://data/x: no shards; fix: check data"]
     assert f"node {NODE_B}: gone (replaced or scaled in since)" in got["skipped"]
     assert "exit 2 (bad_input)" in text and "last log lines:" in text
+    # what each attempt cost: the ended one GPU hours x the table's price, the crashed one named as unpriced
+    crashed, ended = got["costs"]
+    assert crashed["attempt"] == "0-a1" and crashed["usd"] is None and "no end record" in crashed["unknown"]
+    record = {"cost": ended, "resources": {"gpu_hours": ended["gpu_hours"]}}
+    assert ended["attempt"] == "1-b2" and ended["usd"] == pytest.approx(table_price(record), abs=1e-5)
+    assert f"cost of attempt 1-b2 ({ended['ended_utc']}): {ended['gpu_hours']:,.3f} GPU hours x" in text
+    assert f"= {ended['usd']:,.2f} USD" in text and "cost of attempt 0-a1 (no end record): not priced" in text
 
 
 def test_a_preempted_job_names_the_preemptor_and_the_checkpointed_stop(cluster: FakeKube, capsys) -> None:
