@@ -36,6 +36,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -44,6 +45,7 @@ from torch.nn.parallel import DistributedDataParallel
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from trainer.checkpoint.job import JobCheckpoint
+from trainer.run.cost import attempt_cost
 
 EOT = "<|endoftext|>"
 VOCAB = 257  # 256 bytes + end-of-text
@@ -208,6 +210,7 @@ def main() -> int:
         env("AIPLAT_OUTPUT_URI"),
     )
     attempt = os.environ.get("AIPLAT_ATTEMPT_ID", "local")
+    started = time.monotonic()
     cuda = torch.cuda.is_available()
     # A bounded wait: a peer that is gone ends a collective with an error, not a hang.
     dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(minutes=10))
@@ -300,7 +303,12 @@ def main() -> int:
                 output.put_file(f"model/{p.name}", p)
             output.put("greedy.json", json.dumps(greedy).encode())
         print(f"wrote {out_uri.rstrip('/')}/model/ and greedy.json", flush=True)
-        # The run record the publisher takes the job and its image from (the job contract): written last, once
+        # The run record the publisher takes the job and its image from (the job contract): written last,
+        # once; with its GPU hours and what they cost at the price the runtime gives the pod ($AIPLAT_PRICE)
+        per_node = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+        hours = round(
+            (world // per_node) * (per_node if cuda else 0) * (time.monotonic() - started) / 3600, 6
+        )
         record = {
             "status": "finished",
             "exit": {"code": 0},
@@ -309,6 +317,12 @@ def main() -> int:
             "attempt": attempt,
             "steps": args.steps,
             "ended_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "resources": {
+                "nodes": world // per_node,
+                "gpus_per_node": per_node if cuda else 0,
+                "gpu_hours": hours,
+            },
+            "cost": attempt_cost(hours),
         }
         Store(ckpt_uri).put(f"run-records/{attempt}.json", json.dumps(record).encode())
     return 0

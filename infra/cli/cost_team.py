@@ -19,8 +19,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from infra.cli.common import EXIT_AWS, EXIT_OK, print_error
-from infra.core.errors import ConfigError, ConfigErrors, PlatformError
+from infra.cli.common import EXIT_OK
+from infra.core.errors import ConfigError, ConfigErrors
 from infra.cost.estimate import PriceTable
 from infra.cost.runs import TeamCost, price_drift, team_cost
 from infra.storage.config.storage import BucketPurpose
@@ -151,7 +151,6 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from infra.io.run_records import team_records
     from infra.io.stackfiles import load_stack_config
     from infra.jobs.rules import team_config
-    from trainer.errors import TrainerError
 
     stacks = [] if getattr(args, "all", False) else list(args.stack or [])
     if len(stacks) != 1:
@@ -165,26 +164,10 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     prices = load_price_table()
     root = f"s3://{cfg.bucket_name(BucketPurpose.checkpoints)}/{args.team}/{TEAM_CHECKPOINTS}"
     skipped: list[str] = []
-    try:
-        jobs = team_records(root, skipped, region=cfg.region)
-    except TrainerError as exc:
-        print_error(err, stack, StoreError(root, exc), debug=args.debug)
-        return StoreError.exit_code
+    jobs = team_records(root, skipped, region=cfg.region)
     cost = team_cost(args.team, since, jobs)
     if args.json:
         console.out(json.dumps(as_json(cost, stack, prices, skipped), indent=1), highlight=False)
     else:
         render(cost, stack, prices, skipped, console)
     return EXIT_OK
-
-
-class StoreError(PlatformError):
-    """The records' store refused or did not answer."""
-
-    exit_code = EXIT_AWS
-
-    def __init__(self, root: str, exc: Exception) -> None:
-        super().__init__(
-            f"run records under {root}: {exc}; fix: check your AWS credentials (their role must read the "
-            "team's prefix of the checkpoints bucket) and that the stack is deployed"
-        )

@@ -8,9 +8,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainer.errors import BlobNotFound
+from infra.core.errors import PlatformError
+from trainer.errors import BlobNotFound, TrainerError
 from trainer.run.runrecord import PREFIX
 from trainer.storage.blobstore import Blobs, open_blobs
+
+
+class RecordStoreError(PlatformError):
+    """The records' store refused or did not answer (exit 6, ``EXIT_AWS``)."""
+
+    exit_code = 6
+
+    def __init__(self, root: str, exc: Exception) -> None:
+        super().__init__(
+            f"run records under {root}: {exc}; fix: check your AWS credentials (their role must read the "
+            "team's prefix of the checkpoints bucket) and that the stack is deployed"
+        )
 
 
 def _read(store: Blobs, skipped: list[str]) -> dict[str, dict[str, Any]]:
@@ -39,11 +52,15 @@ def team_records(
     checkpoints_uri: str, skipped: list[str], *, region: str = ""
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """Every job's records under ``checkpoints_uri`` (a team's ``<bucket>/<team>/checkpoints``): job -> its
-    records by object name; jobs without records are left out."""
+    records by object name; jobs without records are left out. ``RecordStoreError`` when the store refuses
+    or does not answer."""
     root = open_blobs(checkpoints_uri.rstrip("/"), region=region, max_attempts=2)
     out = {}
-    for job in root.list_dirs():
-        records = _read(root.child(f"{job}/{PREFIX}"), skipped)
-        if records:
-            out[job] = records
+    try:
+        for job in root.list_dirs():
+            records = _read(root.child(f"{job}/{PREFIX}"), skipped)
+            if records:
+                out[job] = records
+    except TrainerError as exc:
+        raise RecordStoreError(checkpoints_uri, exc) from exc
     return out

@@ -52,7 +52,10 @@ JOB_ENV = {
     "AIPLAT_ATTEMPT_ID": f"{JOB}-attempt-0",
     "AIPLAT_PREEMPTION_WINDOW_S": "30",
     "HF_HUB_OFFLINE": "1",
-}
+    # what the runtime tells a pod of its node price (trainer/run/cost.py, tests/infra/training/test_wire.py)
+    "AIPLAT_PRICE": json.dumps({"pool": "train", "instance_type": "p5.48xlarge", "node_gpus": 8,
+                                "purchase_option": "on_demand", "usd_per_node_hour": 55.04}),
+}  # fmt: skip
 
 
 @pytest.fixture()
@@ -161,6 +164,10 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
     [record_key] = keys(s3, "ckpt", f"{TEAM}/checkpoints/{JOB}/run-records/")
     finished = json.loads(s3.get_object(Bucket="ckpt", Key=record_key)["Body"].read())
     assert finished["status"] == "finished" and finished["image_digest"] == IMAGE_DIGEST
+    # its cost at the runtime's price: CPU ranks hold no GPU, so no GPU hours and nothing to pay
+    cost = finished["cost"]
+    assert (cost["instance_type"], cost["gpu_hours"], cost["usd"]) == ("p5.48xlarge", 0, 0)
+    assert cost["usd_per_gpu_hour"] == 55.04 / 8
 
     def bad_folder(case: str, change: Any) -> str:
         folder = work / case
@@ -222,9 +229,9 @@ def test_byo_llama_trains_publishes_replicates_fetches_and_generates(
 
 
 def test_the_script_imports_only_what_the_job_contract_names() -> None:
-    """examples/byo-llama/train.py needs of this repository only the job contract's checkpoint helper
-    (which its image copies), and only libraries its requirements.txt pins: the standard library, torch,
-    transformers, boto3."""
+    """examples/byo-llama/train.py needs of this repository only the job contract's helpers (its checkpoints,
+    its run record's cost; its image copies the trainer package), and only libraries its requirements.txt
+    pins: the standard library, torch, transformers, boto3."""
     import ast
 
     allowed = {"torch", "transformers", "boto3", "trainer"}
@@ -233,4 +240,7 @@ def test_the_script_imports_only_what_the_job_contract_names() -> None:
     modules |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     names = {m.split(".")[0] for m in modules}
     assert names - set(sys.stdlib_module_names) - {"__future__"} == allowed
-    assert {m for m in modules if m.split(".")[0] == "trainer"} == {"trainer.checkpoint.job"}
+    assert {m for m in modules if m.split(".")[0] == "trainer"} == {
+        "trainer.checkpoint.job",
+        "trainer.run.cost",
+    }
