@@ -5,7 +5,6 @@ the totals equal GPU hours x the price table's price, read here from the YAML it
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -165,7 +164,7 @@ def test_one_stack_only(capsys) -> None:
     assert "--team: reads one stack's records; fix: pass exactly one --stack" in capsys.readouterr().err
 
 
-def test_an_unreachable_bucket_is_an_aws_error(moto_s3: MotoServer, capsys, tmp_path: Path) -> None:
+def test_an_unreachable_bucket_is_an_aws_error(moto_s3: MotoServer, capsys) -> None:
     # no bucket in the emulator: the store refuses the listing
     assert main(["cost", "-s", STACK, "--team", "research"]) == common.EXIT_AWS
     assert f"run records under s3://{BUCKET}/research/checkpoints" in capsys.readouterr().err

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from infra.cost.runs import NO_COST, NO_END, job_attempts, pool_price, team_cost
+from infra.cost.runs import NO_COST, NO_END, job_attempts, pool_price, price_drift, team_cost
 from infra.io import snapshot
 from infra.io.prices import load_price_table
 from infra.io.stackfiles import load_stack_config
@@ -97,3 +97,14 @@ def test_a_team_sums_its_records_by_job_and_by_pool_and_option() -> None:
     by_pool = {g.key: g.usd for g in cost.by("pool", "purchase_option")}
     assert by_pool == {("train", "on_demand"): 15.5, ("train", "spot"): 7.0}
     assert team_cost("research", "2026-11-21T00:00:00Z", jobs).attempts == ()  # the window
+
+
+def test_records_priced_otherwise_than_todays_table_are_noted() -> None:
+    table = load_price_table()
+    today = DATA["instances"]["us-east-1"]["p5.48xlarge"]["on_demand"]["usd"]
+    where = {"instance_type": "p5.48xlarge", "region": "us-east-1", "prices_read": "2026-01-01"}
+    old = _end(8.0, 1.0, usd_per_node_hour=today + 1, **where)
+    same = _end(8.0, 1.0, usd_per_node_hour=today, **where)
+    cost = team_cost("research", "2026-11-01T00:00:00Z", {"a": {"0.end.json": old, "1.end.json": same}})
+    [note] = price_drift(cost.priced, table)
+    assert f"{today + 1:.4f}/node-h (table of 2026-01-01); the table now says {today:.4f}/node-h" in note
