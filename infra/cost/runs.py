@@ -107,7 +107,7 @@ def attempt_cost(job: str, attempt: str, start: Mapping | None, end: Mapping | N
     return AttemptCost(
         job=job,
         attempt=attempt,
-        started_utc=doc.get("started_utc"),
+        started_utc=(start or {}).get("started_utc") or doc.get("started_utc"),
         ended_utc=(end or {}).get("ended_utc"),
         exit=None if not exit_ else f"{exit_.get('code')} ({exit_.get('name') or '?'})",
         gpu_hours=cost.get("gpu_hours", resources.get("gpu_hours")) if end else None,
