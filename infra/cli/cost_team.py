@@ -92,7 +92,9 @@ def as_json(cost: TeamCost, stack: str, prices: PriceTable, skipped: list[str]) 
 
 
 def render(cost: TeamCost, stack: str, prices: PriceTable, skipped: list[str], console: Console) -> None:
-    say = lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
     title = f"{cost.team} on {stack} since {cost.since_utc} (USD)"
     jobs = Table(title=f"{title}: by job", title_justify="left")
     for col in ("job", "attempts", "GPU hours", "USD"):
