@@ -78,6 +78,11 @@ TENSOR = re.compile(
     r"^base_model\.model\.(?P<module>[A-Za-z0-9_.]+?)\.(?P<part>lora_A\.weight|lora_B\.weight|"
     r"lora_embedding_A|lora_embedding_B)$"
 )
+# With an embedding among the targets peft also saves the whole input/output embedding as it was (vLLM 0.33.0
+# vllm/lora/utils.py is_base_embedding_weights: skipped when loading); it must be the base's shape.
+BASE_COPY = re.compile(
+    r"^base_model\.model\.(?P<module>[A-Za-z0-9_.]+\.(?:embed_tokens|lm_head))\.base_layer\.weight$"
+)
 
 
 def serving_rank(rank: int) -> int:
@@ -250,8 +255,12 @@ def check_adapter(
     if not tensors:
         raise FolderError(f"{ADAPTER_WEIGHTS} holds no tensors")
     pairs: dict[str, dict[str, tuple[int, ...]]] = {}
+    copies: dict[str, tuple[int, ...]] = {}  # embeddings peft saved whole (vLLM skips them)
     for key, t in sorted(tensors.items()):
         m = TENSOR.match(key)
+        if m is None and (c := BASE_COPY.match(key)) is not None and t.dtype in FLOAT_DTYPES:
+            copies[c["module"]] = t.shape
+            continue
         if m is None:
             raise FolderError(
                 f"{ADAPTER_WEIGHTS}: tensor {key!r} is not a LoRA A/B matrix (base_model.model.<module>."
@@ -281,7 +290,7 @@ def check_adapter(
     architecture = None
     if base is not None:
         architecture = base.get("architecture")
-        _fit_base(pairs, targets, base, fan_in_fan_out)
+        _fit_base(pairs, copies, targets, base, fan_in_fan_out)
     dtypes: dict[str, int] = {}
     for t in tensors.values():
         dtypes[t.dtype] = dtypes.get(t.dtype, 0) + t.nbytes
@@ -301,7 +310,11 @@ def check_adapter(
 
 
 def _fit_base(
-    pairs: dict[str, dict[str, tuple[int, ...]]], targets: list[str] | str, base: dict[str, Any], fan: bool
+    pairs: dict[str, dict[str, tuple[int, ...]]],
+    copies: dict[str, tuple[int, ...]],
+    targets: list[str] | str,
+    base: dict[str, Any],
+    fan: bool,
 ) -> None:
     """vLLM serves LoRA on the base's architecture, every target module names layers of the base, and every
     adapted module's A and B fit its weight."""
@@ -332,6 +345,13 @@ def _fit_base(
                     f"{ADAPTER_CONFIG}: target module {t!r} is not a layer of the base ({arch}, whose layers "
                     f"are {leaves[:12]}): train the adapter on this base, or name its layers"
                 )
+    for module, shape in sorted(copies.items()):
+        if weights.get(module) != shape:
+            raise FolderError(
+                f"{ADAPTER_WEIGHTS}: {module} is saved whole as {list(shape)}, the base's is "
+                f"{list(weights.get(module, ()))}: vLLM serves the base's embedding (a resized vocabulary "
+                "is not served); train without resizing it"
+            )
     for module, ab in sorted(pairs.items()):
         if module not in weights:
             raise FolderError(

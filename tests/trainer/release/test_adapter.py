@@ -4,12 +4,14 @@ from the wheel's source), and an adapter on a base whose vLLM model has no LoRA 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from peft import LoraConfig, get_peft_model
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from infra.inference.config import VLLM_VERSION
 from tests.support.hf_folders import expected_here
@@ -64,6 +66,35 @@ def test_recorder_follows_the_model_classes_to_supports_lora(tmp_path: Path) -> 
     ]
 
 
+def _check(folder: Path, base: dict | None = None) -> ad.Adapter:
+    listing = {p.name: p.stat().st_size for p in folder.iterdir()}
+    plan = ad.plan_adapter(listing)
+
+    def head(name: str) -> bytes:
+        with open(folder / name, "rb") as f:
+            return read_header(f, name, listing[name])
+
+    return ad.check_adapter(plan.publish, listing, lambda n: (folder / n).read_bytes(), head, base)
+
+
+def test_embedding_targets_and_rank_patterns(tmp_path: Path) -> None:
+    """peft's embedding LoRA (lora_embedding_A/B) and the whole embedding it saves beside it (vLLM skips that
+    copy), and a per-module rank: checked against the base's own shapes."""
+    config = LlamaConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=300,
+                         architectures=["LlamaForCausalLM"])  # fmt: skip
+    lora = LoraConfig(r=8, target_modules=["embed_tokens", "o_proj"], rank_pattern={"o_proj": 4})
+    get_peft_model(LlamaForCausalLM(config), lora).save_pretrained(tmp_path)
+    got = _check(tmp_path, expected_here(config.to_json_string().encode()))
+    assert (got.rank, got.modules, got.shape_check) == (8, 3, "full")  # the embedding and 2 o_proj
+    wider = LlamaConfig(**{**config.to_dict(), "vocab_size": 320})
+    whole = (
+        "adapter_model.safetensors: model.embed_tokens is saved whole as [300, 32], the base's is [320, 32]"
+    )
+    with pytest.raises(FolderError, match=re.escape(whole)):
+        _check(tmp_path, expected_here(wider.to_json_string().encode()))
+
+
 def test_an_adapter_on_a_base_vllm_serves_without_lora_is_refused(tmp_path: Path) -> None:
     torch.manual_seed(0)
     config = GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=300, n_positions=64,
@@ -71,24 +102,9 @@ def test_an_adapter_on_a_base_vllm_serves_without_lora_is_refused(tmp_path: Path
     peft_model = get_peft_model(GPT2LMHeadModel(config), LoraConfig(r=4, target_modules=["c_attn"],
                                                                       fan_in_fan_out=True))  # fmt: skip
     peft_model.save_pretrained(tmp_path)
-    listing = {p.name: p.stat().st_size for p in tmp_path.iterdir()}
-    plan = ad.plan_adapter(listing)
-
-    def head(name: str) -> bytes:
-        with open(tmp_path / name, "rb") as f:
-            return read_header(f, name, listing[name])
-
-    def read(name: str) -> bytes:
-        return (tmp_path / name).read_bytes()
-
-    generic = ad.check_adapter(plan.publish, listing, read, head)  # what the fetch tool checks
+    generic = _check(tmp_path)  # what the fetch tool checks
     assert (generic.rank, generic.modules, generic.shape_check) == (4, 2, "generic")
     base = expected_here(config.to_json_string().encode())
-    try:
-        ad.check_adapter(plan.publish, listing, read, head, base)
-    except FolderError as exc:
-        assert exc.reason.startswith(
-            "the base's architecture GPT2LMHeadModel is one vLLM 0.33.0 serves without LoRA adapters"
-        )
-    else:
-        raise AssertionError("an adapter on GPT-2 was accepted")
+    refusal = "the base's architecture GPT2LMHeadModel is one vLLM 0.33.0 serves without LoRA adapters"
+    with pytest.raises(FolderError, match="^" + re.escape(refusal)):
+        _check(tmp_path, base)
