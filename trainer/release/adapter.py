@@ -197,6 +197,13 @@ def _config(cfg: dict[str, Any]) -> tuple[int, float, dict[str, int]]:
         isinstance(targets, list) and targets and all(isinstance(t, str) and t for t in targets)
     ):
         raise FolderError(f"{where}: target_modules {targets!r} must name the modules (a list, or a regex)")
+    patterns = [(f"target_modules {targets!r}", targets)] if isinstance(targets, str) else []
+    patterns += [(f"rank_pattern key {k!r}", k) for k in pattern]
+    for what, regex in patterns:  # peft and vLLM match these as regular expressions
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise FolderError(f"{where}: {what} is not a regular expression ({exc})") from None
     # vllm/lora/peft_helper.py _validate_features and validate_legal, in that order
     unsupported = [
         (bool(cfg.get("modules_to_save")), f"modules_to_save {cfg.get('modules_to_save')!r} (vLLM serves "
@@ -271,6 +278,8 @@ def check_adapter(
         if len(t.shape) != 2:
             raise FolderError(f"{ADAPTER_WEIGHTS}: tensor {key!r} has shape {list(t.shape)}, not a matrix")
         pairs.setdefault(m["module"], {})[m["part"].removesuffix(".weight")[-1]] = t.shape
+    if not pairs:
+        raise FolderError(f"{ADAPTER_WEIGHTS} holds no LoRA A/B matrices")
     fan_in_fan_out = cfg.get("fan_in_fan_out") is True
     targets = cfg["target_modules"]
     top = 0
