@@ -1,7 +1,7 @@
 """Fetch one model release, verified, into a local folder: the init container of the inference pods.
 
     python -m inference.fetch --root s3://<bucket>[/<prefix>] --model <model_name> \\
-        --version <version|latest> --dest <dir>
+        --version <version|latest> --dest <dir> [--base-dir <the base's fetched dir>]
 
 Reads ``<root>/release/<model>/<version>/`` (trainer/release/manifest.py: a Hugging Face causal-LM folder plus
 ``manifest.json`` and its signature ``manifest.json.sig``), accepts the manifest only when its signature
@@ -14,7 +14,10 @@ an architecture the pinned vLLM serves, no remote code, config.json and the safe
 the serving facts the manifest signed) and only then renames the folder to ``<dir>``: vLLM then loads
 ``<dir>`` (``--model <dir>``) with no hub access. Releases of the older format ``aiplat-release-v2`` (GPT-2
 only) are verified the same way.
-``latest`` is the newest version that verifies.
+``latest`` is the newest version that verifies. A LoRA adapter release (trainer/release/adapter.py) is
+verified the same way (signature, every file, the adapter's own check); with ``--base-dir`` (the folder this
+tool fetched its base into) the base there must be the one the adapter's manifest names, by the sha256 of
+its signed manifest.
 
 Exit codes (the pod's init container status shows them; the one stderr line is its termination message):
 
@@ -50,6 +53,7 @@ from trainer.release.manifest import (
     VERSION_RE,
     Release,
     ReleaseError,
+    check_base_folder,
     download,
     list_versions,
 )
@@ -82,7 +86,9 @@ def _leftovers(dest: Path) -> list[Path]:
     return [p for p in dest.parent.iterdir() if p.name.startswith(prefixes)]
 
 
-def fetch_into(root: str, model: str, version: str, dest: Path, public_key: Any) -> Release:
+def fetch_into(
+    root: str, model: str, version: str, dest: Path, public_key: Any, base_dir: Path | None = None
+) -> Release:
     """Download ``version`` (a version folder name), signed with ``public_key``'s private half, to ``dest``
     through a temporary sibling folder; raises :class:`~trainer.release.manifest.ReleaseError` / store errors
     with
@@ -92,6 +98,10 @@ def fetch_into(root: str, model: str, version: str, dest: Path, public_key: Any)
         # mkdtemp makes it 0700; the serving container may run as another user and only reads it.
         tmp.chmod(0o755)
         release = download(root, model, version, tmp, public_key)
+        if base_dir is not None:
+            if release.adapter is None:
+                raise ReleaseError("--base-dir is for an adapter release; this one is a model")
+            check_base_folder(release, base_dir, public_key)
         if dest.exists() or dest.is_symlink():  # a restarted init container finds its earlier result
             old = Path(tempfile.mkdtemp(prefix=f".{dest.name}{REPLACED}", dir=dest.parent))
             dest.rename(old / "old")
@@ -102,19 +112,21 @@ def fetch_into(root: str, model: str, version: str, dest: Path, public_key: Any)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def fetch(root: str, model: str, version: str, dest: Path, public_key: Any) -> Release:
+def fetch(
+    root: str, model: str, version: str, dest: Path, public_key: Any, base_dir: Path | None = None
+) -> Release:
     """:func:`fetch_into` for a version or ``latest`` (the newest version that verifies); raises
     :class:`Failure`."""
     try:
         if version != LATEST:
-            return fetch_into(root, model, version, dest, public_key)
+            return fetch_into(root, model, version, dest, public_key, base_dir)
         versions = list_versions(root, model)
         if not versions:
             raise Failure(RELEASE, f"no version under {root.rstrip('/')}/release/{model}/")
         skipped: list[str] = []
         for v in reversed(versions):
             try:
-                return fetch_into(root, model, v, dest, public_key)
+                return fetch_into(root, model, v, dest, public_key, base_dir)
             except ReleaseError as exc:
                 print(f"skipped {model}/{v}: {exc.reason}", flush=True)
                 skipped.append(f"{v}: {exc.reason}")
@@ -162,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", required=True, help="release/<model>/ (trainer.release.publish --model-name)")
     ap.add_argument("--version", required=True, help=f"a version folder name, or {LATEST}")
     ap.add_argument("--dest", required=True, help="the folder to create (its parent must exist)")
+    ap.add_argument(
+        "--base-dir",
+        default=None,
+        help="for an adapter release: the folder its base was fetched into, which must be the base it names",
+    )
     args = ap.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     dest = Path(args.dest)
@@ -171,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         for stale in _leftovers(dest):
             shutil.rmtree(stale, ignore_errors=True)
         print(f"fetching {args.model}/{args.version} from {args.root} into {dest}", flush=True)
-        rel = fetch(args.root, args.model, args.version, dest, public_key)
+        base_dir = Path(args.base_dir) if args.base_dir else None
+        rel = fetch(args.root, args.model, args.version, dest, public_key, base_dir)
     except Failure as exc:
         print(f"release {args.model}/{args.version}: {exc.reason}", file=sys.stderr, flush=True)
         return exc.code
@@ -183,11 +201,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     total = sum(f.size for f in rel.files.values())
-    assert rel.serving is not None  # a verified release has its serving facts
-    s = rel.serving
+    if rel.adapter is not None and rel.adapter.base is not None:
+        a, b = rel.adapter, rel.adapter.base
+        what = f"LoRA adapter rank {a.rank} on {b.model_name}/{b.version}, {a.dtype}, {a.parameters}"
+    else:
+        assert rel.serving is not None  # a verified model release has its serving facts
+        s = rel.serving
+        what = f"{s.architecture}, {s.dtype}, {s.parameters}"
     print(
-        f"verified {len(rel.files)} files, {total} bytes: {s.architecture}, {s.dtype}, {s.parameters} "
-        f"parameters, step {rel.step} from {rel.source.describe()}"
+        f"verified {len(rel.files)} files, {total} bytes: {what} parameters, step {rel.step} from "
+        f"{rel.source.describe()}"
     )
     print(rel.version, flush=True)
     return OK

@@ -47,7 +47,10 @@ def test_kms_signature_verifies_offline_with_the_public_key() -> None:
             Signature=signature,
             SigningAlgorithm=ALGORITHM,
         )["SignatureValid"]
+        # what the publisher checks a base release's signature with when no public key file is set
+        signer_key = signer.public_key()
     verify_signature(MANIFEST, signature, load_public_key(der))
+    verify_signature(MANIFEST, signature, signer_key)
     with pytest.raises(BadSignature, match="does not verify"):
         verify_signature(MANIFEST + b" ", signature, load_public_key(der))
 

@@ -4,6 +4,7 @@ the meta device) in a process of its own, so the publisher imports no torch and 
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -20,7 +21,13 @@ class ExpectedError(Exception):
 
 def expected_tensors(config: bytes, python: str | None = None) -> dict[str, Any]:
     """:func:`describe` of ``config`` (a ``config.json``'s bytes), run in a process of its own;
-    :class:`ExpectedError` with its one line when the architecture cannot be built."""
+    :class:`ExpectedError` with its one line when the architecture cannot be built. Asked once per config
+    and interpreter in a process (an adapter's base is asked again for each adapter of it)."""
+    return dict(json.loads(_expected(config, python)))
+
+
+@functools.lru_cache(maxsize=8)
+def _expected(config: bytes, python: str | None) -> str:
     with tempfile.TemporaryDirectory(prefix="expected-") as tmp:
         path = Path(tmp) / "config.json"
         path.write_bytes(config)
@@ -36,4 +43,4 @@ def expected_tensors(config: bytes, python: str | None = None) -> dict[str, Any]
     if done.returncode != 0:
         tail = " ".join(done.stderr.strip().splitlines()[-3:])
         raise ExpectedError(f"the architecture check failed (exit {done.returncode}): {tail[:400]}")
-    return dict(json.loads(done.stdout))
+    return done.stdout

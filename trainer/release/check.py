@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from trainer.errors import BadInput
-from trainer.release.architecture import expected_tensors
+from trainer.release.adapter import Adapter, check_adapter, plan_adapter
+from trainer.release.architecture import ExpectedError, expected_tensors
 from trainer.release.hf_folder import FolderPlan, Serving, check_folder, plan_folder, read_header
 from trainer.release.manifest import FileEntry
 from trainer.storage.blobstore import open_blobs
@@ -41,13 +42,9 @@ def open_source(from_uri: str) -> tuple[Any, dict[str, int]]:
     return src, listing
 
 
-def copy_checked(
-    src: Any, listing: dict[str, int], local: Path, expected: Expected | None = None
-) -> CheckedCopy:
-    """Copy the folder's publishable files into ``local`` (each by the version current now, so what is
-    hashed, checked and signed is one version) and check the copy; :class:`BadInput` (``FolderError``)
-    with the one-line reason otherwise."""
-    plan = plan_folder(listing)  # by name alone: a refused file is never opened
+def _copy(src: Any, listing: dict[str, int], local: Path, plan: FolderPlan) -> tuple[dict, dict]:
+    """Copy ``plan``'s files into ``local``, each by the version current now (so what is hashed, checked and
+    signed is one version): their :class:`FileEntry` and object versions."""
     files: dict[str, FileEntry] = {}
     versions: dict[str, str] = {}
     for name in plan.publish:
@@ -58,16 +55,50 @@ def copy_checked(
         if size != listing[name]:
             raise BadInput(f"{src.url(name)} changed while copied ({listing[name]} -> {size} bytes)")
         files[name] = FileEntry(size, sha)
+    return files, versions
 
+
+def _head(local: Path, files: dict[str, FileEntry]) -> Callable[[str], bytes]:
     def head(name: str) -> bytes:
         with open(local / name, "rb") as f:
             return read_header(f, name, files[name].size)
 
+    return head
+
+
+def copy_checked(
+    src: Any, listing: dict[str, int], local: Path, expected: Expected | None = None
+) -> CheckedCopy:
+    """Copy the folder's publishable files into ``local`` and check the copy; :class:`BadInput`
+    (``FolderError``) with the one-line reason otherwise."""
+    plan = plan_folder(listing)  # by name alone: a refused file is never opened
+    files, versions = _copy(src, listing, local, plan)
     sizes = {n: e.size for n, e in files.items()}
     serving = check_folder(
-        plan.publish, sizes, lambda n: (local / n).read_bytes(), head, expected=expected or expected_tensors
+        plan.publish,
+        sizes,
+        lambda n: (local / n).read_bytes(),
+        _head(local, files),
+        expected=expected or expected_tensors,
     )
     return CheckedCopy(plan, files, versions, serving)
+
+
+def copy_checked_adapter(
+    src: Any, listing: dict[str, int], local: Path, base_config: bytes, expected: Expected | None = None
+) -> tuple[FolderPlan, dict[str, FileEntry], dict[str, str], Adapter]:
+    """:func:`copy_checked` of a LoRA adapter folder (trainer/release/adapter.py), its modules and shapes
+    checked against the tensors of the base whose ``config.json`` is ``base_config``."""
+    plan = plan_adapter(listing)
+    try:
+        base = (expected or expected_tensors)(base_config)
+    except ExpectedError as exc:
+        raise BadInput(f"the base's config.json: {exc}") from None
+    files, versions = _copy(src, listing, local, plan)
+    sizes = {n: e.size for n, e in files.items()}
+    read = lambda n: (local / n).read_bytes()  # noqa: E731
+    adapter = check_adapter(plan.publish, sizes, read, _head(local, files), base)
+    return plan, files, versions, adapter
 
 
 def check_source(from_uri: str, expected: Expected | None = None) -> tuple[Serving, dict[str, int]]:

@@ -43,6 +43,7 @@ No torch, no pickle (the fetch tool's image has neither; the publisher must neve
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 import struct
@@ -52,6 +53,14 @@ from pathlib import Path
 from typing import Any
 
 from trainer.errors import BadInput, BlobNotFound
+from trainer.release.adapter import (
+    ADAPTER_CONFIG,
+    ADAPTER_JSON,
+    Adapter,
+    BaseRef,
+    check_adapter,
+    plan_adapter,
+)
 from trainer.release.hf_folder import (
     CONFIG,
     HEADER_MAX,
@@ -69,6 +78,9 @@ from trainer.storage.hashing import MANIFEST, is_sha256_hex, sha256_stream
 
 FORMAT = "aiplat-release-v3"
 FORMAT_V2 = "aiplat-release-v2"  # the GPT-2-only releases: read, never written
+# A LoRA adapter (trainer/release/adapter.py) on a base release: ``adapter`` instead of ``serving``; a fetch
+# tool that predates it refuses the format rather than mistaking it for a model.
+FORMAT_ADAPTER = "aiplat-adapter-v1"
 RELEASE_PREFIX = "release"
 GENERATION_CONFIG = "generation_config.json"
 TOKENIZER = "tokenizer.json"
@@ -158,6 +170,7 @@ class Release:
     created_utc: str
     metrics: dict[str, Any] | None = None  # v2 only: the trainer's metrics at that step
     tokenizer: dict[str, Any] | None = None  # v2 only
+    adapter: Adapter | None = None  # adapter releases only (config is then adapter_config.json)
 
     @property
     def step(self) -> int:
@@ -198,18 +211,23 @@ def manifest_bytes(
     version: str,
     files: dict[str, FileEntry],
     source: Source,
-    serving: Serving,
+    serving: Serving | None = None,
+    adapter: Adapter | None = None,
     created: datetime | None = None,
 ) -> bytes:
-    """The bytes of a v3 ``manifest.json`` (what the publisher signs)."""
+    """The bytes of a v3 ``manifest.json`` (what the publisher signs), or with ``adapter`` instead of
+    ``serving`` of an adapter release's."""
+    facts: dict[str, Any] = {"serving": serving.as_json() if serving else None}
+    if adapter is not None:
+        facts = {"adapter": adapter.as_json()}
     manifest = {
-        "format": FORMAT,
+        "format": FORMAT if adapter is None else FORMAT_ADAPTER,
         "model_name": model_name,
         "version": version,
         "created_utc": (created or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "files": {n: {"size": e.size, "sha256": e.sha256} for n, e in sorted(files.items())},
         "source": source.as_json(),
-        "serving": serving.as_json(),
+        **facts,
     }
     return json.dumps(manifest, indent=1).encode()
 
@@ -250,7 +268,9 @@ def _files(files: Any, fmt: str) -> dict[str, FileEntry]:
         _need(is_sha256_hex(e.get("sha256")), f"files.{name}.sha256 must be 64 hex digits")
         entries[name] = FileEntry(e["size"], e["sha256"])
     try:
-        plan = plan_folder({n: e.size for n, e in entries.items()})
+        plan = (plan_adapter if fmt == FORMAT_ADAPTER else plan_folder)(
+            {n: e.size for n, e in entries.items()}
+        )
     except FolderError as exc:
         raise ReleaseError(f"{MANIFEST}: files: {exc.reason}") from None
     _need(not plan.skipped, f"files: {plan.skipped} are never published")
@@ -307,17 +327,26 @@ def parse_manifest(raw: bytes, root: str, model_name: str, version: str, uri: st
         raise ReleaseError(f"{MANIFEST} is not valid JSON ({exc})") from None
     _need(isinstance(m, dict), "must be a JSON object")
     fmt = m.get("format")
-    _need(fmt in (FORMAT, FORMAT_V2), f"format {fmt!r} is not {FORMAT!r} (or {FORMAT_V2!r})")
+    _need(
+        fmt in (FORMAT, FORMAT_V2, FORMAT_ADAPTER),
+        f"format {fmt!r} is not {FORMAT!r} (or {FORMAT_V2!r}, {FORMAT_ADAPTER!r})",
+    )
     _need(m.get("model_name") == model_name, f"model_name {m.get('model_name')!r} is not {model_name!r}")
     _need(m.get("version") == version, f"version {m.get('version')!r} is not the folder's {version!r}")
     entries = _files(m.get("files"), fmt)
-    source = _source_v3(m.get("source")) if fmt == FORMAT else _source_v2(m.get("source"))
+    source = _source_v2(m.get("source")) if fmt == FORMAT_V2 else _source_v3(m.get("source"))
     vm = VERSION_RE.match(version)
     step_ok = vm is not None and int(vm.group(2)) == source.step
     _need(step_ok, f"source.step {source.step} is not the version's step")
-    serving = None
+    serving = adapter = None
     metrics = tokenizer = None
-    if fmt == FORMAT:
+    if fmt == FORMAT_ADAPTER:
+        try:
+            adapter = Adapter.from_json(m.get("adapter"))
+        except FolderError as exc:
+            raise ReleaseError(f"{MANIFEST}: {exc.reason}") from None
+        _need(is_sha256_hex((adapter.base or BaseRef("", "", "")).manifest_sha256), "adapter.base: 64 hex")
+    elif fmt == FORMAT:
         try:
             serving = Serving.from_json(m.get("serving"))
         except FolderError as exc:
@@ -340,6 +369,7 @@ def parse_manifest(raw: bytes, root: str, model_name: str, version: str, uri: st
         created_utc=m["created_utc"],
         metrics=metrics,
         tokenizer=tokenizer,
+        adapter=adapter,
     )
 
 
@@ -396,7 +426,7 @@ def _read_release(
         buf = bytearray()
         if SAFETENSORS.match(name):
             keep: Any = heads.setdefault(name, _Head())
-        elif name in JSON_FILES:
+        elif name in JSON_FILES or name in ADAPTER_JSON:
             keep = buf.extend
         else:
             keep = None  # opaque (merges.txt, tokenizer.model, a Jinja template): hashed only
@@ -413,12 +443,14 @@ def _read_release(
             raise ReleaseError(f"{name}: sha256 does not match {MANIFEST} (corrupt or replaced)")
         if download_to is not None:
             part.replace(download_to / name)
-        if name in JSON_FILES:
+        if name in JSON_FILES or name in ADAPTER_JSON:
             small[name] = bytes(buf)
 
     def read(name: str) -> bytes:
         return small[name]
 
+    if rel.adapter is not None:
+        return _checked_adapter(rel, small, heads, signature, raw, download_to)
     try:
         serving = check_folder(
             sorted(rel.files), {n: e.size for n, e in rel.files.items()}, read, lambda n: bytes(heads[n].data)
@@ -435,6 +467,91 @@ def _read_release(
         (download_to / SIGNATURE).write_bytes(signature)
         (download_to / MANIFEST).write_bytes(raw)
     return dataclasses.replace(rel, config=json.loads(small[CONFIG]), serving=serving)
+
+
+def _checked_adapter(
+    rel: Release,
+    small: dict[str, bytes],
+    heads: dict[str, _Head],
+    signature: bytes,
+    raw: bytes,
+    download_to: Path | None,
+) -> Release:
+    """An adapter release whose files matched their sha256: checked again (generic: the base is another
+    release) and giving the facts the manifest signed."""
+    assert rel.adapter is not None
+    try:
+        facts = check_adapter(
+            sorted(rel.files), {n: e.size for n, e in rel.files.items()}, small.__getitem__,
+            lambda n: bytes(heads[n].data),
+        )  # fmt: skip
+    except FolderError as exc:
+        raise ReleaseError(exc.reason) from None
+    signed = rel.adapter
+    facts = dataclasses.replace(
+        facts, base=signed.base, base_architecture=signed.base_architecture, shape_check=signed.shape_check
+    )
+    if facts != signed:
+        diff = sorted(k for k, v in facts.as_json().items() if signed.as_json().get(k) != v)
+        raise ReleaseError(f"the files do not give the adapter facts {MANIFEST} signed ({', '.join(diff)})")
+    if download_to is not None:
+        (download_to / SIGNATURE).write_bytes(signature)
+        (download_to / MANIFEST).write_bytes(raw)
+    return dataclasses.replace(rel, config=json.loads(small[ADAPTER_CONFIG]))
+
+
+def read_base(root: str, model_name: str, version: str, public_key: Any) -> tuple[BaseRef, bytes, Release]:
+    """A base release for an adapter, read as little as that needs: its signed manifest (accepted with
+    ``public_key``) and its ``config.json`` (by the sha256 the manifest names); returns the reference the
+    adapter's manifest records, the config's bytes and the release. :class:`ReleaseError` when there is no
+    such release, it does not verify, or it is an adapter itself."""
+    if not VERSION_RE.match(version or ""):
+        raise ReleaseError(f"{version!r} is not a release version (<YYYYmmddTHHMMSSZ>-step<N>)")
+    store = versions_store(root, model_name).child(version)
+    try:
+        raw, signature = store.read(MANIFEST), store.read(SIGNATURE)
+    except BlobNotFound:
+        raise ReleaseError(
+            f"no signed release {model_name}/{version} under {root.rstrip('/')}/{RELEASE_PREFIX}/ "
+            f"(publish the base first; its versions: {list_versions(root, model_name)[-3:] or 'none'})"
+        ) from None
+    rel = accept_manifest(raw, signature, public_key, root, model_name, version, store.uri)
+    if rel.adapter is not None:
+        raise ReleaseError(f"{model_name}/{version} is an adapter; an adapter's base is a model release")
+    config = store.read(CONFIG)
+    if hashlib.sha256(config).hexdigest() != rel.files[CONFIG].sha256:
+        raise ReleaseError(f"{CONFIG}: sha256 does not match {MANIFEST} (corrupt or replaced)")
+    ref = BaseRef(model_name, version, hashlib.sha256(raw).hexdigest())
+    return ref, config, dataclasses.replace(rel, config=json.loads(config))
+
+
+def check_base_folder(adapter: Release, base_dir: Path, public_key: Any) -> None:
+    """Raise :class:`ReleaseError` unless ``base_dir`` (a folder the fetch tool wrote: the release and its
+    ``manifest.json`` and signature) holds the base release ``adapter`` was published for: its manifest's
+    signature verifies and its sha256 is the one the adapter's manifest recorded."""
+    assert adapter.adapter is not None and adapter.adapter.base is not None
+    want = adapter.adapter.base
+    try:
+        raw, signature = (base_dir / MANIFEST).read_bytes(), (base_dir / SIGNATURE).read_bytes()
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise ReleaseError(f"--base-dir {base_dir}: no fetched release there ({why})") from None
+    try:
+        verify_signature(raw, signature, public_key)
+    except BadSignature as exc:
+        raise ReleaseError(f"--base-dir {base_dir}: {MANIFEST}: {exc.reason}") from None
+    got = hashlib.sha256(raw).hexdigest()
+    if got != want.manifest_sha256:
+        try:
+            m = json.loads(raw)
+            which = f"{m.get('model_name')}/{m.get('version')}"
+        except ValueError:
+            which = "another release"
+        raise ReleaseError(
+            f"--base-dir {base_dir} holds {which} (manifest sha256 {got[:12]}...), the adapter was published "
+            f"for {want.model_name}/{want.version} (sha256 {want.manifest_sha256[:12]}...): serve it on that "
+            "base"
+        )
 
 
 def verify(root: str, model_name: str, version: str, public_key: Any = None) -> Release:

@@ -3,7 +3,11 @@ what the
 folder must hold: ``trainer/release/hf_folder.py``).
 
     python -m trainer.release.publish --from URI --release-root URI --model-name NAME [--team TEAM] \\
-        [--run-record URI] [--step N] [--signing-key KEY]
+        [--run-record URI] [--step N] [--signing-key KEY] [--base NAME@VERSION]
+
+``--base``: the folder is a LoRA adapter (peft's ``save_pretrained``, trainer/release/adapter.py) for that
+base release, whose signed manifest is read from ``--release-root`` and verified; the adapter release records
+it by name, version and the sha256 of that manifest.
 
 ``--from`` is the folder: a team job's ``$AIPLAT_OUTPUT_URI/model/`` (``s3://<checkpoints>/<team>/outputs/
 <job>/model/``), or what ``python -m trainer.export.hf`` wrote from the bundled trainer's checkpoint.
@@ -33,29 +37,35 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
 
 from trainer.errors import BadInput, BlobExists, TrainerError
-from trainer.release.check import copy_checked, open_source
+from trainer.release.adapter import ADAPTER_CONFIG, BaseRef
+from trainer.release.check import copy_checked, copy_checked_adapter, open_source
 from trainer.release.hf_folder import CONFIG
 from trainer.release.manifest import (
     DIGEST_RE,
     JOB_RE,
+    MODEL_NAME_RE,
     RELEASE_PREFIX,
     SIGNATURE,
     TEAM_RE,
+    VERSION_RE,
     Release,
+    ReleaseError,
     Source,
     check_model_name,
     make_version,
     manifest_bytes,
     parse_manifest,
+    read_base,
     versions_store,
 )
-from trainer.release.signing import Signer, signer_for
+from trainer.release.signing import PUBLIC_KEY_ENV, Signer, signer_for, trusted_key
 from trainer.storage.blobstore import open_blobs, split_s3_uri
 from trainer.storage.hashing import MANIFEST
 
@@ -159,6 +169,24 @@ def _source(from_uri: str, team: str | None, run_record: str | None, step: int) 
     )
 
 
+def _base(spec: str, release_root: str, signer: Signer) -> tuple[BaseRef, bytes]:
+    """The base release ``NAME@VERSION`` an adapter is for, its signed manifest verified with the release
+    public key (``AIPLAT_RELEASE_PUBLIC_KEY`` where set, else the signing key's own public half): the
+    reference the adapter's manifest records and the base's ``config.json``."""
+    name, _, version = spec.partition("@")
+    if not MODEL_NAME_RE.match(name) or not VERSION_RE.match(version):
+        raise BadInput(
+            f"--base={spec!r}: name the base release as NAME@VERSION, e.g. "
+            "llama-8b@20261130T101500Z-step4000 (the version folder under release/NAME/)"
+        )
+    key = trusted_key() if os.environ.get(PUBLIC_KEY_ENV) else signer.public_key()
+    try:
+        ref, config, _ = read_base(release_root, name, version, key)
+    except ReleaseError as exc:
+        raise BadInput(f"--base={spec}: {exc.reason}") from None
+    return ref, config
+
+
 def publish(
     from_uri: str,
     release_root: str,
@@ -169,6 +197,7 @@ def publish(
     step: int = 0,
     signer: Signer | None = None,
     now: datetime | None = None,
+    base: str | None = None,
 ) -> Release:
     """Publish the Hugging Face folder at ``from_uri`` as a new version of ``model_name`` under
     ``<release_root>/release/`` and return the release written. ``signer`` signs the manifest (default:
@@ -177,24 +206,45 @@ def publish(
     replaced (``If-None-Match``: the bucket policy refuses anything else under ``release/``); the files go
     up first, then ``manifest.json.sig``, ``manifest.json`` last, so a reader never accepts a release still
     being written. Refusals (:class:`~trainer.errors.BadInput`, one line) happen before anything is
-    written there."""
+    written there. ``base`` (``NAME@VERSION``): the folder is a LoRA adapter for that base release
+    (trainer/release/adapter.py), published as an adapter release that names the base by the sha256 of its
+    signed manifest."""
     check_model_name(model_name)
     if f"/{RELEASE_PREFIX}/" in f"/{from_uri.rstrip('/')}/":
         raise BadInput(f"--from={from_uri}: a folder under {RELEASE_PREFIX}/ is a release already")
     source = _source(from_uri, team, run_record, step)  # refusals before any file of the folder is read
     signer = signer if signer is not None else signer_for(None)
+    base_ref = base_config = None
+    if base is not None:
+        base_ref, base_config = _base(base, release_root, signer)
     src, listing = open_source(from_uri)
+    if base is None and ADAPTER_CONFIG in listing:
+        raise BadInput(
+            f"--from={from_uri} is a LoRA adapter ({ADAPTER_CONFIG}): name the base release it was trained "
+            "on with --base NAME@VERSION"
+        )
     version = make_version(step, now)
     store = versions_store(release_root, model_name).child(version)
     with tempfile.TemporaryDirectory(prefix="publish-") as tmp:
         local = Path(tmp)
-        checked = copy_checked(src, listing, local)
-        plan, files, versions, serving = checked.plan, checked.files, checked.versions, checked.serving
+        serving = adapter = None
+        if base_config is not None:
+            plan, files, versions, adapter = copy_checked_adapter(src, listing, local, base_config)
+            adapter = dataclasses.replace(adapter, base=base_ref)
+        else:
+            checked = copy_checked(src, listing, local)
+            plan, files, versions, serving = checked.plan, checked.files, checked.versions, checked.serving
         if store.list():
             raise BadInput(f"{store.uri} already exists; publish again a second later")
         source = dataclasses.replace(source, versions=dict(versions) or None)
         raw = manifest_bytes(
-            model_name=model_name, version=version, files=files, source=source, serving=serving, created=now
+            model_name=model_name,
+            version=version,
+            files=files,
+            source=source,
+            serving=serving,
+            adapter=adapter,
+            created=now,
         )
         signature = signer.sign(raw)
         try:
@@ -204,7 +254,7 @@ def publish(
             store.write(MANIFEST, raw, create_only=True)
         except BlobExists:
             raise BadInput(f"{store.uri} was published concurrently; publish again") from None
-        config = json.loads((local / CONFIG).read_bytes())
+        config = json.loads((local / (CONFIG if adapter is None else ADAPTER_CONFIG)).read_bytes())
     rel = parse_manifest(raw, release_root, model_name, version, store.uri)
     return dataclasses.replace(rel, config=config)
 
@@ -229,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--step", type=int, default=0, help="training step of the weights (default 0)")
     ap.add_argument(
+        "--base",
+        default=None,
+        metavar="NAME@VERSION",
+        help="the folder is a LoRA adapter (peft save_pretrained) for this base release",
+    )
+    ap.add_argument(
         "--signing-key",
         default=None,
         help="KMS key ARN/alias that signs the manifest, or file:<pem> (default: "
@@ -245,28 +301,27 @@ def main(argv: list[str] | None = None) -> int:
             run_record=args.run_record,
             step=args.step,
             signer=signer_for(args.signing_key),
+            base=args.base,
         )
     except (TrainerError, OSError) as exc:
         if args.debug:
             raise
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    assert rel.serving is not None
-    print(
-        json.dumps(
-            {
-                "published": rel.uri,
-                "model_name": rel.model_name,
-                "version": rel.version,
-                "step": rel.step,
-                "source": rel.source.as_json(),
-                "architecture": rel.serving.architecture,
-                "dtype": rel.serving.dtype,
-                "parameters": rel.serving.parameters,
-                "bytes": sum(f.size for f in rel.files.values()),
-            }
-        )
-    )
+    out = {
+        "published": rel.uri,
+        "model_name": rel.model_name,
+        "version": rel.version,
+        "step": rel.step,
+        "source": rel.source.as_json(),
+    }
+    if rel.adapter is not None:
+        out["adapter"] = rel.adapter.as_json()
+    else:
+        assert rel.serving is not None
+        out |= {"architecture": rel.serving.architecture, "dtype": rel.serving.dtype,
+                "parameters": rel.serving.parameters}  # fmt: skip
+    print(json.dumps(out | {"bytes": sum(f.size for f in rel.files.values())}))
     return 0
 
 

@@ -54,6 +54,10 @@ class Signer(Protocol):
         """A DER-encoded ECDSA P-256 / SHA-256 signature of ``message``."""
         ...
 
+    def public_key(self) -> Any:
+        """The public half of the signing key (cryptography's EllipticCurvePublicKey)."""
+        ...
+
 
 @dataclass
 class KmsSigner:
@@ -81,6 +85,18 @@ class KmsSigner:
         except (ClientError, BotoCoreError) as exc:
             raise BadInput(f"cannot sign the manifest with KMS key {self.key_id}: {exc}") from None
         return bytes(resp["Signature"])
+
+    def public_key(self) -> Any:
+        """The key's public half (``kms:GetPublicKey``), to verify what it signed (a base release)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if self.client is None:
+            self.client = _kms_client(self.key_id)
+        try:
+            der = self.client.get_public_key(KeyId=self.key_id)["PublicKey"]
+        except (ClientError, BotoCoreError) as exc:
+            raise BadInput(f"cannot read the public key of KMS key {self.key_id}: {exc}") from None
+        return load_public_key(bytes(der))
 
 
 def _kms_client(key_id: str) -> Any:
@@ -126,6 +142,10 @@ class LocalSigner:
         from cryptography.hazmat.primitives.asymmetric import ec
 
         return bytes(self.private_key.sign(message, ec.ECDSA(hashes.SHA256())))
+
+    def public_key(self) -> Any:
+        """The key's public half."""
+        return self.private_key.public_key()
 
 
 def signer_for(spec: str | None) -> Signer:

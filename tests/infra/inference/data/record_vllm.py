@@ -11,6 +11,8 @@ and ``tests/monitoring/emitted/vllm.txt`` (the Prometheus sample names of every
 ``Gauge``/``Counter``/``Histogram`` ``vllm/v1/metrics/loggers.py`` creates), and
 ``tests/infra/inference/data/vllm-auth.txt`` (the two source lines the authentication design rests on:
 ``FrontendArgs.api_key``'s type, several keys, and the middleware's ``GUARDED_PREFIX``), and
+``trainer/release/data/vllm-lora-architectures.txt`` (those whose model class supports LoRA adapters, and the
+values ``--max-lora-rank`` takes),
 ``trainer/release/data/vllm-architectures.txt`` (the causal-LM ``architectures`` the model registry serves,
 which the
 release publisher accepts, and those it served once and no longer does; see ``architectures``). Pure
@@ -41,6 +43,9 @@ TEXT_TABLE = "_TEXT_GENERATION_MODELS"
 TRANSFORMERS_TABLE = "_TRANSFORMERS_SUPPORTED_MODELS"
 TRANSFORMERS_CAUSAL = ("TransformersForCausalLM", "TransformersMoEForCausalLM")
 REMOVED_TABLE = "_PREVIOUSLY_SUPPORTED_MODELS"
+MODELS_DIR = "vllm/model_executor/models"
+LORA_INTERFACE = "SupportsLoRA"
+LORA_CONFIG = "vllm/config/lora.py"
 # Sample names prometheus_client exposes per metric type (its exposition format).
 SUFFIXES = {
     "_gauge_cls": ("",),
@@ -110,6 +115,44 @@ def architectures(root: Path) -> tuple[list[str], dict[str, str]]:
     return sorted(served), dict(sorted(removed.items()))
 
 
+def lora_architectures(root: Path, served: list[str]) -> list[str]:
+    """The served architectures whose model class supports LoRA adapters: ``SupportsLoRA``
+    (vllm/model_executor/models/interfaces.py) among its bases, followed through the models package."""
+    models = root / MODELS_DIR
+    bases: dict[tuple[str, str], list[str]] = {}  # (module, class) -> base class names
+    where: dict[str, str] = {}  # class -> the first module defining it
+    for f in sorted(models.rglob("*.py")):
+        module = f.parent.name if f.stem == "__init__" else f.stem
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
+                bases[(module, node.name)] = [getattr(b, "id", None) or getattr(b, "attr", "") for b in names]
+                where.setdefault(node.name, module)
+
+    def lora(module: str, cls: str, seen: frozenset[tuple[str, str]] = frozenset()) -> bool:
+        key = (module, cls) if (module, cls) in bases else (where.get(cls, ""), cls)
+        if key in seen or key not in bases:
+            return False
+        return any(b == LORA_INTERFACE or lora(key[0], b, seen | {key}) for b in bases[key])
+
+    tables = _tables(root / REGISTRY_FILE)
+    out = set()
+    for table in (TEXT_TABLE, TRANSFORMERS_TABLE):
+        for k, v in zip(tables[table].keys, tables[table].values, strict=True):
+            named = isinstance(k, ast.Constant) and k.value in served and isinstance(v, ast.Tuple)
+            if named and lora(v.elts[0].value, v.elts[1].value):
+                out.add(k.value)
+    return sorted(out)
+
+
+def max_lora_ranks(root: Path) -> list[int]:
+    """The values ``--max-lora-rank`` takes: ``MaxLoRARanks = Literal[...]`` of vllm/config/lora.py."""
+    for node in ast.parse((root / LORA_CONFIG).read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "MaxLoRARanks":
+            return [e.value for e in node.value.slice.elts]  # type: ignore[attr-defined]
+    raise SystemExit(f"no MaxLoRARanks in {LORA_CONFIG}")
+
+
 def main(root: Path, version: str) -> None:
     head = (
         f"# vLLM {version} (PyPI wheel vllm-{version}), recorded by tests/infra/inference/data/record_vllm.py"
@@ -135,6 +178,13 @@ def main(root: Path, version: str) -> None:
         f"line each;\n# 'removed <architecture> <last version>' from {REMOVED_TABLE}.\n"
         + "".join(f"serves {a}\n" for a in served)
         + "".join(f"removed {a} {v}\n" for a, v in removed.items())
+    )
+    (REPO / "trainer" / "release" / "data" / "vllm-lora-architectures.txt").write_text(
+        f"{head}\n# the served architectures whose model class has {LORA_INTERFACE} among its bases "
+        f"({MODELS_DIR}/,\n# followed through the package): vLLM serves LoRA adapters on these only.\n"
+        + f"# --max-lora-rank takes (MaxLoRARanks of {LORA_CONFIG}):\n"
+        + f"max-lora-rank {' '.join(map(str, max_lora_ranks(root)))}\n"
+        + "".join(f"lora {a}\n" for a in lora_architectures(root, served))
     )
 
 
