@@ -12,7 +12,7 @@ from dataclasses import asdict
 from rich.console import Console
 from rich.table import Table
 
-from infra.cli import release_promote
+from infra.cli import release_promote, release_publish
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, print_error
 from infra.core.errors import ConfigError, ConfigErrors
 
@@ -42,6 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--stacks-dir", help="the stacks folder (default: stacks/)")
     c.add_argument("--json", action="store_true", help="one JSON object")
     c.set_defaults(run=run_check)
+    release_publish.add_parser(cmds)
     release_promote.add_parsers(cmds)
 
 
