@@ -23,7 +23,7 @@ from infra.cli.common import EXIT_FAILED, EXIT_OK, add_stack_selection, print_er
 from infra.core.errors import ConfigError, ConfigErrors, PlatformError
 from infra.jobs.publisher import CONTAINER, JOB_NAME_LABEL, PublishSpec, publisher_job
 from infra.schema.platform import PlatformConfig
-from infra.storage.config.storage import BucketPurpose
+from infra.storage.config.storage import OUTPUTS_PREFIX, BucketPurpose
 
 POLL_S = 2.0
 MODEL_SUBFOLDER = "model"  # $AIPLAT_OUTPUT_URI/model/: where a job leaves its Hugging Face folder
@@ -56,9 +56,8 @@ def add_parser(cmds: argparse._SubParsersAction) -> None:
 
 def _spec(args: argparse.Namespace, cfg: PlatformConfig, outputs: dict[str, Any]) -> PublishSpec:
     """The Job's inputs: the stack's config and outputs, and the job's run record."""
+    from infra.io.releases import ReleaseUnreadable, job_run_record
     from infra.jobs.rules import team_config
-    from trainer.errors import BadInput
-    from trainer.release.publish import CHECKPOINTS, OUTPUTS, RUN_RECORDS, read_run_record
 
     team = team_config(cfg, args.stack, args.team)
     if not team.releases:
@@ -84,11 +83,10 @@ def _spec(args: argparse.Namespace, cfg: PlatformConfig, outputs: dict[str, Any]
             ]
         )
     checkpoints = cfg.bucket_name(BucketPurpose.checkpoints)
-    records = f"s3://{checkpoints}/{args.team}/{CHECKPOINTS}/{args.job}/{RUN_RECORDS}"
     try:
-        where, doc = read_run_record(records, args.job)
-    except BadInput as exc:
-        raise ConfigErrors([ConfigError("--job", str(exc), "name a job that finished")]) from None
+        where, doc = job_run_record(checkpoints, args.team, args.job)
+    except ReleaseUnreadable as exc:
+        raise ConfigErrors([ConfigError("--job", exc.reason, "name a job that finished")]) from None
     steps = doc.get("steps") if isinstance(doc.get("steps"), dict) else {}
     step = steps.get("last")
     job_prefix = args.job[:38].rstrip("-")
@@ -100,8 +98,8 @@ def _spec(args: argparse.Namespace, cfg: PlatformConfig, outputs: dict[str, Any]
         region=cfg.region,
         team=args.team,
         job=args.job,
-        from_uri=f"s3://{checkpoints}/{args.team}/{OUTPUTS}/{args.job}/{MODEL_SUBFOLDER}/",
-        run_record=where.partition("?")[0],  # the publisher reads it by its current version again
+        from_uri=f"s3://{checkpoints}/{args.team}/{OUTPUTS_PREFIX}/{args.job}/{MODEL_SUBFOLDER}/",
+        run_record=where,  # the publisher reads it again, by its current version
         release_root=f"s3://{cfg.bucket_name(BucketPurpose.artifacts)}",
         model_name=args.model_name or args.job,
         step=step if isinstance(step, int) and step >= 0 else 0,
