@@ -72,4 +72,4 @@ if [ -z "${MODELS_ONLY:-}" ]; then
   "$SERVE_PY" "$REPO/bench/gpu/serve_bench.py" --checkpoint "$WORK/ckpt" --work "$WORK/serve" \
     --vllm-version "$VLLM_VERSION"
 fi
-"$SERVE_PY" "$REPO/bench/gpu/serve_models.py" --work "$WORK/models"
+"$SERVE_PY" "$REPO/bench/gpu/serve_models.py" --work "$WORK/models" --vllm-version "$VLLM_VERSION"

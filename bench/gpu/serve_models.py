@@ -31,6 +31,7 @@ when the binary is there); one JSON object either way.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -45,7 +46,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.gpu.serve_bench import LEVELS, bench_cmd, release_key_env, sh, wait_http  # noqa: E402
+from bench.gpu.serve_bench import LEVELS, bench_cmd, release_key_env, sh, vllm_cli, wait_http  # noqa: E402
 from bench.gpu.stats import serving_rows  # noqa: E402
 
 BASE, ADAPTER = "llama-bench", "llama-bench-lora"
@@ -162,8 +163,13 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=480, help="time for this part")
     ap.add_argument("--port", type=int, default=8021)
     ap.add_argument("--router-port", type=int, default=8031)
+    ap.add_argument("--vllm-version", help="the pin (run.sh VLLM_VERSION); checked unless --dry-run")
     ap.add_argument("--dry-run", action="store_true", help="CPU: build, publish, fetch, print the commands")
     args = ap.parse_args()
+    if not args.dry_run:
+        have = importlib.metadata.version("vllm")
+        if have != args.vllm_version:
+            raise SystemExit(f"vllm {have} is installed, the check pins {args.vllm_version}: install it")
     t0 = time.monotonic()
     end = t0 + args.seconds
     work = args.work
@@ -196,7 +202,7 @@ def main() -> int:
     if router is None:
         print("router skipped: no vllm-router binary (put the vllm-router wheel in $WHEELS, or on PATH)")
 
-    vllm = shutil.which("vllm", path=str(Path(py).parent)) or "vllm"
+    vllm = "vllm" if args.dry_run else vllm_cli()
     paths = {"direct": args.port, **({"router": args.router_port} if router else {})}
     models = [BASE, *([ADAPTER] if adapter is not None else [])]
     commands = {"serve": serve_cmd(vllm, release, adapter, args.port)}

@@ -20,6 +20,7 @@ import yaml
 from rich.console import Console
 
 from infra.cli.common import EXIT_FAILED, EXIT_OK, add_stack_selection, print_error
+from infra.core.config import Role
 from infra.core.errors import ConfigError, ConfigErrors, PlatformError
 from infra.jobs.publisher import CONTAINER, JOB_NAME_LABEL, PublishSpec, publisher_job
 from infra.schema.platform import PlatformConfig
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
 
     try:
         cfg = load_stack_config(args.stack, args.stacks_dir)
-        if cfg.role.value != "train":
+        if cfg.role is not Role.train:
             raise ConfigErrors([ConfigError("--stack", f"{args.stack} is not a train stack", "name one")])
         runner = AutomationRunner(project_root(), load_rollout_config(), stacks_dir=args.stacks_dir)
         spec = _spec(args, cfg, runner.outputs(args.stack))
