@@ -16,6 +16,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
 
 
 def _release_check(
-    targets: list[Target], configs: dict, args: argparse.Namespace, console: Console
+    targets: list[Target], configs: dict[str, Any], args: argparse.Namespace, console: Console
 ) -> list[str]:
     """The rollout's release check of each target with its new version; the refusals."""
     from infra.io.aws_live import boto3_clients
