@@ -114,7 +114,10 @@ def run(args: argparse.Namespace, console: Console, err: Console) -> int:
     moving = [t for t in targets if t.current != versions[t.stack]]
     for t in targets:
         where = f"{t.stack}: {'.'.join(t.served.keys)}"
-        console.print(f"{where}: {t.current} -> {versions[t.stack]}", markup=False, highlight=False)
+        # with --json, stdout holds the JSON alone
+        (err if args.json else console).print(
+            f"{where}: {t.current} -> {versions[t.stack]}", markup=False, highlight=False
+        )
     if not moving:
         console.print(f"nothing to change: {args.model} already serves those versions", highlight=False)
         return EXIT_OK
