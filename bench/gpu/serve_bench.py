@@ -102,13 +102,17 @@ def vllm_cli() -> str:
     return str(exe)
 
 
-def bench_cmd(vllm: str, port: int, tokenizer: Path, concurrency: int, result_dir: Path) -> list[str]:
-    """``vllm bench serve`` for one concurrency, saving its result JSON as ``c<concurrency>.json``."""
+def bench_cmd(
+    vllm: str, port: int, tokenizer: Path, concurrency: int, result_dir: Path, *, model: str = MODEL,
+    prefix: str = "",
+) -> list[str]:  # fmt: skip
+    """``vllm bench serve`` of ``model`` for one concurrency, saving its result JSON as
+    ``<prefix>c<concurrency>.json``."""
     return [
         vllm, "bench", "serve",
         "--backend", "vllm",
         "--base-url", f"http://127.0.0.1:{port}",
-        "--model", MODEL,
+        "--model", model,
         "--tokenizer", str(tokenizer),
         "--dataset-name", "random",
         "--random-input-len", str(INPUT_LEN),
@@ -123,7 +127,7 @@ def bench_cmd(vllm: str, port: int, tokenizer: Path, concurrency: int, result_di
         "--disable-tqdm",
         "--save-result",
         "--result-dir", str(result_dir),
-        "--result-filename", f"c{concurrency}.json",
+        "--result-filename", f"{prefix}c{concurrency}.json",
     ]  # fmt: skip
 
 

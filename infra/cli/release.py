@@ -12,6 +12,7 @@ from dataclasses import asdict
 from rich.console import Console
 from rich.table import Table
 
+from infra.cli import release_promote, release_publish
 from infra.cli.common import EXIT_CONFIG, EXIT_OK, print_error
 from infra.core.errors import ConfigError, ConfigErrors
 
@@ -21,7 +22,7 @@ GIB = 2**30
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "release",
-        help="model releases: check a folder as the publisher would, and whether it serves on a stack",
+        help="model releases: check a folder, promote or roll back one model in the infer stacks",
         description="Model releases (docs/inference/release.md).",
     )
     cmds = p.add_subparsers(dest="release_command", required=True, metavar="<release command>")
@@ -41,6 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--stacks-dir", help="the stacks folder (default: stacks/)")
     c.add_argument("--json", action="store_true", help="one JSON object")
     c.set_defaults(run=run_check)
+    release_publish.add_parser(cmds)
+    release_promote.add_parsers(cmds)
 
 
 def run_check(args: argparse.Namespace, console: Console, err: Console) -> int:

@@ -1,6 +1,6 @@
-"""The cluster calls of ``aiplat train submit/list/logs/cancel``: the Kubernetes API through the official
-``kubernetes`` client, CloudWatch Logs for the logs of pods that are gone, and the checkpoint store for a
-run's last committed step.
+"""The cluster calls of ``aiplat train submit/list/logs/cancel`` and ``aiplat release publish``: the
+Kubernetes API through the official ``kubernetes`` client, CloudWatch Logs for the logs of pods that are
+gone, and the checkpoint store for a run's last committed step.
 
 Authentication is the one ``aws eks get-token`` does: a presigned STS ``GetCallerIdentity`` URL with the
 ``x-k8s-aws-id`` header (``infra/io/cluster_health.py`` ``eks_token``), refreshed before every request
@@ -377,3 +377,36 @@ def read_runtime(cluster: Cluster, name: str) -> dict[str, Any]:
         raise api_error(exc, cluster, f"read ClusterTrainingRuntime {name}") from exc
     except Exception as exc:
         raise api_error(exc, cluster, f"read ClusterTrainingRuntime {name}") from exc
+
+
+def create_job(cluster: Cluster, doc: dict[str, Any]) -> dict[str, Any]:
+    """``POST`` a ``batch/v1`` Job; ``NameTakenError`` when one of that name exists (409)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
+    try:
+        got = client.BatchV1Api(cluster.api).create_namespaced_job(ns, doc, _request_timeout=REQUEST_TIMEOUT)
+    except ApiException as exc:
+        if exc.status == 409:
+            raise NameTakenError(
+                f"--name: Job {name!r} already exists in namespace {ns}; fix: choose another --name, or "
+                f"delete it first (kubectl -n {ns} delete job {name})"
+            ) from None
+        raise api_error(exc, cluster, f"create Job {ns}/{name}") from exc
+    except Exception as exc:
+        raise api_error(exc, cluster, f"create Job {ns}/{name}") from exc
+    return dict(cluster.api.sanitize_for_serialization(got))
+
+
+def read_job(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
+    """The ``batch/v1`` Job as the cluster has it (its status: active, succeeded, failed)."""
+    from kubernetes import client
+
+    try:
+        got = client.BatchV1Api(cluster.api).read_namespaced_job(
+            name, namespace, _request_timeout=REQUEST_TIMEOUT
+        )
+    except Exception as exc:
+        raise api_error(exc, cluster, f"read Job {namespace}/{name}") from exc
+    return dict(cluster.api.sanitize_for_serialization(got))

@@ -155,6 +155,19 @@ def read_release(s3: Any, bucket: str, model: str, version: str, public_key_pem:
     return facts_of(version, rel.serving)
 
 
+def job_run_record(bucket: str, team: str, job: str) -> tuple[str, dict[str, Any]]:
+    """(URI, document) of the run record the publisher takes a team job's provenance from: the newest of a
+    finished attempt (exit code 0) under ``<team>/checkpoints/<job>/run-records/`` of ``bucket``
+    (trainer/release/publish.py ``read_run_record``); :class:`ReleaseUnreadable` when there is none."""
+    from trainer.release.publish import CHECKPOINTS, RUN_RECORDS, read_run_record
+
+    try:
+        where, doc = read_run_record(f"s3://{bucket}/{team}/{CHECKPOINTS}/{job}/{RUN_RECORDS}", job)
+    except BadInput as exc:
+        raise ReleaseUnreadable(str(exc)) from None
+    return where.partition("?")[0], doc
+
+
 def newest_readable(
     s3: Any, bucket: str, model: str, versions: list[str], public_key_pem: str
 ) -> tuple[ReleaseFacts | None, list[str]]:

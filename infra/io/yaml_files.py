@@ -2,16 +2,19 @@
 last copy (PyYAML's ``safe_load`` keeps the last one; YAML 1.2 says keys of a mapping are unique,
 https://yaml.org/spec/1.2.2/#mapping).
 
-Used for every file a person edits: stack files, job files, ``rollout.yaml``.
+Used for every file a person edits: stack files, job files, ``rollout.yaml``; ``set_scalar`` changes one
+value of such a file and nothing else (``aiplat release promote``).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode
+from yaml.nodes import MappingNode, ScalarNode
 
 
 class DuplicateKeyError(yaml.YAMLError):
@@ -66,3 +69,29 @@ def duplicate_key_fix(exc: DuplicateKeyError) -> str:
         f"keep one {exc.key!r} (merge the two: a YAML loader keeps only the last copy, so everything under "
         f"line {exc.first_line} would be ignored)"
     )
+
+
+def set_scalar(text: str, keys: Sequence[str], value: str) -> str:
+    """``text`` with the scalar at the mapping keys ``keys`` replaced by ``value`` and every other character
+    as it was (comments, order, blank lines, the quoting of the rest): the scalar's place is the span of its
+    node as PyYAML composes the file (``start_mark``/``end_mark``), its quote style is kept. ``KeyError``
+    names the first key of ``keys`` that is not there; ``ValueError`` says the path ends at no scalar."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    for depth, key in enumerate(keys):
+        found = None
+        if isinstance(node, MappingNode):
+            found = next((v for k, v in node.value if isinstance(k, ScalarNode) and k.value == key), None)
+        if found is None:
+            raise KeyError(".".join(keys[: depth + 1]))
+        node = found
+    if not isinstance(node, ScalarNode) or node.style in ("|", ">"):
+        raise ValueError(f"{'.'.join(keys)} is not a one-line scalar")
+    quote = node.style if node.style in ("'", '"') else ""
+    plain = (
+        yaml.safe_load(value) == value and value.strip() == value and "#" not in value and ": " not in value
+    )
+    if not quote and not plain:
+        quote = '"'
+    new = f"{quote}{value}{quote}" if quote != '"' else json.dumps(value)
+    start, end = node.start_mark.index, node.end_mark.index
+    return text[:start] + new + text[end:]

@@ -110,7 +110,8 @@ def test_serving_rows_refuse_what_cannot_be_compared(results: list[dict[str, Any
 
 
 @pytest.mark.parametrize(
-    ("script", "says"), [("serve_bench.py", "vllm bench serve"), ("train_bench.py", "MFU")]
+    ("script", "says"),
+    [("serve_bench.py", "vllm bench serve"), ("train_bench.py", "MFU"), ("serve_models.py", "vllm-router")],
 )
 def test_the_check_scripts_import_without_a_gpu(script: str, says: str) -> None:
     r = subprocess.run([sys.executable, str(REPO / "bench/gpu" / script), "--help"], capture_output=True,
