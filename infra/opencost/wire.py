@@ -1,0 +1,93 @@
+"""Wiring of cost allocation: config + the price table + the monitoring stack -> OpenCost on a train stack.
+
+OpenCost runs in the monitoring namespace beside the Prometheus it reads (its NetworkPolicies: same
+namespace traffic, DNS, HTTPS to the Kubernetes API; ``infra/core/namespaces.py``) and needs no AWS API:
+prices come from the CSV we write, so it gets no IAM role.
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+from infra.cluster.wire import ClusterWiring
+from infra.context import StackContext
+from infra.cost.estimate import PriceTable
+from infra.mirror.wire import cached_chart
+from infra.monitoring import documents as mon
+from infra.monitoring.wire import MonitoringWiring
+from infra.opencost import documents as oc
+from infra.opencost.component import OpenCost, OpenCostArgs
+from infra.opencost.rules import installs_opencost
+from infra.pools.documents.nodes import pool_affinity
+from infra.services.wire import ClusterServicesWiring, system_pools
+
+DASHBOARD = "cost"  # infra/monitoring/dashboards/cost.json
+
+
+def wire_opencost(
+    ctx: StackContext,
+    cluster: ClusterWiring,
+    services: ClusterServicesWiring | None,
+    monitoring: MonitoringWiring | None,
+    *,
+    prices: PriceTable,
+    dashboard: str,
+) -> OpenCost | None:
+    """OpenCost and the cost dashboard (after the monitoring stack's CRDs: its ServiceMonitor); None where
+    the stack installs none (``installs_opencost``). ``dashboard``: the cost dashboard's JSON text."""
+    cfg = ctx.cfg
+    if not installs_opencost(cfg) or services is None or monitoring is None:
+        return None
+    namespace = cfg.cluster_services.monitoring_namespace
+    system = system_pools(ctx)
+    node_prices = oc.node_prices(cfg, prices, ctx.facts)
+    defaults = oc.default_prices(cfg, prices, ctx.facts, node_prices, system)
+    values = oc.opencost_values(
+        oc.OpenCostValues(
+            cluster_id=ctx.names.cluster,
+            prometheus_service=mon.PROMETHEUS_SERVICE,
+            prometheus_namespace=namespace,
+            prometheus_port=mon.PROMETHEUS_PORT,
+            monitor_labels=mon.SELECT,
+            affinity=pool_affinity(system),
+            defaults=defaults,
+        )
+    )
+    opts = pulumi.ResourceOptions(
+        provider=cluster.cluster.k8s_provider, depends_on=[*services.after_ready, monitoring.stack.crds]
+    )
+    pin = cfg.opencost.chart
+    opencost = OpenCost(
+        "opencost",
+        OpenCostArgs(
+            namespace=namespace,
+            chart=cached_chart(ctx, pin),
+            values=values,
+            node_prices_csv=oc.node_prices_csv(node_prices, table_read=prices.read),
+            dashboard=dashboard,
+        ),
+        opts=opts,
+    )
+    ctx.export(
+        "opencost",
+        {
+            "namespace": namespace,
+            "chart": {pin.chart: pin.version},
+            "api": f"kubectl -n {namespace} port-forward svc/{oc.RELEASE} {oc.API_PORT}",
+            "dashboard": DASHBOARD,
+            "nodePrices": [
+                {
+                    "pool": r.pool,
+                    "instanceType": r.instance_type,
+                    "option": r.option.value,
+                    "usdPerHour": r.usd,
+                    "source": r.source,
+                    **({"note": r.note} if r.note else {}),
+                }
+                for r in node_prices.rows
+            ],
+            "unpriced": list(node_prices.unpriced),
+            "defaultPriceSources": dict(defaults.sources),
+        },
+    )
+    return opencost
