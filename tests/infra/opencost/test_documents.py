@@ -213,3 +213,19 @@ def test_opencost_without_monitoring_is_refused(prod: dict) -> None:
         with_value(with_value(prod, "monitoring.enabled", False), "opencost.enabled", False)
     )
     assert not [f for f in run_rules(Phase.plan, RuleContext(off)) if f.rule == "opencost-needs-monitoring"]
+
+
+@pytest.mark.parametrize("stack", ["prod-us-train", "dev-us-train", "prod-sg-infer"])
+@pytest.mark.parametrize("monitoring", [True, False])
+def test_the_image_cache_counts_the_chart_exactly_where_the_stack_installs_it(
+    stack_config, stack: str, monitoring: bool
+) -> None:
+    """``aiplat images copy`` and the image gaps follow the mirror's list of installed charts: it names
+    OpenCost's exactly where the wiring installs it (``installs_opencost``)."""
+    from infra.mirror.rules import stack_charts
+    from infra.opencost.rules import installs_opencost
+
+    cfg = parse_platform_config(with_value(stack_config(stack), "monitoring.enabled", monitoring))
+    listed = "opencost.chart" in {path for path, _ in stack_charts(cfg)}
+    assert listed == installs_opencost(cfg)
+    assert listed == (stack != "prod-sg-infer" and monitoring)
