@@ -4,6 +4,7 @@ default prices' split, and the rule that refuses OpenCost without monitoring."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +99,36 @@ def dev(stack_config) -> dict:
     return stack_config("dev-us-train")
 
 
+def read_paths(ours: Any, theirs: Any, path: str = "") -> list[str]:
+    """The dotted values paths we set, down to where the chart's default is free-form (``{}``, ``[]``,
+    ``null``) or a leaf: what its templates must read."""
+    if not isinstance(ours, dict) or not isinstance(theirs, dict) or not theirs:
+        return [path.rstrip(".")]
+    return [p for key, value in ours.items() for p in read_paths(value, theirs.get(key), f"{path}{key}.")]
+
+
 @pytest.mark.parametrize("stack", ["prod-us-train", "dev-us-train"])
 def test_values_use_only_keys_of_the_pinned_chart(stack_config, stack: str) -> None:
     _, _, _, values = built(stack_config(stack))
     assert unknown_keys(values, chart_values()) == []
+
+
+def test_every_value_we_set_is_read_by_a_template_of_the_pinned_chart(prod: dict) -> None:
+    """A key the chart's values.yaml has but no template reads would be set for nothing (its templates at
+    the tag: ``upstream/opencost-<version>-templates``)."""
+    _, _, _, values = built(prod)
+    templates = UPSTREAM / f"opencost-{OpenCostConfig().chart.version}-templates"
+    text = "\n".join(p.read_text() for p in sorted(templates.iterdir()) if p.suffix in (".yaml", ".tpl"))
+
+    def read(path: str) -> bool:
+        # the path itself, or a mapping above it that a template takes whole (range, toYaml, with)
+        parts = path.split(".")
+        whole = (".".join(parts[:n]) for n in range(1, len(parts)))
+        return f".Values.{path}" in text or any(
+            re.search(rf"\.Values\.{re.escape(q)}(?![\w.])", text) for q in whole
+        )
+
+    assert [p for p in read_paths(values, chart_values()) if not read(p)] == []
 
 
 def test_values_override_what_the_chart_defaults_wrongly_for_us(prod: dict) -> None:
