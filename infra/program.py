@@ -204,7 +204,7 @@ def program(
         grafana_role_arn=logs.store.grafana_role_arn if logs else None,
     )
     # Train stacks: OpenCost reads Prometheus and prices each node from the price table; the cost dashboard.
-    wire_opencost(
+    opencost = wire_opencost(
         stack,
         cluster,
         services,
@@ -212,6 +212,8 @@ def program(
         prices=load_price_table(),
         dashboard=monitoring_assets.dashboards[COST_DASHBOARD],
     )
+    if opencost is not None:
+        report(opencost.findings, on_finding)
     # Fluent Bit on every node, scraped by Prometheus; Grafana's CloudWatch data source and run dashboard.
     wire_log_collector(stack, cluster, services, logs, monitoring, run_namespaces=run_namespaces(stack))
     # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists. MinIO

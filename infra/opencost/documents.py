@@ -82,11 +82,11 @@ class NodePrice:
 
 @dataclass(frozen=True, kw_only=True)
 class NodePrices:
-    """Every node price of the stack, and what could not be priced (each: the field and why)."""
+    """Every node price of the stack, and what could not be priced: (the pool's dotted config field, why)."""
 
     region: str
     rows: tuple[NodePrice, ...]
-    unpriced: tuple[str, ...] = ()
+    unpriced: tuple[tuple[str, str], ...] = ()
 
 
 def _karpenter_option(capacity_types: Sequence[CapacityKind]) -> Option:
@@ -102,13 +102,13 @@ def node_prices(cfg: PlatformConfig, table: PriceTable, facts: RegionFacts | Non
     and each Karpenter pool's candidate types (``facts``: the region's, ``gpu_offer``)."""
     look = Lookup(table, cfg.region)
     rows: list[NodePrice] = []
-    unpriced: list[str] = []
+    unpriced: list[tuple[str, str]] = []
     managed_types: dict[str, float] = {}
     for name, pool in sorted(cfg.node_pools.items()):
         option = CONFIGURED_OPTION[pool.capacity_type]
         price = look.instance(pool.instance_type, option)
         if price.usd is None:
-            unpriced.append(f"node_pools.{name}: {price.label}: {price.note}")
+            unpriced.append((f"node_pools.{name}", f"{price.label}: {price.note}"))
             continue
         gpus = (
             facts.instances[pool.instance_type].gpu_count
@@ -133,18 +133,21 @@ def node_prices(cfg: PlatformConfig, table: PriceTable, facts: RegionFacts | Non
         option = _karpenter_option(k.capacity_types)
         field = f"cluster_services.karpenter.node_pools.{k.pool}"
         if facts is None:
-            unpriced.append(f"{field}: no region facts name its instance types")
+            unpriced.append((field, "no region facts name its instance types"))
             continue
         for c in k.candidates:
             price = c.prices[option]
             if price.usd is None:
-                unpriced.append(f"{field}: {price.label}: {price.note}")
+                unpriced.append((field, f"{price.label}: {price.note}"))
                 continue
             if c.instance_type in managed_types and managed_types[c.instance_type] != price.usd:
                 # a class row would also price the managed pool's nodes of that type: they keep theirs
                 unpriced.append(
-                    f"{field}: {c.instance_type} is also a managed pool's type at another price; its "
-                    "Karpenter nodes are priced at the default rates"
+                    (
+                        field,
+                        f"{c.instance_type} is also a managed pool's type at another price; its Karpenter "
+                        "nodes are priced at OpenCost's default rates",
+                    )
                 )
                 continue
             row = NodePrice(

@@ -7,6 +7,8 @@ prices come from the CSV we write, so it gets no IAM role.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 
 from infra.cluster.wire import ClusterWiring
@@ -17,11 +19,20 @@ from infra.monitoring import documents as mon
 from infra.monitoring.wire import MonitoringWiring
 from infra.opencost import documents as oc
 from infra.opencost.component import OpenCost, OpenCostArgs
-from infra.opencost.rules import installs_opencost
+from infra.opencost.rules import COST_DOC, installs_opencost
 from infra.pools.documents.nodes import pool_affinity
 from infra.services.wire import ClusterServicesWiring, system_pools
+from infra.stack.registry import Finding, at, warning
 
 DASHBOARD = "cost"  # infra/monitoring/dashboards/cost.json
+
+
+@dataclass
+class OpenCostWiring:
+    """What the wiring created, and its warnings (a pool the price table does not price)."""
+
+    opencost: OpenCost
+    findings: list[Finding]
 
 
 def wire_opencost(
@@ -32,9 +43,10 @@ def wire_opencost(
     *,
     prices: PriceTable,
     dashboard: str,
-) -> OpenCost | None:
+) -> OpenCostWiring | None:
     """OpenCost and the cost dashboard (after the monitoring stack's CRDs: its ServiceMonitor); None where
-    the stack installs none (``installs_opencost``). ``dashboard``: the cost dashboard's JSON text."""
+    the stack installs none (``installs_opencost``). ``dashboard``: the cost dashboard's JSON text. Its
+    findings warn of each pool OpenCost would price at its default rates, not the table's."""
     cfg = ctx.cfg
     if not installs_opencost(cfg) or services is None or monitoring is None:
         return None
@@ -86,8 +98,18 @@ def wire_opencost(
                 }
                 for r in node_prices.rows
             ],
-            "unpriced": list(node_prices.unpriced),
+            "unpriced": [f"{field}: {why}" for field, why in node_prices.unpriced],
             "defaultPriceSources": dict(defaults.sources),
         },
     )
-    return opencost
+    findings = [
+        warning(
+            at(*field.split(".")),
+            f"OpenCost prices these nodes at its default rates, not at what the stack pays: {why}",
+            "record the price in infra/cost/data/prices.yaml (aiplat prices refresh), or give the pools "
+            "distinct instance types",
+            COST_DOC,
+        )
+        for field, why in node_prices.unpriced
+    ]
+    return OpenCostWiring(opencost=opencost, findings=findings)

@@ -210,7 +210,9 @@ def test_a_type_both_kinds_of_pool_price_differently_keeps_the_managed_pools_pri
     # the managed gpu pool's g5.xlarge On-Demand; spot-gpu launches it as Spot: a class row would reprice both
     cfg, prices, _, _ = built(with_value(dev, "node_pools.gpu.capacity_type", "on_demand"))
     assert "g5.xlarge" not in {r.instance_type for r in prices.rows if r.by_type}
-    assert any("g5.xlarge is also a managed pool's type" in u for u in prices.unpriced)
+    assert [field for field, why in prices.unpriced if "g5.xlarge is also a managed pool's type" in why] == [
+        "cluster_services.karpenter.node_pools.spot-gpu"
+    ]
     csv = oc.node_prices_csv(prices, table_read="2026-11-30")
     node = {POOL_LABEL: "gpu", REGION_LABEL: cfg.region, TYPE_LABEL: "g5.xlarge"}
     assert csv_price(csv, node) == load_price_table().instances[cfg.region]["g5.xlarge"].on_demand.usd

@@ -114,3 +114,22 @@ def test_no_opencost_on_an_infer_stack(plan_stack) -> None:
     plan = plan_stack("prod-sg-infer")
     assert not [r for r in plan.resources if r.name.startswith("opencost")]
     assert "opencost" not in plan.outputs
+
+
+def test_a_pool_the_table_does_not_price_is_a_warning_of_the_plan(stack_config) -> None:
+    """The price table has m7i.2xlarge in us-west-2 but not m7i.xlarge: OpenCost would charge the publisher's
+    node at its default rates, and the plan says so, naming the pool."""
+    from infra.plan.runner import run_plan
+    from infra.schema.parse import parse_platform_config
+    from tests.conftest import with_value
+
+    assert "m7i.xlarge" not in load_price_table().instances["us-west-2"]
+    raw = with_value(stack_config("dev-us-train"), "node_pools.publisher.instance_type", "m7i.xlarge")
+    plan = run_plan("dev-us-train", parse_platform_config(raw))
+    (found,) = [f for f in plan.findings if f.field == "aiplat:platform.node_pools.publisher"]
+    assert "OpenCost prices these nodes at its default rates" in found.problem
+    assert "m7i.xlarge" in found.problem and found.doc == "docs/platform/cost.md"
+    assert plan.outputs["opencost"]["unpriced"] == [
+        f"node_pools.publisher: {found.problem.split(': ', 1)[1]}"
+    ]
+    assert "publisher" not in {r["pool"] for r in plan.outputs["opencost"]["nodePrices"]}
