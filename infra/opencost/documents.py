@@ -56,6 +56,7 @@ CLUSTER_DOMAIN = "cluster.local"
 # node's price into CPU and memory parts (what a pod that requests more memory than CPU pays).
 OPENCOST_CPU_PER_GIB_RATIO = 0.031611 / 0.004237
 CPU_PRICE_SOURCE = "opencost/opencost configs/default.json (the CPU:RAM ratio only)"
+OPENCOST_DEFAULTS = "opencost/opencost configs/default.json (no pool of the stack priced)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,10 +236,11 @@ def default_prices(
 ) -> DefaultPrices:
     """CPU and RAM: the On-Demand (and Spot) price of the first of ``cpu_pools`` (the system pools) that the
     table prices, split in OpenCost's CPU:RAM ratio; GPU: the dearest per-GPU price of the stack's node
-    prices. Without a priced CPU pool, OpenCost's own defaults (configs/default.json)."""
+    prices. Without a priced pool of either kind, OpenCost's own defaults (configs/default.json)."""
     look = Lookup(table, cfg.region)
-    cpu, ram, spot_cpu, spot_ram = 0.031611, 0.004237, 0.006655, 0.000892
-    sources = {"CPU": "opencost/opencost configs/default.json", "GPU": "none (no GPU pool priced)"}
+    # OpenCost's own defaults (configs/default.json), where the table prices no pool of the stack
+    cpu, ram, spot_cpu, spot_ram, gpu = 0.031611, 0.004237, 0.006655, 0.000892, 0.95
+    sources = {"CPU": OPENCOST_DEFAULTS, "GPU": OPENCOST_DEFAULTS}
     for name in cpu_pools:
         it = cfg.node_pools[name].instance_type
         od = look.instance(it, Option.on_demand)
@@ -251,7 +253,6 @@ def default_prices(
         sources["CPU"] = f"{od.label} ({od.source}), {spot.label} ({spot.source}); {CPU_PRICE_SOURCE}"
         break
     gpu_rows = [r for r in prices.rows if r.gpus > 0]
-    gpu = 0.0
     if gpu_rows:
         dearest = max(gpu_rows, key=lambda r: (r.usd / r.gpus, r.instance_type))
         gpu = dearest.usd / dearest.gpus

@@ -258,3 +258,15 @@ def test_the_image_cache_counts_the_chart_exactly_where_the_stack_installs_it(
     listed = "opencost.chart" in {path for path, _ in stack_charts(cfg)}
     assert listed == installs_opencost(cfg)
     assert listed == (stack != "prod-sg-infer" and monitoring)
+
+
+def test_a_region_the_table_does_not_price_keeps_opencosts_defaults_and_says_so(prod: dict) -> None:
+    cfg, prices, defaults, _ = built(with_value(prod, "region", "eu-west-1"))
+    assert not load_price_table().prices_region("eu-west-1")
+    assert prices.rows == () and {f for f, _ in prices.unpriced} == {
+        f"node_pools.{n}" for n in cfg.node_pools
+    }
+    assert all("aiplat prices refresh --region eu-west-1" in why for _, why in prices.unpriced)
+    # OpenCost's own configs/default.json, named as the source: never a GPU priced at 0
+    assert defaults.cpu / defaults.ram == pytest.approx(oc.OPENCOST_CPU_PER_GIB_RATIO) and defaults.gpu > 0
+    assert set(defaults.sources.values()) == {oc.OPENCOST_DEFAULTS}
