@@ -1,8 +1,9 @@
 """Wiring of cost allocation: config + the price table + the monitoring stack -> OpenCost on a train stack.
 
-OpenCost runs in the monitoring namespace beside the Prometheus it reads (its NetworkPolicies: same
-namespace traffic, DNS, HTTPS to the Kubernetes API; ``infra/core/namespaces.py``) and needs no AWS API:
-prices come from the CSV we write, so it gets no IAM role.
+OpenCost runs in the monitoring namespace beside the Prometheus it reads and that scrapes it, under that
+namespace's NetworkPolicies (``infra/core/namespaces.py``: traffic within the namespace, DNS, HTTPS and the
+VPC for the Kubernetes API), so it needs no policy of its own; and it needs no AWS API: prices come from the
+CSV we write, so it gets no IAM role.
 """
 
 from __future__ import annotations
