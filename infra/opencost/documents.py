@@ -6,8 +6,9 @@ How OpenCost prices a node (opencost/opencost, the source behind image 1.120.1):
   (``pkg/cloud/provider/provider.go`` getClusterProperties): no AWS pricing API, no Spot data feed, no
   AWS credentials. The file (``CSV_PATH``, re-read every 60 minutes) holds one row per price:
   ``EndTimestamp,InstanceID,Region,AssetClass,InstanceIDField,InstanceType,MarketPriceHourly,Version``
-  (``pkg/cloud/provider/csvprovider.go``, struct ``price``; the decoder is given that header, so the file
-  has none; a line of one field starting with ``#`` is skipped).
+  (``pkg/cloud/provider/csvprovider.go``, struct ``price``; it hands that header to jszwec/csvutil's
+  ``NewDecoder``, which then reads the file's first line as data, so the file has none; a line of one field
+  starting with ``#`` is skipped).
 - A node matches a row when its value of ``InstanceIDField`` (here the label ``aiplat.io/pool``) equals
   ``InstanceID``, prefixed by the region when rows name one; a row that also names ``InstanceType`` is a
   class price for every node of that type in the region, and it wins over the exact match
