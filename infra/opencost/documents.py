@@ -105,7 +105,7 @@ def node_prices(cfg: PlatformConfig, table: PriceTable, facts: RegionFacts | Non
     look = Lookup(table, cfg.region)
     rows: list[NodePrice] = []
     unpriced: list[tuple[str, str]] = []
-    managed_types: dict[str, float] = {}
+    managed_types: dict[str, set[float]] = {}  # instance type -> the managed pools' prices of it
     for name, pool in sorted(cfg.node_pools.items()):
         option = CONFIGURED_OPTION[pool.capacity_type]
         price = look.instance(pool.instance_type, option)
@@ -129,7 +129,7 @@ def node_prices(cfg: PlatformConfig, table: PriceTable, facts: RegionFacts | Non
                 note=price.note,
             )
         )
-        managed_types[pool.instance_type] = price.usd
+        managed_types.setdefault(pool.instance_type, set()).add(price.usd)
     by_type: dict[str, NodePrice] = {}
     for k in estimate_karpenter(cfg, look, facts):
         option = _karpenter_option(k.capacity_types)
@@ -142,7 +142,7 @@ def node_prices(cfg: PlatformConfig, table: PriceTable, facts: RegionFacts | Non
             if price.usd is None:
                 unpriced.append((field, f"{price.label}: {price.note}"))
                 continue
-            if c.instance_type in managed_types and managed_types[c.instance_type] != price.usd:
+            if managed_types.get(c.instance_type, {price.usd}) != {price.usd}:
                 # a class row would also price the managed pool's nodes of that type: they keep theirs
                 unpriced.append(
                     (
