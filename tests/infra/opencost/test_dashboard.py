@@ -5,6 +5,7 @@ without counting kube-state-metrics' own ``kube_namespace_labels`` twice."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -38,12 +39,14 @@ SERIES = {
     alloc("container_memory_allocation_bytes", "team-vision", "v-0", "n2"): str(8 * GIB),
     # a namespace of no team (Prometheus itself): not in any team's sum
     alloc("container_cpu_allocation", "monitoring", "prom-0", "n3"): "1",
-    'node_gpu_hourly_cost{node="n1",instance_type="p5.48xlarge",region="us-east-1"}': "5",
-    'node_cpu_hourly_cost{node="n1",instance_type="p5.48xlarge",region="us-east-1"}': "0.1",
-    'node_ram_hourly_cost{node="n1",instance_type="p5.48xlarge",region="us-east-1"}': "0.01",
-    'node_gpu_hourly_cost{node="n2",instance_type="g5.xlarge",region="us-east-1"}': "0.4",
-    'node_cpu_hourly_cost{node="n2",instance_type="g5.xlarge",region="us-east-1"}': "0.02",
-    'node_ram_hourly_cost{node="n2",instance_type="g5.xlarge",region="us-east-1"}': "0.002",
+    # prices that keep every sum exact in binary floating point (promtool compares samples exactly): each
+    # team's hourly cost is a multiple of 12, so 12 or 13 five-minute samples of it are whole dollars
+    'node_gpu_hourly_cost{node="n1",instance_type="p5.48xlarge",region="us-east-1"}': "6",
+    'node_cpu_hourly_cost{node="n1",instance_type="p5.48xlarge",region="us-east-1"}': "0.75",
+    'node_ram_hourly_cost{node="n1",instance_type="p5.48xlarge",region="us-east-1"}': "0.375",
+    'node_gpu_hourly_cost{node="n2",instance_type="g5.xlarge",region="us-east-1"}': "12",
+    'node_cpu_hourly_cost{node="n2",instance_type="g5.xlarge",region="us-east-1"}': "6",
+    'node_ram_hourly_cost{node="n2",instance_type="g5.xlarge",region="us-east-1"}': "1.5",
     'node_cpu_hourly_cost{node="n3",instance_type="m6i.2xlarge",region="us-east-1"}': "0.03",
     # OpenCost's namespace labels, and kube-state-metrics' (no label_* without an allow-list)
     'kube_namespace_labels{job="opencost",namespace="team-research",label_aiplat_io_team="research"}': "1",
@@ -51,11 +54,11 @@ SERIES = {
     'kube_namespace_labels{job="opencost",namespace="monitoring"}': "1",
     'kube_namespace_labels{job="kube-state-metrics",namespace="team-research"}': "1",
 }
-# per hour: research 8 GPUs x 5 + 16 vCPUs x 0.1 + 128 GiB x 0.01; vision 1 x 0.4 + 2 x 0.02 + 8 x 0.002
+# per hour: research 8 GPUs x 6, 16 vCPUs x 0.75, 128 GiB x 0.375; vision 1 x 12, 2 x 6, 8 x 1.5
 HOURLY = {
-    "A": {"research": 40.0, "vision": 0.4},
-    "B": {"research": 1.6, "vision": 0.04},
-    "C": {"research": 1.28, "vision": 0.016},
+    "A": {"research": 48.0, "vision": 12.0},
+    "B": {"research": 12.0, "vision": 12.0},
+    "C": {"research": 48.0, "vision": 12.0},
 }
 
 
@@ -71,10 +74,24 @@ def expr(target: dict) -> str:
     return text
 
 
-def promtool_test(tmp_path: Path, tests: list[dict]) -> subprocess.CompletedProcess[str]:
-    promtool = shutil.which("promtool")
-    if promtool is None:
+def promtool() -> str:
+    path = shutil.which("promtool")
+    if path is None:
         pytest.fail("promtool not found: install the Debian package 'prometheus' (make test does)")
+    return path
+
+
+def subquery_samples(range_minutes: int, step_minutes: int) -> int:
+    """Samples a ``[range:step]`` subquery holds at a step-aligned time: Prometheus 3 made ranges left-open
+    (https://prometheus.io/docs/prometheus/latest/migration/: "Range selectors and lookback delta are now
+    left-open"), so the sample at the range's start is out (the stack's Prometheus, v3.14); Prometheus 2 (the
+    promtool of Debian bookworm, 2.42) keeps it."""
+    out = subprocess.run([promtool(), "--version"], capture_output=True, text=True, timeout=60).stdout
+    major = int(re.search(r"version (\d+)\.", out).group(1))  # type: ignore[union-attr]
+    return range_minutes // step_minutes + (1 if major < 3 else 0)
+
+
+def promtool_test(tmp_path: Path, tests: list[dict]) -> subprocess.CompletedProcess[str]:
     doc = {
         "rule_files": [],
         "evaluation_interval": "1m",
@@ -90,7 +107,7 @@ def promtool_test(tmp_path: Path, tests: list[dict]) -> subprocess.CompletedProc
     path = tmp_path / "cost_test.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return subprocess.run(
-        [promtool, "test", "rules", path.name], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [promtool(), "test", "rules", path.name], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
 
 
@@ -112,16 +129,17 @@ def test_cost_per_hour_by_team(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_spend_over_the_range_is_the_hourly_cost_times_the_hours(tmp_path: Path) -> None:
+def test_spend_over_the_range_counts_each_sample_for_its_step(tmp_path: Path) -> None:
     targets = {t["refId"]: t for t in panel("Spend in the time range (USD)")["targets"]}
     assert set(targets) == set(HOURLY)
-    # $__range is 1h: one hour at a constant hourly cost
+    # $__range is 1h at a constant hourly cost: each 5-minute sample counts 5 minutes
+    hours = subquery_samples(60, 5) * 5 / 60
     tests = [
         {
             "expr": expr(targets[ref]),
             "eval_time": "2h",
             "exp_samples": [
-                {"labels": f'{{label_aiplat_io_team="{team}"}}', "value": value}
+                {"labels": f'{{label_aiplat_io_team="{team}"}}', "value": value * hours}
                 for team, value in sorted(HOURLY[ref].items())
             ],
         }
