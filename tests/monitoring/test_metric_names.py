@@ -39,8 +39,7 @@ EMITTED = Path(__file__).parent / "emitted"
 # The collector's series, at the appVersion of the pinned chart (checked against the config below).
 FLUENT_BIT_NAMES = "fluent-bit-5.1.1.txt"
 OPENCOST_NAMES = "opencost-1.120.1.txt"
-# ($__range_s before $__range, which is its prefix)
-GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range_s": "3600", "$__range": "1h"}
+GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
 
 
 def load_efa_exporter() -> ModuleType:
