@@ -44,6 +44,8 @@ from infra.logs.wire import (
 from infra.mirror.wire import wire_image_cache
 from infra.monitoring.wire import wire_monitoring
 from infra.network.wire import wire_network
+from infra.opencost.wire import DASHBOARD as COST_DASHBOARD
+from infra.opencost.wire import wire_opencost
 from infra.pod_storage.wire import wire_cluster_storage
 from infra.queueing.wire import wire_queueing
 from infra.rules import Finding, Level, Need, Phase, RuleContext, run_rules
@@ -194,13 +196,25 @@ def program(
     # Container log groups (one per namespace collected) and the roles of the collector and of Grafana.
     logs = wire_log_store(stack, cluster, keys, services, namespaces=log_namespaces)
     # Prometheus, Alertmanager, Grafana, dcgm-exporter and the EFA exporter; aiplat's rules and dashboards.
+    monitoring_assets = load_monitoring_assets(cfg)
     monitoring = wire_monitoring(
         stack,
         cluster,
         services,
-        load_monitoring_assets(cfg),
+        monitoring_assets,
         grafana_role_arn=logs.store.grafana_role_arn if logs else None,
     )
+    # Train stacks: OpenCost reads Prometheus and prices each node from the price table; the cost dashboard.
+    opencost = wire_opencost(
+        stack,
+        cluster,
+        services,
+        monitoring,
+        prices=load_price_table(),
+        dashboard=monitoring_assets.dashboards[COST_DASHBOARD],
+    )
+    if opencost is not None:
+        report(opencost.findings, on_finding)
     # Fluent Bit on every node, scraped by Prometheus; Grafana's CloudWatch data source and run dashboard.
     wire_log_collector(stack, cluster, services, logs, monitoring, run_namespaces=run_namespaces(stack))
     # Pod roles (IRSA, S3 backend) or MinIO in the cluster (minio backend), once the cluster exists. MinIO

@@ -13,6 +13,7 @@ from infra.keys import rules as keys  # noqa: F401
 from infra.logs import rules as logs  # noqa: F401
 from infra.mirror import rules as mirror  # noqa: F401
 from infra.network import rules as network  # noqa: F401
+from infra.opencost import rules as opencost  # noqa: F401
 from infra.pools import rules as pools  # noqa: F401
 from infra.preflight import rules as preflight  # noqa: F401
 from infra.queueing import rules as queueing  # noqa: F401

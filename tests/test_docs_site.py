@@ -38,6 +38,7 @@ COMPLETE = (
     "infra/inference/",
     "infra/preflight/",
     "infra/cost/",
+    "infra/opencost/",
 )
 
 

@@ -66,6 +66,22 @@ DIGESTS: dict[tuple[str, str], RecordedDigest] = {
         source="code index file 68336677490",
         read="2026-12-02",
     ),
+    ("ghcr.io/opencost/opencost", "1.120.1"): RecordedDigest(
+        digest="sha256:b0701f9b54e43c9abee98f5784792a5b469ca8951e87da32b161c1fa539ab0e1",
+        source=(
+            "opencost/opencost-helm-chart charts/opencost/values.yaml at opencost-2.5.17 (725bb93): the "
+            "chart's own pin, opencost.exporter.image.tag '1.120.1@sha256:...'"
+        ),
+        read="2026-12-06",
+    ),
+    ("ghcr.io/opencost/opencost-ui", "1.120.1"): RecordedDigest(
+        digest="sha256:7c08640291228fd13854c9aa0538a6fdbcc2410bfbb66177a7a40d2634983c52",
+        source=(
+            "opencost/opencost-helm-chart charts/opencost/values.yaml at opencost-2.5.17 (725bb93): the "
+            "chart's own pin, opencost.ui.image.tag '1.120.1@sha256:...'"
+        ),
+        read="2026-12-06",
+    ),
     ("nvcr.io/nvidia/k8s-device-plugin", "v0.20.0"): RecordedDigest(
         digest="sha256:a61ba9fd8efb82f3a79f877f7580e02c1e8e7593f62473644bc9c79e315c3312",
         source=(

@@ -90,6 +90,7 @@ _KPS = (
     "prometheus-community/helm-charts@kube-prometheus-stack-88.5.3 charts/kube-prometheus-stack/values.yaml"
 )
 _KSM = "prometheus-community/helm-charts@kube-state-metrics-8.4.0 (subchart of kube-prometheus-stack 88.5.3)"
+_OC = "opencost/opencost-helm-chart@opencost-2.5.17 (725bb93, 2026-04-28) charts/opencost/values.yaml"
 # the chart's templates write "{{ repository }}:{{ tag }}": no digest key, the digest goes after the tag
 _MINIO = "minio/minio@43a74029 (update helm release v5.4.0, 2025-01-02) helm/minio/values.yaml"
 _NE = (
@@ -374,6 +375,26 @@ _PINS: tuple[ImagePin, ...] = (
         digest_key="digest",
         source=_NE,
     ),
+    # OpenCost: registry + repository; the digest goes after the tag ("1.120.1@sha256:..."), as the chart's
+    # own values pin it and its templates write it (templates/_helpers.tpl opencost.fullImageName)
+    *(
+        ImagePin(
+            chart="opencost",
+            version="2.5.17",
+            values=path,
+            style=G,
+            image=image,
+            tag="1.120.1",
+            digest=None,
+            digest_key=None,
+            source=_OC,
+            date="2026-12-06",
+        )
+        for path, image in (
+            ("opencost.exporter.image", "ghcr.io/opencost/opencost"),
+            ("opencost.ui.image", "ghcr.io/opencost/opencost-ui"),
+        )
+    ),
     # MinIO (storage.backend minio): the server, and mc in the post-install job that makes the buckets,
     # policies and users
     *(
@@ -408,7 +429,10 @@ _KPS_WEBHOOKS = (
     "prometheus-community/helm-charts@kube-prometheus-stack-88.5.3 charts/kube-prometheus-stack/templates/"
     "prometheus-operator/admission-webhooks/"
 )
-# Images a chart runs only under a value our values switch off (infra/monitoring/documents.py)
+# Images a chart runs only under a value our values switch off (infra/monitoring/documents.py,
+# infra/opencost/documents.py). OpenCost's plugin installer (plugins.install.fullImageName) and SigV4
+# proxy (opencost.sigV4Proxy.image) are no image mappings and run only with plugins.enabled /
+# prometheus.amp.enabled, both false in our values.
 _OFF: dict[tuple[str, str, str], Off] = {
     ("kube-prometheus-stack", "88.5.3", "prometheusOperator.admissionWebhooks.patch.image"): Off(
         path="prometheusOperator.admissionWebhooks.enabled",
@@ -419,6 +443,11 @@ _OFF: dict[tuple[str, str, str], Off] = {
         path="prometheusOperator.admissionWebhooks.deployment.enabled",
         value=False,
         source=_KPS_WEBHOOKS + "deployment/deployment.yaml",
+    ),
+    ("opencost", "2.5.17", "opencost.ui.image"): Off(
+        path="opencost.ui.enabled",
+        value=False,
+        source="opencost/opencost-helm-chart@opencost-2.5.17 charts/opencost/templates/deployment.yaml",
     ),
     ("kube-prometheus-stack", "88.5.3", "grafana.initChownData.image"): Off(
         path="grafana.initChownData.enabled",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from infra.core.charts import ChartPin
-from infra.core.config import KubernetesAccess
+from infra.core.config import KubernetesAccess, Role
 from infra.core.facts import Unreadable
 from infra.mirror.documents import (
     COPY_AREA,
@@ -46,7 +46,7 @@ def stack_charts(cfg: PlatformConfig) -> list[tuple[str, ChartPin]]:
     does not install are None or ``enabled: false`` (the section's or the chart's own: FSx, monitoring,
     logs, the load balancer controller, metrics-server, cert-manager); no chart at all with
     ``kubernetes_access: skip``; Kueue only with teams; Karpenter only with its node pools; the EFA plugin
-    only where a pool has EFA."""
+    only where a pool has EFA; OpenCost only on train stacks with monitoring."""
     out: list[tuple[str, ChartPin]] = []
     if cfg.cluster_services.kubernetes_access is KubernetesAccess.skip:
         return out
@@ -69,6 +69,8 @@ def stack_charts(cfg: PlatformConfig) -> list[tuple[str, ChartPin]]:
         if not (p.startswith("queueing.") and not cfg.teams)
         and not (p.endswith("efa_device_plugin") and not efa)
         and not (p == "cluster_services.karpenter" and not cfg.cluster_services.karpenter.node_pools)
+        # OpenCost on train stacks with monitoring (infra/opencost/rules.py installs_opencost)
+        and not (p == "opencost.chart" and not (cfg.role is Role.train and cfg.monitoring.enabled))
     ]
 
 

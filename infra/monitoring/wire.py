@@ -11,6 +11,7 @@ PodMonitors a stack gets follows its role and pools:
 | train | training | training | aiplat-trainer (trainer namespace) |
 | infer | inference | inference | aiplat-inference (inference namespace) |
 | `logs.enabled` | logs | (run: infra/logs) | (fluent-bit: infra/logs) |
+| train, `opencost.enabled` | | (cost: infra/opencost) | (OpenCost's ServiceMonitor: infra/opencost) |
 """
 
 from __future__ import annotations

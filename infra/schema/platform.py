@@ -40,6 +40,7 @@ from infra.network.config import (
     NatStrategy,
     NetworkConfig,
 )
+from infra.opencost.config import OpenCostConfig
 from infra.pools.config import (
     CapacityReservationConfig,
     CapacityType,
@@ -229,6 +230,7 @@ class PlatformConfig(Strict):
     cluster_services: ClusterServicesConfig = Field(default_factory=lambda: ClusterServicesConfig())
     monitoring: MonitoringConfig = Field(default_factory=lambda: MonitoringConfig())
     logs: LogsConfig = Field(default_factory=lambda: LogsConfig())
+    opencost: OpenCostConfig = Field(default_factory=lambda: OpenCostConfig())
     images: ImagesConfig = Field(default_factory=ImagesConfig)
     image_cache: ImageCacheConfig = Field(
         default_factory=lambda: ImageCacheConfig(),

@@ -10,6 +10,7 @@ Emitted names come from the sources themselves where they are in this repository
   ``vllm/v1/metrics/loggers.py`` creates (vLLM 0.33.0 wheel, recorded by
   tests/infra/inference/data/record_vllm.py: vLLM needs CUDA torch, so it is not imported here);
 - Fluent Bit (the log collector): ``emitted/fluent-bit-5.1.1.txt``, from its source at the chart's appVersion;
+- OpenCost (cost allocation): ``emitted/opencost-1.120.1.txt``, from its source (the chart's appVersion);
 - node-exporter, kube-state-metrics, the kubelet, Prometheus: ``emitted/upstream.yaml``, with sources.
 
 Names are read from the PromQL with a real parser (``promql-parser``), not a regex.
@@ -37,6 +38,7 @@ EMITTED = Path(__file__).parent / "emitted"
 # Grafana variables in dashboard queries, replaced by something PromQL parses
 # The collector's series, at the appVersion of the pinned chart (checked against the config below).
 FLUENT_BIT_NAMES = "fluent-bit-5.1.1.txt"
+OPENCOST_NAMES = "opencost-1.120.1.txt"
 GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
 
 
@@ -98,6 +100,8 @@ def emitted(tmp_path: Path) -> dict[str, str]:
         out[name] = "vllm"
     for name in names_of((EMITTED / FLUENT_BIT_NAMES).read_text()):
         out[name] = "fluent-bit"
+    for name in names_of((EMITTED / OPENCOST_NAMES).read_text()):
+        out[name] = "opencost"
     for name in yaml.safe_load((EMITTED / "upstream.yaml").read_text()):
         out[name] = "upstream"
     return out
@@ -186,7 +190,13 @@ def test_every_metric_a_rule_or_dashboard_reads_is_emitted(tmp_path: Path) -> No
 
 def test_every_rule_file_and_dashboard_reads_something() -> None:
     assert len(rule_exprs()) >= 30
-    assert {p.stem for p in (MON / "dashboards").glob("*.json")} == {"gpu", "efa", "training", "inference"}
+    assert {p.stem for p in (MON / "dashboards").glob("*.json")} == {
+        "gpu",
+        "efa",
+        "training",
+        "inference",
+        "cost",
+    }
     for where, expr in dashboard_exprs():
         assert selectors(expr), where
 
@@ -197,6 +207,22 @@ def test_fluent_bit_names_are_of_the_pinned_app_version() -> None:
     pin = LogsConfig().fluent_bit
     app = re.search(r"appVersion (\d+\.\d+\.\d+)", type(pin).model_fields["version"].description or "")
     assert app and f"fluent-bit-{app.group(1)}.txt" == FLUENT_BIT_NAMES
+
+
+def test_opencost_names_are_of_the_pinned_app_version() -> None:
+    """The recorded names are of the OpenCost the pinned chart runs (its appVersion, in the pin's
+    description), so a chart bump makes this file be re-read from the new source."""
+    from infra.opencost.config import OpenCostConfig
+
+    pin = OpenCostConfig().chart
+    app = re.search(r"appVersion (\d+\.\d+\.\d+)", type(pin).model_fields["version"].description or "")
+    assert app and f"opencost-{app.group(1)}.txt" == OPENCOST_NAMES
+
+
+def test_the_cost_dashboard_reads_only_opencost_series(tmp_path: Path) -> None:
+    known = emitted(tmp_path)
+    names = {n for where, expr in dashboard_exprs() if where.startswith("cost.json") for n in selectors(expr)}
+    assert names and {known[n] for n in names} == {"opencost"}
 
 
 def test_the_run_dashboard_reads_trainer_series() -> None:

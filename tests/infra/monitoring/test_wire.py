@@ -14,6 +14,7 @@ import yaml
 from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.logs import documents as logs_docs
 from infra.monitoring import documents as mon
+from infra.opencost import documents as oc
 from infra.plan.runner import SECRET, Plan, RecordedResource
 from tests.conftest import STACKS, assert_rejected
 from tests.k8s.validate import k8s_objects, validate_plan
@@ -34,6 +35,11 @@ def _logs(plan: Plan) -> bool:
     return plan.config["logs"]["enabled"]
 
 
+def _opencost(plan: Plan) -> bool:
+    """OpenCost (infra/opencost) runs beside Prometheus on train stacks."""
+    return plan.config["role"] == "train" and plan.config["opencost"]["enabled"]
+
+
 def _efa(plan: Plan) -> bool:
     return any(p["efa"] for p in plan.config["node_pools"].values())
 
@@ -48,6 +54,7 @@ def test_releases_pinned_and_crds_first(plan_stack, stack: str) -> None:
         mon.KPS_RELEASE: mc["kube_prometheus_stack"],
         mon.DCGM_RELEASE: mc["dcgm_exporter"],
         **({logs_docs.RELEASE: plan.config["logs"]["fluent_bit"]} if _logs(plan) else {}),
+        **({oc.RELEASE: plan.config["opencost"]["chart"]} if _opencost(plan) else {}),
     }
     assert set(releases) == set(expected)
     for name, chart in expected.items():
@@ -114,7 +121,7 @@ def test_dashboards_loaded_by_the_sidecar(plan_stack, stack: str) -> None:
         if r.inputs["metadata"].get("labels", {}).get(sidecar["label"]) == sidecar["labelValue"]
     }
     workload = "training" if plan.config["role"] == "train" else "inference"
-    expected = {"gpu", workload, *(["efa"] if _efa(plan) else [])}
+    expected = {"gpu", workload, *(["efa"] if _efa(plan) else []), *(["cost"] if _opencost(plan) else [])}
     # the run dashboard (infra/logs, built as data: it names the stack's log groups) on train stacks
     run = {"run"} if _logs(plan) and plan.config["role"] == "train" else set()
     assert set(boards) == {f"aiplat-dashboard-{n}" for n in expected | run}

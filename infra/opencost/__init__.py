@@ -1,0 +1,1 @@
+"""OpenCost on train stacks: cost allocation per pod, namespace and team at the prices the stack pays."""
