@@ -73,9 +73,12 @@ def test_releases_pinned_and_crds_first(plan_stack, stack: str) -> None:
 def test_rule_files_deployed_as_prometheus_rules(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     rules = {r.inputs["metadata"]["name"]: r.inputs for r in plan.by_type(RULE)}
-    workload = "training" if plan.config["role"] == "train" else "inference"
-    expected = {"gpu", "node", workload, *(["efa"] if _efa(plan) else []), *(["logs"] if _logs(plan) else [])}
-    assert set(rules) == {f"aiplat-{n}" for n in expected}
+    train = plan.config["role"] == "train"
+    workload = ["training", "waste", "cost"] if train else ["inference"]
+    expected = {"gpu", "node", *workload, *(["efa"] if _efa(plan) else []), *(["logs"] if _logs(plan) else [])}
+    # train stacks also get the group generated from their teams and pools (test_budget.py checks it)
+    assert set(rules) == {f"aiplat-{n}" for n in expected | ({mon.TEAMS_RULES} if train else set())}
+    idle_for = plan.config["monitoring"]["idle_gpus_for"]
     for name in expected:
         doc = yaml.safe_load((REPO / "infra" / "monitoring" / "rules" / f"{name}.yaml").read_text())
         obj = rules[f"aiplat-{name}"]
@@ -91,6 +94,8 @@ def test_rule_files_deployed_as_prometheus_rules(plan_stack, stack: str) -> None
                             **rule["annotations"],
                             "runbook_url": f"{docs_url}runbooks/{rule['alert']}.html",
                         },
+                        # the idle window is the stack's (monitoring.idle_gpus_for), not the file's
+                        **({"for": idle_for} if rule["alert"] == "JobGpusIdle" else {}),
                     }
                     if "alert" in rule
                     else rule
@@ -185,7 +190,7 @@ def test_monitoring_objects_validate(plan_stack, stack: str) -> None:
 def test_stack_outputs_say_how_to_reach_grafana(plan_stack) -> None:
     out = plan_stack("prod-us-train").outputs["monitoring"]
     assert out["grafana"] == "kubectl -n monitoring port-forward svc/kps-grafana 3000:80"
-    assert out["rules"] == ["gpu", "node", "efa", "training", "logs"]
+    assert out["rules"] == ["gpu", "node", "efa", "training", "waste", "cost", "logs", "teams"]
 
 
 # -- config and stack files -------------------------------------------------------------------------------
