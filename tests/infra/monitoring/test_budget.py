@@ -211,14 +211,14 @@ def test_generated_group_drives_the_budget_alerts_under_promtool(tmp_path: Path)
         'arch="amd64",uid="u"'
     )
     series = [
-        (f"node_gpu_hourly_cost{{{node}}}", "50x30"),
+        (f"node_gpu_hourly_cost{{{node}}}", "50x1300"),
         (
             'container_gpu_allocation{namespace="team-research",pod="a",container="node",instance="g1",node="g1",uid="p"}',
-            "1x30",
+            "1x1300",
         ),
         (
             'container_gpu_allocation{namespace="team-vision",pod="b",container="node",instance="g1",node="g1",uid="q"}',
-            "1x30",
+            "1x1300",
         ),
     ]
 
@@ -234,10 +234,12 @@ def test_generated_group_drives_the_budget_alerts_under_promtool(tmp_path: Path)
 
     test = {
         "rule_files": ["teams.yaml", "cost.yaml"],
-        "evaluation_interval": "1h",
+        # every minute, as Prometheus evaluates (groups run apart: the generated group's series must be
+        # within the 5-minute lookback when the cost group reads them)
+        "evaluation_interval": "1m",
         "tests": [
             {
-                "interval": "1h",
+                "interval": "1m",
                 "input_series": [{"series": s, "values": v} for s, v in series],
                 # ALERTS: the firing alerts' labels (annotations are cost_test.yaml's concern)
                 "promql_expr_test": [
@@ -459,3 +461,15 @@ def test_why_says_the_queue_is_held_for_budget(served_queue) -> None:
     assert why.budget_hold_story(served_queue) is None
     # an operator's hold is not said to be the budget's
     assert why.budget_hold_story(with_(served_queue, policy="Hold", annotations={})) is None
+
+
+def test_node_pools_are_labelled_in_kube_state_metrics(prod: Plan) -> None:
+    """kube_node_labels carries aiplat.io/pool (what aiplat:pool_gpus_idle_reserved joins pools by)."""
+    from infra.pools.documents.nodes import POOL_LABEL
+
+    (kps,) = [r for r in prod.by_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == mon.KPS_RELEASE]
+    assert kps.inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"] == [f"nodes=[{POOL_LABEL}]"]
+    waste = yaml.safe_load((RULES / "waste.yaml").read_text())
+    exprs = [r["expr"] for g in waste["groups"] for r in g["rules"]]
+    label = "label_" + POOL_LABEL.replace(".", "_").replace("/", "_")
+    assert any(label in e for e in exprs)
