@@ -128,13 +128,19 @@ def query_ratios(prometheus_url: str) -> dict[str, float]:
 class Kube:
     """The Kubernetes API from inside a pod: its ServiceAccount token and the cluster's CA."""
 
-    def __init__(self) -> None:
-        host = os.environ["KUBERNETES_SERVICE_HOST"]
-        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-        self.base = f"https://{host}:{port}"
-        with open(f"{SA_DIR}/token") as f:
-            self.token = f.read().strip()
-        self.context = ssl.create_default_context(cafile=f"{SA_DIR}/ca.crt")
+    def __init__(self, base: str | None = None, token: str | None = None) -> None:
+        # in a pod: the API server's in-cluster address, the ServiceAccount's token and the cluster's CA
+        if base is None:
+            host = os.environ["KUBERNETES_SERVICE_HOST"]
+            port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+            base = f"https://{host}:{port}"
+        if token is None:
+            with open(f"{SA_DIR}/token") as f:
+                token = f.read().strip()
+        self.base, self.token = base, token
+        self.context = (
+            ssl.create_default_context(cafile=f"{SA_DIR}/ca.crt") if base.startswith("https:") else None
+        )
 
     def _request(self, path: str, method: str = "GET", body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()

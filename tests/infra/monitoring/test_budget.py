@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.error
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -473,3 +474,27 @@ def test_node_pools_are_labelled_in_kube_state_metrics(prod: Plan) -> None:
     exprs = [r["expr"] for g in waste["groups"] for r in g["rules"]]
     label = "label_" + POOL_LABEL.replace(".", "_").replace("/", "_")
     assert any(label in e for e in exprs)
+
+
+def test_the_api_calls_on_a_local_api_server(served_queue) -> None:
+    """Kube's GET and merge PATCH as sent over HTTP (tests/support/fake_kube.py): the bearer token, the
+    merge-patch content type, and a stale resourceVersion refused (the run fails and the next one rereads)."""
+    from tests.support.fake_kube import TOKEN_PREFIX, FakeKube
+
+    fake = FakeKube().start()
+    try:
+        fake.put("/apis/kueue.x-k8s.io/v1beta2/clusterqueues", copy.deepcopy(served_queue))
+        kube = hold.Kube(base=fake.url, token=f"{TOKEN_PREFIX}test")
+        got = kube.get_cluster_queue("team-research")
+        decision = hold.decide(got, 1.2, MONTH)
+        patched = kube.patch_cluster_queue("team-research", decision.patch)
+        assert patched["spec"]["stopPolicy"] == "Hold"
+        ClusterQueueSpec.model_validate(patched["spec"])
+        (sent,) = fake.sent("PATCH", "/clusterqueues/team-research")
+        assert sent.auth == f"Bearer {TOKEN_PREFIX}test" and sent.body == decision.patch
+        # the same patch again carries the version read before the first one: refused
+        with pytest.raises(urllib.error.HTTPError) as info:
+            kube.patch_cluster_queue("team-research", decision.patch)
+        assert info.value.code == 409
+    finally:
+        fake.stop()
