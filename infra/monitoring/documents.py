@@ -557,6 +557,40 @@ def inference_pod_monitor_spec(namespace: str, port_name: str) -> dict[str, Any]
     }
 
 
+KUEUE_JOB = "kueue"
+
+
+def kueue_service_monitor_spec(namespace: str, chart_name: str) -> dict[str, Any]:
+    """Kueue's controller metrics (kueue_* series: the waste rules' borrowed GPUs) from the chart's metrics
+    Service in ``namespace`` (kubernetes-sigs/kueue v0.19.2 charts/kueue
+    templates/manager/auth_proxy_service.yaml: labels kueue.metricsService.labels, port ``https`` 8443),
+    as the chart's own ServiceMonitor (templates/prometheus/monitor.yaml, off unless enablePrometheus;
+    it lacks our selector label) scrapes it: HTTPS with the Prometheus ServiceAccount's token (the
+    endpoint authorises ``get`` on the non-resource URL /metrics, which kube-prometheus-stack's
+    Prometheus ClusterRole grants) and the chart's default ``insecureSkipVerify`` (Kueue serves a
+    certificate it makes itself)."""
+    return {
+        "namespaceSelector": {"matchNames": [namespace]},
+        "selector": {
+            "matchLabels": {
+                "app.kubernetes.io/name": chart_name,
+                "app.kubernetes.io/component": "metrics-service",
+            }
+        },
+        "endpoints": [
+            {
+                "port": "https",
+                "scheme": "https",
+                "path": "/metrics",
+                "interval": "30s",
+                "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                "tlsConfig": {"insecureSkipVerify": True},
+                "relabelings": [{"targetLabel": "job", "replacement": KUEUE_JOB, "action": "replace"}],
+            }
+        ],
+    }
+
+
 EFA_SELECTOR = {"app.kubernetes.io/name": EFA_EXPORTER}
 
 

@@ -8,7 +8,7 @@ PodMonitors a stack gets follows its role and pools:
 |---|---|---|---|
 | every stack | gpu, node | gpu | |
 | a pool with EFA | efa | efa | efa-exporter |
-| train | training, waste, cost, teams (generated) | training | aiplat-trainer (trainer namespace) |
+| train | training, waste, cost, teams (generated) | training | aiplat-trainer; kueue (ServiceMonitor) |
 | infer | inference | inference | aiplat-inference (inference namespace) |
 | `logs.enabled` | logs | (run: infra/logs) | (fluent-bit: infra/logs) |
 
@@ -146,6 +146,14 @@ def wire_monitoring(
             },
             dashboards={name: assets.dashboards[name] for name in dashboard_names},
             pod_monitors=pod_monitors,
+            # Kueue runs on train stacks with teams (infra/queueing); its metrics feed the waste rules
+            service_monitors={
+                mon.KUEUE_JOB: mon.kueue_service_monitor_spec(
+                    cfg.queueing.kueue.namespace, cfg.queueing.kueue.chart
+                )
+            }
+            if cfg.role is Role.train and cfg.teams
+            else {},
             receiver_urls={name: assets.receiver_urls[name] for name in sorted(am.receivers)},
         ),
         opts=opts,
