@@ -112,6 +112,16 @@ def explain(
         summary, details, holders = w.waiting_story(
             workload, position, [o for o in others if o is not workload]
         )
+        team = next(
+            (t for t, c in cfg.teams.items() if team_names(t, c.namespace).namespace == namespace), None
+        )
+        if team is not None:
+            queue_obj, why = k.read_cluster_queue(cluster, team_names(team).cluster_queue)
+            if why:
+                skipped.append(why)
+            held = w.budget_hold_story(queue_obj)
+            if held:
+                details.insert(0, held)
     details += w.preemption_story(workload, others)
     attempts = []
     from infra.cli.train_jobs import JOBSET_NAME_LABEL

@@ -25,3 +25,9 @@ MEMBER_GROUP_PREFIX = "aiplat-team-"
 # ``aiplat-publisher-nodes``), so a compromised node elsewhere never holds the token that may kms:Sign.
 PUBLISHER_NODE_LABEL = ("aiplat.io/publisher", "true")
 PUBLISHER_TAINT = ("aiplat.io/publisher", "true", "NoSchedule")
+
+# The budget hold (infra/monitoring/budget/budget_hold.py, which carries its own copy: it runs alone in the
+# cluster) marks a ClusterQueue it held with the month (YYYY-MM); an operator exempts a team for a month
+# with the other annotation (docs/how-to/team-spend.md).
+BUDGET_HOLD_ANNOTATION = "aiplat.io/budget-hold"
+BUDGET_EXEMPT_ANNOTATION = "aiplat.io/budget-exempt"

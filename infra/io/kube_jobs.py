@@ -273,6 +273,26 @@ def read_node(cluster: Cluster, name: str) -> tuple[dict[str, Any] | None, str]:
     return cluster.api.sanitize_for_serialization(got), ""
 
 
+def read_cluster_queue(cluster: Cluster, name: str) -> tuple[dict[str, Any] | None, str]:
+    """(the Kueue ClusterQueue, "") or (None, why it could not be read)."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        got = _objects(cluster).get_cluster_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", name, _request_timeout=REQUEST_TIMEOUT
+        )
+    except ApiException as exc:
+        if exc.status in (403, 404):
+            return (
+                None,
+                f"clusterqueue {name}: {'your role may not read it' if exc.status == 403 else 'gone'}",
+            )
+        raise api_error(exc, cluster, f"read clusterqueue {name}") from exc
+    except Exception as exc:
+        raise api_error(exc, cluster, f"read clusterqueue {name}") from exc
+    return dict(got), ""
+
+
 def node_events(cluster: Cluster, name: str) -> tuple[list[dict[str, Any]], str]:
     """(the Events recorded on Node ``name``, "") or ([], why not): the kubelet, the node controller and
     Karpenter record them in the ``default`` namespace."""

@@ -48,6 +48,14 @@ def efa_exporter_script() -> str:
     return (MONITORING_DIR / "efa" / EFA_EXPORTER_SCRIPT).read_text()
 
 
+BUDGET_HOLD_SCRIPT = "budget_hold.py"
+
+
+def budget_hold_script() -> str:
+    """The budget hold (``infra/monitoring/budget/budget_hold.py``), run in the cluster from a ConfigMap."""
+    return (MONITORING_DIR / "budget" / BUDGET_HOLD_SCRIPT).read_text()
+
+
 def receiver_url(config_key: str) -> pulumi.Output[str]:
     """The secret ``aiplat:<config_key>`` (``pulumi config set --secret``); ``pulumi up`` stops with
     Pulumi's own "missing required configuration" message, naming the key, when it is not set."""
@@ -64,6 +72,7 @@ def load_monitoring_assets(cfg: PlatformConfig) -> MonitoringAssets:
         },
         dcgm_counters=dcgm_counters(),
         efa_exporter_script=(EFA_EXPORTER_SCRIPT, efa_exporter_script()),
+        budget_hold_script=(BUDGET_HOLD_SCRIPT, budget_hold_script()),
         receiver_urls={
             name: receiver_url(key) for name, key in sorted(cfg.monitoring.receiver_secret_keys().items())
         }

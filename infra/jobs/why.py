@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from infra.core.labels import BUDGET_HOLD_ANNOTATION
 from infra.jobs.documents import condition as _condition
 from infra.jobs.documents import condition_true as _true
 from infra.jobs.documents import parse_time as _time
@@ -200,6 +201,20 @@ def waiting_story(
         "(ask your platform team); fewer nodes need less"
     )
     return summary, details, taken
+
+
+def budget_hold_story(cluster_queue: dict[str, Any] | None) -> str | None:
+    """Why a held ClusterQueue admits nothing, when the budget hold set it (``stopPolicy: Hold`` with its
+    annotation); None for a queue that admits, or one an operator stopped."""
+    if not cluster_queue or (cluster_queue.get("spec") or {}).get("stopPolicy") != "Hold":
+        return None
+    month = ((cluster_queue.get("metadata") or {}).get("annotations") or {}).get(BUDGET_HOLD_ANNOTATION)
+    if not month:
+        return None
+    return (
+        f"the team's queue is held: it has spent its monthly budget for {month}; new jobs wait until the "
+        "month turns or the budget is raised (running jobs go on; docs/how-to/team-spend.md)"
+    )
 
 
 def preemption_story(workload: dict[str, Any] | None, others: list[dict[str, Any]]) -> list[str]:

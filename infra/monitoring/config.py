@@ -29,6 +29,16 @@ _SLACK_CHANNEL = r"^[#@]?[a-z0-9][a-z0-9._-]{0,79}$"
 RECEIVER_SECRET_PREFIX = "alertmanager-"
 
 
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+# Month-to-date spend (rules/cost.yaml) reads up to 31 days back, plus the hour it averages over.
+BUDGET_RETENTION_S = 32 * 86400
+
+
+def duration_seconds(v: str) -> float:
+    """Seconds of a Prometheus duration (``_PROM_DURATION``, e.g. ``30d``, ``1h30m``)."""
+    return sum(int(n) * _DURATION_UNITS[u] for n, u in re.findall(r"([0-9]+)(ms|y|w|d|h|m|s)", v))
+
+
 class KubePrometheusStackChart(ChartPin):
     """kube-prometheus-stack: the Prometheus operator, Prometheus, Alertmanager, Grafana, node-exporter and
     kube-state-metrics. Installed with its CRDs off: they come from ``operator_crds``."""
@@ -197,6 +207,13 @@ def _by_digest(v: str) -> str:
     return v
 
 
+# Docker's official python image (standard library only is all our in-cluster scripts need), by digest.
+PYTHON_IMAGE = (
+    "public.ecr.aws/docker/library/python:3.12.12-slim-bookworm"
+    "@sha256:593bd06efe90efa80dc4eee3948be7c0fde4134606dd40d8dd8dbcade98e669c"
+)
+
+
 class MonitoringConfig(Strict):
     """The monitoring stack (docs/platform/monitoring.md), in ``cluster_services.monitoring_namespace``."""
 
@@ -207,13 +224,23 @@ class MonitoringConfig(Strict):
     operator_crds: OperatorCrdsChart = Field(default_factory=lambda: OperatorCrdsChart())
     dcgm_exporter: DcgmExporterChart = Field(default_factory=lambda: DcgmExporterChart())
     efa_exporter_image: Annotated[str, AfterValidator(_by_digest)] = Field(
-        "public.ecr.aws/docker/library/python:3.12.12-slim-bookworm"
-        "@sha256:593bd06efe90efa80dc4eee3948be7c0fde4134606dd40d8dd8dbcade98e669c",
+        PYTHON_IMAGE,
         description="Image that runs the EFA exporter script (standard library only), by digest (a tag can "
         "be re-pushed). Default: Docker's official python image, tag from docker-library/official-images "
         "library/python (commit 01732a4), through the ECR Public mirror of Docker official images (no "
         "Docker Hub pull limits); the digest is the one public Dockerfiles pin for that tag (stored "
         "sources, 2026): confirm it with `docker buildx imagetools inspect` before relying on it.",
+    )
+    budget_hold_image: Annotated[str, AfterValidator(_by_digest)] = Field(
+        PYTHON_IMAGE,
+        description="Image that runs the budget hold (infra/monitoring/budget/budget_hold.py, standard "
+        "library only) on train stacks with team budgets, by digest. Default: the EFA exporter's image.",
+    )
+    idle_gpus_for: Annotated[str, Field(pattern=_PROM_DURATION)] = Field(
+        "30m",
+        description="How long a training job may hold GPUs at under 5 % utilisation before JobGpusIdle "
+        "fires (Prometheus duration; the alert's `for`). Default 30m: longer than a checkpoint restore, "
+        "the data loader's warm-up and a compile at start, which look idle to DCGM.",
     )
     prometheus: PrometheusSettings = Field(default_factory=lambda: PrometheusSettings())
     alertmanager: AlertmanagerSettings = Field(default_factory=lambda: AlertmanagerSettings())

@@ -11,13 +11,14 @@ the subcharts' ``prometheus.monitor.additionalLabels`` / ``serviceMonitor.labels
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from infra.core.kube import IRSA_ANNOTATION, TOLERATE_ALL
 from infra.core.namespaces import EXPORTERS_NAMESPACE, PART_OF
-from infra.pools.documents.nodes import EFA_LABEL, pool_affinity
+from infra.pools.documents.nodes import EFA_LABEL, POOL_LABEL, pool_affinity
 from infra.training.documents.runtime import WORKLOAD_BANDWIDTH, WORKLOAD_LABEL
 
 SELECT_LABEL = ("aiplat.io/prometheus", "aiplat")
@@ -221,6 +222,10 @@ def kube_prometheus_stack_values(v: StackValues) -> dict[str, Any]:
             ),
         },
         "kube-state-metrics": {
+            # kube_node_labels{label_aiplat_io_pool}: which pool a node is of (rules/waste.yaml, idle GPUs
+            # of reserved capacity); kube-state-metrics exposes no label it is not told to (chart 8.4.0
+            # values.yaml metricLabelsAllowlist, "<resource>=[<label>,...]")
+            "metricLabelsAllowlist": [f"nodes=[{POOL_LABEL}]"],
             "prometheus": {"monitor": {"additionalLabels": dict(SELECT)}},
             "affinity": system,
         },
@@ -253,7 +258,12 @@ GROUP_BY = ("alertname", "cluster", "node")
 
 
 def alertmanager_config(
-    receivers: Sequence[Receiver], *, group_wait: str, group_interval: str, repeat_interval: str
+    receivers: Sequence[Receiver],
+    *,
+    group_wait: str,
+    group_interval: str,
+    repeat_interval: str,
+    team_receivers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Alertmanager's configuration (https://prometheus.io/docs/alerting/latest/configuration/, v0.34.0).
 
@@ -264,12 +274,24 @@ def alertmanager_config(
       EFA devices, disks, trainer ranks); a critical alert holds back the warning of the same name
       (kps' default); InfoInhibitor holds back info alerts (kps' default).
     - URLs come from files (``api_url_file`` since 0.22, webhook ``url_file`` since 0.26, fixed in 0.28).
+    - ``team_receivers`` (team -> receiver, ``teams.<team>.receiver``): every alert labelled ``team`` goes
+      to that team's receiver whatever its severity, grouped per team; ``TeamBudgetExhausted`` holds back
+      the same team's ``TeamBudgetThresholdReached``.
     """
     routes: list[dict[str, Any]] = [
         {"receiver": NULL_RECEIVER, "matchers": ['alertname = "Watchdog"']},
         {"receiver": NULL_RECEIVER, "matchers": ['alertname = "InfoInhibitor"']},
     ]
     configs: list[dict[str, Any]] = [{"name": NULL_RECEIVER}]
+    for team, receiver in sorted((team_receivers or {}).items()):
+        routes.append(
+            {
+                "receiver": receiver,
+                "matchers": [f'team = "{team}"'],
+                "group_by": ["alertname", "cluster", "team"],
+                "continue": True,
+            }
+        )
     for r in receivers:
         routes.append(
             {
@@ -325,6 +347,11 @@ def alertmanager_config(
                 "equal": ["cluster", "namespace", "alertname"],
             },
             {
+                "source_matchers": ['alertname = "TeamBudgetExhausted"'],
+                "target_matchers": ['alertname = "TeamBudgetThresholdReached"'],
+                "equal": ["cluster", "team"],
+            },
+            {
                 "source_matchers": ['alertname = "InfoInhibitor"'],
                 "target_matchers": ['severity = "info"'],
                 "equal": ["cluster", "namespace"],
@@ -378,10 +405,14 @@ def runbook_url(docs_url: str, alert: str) -> str:
     return f"{docs_url}{RUNBOOKS_PATH}/{alert}.html"
 
 
-def prometheus_rule_spec(rule_file: Mapping[str, Any], docs_url: str) -> dict[str, Any]:
+def prometheus_rule_spec(
+    rule_file: Mapping[str, Any], docs_url: str, alert_for: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A PrometheusRule's spec from a Prometheus rule file (``groups:`` as promtool reads it), every alert
     annotated with its ``runbook_url`` on the docs site at ``docs_url``. The URL is derived from the alert's
-    name here only, so a rule file that sets one itself is refused."""
+    name here only, so a rule file that sets one itself is refused. ``alert_for``: alert name -> the ``for``
+    the stack config sets in place of the file's (``monitoring.idle_gpus_for``)."""
+    alert_for = dict(alert_for or {})
     groups = rule_file.get("groups")
     if not isinstance(groups, list) or not groups:
         raise ValueError("a rule file needs a non-empty 'groups' list")
@@ -398,9 +429,76 @@ def prometheus_rule_spec(rule_file: Mapping[str, Any], docs_url: str) -> dict[st
                     )
                 annotations["runbook_url"] = runbook_url(docs_url, rule["alert"])
                 rule = {**rule, "annotations": annotations}
+                if rule["alert"] in alert_for:
+                    rule["for"] = alert_for.pop(rule["alert"])
             rules.append(rule)
         out.append({**group, "rules": rules})
+    if alert_for:
+        raise ValueError(f"alert_for names {sorted(alert_for)}, which the rule file does not define")
     return {"groups": out}
+
+
+# Series the stack's own group ``aiplat-teams`` records from its config (``team_rules``); rules/waste.yaml
+# and rules/cost.yaml join on them.
+TEAM_NAMESPACE_INFO = "aiplat:team_namespace:info"
+TEAM_BUDGET_USD = "aiplat:team_budget_usd"
+TEAM_BUDGET_ALERT_RATIO = "aiplat:team_budget_alert_ratio"
+POOL_PURCHASE_OPTION_INFO = "aiplat:pool_purchase_option:info"
+GENERATED_SERIES = (TEAM_NAMESPACE_INFO, TEAM_BUDGET_USD, TEAM_BUDGET_ALERT_RATIO, POOL_PURCHASE_OPTION_INFO)
+TEAMS_RULES = "teams"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamFacts:
+    """What the rules need of a team: its namespace and, with a budget, USD a month, the alert fractions
+    and what 100 % does (``hold`` or ``alert``)."""
+
+    team: str
+    namespace: str
+    budget_usd: float | None = None
+    alert_at: Sequence[float] = ()
+    on_exhausted: str | None = None
+
+
+def team_rules(teams: Sequence[TeamFacts], pools: Mapping[str, tuple[str, bool]]) -> dict[str, Any]:
+    """The rule file of group ``aiplat-teams``: constant series from the stack config, one per team
+    (namespace, budget, each alert fraction) and per node pool (``pools``: pool -> (purchase option,
+    reserved)), so the static rules can join the teams' pods and the pools' nodes to them."""
+    rules: list[dict[str, Any]] = []
+    for t in sorted(teams, key=lambda t: t.team):
+        rules.append(
+            {
+                "record": TEAM_NAMESPACE_INFO,
+                "expr": "vector(1)",
+                "labels": {"team": t.team, "namespace": t.namespace},
+            }
+        )
+        if t.budget_usd is None:
+            continue
+        rules.append(
+            {
+                "record": TEAM_BUDGET_USD,
+                "expr": f"vector({float(t.budget_usd)!r})",
+                "labels": {"team": t.team, "on_exhausted": t.on_exhausted or "alert"},
+            }
+        )
+        for fraction in t.alert_at:
+            rules.append(
+                {
+                    "record": TEAM_BUDGET_ALERT_RATIO,
+                    "expr": f"vector({float(fraction)!r})",
+                    "labels": {"team": t.team, "threshold": f"{fraction:g}"},
+                }
+            )
+    for pool, (option, reserved) in sorted(pools.items()):
+        rules.append(
+            {
+                "record": POOL_PURCHASE_OPTION_INFO,
+                "expr": "vector(1)",
+                "labels": {"pool": pool, "purchase_option": option, "reserved": str(reserved).lower()},
+            }
+        )
+    return {"groups": [{"name": "aiplat-teams", "rules": rules}]}
 
 
 def trainer_pod_monitor_spec(namespace: str, *team_namespaces: str) -> dict[str, Any]:
@@ -454,6 +552,40 @@ def inference_pod_monitor_spec(namespace: str, port_name: str) -> dict[str, Any]
                     _node_relabeling(),
                     {"targetLabel": "job", "replacement": INFERENCE_JOB, "action": "replace"},
                 ],
+            }
+        ],
+    }
+
+
+KUEUE_JOB = "kueue"
+
+
+def kueue_service_monitor_spec(namespace: str, chart_name: str) -> dict[str, Any]:
+    """Kueue's controller metrics (kueue_* series: the waste rules' borrowed GPUs) from the chart's metrics
+    Service in ``namespace`` (kubernetes-sigs/kueue v0.19.2 charts/kueue
+    templates/manager/auth_proxy_service.yaml: labels kueue.metricsService.labels, port ``https`` 8443),
+    as the chart's own ServiceMonitor (templates/prometheus/monitor.yaml, off unless enablePrometheus;
+    it lacks our selector label) scrapes it: HTTPS with the Prometheus ServiceAccount's token (the
+    endpoint authorises ``get`` on the non-resource URL /metrics, which kube-prometheus-stack's
+    Prometheus ClusterRole grants) and the chart's default ``insecureSkipVerify`` (Kueue serves a
+    certificate it makes itself)."""
+    return {
+        "namespaceSelector": {"matchNames": [namespace]},
+        "selector": {
+            "matchLabels": {
+                "app.kubernetes.io/name": chart_name,
+                "app.kubernetes.io/component": "metrics-service",
+            }
+        },
+        "endpoints": [
+            {
+                "port": "https",
+                "scheme": "https",
+                "path": "/metrics",
+                "interval": "30s",
+                "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                "tlsConfig": {"insecureSkipVerify": True},
+                "relabelings": [{"targetLabel": "job", "replacement": KUEUE_JOB, "action": "replace"}],
             }
         ],
     }
@@ -542,5 +674,105 @@ def efa_exporter_daemonset_spec(*, image: str, config_map: str, script_key: str)
                     {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
                 ],
             },
+        },
+    }
+
+
+# The budget hold (``budget/budget_hold.py``): a CronJob in the monitoring namespace (it queries Prometheus
+# there; the namespace's NetworkPolicies let its pods reach each other and HTTPS, the API server, anywhere).
+BUDGET_HOLD = "budget-hold"
+BUDGET_HOLD_SELECTOR = {"app.kubernetes.io/name": BUDGET_HOLD}
+# Every 5 minutes: the spend it reads moves by the hour (rules/cost.yaml), so a hold lands within minutes of
+# the hour that crossed the budget.
+BUDGET_HOLD_SCHEDULE = "*/5 * * * *"
+KUEUE_GROUP = "kueue.x-k8s.io"
+
+
+def budget_hold_rules(cluster_queues: Sequence[str]) -> list[dict[str, Any]]:
+    """The hold's ClusterRole: get and patch the named ClusterQueues (the teams' with ``on_exhausted:
+    hold``), nothing else; list and watch are not needed (it reads each queue by name)."""
+    if not cluster_queues:
+        raise ValueError(
+            "budget_hold_rules needs at least one ClusterQueue; an empty resourceNames grants all"
+        )
+    return [
+        {
+            "apiGroups": [KUEUE_GROUP],
+            "resources": ["clusterqueues"],
+            "resourceNames": sorted(cluster_queues),
+            "verbs": ["get", "patch"],
+        }
+    ]
+
+
+def budget_hold_cronjob_spec(
+    *,
+    image: str,
+    config_map: str,
+    script_key: str,
+    service_account: str,
+    prometheus_url: str,
+    queues: Mapping[str, str],
+    system_pools: Sequence[str],
+) -> dict[str, Any]:
+    """The hold's CronJob: one run at a time, every ``BUDGET_HOLD_SCHEDULE``, as nobody with no
+    capabilities and a read-only root file system, on the system pools. ``queues``: team -> ClusterQueue."""
+    return {
+        "schedule": BUDGET_HOLD_SCHEDULE,
+        "timeZone": "Etc/UTC",
+        "concurrencyPolicy": "Forbid",
+        "startingDeadlineSeconds": 300,
+        "successfulJobsHistoryLimit": 1,
+        "failedJobsHistoryLimit": 3,
+        "jobTemplate": {
+            "spec": {
+                "backoffLimit": 1,
+                "activeDeadlineSeconds": 240,
+                "template": {
+                    "metadata": {"labels": {**BUDGET_HOLD_SELECTOR, **PART_OF}},
+                    "spec": {
+                        "serviceAccountName": service_account,
+                        "restartPolicy": "Never",
+                        "enableServiceLinks": False,
+                        "affinity": pool_affinity(system_pools),
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 65534,
+                            "runAsGroup": 65534,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "containers": [
+                            {
+                                "name": BUDGET_HOLD,
+                                "image": image,
+                                "command": ["python3", f"/opt/budget-hold/{script_key}"],
+                                "env": [
+                                    {"name": "PROMETHEUS_URL", "value": prometheus_url},
+                                    {
+                                        "name": "BUDGET_QUEUES",
+                                        "value": json.dumps(dict(sorted(queues.items()))),
+                                    },
+                                    {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+                                ],
+                                "resources": {
+                                    "requests": {"cpu": "10m", "memory": "32Mi"},
+                                    "limits": {"cpu": "200m", "memory": "128Mi"},
+                                },
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]},
+                                },
+                                "volumeMounts": [
+                                    {"name": "script", "mountPath": "/opt/budget-hold", "readOnly": True}
+                                ],
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "script", "configMap": {"name": config_map, "defaultMode": 0o444}}
+                        ],
+                    },
+                },
+            }
         },
     }

@@ -8,10 +8,13 @@ PodMonitors a stack gets follows its role and pools:
 |---|---|---|---|
 | every stack | gpu, node | gpu | |
 | a pool with EFA | efa | efa | efa-exporter |
-| train | training | training | aiplat-trainer (trainer namespace) |
+| train | training, waste, cost, teams (generated) | training | aiplat-trainer; kueue (ServiceMonitor) |
 | infer | inference | inference | aiplat-inference (inference namespace) |
 | `logs.enabled` | logs | (run: infra/logs) | (fluent-bit: infra/logs) |
 | train, `opencost.enabled` | | (cost: infra/opencost) | (OpenCost's ServiceMonitor: infra/opencost) |
+
+A train stack whose teams set ``budget.on_exhausted: hold`` also gets the budget hold (a CronJob that holds
+the ClusterQueue of a team over its monthly budget, ``infra/monitoring/budget/budget_hold.py``).
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from infra.core.namespaces import EXPORTERS_NAMESPACE
 from infra.mirror.wire import cached_chart, cached_image
 from infra.monitoring import documents as mon
 from infra.monitoring.assets import MonitoringAssets
+from infra.monitoring.component.budget import BudgetHold, BudgetHoldArgs
 from infra.monitoring.component.exporters import DcgmExporter, EfaExporter, EfaExporterArgs
 from infra.monitoring.component.stack import MonitoringStack, MonitoringStackArgs
-from infra.queueing.names import team_namespace
+from infra.queueing.config import BudgetAction
+from infra.queueing.names import cluster_queue, team_namespace
 from infra.resources.helm import ChartArgs
 from infra.resources.options import inherited_depends_on
 from infra.services.wire import ClusterServicesWiring, gpu_pools, has_efa, system_pools
@@ -46,15 +51,16 @@ class MonitoringWiring:
     stack: MonitoringStack
     dcgm: DcgmExporter | None
     efa: EfaExporter | None
+    budget_hold: BudgetHold | None = None
 
 
 def monitoring_parts(ctx: StackContext) -> tuple[list[str], list[str]]:
     """(rule files, dashboards) this stack deploys (see the module's table)."""
     efa = has_efa(ctx)
-    workload = "training" if ctx.cfg.role is Role.train else "inference"
+    workload = ["training", "waste", "cost"] if ctx.cfg.role is Role.train else ["inference"]
     logs = ["logs"] if ctx.cfg.logs.enabled else []
-    rules = ["gpu", "node", *(["efa"] if efa else []), workload, *logs]
-    dashboards = ["gpu", *(["efa"] if efa else []), workload]
+    rules = ["gpu", "node", *(["efa"] if efa else []), *workload, *logs]
+    dashboards = ["gpu", *(["efa"] if efa else []), workload[0]]
     return rules, dashboards
 
 
@@ -104,11 +110,17 @@ def wire_monitoring(
                 group_wait=am.group_wait,
                 group_interval=am.group_interval,
                 repeat_interval=am.repeat_interval,
+                team_receivers={t: c.receiver for t, c in cfg.teams.items() if c.receiver},
             ),
             grafana_role_arn=grafana_role_arn,
         )
     )
     rule_names, dashboard_names = monitoring_parts(ctx)
+    rule_files = {name: assets.rules[name] for name in rule_names}
+    if cfg.role is Role.train:
+        rule_files[mon.TEAMS_RULES] = teams_rule_file(ctx)
+        rule_names = [*rule_names, mon.TEAMS_RULES]
+    alert_for = {"waste": {"JobGpusIdle": mc.idle_gpus_for}}
     pod_monitors = (
         {
             mon.TRAINER_JOB: mon.trainer_pod_monitor_spec(
@@ -129,9 +141,20 @@ def wire_monitoring(
             crds_chart=cached_chart(ctx, mc.operator_crds),
             stack_chart=cached_chart(ctx, mc.kube_prometheus_stack),
             values=values,
-            rules={name: mon.prometheus_rule_spec(assets.rules[name], mc.docs_url) for name in rule_names},
+            rules={
+                name: mon.prometheus_rule_spec(rule, mc.docs_url, alert_for.get(name))
+                for name, rule in rule_files.items()
+            },
             dashboards={name: assets.dashboards[name] for name in dashboard_names},
             pod_monitors=pod_monitors,
+            # Kueue runs on train stacks with teams (infra/queueing); its metrics feed the waste rules
+            service_monitors={
+                mon.KUEUE_JOB: mon.kueue_service_monitor_spec(
+                    cfg.queueing.kueue.namespace, cfg.queueing.kueue.chart
+                )
+            }
+            if cfg.role is Role.train and cfg.teams
+            else {},
             receiver_urls={name: assets.receiver_urls[name] for name in sorted(am.receivers)},
         ),
         opts=opts,
@@ -165,6 +188,26 @@ def wire_monitoring(
             ),
             opts=after_crds,
         )
+    budget_hold = None
+    held = {
+        t: cluster_queue(t)
+        for t, c in sorted(cfg.teams.items())
+        if c.budget and c.budget.on_exhausted is BudgetAction.hold
+    }
+    if held:
+        budget_hold = BudgetHold(
+            "budget-hold",
+            BudgetHoldArgs(
+                namespace=namespace,
+                image=cached_image(ctx, mc.budget_hold_image),
+                script_name=assets.budget_hold_script[0],
+                script=assets.budget_hold_script[1],
+                prometheus_url=f"http://{mon.PROMETHEUS_SERVICE}.{namespace}:{mon.PROMETHEUS_PORT}",
+                queues=held,
+                system_pools=system,
+            ),
+            opts=opts,
+        )
     ctx.export(
         "monitoring",
         {
@@ -179,6 +222,28 @@ def wire_monitoring(
             "rules": rule_names,
             "dashboards": dashboard_names,
             "receivers": sorted(am.receivers),
+            **({"budgetHold": sorted(held.values())} if held else {}),
         },
     )
-    return MonitoringWiring(stack=stack, dcgm=dcgm, efa=efa)
+    return MonitoringWiring(stack=stack, dcgm=dcgm, efa=efa, budget_hold=budget_hold)
+
+
+def teams_rule_file(ctx: StackContext) -> dict:
+    """The generated rule file ``teams`` (``mon.team_rules``) from the stack's teams and GPU pools."""
+    cfg = ctx.cfg
+    teams = [
+        mon.TeamFacts(
+            team=t,
+            namespace=team_namespace(t, c.namespace),
+            budget_usd=c.budget.monthly_usd if c.budget else None,
+            alert_at=c.budget.alert_at if c.budget else (),
+            on_exhausted=c.budget.on_exhausted.value if c.budget else None,
+        )
+        for t, c in cfg.teams.items()
+    ]
+    pools: dict[str, tuple[str, bool]] = {
+        name: (p.capacity_type.value, p.capacity_type.reserved) for name, p in cfg.node_pools.items() if p.gpu
+    }
+    for name, k in cfg.cluster_services.karpenter.node_pools.items():
+        pools[name] = ("+".join(sorted(c.value for c in k.capacity_types)), False)
+    return mon.team_rules(teams, pools)

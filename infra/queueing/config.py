@@ -284,6 +284,42 @@ class TeamRegistryConfig(Strict):
         return _role_arns(v)
 
 
+class BudgetAction(StrEnum):
+    """What reaching 100 % of a team's monthly budget does besides the ``TeamBudgetExhausted`` alert:
+    ``hold`` sets the team's ClusterQueue ``stopPolicy: Hold`` (Kueue admits none of its new jobs; admitted
+    ones run to completion) until the month turns or the budget is raised; ``alert`` only alerts."""
+
+    hold = "hold"
+    alert = "alert"
+
+
+class BudgetConfig(Strict):
+    """A team's monthly spend limit in USD, as OpenCost prices what its pods hold (the recording rules of
+    ``infra/monitoring/rules/cost.yaml``; docs/how-to/team-spend.md). Months are calendar months in UTC."""
+
+    monthly_usd: Annotated[float, Field(gt=0)] = Field(
+        description="Budget per calendar month (UTC), in US dollars, of everything the team's pods hold "
+        "(GPUs, CPUs, memory at OpenCost's prices)."
+    )
+    alert_at: list[Annotated[float, Field(gt=0, lt=1)]] = Field(
+        default_factory=lambda: [0.8],
+        description="Fractions of the budget (each above 0 and below 1) at which TeamBudgetThresholdReached "
+        "warns the team; 100 % is always TeamBudgetExhausted. Default [0.8].",
+    )
+    on_exhausted: BudgetAction = Field(
+        BudgetAction.hold,
+        description="At 100 %: hold (the team's ClusterQueue stops admitting new jobs, running ones "
+        "finish; lifted when the month turns or the budget is raised) or alert (only the alert).",
+    )
+
+    @field_validator("alert_at")
+    @classmethod
+    def _distinct(cls, v: list[float]) -> list[float]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"alert_at {v} names a fraction twice; list each once")
+        return sorted(v)
+
+
 class TeamConfig(Strict):
     """A team sharing the GPUs: its namespace, queue, quotas and IAM role (names: infra/queueing/names.py)."""
 
@@ -320,6 +356,17 @@ class TeamConfig(Strict):
         "ConfigMaps, pods and their logs, Kueue's workloads and queues read; never the namespace's "
         "NetworkPolicies, ResourceQuotas, LimitRanges or RBAC. An ARN may be a member of one team and have "
         "no cluster.access_entries entry (EKS gives a principal one access entry).",
+    )
+    budget: BudgetConfig | None = Field(
+        None,
+        description="Monthly spend limit in USD with its alerts and what 100 % does "
+        "(docs/how-to/team-spend.md). None: no budget.",
+    )
+    receiver: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{1,31}$")] | None = Field(
+        None,
+        description="Alertmanager receiver (a key of monitoring.alertmanager.receivers) that gets every "
+        "alert labelled with this team (its budget alerts, its idle jobs), whatever their severity. None: "
+        "they reach only the receivers that take their severity.",
     )
     releases: bool = Field(
         False,

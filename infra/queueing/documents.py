@@ -85,7 +85,9 @@ def manager_config(
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
+        # enableClusterQueueResources: report kueue_cluster_queue_resource_usage / _nominal_quota, which
+        # the waste rules read (apis/config/v1beta2/configuration_types.go ControllerMetrics; off by default)
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {

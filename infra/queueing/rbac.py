@@ -92,7 +92,8 @@ def _binding(kind: str, role_kind: str, name: str, names: TeamNames, namespace: 
 
 def member_objects(names: TeamNames) -> dict[str, dict[str, Any]]:
     """The team members' RBAC objects by role: ``role``/``binding`` (the team's namespace) and
-    ``runtimes``/``runtimes-binding`` (cluster-wide, read of the training runtimes), all bound to the
+    ``runtimes``/``runtimes-binding`` (cluster-wide, read of the training runtimes and of the team's own
+    ClusterQueue), all bound to the
     team's group."""
     cluster_name = f"{names.member_group}-runtimes"
     return {
@@ -107,7 +108,16 @@ def member_objects(names: TeamNames) -> dict[str, dict[str, Any]]:
             "apiVersion": RBAC_API,
             "kind": "ClusterRole",
             "metadata": _metadata(cluster_name, names, None),
-            "rules": runtime_rules(),
+            # and the team's own ClusterQueue, read only: `aiplat train why` says when it is held
+            "rules": [
+                *runtime_rules(),
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["clusterqueues"],
+                    "resourceNames": [names.cluster_queue],
+                    "verbs": ["get"],
+                },
+            ],
         },
         "runtimes-binding": _binding("ClusterRoleBinding", "ClusterRole", cluster_name, names, None),
     }

@@ -31,7 +31,7 @@ from infra.inference.config import InferenceConfig
 from infra.karpenter.config import KarpenterConfig
 from infra.logs.config import LogsConfig
 from infra.mirror.config import ImageCacheConfig
-from infra.monitoring.config import MonitoringConfig
+from infra.monitoring.config import BUDGET_RETENTION_S, MonitoringConfig, duration_seconds
 from infra.network.config import (
     DEFAULT_INTERFACE_ENDPOINTS,
     NAT_FREE_ENDPOINTS,
@@ -327,6 +327,20 @@ class PlatformConfig(Strict):
         check_teams_config(
             self.teams, self.queueing, reserved_namespaces=reserved, reserved_names=reserved_names
         )
+        receivers = self.monitoring.alertmanager.receivers
+        retention = self.monitoring.prometheus.retention
+        budgeted = sorted(name for name, team in self.teams.items() if team.budget is not None)
+        if budgeted and duration_seconds(retention) < BUDGET_RETENTION_S:
+            raise ValueError(
+                f"teams.{budgeted[0]}.budget needs monitoring.prometheus.retention of at least 32d (the "
+                f"month-to-date spend reads 31 days back); it is {retention}: raise it to 32d or more"
+            )
+        for name, team in self.teams.items():
+            if team.receiver is not None and team.receiver not in receivers:
+                raise ValueError(
+                    f"teams.{name}.receiver is {team.receiver!r}, which is not a key of "
+                    f"monitoring.alertmanager.receivers {sorted(receivers)}; declare it there or drop it"
+                )
         for name, run in self.training.runs.items():
             if run.team is None or run.team not in self.teams:
                 raise ValueError(

@@ -48,6 +48,7 @@ def test_custom_resources_are_checked_against_models(plan_stack) -> None:
     assert custom == {
         ("monitoring.coreos.com/v1", "PodMonitor"),
         ("monitoring.coreos.com/v1", "PrometheusRule"),
+        ("monitoring.coreos.com/v1", "ServiceMonitor"),
         ("cert-manager.io/v1", "Certificate"),
         ("cert-manager.io/v1", "ClusterIssuer"),
         ("karpenter.k8s.aws/v1", "EC2NodeClass"),
@@ -106,10 +107,10 @@ def test_validator_refuses_what_the_api_server_would() -> None:
         },
     )
     unknown = _resource(
-        "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
+        "kubernetes:monitoring.coreos.com/v1:Probe",
         {
             "apiVersion": "monitoring.coreos.com/v1",
-            "kind": "ServiceMonitor",
+            "kind": "Probe",
             "metadata": {"name": "m"},
             "spec": {},
         },
@@ -119,7 +120,7 @@ def test_validator_refuses_what_the_api_server_would() -> None:
     assert "NetworkPolicy n/p (Kubernetes 1.35): spec: Additional properties are not allowed ('egres'" in text
     assert 'label domain "karpenter.k8s.aws" is restricted (karpenter.k8s.aws/instance-gpus)' in text
     assert "disruption.consolidationPolicy" in text and "karpenter v1.14.1 CRDs" in text
-    assert "ServiceMonitor m: no Kubernetes 1.35 schema and no model in tests/k8s/crds" in text
+    assert "Probe m: no Kubernetes 1.35 schema and no model in tests/k8s/crds" in text
 
 
 def test_validator_uses_the_cluster_version() -> None:

@@ -592,6 +592,9 @@ def test_the_members_role_runs_jobs_and_writes_no_fence(plans, stack: str) -> No
         read = runtimes.inputs["rules"]
         assert _grants(read, "trainer.kubeflow.org", "clustertrainingruntimes", "get")
         assert not _grants(read, "trainer.kubeflow.org", "clustertrainingruntimes", "update")
+        # its own ClusterQueue, read only (aiplat train why says when it is held for budget)
+        (queues,) = [r for r in read if "clusterqueues" in r["resources"]]
+        assert queues["resourceNames"] == [f"team-{team}"] and queues["verbs"] == ["get"]
     assert validate_plan(plan, only=lambda o: o.manifest["apiVersion"].startswith("rbac.")) == []
 
 

@@ -31,6 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from infra.logs.config import LogsConfig
 from infra.logs.documents import run_dashboard as run_dashboard_doc
+from infra.monitoring.documents import GENERATED_SERIES
 
 REPO = Path(__file__).resolve().parents[2]
 MON = REPO / "infra" / "monitoring"
@@ -104,6 +105,14 @@ def emitted(tmp_path: Path) -> dict[str, str]:
         out[name] = "opencost"
     for name in yaml.safe_load((EMITTED / "upstream.yaml").read_text()):
         out[name] = "upstream"
+    # our own recording rules: the rule files' and the group each train stack generates from its config
+    for path in sorted((MON / "rules").glob("*.yaml")):
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                if "record" in rule:
+                    out[rule["record"]] = f"rules/{path.name}"
+    for name in GENERATED_SERIES:
+        out[name] = "aiplat-teams (infra/monitoring/documents.py team_rules)"
     return out
 
 

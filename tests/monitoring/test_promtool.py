@@ -62,7 +62,16 @@ def cases() -> list[tuple[str, str, dict]]:
 
 
 def test_rule_files_exist() -> None:
-    assert {p.stem for p in RULE_FILES} == {"gpu", "efa", "node", "training", "inference", "logs"}
+    assert {p.stem for p in RULE_FILES} == {
+        "gpu",
+        "efa",
+        "node",
+        "training",
+        "inference",
+        "logs",
+        "waste",
+        "cost",
+    }
     assert {p.name for p in TEST_FILES} == {f"{p.stem}_test.yaml" for p in RULE_FILES}
 
 

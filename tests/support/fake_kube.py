@@ -1,7 +1,8 @@
 """A small stand-in for the Kubernetes API server, on a free local port, for the ``kubernetes`` client.
 
 It keeps objects by collection path (``/apis/<group>/<version>/namespaces/<ns>/<plural>``), answers
-create (409 when the name exists), get, list (with ``labelSelector`` equality terms), delete, a pod's log
+create (409 when the name exists), get, list (with ``labelSelector`` equality terms), delete, a JSON merge
+patch (``application/merge-patch+json``, 409 on a stale ``metadata.resourceVersion``), a pod's log
 and Kueue's visibility API, and records every request (method, path, query, JSON body, Authorization) so
 tests assert on what the client SENT. Requests without an EKS token (``Bearer k8s-aws-v1.``) get 401.
 """
@@ -75,6 +76,11 @@ class FakeKube:
             def do_DELETE(self) -> None:  # noqa: N802
                 self._handle("DELETE")
 
+            def do_PATCH(self) -> None:  # noqa: N802
+                if self.headers.get("Content-Type") != "application/merge-patch+json":
+                    return self._send(415, _status(415, "UnsupportedMediaType"))
+                self._handle("PATCH")
+
             def _send(self, status: int, body: Any) -> None:
                 self._send_text(status, json.dumps(body), "application/json")
 
@@ -129,6 +135,14 @@ class FakeKube:
         obj = self.objects.get(collection, {}).get(name)
         if obj is None:
             return 404, _status(404, "NotFound")
+        if method == "PATCH":
+            sent = (body.get("metadata") or {}).get("resourceVersion")
+            if sent is not None and sent != obj["metadata"].get("resourceVersion"):
+                return 409, _status(409, "Conflict")
+            patched = _merge(obj, body)
+            patched["metadata"]["resourceVersion"] = str(int(obj["metadata"].get("resourceVersion") or 0) + 1)
+            self.objects[collection][name] = patched
+            return 200, patched
         if method == "DELETE":
             if not self.keep_deleted:
                 del self.objects[collection][name]
@@ -142,6 +156,19 @@ COLLECTIONS = ("trainjobs", "workloads", "pods", "events")
 
 def _is_collection(path: str) -> bool:
     return path.rsplit("/", 1)[-1] in COLLECTIONS
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merge(out.get(key), value)
+    return out
 
 
 def _status(code: int, reason: str) -> dict[str, Any]:

@@ -36,7 +36,8 @@ class MonitoringStackArgs:
 
     ``rules``: PrometheusRule name -> spec; ``dashboards``: dashboard name -> JSON text;
     ``pod_monitors``: PodMonitor name -> spec (PodMonitors live in ``namespace`` and select across
-    namespaces); ``receiver_urls``: receiver name -> its URL (a secret output)."""
+    namespaces); ``service_monitors``: ServiceMonitor name -> spec (likewise); ``receiver_urls``: receiver
+    name -> its URL (a secret output)."""
 
     namespace: str
     crds_chart: ChartRef
@@ -45,6 +46,7 @@ class MonitoringStackArgs:
     rules: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     dashboards: Mapping[str, str] = field(default_factory=dict)
     pod_monitors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    service_monitors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     receiver_urls: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
@@ -121,6 +123,17 @@ class MonitoringStack(pulumi.ComponentResource):
                 opts=after_crds,
             )
             for pm, spec in sorted(args.pod_monitors.items())
+        }
+        self.service_monitors = {
+            sm: k8s.apiextensions.CustomResource(
+                f"{name}-servicemonitor-{sm}",
+                api_version=mon.MONITORING_API,
+                kind="ServiceMonitor",
+                metadata=meta(sm, mon.SELECT),
+                spec=dict(spec),
+                opts=after_crds,
+            )
+            for sm, spec in sorted(args.service_monitors.items())
         }
         self.dashboards = {
             board: k8s.core.v1.ConfigMap(

@@ -348,3 +348,38 @@ def test_a_preempted_job_names_the_preemptor_and_the_checkpointed_stop(cluster: 
     assert a["exit_class"] == "preempted" and "no failure is counted" in a["meaning"]
     assert a["disruption"].startswith("evicted (a node drain, Karpenter's disruption or a Spot interruption)")
     assert "stopped by the cluster: evicted" in text
+
+
+def test_a_pending_job_of_a_queue_held_for_budget_says_so(cluster: FakeKube, capsys) -> None:
+    """The team's ClusterQueue as the budget hold leaves it (stopPolicy Hold, its annotation): the waiting
+    job's story starts with the hold; a queue an operator stopped by hand is not said to be the budget's."""
+    from infra.core.labels import BUDGET_HOLD_ANNOTATION
+    from tests.k8s.crds.kueue import ClusterQueueSpec
+
+    tj = _trainjob("late", NS, 1, "2026-12-02T01:50:00Z", "s3://ckpt/late")
+    cluster.put(trainjobs(NS), tj)
+    reserved = {
+        "type": "QuotaReserved",
+        "status": "False",
+        "reason": "Inadmissible",
+        "message": "ClusterQueue team-research is inactive",
+        "lastTransitionTime": "2026-12-02T01:50:01Z",
+    }
+    cluster.put(workloads(NS), _workload(tj, [reserved]))
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "team-research", "annotations": {BUDGET_HOLD_ANNOTATION: "2026-12"}},
+        "spec": {"cohortName": "gpus", "stopPolicy": "Hold"},
+    }
+    ClusterQueueSpec.model_validate(queue["spec"])
+    cluster.put("/apis/kueue.x-k8s.io/v1beta2/clusterqueues", queue)
+    text, got = why(capsys, "late")
+    assert got["state"] == "waiting"
+    assert got["details"][0].startswith(
+        "the team's queue is held: it has spent its monthly budget for 2026-12"
+    )
+    assert "the month turns or the budget is raised" in text
+    queue["metadata"]["annotations"] = {}
+    _, got = why(capsys, "late")
+    assert not any("budget" in d for d in got["details"])

@@ -80,9 +80,18 @@ def test_releases_pinned_and_crds_first(plan_stack, stack: str) -> None:
 def test_rule_files_deployed_as_prometheus_rules(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     rules = {r.inputs["metadata"]["name"]: r.inputs for r in plan.by_type(RULE)}
-    workload = "training" if plan.config["role"] == "train" else "inference"
-    expected = {"gpu", "node", workload, *(["efa"] if _efa(plan) else []), *(["logs"] if _logs(plan) else [])}
-    assert set(rules) == {f"aiplat-{n}" for n in expected}
+    train = plan.config["role"] == "train"
+    workload = ["training", "waste", "cost"] if train else ["inference"]
+    expected = {
+        "gpu",
+        "node",
+        *workload,
+        *(["efa"] if _efa(plan) else []),
+        *(["logs"] if _logs(plan) else []),
+    }
+    # train stacks also get the group generated from their teams and pools (test_budget.py checks it)
+    assert set(rules) == {f"aiplat-{n}" for n in expected | ({mon.TEAMS_RULES} if train else set())}
+    idle_for = plan.config["monitoring"]["idle_gpus_for"]
     for name in expected:
         doc = yaml.safe_load((REPO / "infra" / "monitoring" / "rules" / f"{name}.yaml").read_text())
         obj = rules[f"aiplat-{name}"]
@@ -98,6 +107,8 @@ def test_rule_files_deployed_as_prometheus_rules(plan_stack, stack: str) -> None
                             **rule["annotations"],
                             "runbook_url": f"{docs_url}runbooks/{rule['alert']}.html",
                         },
+                        # the idle window is the stack's (monitoring.idle_gpus_for), not the file's
+                        **({"for": idle_for} if rule["alert"] == "JobGpusIdle" else {}),
                     }
                     if "alert" in rule
                     else rule
@@ -157,6 +168,33 @@ def test_pod_monitors_per_role(plan_stack, stack: str) -> None:
 
 
 @pytest.mark.parametrize("stack", STACKS)
+def test_kueue_scraped_where_it_runs(plan_stack, stack: str) -> None:
+    """Train stacks with teams run Kueue: a ServiceMonitor selects its metrics Service (the chart's labels)
+    and the manager reports the per-ClusterQueue resource series the waste rules read."""
+    plan = plan_stack(stack)
+    monitors = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]
+        for r in plan.by_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor")
+        if r.inputs["metadata"]["namespace"] == plan.config["cluster_services"]["monitoring_namespace"]
+    }
+    kueue = plan.config["queueing"]["kueue"]
+    if plan.config["role"] != "train" or not plan.config.get("teams"):
+        assert mon.KUEUE_JOB not in monitors
+        return
+    spec = monitors[mon.KUEUE_JOB]
+    assert spec["namespaceSelector"] == {"matchNames": [kueue["namespace"]]}
+    assert spec["selector"]["matchLabels"]["app.kubernetes.io/name"] == kueue["chart"]
+    (endpoint,) = spec["endpoints"]
+    assert (endpoint["port"], endpoint["scheme"]) == ("https", "https") and endpoint["bearerTokenFile"]
+    # Prometheus reads the token file only if the operator lets ServiceMonitors name files
+    kps = _releases(plan)[mon.KPS_RELEASE].inputs["values"]["prometheus"]["prometheusSpec"]
+    assert not kps.get("arbitraryFSAccessThroughSMs", {}).get("deny")
+    (release,) = [r for r in plan.by_type(RELEASE) if r.inputs["name"] == "kueue"]
+    config = yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["metrics"]["enableClusterQueueResources"] is True
+
+
+@pytest.mark.parametrize("stack", STACKS)
 def test_secrets_never_in_the_plan(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
     secrets = {r.inputs["metadata"]["name"]: r.inputs for r in plan.by_type("kubernetes:core/v1:Secret")}
@@ -192,7 +230,7 @@ def test_monitoring_objects_validate(plan_stack, stack: str) -> None:
 def test_stack_outputs_say_how_to_reach_grafana(plan_stack) -> None:
     out = plan_stack("prod-us-train").outputs["monitoring"]
     assert out["grafana"] == "kubectl -n monitoring port-forward svc/kps-grafana 3000:80"
-    assert out["rules"] == ["gpu", "node", "efa", "training", "logs"]
+    assert out["rules"] == ["gpu", "node", "efa", "training", "waste", "cost", "logs", "teams"]
 
 
 # -- config and stack files -------------------------------------------------------------------------------

@@ -168,6 +168,8 @@ class ClusterQueueSpec(Strict):
     queueingStrategy: Literal["StrictFIFO", "BestEffortFIFO"] | None = None  # noqa: N815
     resourceGroups: Annotated[list[ResourceGroup], Field(max_length=16)] = []  # noqa: N815
     preemption: Preemption | None = None
+    # set by the budget hold (infra/monitoring/budget/budget_hold.py), never by the program; default None
+    stopPolicy: Literal["None", "Hold", "HoldAndDrain"] | None = None  # noqa: N815
 
     @model_validator(mode="after")
     def _cel(self) -> ClusterQueueSpec:

@@ -1,10 +1,11 @@
 """Typed models of the prometheus-operator custom resources we create, written from the CRDs of v0.93.1.
-
 Source: prometheus-community/helm-charts (commit cf408a2, 2026-08-22) chart prometheus-operator-crds 31.0.1
 ``charts/crds/templates/crd-prometheusrules.yaml`` and ``crd-podmonitors.yaml`` (monitoring.coreos.com/v1,
-annotation operator.prometheus.io/version: 0.93.1). Only the fields we set are modelled (``extra="forbid"``);
-required fields and enums follow the CRDs. The rule expressions themselves are checked by promtool
-(tests/monitoring/test_promtool.py).
+annotation operator.prometheus.io/version: 0.93.1); ServiceMonitor from prometheus-operator tag v0.93.0
+``example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml`` (required endpoints and
+selector; scheme enum; bearerTokenFile, deprecated, still accepted). Only the fields we set are modelled
+(``extra="forbid"``); required fields and enums follow the CRDs. The rule expressions themselves are
+checked by promtool (tests/monitoring/test_promtool.py).
 """
 
 from __future__ import annotations
@@ -129,7 +130,37 @@ class PodMonitor(Strict):
     spec: PodMonitorSpec
 
 
+class TLSConfig(Strict):
+    insecureSkipVerify: bool | None = None  # noqa: N815
+
+
+class Endpoint(Strict):
+    port: Annotated[str, Field(min_length=1)] | None = None
+    path: str | None = None
+    scheme: Literal["http", "https", "HTTP", "HTTPS"] | None = None
+    interval: Annotated[str, Field(pattern=_DURATION)] | None = None
+    bearerTokenFile: str | None = None  # noqa: N815
+    tlsConfig: TLSConfig | None = None  # noqa: N815
+    honorLabels: bool | None = None  # noqa: N815
+    relabelings: list[RelabelConfig] | None = None
+
+
+class ServiceMonitorSpec(Strict):
+    selector: LabelSelector  # required
+    endpoints: list[Endpoint]  # required
+    namespaceSelector: NamespaceSelector | None = None  # noqa: N815
+
+
+class ServiceMonitor(Strict):
+    CRD_VERSION: ClassVar[str] = CRD_VERSION
+    apiVersion: Literal["monitoring.coreos.com/v1"]  # noqa: N815
+    kind: Literal["ServiceMonitor"]
+    metadata: NamespacedMetadata
+    spec: ServiceMonitorSpec
+
+
 MODELS: dict[tuple[str, str], type[BaseModel]] = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): ServiceMonitor,
     ("monitoring.coreos.com/v1", "PrometheusRule"): PrometheusRule,
     ("monitoring.coreos.com/v1", "PodMonitor"): PodMonitor,
 }
