@@ -139,7 +139,7 @@ class FakeKube:
             sent = (body.get("metadata") or {}).get("resourceVersion")
             if sent is not None and sent != obj["metadata"].get("resourceVersion"):
                 return 409, _status(409, "Conflict")
-            patched = _merge(obj, body)
+            patched = merge_patch(obj, body)
             patched["metadata"]["resourceVersion"] = str(int(obj["metadata"].get("resourceVersion") or 0) + 1)
             self.objects[collection][name] = patched
             return 200, patched
@@ -158,8 +158,8 @@ def _is_collection(path: str) -> bool:
     return path.rsplit("/", 1)[-1] in COLLECTIONS
 
 
-def _merge(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies application/merge-patch+json."""
     if not isinstance(patch, dict):
         return patch
     out = dict(target) if isinstance(target, dict) else {}
@@ -167,7 +167,7 @@ def _merge(target: Any, patch: Any) -> Any:
         if value is None:
             out.pop(key, None)
         else:
-            out[key] = _merge(out.get(key), value)
+            out[key] = merge_patch(out.get(key), value)
     return out
 
 

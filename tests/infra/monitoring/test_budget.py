@@ -29,6 +29,7 @@ from infra.plan.runner import Plan
 from infra.queueing.names import cluster_queue
 from tests.conftest import assert_rejected
 from tests.k8s.crds.kueue import ClusterQueueSpec
+from tests.support.fake_kube import merge_patch
 
 REPO = Path(__file__).resolve().parents[3]
 RULES = REPO / "infra" / "monitoring" / "rules"
@@ -112,19 +113,6 @@ def served_queue(prod: Plan) -> dict[str, Any]:
         "reservingWorkloads": 1,
     }
     return obj
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, as the API server applies application/merge-patch+json."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
 
 
 def with_(
