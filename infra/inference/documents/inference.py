@@ -19,7 +19,9 @@ line on stderr and nothing left behind), into an ``emptyDir`` vLLM loads with no
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +30,14 @@ from infra.core.namespaces import PART_OF
 from infra.inference.config import size_bytes
 from infra.pools.documents.nodes import GPU_RESOURCE
 
-NAME = "inference"  # Deployment, Service, PDB, ScaledObject, HPA, Ingress and the API keys' Secret
+NAME = "inference"  # the shared objects: the Ingress and the API keys' Secret; per model: model_object_name
 CONTAINER = "server"
 FETCH_CONTAINER = "fetch-release"
+# One init container per adapter release (fetch-adapter-1, ...): each fails with its own termination message
+# naming its release, and they run one after the other, the base first.
+FETCH_ADAPTER_CONTAINER = "fetch-adapter"
+# The label every pod of one model carries (its value: the served name, a label value by SERVED_NAME).
+MODEL_LABEL = "aiplat.io/model"
 # The EKS pod identity webhook (IRSA) leaves the containers this pod annotation names without the projected
 # token and the AWS_* variables (aws/amazon-eks-pod-identity-webhook README: skip-containers).
 SKIP_CONTAINERS_ANNOTATION = "eks.amazonaws.com/skip-containers"
@@ -56,6 +63,8 @@ VLLM_GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 COMPLETIONS_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
 MODELS_DIR = "/models"
+# Adapters: their own emptyDir mounted here, so the fetch tool's --dest parent exists.
+ADAPTERS_DIR = f"{MODELS_DIR}/adapters"
 TMP_DIR = "/tmp"
 # The release signing key's public half (the train stack's output releaseSigningPublicKey), in a ConfigMap
 # mounted into the fetch container: it verifies each manifest's signature offline
@@ -99,8 +108,26 @@ OFFLINE_ENV = {
 
 
 @dataclass(frozen=True, kw_only=True)
+class AdapterSpec:
+    """A LoRA adapter release served by the base model's pods under ``served_name``."""
+
+    served_name: str
+    release_name: str
+    release_version: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoraSpec:
+    """vLLM's LoRA flags of one base model."""
+
+    max_loras: int
+    max_lora_rank: int
+    max_cpu_loras: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ServerSpec:
-    """Everything the Deployment says besides the two images and the release root (which come from the
+    """One model's Deployment, everything besides the two images and the release root (which come from the
     training stack and are resolved at deploy time)."""
 
     model_name: str
@@ -128,6 +155,30 @@ class ServerSpec:
     first_load_timeout_s: int
     # the OpenAI paths the Ingress routes: the only ones the gate serves (with a key)
     api_paths: Sequence[str] = (COMPLETIONS_PATH, MODELS_PATH)
+    lora: LoraSpec | None = None
+    adapters: Sequence[AdapterSpec] = ()
+
+
+def model_object_name(served_name: str) -> str:
+    """The name of one model's Deployment, Service, PDB, ScaledObject and HPA: ``inference-<served name>``,
+    a DNS-1035 label (what a Service name must be). A served name with '.' or '_', or too long, gets them
+    replaced and an 8-hex digest of the name appended, so two served names never share objects."""
+    base = re.sub(r"[^a-z0-9-]", "-", served_name)
+    name = f"{NAME}-{base}"
+    if base != served_name or len(name) > 63:
+        digest = hashlib.sha256(served_name.encode()).hexdigest()[:8]
+        name = f"{name[: 63 - 9].rstrip('-')}-{digest}"
+    return name
+
+
+def selector(s: ServerSpec) -> dict[str, str]:
+    """The labels that select one model's pods."""
+    return {**SELECTOR, MODEL_LABEL: s.served_model_name}
+
+
+def adapter_dir(served_name: str) -> str:
+    """Where the init container puts an adapter and vLLM loads it from (``--lora-modules``)."""
+    return f"{ADAPTERS_DIR}/{served_name}"
 
 
 def api_paths(*, chat: bool) -> list[str]:
@@ -225,24 +276,30 @@ def vllm_args(s: ServerSpec) -> list[str]:
         "--disable-access-log-for-endpoints",
         f"{HEALTH_PATH},/metrics",
         "--disable-fastapi-docs",
+        *lora_args(s),
     ]
 
 
-def fetch_args(s: ServerSpec, *, release_root: Any) -> list[Any]:
-    """The fetch tool's command line (C1). ``release_root`` may be a deploy-time value (a leaf)."""
-    return [
-        "python",
-        "-m",
-        "inference.fetch",
-        "--root",
-        release_root,
-        "--model",
-        s.model_name,
-        "--version",
-        s.model_version,
-        "--dest",
-        model_dir(s.model_version),
-    ]
+def lora_args(s: ServerSpec) -> list[str]:
+    """vLLM's LoRA flags (vllm/engine/arg_utils.py, 0.33.0): the adapters by name and local path, loaded at
+    start (no runtime loading: VLLM_ALLOW_RUNTIME_LORA_UPDATING stays unset, so the set served is the
+    reviewed one)."""
+    if s.lora is None:
+        return []
+    out = ["--enable-lora", "--max-loras", str(s.lora.max_loras)]
+    out += ["--max-lora-rank", str(s.lora.max_lora_rank)]
+    if s.lora.max_cpu_loras is not None:
+        out += ["--max-cpu-loras", str(s.lora.max_cpu_loras)]
+    if s.adapters:
+        out += ["--lora-modules", *(f"{a.served_name}={adapter_dir(a.served_name)}" for a in s.adapters)]
+    return out
+
+
+def fetch_args(name: str, version: str, dest: str, *, release_root: Any) -> list[Any]:
+    """The fetch tool's command line (C1) for release ``name``/``version`` into ``dest``. ``release_root``
+    may be a deploy-time value (a leaf)."""
+    return ["python", "-m", "inference.fetch", "--root", release_root, "--model", name, "--version", version,
+            "--dest", dest]  # fmt: skip
 
 
 # Readiness asks /v1/models with the gate key (the last of the file's list): an httpGet probe could only
@@ -301,14 +358,37 @@ def _aws_env(region: str) -> list[dict[str, str]]:
     return [{"name": "AWS_REGION", "value": region}, {"name": "AWS_DEFAULT_REGION", "value": region}]
 
 
-def fetch_container(s: ServerSpec, *, image: Any, release_root: Any) -> dict[str, Any]:
-    """The init container: fetches and verifies ``model.version`` into the models volume, or exits non-zero
-    with one line naming the release and the reason (the pod never starts vLLM, never becomes ready)."""
+def fetch_containers(s: ServerSpec, *, image: Any, release_root: Any) -> list[dict[str, Any]]:
+    """The init containers: the base release, then each adapter's, one container per release."""
+    base = fetch_container(
+        FETCH_CONTAINER,
+        fetch_args(s.model_name, s.model_version, model_dir(s.model_version), release_root=release_root),
+        s,
+        image=image,
+    )
+    adapters = [
+        fetch_container(
+            f"{FETCH_ADAPTER_CONTAINER}-{i}",
+            fetch_args(
+                a.release_name, a.release_version, adapter_dir(a.served_name), release_root=release_root
+            ),
+            s,
+            image=image,
+        )
+        for i, a in enumerate(s.adapters, start=1)
+    ]
+    return [base, *adapters]
+
+
+def fetch_container(name: str, command: list[Any], s: ServerSpec, *, image: Any) -> dict[str, Any]:
+    """An init container: fetches and verifies one release into the models volume, or exits non-zero with
+    one line naming the release and the reason (the pod never starts vLLM, never becomes ready)."""
+    adapters = [{"name": "adapters", "mountPath": ADAPTERS_DIR}] if s.adapters else []
     return {
-        "name": FETCH_CONTAINER,
+        "name": name,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": fetch_args(s, release_root=release_root),
+        "command": command,
         "env": [
             *_aws_env(s.region),
             {"name": "HOME", "value": TMP_DIR},
@@ -320,6 +400,7 @@ def fetch_container(s: ServerSpec, *, image: Any, release_root: Any) -> dict[str
         },
         "volumeMounts": [
             {"name": "models", "mountPath": MODELS_DIR},
+            *adapters,
             {"name": "tmp", "mountPath": TMP_DIR},
             {"name": "release-key", "mountPath": RELEASE_KEY_DIR, "readOnly": True},
         ],
@@ -358,6 +439,7 @@ def server_container(s: ServerSpec, *, image: Any) -> dict[str, Any]:
         "resources": {"requests": requests, "limits": limits},
         "volumeMounts": [
             {"name": "models", "mountPath": MODELS_DIR, "readOnly": True},
+            *([{"name": "adapters", "mountPath": ADAPTERS_DIR, "readOnly": True}] if s.adapters else []),
             {"name": "tmp", "mountPath": TMP_DIR},
             {"name": "shm", "mountPath": SHM_DIR},
             {"name": "api-keys", "mountPath": KEYS_DIR, "readOnly": True},
@@ -382,7 +464,7 @@ def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) 
             "maxSkew": 1,
             "topologyKey": "topology.kubernetes.io/zone",
             "whenUnsatisfiable": "DoNotSchedule",
-            "labelSelector": {"matchLabels": dict(SELECTOR)},
+            "labelSelector": {"matchLabels": selector(s)},
             "matchLabelKeys": ["pod-template-hash"],
         },
         # Nodes: preferred (a multi-GPU node may hold several replicas when capacity is short).
@@ -390,7 +472,7 @@ def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) 
             "maxSkew": 1,
             "topologyKey": "kubernetes.io/hostname",
             "whenUnsatisfiable": "ScheduleAnyway",
-            "labelSelector": {"matchLabels": dict(SELECTOR)},
+            "labelSelector": {"matchLabels": selector(s)},
             "matchLabelKeys": ["pod-template-hash"],
         },
     ]
@@ -426,10 +508,11 @@ def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) 
             {"key": taint_key, "operator": "Equal", "value": taint_value, "effect": "NoSchedule"}
         ],
         "topologySpreadConstraints": spread,
-        "initContainers": [fetch_container(s, image=fetch_image, release_root=release_root)],
+        "initContainers": fetch_containers(s, image=fetch_image, release_root=release_root),
         "containers": [server_container(s, image=image)],
         "volumes": [
             {"name": "models", "emptyDir": {"sizeLimit": s.model_volume_size}},
+            *([{"name": "adapters", "emptyDir": {"sizeLimit": s.model_volume_size}}] if s.adapters else []),
             {"name": "tmp", "emptyDir": {"sizeLimit": s.tmp_size}},
             {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": s.shm_size}},
             {"name": "release-key", "configMap": {"name": RELEASE_KEY_CONFIG_MAP}},
@@ -464,31 +547,35 @@ def deployment_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root
     release that does not verify leaves its new pod in Init:Error and the old ReplicaSet serving; a pod not
     ready within ``first_load_timeout_s`` fails the rollout instead of hanging it."""
     return {
-        "selector": {"matchLabels": dict(SELECTOR)},
+        "selector": {"matchLabels": selector(s)},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
         "progressDeadlineSeconds": s.first_load_timeout_s,
         "revisionHistoryLimit": 10,
         "template": {
             # Only the fetch container holds the release-fetch role: the webhook injects the role's web
             # identity token and AWS_ROLE_ARN into every container but those named here.
-            "metadata": {"labels": dict(LABELS), "annotations": {SKIP_CONTAINERS_ANNOTATION: CONTAINER}},
+            "metadata": {
+                "labels": {**LABELS, **selector(s)},
+                "annotations": {SKIP_CONTAINERS_ANNOTATION: CONTAINER},
+            },
             "spec": pod_spec(s, image=image, fetch_image=fetch_image, release_root=release_root),
         },
     }
 
 
-def service_spec() -> dict[str, Any]:
-    """``Service.spec``: the ALB's target group (target-type ip registers the pod IPs behind it)."""
+def service_spec(s: ServerSpec) -> dict[str, Any]:
+    """``Service.spec`` of one model: the ALB's target group (target-type ip registers the pod IPs behind
+    it), or the router's backend."""
     return {
         "type": "ClusterIP",
-        "selector": dict(SELECTOR),
+        "selector": selector(s),
         "ports": [
             {"name": SERVICE_PORT_NAME, "port": SERVICE_PORT, "targetPort": PORT_NAME, "protocol": "TCP"}
         ],
     }
 
 
-def pdb_spec() -> dict[str, Any]:
+def pdb_spec(s: ServerSpec) -> dict[str, Any]:
     """``PodDisruptionBudget.spec``: node drains (Karpenter, upgrades) evict one replica at a time.
 
     ``AlwaysAllow`` lets a drain evict pods that are not ready anyway (e.g. a release that does not
@@ -497,7 +584,7 @@ def pdb_spec() -> dict[str, Any]:
     """
     return {
         "maxUnavailable": 1,
-        "selector": {"matchLabels": dict(SELECTOR)},
+        "selector": {"matchLabels": selector(s)},
         "unhealthyPodEvictionPolicy": "AlwaysAllow",
     }
 
@@ -507,16 +594,18 @@ RUNNING_METRIC = "vllm:num_requests_running"
 WAITING_METRIC = "vllm:num_requests_waiting"
 
 
-def requests_query(namespace: str, job: str) -> str:
-    """PromQL: requests running plus waiting, summed over the server's pods (the PodMonitor's ``job``)."""
-    sel = f'{{namespace="{namespace}",job="{job}"}}'
+def requests_query(namespace: str, job: str, served_name: str) -> str:
+    """PromQL: one model's requests running plus waiting, summed over its pods (the PodMonitor's ``job``;
+    vLLM labels its metrics ``model_name`` with the served name, vllm/v1/metrics/loggers.py, 0.33.0)."""
+    sel = f'{{namespace="{namespace}",job="{job}",model_name="{served_name}"}}'
     return f"sum({RUNNING_METRIC}{sel}) + sum({WAITING_METRIC}{sel})"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Autoscaling:
-    """The ScaledObject's inputs."""
+    """One model's ScaledObject inputs (``target``: its Deployment, and the HPA's name)."""
 
+    target: str
     prometheus_url: str
     query: str
     target_per_replica: int
@@ -535,7 +624,7 @@ def scaled_object_spec(a: Autoscaling) -> dict[str, Any]:
     minimum in the middle of an outage of the monitoring. https://keda.sh/docs/2.20/scalers/prometheus/
     """
     return {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME},
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": a.target},
         "minReplicaCount": a.min_replicas,
         "maxReplicaCount": a.max_replicas,
         "pollingInterval": 15,
@@ -546,7 +635,7 @@ def scaled_object_spec(a: Autoscaling) -> dict[str, Any]:
         },
         "advanced": {
             "horizontalPodAutoscalerConfig": {
-                "name": NAME,
+                "name": a.target,
                 "behavior": {
                     # Up at once: a GPU node takes minutes to arrive, so ask early (double, or +4 a minute).
                     "scaleUp": {
@@ -602,15 +691,59 @@ def labels(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return {**LABELS, **(extra or {})}
 
 
-def models_answer_version(body: Any, *, served_name: str, version: str) -> str | None:
-    """None when a ``/v1/models`` answer (parsed JSON) serves ``served_name`` from ``model_dir(version)``,
-    else what it serves instead (the rollout gate's judgment; vLLM's ModelCard ``root`` is the path)."""
+def models_answer_version(
+    body: Any, *, served_name: str, version: str, adapters: Sequence[str] = ()
+) -> str | None:
+    """None when a ``/v1/models`` answer (parsed JSON) serves ``served_name`` from ``model_dir(version)`` and
+    each of ``adapters`` from its folder on that base, else what it serves instead (the rollout gate's
+    judgment; vLLM's ModelCard ``root`` is the path, an adapter's ``parent`` its base's served name)."""
     cards = body.get("data") if isinstance(body, dict) else None
     if not isinstance(cards, list):
         return f"not a model list: {json.dumps(body)[:200]}"
-    roots = {c.get("id"): c.get("root") for c in cards if isinstance(c, dict)}
+    by_id = {c.get("id"): c for c in cards if isinstance(c, dict)}
+    roots = {k: c.get("root") for k, c in by_id.items()}
     if served_name not in roots:
         return f"no model {served_name!r} (serves {sorted(map(str, roots))})"
     if roots[served_name] != model_dir(version):
         return f"{served_name!r} is served from {roots[served_name]!r}, not {model_dir(version)!r}"
+    for a in adapters:
+        card = by_id.get(a)
+        if card is None:
+            return f"no adapter {a!r} (serves {sorted(map(str, roots))})"
+        if card.get("root") != adapter_dir(a) or card.get("parent") != served_name:
+            return (
+                f"adapter {a!r} is served from {card.get('root')!r} on {card.get('parent')!r}, not "
+                f"{adapter_dir(a)!r} on {served_name!r}"
+            )
     return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backend:
+    """One name clients may send and where it is served: the router's table (infra/inference/router)."""
+
+    served_name: str  # the OpenAI "model" a request names
+    model: str  # the base model (key of inference.models) whose pods answer it
+    adapter: bool  # a LoRA adapter on that base
+    service: str  # the base's Service in the inference namespace
+    port: int  # the Service's port (SERVICE_PORT, named SERVICE_PORT_NAME)
+
+
+def backends(specs: Sequence[ServerSpec]) -> list[Backend]:
+    """Every served name (bases and their adapters) -> its base's Service, in config order."""
+    out = []
+    for s in specs:
+        service = model_object_name(s.served_model_name)
+        out.append(Backend(served_name=s.served_model_name, model=s.served_model_name, adapter=False,
+                           service=service, port=SERVICE_PORT))  # fmt: skip
+        out += [
+            Backend(
+                served_name=a.served_name,
+                model=s.served_model_name,
+                adapter=True,
+                service=service,
+                port=SERVICE_PORT,
+            )  # fmt: skip
+            for a in s.adapters
+        ]
+    return out
