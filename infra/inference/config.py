@@ -10,12 +10,12 @@ certificate's region, the TLS policy, monitoring) are rules (``infra/inference/r
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any
 
-import yaml
 from pydantic import Field, field_validator, model_validator
 
 from infra.core.charts import ChartPin
@@ -566,9 +566,8 @@ class InferenceConfig(Strict):
     @classmethod
     def _single_model(cls, data: Any) -> Any:
         if isinstance(data, Mapping) and "model" in data:
-            new = yaml.safe_dump(
-                {"inference": migrated_section(data)}, default_flow_style=True, sort_keys=False, width=10**6
-            ).strip()
+            # JSON is YAML's flow style: the message's section pastes into the stack file as it is
+            new = json.dumps({"inference": migrated_section(data)})
             raise ValueError(
                 "'model' is the single-model form: an infer stack now serves a map of models keyed by the "
                 "name clients send, each with its own release, engine settings (dtype, max_model_len, "

@@ -30,11 +30,11 @@ KEDA_API = "keda.sh/v1alpha1"  # ScaledObject of KEDA 2.20 (keda/templates/crds/
 # this annotation set to "true" (provider/pkg/metadata/overrides.go SkipAwaitLogic; added in
 # https://github.com/pulumi/pulumi-kubernetes/pull/417): then the create/update is done once the API server
 # accepted the object, and the resources that depend on it (the ScaledObject) go ahead. The pods are ready
-# only once the release named in inference.model.version is in the region's replica bucket and verifies,
-# which a new platform does not have before its first training run is published and replicated, so
-# awaiting them would fail the first `pulumi up` of every infer stack with ProgressDeadlineExceeded. The
-# rollout's health gate judges the Deployment instead (infra/ops/health.py), and tells "release not
-# replicated yet" apart from a broken rollout.
+# only once the release named in inference.models.<name>.release.version is in the region's replica bucket
+# and verifies, which a new platform does not have before its first training run is published and
+# replicated, so awaiting them would fail the first `pulumi up` of every infer stack with
+# ProgressDeadlineExceeded. The rollout's health gate judges the Deployment instead (infra/ops/health.py),
+# and tells "release not replicated yet" apart from a broken rollout.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 

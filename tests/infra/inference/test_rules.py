@@ -444,7 +444,7 @@ def test_the_single_model_form_is_refused_with_its_models_form(stack_config, mon
     raw["inference"] = {**old, **raw["inference"]}
     message = assert_refused(raw, f"{INF}: 'model' is the single-model form", monitors, SCHEMA)
     (line,) = message.splitlines()
-    assert "stay shared; fix: write the section as {inference: {models: " in line
+    assert 'stay shared; fix: write the section as {"inference": {"models": ' in line
     new = yaml.safe_load(line.split("fix: write the section as ", 1)[1])
     assert new["inference"]["models"] == {
         "gpt2": {
