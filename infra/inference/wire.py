@@ -59,7 +59,7 @@ from infra.inference.config import (
     ServedModelConfig,
     WafMode,
 )
-from infra.inference.documents import alb, keda
+from infra.inference.documents import alb, catalog, keda
 from infra.inference.documents import inference as inf
 from infra.inference.rules import engine_dtype
 from infra.mirror.wire import cached_chart
@@ -79,7 +79,7 @@ class InferenceWiring:
     server: InferenceServer
     keda: Keda
     # every served name (bases and adapters) -> its base's Service: what a router in front needs
-    backends: list[inf.Backend]
+    backends: list[catalog.Backend]
     namespace: str
     certificate: ServingCertificate | None
     web_acl: InferenceWebAcl | None
@@ -165,13 +165,13 @@ def server_spec(ctx: StackContext, cfg: InferenceConfig, served: str) -> inf.Ser
         shutdown_timeout_s=srv.shutdown_timeout_s,
         first_load_timeout_s=srv.first_load_timeout_s,
         api_paths=tuple(inf.api_paths(chat=eng.serve_chat)),
-        lora=inf.LoraSpec(
+        lora=catalog.LoraSpec(
             max_loras=lora.max_loras, max_lora_rank=lora.max_lora_rank, max_cpu_loras=lora.max_cpu_loras
         )
         if lora is not None
         else None,
         adapters=tuple(
-            inf.AdapterSpec(served_name=n, release_name=a.release.name, release_version=a.release.version)
+            catalog.AdapterSpec(served_name=n, release_name=a.release.name, release_version=a.release.version)
             for n, a in model.adapters.items()
         ),
     )
@@ -186,7 +186,7 @@ def serves_chat(cfg: InferenceConfig) -> bool:
 def _autoscaling(ctx: StackContext, model: ServedModelConfig, served: str) -> inf.Autoscaling:
     cfg = ctx.cfg
     return inf.Autoscaling(
-        target=inf.model_object_name(served),
+        target=catalog.model_object_name(served),
         prometheus_url=f"http://{mon.PROMETHEUS_SERVICE}.{cfg.cluster_services.monitoring_namespace}"
         f".svc:{mon.PROMETHEUS_PORT}",
         query=inf.requests_query(cfg.storage.inference.namespace, mon.INFERENCE_JOB, served),
@@ -327,7 +327,7 @@ def wire_inference(
 
     lbc = [services.load_balancer_controller] if services.load_balancer_controller else []
     specs = [server_spec(ctx, serving, served) for served in serving.models]
-    backends = inf.backends(specs)
+    backends = catalog.backends(specs)
     namespace = cfg.storage.inference.namespace
     image = image_ref(serving.engine.image, storage, field="inference.engine.image")
     fetch_image = image_ref(serving.image, storage, field="inference.image")
@@ -416,9 +416,9 @@ def wire_inference(
                         a: {"name": ad.release.name, "version": ad.release.version}
                         for a, ad in m.adapters.items()
                     },
-                    "service": inf.model_object_name(name),
+                    "service": catalog.model_object_name(name),
                     "autoscaling": {
-                        "hpa": f"{namespace}/{inf.model_object_name(name)}",
+                        "hpa": f"{namespace}/{catalog.model_object_name(name)}",
                         "targetPerReplica": m.autoscaling.target_requests_per_replica,
                         "min": m.replicas.min,
                         "max": m.replicas.max,

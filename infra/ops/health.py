@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.core.config import Role
 from infra.inference.config import LATEST, RELEASE_VERSION
+from infra.inference.documents import catalog
 from infra.inference.documents import inference as inf
 from infra.io.aws_live import Clients
 from infra.io.cluster_health import (
@@ -180,7 +181,7 @@ def inference_rollout_check(
     deadline exceeded: failed. Anything else: not settled."""
     name = "inference-rollout"
     if deployment is None:
-        return GateCheck(name, False, f"Deployment {inf.model_object_name(model)} does not exist"), True
+        return GateCheck(name, False, f"Deployment {catalog.model_object_name(model)} does not exist"), True
     state, why = rollout_status(deployment)
     if state == "done":
         return GateCheck(name, True, f"{model} rolled out: {why}"), True
@@ -220,7 +221,7 @@ def models_check(url: str, status: int | None, body: Any, why: str, cfg: Platfor
     serving = []
     for served, model in cfg.inference.models.items():
         version = model.release.version
-        wrong = inf.models_answer_version(
+        wrong = catalog.models_answer_version(
             body, served_name=served, version=version, adapters=list(model.adapters)
         )
         if wrong is not None:
@@ -292,12 +293,14 @@ class AwsHealthGate:
                 endpoint, ca = cluster_access(eks, cluster)
                 token = eks_token(self.clients("sts", cfg.region), cluster)
                 timeout = self.health.http_timeout_s
-                deployment = read_deployment(endpoint, token, ca, timeout, ns, inf.model_object_name(model))
+                deployment = read_deployment(
+                    endpoint, token, ca, timeout, ns, catalog.model_object_name(model)
+                )
                 pods: list[dict[str, Any]] = []
                 versions, where = None, ""
                 if deployment is not None and rollout_status(deployment)[0] != "done":
                     # not rolled out: why not (the pods), and is there anything to serve (the releases)
-                    selector = {**inf.SELECTOR, inf.MODEL_LABEL: model}
+                    selector = {**inf.SELECTOR, catalog.MODEL_LABEL: model}
                     pods = list_pods(endpoint, token, ca, timeout, ns, selector)
                     versions, where = self._releases(cfg, outputs, model)
                 check, settled = inference_rollout_check(

@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from infra.edge.documents import with_hosts
-from infra.inference.documents import alb
+from infra.inference.documents import alb, catalog
 from infra.inference.documents import inference as inf
 from infra.resources.options import child_options
 
@@ -82,7 +82,7 @@ class InferenceServerArgs:
 
 class ModelServer(pulumi.ComponentResource):
     """One model's vLLM Deployment, Service, PodDisruptionBudget and KEDA ScaledObject (objects named
-    ``inf.model_object_name``)."""
+    ``catalog.model_object_name``)."""
 
     def __init__(
         self,
@@ -98,7 +98,7 @@ class ModelServer(pulumi.ComponentResource):
 
         def meta(annotations: dict[str, str] | None = None) -> k8s.meta.v1.ObjectMetaArgs:
             return k8s.meta.v1.ObjectMetaArgs(
-                name=inf.model_object_name(s.served_model_name),
+                name=catalog.model_object_name(s.served_model_name),
                 namespace=shared.namespace,
                 labels=inf.labels(inf.selector(s)),
                 annotations=annotations,

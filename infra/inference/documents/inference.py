@@ -19,25 +19,33 @@ line on stderr and nothing left behind), into an ``emptyDir`` vLLM loads with no
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from infra.core.namespaces import PART_OF
 from infra.inference.config import size_bytes
+from infra.inference.documents.catalog import (
+    ADAPTERS_DIR,
+    MODEL_LABEL,
+    MODELS_DIR,
+    PREFIX,
+    SERVICE_PORT,
+    AdapterSpec,
+    LoraSpec,
+    adapter_dir,
+    model_dir,
+)
 from infra.pools.documents.nodes import GPU_RESOURCE
 
-NAME = "inference"  # the shared objects: the Ingress and the API keys' Secret; per model: model_object_name
+# The shared objects: the Ingress and the API keys' Secret (per model: catalog.model_object_name).
+NAME = PREFIX
 CONTAINER = "server"
 FETCH_CONTAINER = "fetch-release"
 # One init container per adapter release (fetch-adapter-1, ...): each fails with its own termination message
 # naming its release, and they run one after the other, the base first.
 FETCH_ADAPTER_CONTAINER = "fetch-adapter"
-# The label every pod of one model carries (its value: the served name, a label value by SERVED_NAME).
-MODEL_LABEL = "aiplat.io/model"
 # The EKS pod identity webhook (IRSA) leaves the containers this pod annotation names without the projected
 # token and the AWS_* variables (aws/amazon-eks-pod-identity-webhook README: skip-containers).
 SKIP_CONTAINERS_ANNOTATION = "eks.amazonaws.com/skip-containers"
@@ -48,7 +56,6 @@ LABELS = {**SELECTOR, "app.kubernetes.io/component": "server", **PART_OF}
 # the namespace's scrape policy select it by.
 PORT = 8000
 PORT_NAME = "metrics"
-SERVICE_PORT = 80
 SERVICE_PORT_NAME = "http"
 # vLLM's unauthenticated liveness route: 200 while the engine process is alive
 # (vllm/entrypoints/serve/instrumentator/health.py).
@@ -62,9 +69,6 @@ VLLM_GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 # The OpenAI routes clients reach through the Ingress (vllm/entrypoints/openai/*/api_router.py).
 COMPLETIONS_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
-MODELS_DIR = "/models"
-# Adapters: their own emptyDir mounted here, so the fetch tool's --dest parent exists.
-ADAPTERS_DIR = f"{MODELS_DIR}/adapters"
 TMP_DIR = "/tmp"
 # The release signing key's public half (the train stack's output releaseSigningPublicKey), in a ConfigMap
 # mounted into the fetch container: it verifies each manifest's signature offline
@@ -108,24 +112,6 @@ OFFLINE_ENV = {
 
 
 @dataclass(frozen=True, kw_only=True)
-class AdapterSpec:
-    """A LoRA adapter release served by the base model's pods under ``served_name``."""
-
-    served_name: str
-    release_name: str
-    release_version: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class LoraSpec:
-    """vLLM's LoRA flags of one base model."""
-
-    max_loras: int
-    max_lora_rank: int
-    max_cpu_loras: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
 class ServerSpec:
     """One model's Deployment, everything besides the two images and the release root (which come from the
     training stack and are resolved at deploy time)."""
@@ -159,38 +145,15 @@ class ServerSpec:
     adapters: Sequence[AdapterSpec] = ()
 
 
-def model_object_name(served_name: str) -> str:
-    """The name of one model's Deployment, Service, PDB, ScaledObject and HPA: ``inference-<served name>``,
-    a DNS-1035 label (what a Service name must be). A served name with '.' or '_', or too long, gets them
-    replaced and an 8-hex digest of the name appended, so two served names never share objects."""
-    base = re.sub(r"[^a-z0-9-]", "-", served_name)
-    name = f"{NAME}-{base}"
-    if base != served_name or len(name) > 63:
-        digest = hashlib.sha256(served_name.encode()).hexdigest()[:8]
-        name = f"{name[: 63 - 9].rstrip('-')}-{digest}"
-    return name
-
-
 def selector(s: ServerSpec) -> dict[str, str]:
     """The labels that select one model's pods."""
     return {**SELECTOR, MODEL_LABEL: s.served_model_name}
-
-
-def adapter_dir(served_name: str) -> str:
-    """Where the init container puts an adapter and vLLM loads it from (``--lora-modules``)."""
-    return f"{ADAPTERS_DIR}/{served_name}"
 
 
 def api_paths(*, chat: bool) -> list[str]:
     """The paths the Ingress routes: completions, chat completions when the model has a chat template,
     and the model list. All under ``/v1``, so vLLM checks the API key on every one."""
     return [COMPLETIONS_PATH, *([CHAT_PATH] if chat else []), MODELS_PATH]
-
-
-def model_dir(version: str) -> str:
-    """Where the init container puts the release and vLLM loads it from. The version is in the path, so
-    vLLM's ``/v1/models`` answers it as the model's ``root`` (the rollout gate checks that)."""
-    return f"{MODELS_DIR}/{version}"
 
 
 def termination_grace_s(s: ServerSpec) -> int:
@@ -689,61 +652,3 @@ def load_balancer_ingress_policy(cidrs: Sequence[str]) -> dict[str, Any]:
 def labels(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Labels of the objects around the server (PART_OF and the server's name)."""
     return {**LABELS, **(extra or {})}
-
-
-def models_answer_version(
-    body: Any, *, served_name: str, version: str, adapters: Sequence[str] = ()
-) -> str | None:
-    """None when a ``/v1/models`` answer (parsed JSON) serves ``served_name`` from ``model_dir(version)`` and
-    each of ``adapters`` from its folder on that base, else what it serves instead (the rollout gate's
-    judgment; vLLM's ModelCard ``root`` is the path, an adapter's ``parent`` its base's served name)."""
-    cards = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(cards, list):
-        return f"not a model list: {json.dumps(body)[:200]}"
-    by_id = {c.get("id"): c for c in cards if isinstance(c, dict)}
-    roots = {k: c.get("root") for k, c in by_id.items()}
-    if served_name not in roots:
-        return f"no model {served_name!r} (serves {sorted(map(str, roots))})"
-    if roots[served_name] != model_dir(version):
-        return f"{served_name!r} is served from {roots[served_name]!r}, not {model_dir(version)!r}"
-    for a in adapters:
-        card = by_id.get(a)
-        if card is None:
-            return f"no adapter {a!r} (serves {sorted(map(str, roots))})"
-        if card.get("root") != adapter_dir(a) or card.get("parent") != served_name:
-            return (
-                f"adapter {a!r} is served from {card.get('root')!r} on {card.get('parent')!r}, not "
-                f"{adapter_dir(a)!r} on {served_name!r}"
-            )
-    return None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Backend:
-    """One name clients may send and where it is served: the router's table (infra/inference/router)."""
-
-    served_name: str  # the OpenAI "model" a request names
-    model: str  # the base model (key of inference.models) whose pods answer it
-    adapter: bool  # a LoRA adapter on that base
-    service: str  # the base's Service in the inference namespace
-    port: int  # the Service's port (SERVICE_PORT, named SERVICE_PORT_NAME)
-
-
-def backends(specs: Sequence[ServerSpec]) -> list[Backend]:
-    """Every served name (bases and their adapters) -> its base's Service, in config order."""
-    out = []
-    for s in specs:
-        service = model_object_name(s.served_model_name)
-        out.append(Backend(served_name=s.served_model_name, model=s.served_model_name, adapter=False,
-                           service=service, port=SERVICE_PORT))  # fmt: skip
-        out += [
-            Backend(
-                served_name=a.served_name,
-                model=s.served_model_name,
-                adapter=True,
-                service=service,
-                port=SERVICE_PORT,
-            )  # fmt: skip
-            for a in s.adapters
-        ]
-    return out

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from infra.core.project import CONFIG_KEY
+from infra.inference.documents import catalog
 from infra.inference.documents import inference as inf
 from infra.plan.runner import Plan, run_plan
 from tests.k8s.validate import validate_plan
@@ -46,7 +47,7 @@ def test_each_model_has_its_own_objects_and_everything_validates(plan: Plan) -> 
     models = plan.config["inference"]["models"]
     assert len(models) == 2
     for type_ in PER_MODEL:
-        assert set(_in_ns(plan, type_)) == {inf.model_object_name(m) for m in models}, type_
+        assert set(_in_ns(plan, type_)) == {catalog.model_object_name(m) for m in models}, type_
     # shared: one Ingress, one Secret of API keys, one KEDA
     assert len(_in_ns(plan, INGRESS)) == 1 and len(_in_ns(plan, SECRET)) == 1
     assert [r.inputs["name"] for r in plan.by_type("kubernetes:helm.sh/v3:Release")].count("keda") == 1
@@ -57,8 +58,8 @@ def test_each_model_runs_on_its_pool_with_its_engine_settings(plan: Plan) -> Non
     models = plan.config["inference"]["models"]
     deployments = _in_ns(plan, DEPLOYMENT)
     for name, model in models.items():
-        pod = deployments[inf.model_object_name(name)].inputs["spec"]["template"]
-        assert pod["metadata"]["labels"][inf.MODEL_LABEL] == name
+        pod = deployments[catalog.model_object_name(name)].inputs["spec"]["template"]
+        assert pod["metadata"]["labels"][catalog.MODEL_LABEL] == name
         (term,) = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"
         ]
@@ -75,8 +76,8 @@ def test_each_model_runs_on_its_pool_with_its_engine_settings(plan: Plan) -> Non
         assert args[args.index("--max-model-len") + 1] == want_len
     scaled = _in_ns(plan, SCALED_OBJECT)
     for name, model in models.items():
-        spec = scaled[inf.model_object_name(name)].inputs["spec"]
-        assert spec["scaleTargetRef"]["name"] == inf.model_object_name(name)
+        spec = scaled[catalog.model_object_name(name)].inputs["spec"]
+        assert spec["scaleTargetRef"]["name"] == catalog.model_object_name(name)
         assert f'model_name="{name}"' in spec["triggers"][0]["metadata"]["query"]
         assert spec["maxReplicaCount"] == model["replicas"]["max"]
 
@@ -84,21 +85,21 @@ def test_each_model_runs_on_its_pool_with_its_engine_settings(plan: Plan) -> Non
 def test_the_adapter_is_fetched_and_served_by_its_base(plan: Plan) -> None:
     ((base, model),) = [(n, m) for n, m in plan.config["inference"]["models"].items() if m.get("adapters")]
     ((adapter, spec),) = model["adapters"].items()
-    pod = _in_ns(plan, DEPLOYMENT)[inf.model_object_name(base)].inputs["spec"]["template"]["spec"]
+    pod = _in_ns(plan, DEPLOYMENT)[catalog.model_object_name(base)].inputs["spec"]["template"]["spec"]
     (server,) = pod["containers"]
     args = server["args"]
     assert "--enable-lora" in args
     assert args[args.index("--max-lora-rank") + 1] == str(model["lora"]["max_lora_rank"])
     module = args[args.index("--lora-modules") + 1]
-    assert module == f"{adapter}={inf.adapter_dir(adapter)}"
+    assert module == f"{adapter}={catalog.adapter_dir(adapter)}"
     (fetch,) = [c for c in pod["initContainers"] if c["name"].startswith(inf.FETCH_ADAPTER_CONTAINER)]
     cmd = fetch["command"]
     assert cmd[cmd.index("--model") + 1] == spec["release"]["name"]
     assert cmd[cmd.index("--version") + 1] == spec["release"]["version"]
-    assert cmd[cmd.index("--dest") + 1] == inf.adapter_dir(adapter)
+    assert cmd[cmd.index("--dest") + 1] == catalog.adapter_dir(adapter)
     # the other base serves no adapter
     (other,) = [n for n in plan.config["inference"]["models"] if n != base]
-    other_pod = _in_ns(plan, DEPLOYMENT)[inf.model_object_name(other)].inputs["spec"]["template"]["spec"]
+    other_pod = _in_ns(plan, DEPLOYMENT)[catalog.model_object_name(other)].inputs["spec"]["template"]["spec"]
     assert "--enable-lora" not in other_pod["containers"][0]["args"]
     assert len(other_pod["initContainers"]) == 1
 
@@ -135,7 +136,7 @@ def test_adding_a_model_leaves_the_others_objects_alone(plan: Plan, tmp_path: Pa
     alone = run_plan(EXAMPLE, stacks_dir=tmp_path)
 
     def objects(p: Plan, model: str) -> dict[str, dict]:
-        name = inf.model_object_name(model)
+        name = catalog.model_object_name(model)
         return {
             r.urn: copy.deepcopy(r.inputs)
             for t in PER_MODEL

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from infra.inference.documents import catalog
 from infra.inference.documents import inference as inf
 from infra.io.cluster_health import TOKEN_PREFIX, eks_token
 from infra.io.stackfiles import load_stack_config
@@ -31,7 +32,7 @@ from trainer.tools.moto_server import MotoServer
 NS = "inference"
 # the shipped stack's one model and its Deployment (one per model: inference-<served name>)
 SERVED = "gpt2-small"
-DEPLOYMENT_PATH = f"/apis/apps/v1/namespaces/{NS}/deployments/{inf.model_object_name(SERVED)}"
+DEPLOYMENT_PATH = f"/apis/apps/v1/namespaces/{NS}/deployments/{catalog.model_object_name(SERVED)}"
 PODS_PATH = f"/api/v1/namespaces/{NS}/pods"
 
 
@@ -190,7 +191,7 @@ class Api:
                     card = {
                         "id": MODEL.name,
                         "object": "model",
-                        "root": inf.model_dir(api.served_version),
+                        "root": catalog.model_dir(api.served_version),
                         "max_model_len": 1024,
                     }
                     return self._send(200, {"object": "list", "data": [card]})

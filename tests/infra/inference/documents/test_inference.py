@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from infra.inference.config import VLLM_VERSION
-from infra.inference.documents import alb, keda
+from infra.inference.documents import alb, catalog, keda
 from infra.inference.documents import inference as inf
 from infra.monitoring import documents as mon
 
@@ -135,7 +135,7 @@ def test_vllm_loads_the_release_the_init_container_verified_offline() -> None:
         "--root": [ROOT],
         "--model": ["gpt2-small"],
         "--version": [VERSION],
-        "--dest": [inf.model_dir(VERSION)],
+        "--dest": [catalog.model_dir(VERSION)],
     }
     assert init["image"] == FETCH_IMAGE
     server = _container()
@@ -310,7 +310,7 @@ def test_deployment_leaves_the_replica_count_to_the_autoscaler_and_never_drops_c
 
 def test_scaled_object_scales_on_running_plus_waiting_with_a_safe_fallback() -> None:
     a = inf.Autoscaling(
-        target=inf.model_object_name("gpt2-small"),
+        target=catalog.model_object_name("gpt2-small"),
         prometheus_url="http://kps-prometheus.monitoring.svc:9090",
         query=inf.requests_query("inference", mon.INFERENCE_JOB, "gpt2-small"),
         target_per_replica=32,
@@ -342,17 +342,19 @@ def test_the_rollout_gate_reads_the_version_from_vllms_model_list() -> None:
     answer = {
         "object": "list",
         "data": [
-            {"id": "gpt2-small", "object": "model", "root": inf.model_dir(VERSION), "max_model_len": 1024}
+            {"id": "gpt2-small", "object": "model", "root": catalog.model_dir(VERSION), "max_model_len": 1024}
         ],
     }
-    assert inf.models_answer_version(answer, served_name="gpt2-small", version=VERSION) is None
+    assert catalog.models_answer_version(answer, served_name="gpt2-small", version=VERSION) is None
     older = "20261120T100100Z-step2"
     assert "not '/models/20261120T100100Z-step2'" in str(
-        inf.models_answer_version(answer, served_name="gpt2-small", version=older)
+        catalog.models_answer_version(answer, served_name="gpt2-small", version=older)
     )
-    assert "no model 'other'" in str(inf.models_answer_version(answer, served_name="other", version=VERSION))
+    assert "no model 'other'" in str(
+        catalog.models_answer_version(answer, served_name="other", version=VERSION)
+    )
     assert "not a model list" in str(
-        inf.models_answer_version({"error": "x"}, served_name="m", version=VERSION)
+        catalog.models_answer_version({"error": "x"}, served_name="m", version=VERSION)
     )
 
 
@@ -401,7 +403,7 @@ def test_annotation_maps_refuse_what_they_cannot_encode() -> None:
 
 def test_ingress_routes_exactly_the_api_paths_to_the_service_port() -> None:
     paths = inf.api_paths(chat=False)
-    service = inf.model_object_name(SPEC.served_model_name)
+    service = catalog.model_object_name(SPEC.served_model_name)
     spec = alb.ingress_spec(
         host="hk.example.com", service=service, service_port=inf.SERVICE_PORT_NAME, paths=paths
     )
@@ -467,10 +469,10 @@ LORA = replace(
     SPEC,
     served_model_name="llama-3b",
     model_name="llama-3b",
-    lora=inf.LoraSpec(max_loras=4, max_lora_rank=16, max_cpu_loras=8),
+    lora=catalog.LoraSpec(max_loras=4, max_lora_rank=16, max_cpu_loras=8),
     adapters=(
-        inf.AdapterSpec(served_name="support-bot", release_name="support-bot", release_version=VERSION),
-        inf.AdapterSpec(
+        catalog.AdapterSpec(served_name="support-bot", release_name="support-bot", release_version=VERSION),
+        catalog.AdapterSpec(
             served_name="sql-bot", release_name="sql-lora", release_version="20261201T000000Z-step9"
         ),
     ),
@@ -524,7 +526,7 @@ def test_model_object_names_are_service_names_and_distinct() -> None:
     """Names of one model's objects: DNS-1035 labels (what a Service name must be), distinct for served
     names that differ only in '.', '_' or '-', and within 63 characters for the longest served name."""
     names = ["gpt2-small", "gpt2.small", "gpt2_small", "a" * 63, "a" * 62 + "b", "llama-3.1-8b"]
-    objects = [inf.model_object_name(n) for n in names]
+    objects = [catalog.model_object_name(n) for n in names]
     assert objects[0] == "inference-gpt2-small"
     assert len(set(objects)) == len(objects)
     assert all(re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", o) for o in objects), objects
@@ -532,7 +534,7 @@ def test_model_object_names_are_service_names_and_distinct() -> None:
 
 def test_backends_name_every_served_name_and_its_service() -> None:
     """The router's table: each base and each adapter -> the base's Service and port."""
-    table = inf.backends([SPEC, LORA])
+    table = catalog.backends([SPEC, LORA])
     assert [(b.served_name, b.model, b.adapter, b.service) for b in table] == [
         ("gpt2-small", "gpt2-small", False, "inference-gpt2-small"),
         ("llama-3b", "llama-3b", False, "inference-llama-3b"),
@@ -545,17 +547,19 @@ def test_backends_name_every_served_name_and_its_service() -> None:
 def test_the_gate_judges_adapters_by_their_folder_and_base() -> None:
     """An adapter's ModelCard (vLLM's /v1/models): id = its served name, root = its --lora-modules path,
     parent = the base's served name."""
-    base = {"id": "llama-3b", "object": "model", "root": inf.model_dir(VERSION), "parent": None}
-    support = {"id": "support-bot", "root": inf.adapter_dir("support-bot"), "parent": "llama-3b"}
-    sql = {"id": "sql-bot", "root": inf.adapter_dir("sql-bot"), "parent": "llama-3b"}
+    base = {"id": "llama-3b", "object": "model", "root": catalog.model_dir(VERSION), "parent": None}
+    support = {"id": "support-bot", "root": catalog.adapter_dir("support-bot"), "parent": "llama-3b"}
+    sql = {"id": "sql-bot", "root": catalog.adapter_dir("sql-bot"), "parent": "llama-3b"}
     adapters = ["support-bot", "sql-bot"]
     ok = {"object": "list", "data": [base, support, sql]}
-    assert inf.models_answer_version(ok, served_name="llama-3b", version=VERSION, adapters=adapters) is None
+    assert (
+        catalog.models_answer_version(ok, served_name="llama-3b", version=VERSION, adapters=adapters) is None
+    )
     missing = {"object": "list", "data": [base, support]}
     assert "no adapter 'sql-bot'" in str(
-        inf.models_answer_version(missing, served_name="llama-3b", version=VERSION, adapters=adapters)
+        catalog.models_answer_version(missing, served_name="llama-3b", version=VERSION, adapters=adapters)
     )
     elsewhere = {"object": "list", "data": [base, support, {**sql, "parent": "gpt2-small"}]}
     assert "on 'gpt2-small'" in str(
-        inf.models_answer_version(elsewhere, served_name="llama-3b", version=VERSION, adapters=adapters)
+        catalog.models_answer_version(elsewhere, served_name="llama-3b", version=VERSION, adapters=adapters)
     )
