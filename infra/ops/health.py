@@ -114,9 +114,10 @@ def rollout_status(deployment: Mapping[str, Any]) -> tuple[str, str]:
     return "done", f"{available} of {updated} replicas available"
 
 
-def fetch_failure(pod: Mapping[str, Any]) -> tuple[int, str] | None:
-    """(exit code, its one line) when one of the pod's release fetches (init containers: the base, then each
-    adapter) has failed, now or last time (Kubernetes restarts a failed init container with back-off)."""
+def fetch_failure(pod: Mapping[str, Any]) -> tuple[int, str, str] | None:
+    """(exit code, its one line, the init container) when one of the pod's release fetches (init containers:
+    the base, then each adapter) has failed, now or last time (Kubernetes restarts a failed init container
+    with back-off)."""
     status = pod.get("status", {})
     fetches = (
         c
@@ -129,7 +130,7 @@ def fetch_failure(pod: Mapping[str, Any]) -> tuple[int, str] | None:
             done = state.get("terminated")
             if done and done.get("exitCode", 0) != 0:
                 line = (done.get("message") or done.get("reason") or "").strip().splitlines()
-                return int(done["exitCode"]), (line[-1] if line else "")
+                return int(done["exitCode"]), (line[-1] if line else ""), str(fetch.get("name"))
     return None
 
 
@@ -144,9 +145,9 @@ def pod_problem(pod: Mapping[str, Any]) -> str | None:
             return f"{name}: not scheduled: {c.get('reason', '')}: {c.get('message', '')}".rstrip(": ")
     failed = fetch_failure(pod)
     if failed is not None:
-        code, line = failed
+        code, line, container = failed
         why = inf.FETCH_EXIT_CODES.get(code, "failed")
-        return f"{name}: {inf.FETCH_CONTAINER} exit {code} ({why}): {line}".rstrip(": ")
+        return f"{name}: {container} exit {code} ({why}): {line}".rstrip(": ")
     server = next((c for c in status.get("containerStatuses", []) if c.get("name") == inf.CONTAINER), None)
     if server is None:
         return f"{name}: {status.get('phase', 'Pending')}, container {inf.CONTAINER} not created yet"

@@ -76,9 +76,11 @@ NOT_READY = deployment(available=0)
 GATE_KEY = "g" * 40
 
 
-def fetch_failed(name: str, code: int = 3, line: str = "") -> dict[str, Any]:
-    """A pod whose release fetch (init container) exited ``code`` with ``line`` as its termination message
-    and is waiting to be retried, as the kubelet reports it."""
+def fetch_failed(
+    name: str, code: int = 3, line: str = "", container: str = inf.FETCH_CONTAINER
+) -> dict[str, Any]:
+    """A pod whose release fetch (init container ``container``) exited ``code`` with ``line`` as its
+    termination message and is waiting to be retried, as the kubelet reports it."""
     return {
         "metadata": {"name": name},
         "status": {
@@ -86,7 +88,7 @@ def fetch_failed(name: str, code: int = 3, line: str = "") -> dict[str, Any]:
             "conditions": [{"type": "PodScheduled", "status": "True"}],
             "initContainerStatuses": [
                 {
-                    "name": inf.FETCH_CONTAINER,
+                    "name": container,
                     "ready": False,
                     "restartCount": 2,
                     "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
@@ -566,6 +568,11 @@ def test_pod_problem_names_the_failed_release_fetch_with_its_line() -> None:
     )
     assert pod_problem(fetch_failed("p", 4, "release gpt2-small/x: s3 unreachable")).startswith(
         "p: fetch-release exit 4 (release store unreachable): release gpt2-small/x: s3 unreachable"
+    )
+    # an adapter's release: its own init container is named
+    line = "release support-bot/20261203T080000Z-step300: missing"
+    assert pod_problem(fetch_failed("p", 3, line, container="fetch-adapter-1")) == (
+        f"p: fetch-adapter-1 exit 3 (release missing, partial, corrupt or unsigned): {line}"
     )
 
 
