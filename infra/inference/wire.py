@@ -177,6 +177,17 @@ def server_spec(ctx: StackContext, cfg: InferenceConfig, served: str) -> inf.Ser
     )
 
 
+def server_specs(ctx: StackContext, cfg: InferenceConfig) -> list[inf.ServerSpec]:
+    """Every model's Deployment spec, in config order."""
+    return [server_spec(ctx, cfg, served) for served in cfg.models]
+
+
+def model_backends(ctx: StackContext, cfg: InferenceConfig) -> list[catalog.Backend]:
+    """Every name clients may send (models and their adapters) -> its model's Service and port in the
+    inference namespace (``storage.inference.namespace``): the table a model-name router serves from."""
+    return catalog.backends(server_specs(ctx, cfg))
+
+
 def serves_chat(cfg: InferenceConfig) -> bool:
     """Whether the Ingress routes chat completions: where any model has a chat template (``serve_chat``);
     the pods of a model without one refuse the path (their gate's paths are the model's own)."""
@@ -326,7 +337,7 @@ def wire_inference(
     keda_release = wire_keda(ctx, serving, keda_opts)
 
     lbc = [services.load_balancer_controller] if services.load_balancer_controller else []
-    specs = [server_spec(ctx, serving, served) for served in serving.models]
+    specs = server_specs(ctx, serving)
     backends = catalog.backends(specs)
     namespace = cfg.storage.inference.namespace
     image = image_ref(serving.engine.image, storage, field="inference.engine.image")

@@ -148,3 +148,23 @@ def test_adding_a_model_leaves_the_others_objects_alone(plan: Plan, tmp_path: Pa
     assert len(mine) == len(PER_MODEL)
     assert objects(plan, first) == mine
     assert not any(objects(alone, name) for name in rest)
+
+
+def test_the_router_table_names_every_served_name_and_a_planned_service(plan: Plan) -> None:
+    """``model_backends``: what the integrator hands a model-name router, from the stack file alone; each
+    served name (models and adapters) maps to its model's Service as the plan declares it."""
+    from types import SimpleNamespace
+
+    from infra.inference.wire import model_backends
+    from infra.io.stackfiles import load_stack_config
+
+    cfg = load_stack_config(EXAMPLE, EXAMPLES)
+    assert cfg.inference is not None
+    table = model_backends(SimpleNamespace(cfg=cfg), cfg.inference)  # only ctx.cfg is read
+    assert {b.served_name: b.model for b in table} == cfg.inference.served_names()
+    services = _in_ns(plan, SERVICE)
+    for b in table:
+        (port,) = services[b.service].inputs["spec"]["ports"]
+        assert port["port"] == b.port
+        assert services[b.service].inputs["spec"]["selector"][catalog.MODEL_LABEL] == b.model
+        assert b.adapter == (b.served_name != b.model)
