@@ -39,7 +39,7 @@ def addon_identities(ctx: StackContext) -> list[AddonIdentity]:
             cfg.storage.trainer.namespace,
             cfg.storage.inference.namespace,
         }
-    keda = cfg.inference.autoscaling.keda.namespace if cfg.inference is not None else "keda"
+    keda = cfg.inference.keda.namespace if cfg.inference is not None else "keda"
 
     def sa(
         namespace: str,

@@ -39,6 +39,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--from", dest="from_uri", required=True, metavar="FOLDER", help="directory or s3:// URI")
     c.add_argument("--stack", "-s", help="an infer stack whose engine settings and pools it must fit")
+    c.add_argument(
+        "--model",
+        "-m",
+        help="with --stack: the model of inference.models whose engine settings and pools it must fit "
+        "(default: the stack's only model)",
+    )
     c.add_argument("--stacks-dir", help="the stacks folder (default: stacks/)")
     c.add_argument("--json", action="store_true", help="one JSON object")
     c.set_defaults(run=run_check)
@@ -61,6 +67,19 @@ def run_check(args: argparse.Namespace, console: Console, err: Console) -> int:
                 raise ConfigErrors(
                     [ConfigError("--stack", f"{args.stack} serves nothing", "name an infer stack")]
                 )
+            models = list(cfg.inference.models)
+            if args.model is None and len(models) == 1:
+                args.model = models[0]
+            if args.model not in models:
+                raise ConfigErrors(
+                    [
+                        ConfigError(
+                            "--model",
+                            f"{args.model or 'none given'}: {args.stack} serves {', '.join(models)}",
+                            f"name one of them: --model {models[0]}",
+                        )
+                    ]
+                )
         facts = folder_facts(args.from_uri)
     except ConfigErrors as exc:
         print_error(err, args.stack, exc, debug=args.debug)
@@ -68,8 +87,8 @@ def run_check(args: argparse.Namespace, console: Console, err: Console) -> int:
     except ReleaseUnreadable as exc:  # the publisher's own refusal, word for word
         print_error(err, args.stack, ConfigErrors([ConfigError("--from", exc.reason)]), debug=args.debug)
         return EXIT_CONFIG
-    problems = fit_problems(cfg, facts) if cfg is not None else []
-    rows = fit_rows(cfg, facts) if cfg is not None else []
+    problems = fit_problems(cfg, args.model, facts) if cfg is not None else []
+    rows = fit_rows(cfg, args.model, facts) if cfg is not None else []
     if args.json:
         doc = {"facts": asdict(facts), "accepted": True, "stack": args.stack, "problems": problems}
         doc["fit"] = [asdict(r) for r in rows]
@@ -87,10 +106,10 @@ def run_check(args: argparse.Namespace, console: Console, err: Console) -> int:
     if cfg is None:
         return EXIT_OK
     assert cfg.inference is not None
-    eng = cfg.inference.engine
+    eng = cfg.inference.models[args.model].engine
     table = Table(
-        title=f"{args.stack}: {eng.gpus_per_pod} GPU(s) per pod, max_model_len {eng.max_model_len}, "
-        f"gpu_memory_utilization {eng.gpu_memory_utilization}",
+        title=f"{args.stack} {args.model}: {eng.gpus_per_pod} GPU(s) per pod, max_model_len "
+        f"{eng.max_model_len}, gpu_memory_utilization {eng.gpu_memory_utilization}",
         title_justify="left",
     )
     for col in (

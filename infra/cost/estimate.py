@@ -29,6 +29,7 @@ from infra.network.config import NatStrategy
 from infra.pools.config import CapacityType
 
 if TYPE_CHECKING:
+    from infra.inference.config import ServedModelConfig
     from infra.schema.platform import PlatformConfig
 
 # ---------------------------------------------------------------------------------------------------------
@@ -303,9 +304,10 @@ class PodRequests:
 class KarpenterPoolCost:
     """One Karpenter GPU pool, sized in GPUs (Karpenter launches nodes for pending pods, up to ``gpu_limit``).
 
-    - ``min`` = ``desired``: one GPU per inference replica at ``inference.replicas.min`` (an infer stack whose
-      ``inference.node_pools`` lists this pool first; else 0), each on its own node of the cheapest priced
-      candidate that holds the replica's requests (https://karpenter.sh/v1.14/concepts/scheduling/).
+    - ``min`` = ``desired``: ``engine.gpus_per_pod`` GPUs per inference replica at ``replicas.min`` of every
+      model of ``inference.models`` whose first Karpenter pool this is (else 0), each on its own node of the
+      cheapest priced candidate that holds the largest such replica's requests
+      (https://karpenter.sh/v1.14/concepts/scheduling/).
     - ``max``: ``gpu_limit`` GPUs at the highest priced per-GPU price among the candidates.
 
     With both capacity types, the cheaper of On-Demand and Spot at min/desired and the dearer at max. An
@@ -415,22 +417,33 @@ def cpu_millicores(quantity: str) -> int:
     return round(float(quantity) * 1000)
 
 
-def pod_requests(cfg: PlatformConfig) -> PodRequests | None:
-    """The inference replica's CPU and memory requests (None without an inference section)."""
+def _models_on(cfg: PlatformConfig, pool: str) -> list[ServedModelConfig]:
+    """The models of ``inference.models`` whose first Karpenter pool is ``pool``."""
     if cfg.inference is None:
+        return []
+    karpenter = cfg.cluster_services.karpenter.node_pools
+    return [
+        m
+        for m in cfg.inference.models.values()
+        if next((p for p in m.node_pools if p in karpenter), None) == pool
+    ]
+
+
+def pod_requests(cfg: PlatformConfig, pool: str) -> PodRequests | None:
+    """The largest CPU and memory requests of an inference replica kept on ``pool`` (None: none is)."""
+    requests = [
+        PodRequests(cpu_millicores(m.resources.cpu), quantity_mib(m.resources.memory))
+        for m in _models_on(cfg, pool)
+    ]
+    if not requests:
         return None
-    r = cfg.inference.resources
-    return PodRequests(cpu_millicores(r.cpu), quantity_mib(r.memory))
+    return PodRequests(max(r.cpu_m for r in requests), max(r.memory_mib for r in requests))
 
 
 def karpenter_gpus(cfg: PlatformConfig, pool: str) -> int:
-    """GPUs the pool always carries: the inference Deployment's minimum replicas (one GPU each) when the
-    pool is the first Karpenter pool in ``inference.node_pools``; else 0 (nodes come and go with jobs)."""
-    if cfg.inference is None:
-        return 0
-    karpenter = cfg.cluster_services.karpenter.node_pools
-    first = next((p for p in cfg.inference.node_pools if p in karpenter), None)
-    return cfg.inference.replicas.min if first == pool else 0
+    """GPUs the pool always carries: the minimum replicas (``gpus_per_pod`` GPUs each) of every model whose
+    first Karpenter pool it is; else 0 (nodes come and go with jobs)."""
+    return sum(m.replicas.min * m.engine.gpus_per_pod for m in _models_on(cfg, pool))
 
 
 @dataclass(frozen=True)
@@ -541,7 +554,7 @@ def estimate_karpenter(
                 gpus={"min": gpus, "desired": gpus, "max": pool.gpu_limit},
                 candidates=candidates,
                 region=cfg.region,
-                pod=pod_requests(cfg) if gpus else None,
+                pod=pod_requests(cfg, name) if gpus else None,
             )
         )
     return tuple(out)

@@ -2,9 +2,12 @@
 serving one name must agree on, and (preflight) whether the zone answers for the domain and the name is
 free.
 
-Agreement: clients of the global name land in either region, so both must serve the same model under the
-same version policy and accept the same API keys; the keys come from one source, the environment's train
-stack (``storage.source_stack``, whose secret output both infer stacks read), so the stacks agree on it.
+Agreement: clients of the global name land in either region (Route 53 answers by latency and health, never
+by the model a request names: DNS does not see the request), so every region must serve the same set of
+served names (models and adapters; their release versions may differ while a promotion moves through the
+regions in waves) and accept the same API keys; the keys come from one source, the environment's train
+stack (``storage.source_stack``, whose secret output both infer stacks read), so the stacks agree on it
+(docs/inference/global-endpoint.md).
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ DELEGATION_DOC = (
 )
 ACM_DNS_DOC = "https://docs.aws.amazon.com/acm/latest/userguide/dns-validation.html"
 # Terms of the inference section every stack serving one global name must share: the name and its record
-# owner, which model release (name, version and whether `latest` is allowed), and any authentication
-# setting of the section.
-AGREED_FIELDS = ("global_endpoint", "model")
+# owner, the served names (MODELS_TERM), and any authentication setting of the section.
+AGREED_FIELDS = ("global_endpoint",)
 KEY_SOURCE = "storage.source_stack"
+MODELS_TERM = "inference.models"
 
 
 def _agreed(field_name: str) -> bool:
@@ -44,8 +47,16 @@ def serving_terms(inference: Mapping[str, Any] | None, source_stack: str) -> tup
     if not inference or not inference.get("global_endpoint"):
         return ()
     terms = {f"inference.{k}": json.dumps(v, sort_keys=True) for k, v in inference.items() if _agreed(k)}
+    terms[MODELS_TERM] = json.dumps(served_names(inference))
     terms[KEY_SOURCE] = json.dumps(source_stack)
     return tuple(sorted(terms.items()))
+
+
+def served_names(inference: Mapping[str, Any]) -> list[str]:
+    """Every name clients may send to the stack (models and their adapters), sorted, from its ``inference``
+    section as JSON."""
+    models = inference.get("models") or {}
+    return sorted([*models, *(a for m in models.values() for a in (m.get("adapters") or {}))])
 
 
 def own_terms(cfg: PlatformConfig) -> dict[str, str]:
@@ -110,10 +121,32 @@ def global_endpoint_zone(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+def _models_agree(stack: str, name: str, mine: list[str], theirs: list[str]) -> Iterator[Finding]:
+    """One error per served name one side has and the other lacks."""
+    for model in sorted(set(mine) - set(theirs)):
+        yield error(
+            at("inference", "models"),
+            f"{model!r} is served here but not by {stack}, which serves the same global name {name}: "
+            f"Route 53 sends a client to either region by latency, never by the model it asks for, so a "
+            f"request for {model!r} landing in {stack} would get 404",
+            f"serve {model!r} in {stack} too (its models or a model's adapters), or remove it here",
+            LATENCY_DOC,
+        )
+    for model in sorted(set(theirs) - set(mine)):
+        yield error(
+            at("inference", "models"),
+            f"{stack} serves {model!r} under the same global name {name}, this stack does not: a request "
+            f"for {model!r} routed here by latency would get 404",
+            f"serve {model!r} here too, or remove it from {stack}",
+            LATENCY_DOC,
+        )
+
+
 @rule("global-endpoint-agreement", needs=[Need.stacks])
 def global_endpoint_agreement(ctx: RuleContext) -> Iterator[Finding]:
-    """Every infer stack serving one global name serves the same model, version policy and API keys, and
-    names the same validation record owner, which is one of them."""
+    """Every infer stack serving one global name serves the same set of served names (models and adapters;
+    versions may differ during a promotion's waves) and API keys, and names the same validation record
+    owner, which is one of them."""
     ge = _global(ctx.cfg)
     if ge is None:
         return
@@ -122,7 +155,9 @@ def global_endpoint_agreement(ctx: RuleContext) -> Iterator[Finding]:
     for stack, theirs in sorted(partners.items()):
         for term in sorted(set(mine) | set(theirs)):
             a, b = mine.get(term, "null"), theirs.get(term, "null")
-            if a != b:
+            if term == MODELS_TERM:
+                yield from _models_agree(stack, ge.name, json.loads(a) or [], json.loads(b) or [])
+            elif a != b:
                 yield error(
                     at(*term.split(".")) if term != KEY_SOURCE else at("storage", "source_stack"),
                     f"{term} is {a} here and {b} in {stack}, which serves the same global name {ge.name}: "

@@ -10,9 +10,11 @@ certificate's region, the TLS policy, monitoring) are rules (``infra/inference/r
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -168,7 +170,6 @@ class AutoscalingConfig(Strict):
     scale_down_stabilization_s: Annotated[int, Field(ge=0, le=3600)] = Field(
         300, description="The HPA scales down to the highest recommendation of this window (seconds)."
     )
-    keda: KedaChart = Field(default_factory=lambda: KedaChart())
 
 
 class ResourcesConfig(Strict):
@@ -348,8 +349,8 @@ class Dtype(StrEnum):
 
 
 class EngineConfig(Strict):
-    """vLLM's engine settings (``vllm serve`` flags; each one exists in ``vllm_version``: tested against the
-    flags that version registers). Defaults: vLLM's own where it has a good one, with the source named."""
+    """The vLLM release and image every model of the stack runs (one image: each model's engine settings
+    are flags of its own Deployment, ``ModelEngineConfig``)."""
 
     vllm_version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")] = Field(
         VLLM_VERSION,
@@ -361,9 +362,13 @@ class EngineConfig(Strict):
         description="The vLLM image: by default the train stack's build of images/vllm/Dockerfile "
         "(repository vllm), replicated to this region by ECR.",
     )
-    served_model_name: Annotated[str, Field(pattern=MODEL_NAME)] | None = Field(
-        None, description="--served-model-name: the model name clients send; None: model.name."
-    )
+
+
+class ModelEngineConfig(Strict):
+    """One model's vLLM engine settings (``vllm serve`` flags; each one exists in ``engine.vllm_version``:
+    tested against the flags that version registers). Defaults: vLLM's own where it has a good one, with the
+    source named."""
+
     dtype: Dtype = Field(Dtype.auto, description="--dtype: auto, bfloat16 or float16 (see Dtype).")
     max_model_len: Annotated[int, Field(ge=16, le=1_048_576)] = Field(
         1024,
@@ -392,6 +397,104 @@ class EngineConfig(Strict):
     )
 
 
+# --max-lora-rank takes only these ranks: vLLM's MaxLoRARanks (vllm/config/lora.py,
+# https://github.com/vllm-project/vllm/blob/a78dc92f43ae2471dd40675a47079aa1a9a157c1/vllm/config/lora.py).
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+class LoraConfig(Strict):
+    """vLLM's LoRA serving of one base model (``--enable-lora``): how many adapters run in one batch and the
+    largest rank any of them may have (vLLM sizes its LoRA buffers by both at start)."""
+
+    max_loras: Annotated[int, Field(ge=1, le=64)] = Field(
+        4, description="--max-loras: adapters in one batch (vLLM's default 1, vllm/config/lora.py)."
+    )
+    max_lora_rank: int = Field(
+        16,
+        description=f"--max-lora-rank: the largest adapter rank served, one of {list(LORA_RANKS)} "
+        "(vLLM's MaxLoRARanks; default 16, vLLM's).",
+    )
+    max_cpu_loras: Annotated[int, Field(ge=1, le=1024)] | None = Field(
+        None,
+        description="--max-cpu-loras: adapters kept in host memory (at least max_loras); None: vLLM's "
+        "default, max_loras.",
+    )
+
+    @field_validator("max_lora_rank")
+    @classmethod
+    def _rank(cls, v: int) -> int:
+        if v not in LORA_RANKS:
+            raise ValueError(f"{v} is not a rank vLLM accepts; use one of {list(LORA_RANKS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _cpu(self) -> LoraConfig:
+        if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
+            raise ValueError(
+                f"max_cpu_loras {self.max_cpu_loras} < max_loras {self.max_loras} (vLLM refuses it); "
+                "raise max_cpu_loras or leave it unset"
+            )
+        return self
+
+
+class AdapterConfig(Strict):
+    """A LoRA adapter release served by its base model's Deployment under the adapter's map key."""
+
+    release: ModelConfig = Field(
+        description="The adapter's release (release/<name>/<version>/: adapter_config.json and "
+        "adapter_model.safetensors, its manifest naming the base release)."
+    )
+
+
+PoolName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
+# The name clients send (``"model": ...``), the key of inference.models and of adapters: a MODEL_NAME that
+# also ends in a letter or digit, so it is a Kubernetes label value (the model's pods carry it).
+SERVED_NAME = r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$"
+ServedName = Annotated[str, Field(pattern=SERVED_NAME)]
+
+
+class ServedModelConfig(Strict):
+    """One base model of the stack: its release, engine settings, GPU pools, replicas and autoscaling, and
+    the LoRA adapters its Deployment serves. Each model is its own vLLM Deployment, Service, PDB and KEDA
+    ScaledObject, named after the model's key."""
+
+    release: ModelConfig
+    engine: ModelEngineConfig = Field(default_factory=lambda: ModelEngineConfig())
+    node_pools: list[PoolName] = Field(
+        min_length=1,
+        description="GPU pools the model's pods may run on (Karpenter NodePools or managed GPU node groups), "
+        "by their aiplat.io/pool label.",
+    )
+    replicas: ReplicasConfig = Field(default_factory=lambda: ReplicasConfig())
+    autoscaling: AutoscalingConfig = Field(default_factory=lambda: AutoscalingConfig())
+    resources: ResourcesConfig = Field(default_factory=lambda: ResourcesConfig())
+    lora: LoraConfig | None = Field(
+        None, description="LoRA serving (--enable-lora); required when adapters names any."
+    )
+    adapters: dict[ServedName, AdapterConfig] = Field(
+        default_factory=dict,
+        description="LoRA adapters this model's pods serve, keyed by the name clients send "
+        "(--lora-modules name=path); each fetched and verified by the init container like the base.",
+    )
+
+    @field_validator("node_pools")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"{v} names a pool twice; name each once")
+        return v
+
+    @model_validator(mode="after")
+    def _lora(self) -> ServedModelConfig:
+        if self.adapters and self.lora is None:
+            raise ValueError(
+                f"adapters {sorted(self.adapters)} need LoRA serving; add lora: {{max_loras: "
+                f"{max(len(self.adapters), 4)}, max_lora_rank: 16}} (max_lora_rank at least the adapters' "
+                "rank)"
+            )
+        return self
+
+
 class AuthConfig(Strict):
     """Who may call the API: API keys checked by vLLM (``--api-key``, several at once), held in the Pulumi
     secret ``aiplat:inference-api-keys`` (a JSON list). Rotation: replace one key at a time."""
@@ -403,24 +506,54 @@ class AuthConfig(Strict):
     )
 
 
-class InferenceConfig(Strict):
-    """Model serving (infer stacks): vLLM on GPU nodes behind HTTPS (docs/inference/cluster.md)."""
+# The per-model keys of the single-model section (before inference.models), and the engine fields that moved
+# into each model's engine: what the migration message moves.
+_OLD_MODEL_KEYS = ("node_pools", "replicas", "resources")
+_SHARED_ENGINE_KEYS = ("vllm_version", "image")
 
-    model: ModelConfig
+
+def migrated_section(old: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``models`` form of a single-model ``inference`` section (with ``model:``): what the refusal
+    tells the user to write instead."""
+    new = {k: v for k, v in old.items() if k not in ("model", "engine", "autoscaling", *_OLD_MODEL_KEYS)}
+    model = dict(old.get("model") or {})
+    engine = dict(old.get("engine") or {})
+    autoscaling = dict(old.get("autoscaling") or {})
+    served = engine.pop("served_model_name", None) or model.get("name", "<model>")
+    one: dict[str, Any] = {"release": model}
+    own_engine = {k: v for k, v in engine.items() if k not in _SHARED_ENGINE_KEYS}
+    if own_engine:
+        one["engine"] = own_engine
+    one.update({k: old[k] for k in _OLD_MODEL_KEYS if k in old})
+    if "keda" in autoscaling:
+        new["keda"] = autoscaling.pop("keda")
+    if autoscaling:
+        one["autoscaling"] = autoscaling
+    shared_engine = {k: v for k, v in engine.items() if k in _SHARED_ENGINE_KEYS}
+    if shared_engine:
+        new["engine"] = shared_engine
+    return {"models": {served: one}, **new}
+
+
+class InferenceConfig(Strict):
+    """Model serving (infer stacks): vLLM on GPU nodes behind HTTPS (docs/inference/cluster.md), one
+    Deployment per model of ``models``; the ALB, certificate, API keys, KEDA and the global name are
+    shared."""
+
+    models: dict[ServedName, ServedModelConfig] = Field(
+        min_length=1,
+        description="The base models served, keyed by the name clients send (the OpenAI 'model' field, "
+        "vLLM's --served-model-name). Adding a model adds its own objects; it never replaces another's.",
+    )
     image: ImageConfig = Field(
         default_factory=lambda: ImageConfig(),
-        description="The image of the release fetch tool (python -m inference.fetch), the init container.",
+        description="The image of the release fetch tool (python -m inference.fetch), the init containers.",
     )
     engine: EngineConfig = Field(default_factory=lambda: EngineConfig())
-    auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
-    node_pools: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]] = Field(
-        min_length=1,
-        description="GPU pools the pods may run on (Karpenter NodePools or managed GPU node groups), by "
-        "their aiplat.io/pool label.",
+    keda: KedaChart = Field(
+        default_factory=lambda: KedaChart(), description="KEDA, which scales every model's Deployment."
     )
-    replicas: ReplicasConfig = Field(default_factory=lambda: ReplicasConfig())
-    autoscaling: AutoscalingConfig = Field(default_factory=lambda: AutoscalingConfig())
-    resources: ResourcesConfig = Field(default_factory=lambda: ResourcesConfig())
+    auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
     server: ServerConfig = Field(default_factory=lambda: ServerConfig())
     https: HttpsConfig
     global_endpoint: GlobalEndpointConfig | None = Field(
@@ -429,9 +562,39 @@ class InferenceConfig(Strict):
         "can serve (docs/inference/global-endpoint.md); None: the regional name only.",
     )
 
-    @field_validator("node_pools")
+    @model_validator(mode="before")
     @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError(f"{v} names a pool twice; name each once")
-        return v
+    def _single_model(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "model" in data:
+            # JSON is YAML's flow style: the message's section pastes into the stack file as it is
+            new = json.dumps({"inference": migrated_section(data)})
+            raise ValueError(
+                "'model' is the single-model form: an infer stack now serves a map of models keyed by the "
+                "name clients send, each with its own release, engine settings (dtype, max_model_len, "
+                "gpu_memory_utilization, max_num_seqs, gpus_per_pod, serve_chat), node_pools, replicas, "
+                "autoscaling and resources, while engine.vllm_version/image and keda (was "
+                f"autoscaling.keda) stay shared; write the section as {new}"
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _names(self) -> InferenceConfig:
+        seen = {name: f"models.{name}" for name in self.models}
+        for name, model in self.models.items():
+            for adapter in model.adapters:
+                where = f"models.{name}.adapters.{adapter}"
+                if adapter in seen:
+                    raise ValueError(
+                        f"{where}: the served name {adapter!r} is also {seen[adapter]}: clients pick a model "
+                        "by this name, so it must be unique in the stack; rename one"
+                    )
+                seen[adapter] = where
+        return self
+
+    def served_names(self) -> dict[str, str]:
+        """Every name clients may send -> the base model (key of ``models``) whose pods answer it."""
+        out = {}
+        for name, model in self.models.items():
+            out[name] = name
+            out.update({adapter: name for adapter in model.adapters})
+        return out

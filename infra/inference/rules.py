@@ -7,12 +7,12 @@ GPUs of a managed pool's instance type).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from infra.core import instance_types
 from infra.core.config import KubernetesAccess, Role
-from infra.inference.config import LATEST, Dtype, InferenceConfig, WafMode
+from infra.inference.config import LATEST, Dtype, InferenceConfig, ServedModelConfig, WafMode
 from infra.stack.registry import Finding, Need, RuleContext, at, error, rule, warning
 from infra.storage.config.storage import StorageBackend
 
@@ -59,15 +59,22 @@ def _serving(ctx: RuleContext) -> InferenceConfig | None:
     return cfg.inference if cfg.role is Role.infer else None
 
 
-def pool_instance_types(cfg: PlatformConfig) -> dict[str, list[instance_types.GpuInstanceType]]:
-    """The GPU instance types each serving pool may launch, from the instance-type table: a managed pool's
-    type, or every type of a Karpenter pool's families (the table's, so a type it lacks is not counted)."""
+def serving_pools(cfg: PlatformConfig) -> list[str]:
+    """Every pool some model of the stack runs on, in config order, each once."""
     inf = cfg.inference
-    out: dict[str, list[instance_types.GpuInstanceType]] = {}
     if inf is None:
-        return out
+        return []
+    return list(dict.fromkeys(p for m in inf.models.values() for p in m.node_pools))
+
+
+def pool_instance_types(
+    cfg: PlatformConfig, pools: Sequence[str]
+) -> dict[str, list[instance_types.GpuInstanceType]]:
+    """The GPU instance types each of ``pools`` may launch, from the instance-type table: a managed pool's
+    type, or every type of a Karpenter pool's families (the table's, so a type it lacks is not counted)."""
+    out: dict[str, list[instance_types.GpuInstanceType]] = {}
     karpenter = cfg.cluster_services.karpenter.node_pools
-    for name in inf.node_pools:
+    for name in pools:
         if name in karpenter:
             families = set(karpenter[name].instance_families)
             rows = [r for r in instance_types.TABLE.values() if instance_types.family(r.name) in families]
@@ -79,21 +86,19 @@ def pool_instance_types(cfg: PlatformConfig) -> dict[str, list[instance_types.Gp
     return out
 
 
-def pool_gpu_models(cfg: PlatformConfig) -> dict[str, set[str]]:
-    """GPU models each serving pool may launch (:func:`pool_instance_types`)."""
-    return {pool: {r.gpu_model for r in rows} for pool, rows in pool_instance_types(cfg).items()}
+def pool_gpu_models(cfg: PlatformConfig, pools: Sequence[str]) -> dict[str, set[str]]:
+    """GPU models each of ``pools`` may launch (:func:`pool_instance_types`)."""
+    return {pool: {r.gpu_model for r in rows} for pool, rows in pool_instance_types(cfg, pools).items()}
 
 
-def engine_dtype(cfg: PlatformConfig) -> Dtype:
-    """The ``--dtype`` the pods run with: ``engine.dtype``; for ``auto``, ``auto`` (vLLM picks from the
-    release's config.json dtype and the GPU, :func:`serving_dtype`) when every GPU the pools may launch
-    agrees on bfloat16, else float16: the one dtype all of them compute in, so no two replicas of one
+def engine_dtype(cfg: PlatformConfig, model: ServedModelConfig) -> Dtype:
+    """The ``--dtype`` one model's pods run with: its ``engine.dtype``; for ``auto``, ``auto`` (vLLM picks
+    from the release's config.json dtype and the GPU, :func:`serving_dtype`) when every GPU its pools may
+    launch agrees on bfloat16, else float16: the one dtype all of them compute in, so no two replicas of one
     release compute differently (a pod may land on any of them)."""
-    inf = cfg.inference
-    assert inf is not None
-    if inf.engine.dtype is not Dtype.auto:
-        return inf.engine.dtype
-    models = set().union(*pool_gpu_models(cfg).values())
+    if model.engine.dtype is not Dtype.auto:
+        return model.engine.dtype
+    models = set().union(*pool_gpu_models(cfg, model.node_pools).values())
     if len({instance_types.BF16.get(m, False) for m in models}) > 1:
         return Dtype.float16
     return Dtype.auto
@@ -118,6 +123,10 @@ def serving_dtype(engine: Dtype, release_dtype: str, gpu_bf16: bool) -> str:
 
 def _https(*parts: str) -> str:
     return at("inference", "https", *parts)
+
+
+def _model(name: str, *parts: str) -> str:
+    return at("inference", "models", name, *parts)
 
 
 @rule("inference-tls13-only")
@@ -242,22 +251,23 @@ def inference_node_pools(ctx: RuleContext) -> Iterator[Finding]:
         return
     cfg = ctx.cfg
     karpenter = cfg.cluster_services.karpenter.node_pools
-    for i, name in enumerate(inf.node_pools):
-        managed = cfg.node_pools.get(name)
-        if name in karpenter or (managed is not None and managed.gpu):
-            continue
-        gpu_pools = sorted([*karpenter, *(n for n, p in cfg.node_pools.items() if p.gpu)])
-        problem = (
-            f"{name!r} is a CPU pool (gpu: false): the server needs a GPU"
-            if managed is not None
-            else f"{name!r} is not a pool of this stack"
-        )
-        yield error(
-            at("inference", "node_pools", str(i)),
-            problem,
-            f"use one of the GPU pools: {', '.join(gpu_pools) or 'none (add a Karpenter GPU NodePool)'}",
-            NODEPOOL_DOC,
-        )
+    for model_name, model in inf.models.items():
+        for i, name in enumerate(model.node_pools):
+            managed = cfg.node_pools.get(name)
+            if name in karpenter or (managed is not None and managed.gpu):
+                continue
+            gpu_pools = sorted([*karpenter, *(n for n, p in cfg.node_pools.items() if p.gpu)])
+            problem = (
+                f"{name!r} is a CPU pool (gpu: false): the server needs a GPU"
+                if managed is not None
+                else f"{name!r} is not a pool of this stack"
+            )
+            yield error(
+                _model(model_name, "node_pools", str(i)),
+                problem,
+                f"use one of the GPU pools: {', '.join(gpu_pools) or 'none (add a Karpenter GPU NodePool)'}",
+                NODEPOOL_DOC,
+            )
 
 
 @rule("inference-needs-cluster-services")
@@ -320,31 +330,44 @@ def inference_shutdown_covers_requests(ctx: RuleContext) -> Iterator[Finding]:
 
 @rule("inference-model-version")
 def inference_model_version(ctx: RuleContext) -> Iterator[Finding]:
-    """The served release is named: ``latest`` only where ``model.allow_latest`` says so (every model
-    change in production is a reviewed rollout of a new ``model.version``)."""
+    """Each served release (models and adapters) is named: ``latest`` only where its ``release.allow_latest``
+    says so (every model change in production is a reviewed rollout of a new ``release.version``)."""
     inf = _serving(ctx)
-    if inf is None or inf.model.version != LATEST or inf.model.allow_latest:
+    if inf is None:
         return
-    yield error(
-        at("inference", "model", "version"),
-        f"{LATEST!r}: each new pod would serve whatever release is newest when it starts, so a publish "
-        "changes production without a rollout, and two replicas may serve different models",
-        "name a release version (aiplat rollout promotes it), or set model.allow_latest: true on a dev stack",
-        PROMOTION_DOC,
-    )
+    for name, model in inf.models.items():
+        releases = [(("release",), model.release)]
+        releases += [(("adapters", a, "release"), ad.release) for a, ad in model.adapters.items()]
+        for path, release in releases:
+            if release.version != LATEST or release.allow_latest:
+                continue
+            yield error(
+                _model(name, *path, "version"),
+                f"{LATEST!r}: each new pod would serve whatever release is newest when it starts, so a "
+                "publish changes production without a rollout, and two replicas may serve different models",
+                "name a release version (aiplat rollout promotes it), or set allow_latest: true beside it on "
+                "a dev stack",
+                PROMOTION_DOC,
+            )
 
 
 @rule("inference-dtype")
 def inference_dtype(ctx: RuleContext) -> Iterator[Finding]:
     """``engine.dtype: bfloat16`` only on pools whose every GPU computes in bfloat16."""
     inf = _serving(ctx)
-    if inf is None or inf.engine.dtype is not Dtype.bfloat16:
+    if inf is None:
         return
-    for pool, models in pool_gpu_models(ctx.cfg).items():
+    for name, model in inf.models.items():
+        if model.engine.dtype is Dtype.bfloat16:
+            yield from _bf16_pools(ctx.cfg, name, model)
+
+
+def _bf16_pools(cfg: PlatformConfig, name: str, model: ServedModelConfig) -> Iterator[Finding]:
+    for pool, models in pool_gpu_models(cfg, model.node_pools).items():
         lacking = sorted(m for m in models if not instance_types.BF16.get(m, False))
         if lacking:
             yield error(
-                at("inference", "engine", "dtype"),
+                _model(name, "engine", "dtype"),
                 f"bfloat16, but pool {pool!r} may launch {', '.join(lacking)} GPUs, which have no bfloat16 "
                 "(vLLM refuses to start there)",
                 "set dtype: auto (float16 when any GPU lacks bfloat16) or float16, or take those "
@@ -360,11 +383,16 @@ def inference_body_limit(ctx: RuleContext) -> Iterator[Finding]:
     inf = _serving(ctx)
     if inf is None or inf.https.waf is not WafMode.create or WAF_BODY_RULE in inf.https.waf_count_rules:
         return
-    largest = inf.engine.max_model_len * JSON_BYTES_PER_TOKEN + REQUEST_OVERHEAD
+    for name, model in inf.models.items():
+        yield from _body_limit(name, model.engine.max_model_len)
+
+
+def _body_limit(name: str, max_model_len: int) -> Iterator[Finding]:
+    largest = max_model_len * JSON_BYTES_PER_TOKEN + REQUEST_OVERHEAD
     if largest > WAF_BODY_LIMIT:
         yield warning(
-            at("inference", "engine", "max_model_len"),
-            f"{inf.engine.max_model_len} tokens make requests of up to {largest} bytes, but the web ACL "
+            _model(name, "engine", "max_model_len"),
+            f"{max_model_len} tokens make requests of up to {largest} bytes, but the web ACL "
             f"blocks bodies over {WAF_BODY_LIMIT} bytes ({WAF_BODY_RULE}): long prompts get 403",
             f"lower max_model_len to {(WAF_BODY_LIMIT - REQUEST_OVERHEAD) // JSON_BYTES_PER_TOKEN}, or add "
             f"{WAF_BODY_RULE} to https.waf_count_rules (then only vLLM's own limits apply)",
@@ -374,35 +402,64 @@ def inference_body_limit(ctx: RuleContext) -> Iterator[Finding]:
 
 @rule("inference-gpu-capacity", needs=[Need.facts])
 def inference_gpu_capacity(ctx: RuleContext) -> Iterator[Finding]:
-    """The pools hold replicas.max pods of engine.gpus_per_pod GPUs each (else the HPA scales to pods that
-    stay Pending)."""
+    """The pools hold every model's replicas.max pods of engine.gpus_per_pod GPUs each (else the HPA scales
+    to pods that stay Pending): each model on its own pools, and the models that share pools together."""
     inf = _serving(ctx)
     if inf is None:
         return
     assert ctx.facts is not None
+    capacity = {}
+    for pool in serving_pools(ctx.cfg):
+        gpus = _pool_gpus(ctx, pool)
+        if gpus is None:
+            return  # 'inference-node-pools' names the pool
+        capacity[pool] = gpus
+    for name, model in inf.models.items():
+        gpus = sum(capacity[p] for p in model.node_pools)
+        per_pod = model.engine.gpus_per_pod
+        if model.replicas.max * per_pod > gpus:
+            yield error(
+                _model(name, "replicas", "max"),
+                f"{model.replicas.max} replicas of {per_pod} GPU(s) need "
+                f"{model.replicas.max * per_pod} GPUs, but the pools {model.node_pools} hold at most {gpus} "
+                "(Karpenter gpu_limit, managed max_size x GPUs per node): the autoscaler would add pods that "
+                "never schedule",
+                f"lower replicas.max to {gpus // per_pod} or raise the pools' limits",
+                NODEPOOL_DOC,
+            )
+    # models sharing pools: together at most what those pools hold
+    groups: dict[frozenset[str], list[str]] = {}
+    for name, model in inf.models.items():
+        groups.setdefault(frozenset(model.node_pools), []).append(name)
+    for pools, names in groups.items():
+        if len(names) < 2:
+            continue
+        need = sum(inf.models[n].replicas.max * inf.models[n].engine.gpus_per_pod for n in names)
+        have = sum(capacity[p] for p in pools)
+        if need > have:
+            yield warning(
+                _model(names[-1], "replicas", "max"),
+                f"models {names} share the pools {sorted(pools)}: at their replicas.max they need {need} "
+                f"GPUs, the pools hold at most {have}; when all are busy some pods stay Pending",
+                "lower some replicas.max, raise the pools' limits, or give a model its own pool",
+                NODEPOOL_DOC,
+            )
+
+
+def _pool_gpus(ctx: RuleContext, name: str) -> int | None:
+    """The most GPUs ``name`` holds (Karpenter gpu_limit, managed max_size x GPUs per node); None when it
+    is no GPU pool of the stack."""
+    assert ctx.facts is not None
     cfg = ctx.cfg
     karpenter = cfg.cluster_services.karpenter.node_pools
-    gpus = 0
-    for name in inf.node_pools:
-        if name in karpenter:
-            gpus += karpenter[name].gpu_limit
-        elif name in cfg.node_pools and cfg.node_pools[name].gpu:
-            pool = cfg.node_pools[name]
-            facts = ctx.facts.instances.get(pool.instance_type)
-            per_node = pool.gpus_per_node or (facts.gpu_count if facts is not None else 0)
-            gpus += pool.max_size * per_node
-        else:
-            return  # 'inference-node-pools' names the pool
-    per_pod = inf.engine.gpus_per_pod
-    if inf.replicas.max * per_pod > gpus:
-        yield error(
-            at("inference", "replicas", "max"),
-            f"{inf.replicas.max} replicas of {per_pod} GPU(s) need {inf.replicas.max * per_pod} GPUs, but "
-            f"the pools {inf.node_pools} hold at most {gpus} (Karpenter gpu_limit, managed max_size x GPUs "
-            "per node): the autoscaler would add pods that never schedule",
-            f"lower replicas.max to {gpus // per_pod} or raise the pools' limits",
-            NODEPOOL_DOC,
-        )
+    if name in karpenter:
+        return karpenter[name].gpu_limit
+    if name in cfg.node_pools and cfg.node_pools[name].gpu:
+        pool = cfg.node_pools[name]
+        facts = ctx.facts.instances.get(pool.instance_type)
+        per_node = pool.gpus_per_node or (facts.gpu_count if facts is not None else 0)
+        return pool.max_size * per_node
+    return None
 
 
 # The Dockerfile each image of the serving pod is built from, for the fix of 'inference-image-built'.

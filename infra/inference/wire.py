@@ -4,24 +4,26 @@ replica + the API keys -> the certificate, the optional web ACL, KEDA, the Infer
 Where things come from:
 
 - release (the fetch tool's ``--root``): ``s3://<replica bucket>``, ``artifactReplicas.<region>.bucket`` of
-  ``storage.source_stack``; the version: ``inference.model.version``;
+  ``storage.source_stack``; the versions: ``inference.models.<name>.release`` and its adapters' releases;
 - images (vLLM: ``engine.image``, the fetch tool: ``image``):
   ``artifactReplicas.<region>.repositories.<repository>`` at the digest of the train stack's build of that
   repository (its ``images`` output) or at ``digest`` (ECR replication keeps digests), or ``ref``;
 - API keys: the Pulumi secret ``aiplat:inference-api-keys`` (read by the program, infra/io/inference.py);
-- dtype: ``engine.dtype``, or from the GPUs the pools may launch (``engine_dtype``);
+- dtype: each model's ``engine.dtype``, or from the GPUs its pools may launch (``engine_dtype``);
 - service account: ``storage.inference`` (the cluster services bind it to the IRSA role reading the replica);
 - certificate: ``https.certificate_arn``, or a DNS-validated ACM certificate in ``https.dns_zone_id``;
 - ALB source addresses: the public (internet-facing) or private (internal) subnets of the VPC layout
   (``infra/network/documents/cidr.py``);
-- autoscaling metric: ``vllm:num_requests_running + vllm:num_requests_waiting`` summed over the pods the
-  ``aiplat-inference`` PodMonitor scrapes;
+- autoscaling metric, per model: ``vllm:num_requests_running + vllm:num_requests_waiting`` of its served
+  name (vLLM's ``model_name`` label) summed over the pods the ``aiplat-inference`` PodMonitor scrapes;
+- the Ingress's backend: ``ingress_service`` (the first model's Service until a router fronts them all);
+  ``InferenceWiring.backends``: every served name and its Service, the table a router needs;
 - global name (``global_endpoint``): ``infra/edge`` adds its certificate to the listener and its host to
   the Ingress, then the region's latency record of the ALB (docs/inference/global-endpoint.md).
 
 Stack outputs: ``inferenceUrl`` (``https://<domain>``: where ``aiplat rollout``'s health gate asks
-``/v1/models``) and ``inference`` (model and version, images, load balancer, certificate, TLS policy,
-autoscaling).
+``/v1/models``) and ``inference`` (each model's release, adapters, Service and autoscaling; images, load
+balancer, certificate, TLS policy).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from infra.edge import documents as edge_docs
 from infra.edge.component import GlobalCertificate, GlobalRecord
 from infra.edge.wire import api_keys_for, wire_global_certificate, wire_global_record
 from infra.inference.component.keda import Keda, KedaArgs
-from infra.inference.component.server import InferenceServer, InferenceServerArgs
+from infra.inference.component.server import InferenceServer, InferenceServerArgs, ModelServerArgs
 from infra.inference.component.serving import (
     InferenceWebAcl,
     InferenceWebAclArgs,
@@ -49,8 +51,15 @@ from infra.inference.component.serving import (
     ServingDnsRecord,
     ServingDnsRecordArgs,
 )
-from infra.inference.config import API_KEYS_SECRET, Exposure, ImageConfig, InferenceConfig, WafMode
-from infra.inference.documents import alb, keda
+from infra.inference.config import (
+    API_KEYS_SECRET,
+    Exposure,
+    ImageConfig,
+    InferenceConfig,
+    ServedModelConfig,
+    WafMode,
+)
+from infra.inference.documents import alb, catalog, keda
 from infra.inference.documents import inference as inf
 from infra.inference.rules import engine_dtype
 from infra.mirror.wire import cached_chart
@@ -69,6 +78,9 @@ class InferenceWiring:
 
     server: InferenceServer
     keda: Keda
+    # every served name (bases and adapters) -> its base's Service: what a router in front needs
+    backends: list[catalog.Backend]
+    namespace: str
     certificate: ServingCertificate | None
     web_acl: InferenceWebAcl | None
     dns: ServingDnsRecord | None
@@ -123,16 +135,19 @@ def image_ref(image: ImageConfig, storage: StorageWiring, *, field: str) -> pulu
     ).apply(from_build)
 
 
-def _server_spec(ctx: StackContext, cfg: InferenceConfig) -> inf.ServerSpec:
-    st, res, srv, eng = ctx.cfg.storage, cfg.resources, cfg.server, cfg.engine
+def server_spec(ctx: StackContext, cfg: InferenceConfig, served: str) -> inf.ServerSpec:
+    """The Deployment spec of model ``served`` (a key of ``inference.models``)."""
+    model = cfg.models[served]
+    st, res, srv, eng = ctx.cfg.storage, model.resources, cfg.server, model.engine
+    lora = model.lora
     return inf.ServerSpec(
-        model_name=cfg.model.name,
-        model_version=cfg.model.version,
-        served_model_name=eng.served_model_name or cfg.model.name,
+        model_name=model.release.name,
+        model_version=model.release.version,
+        served_model_name=served,
         region=ctx.cfg.region,
         service_account=st.inference.service_account,
         pool_label=nodes.POOL_LABEL,
-        pools=list(cfg.node_pools),
+        pools=list(model.node_pools),
         gpu_taint=(nodes.GPU_TAINT_KEY, nodes.GPU_TAINT_VALUE),
         cpu=res.cpu,
         cpu_limit=res.cpu_limit,
@@ -140,7 +155,7 @@ def _server_spec(ctx: StackContext, cfg: InferenceConfig) -> inf.ServerSpec:
         model_volume_size=res.model_volume_size,
         tmp_size=res.tmp_size,
         shm_size=res.shm_size,
-        dtype=engine_dtype(ctx.cfg).value,
+        dtype=engine_dtype(ctx.cfg, model).value,
         max_model_len=eng.max_model_len,
         gpu_memory_utilization=eng.gpu_memory_utilization,
         max_num_seqs=eng.max_num_seqs,
@@ -150,6 +165,46 @@ def _server_spec(ctx: StackContext, cfg: InferenceConfig) -> inf.ServerSpec:
         shutdown_timeout_s=srv.shutdown_timeout_s,
         first_load_timeout_s=srv.first_load_timeout_s,
         api_paths=tuple(inf.api_paths(chat=eng.serve_chat)),
+        lora=catalog.LoraSpec(
+            max_loras=lora.max_loras, max_lora_rank=lora.max_lora_rank, max_cpu_loras=lora.max_cpu_loras
+        )
+        if lora is not None
+        else None,
+        adapters=tuple(
+            catalog.AdapterSpec(served_name=n, release_name=a.release.name, release_version=a.release.version)
+            for n, a in model.adapters.items()
+        ),
+    )
+
+
+def server_specs(ctx: StackContext, cfg: InferenceConfig) -> list[inf.ServerSpec]:
+    """Every model's Deployment spec, in config order."""
+    return [server_spec(ctx, cfg, served) for served in cfg.models]
+
+
+def model_backends(ctx: StackContext, cfg: InferenceConfig) -> list[catalog.Backend]:
+    """Every name clients may send (models and their adapters) -> its model's Service and port in the
+    inference namespace (``storage.inference.namespace``): the table a model-name router serves from."""
+    return catalog.backends(server_specs(ctx, cfg))
+
+
+def serves_chat(cfg: InferenceConfig) -> bool:
+    """Whether the Ingress routes chat completions: where any model has a chat template (``serve_chat``);
+    the pods of a model without one refuse the path (their gate's paths are the model's own)."""
+    return any(m.engine.serve_chat for m in cfg.models.values())
+
+
+def _autoscaling(ctx: StackContext, model: ServedModelConfig, served: str) -> inf.Autoscaling:
+    cfg = ctx.cfg
+    return inf.Autoscaling(
+        target=catalog.model_object_name(served),
+        prometheus_url=f"http://{mon.PROMETHEUS_SERVICE}.{cfg.cluster_services.monitoring_namespace}"
+        f".svc:{mon.PROMETHEUS_PORT}",
+        query=inf.requests_query(cfg.storage.inference.namespace, mon.INFERENCE_JOB, served),
+        target_per_replica=model.autoscaling.target_requests_per_replica,
+        min_replicas=model.replicas.min,
+        max_replicas=model.replicas.max,
+        scale_down_stabilization_s=model.autoscaling.scale_down_stabilization_s,
     )
 
 
@@ -181,7 +236,7 @@ def lbc_web_acls(ctx: StackContext) -> list[str]:
 
 def wire_keda(ctx: StackContext, cfg: InferenceConfig, opts: pulumi.ResourceOptions) -> Keda:
     """KEDA in its own restricted namespace, admitted to Prometheus."""
-    chart = cfg.autoscaling.keda
+    chart = cfg.keda
     monitoring_ns = ctx.cfg.cluster_services.monitoring_namespace
     return Keda(
         "keda",
@@ -282,7 +337,8 @@ def wire_inference(
     keda_release = wire_keda(ctx, serving, keda_opts)
 
     lbc = [services.load_balancer_controller] if services.load_balancer_controller else []
-    server_spec = _server_spec(ctx, serving)
+    specs = server_specs(ctx, serving)
+    backends = catalog.backends(specs)
     namespace = cfg.storage.inference.namespace
     image = image_ref(serving.engine.image, storage, field="inference.engine.image")
     fetch_image = image_ref(serving.image, storage, field="inference.image")
@@ -297,7 +353,11 @@ def wire_inference(
         "inference",
         InferenceServerArgs(
             namespace=namespace,
-            server=server_spec,
+            models=[
+                ModelServerArgs(server=spec, autoscaling=_autoscaling(ctx, serving.models[name], name))
+                for name, spec in zip(serving.models, specs, strict=True)
+            ],
+            api_key_slots=serving.auth.api_key_slots,
             image=image,
             fetch_image=fetch_image,
             release_root=storage.replica.apply(lambda r: f"s3://{r['bucket']}"),
@@ -305,7 +365,10 @@ def wire_inference(
             api_keys=api_keys,
             api_keys_source=api_keys_source,
             host=https.domain,
-            paths=inf.api_paths(chat=serving.engine.serve_chat),
+            paths=inf.api_paths(chat=serves_chat(serving)),
+            # one Service behind the ALB: the first model's (a model-name router replaces it, infra/inference
+            # /router); the others are reached through it only once the router is there
+            ingress_service=backends[0].service,
             ingress=alb.IngressSpec(
                 internet_facing=https.exposure is Exposure.internet_facing,
                 tls_policy=https.tls_policy,
@@ -317,15 +380,6 @@ def wire_inference(
             ),
             certificate_arn=certificate_arn,
             waf_acl_arn=waf_arn,
-            autoscaling=inf.Autoscaling(
-                prometheus_url=f"http://{mon.PROMETHEUS_SERVICE}.{cfg.cluster_services.monitoring_namespace}"
-                f".svc:{mon.PROMETHEUS_PORT}",
-                query=inf.requests_query(namespace, mon.INFERENCE_JOB),
-                target_per_replica=serving.autoscaling.target_requests_per_replica,
-                min_replicas=serving.replicas.min,
-                max_replicas=serving.replicas.max,
-                scale_down_stabilization_s=serving.autoscaling.scale_down_stabilization_s,
-            ),
             load_balancer_cidrs=load_balancer_cidrs(ctx, https.exposure),
             scaled_object_after=[keda_release.release],
             extra_hosts=[ge.name] if ge is not None else [],
@@ -366,30 +420,40 @@ def wire_inference(
     ctx.export(
         "inference",
         {
-            "model": serving.model.name,
-            "version": serving.model.version,
-            "servedModelName": server_spec.served_model_name,
+            "models": {
+                name: {
+                    "release": {"name": m.release.name, "version": m.release.version},
+                    "adapters": {
+                        a: {"name": ad.release.name, "version": ad.release.version}
+                        for a, ad in m.adapters.items()
+                    },
+                    "service": catalog.model_object_name(name),
+                    "autoscaling": {
+                        "hpa": f"{namespace}/{catalog.model_object_name(name)}",
+                        "targetPerReplica": m.autoscaling.target_requests_per_replica,
+                        "min": m.replicas.min,
+                        "max": m.replicas.max,
+                    },
+                }
+                for name, m in serving.models.items()
+            },
+            "autoscalingMetric": f"{inf.RUNNING_METRIC} + {inf.WAITING_METRIC}",
             "vllmVersion": serving.engine.vllm_version,
             "image": image,
             "fetchImage": fetch_image,
-            "paths": inf.api_paths(chat=serving.engine.serve_chat),
+            "paths": inf.api_paths(chat=serves_chat(serving)),
             "loadBalancer": server.load_balancer_hostname,
             "exposure": https.exposure.value,
             "certificateArn": certificate_arn,
             "tlsPolicy": https.tls_policy,
             "webAcl": waf_arn,
-            "autoscaling": {
-                "hpa": f"{namespace}/{inf.NAME}",
-                "metric": f"{inf.RUNNING_METRIC} + {inf.WAITING_METRIC}",
-                "targetPerReplica": serving.autoscaling.target_requests_per_replica,
-                "min": serving.replicas.min,
-                "max": serving.replicas.max,
-            },
         },
     )
     return InferenceWiring(
         server=server,
         keda=keda_release,
+        backends=backends,
+        namespace=namespace,
         certificate=certificate,
         web_acl=web_acl,
         dns=dns,

@@ -205,7 +205,7 @@ def controller_namespaces(cfg: PlatformConfig) -> list[str]:
     if cfg.role is Role.train and cfg.training is not None and cfg.images.builds:
         out.append(cfg.training.operator.namespace)
     if cfg.role is Role.infer and cfg.inference is not None:
-        out.append(cfg.inference.autoscaling.keda.namespace)
+        out.append(cfg.inference.keda.namespace)
     if cfg.storage.backend is StorageBackend.minio and cfg.storage.minio is not None:
         out.append(cfg.storage.minio.namespace)
     return out

@@ -1,14 +1,15 @@
 """The rollout's health gate after ``up`` (production ``HealthGate``).
 
 Checks, in order: **outputs** ``rollout.yaml`` requires are present; **nodes** of every node group ACTIVE
-and Ready (until ``nodes_ready_timeout_s``); **inference-rollout**: the Deployment rolled out as
-``kubectl rollout status`` judges it (pulumi skips the wait, ``pulumi.com/skipAwait``), until
-``first_load_timeout_s``; **inference**: ``GET <inferenceUrl>/v1/models`` with the API key of the secret
-output ``inferenceGateKey`` answers 200 and serves the model from ``inference.model.version`` (promotion and
-rollback are that version's change). New pods whose release fetch (the init container) finds no release at
-all in the region's replica bucket is **no model release yet** (``GateCheck.awaiting``), not a failure, and
-the endpoint check is skipped; a version that is not there while others are is a failed rollout, and the
-running ReplicaSet keeps serving (``maxUnavailable: 0``). The judging is pure; the calls are in
+and Ready (until ``nodes_ready_timeout_s``); **inference-rollout**, per model of ``inference.models``: its
+Deployment rolled out as ``kubectl rollout status`` judges it (pulumi skips the wait,
+``pulumi.com/skipAwait``), until ``first_load_timeout_s``; **inference**: ``GET <inferenceUrl>/v1/models``
+with the API key of the secret output ``inferenceGateKey`` answers 200 and serves every model from its
+``release.version`` with its adapters (promotion and rollback are that version's change). New pods whose
+release fetch (the init container) finds no release at all in the region's replica bucket is **no model
+release yet** (``GateCheck.awaiting``), not a failure, and the endpoint check is skipped; a version that is
+not there while others are is a failed rollout, and the running ReplicaSet keeps serving
+(``maxUnavailable: 0``). The judging is pure; the calls are in
 ``infra/io/cluster_health.py``.
 """
 
@@ -23,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.core.config import Role
 from infra.inference.config import LATEST, RELEASE_VERSION
+from infra.inference.documents import catalog
 from infra.inference.documents import inference as inf
 from infra.io.aws_live import Clients
 from infra.io.cluster_health import (
@@ -112,20 +114,23 @@ def rollout_status(deployment: Mapping[str, Any]) -> tuple[str, str]:
     return "done", f"{available} of {updated} replicas available"
 
 
-def fetch_failure(pod: Mapping[str, Any]) -> tuple[int, str] | None:
-    """(exit code, its one line) when the pod's release fetch (init container) has failed, now or last
-    time (Kubernetes restarts a failed init container with back-off)."""
+def fetch_failure(pod: Mapping[str, Any]) -> tuple[int, str, str] | None:
+    """(exit code, its one line, the init container) when one of the pod's release fetches (init containers:
+    the base, then each adapter) has failed, now or last time (Kubernetes restarts a failed init container
+    with back-off)."""
     status = pod.get("status", {})
-    fetch = next(
-        (c for c in status.get("initContainerStatuses", []) if c.get("name") == inf.FETCH_CONTAINER), None
+    fetches = (
+        c
+        for c in status.get("initContainerStatuses", [])
+        if c.get("name") == inf.FETCH_CONTAINER
+        or str(c.get("name", "")).startswith(f"{inf.FETCH_ADAPTER_CONTAINER}-")
     )
-    if fetch is None:
-        return None
-    for state in (fetch.get("state", {}), fetch.get("lastState", {})):
-        done = state.get("terminated")
-        if done and done.get("exitCode", 0) != 0:
-            line = (done.get("message") or done.get("reason") or "").strip().splitlines()
-            return int(done["exitCode"]), (line[-1] if line else "")
+    for fetch in fetches:
+        for state in (fetch.get("state", {}), fetch.get("lastState", {})):
+            done = state.get("terminated")
+            if done and done.get("exitCode", 0) != 0:
+                line = (done.get("message") or done.get("reason") or "").strip().splitlines()
+                return int(done["exitCode"]), (line[-1] if line else ""), str(fetch.get("name"))
     return None
 
 
@@ -140,9 +145,9 @@ def pod_problem(pod: Mapping[str, Any]) -> str | None:
             return f"{name}: not scheduled: {c.get('reason', '')}: {c.get('message', '')}".rstrip(": ")
     failed = fetch_failure(pod)
     if failed is not None:
-        code, line = failed
+        code, line, container = failed
         why = inf.FETCH_EXIT_CODES.get(code, "failed")
-        return f"{name}: {inf.FETCH_CONTAINER} exit {code} ({why}): {line}".rstrip(": ")
+        return f"{name}: {container} exit {code} ({why}): {line}".rstrip(": ")
     server = next((c for c in status.get("containerStatuses", []) if c.get("name") == inf.CONTAINER), None)
     if server is None:
         return f"{name}: {status.get('phase', 'Pending')}, container {inf.CONTAINER} not created yet"
@@ -164,21 +169,23 @@ def inference_rollout_check(
     *,
     where: str,
     version: str,
+    model: str,
 ) -> tuple[GateCheck, bool]:
-    """The inference Deployment's rollout and whether that judgment is settled (False: poll again).
+    """Model ``model``'s Deployment rollout and whether that judgment is settled (False: poll again).
 
-    ``versions``: the release versions under ``where`` (the replica bucket's ``release/<model>/``), None
-    when they could not be listed; ``version``: ``inference.model.version``. Rolled out: passed. Not
+    ``versions``: the release versions under ``where`` (the replica bucket's ``release/<release name>/``),
+    None when they could not be listed; ``version``: ``inference.models.<model>.release.version``. Rolled
+    out: passed. Not
     rolled out, every new pod's release fetch failing and no release there at all: passed with
     ``awaiting`` (nothing to serve yet is not a failed deploy). A named version that is not there while
     others are: failed (the pods will not serve another; the old ReplicaSet keeps serving). Progress
     deadline exceeded: failed. Anything else: not settled."""
     name = "inference-rollout"
     if deployment is None:
-        return GateCheck(name, False, f"Deployment {inf.NAME} does not exist"), True
+        return GateCheck(name, False, f"Deployment {catalog.model_object_name(model)} does not exist"), True
     state, why = rollout_status(deployment)
     if state == "done":
-        return GateCheck(name, True, f"rolled out: {why}"), True
+        return GateCheck(name, True, f"{model} rolled out: {why}"), True
     problems = [p for p in (pod_problem(pod) for pod in pods) if p]
     fetch_failing = bool(pods) and all(fetch_failure(pod) is not None for pod in pods)
     if versions is not None and fetch_failing:
@@ -186,8 +193,8 @@ def inference_rollout_check(
             return GateCheck(
                 name,
                 True,
-                f"{NO_RELEASE}: nothing under {where}; {len(pods)} pod(s) retry the release fetch, not "
-                "ready (and the endpoint not checked) until a release is published and replicated there",
+                f"{model}: {NO_RELEASE}: nothing under {where}; {len(pods)} pod(s) retry the release fetch, "
+                "not ready (and the endpoint not checked) until a release is published and replicated there",
                 awaiting=AWAITING_RELEASE,
             ), True
         if version != LATEST and version not in versions:
@@ -195,28 +202,33 @@ def inference_rollout_check(
             return GateCheck(
                 name,
                 False,
-                f"inference.model.version {version} is not under {where} (newest there: {newest}); the new "
-                "pods serve nothing until it is and the running ones keep the previous release: fix the "
-                "version or replicate that release",
+                f"inference.models.{model}.release.version {version} is not under {where} (newest there: "
+                f"{newest}); the new pods serve nothing until it is and the running ones keep the previous "
+                "release: fix the version or replicate that release",
             ), True
-    detail = "; ".join([why, *problems] if pods else [why, "no pods yet"])
+    detail = f"{model}: " + "; ".join([why, *problems] if pods else [why, "no pods yet"])
     if versions is not None and not versions:
         detail += f"; {NO_RELEASE} under {where}"
     return GateCheck(name, False, detail), state == "timed out"
 
 
 def models_check(url: str, status: int | None, body: Any, why: str, cfg: PlatformConfig) -> GateCheck:
-    """The endpoint check: ``/v1/models`` answered 200 and serves the model from the directory of
-    ``inference.model.version`` (with ``latest`` the pods resolved it when they started)."""
+    """The endpoint check: ``/v1/models`` answered 200 and serves every model of ``inference.models`` from
+    the directory of its ``release.version`` (with ``latest`` the pods resolved it when they started), with
+    its adapters."""
     assert cfg.inference is not None
     if status != 200:
         return GateCheck("inference", False, f"GET {url}: {status if status is not None else why}")
-    served = cfg.inference.engine.served_model_name or cfg.inference.model.name
-    version = cfg.inference.model.version
-    wrong = inf.models_answer_version(body, served_name=served, version=version)
-    if wrong is not None:
-        return GateCheck("inference", False, f"GET {url}: {wrong}; expected release {version}")
-    return GateCheck("inference", True, f"GET {url}: 200, serving {served} release {version}")
+    serving = []
+    for served, model in cfg.inference.models.items():
+        version = model.release.version
+        wrong = catalog.models_answer_version(
+            body, served_name=served, version=version, adapters=list(model.adapters)
+        )
+        if wrong is not None:
+            return GateCheck("inference", False, f"GET {url}: {wrong}; expected {served} release {version}")
+        serving.append(f"{served} release {version}" + "".join(f" +{a}" for a in model.adapters))
+    return GateCheck("inference", True, f"GET {url}: 200, serving {', '.join(serving)}")
 
 
 class AwsHealthGate:
@@ -250,10 +262,13 @@ class AwsHealthGate:
                 return check
             self.sleep(self.health.poll_interval_s)
 
-    def _releases(self, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> tuple[list[str] | None, str]:
-        """Release versions in the region's replica bucket (as the server lists them), and where."""
+    def _releases(
+        self, cfg: PlatformConfig, outputs: Mapping[str, Any], model: str
+    ) -> tuple[list[str] | None, str]:
+        """Release versions of model ``model`` in the region's replica bucket (as the server lists them),
+        and where."""
         assert cfg.inference is not None
-        prefix = f"{RELEASE_PREFIX}/{cfg.inference.model.name}"
+        prefix = f"{RELEASE_PREFIX}/{cfg.inference.models[model].release.name}"
         bucket = outputs.get("artifactsBucket")
         if not bucket:
             return None, f"{prefix}/ (no artifactsBucket output)"
@@ -264,7 +279,12 @@ class AwsHealthGate:
             return None, where
         return [f for f in folders if re.match(RELEASE_VERSION, f)], where
 
-    def _inference_rollout(self, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> GateCheck:
+    def _inference_rollouts(self, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> list[GateCheck]:
+        """Each model's Deployment rollout, one after the other (each within first_load_timeout_s)."""
+        assert cfg.inference is not None
+        return [self._inference_rollout(cfg, outputs, model) for model in cfg.inference.models]
+
+    def _inference_rollout(self, cfg: PlatformConfig, outputs: Mapping[str, Any], model: str) -> GateCheck:
         assert cfg.inference is not None
         cluster, ns = str(outputs["clusterName"]), cfg.storage.inference.namespace
         eks = self.clients("eks", cfg.region)
@@ -274,15 +294,23 @@ class AwsHealthGate:
                 endpoint, ca = cluster_access(eks, cluster)
                 token = eks_token(self.clients("sts", cfg.region), cluster)
                 timeout = self.health.http_timeout_s
-                deployment = read_deployment(endpoint, token, ca, timeout, ns, inf.NAME)
+                deployment = read_deployment(
+                    endpoint, token, ca, timeout, ns, catalog.model_object_name(model)
+                )
                 pods: list[dict[str, Any]] = []
                 versions, where = None, ""
                 if deployment is not None and rollout_status(deployment)[0] != "done":
                     # not rolled out: why not (the pods), and is there anything to serve (the releases)
-                    pods = list_pods(endpoint, token, ca, timeout, ns, inf.SELECTOR)
-                    versions, where = self._releases(cfg, outputs)
+                    selector = {**inf.SELECTOR, catalog.MODEL_LABEL: model}
+                    pods = list_pods(endpoint, token, ca, timeout, ns, selector)
+                    versions, where = self._releases(cfg, outputs, model)
                 check, settled = inference_rollout_check(
-                    deployment, pods, versions, where=where, version=cfg.inference.model.version
+                    deployment,
+                    pods,
+                    versions,
+                    where=where,
+                    version=cfg.inference.models[model].release.version,
+                    model=model,
                 )
             except (OSError, ValueError, KeyError) as exc:
                 check, settled = (
@@ -310,7 +338,8 @@ class AwsHealthGate:
             return checks
         checks.append(self._nodes(cfg, outputs))
         if cfg.role is Role.infer and cfg.inference is not None and checks[-1].ok:
-            checks.append(self._inference_rollout(cfg, outputs))
-        if cfg.role is Role.infer and cfg.inference is not None and checks[-1].ok and not checks[-1].awaiting:
-            checks.append(self._inference(cfg, outputs))
+            rollouts = self._inference_rollouts(cfg, outputs)
+            checks.extend(rollouts)
+            if all(c.ok and not c.awaiting for c in rollouts):
+                checks.append(self._inference(cfg, outputs))
         return checks

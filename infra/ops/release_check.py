@@ -1,6 +1,7 @@
 """The rollout's release check, before an infer stack's update (production ``ReleaseCheck``): the release
-``inference.model.version`` names must be servable as the stack's engine settings say, judged from its
-signed manifest (``infra/io/releases.py``):
+each model of ``inference.models`` names (``release.version``) must be servable as that model's engine
+settings say, judged from its signed manifest (``infra/io/releases.py``); ``engine`` below is
+``inference.models.<name>.engine``:
 
 - **tensor parallelism**: ``engine.gpus_per_pod`` divides the release's attention heads (vLLM refuses
   otherwise: vllm/config/model.py ``verify_with_parallel_config``, 0.33.0);
@@ -61,32 +62,34 @@ def kv_bytes_per_token(facts: ReleaseFacts, tp: int, dtype: str) -> int | None:
     return 2 * facts.layers * kv_heads * facts.head_dim * DTYPE_BYTES[dtype]
 
 
-def fit_problems(cfg: PlatformConfig, facts: ReleaseFacts) -> list[str]:
-    """Why ``facts``' release cannot be served with the stack's engine settings (empty: it can)."""
+def fit_problems(cfg: PlatformConfig, model: str, facts: ReleaseFacts) -> list[str]:
+    """Why ``facts``' release cannot be served with the engine settings of the stack's model ``model``
+    (empty: it can)."""
     inf = cfg.inference
     assert inf is not None
-    eng = inf.engine
+    eng = inf.models[model].engine
     tp = eng.gpus_per_pod
+    field = f"inference.models.{model}.engine"
     problems: list[str] = []
     if facts.attention_heads is not None and facts.attention_heads % tp:
         problems.append(
-            f"inference.engine.gpus_per_pod {tp}: vLLM splits the release's {facts.attention_heads} "
+            f"{field}.gpus_per_pod {tp}: vLLM splits the release's {facts.attention_heads} "
             f"attention heads over the tensor-parallel GPUs, and {tp} does not divide them; use a divisor "
             f"of {facts.attention_heads}"
         )
     if facts.max_positions is not None and eng.max_model_len > facts.max_positions:
         problems.append(
-            f"inference.engine.max_model_len {eng.max_model_len} is above the release's max positions "
+            f"{field}.max_model_len {eng.max_model_len} is above the release's max positions "
             f"{facts.max_positions} (vLLM refuses it); lower it to at most {facts.max_positions}"
         )
     if eng.serve_chat and not facts.chat_template:
         problems.append(
-            f"inference.engine.serve_chat is true but release {facts.version} has no chat template: "
+            f"{field}.serve_chat is true but release {facts.version} has no chat template: "
             "every /v1/chat/completions request would get 400; set serve_chat: false or publish a "
             "tokenizer with one"
         )
     failed: set[str] = set()
-    for row in fit_rows(cfg, facts):
+    for row in fit_rows(cfg, model, facts):
         if row.fits or row.pool in failed:
             continue  # the smallest GPU of the pool that fails; larger ones may still fit
         failed.add(row.pool)
@@ -124,15 +127,17 @@ class FitRow:
     warning: str  # "" or why it fits but may not serve well
 
 
-def fit_rows(cfg: PlatformConfig, facts: ReleaseFacts) -> list[FitRow]:
-    """Every (pool, instance type) with at least ``gpus_per_pod`` GPUs, smallest GPU first per pool."""
+def fit_rows(cfg: PlatformConfig, model: str, facts: ReleaseFacts) -> list[FitRow]:
+    """Every (pool, instance type) of model ``model``'s pools with at least ``gpus_per_pod`` GPUs, smallest
+    GPU first per pool."""
     inf = cfg.inference
     assert inf is not None
-    eng = inf.engine
+    served = inf.models[model]
+    eng = served.engine
     tp = eng.gpus_per_pod
-    dtype_flag = engine_dtype(cfg)
+    dtype_flag = engine_dtype(cfg, served)
     out: list[FitRow] = []
-    for pool, rows in pool_instance_types(cfg).items():
+    for pool, rows in pool_instance_types(cfg, served.node_pools).items():
         for row in sorted(
             (r for r in rows if r.gpus >= tp), key=lambda r: (r.gpu_memory_mib, r.gpus, r.vcpus, r.name)
         ):
@@ -168,18 +173,18 @@ def fit_rows(cfg: PlatformConfig, facts: ReleaseFacts) -> list[FitRow]:
     return out
 
 
-def fit_check(cfg: PlatformConfig, facts: ReleaseFacts) -> GateCheck:
-    """The check's verdict on one release."""
-    problems = fit_problems(cfg, facts)
+def fit_check(cfg: PlatformConfig, model: str, facts: ReleaseFacts) -> GateCheck:
+    """The check's verdict on model ``model``'s release."""
+    problems = fit_problems(cfg, model, facts)
     if problems:
-        return GateCheck(NAME, False, "; ".join(problems))
+        return GateCheck(NAME, False, f"{model}: " + "; ".join(problems))
     assert cfg.inference is not None
-    eng = cfg.inference.engine
+    eng = cfg.inference.models[model].engine
     return GateCheck(
         NAME,
         True,
-        f"release {facts.version} ({facts.architecture}, {facts.dtype}, {facts.parameters:,} parameters) "
-        f"fits {eng.gpus_per_pod} GPU(s) per pod at max_model_len {eng.max_model_len}"
+        f"{model}: release {facts.version} ({facts.architecture}, {facts.dtype}, {facts.parameters:,} "
+        f"parameters) fits {eng.gpus_per_pod} GPU(s) per pod at max_model_len {eng.max_model_len}"
         + (", chat template present" if facts.chat_template else ""),
     )
 
@@ -193,6 +198,7 @@ class AwsReleaseCheck:
         self.clients, self.outputs = clients, outputs
 
     def check(self, stack: str, cfg: PlatformConfig) -> GateCheck | None:
+        """Every model's release (one verdict: failed when any model's is, each model's detail)."""
         if cfg.role is not Role.infer or cfg.inference is None:
             return None
         source = cfg.storage.source_stack or ""
@@ -202,30 +208,38 @@ class AwsReleaseCheck:
         if not replica.get("bucket") or not pem:
             why = f"{source or 'no source stack'} has no replica in {cfg.region} or release key deployed yet"
             return GateCheck(NAME, True, f"not checked: {why}")
-        bucket, model = str(replica["bucket"]), cfg.inference.model.name
+        checks = [
+            self.check_model(cfg, name, str(replica["bucket"]), str(pem)) for name in cfg.inference.models
+        ]
+        return GateCheck(NAME, all(c.ok for c in checks), "; ".join(c.detail for c in checks))
+
+    def check_model(self, cfg: PlatformConfig, name: str, bucket: str, pem: str) -> GateCheck:
+        """Model ``name``'s release, read from the region's replica ``bucket``."""
+        assert cfg.inference is not None
+        release = cfg.inference.models[name].release
+        model, version = release.name, release.version
         where = f"s3://{bucket}/{RELEASE_PREFIX}/{model}/"
         s3 = self.clients("s3", cfg.region)
-        version = cfg.inference.model.version
         try:
             versions = list_versions(s3, bucket, model)
             if not versions:
-                return GateCheck(NAME, True, f"no model release yet under {where}: nothing to check")
+                return GateCheck(NAME, True, f"{name}: no model release yet under {where}: nothing to check")
             if version == LATEST:
-                facts, skipped = newest_readable(s3, bucket, model, versions, str(pem))
+                facts, skipped = newest_readable(s3, bucket, model, versions, pem)
                 if facts is None:
-                    why = f"no release under {where} is signed and readable: {skipped[0]}"
+                    why = f"{name}: no release under {where} is signed and readable: {skipped[0]}"
                     return GateCheck(NAME, False, why)
             elif version not in versions:
                 return GateCheck(
                     NAME,
                     False,
-                    f"inference.model.version {version} is not under {where} (newest there: {versions[-1]}): "
-                    "fix the version or wait for replication",
+                    f"inference.models.{name}.release.version {version} is not under {where} (newest there: "
+                    f"{versions[-1]}): fix the version or wait for replication",
                 )
             else:
-                facts = read_release(s3, bucket, model, version, str(pem))
+                facts = read_release(s3, bucket, model, version, pem)
         except ReleaseUnreadable as exc:
-            return GateCheck(NAME, False, f"release {version} under {where}: {exc.reason}")
+            return GateCheck(NAME, False, f"{name}: release {version} under {where}: {exc.reason}")
         except S3_ERRORS as exc:
-            return GateCheck(NAME, False, f"cannot read {where}: {exc}")
-        return fit_check(cfg, facts)
+            return GateCheck(NAME, False, f"{name}: cannot read {where}: {exc}")
+        return fit_check(cfg, name, facts)

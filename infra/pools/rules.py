@@ -466,7 +466,7 @@ def _images_on_pools(ctx: RuleContext) -> Iterator[tuple[str, str, str, tuple[st
     if inf is not None:
         version = inf.engine.vllm_version
         cuda = ami_drivers.VLLM_CUDA.get(version)
-        for pool in inf.node_pools:
+        for pool in dict.fromkeys(p for m in inf.models.values() for p in m.node_pools):
             if cuda is not None:
                 yield pool, f"vLLM {version}", cuda, ("inference", "engine", "vllm_version")
 

@@ -48,7 +48,7 @@ class HealthGateConfig(Strict):
     inference_health_path: str = Field(
         "/v1/models",
         description="Infer stacks: the path the gate asks with an API key; it must answer 200 with the "
-        "stack's inference.model.version as the served model's root (vLLM's model list).",
+        "release.version of every model of the stack's inference.models as its root (vLLM's model list).",
     )
     inference_key_output: str = Field(
         "inferenceGateKey",

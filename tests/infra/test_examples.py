@@ -14,7 +14,9 @@ def planned(plan_example) -> dict[str, Plan]:
 
 
 def test_examples_exist(planned) -> None:
-    assert {"capacity-block", "odcr", "minio", "nat-none", "fsx"} <= set(planned)
+    assert {"capacity-block", "odcr", "minio", "nat-none", "fsx", "models-train", "models-infer"} <= set(
+        planned
+    )
 
 
 def test_capacity_block(planned) -> None:

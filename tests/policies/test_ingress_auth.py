@@ -56,7 +56,7 @@ def stack(
     meta = {"name": inf.NAME, "namespace": NS}
     return [
         R(INGRESS, "inference-ingress", {"metadata": {**meta, "annotations": annotations}, "spec": spec}),
-        R(SERVICE, "inference-service", {"metadata": meta, "spec": inf.service_spec()}),
+        R(SERVICE, "inference-service", {"metadata": meta, "spec": inf.service_spec(SPEC)}),
         R(DEPLOYMENT, "inference-deployment", {"metadata": meta, "spec": deployment}),
     ]
 

@@ -1,5 +1,6 @@
-"""InferenceServer: the vLLM Deployment behind an ALB Ingress, with the Secret of its API keys, its Service,
-PodDisruptionBudget, the NetworkPolicy that lets the ALB in, and the KEDA ScaledObject that owns its
+"""InferenceServer: the models' vLLM Deployments behind one ALB Ingress, with the Secret of the API keys, the
+release key's ConfigMap and the NetworkPolicy that lets the ALB in; per model (ModelServer, named after the
+served name) its Deployment, Service, PodDisruptionBudget and the KEDA ScaledObject that owns its
 HorizontalPodAutoscaler.
 
 Order matters twice. The Ingress (and so the controller's TargetGroupBinding) exists before the pods, because
@@ -20,7 +21,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from infra.edge.documents import with_hosts
-from infra.inference.documents import alb
+from infra.inference.documents import alb, catalog
 from infra.inference.documents import inference as inf
 from infra.resources.options import child_options
 
@@ -29,24 +30,34 @@ KEDA_API = "keda.sh/v1alpha1"  # ScaledObject of KEDA 2.20 (keda/templates/crds/
 # this annotation set to "true" (provider/pkg/metadata/overrides.go SkipAwaitLogic; added in
 # https://github.com/pulumi/pulumi-kubernetes/pull/417): then the create/update is done once the API server
 # accepted the object, and the resources that depend on it (the ScaledObject) go ahead. The pods are ready
-# only once the release named in inference.model.version is in the region's replica bucket and verifies,
-# which a new platform does not have before its first training run is published and replicated, so
-# awaiting them would fail the first `pulumi up` of every infer stack with ProgressDeadlineExceeded. The
-# rollout's health gate judges the Deployment instead (infra/ops/health.py), and tells "release not
-# replicated yet" apart from a broken rollout.
+# only once the release named in inference.models.<name>.release.version is in the region's replica bucket
+# and verifies, which a new platform does not have before its first training run is published and
+# replicated, so awaiting them would fail the first `pulumi up` of every infer stack with
+# ProgressDeadlineExceeded. The rollout's health gate judges the Deployment instead (infra/ops/health.py),
+# and tells "release not replicated yet" apart from a broken rollout.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelServerArgs:
+    """One model: its Deployment's spec and its autoscaling."""
+
+    server: inf.ServerSpec
+    autoscaling: inf.Autoscaling
+
+
+@dataclass(frozen=True, kw_only=True)
 class InferenceServerArgs:
-    """The server (``server``, the vLLM ``image``, the fetch tool's ``fetch_image``, ``release_root``), its
-    API keys (``api_keys``: a secret list, ``server.api_key_slots`` long, named ``api_keys_source`` in
-    errors), its HTTPS entry (``ingress`` for ``host`` and ``paths`` with ``certificate_arn`` and
-    ``waf_acl_arn``; None detaches any web ACL), autoscaling, the CIDRs the ALB sends from, and what the
-    ScaledObject waits for (KEDA's release: its CRD)."""
+    """The models (``models``, in config order; the vLLM ``image``, the fetch tool's ``fetch_image`` and
+    ``release_root`` shared), the API keys (``api_keys``: a secret list, ``api_key_slots`` long, named
+    ``api_keys_source`` in errors), the HTTPS entry (``ingress`` for ``host`` and ``paths`` with
+    ``certificate_arn`` and ``waf_acl_arn``; None detaches any web ACL) and the Service it sends to
+    (``ingress_service``), the CIDRs the ALB sends from, and what the ScaledObjects wait for (KEDA's
+    release: its CRD)."""
 
     namespace: str
-    server: inf.ServerSpec
+    models: Sequence[ModelServerArgs]
+    api_key_slots: int
     image: pulumi.Input[str]
     fetch_image: pulumi.Input[str]
     release_root: pulumi.Input[str]
@@ -57,9 +68,9 @@ class InferenceServerArgs:
     host: str
     paths: Sequence[str]
     ingress: alb.IngressSpec
+    ingress_service: str
     certificate_arn: pulumi.Input[str]
     waf_acl_arn: pulumi.Input[str] | None
-    autoscaling: inf.Autoscaling
     load_balancer_cidrs: Sequence[str]
     scaled_object_after: Sequence[pulumi.Resource] = field(default_factory=tuple)
     # more names the Ingress answers with the same paths (the global endpoint, infra/edge)
@@ -69,8 +80,61 @@ class InferenceServerArgs:
     access_log_prefix: str = ""
 
 
+class ModelServer(pulumi.ComponentResource):
+    """One model's vLLM Deployment, Service, PodDisruptionBudget and KEDA ScaledObject (objects named
+    ``catalog.model_object_name``)."""
+
+    def __init__(
+        self,
+        name: str,
+        args: ModelServerArgs,
+        shared: InferenceServerArgs,
+        *,
+        deployment_after: Sequence[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("aiplat:inference:ModelServer", name, None, opts)
+        s = args.server
+
+        def meta(annotations: dict[str, str] | None = None) -> k8s.meta.v1.ObjectMetaArgs:
+            return k8s.meta.v1.ObjectMetaArgs(
+                name=catalog.model_object_name(s.served_model_name),
+                namespace=shared.namespace,
+                labels=inf.labels(inf.selector(s)),
+                annotations=annotations,
+            )
+
+        self.service = k8s.core.v1.Service(
+            f"{name}-service", metadata=meta(), spec=inf.service_spec(s), opts=child_options(self, opts)
+        )
+        # Deploy-time values as leaves, so the rest of the spec (args, probes, security) stays known to the
+        # policy pack at preview.
+        spec = inf.deployment_spec(
+            s, image=shared.image, fetch_image=shared.fetch_image, release_root=shared.release_root
+        )
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=meta(dict(SKIP_AWAIT)),
+            spec=spec,
+            opts=child_options(self, opts, depends_on=[*deployment_after, self.service]),
+        )
+        self.pdb = k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb", metadata=meta(), spec=inf.pdb_spec(s), opts=child_options(self, opts)
+        )
+        self.scaled_object = k8s.apiextensions.CustomResource(
+            f"{name}-scaledobject",
+            api_version=KEDA_API,
+            kind="ScaledObject",
+            metadata=meta(),
+            spec=inf.scaled_object_spec(args.autoscaling),
+            opts=child_options(self, opts, depends_on=[self.deployment, *shared.scaled_object_after]),
+        )
+        self.register_outputs({})
+
+
 class InferenceServer(pulumi.ComponentResource):
-    """The model server of one region; ``load_balancer_hostname`` is the ALB's DNS name."""
+    """The model servers of one region; ``load_balancer_hostname`` is the ALB's DNS name, ``models`` each
+    served model's ModelServer by served name."""
 
     load_balancer_hostname: pulumi.Output[str]
     # the rollout tooling's own API key (stack output inferenceGateKey), valid beside the clients' keys
@@ -85,7 +149,7 @@ class InferenceServer(pulumi.ComponentResource):
                 name=inf.NAME, namespace=ns, labels=inf.labels(), annotations=annotations
             )
 
-        slots = args.server.api_key_slots
+        slots = args.api_key_slots
         source = args.api_keys_source
         # A key of the stack's own for the rollout's health gate: no client key leaves for the tooling, and
         # it is revoked by replacing this resource (`pulumi up --replace`), not by rotating the clients'.
@@ -111,9 +175,6 @@ class InferenceServer(pulumi.ComponentResource):
             data=pulumi.Output.from_input(args.release_public_key).apply(inf.release_key_data),
             opts=child_options(self, opts),
         )
-        self.service = k8s.core.v1.Service(
-            f"{name}-service", metadata=meta(), spec=inf.service_spec(), opts=child_options(self, opts)
-        )
         self.policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-from-load-balancer",
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -137,36 +198,27 @@ class InferenceServer(pulumi.ComponentResource):
             metadata=meta(annotations),
             spec=with_hosts(
                 alb.ingress_spec(
-                    host=args.host, service=inf.NAME, service_port=inf.SERVICE_PORT_NAME, paths=args.paths
+                    host=args.host,
+                    service=args.ingress_service,
+                    service_port=inf.SERVICE_PORT_NAME,
+                    paths=args.paths,
                 ),
                 args.extra_hosts,
             ),
-            opts=child_options(self, opts, depends_on=[self.service]),
+            opts=child_options(self, opts),
         )
-        # Deploy-time values as leaves, so the rest of the spec (args, probes, security) stays known to the
-        # policy pack at preview.
-        spec = inf.deployment_spec(
-            args.server, image=args.image, fetch_image=args.fetch_image, release_root=args.release_root
-        )
-        self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
-            metadata=meta(dict(SKIP_AWAIT)),
-            spec=spec,
-            opts=child_options(
-                self, opts, depends_on=[self.ingress, self.policy, self.api_keys, self.release_key]
-            ),
-        )
-        self.pdb = k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb", metadata=meta(), spec=inf.pdb_spec(), opts=child_options(self, opts)
-        )
-        self.scaled_object = k8s.apiextensions.CustomResource(
-            f"{name}-scaledobject",
-            api_version=KEDA_API,
-            kind="ScaledObject",
-            metadata=meta(),
-            spec=inf.scaled_object_spec(args.autoscaling),
-            opts=child_options(self, opts, depends_on=[self.deployment, *args.scaled_object_after]),
-        )
+        # keyed by served name: adding a model never renames another's objects
+        after = [self.ingress, self.policy, self.api_keys, self.release_key]
+        self.models = {
+            m.server.served_model_name: ModelServer(
+                f"{name}-{m.server.served_model_name}",
+                m,
+                args,
+                deployment_after=after,
+                opts=child_options(self, opts),
+            )
+            for m in args.models
+        }
         self.load_balancer_hostname = self.ingress.status.apply(_hostname)
         self.register_outputs(
             {"load_balancer_hostname": self.load_balancer_hostname, "gate_key": self.gate_key}

@@ -26,11 +26,26 @@ from typing import Any
 
 from infra.core.namespaces import PART_OF
 from infra.inference.config import size_bytes
+from infra.inference.documents.catalog import (
+    ADAPTERS_DIR,
+    MODEL_LABEL,
+    MODELS_DIR,
+    PREFIX,
+    SERVICE_PORT,
+    AdapterSpec,
+    LoraSpec,
+    adapter_dir,
+    model_dir,
+)
 from infra.pools.documents.nodes import GPU_RESOURCE
 
-NAME = "inference"  # Deployment, Service, PDB, ScaledObject, HPA, Ingress and the API keys' Secret
+# The shared objects: the Ingress and the API keys' Secret (per model: catalog.model_object_name).
+NAME = PREFIX
 CONTAINER = "server"
 FETCH_CONTAINER = "fetch-release"
+# One init container per adapter release (fetch-adapter-1, ...): each fails with its own termination message
+# naming its release, and they run one after the other, the base first.
+FETCH_ADAPTER_CONTAINER = "fetch-adapter"
 # The EKS pod identity webhook (IRSA) leaves the containers this pod annotation names without the projected
 # token and the AWS_* variables (aws/amazon-eks-pod-identity-webhook README: skip-containers).
 SKIP_CONTAINERS_ANNOTATION = "eks.amazonaws.com/skip-containers"
@@ -41,7 +56,6 @@ LABELS = {**SELECTOR, "app.kubernetes.io/component": "server", **PART_OF}
 # the namespace's scrape policy select it by.
 PORT = 8000
 PORT_NAME = "metrics"
-SERVICE_PORT = 80
 SERVICE_PORT_NAME = "http"
 # vLLM's unauthenticated liveness route: 200 while the engine process is alive
 # (vllm/entrypoints/serve/instrumentator/health.py).
@@ -55,7 +69,6 @@ VLLM_GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 # The OpenAI routes clients reach through the Ingress (vllm/entrypoints/openai/*/api_router.py).
 COMPLETIONS_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
-MODELS_DIR = "/models"
 TMP_DIR = "/tmp"
 # The release signing key's public half (the train stack's output releaseSigningPublicKey), in a ConfigMap
 # mounted into the fetch container: it verifies each manifest's signature offline
@@ -100,7 +113,7 @@ OFFLINE_ENV = {
 
 @dataclass(frozen=True, kw_only=True)
 class ServerSpec:
-    """Everything the Deployment says besides the two images and the release root (which come from the
+    """One model's Deployment, everything besides the two images and the release root (which come from the
     training stack and are resolved at deploy time)."""
 
     model_name: str
@@ -128,18 +141,19 @@ class ServerSpec:
     first_load_timeout_s: int
     # the OpenAI paths the Ingress routes: the only ones the gate serves (with a key)
     api_paths: Sequence[str] = (COMPLETIONS_PATH, MODELS_PATH)
+    lora: LoraSpec | None = None
+    adapters: Sequence[AdapterSpec] = ()
+
+
+def selector(s: ServerSpec) -> dict[str, str]:
+    """The labels that select one model's pods."""
+    return {**SELECTOR, MODEL_LABEL: s.served_model_name}
 
 
 def api_paths(*, chat: bool) -> list[str]:
     """The paths the Ingress routes: completions, chat completions when the model has a chat template,
     and the model list. All under ``/v1``, so vLLM checks the API key on every one."""
     return [COMPLETIONS_PATH, *([CHAT_PATH] if chat else []), MODELS_PATH]
-
-
-def model_dir(version: str) -> str:
-    """Where the init container puts the release and vLLM loads it from. The version is in the path, so
-    vLLM's ``/v1/models`` answers it as the model's ``root`` (the rollout gate checks that)."""
-    return f"{MODELS_DIR}/{version}"
 
 
 def termination_grace_s(s: ServerSpec) -> int:
@@ -225,24 +239,30 @@ def vllm_args(s: ServerSpec) -> list[str]:
         "--disable-access-log-for-endpoints",
         f"{HEALTH_PATH},/metrics",
         "--disable-fastapi-docs",
+        *lora_args(s),
     ]
 
 
-def fetch_args(s: ServerSpec, *, release_root: Any) -> list[Any]:
-    """The fetch tool's command line (C1). ``release_root`` may be a deploy-time value (a leaf)."""
-    return [
-        "python",
-        "-m",
-        "inference.fetch",
-        "--root",
-        release_root,
-        "--model",
-        s.model_name,
-        "--version",
-        s.model_version,
-        "--dest",
-        model_dir(s.model_version),
-    ]
+def lora_args(s: ServerSpec) -> list[str]:
+    """vLLM's LoRA flags (vllm/engine/arg_utils.py, 0.33.0): the adapters by name and local path, loaded at
+    start (no runtime loading: VLLM_ALLOW_RUNTIME_LORA_UPDATING stays unset, so the set served is the
+    reviewed one)."""
+    if s.lora is None:
+        return []
+    out = ["--enable-lora", "--max-loras", str(s.lora.max_loras)]
+    out += ["--max-lora-rank", str(s.lora.max_lora_rank)]
+    if s.lora.max_cpu_loras is not None:
+        out += ["--max-cpu-loras", str(s.lora.max_cpu_loras)]
+    if s.adapters:
+        out += ["--lora-modules", *(f"{a.served_name}={adapter_dir(a.served_name)}" for a in s.adapters)]
+    return out
+
+
+def fetch_args(name: str, version: str, dest: str, *, release_root: Any) -> list[Any]:
+    """The fetch tool's command line (C1) for release ``name``/``version`` into ``dest``. ``release_root``
+    may be a deploy-time value (a leaf)."""
+    return ["python", "-m", "inference.fetch", "--root", release_root, "--model", name, "--version", version,
+            "--dest", dest]  # fmt: skip
 
 
 # Readiness asks /v1/models with the gate key (the last of the file's list): an httpGet probe could only
@@ -301,14 +321,37 @@ def _aws_env(region: str) -> list[dict[str, str]]:
     return [{"name": "AWS_REGION", "value": region}, {"name": "AWS_DEFAULT_REGION", "value": region}]
 
 
-def fetch_container(s: ServerSpec, *, image: Any, release_root: Any) -> dict[str, Any]:
-    """The init container: fetches and verifies ``model.version`` into the models volume, or exits non-zero
-    with one line naming the release and the reason (the pod never starts vLLM, never becomes ready)."""
+def fetch_containers(s: ServerSpec, *, image: Any, release_root: Any) -> list[dict[str, Any]]:
+    """The init containers: the base release, then each adapter's, one container per release."""
+    base = fetch_container(
+        FETCH_CONTAINER,
+        fetch_args(s.model_name, s.model_version, model_dir(s.model_version), release_root=release_root),
+        s,
+        image=image,
+    )
+    adapters = [
+        fetch_container(
+            f"{FETCH_ADAPTER_CONTAINER}-{i}",
+            fetch_args(
+                a.release_name, a.release_version, adapter_dir(a.served_name), release_root=release_root
+            ),
+            s,
+            image=image,
+        )
+        for i, a in enumerate(s.adapters, start=1)
+    ]
+    return [base, *adapters]
+
+
+def fetch_container(name: str, command: list[Any], s: ServerSpec, *, image: Any) -> dict[str, Any]:
+    """An init container: fetches and verifies one release into the models volume, or exits non-zero with
+    one line naming the release and the reason (the pod never starts vLLM, never becomes ready)."""
+    adapters = [{"name": "adapters", "mountPath": ADAPTERS_DIR}] if s.adapters else []
     return {
-        "name": FETCH_CONTAINER,
+        "name": name,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": fetch_args(s, release_root=release_root),
+        "command": command,
         "env": [
             *_aws_env(s.region),
             {"name": "HOME", "value": TMP_DIR},
@@ -320,6 +363,7 @@ def fetch_container(s: ServerSpec, *, image: Any, release_root: Any) -> dict[str
         },
         "volumeMounts": [
             {"name": "models", "mountPath": MODELS_DIR},
+            *adapters,
             {"name": "tmp", "mountPath": TMP_DIR},
             {"name": "release-key", "mountPath": RELEASE_KEY_DIR, "readOnly": True},
         ],
@@ -358,6 +402,7 @@ def server_container(s: ServerSpec, *, image: Any) -> dict[str, Any]:
         "resources": {"requests": requests, "limits": limits},
         "volumeMounts": [
             {"name": "models", "mountPath": MODELS_DIR, "readOnly": True},
+            *([{"name": "adapters", "mountPath": ADAPTERS_DIR, "readOnly": True}] if s.adapters else []),
             {"name": "tmp", "mountPath": TMP_DIR},
             {"name": "shm", "mountPath": SHM_DIR},
             {"name": "api-keys", "mountPath": KEYS_DIR, "readOnly": True},
@@ -382,7 +427,7 @@ def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) 
             "maxSkew": 1,
             "topologyKey": "topology.kubernetes.io/zone",
             "whenUnsatisfiable": "DoNotSchedule",
-            "labelSelector": {"matchLabels": dict(SELECTOR)},
+            "labelSelector": {"matchLabels": selector(s)},
             "matchLabelKeys": ["pod-template-hash"],
         },
         # Nodes: preferred (a multi-GPU node may hold several replicas when capacity is short).
@@ -390,7 +435,7 @@ def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) 
             "maxSkew": 1,
             "topologyKey": "kubernetes.io/hostname",
             "whenUnsatisfiable": "ScheduleAnyway",
-            "labelSelector": {"matchLabels": dict(SELECTOR)},
+            "labelSelector": {"matchLabels": selector(s)},
             "matchLabelKeys": ["pod-template-hash"],
         },
     ]
@@ -426,10 +471,11 @@ def pod_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root: Any) 
             {"key": taint_key, "operator": "Equal", "value": taint_value, "effect": "NoSchedule"}
         ],
         "topologySpreadConstraints": spread,
-        "initContainers": [fetch_container(s, image=fetch_image, release_root=release_root)],
+        "initContainers": fetch_containers(s, image=fetch_image, release_root=release_root),
         "containers": [server_container(s, image=image)],
         "volumes": [
             {"name": "models", "emptyDir": {"sizeLimit": s.model_volume_size}},
+            *([{"name": "adapters", "emptyDir": {"sizeLimit": s.model_volume_size}}] if s.adapters else []),
             {"name": "tmp", "emptyDir": {"sizeLimit": s.tmp_size}},
             {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": s.shm_size}},
             {"name": "release-key", "configMap": {"name": RELEASE_KEY_CONFIG_MAP}},
@@ -464,31 +510,35 @@ def deployment_spec(s: ServerSpec, *, image: Any, fetch_image: Any, release_root
     release that does not verify leaves its new pod in Init:Error and the old ReplicaSet serving; a pod not
     ready within ``first_load_timeout_s`` fails the rollout instead of hanging it."""
     return {
-        "selector": {"matchLabels": dict(SELECTOR)},
+        "selector": {"matchLabels": selector(s)},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
         "progressDeadlineSeconds": s.first_load_timeout_s,
         "revisionHistoryLimit": 10,
         "template": {
             # Only the fetch container holds the release-fetch role: the webhook injects the role's web
             # identity token and AWS_ROLE_ARN into every container but those named here.
-            "metadata": {"labels": dict(LABELS), "annotations": {SKIP_CONTAINERS_ANNOTATION: CONTAINER}},
+            "metadata": {
+                "labels": {**LABELS, **selector(s)},
+                "annotations": {SKIP_CONTAINERS_ANNOTATION: CONTAINER},
+            },
             "spec": pod_spec(s, image=image, fetch_image=fetch_image, release_root=release_root),
         },
     }
 
 
-def service_spec() -> dict[str, Any]:
-    """``Service.spec``: the ALB's target group (target-type ip registers the pod IPs behind it)."""
+def service_spec(s: ServerSpec) -> dict[str, Any]:
+    """``Service.spec`` of one model: the ALB's target group (target-type ip registers the pod IPs behind
+    it), or the router's backend."""
     return {
         "type": "ClusterIP",
-        "selector": dict(SELECTOR),
+        "selector": selector(s),
         "ports": [
             {"name": SERVICE_PORT_NAME, "port": SERVICE_PORT, "targetPort": PORT_NAME, "protocol": "TCP"}
         ],
     }
 
 
-def pdb_spec() -> dict[str, Any]:
+def pdb_spec(s: ServerSpec) -> dict[str, Any]:
     """``PodDisruptionBudget.spec``: node drains (Karpenter, upgrades) evict one replica at a time.
 
     ``AlwaysAllow`` lets a drain evict pods that are not ready anyway (e.g. a release that does not
@@ -497,7 +547,7 @@ def pdb_spec() -> dict[str, Any]:
     """
     return {
         "maxUnavailable": 1,
-        "selector": {"matchLabels": dict(SELECTOR)},
+        "selector": {"matchLabels": selector(s)},
         "unhealthyPodEvictionPolicy": "AlwaysAllow",
     }
 
@@ -507,16 +557,18 @@ RUNNING_METRIC = "vllm:num_requests_running"
 WAITING_METRIC = "vllm:num_requests_waiting"
 
 
-def requests_query(namespace: str, job: str) -> str:
-    """PromQL: requests running plus waiting, summed over the server's pods (the PodMonitor's ``job``)."""
-    sel = f'{{namespace="{namespace}",job="{job}"}}'
+def requests_query(namespace: str, job: str, served_name: str) -> str:
+    """PromQL: one model's requests running plus waiting, summed over its pods (the PodMonitor's ``job``;
+    vLLM labels its metrics ``model_name`` with the served name, vllm/v1/metrics/loggers.py, 0.33.0)."""
+    sel = f'{{namespace="{namespace}",job="{job}",model_name="{served_name}"}}'
     return f"sum({RUNNING_METRIC}{sel}) + sum({WAITING_METRIC}{sel})"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Autoscaling:
-    """The ScaledObject's inputs."""
+    """One model's ScaledObject inputs (``target``: its Deployment, and the HPA's name)."""
 
+    target: str
     prometheus_url: str
     query: str
     target_per_replica: int
@@ -535,7 +587,7 @@ def scaled_object_spec(a: Autoscaling) -> dict[str, Any]:
     minimum in the middle of an outage of the monitoring. https://keda.sh/docs/2.20/scalers/prometheus/
     """
     return {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME},
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": a.target},
         "minReplicaCount": a.min_replicas,
         "maxReplicaCount": a.max_replicas,
         "pollingInterval": 15,
@@ -546,7 +598,7 @@ def scaled_object_spec(a: Autoscaling) -> dict[str, Any]:
         },
         "advanced": {
             "horizontalPodAutoscalerConfig": {
-                "name": NAME,
+                "name": a.target,
                 "behavior": {
                     # Up at once: a GPU node takes minutes to arrive, so ask early (double, or +4 a minute).
                     "scaleUp": {
@@ -600,17 +652,3 @@ def load_balancer_ingress_policy(cidrs: Sequence[str]) -> dict[str, Any]:
 def labels(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Labels of the objects around the server (PART_OF and the server's name)."""
     return {**LABELS, **(extra or {})}
-
-
-def models_answer_version(body: Any, *, served_name: str, version: str) -> str | None:
-    """None when a ``/v1/models`` answer (parsed JSON) serves ``served_name`` from ``model_dir(version)``,
-    else what it serves instead (the rollout gate's judgment; vLLM's ModelCard ``root`` is the path)."""
-    cards = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(cards, list):
-        return f"not a model list: {json.dumps(body)[:200]}"
-    roots = {c.get("id"): c.get("root") for c in cards if isinstance(c, dict)}
-    if served_name not in roots:
-        return f"no model {served_name!r} (serves {sorted(map(str, roots))})"
-    if roots[served_name] != model_dir(version):
-        return f"{served_name!r} is served from {roots[served_name]!r}, not {model_dir(version)!r}"
-    return None

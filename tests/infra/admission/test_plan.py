@@ -97,8 +97,10 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
         for name in ("aiplat-workload-images", "aiplat-publisher-identity", "aiplat-publisher-nodes"):
             assert _evaluate(policies[name], pod, namespace) == [], (stack, namespace, name)
         checked += 1
-    assert checked == (plan.config["role"] == "train" and plan.config.get("training") is not None) + bool(
-        plan.config.get("inference")
+    # the trainer's pods, and one Deployment per served model
+    models = (plan.config.get("inference") or {}).get("models") or {}
+    assert checked == (plan.config["role"] == "train" and plan.config.get("training") is not None) + len(
+        models
     )
 
 

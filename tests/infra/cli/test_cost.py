@@ -61,7 +61,7 @@ def test_karpenter_pools_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
     cheapest = min(prices, key=prices.__getitem__)
     assert cfg.inference is not None
     row = next(line for line in out.splitlines() if "│ karpenter.gpu " in line)
-    replicas = cfg.inference.replicas.min
+    replicas = cfg.inference.models["gpt2-small"].replicas.min
     assert f"{replicas}/{replicas}/{pool.gpu_limit}" in row
     assert f"{cheapest} {prices[cheapest]:,.4f}" in row
     assert f"{replicas * prices[cheapest]:,.2f}" in row

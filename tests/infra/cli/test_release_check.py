@@ -81,6 +81,10 @@ def test_with_a_stack_the_fit_check_shows_its_numbers(
     assert main(["release", "check", "--from", str(short), "--stack", STACK]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "is above the release's max positions 64 (vLLM refuses it)" in err
+    # --model names the stack's model whose settings apply (default: its only one)
+    assert main(["release", "check", "--from", str(phi3), "--stack", STACK, "--model", "gpt2-large"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"--model: gpt2-large: {STACK} serves gpt2-small; fix: name one of them: --model gpt2-small" in err
 
 
 def test_bfloat16_weights_on_gpus_without_bfloat16_are_warned_about(

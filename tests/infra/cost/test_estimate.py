@@ -189,7 +189,7 @@ def test_karpenter_pool_min_desired_and_max_from_the_data_file() -> None:
     prices = {t: od("ap-east-1", t) for t in candidates}  # every candidate is priced in the data file
     cheapest = min(prices.values())
     per_gpu = max(prices[t] / facts.instances[t].gpu_count for t in candidates)
-    replicas = cfg.inference.replicas.min
+    replicas = cfg.inference.models["gpt2-small"].replicas.min
     assert k.hourly("min").usd == pytest.approx(replicas * cheapest)
     assert k.hourly("desired") == k.hourly("min")
     assert k.hourly("max").usd == pytest.approx(pool.gpu_limit * per_gpu)
@@ -218,13 +218,15 @@ def test_karpenter_pool_on_both_capacity_types_is_cheapest_at_min_and_dearest_at
     region = "ap-southeast-1"
     both = {(t, o): f(region, t) for t in candidates for o, f in (("od", od), ("spot", spot))}
     gpus = {t: facts.instances[t].gpu_count for t in candidates}
-    assert k.hourly("min").usd == pytest.approx(cfg.inference.replicas.min * min(both.values()))
+    assert k.hourly("min").usd == pytest.approx(
+        cfg.inference.models["gpt2-small"].replicas.min * min(both.values())
+    )
     assert k.hourly("max").usd == pytest.approx(
         pool.gpu_limit * max(v / gpus[t] for (t, _), v in both.items())
     )
     # all bought one way: only that option's prices
     assert k.hourly("min", Option.spot).usd == pytest.approx(
-        cfg.inference.replicas.min * min(spot(region, t) for t in candidates)
+        cfg.inference.models["gpt2-small"].replicas.min * min(spot(region, t) for t in candidates)
     )
     assert k.hourly("max", Option.on_demand).usd == pytest.approx(
         pool.gpu_limit * max(od(region, t) / gpus[t] for t in candidates)
@@ -235,7 +237,7 @@ def test_karpenter_pool_on_both_capacity_types_is_cheapest_at_min_and_dearest_at
 
 def test_karpenter_pool_min_skips_types_too_small_for_a_replica() -> None:
     raw = _raw("prod-hk-infer")
-    raw["inference"]["resources"] = {"cpu": "6", "memory": "40Gi"}
+    raw["inference"]["models"]["gpt2-small"]["resources"] = {"cpu": "6", "memory": "40Gi"}
     cfg, cost, _, candidates, facts = _karpenter("prod-hk-infer", raw)
     [k] = cost.karpenter
     fits = [
@@ -244,7 +246,9 @@ def test_karpenter_pool_min_skips_types_too_small_for_a_replica() -> None:
     assert fits and set(fits) != set(candidates)
     cheapest = min(fits, key=lambda t: od("ap-east-1", t))
     assert k.cheapest()[0].instance_type == cheapest
-    assert k.hourly("min").usd == pytest.approx(cfg.inference.replicas.min * od("ap-east-1", cheapest))
+    assert k.hourly("min").usd == pytest.approx(
+        cfg.inference.models["gpt2-small"].replicas.min * od("ap-east-1", cheapest)
+    )
 
 
 def test_karpenter_prices_missing_from_the_table_stay_unknown() -> None:

@@ -1,5 +1,5 @@
 """Plan-time rules of the global endpoint: its zone, and what the infer stacks serving one name agree on
-(model, version policy, API keys' source, validation record owner), checked against the project's real
+(the served names, API keys' source, validation record owner), checked against the project's real
 stack files; one region only is a warning."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from infra.stack.registry import Level, RuleContext
 from tests.support.config_cases import RULES, all_of, assert_refused, drop_at, set_at
 
 GE = "aiplat:platform.inference.global_endpoint"
+V = "20261130T100100Z-step4"
 HK_CERT = "arn:aws:acm:ap-east-1:123456789012:certificate/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
 
 CASES = [
@@ -39,19 +40,39 @@ CASES = [
         f"{GE}.name: sg.inference.example.com is also this region's name (inference.https.domain)",
     ),
     (
-        "another-model",
-        set_at("inference.model.name", "gpt2-medium"),
-        'aiplat:platform.inference.model: inference.model is {"allow_latest": false, "name": "gpt2-medium", '
-        '"version": "20261130T100100Z-step4"} here and {"allow_latest": false, "name": "gpt2-small", '
-        '"version": "20261130T100100Z-step4"} in prod-hk-infer, which serves the same global name '
-        "api.inference.example.com",
+        "a-model-only-here",
+        set_at(
+            "inference.models.gpt2-medium",
+            {"release": {"name": "gpt2-medium", "version": V}, "node_pools": ["gpu"]},
+        ),
+        "aiplat:platform.inference.models: 'gpt2-medium' is served here but not by prod-hk-infer, which "
+        "serves the same global name api.inference.example.com: Route 53 sends a client to either region by "
+        "latency, never by the model it asks for, so a request for 'gpt2-medium' landing in prod-hk-infer "
+        "would get 404; fix: serve 'gpt2-medium' in prod-hk-infer too",
     ),
     (
-        "another-version",
-        set_at("inference.model.version", "20261201T000000Z-step9"),
-        'aiplat:platform.inference.model: inference.model is {"allow_latest": false, "name": "gpt2-small", '
-        '"version": "20261201T000000Z-step9"} here and {"allow_latest": false, "name": "gpt2-small", '
-        '"version": "20261130T100100Z-step4"} in prod-hk-infer',
+        "a-model-only-there",
+        all_of(
+            set_at(
+                "inference.models.gpt2-medium",
+                {"release": {"name": "gpt2-small", "version": V}, "node_pools": ["gpu"]},
+            ),
+            drop_at("inference.models.gpt2-small"),
+        ),
+        "aiplat:platform.inference.models: prod-hk-infer serves 'gpt2-small' under the same global name "
+        "api.inference.example.com, this stack does not: a request for 'gpt2-small' routed here by latency "
+        "would get 404; fix: serve 'gpt2-small' here too, or remove it from prod-hk-infer",
+    ),
+    (
+        "an-adapter-only-here",
+        all_of(
+            set_at("inference.models.gpt2-small.lora", {}),
+            set_at(
+                "inference.models.gpt2-small.adapters",
+                {"support-bot": {"release": {"name": "support-bot", "version": V}}},
+            ),
+        ),
+        "aiplat:platform.inference.models: 'support-bot' is served here but not by prod-hk-infer",
     ),
     (
         "another-key-source",
@@ -130,3 +151,13 @@ def test_one_region_only_is_a_warning() -> None:
         "stack in another region (see https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/"
         "routing-policy-latency.html)"
     )
+
+
+def test_release_versions_may_differ_between_the_regions_of_one_name(stack_config) -> None:
+    """A promotion moves one region at a time: the same served names at other versions agree."""
+    raw = stack_config("prod-sg-infer")
+    raw["inference"]["models"]["gpt2-small"]["release"]["version"] = "20261201T000000Z-step9"
+    from infra.schema.parse import parse_platform_config
+
+    ctx = RuleContext(parse_platform_config(raw), stack="prod-sg-infer", stacks=read_stack_index())
+    assert list(global_endpoint_agreement(ctx)) == []

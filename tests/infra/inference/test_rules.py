@@ -28,6 +28,9 @@ from tests.support.config_cases import (
 REPO = Path(__file__).resolve().parents[3]
 INF = "aiplat:platform.inference"
 H = f"{INF}.https"
+MODEL = "inference.models.gpt2-small"
+V = "20261130T100100Z-step4"  # the shipped stacks' one model
+M = f"aiplat:platform.{MODEL}"
 OTHER_REGION_CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
 CLOUDFRONT_ACL = (
     "arn:aws:wafv2:us-east-1:123456789012:global/webacl/edge/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
@@ -104,16 +107,16 @@ CASES = [
     ),
     (
         "cpu-pool",
-        set_at("inference.node_pools", ["system"]),
+        set_at(f"{MODEL}.node_pools", ["system"]),
         RULES,
-        f"{INF}.node_pools.0: 'system' is a CPU pool (gpu: false): the server needs a GPU; fix: use one of "
+        f"{M}.node_pools.0: 'system' is a CPU pool (gpu: false): the server needs a GPU; fix: use one of "
         "the GPU pools: gpu",
     ),
     (
         "unknown-pool",
-        set_at("inference.node_pools", ["gpus"]),
+        set_at(f"{MODEL}.node_pools", ["gpus"]),
         RULES,
-        f"{INF}.node_pools.0: 'gpus' is not a pool of this stack",
+        f"{M}.node_pools.0: 'gpus' is not a pool of this stack",
     ),
     (
         "no-monitoring",
@@ -137,37 +140,37 @@ CASES = [
     ),
     (
         "more-replicas-than-gpus",
-        set_at("inference.replicas.max", 20),
+        set_at(f"{MODEL}.replicas.max", 20),
         FACTS,
-        f"{INF}.replicas.max: 20 replicas of 1 GPU(s) need 20 GPUs, but the pools ['gpu'] hold at most 16",
+        f"{M}.replicas.max: 20 replicas of 1 GPU(s) need 20 GPUs, but the pools ['gpu'] hold at most 16",
     ),
     (
         "tensor-parallel-beyond-the-pools",
-        set_at("inference.engine.gpus_per_pod", 4),
+        set_at(f"{MODEL}.engine.gpus_per_pod", 4),
         FACTS,
-        f"{INF}.replicas.max: 8 replicas of 4 GPU(s) need 32 GPUs, but the pools ['gpu'] hold at most 16 "
+        f"{M}.replicas.max: 8 replicas of 4 GPU(s) need 32 GPUs, but the pools ['gpu'] hold at most 16 "
         "(Karpenter gpu_limit, managed max_size x GPUs per node): the autoscaler would add pods that never "
         "schedule; fix: lower replicas.max to 4",
     ),
     (
         "latest-in-production",
-        set_at("inference.model.version", "latest"),
+        set_at(f"{MODEL}.release.version", "latest"),
         RULES,
-        f"{INF}.model.version: 'latest': each new pod would serve whatever release is newest when it starts, "
+        f"{M}.release.version: 'latest': each new pod would serve whatever release is newest when it starts, "
         "so a publish changes production without a rollout",
     ),
     (
         "not-a-release-version",
-        set_at("inference.model.version", "v2"),
+        set_at(f"{MODEL}.release.version", "v2"),
         SCHEMA,
-        f"{INF}.model.version: 'v2' is not a release version; fix: use a folder name under "
+        f"{M}.release.version: 'v2' is not a release version; fix: use a folder name under "
         "release/<model>/ such as 20261130T100100Z-step4, or 'latest' (with allow_latest)",
     ),
     (
         "bfloat16-on-t4",
-        set_at("inference.engine.dtype", "bfloat16"),
+        set_at(f"{MODEL}.engine.dtype", "bfloat16"),
         RULES,
-        f"{INF}.engine.dtype: bfloat16, but pool 'gpu' may launch T4 GPUs, which have no bfloat16 (vLLM "
+        f"{M}.engine.dtype: bfloat16, but pool 'gpu' may launch T4 GPUs, which have no bfloat16 (vLLM "
         "refuses to start there); fix: set dtype: auto",
     ),
     (
@@ -198,12 +201,65 @@ CASES = [
         SCHEMA,
         f"{H}: dns_zone_id and dns_zone_name go together",
     ),
-    ("one-replica", set_at("inference.replicas.min", 1), SCHEMA, f"{INF}.replicas.min"),
+    ("one-replica", set_at(f"{MODEL}.replicas.min", 1), SCHEMA, f"{M}.replicas.min"),
+    (
+        "adapters-without-lora",
+        set_at(f"{MODEL}.adapters", {"support-bot": {"release": {"name": "support-bot", "version": V}}}),
+        SCHEMA,
+        f"{M}: adapters ['support-bot'] need LoRA serving; fix: add lora: {{max_loras: 4, "
+        "max_lora_rank: 16}",
+    ),
+    (
+        "lora-rank-vllm-refuses",
+        set_at(f"{MODEL}.lora", {"max_lora_rank": 24}),
+        SCHEMA,
+        f"{M}.lora.max_lora_rank: 24 is not a rank vLLM accepts; fix: use one of [1, 8, 16, 32, 64, 128, "
+        "256, 320, 512]",
+    ),
+    (
+        "fewer-cpu-loras-than-loras",
+        set_at(f"{MODEL}.lora", {"max_loras": 4, "max_cpu_loras": 2}),
+        SCHEMA,
+        f"{M}.lora: max_cpu_loras 2 < max_loras 4 (vLLM refuses it)",
+    ),
+    (
+        "adapter-named-like-a-model",
+        all_of(
+            set_at(
+                "inference.models.support-bot",
+                {"release": {"name": "sb", "version": V}, "node_pools": ["gpu"]},
+            ),
+            set_at(f"{MODEL}.lora", {}),
+            set_at(f"{MODEL}.adapters", {"support-bot": {"release": {"name": "support-bot", "version": V}}}),
+        ),
+        SCHEMA,
+        f"{INF}: models.gpt2-small.adapters.support-bot: the served name 'support-bot' is also "
+        "models.support-bot: clients pick a model by this name, so it must be unique in the stack; fix: "
+        "rename one",
+    ),
+    (
+        "served-name-not-a-label-value",
+        set_at("inference.models.gpt2-", {"release": {"name": "gpt2-", "version": V}, "node_pools": ["gpu"]}),
+        SCHEMA,
+        f"{INF}.models.gpt2-",
+    ),
+    (
+        "adapter-latest-in-production",
+        all_of(
+            set_at(f"{MODEL}.lora", {}),
+            set_at(
+                f"{MODEL}.adapters",
+                {"support-bot": {"release": {"name": "support-bot", "version": "latest"}}},
+            ),
+        ),
+        RULES,
+        f"{M}.adapters.support-bot.release.version: 'latest': each new pod would serve whatever release is",
+    ),
     (
         "min-above-max",
-        set_at("inference.replicas", {"min": 6, "max": 4}),
+        set_at(f"{MODEL}.replicas", {"min": 6, "max": 4}),
         SCHEMA,
-        f"{INF}.replicas: min 6 > max 4",
+        f"{M}.replicas: min 6 > max 4",
     ),
 ]
 
@@ -238,6 +294,13 @@ def test_short_shutdown_timeout_is_a_warning(stack_config) -> None:
     assert spec["terminationGracePeriodSeconds"] > 15 + 30
 
 
+def model_of(raw: dict, name: str = "gpt2-small") -> tuple:
+    """(the parsed config, its model ``name``)."""
+    cfg = parse_platform_config(raw)
+    assert cfg.inference is not None
+    return cfg, cfg.inference.models[name]
+
+
 def test_dtype_follows_the_release_unless_the_gpus_disagree(stack_config) -> None:
     """auto: float16 while the pool mixes a T4 (g4dn) with GPUs that have bfloat16; once every GPU agrees,
     vLLM's own auto (the release's dtype on that GPU); a named dtype as it is."""
@@ -246,12 +309,12 @@ def test_dtype_follows_the_release_unless_the_gpus_disagree(stack_config) -> Non
     raw = stack_config("prod-hk-infer")
     families = raw["cluster_services"]["karpenter"]["node_pools"]["gpu"]["instance_families"]
     assert "g4dn" in families and len(families) > 1
-    assert engine_dtype(parse_platform_config(raw)).value == "float16"
+    assert engine_dtype(*model_of(raw)).value == "float16"
     for agree in (["g6", "g5"], ["g4dn"]):
         raw["cluster_services"]["karpenter"]["node_pools"]["gpu"]["instance_families"] = agree
-        assert engine_dtype(parse_platform_config(raw)).value == "auto", agree
-    raw["inference"]["engine"] = {"dtype": "float16"}
-    assert engine_dtype(parse_platform_config(raw)).value == "float16"
+        assert engine_dtype(*model_of(raw)).value == "auto", agree
+    raw["inference"]["models"]["gpt2-small"]["engine"] = {"dtype": "float16"}
+    assert engine_dtype(*model_of(raw)).value == "float16"
 
 
 @pytest.mark.parametrize(
@@ -274,7 +337,11 @@ def test_serving_dtype_is_vllms_resolution(engine: str, release: str, bf16: bool
 
 def test_latest_only_where_allowed(stack_config, monitors) -> None:
     raw = stack_config("prod-hk-infer")
-    raw["inference"]["model"] = {"name": "gpt2-small", "version": "latest", "allow_latest": True}
+    raw["inference"]["models"]["gpt2-small"]["release"] = {
+        "name": "gpt2-small",
+        "version": "latest",
+        "allow_latest": True,
+    }
     raw["inference"].pop("global_endpoint")  # a stack of its own (with one, both regions agree on the model)
     plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
     assert not [f for f in plan.findings if f.rule == "inference-model-version"]
@@ -285,12 +352,12 @@ def test_latest_only_where_allowed(stack_config, monitors) -> None:
 
 def test_a_blocking_body_limit_must_fit_the_longest_prompt(stack_config) -> None:
     raw = stack_config("prod-hk-infer")
-    raw["inference"]["engine"] = {"max_model_len": 2048}
+    raw["inference"]["models"]["gpt2-small"]["engine"] = {"max_model_len": 2048}
     plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
     (finding,) = [f for f in plan.findings if f.rule == "inference-body-limit"]
     assert finding.level is Level.warning
     assert finding.one_line().startswith(
-        f"{INF}.engine.max_model_len: 2048 tokens make requests of up to 13312 bytes, but the web ACL blocks "
+        f"{M}.engine.max_model_len: 2048 tokens make requests of up to 13312 bytes, but the web ACL blocks "
         "bodies over 8192 bytes (SizeRestrictions_BODY)"
     )
     raw["inference"]["https"]["waf_count_rules"] = ["SizeRestrictions_BODY"]
@@ -341,3 +408,54 @@ def test_every_gpu_model_of_the_table_says_whether_it_has_bfloat16() -> None:
 
     assert {r.gpu_model for r in instance_types.TABLE.values()} == set(instance_types.BF16)
     assert instance_types.BF16["T4"] is False and instance_types.BF16["L4"] is True
+
+
+def test_models_sharing_a_pool_beyond_its_gpus_is_a_warning(stack_config) -> None:
+    """Each model fits the pool on its own; together at replicas.max they do not."""
+    raw = stack_config("prod-hk-infer")
+    raw["inference"].pop("global_endpoint")  # a stack of its own (else both regions serve the same names)
+    raw["inference"]["models"]["gpt2-large"] = {
+        "release": {"name": "gpt2-large", "version": V},
+        "node_pools": ["gpu"],
+        "replicas": {"min": 2, "max": 10},
+    }
+    plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
+    (finding,) = [f for f in plan.findings if f.rule == "inference-gpu-capacity"]
+    assert finding.level is Level.warning
+    assert finding.one_line().startswith(
+        f"{INF}.models.gpt2-large.replicas.max: models ['gpt2-small', 'gpt2-large'] share the pools ['gpu']: "
+        "at their replicas.max they need 18 GPUs, the pools hold at most 16"
+    )
+
+
+def test_the_single_model_form_is_refused_with_its_models_form(stack_config, monitors) -> None:
+    """The old ``inference.model`` section: refused before anything runs, the message carrying the section
+    in the new form, which itself plans."""
+    raw = stack_config("prod-hk-infer")
+    model = raw["inference"]["models"].pop("gpt2-small")
+    del raw["inference"]["models"]
+    old = {
+        "model": model["release"],
+        "node_pools": model["node_pools"],
+        "replicas": model["replicas"],
+        "engine": {"served_model_name": "gpt2", "max_model_len": 512, "vllm_version": "0.33.0"},
+        "autoscaling": {"target_requests_per_replica": 16, "keda": {"namespace": "autoscaling"}},
+    }
+    raw["inference"] = {**old, **raw["inference"]}
+    message = assert_refused(raw, f"{INF}: 'model' is the single-model form", monitors, SCHEMA)
+    (line,) = message.splitlines()
+    assert 'stay shared; fix: write the section as {"inference": {"models": ' in line
+    new = yaml.safe_load(line.split("fix: write the section as ", 1)[1])
+    assert new["inference"]["models"] == {
+        "gpt2": {
+            "release": model["release"],
+            "engine": {"max_model_len": 512},
+            "node_pools": model["node_pools"],
+            "replicas": model["replicas"],
+            "autoscaling": {"target_requests_per_replica": 16},
+        }
+    }
+    assert new["inference"]["engine"] == {"vllm_version": "0.33.0"}
+    assert new["inference"]["keda"] == {"namespace": "autoscaling"}
+    raw["inference"] = new["inference"]
+    assert parse_platform_config(raw).inference.served_names() == {"gpt2": "gpt2"}

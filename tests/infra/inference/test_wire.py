@@ -43,11 +43,22 @@ def _pod(plan: Plan) -> dict:
     return _one(plan, DEPLOYMENT).inputs["spec"]["template"]["spec"]
 
 
+def _model(plan: Plan) -> dict:
+    """The config of the shipped stacks' one model (its served name and section)."""
+    ((_, model),) = plan.config["inference"]["models"].items()
+    return model
+
+
 @pytest.mark.parametrize("stack", INFER)
 def test_plan_shows_serving_and_every_object_validates(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
-    for type_ in (DEPLOYMENT, SERVICE, PDB, INGRESS, SCALED_OBJECT):
-        assert _one(plan, type_).inputs["metadata"]["name"] == "inference", type_
+    assert _one(plan, INGRESS).inputs["metadata"]["name"] == "inference"
+    (served,) = plan.config["inference"]["models"]
+    for type_ in (DEPLOYMENT, SERVICE, PDB, SCALED_OBJECT):
+        # one model's objects, named and keyed (URN) by its served name
+        r = _one(plan, type_)
+        assert r.inputs["metadata"]["name"] == f"inference-{served}", type_
+        assert r.urn.endswith(f"inference-{served}-{r.name.rsplit('-', 1)[1]}"), r.urn
     assert plan.by_type(NODEPOOL)
     assert plan.one("aws:acm/certificate:Certificate", "serving-certificate-certificate")
     assert plan.one("aws:wafv2/webAcl:WebAcl")
@@ -66,7 +77,7 @@ def test_pods_land_on_the_karpenter_gpu_pool_and_tolerate_its_taint(plan_stack, 
     ]
     (expr,) = term["matchExpressions"]
     assert expr["key"] == POOL_LABEL and expr["operator"] == "In"
-    assert expr["values"] == plan.config["inference"]["node_pools"]
+    assert expr["values"] == _model(plan)["node_pools"]
     pools = {
         p.inputs["spec"]["template"]["metadata"]["labels"][POOL_LABEL]: p for p in plan.by_type(NODEPOOL)
     }
@@ -78,7 +89,7 @@ def test_pods_land_on_the_karpenter_gpu_pool_and_tolerate_its_taint(plan_stack, 
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     # one GPU per replica fits the pool's GPU limit at the largest replica count
     limit = sum(int(pools[n].inputs["spec"]["limits"]["nvidia.com/gpu"]) for n in expr["values"])
-    assert plan.config["inference"]["replicas"]["max"] <= limit
+    assert _model(plan)["replicas"]["max"] <= limit
 
 
 @pytest.mark.parametrize("stack", INFER)
@@ -103,7 +114,7 @@ def test_release_and_images_come_from_the_training_stack(plan_stack, stack: str)
     (container,) = pod["containers"]
     (init,) = pod["initContainers"]
     cmd = init["command"]
-    model = plan.config["inference"]["model"]
+    model = _model(plan)["release"]
     assert cmd[cmd.index("--root") + 1] == f"s3://{replica['bucket']}"
     assert cmd[cmd.index("--model") + 1] == model["name"]
     assert cmd[cmd.index("--version") + 1] == model["version"]
@@ -158,7 +169,7 @@ def test_no_route_without_authentication_and_none_to_metrics(plan_stack, stack: 
         assert routed and all(p["pathType"] == "Exact" for p in rule["http"]["paths"])
         assert all(p.startswith("/v1/") for p in routed), routed
         assert "/metrics" not in routed and "/health" not in routed and "/" not in routed
-        assert set(routed) == set(inf.api_paths(chat=plan.config["inference"]["engine"]["serve_chat"]))
+        assert set(routed) == set(inf.api_paths(chat=_model(plan).get("engine", {}).get("serve_chat", False)))
     (container,) = _pod(plan)["containers"]
     assert "--config" in container["args"] and inf.GATE_MIDDLEWARE in container["args"]
     gate_paths = next(e["value"] for e in container["env"] if e["name"] == inf.GATE_PATHS_ENV)
@@ -186,7 +197,7 @@ def test_service_pdb_and_autoscaler_select_the_pods(plan_stack, stack: str) -> N
     assert selects(pdb["selector"]["matchLabels"]) and pdb["maxUnavailable"] == 1
     scaled = _one(plan, SCALED_OBJECT).inputs["spec"]
     assert scaled["scaleTargetRef"]["name"] == _one(plan, DEPLOYMENT).inputs["metadata"]["name"]
-    replicas = plan.config["inference"]["replicas"]
+    replicas = _model(plan)["replicas"]
     assert (scaled["minReplicaCount"], scaled["maxReplicaCount"]) == (replicas["min"], replicas["max"])
     assert scaled["minReplicaCount"] >= 2
 
@@ -200,7 +211,7 @@ def test_autoscaler_reads_vllms_gauges_from_the_scraped_pods(plan_stack, stack: 
     # the gauges vLLM 0.33.0 exports (tests/monitoring/emitted/vllm.txt, from its source)
     assert meta["query"].startswith("sum(vllm:num_requests_running{")
     assert "+ sum(vllm:num_requests_waiting{" in meta["query"]
-    assert meta["threshold"] == str(plan.config["inference"]["autoscaling"]["target_requests_per_replica"])
+    assert meta["threshold"] == str(_model(plan)["autoscaling"]["target_requests_per_replica"])
     # the job label the query filters on is the one the monitoring PodMonitor writes, on our port name
     monitor = next(
         r for r in plan.by_type("kubernetes:monitoring.coreos.com/v1:PodMonitor") if "inference" in r.name
@@ -236,7 +247,7 @@ def test_network_policies_let_in_the_alb_prometheus_and_keda_only(plan_stack, st
     scrape = policies["allow-metrics-scrape"]["ingress"][0]
     assert {p["port"] for p in scrape["ports"]} <= port_names
     # KEDA's namespace may query Prometheus in the monitoring namespace
-    keda_ns = plan.config["inference"]["autoscaling"]["keda"]["namespace"]
+    keda_ns = plan.config["inference"]["keda"]["namespace"]
     monitoring_ns = plan.config["cluster_services"]["monitoring_namespace"]
     (back,) = [
         p for p in _in(plan, POLICY, monitoring_ns) if p.inputs["metadata"]["name"] == f"allow-from-{keda_ns}"
@@ -326,7 +337,7 @@ def test_deployment_is_not_awaited_and_what_hangs_off_it_is_declared(plan_stack,
 @pytest.mark.parametrize("stack", INFER)
 def test_keda_is_pinned_restricted_and_on_system_pools(plan_stack, stack: str) -> None:
     plan = plan_stack(stack)
-    chart = plan.config["inference"]["autoscaling"]["keda"]
+    chart = plan.config["inference"]["keda"]
     keda = next(r for r in plan.by_type(RELEASE) if r.inputs["name"] == "keda")
     assert (keda.inputs["chart"], keda.inputs["version"]) == (chart["chart"], chart["version"])
     assert keda.inputs["repositoryOpts"] == {"repo": chart["repo"]}
@@ -398,9 +409,15 @@ def test_existing_web_acl_another_version_and_prebuilt_images(stack_config) -> N
             "waf": "arn",
             "waf_acl_arn": acl,
         },
-        model={"name": "gpt2-small", "version": "20261120T090000Z-step2"},
+        models={
+            "gpt2-small": {
+                "release": {"name": "gpt2-small", "version": "20261120T090000Z-step2"},
+                "node_pools": ["gpu"],
+                "engine": {"serve_chat": True},
+            }
+        },
         image={"ref": image},
-        engine={"image": {"ref": vllm}, "serve_chat": True},
+        engine={"image": {"ref": vllm}},
     )
     ann = _one(plan, INGRESS).inputs["metadata"]["annotations"]
     assert ann[f"{ALB}wafv2-acl-arn"] == acl and plan.by_type("aws:wafv2/webAcl:WebAcl") == []

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from infra.inference.documents import catalog
 from infra.inference.documents import inference as inf
 from infra.io.cluster_health import TOKEN_PREFIX, eks_token
 from infra.io.stackfiles import load_stack_config
@@ -29,7 +30,9 @@ from infra.stack.rollout import HealthGateConfig
 from trainer.tools.moto_server import MotoServer
 
 NS = "inference"
-DEPLOYMENT_PATH = f"/apis/apps/v1/namespaces/{NS}/deployments/inference"
+# the shipped stack's one model and its Deployment (one per model: inference-<served name>)
+SERVED = "gpt2-small"
+DEPLOYMENT_PATH = f"/apis/apps/v1/namespaces/{NS}/deployments/{catalog.model_object_name(SERVED)}"
 PODS_PATH = f"/api/v1/namespaces/{NS}/pods"
 
 
@@ -73,9 +76,11 @@ NOT_READY = deployment(available=0)
 GATE_KEY = "g" * 40
 
 
-def fetch_failed(name: str, code: int = 3, line: str = "") -> dict[str, Any]:
-    """A pod whose release fetch (init container) exited ``code`` with ``line`` as its termination message
-    and is waiting to be retried, as the kubelet reports it."""
+def fetch_failed(
+    name: str, code: int = 3, line: str = "", container: str = inf.FETCH_CONTAINER
+) -> dict[str, Any]:
+    """A pod whose release fetch (init container ``container``) exited ``code`` with ``line`` as its
+    termination message and is waiting to be retried, as the kubelet reports it."""
     return {
         "metadata": {"name": name},
         "status": {
@@ -83,7 +88,7 @@ def fetch_failed(name: str, code: int = 3, line: str = "") -> dict[str, Any]:
             "conditions": [{"type": "PodScheduled", "status": "True"}],
             "initContainerStatuses": [
                 {
-                    "name": inf.FETCH_CONTAINER,
+                    "name": container,
                     "ready": False,
                     "restartCount": 2,
                     "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
@@ -155,7 +160,7 @@ class Api:
         self.deployment: dict[str, Any] | None = ROLLED_OUT
         self.pods: list[dict[str, Any]] = [pod("inference-a"), pod("inference-b")]
         self.health_status = 200
-        self.served_version = CFG.inference.model.version
+        self.served_version = MODEL.version
         self.model_requests: list[str] = []
         self.tokens: list[str] = []
         self.pod_queries: list[str] = []
@@ -186,9 +191,9 @@ class Api:
                     if api.health_status != 200:
                         return self._send(api.health_status, {"error": "engine"})
                     card = {
-                        "id": CFG.inference.model.name,
+                        "id": MODEL.name,
                         "object": "model",
-                        "root": inf.model_dir(api.served_version),
+                        "root": catalog.model_dir(api.served_version),
                         "max_model_len": 1024,
                     }
                     return self._send(200, {"object": "list", "data": [card]})
@@ -232,6 +237,7 @@ def node(group: str, ready: bool = True) -> dict[str, Any]:
 
 
 CFG = load_stack_config("prod-sg-infer")
+MODEL = CFG.inference.models[SERVED].release
 HEALTH = HealthGateConfig(nodes_ready_timeout_s=0, http_timeout_s=2)
 
 
@@ -283,9 +289,9 @@ def _replica(aws: MotoServer, *versions: str) -> None:
     s3.create_bucket(Bucket=REPLICA, CreateBucketConfiguration={"LocationConstraint": CFG.region})
     for v in versions:
         for f in ("model.safetensors", "config.json", "manifest.json"):
-            s3.put_object(Bucket=REPLICA, Key=f"release/{CFG.inference.model.name}/{v}/{f}", Body=b"x")
+            s3.put_object(Bucket=REPLICA, Key=f"release/{MODEL.name}/{v}/{f}", Body=b"x")
     # not a version: the server and the gate both skip folders that do not match the version pattern
-    s3.put_object(Bucket=REPLICA, Key=f"release/{CFG.inference.model.name}/tmp/readme", Body=b"x")
+    s3.put_object(Bucket=REPLICA, Key=f"release/{MODEL.name}/tmp/readme", Body=b"x")
 
 
 def _nodes_ready(api: Api, outputs: dict[str, Any]) -> None:
@@ -311,10 +317,8 @@ def test_healthy_stack_passes(aws: MotoServer, api: Api) -> None:
         ("inference-rollout", True, ""),
         ("inference", True, ""),
     ]
-    assert checks[2].detail == "rolled out: 2 of 2 replicas available"
-    assert checks[3].detail == (
-        f"GET {api.url}/v1/models: 200, serving gpt2-small release {CFG.inference.model.version}"
-    )
+    assert checks[2].detail == f"{SERVED} rolled out: 2 of 2 replicas available"
+    assert checks[3].detail == (f"GET {api.url}/v1/models: 200, serving {SERVED} release {MODEL.version}")
     assert api.model_requests == [f"Bearer {GATE_KEY}"]
     assert api.pod_queries == []  # a finished rollout needs no look at the pods
     # the API server got an EKS token: a presigned STS GetCallerIdentity URL signed with the cluster header
@@ -362,7 +366,7 @@ def test_the_endpoint_must_serve_the_configured_version(aws: MotoServer, api: Ap
     assert (check.name, check.ok) == ("inference", False)
     assert check.detail == (
         f"GET {api.url}/v1/models: 'gpt2-small' is served from '/models/20261120T090000Z-step2', not "
-        f"'/models/{CFG.inference.model.version}'; expected release {CFG.inference.model.version}"
+        f"'/models/{MODEL.version}'; expected {SERVED} release {MODEL.version}"
     )
 
 
@@ -425,7 +429,7 @@ class FakeTime:
         return self.now
 
 
-WHERE = f"s3://{REPLICA}/release/{CFG.inference.model.name}/"
+WHERE = f"s3://{REPLICA}/release/{MODEL.name}/"
 
 
 def _gate(aws: MotoServer, t: FakeTime) -> AwsHealthGate:
@@ -451,11 +455,14 @@ def test_first_deploy_without_a_model_release_is_awaiting_not_failed(aws: MotoSe
     ]
     assert checks[2].awaiting == "a model release"
     assert checks[2].detail == (
-        f"no model release yet: nothing under {WHERE}; 2 pod(s) retry the release fetch, not ready (and "
-        "the endpoint not checked) until a release is published and replicated there"
+        f"{SERVED}: no model release yet: nothing under {WHERE}; 2 pod(s) retry the release fetch, not ready "
+        "(and the endpoint not checked) until a release is published and replicated there"
     )
     assert t.sleeps == []  # settled: a release will not appear while the gate waits
-    assert api.pod_queries == ["labelSelector=app.kubernetes.io/name=inference-server"]
+    # the model's own pods only
+    assert api.pod_queries == [
+        f"labelSelector=aiplat.io/model={SERVED},app.kubernetes.io/name=inference-server"
+    ]
 
 
 def test_a_release_there_and_pods_never_ready_fails_after_the_first_load_timeout(
@@ -468,7 +475,7 @@ def test_a_release_there_and_pods_never_ready_fails_after_the_first_load_timeout
     t = FakeTime()
     checks = _gate(aws, t).check("prod-sg-infer", CFG, outputs)
     assert [(c.name, c.ok, c.awaiting) for c in checks][-1] == ("inference-rollout", False, "")
-    assert checks[-1].detail == "0 of 2 updated replicas available"
+    assert checks[-1].detail == f"{SERVED}: 0 of 2 updated replicas available"
     assert sum(t.sleeps) == CFG.inference.server.first_load_timeout_s  # polled until then
 
 
@@ -482,8 +489,8 @@ def test_crash_looping_servers_are_a_failure_even_without_a_release(aws: MotoSer
     check = _gate(aws, t).check("prod-sg-infer", CFG, outputs)[-1]
     assert (check.name, check.ok, check.awaiting) == ("inference-rollout", False, "")
     assert check.detail == (
-        "0 of 2 updated replicas available; inference-a: CrashLoopBackOff: back-off 5m0s restarting failed "
-        f"container=server; no model release yet under {WHERE}"
+        f"{SERVED}: 0 of 2 updated replicas available; inference-a: CrashLoopBackOff: back-off 5m0s "
+        f"restarting failed container=server; no model release yet under {WHERE}"
     )
     assert t.sleeps  # not settled at the first look: the gate waited for it
 
@@ -498,7 +505,7 @@ def test_progress_deadline_exceeded_fails_at_once_with_the_pods_reason(aws: Moto
     check = _gate(aws, t).check("prod-sg-infer", CFG, outputs)[-1]
     assert not check.ok and t.sleeps == []
     assert check.detail == (
-        'exceeded its progress deadline (ReplicaSet "inference-5d9c" has timed out progressing.); '
+        f'{SERVED}: exceeded its progress deadline (ReplicaSet "inference-5d9c" has timed out progressing.); '
         "inference-a: not scheduled: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
     )
 
@@ -511,7 +518,7 @@ def test_no_deployment_fails(aws: MotoServer, api: Api) -> None:
     assert (check.name, check.ok, check.detail) == (
         "inference-rollout",
         False,
-        "Deployment inference does not exist",
+        "Deployment inference-gpt2-small does not exist",
     )
 
 
@@ -562,11 +569,16 @@ def test_pod_problem_names_the_failed_release_fetch_with_its_line() -> None:
     assert pod_problem(fetch_failed("p", 4, "release gpt2-small/x: s3 unreachable")).startswith(
         "p: fetch-release exit 4 (release store unreachable): release gpt2-small/x: s3 unreachable"
     )
+    # an adapter's release: its own init container is named
+    line = "release support-bot/20261203T080000Z-step300: missing"
+    assert pod_problem(fetch_failed("p", 3, line, container="fetch-adapter-1")) == (
+        f"p: fetch-adapter-1 exit 3 (release missing, partial, corrupt or unsigned): {line}"
+    )
 
 
 def test_starting_servers_without_a_release_are_not_settled_yet() -> None:
     check, settled = inference_rollout_check(
-        NOT_READY, [pod("a", "starting")], [], where=WHERE, version=RELEASE
+        NOT_READY, [pod("a", "starting")], [], where=WHERE, version=RELEASE, model=SERVED
     )
     assert not check.ok and not settled and not check.awaiting
 
@@ -579,17 +591,18 @@ def test_a_version_that_is_not_there_fails_and_the_old_pods_keep_serving() -> No
         [RELEASE],
         where=WHERE,
         version=wanted,
+        model=SERVED,
     )
     assert settled and not check.ok
     assert check.detail == (
-        f"inference.model.version {wanted} is not under {WHERE} (newest there: {RELEASE}); the new pods "
-        "serve nothing until it is and the running ones keep the previous release: fix the version or "
-        "replicate that release"
+        f"inference.models.{SERVED}.release.version {wanted} is not under {WHERE} (newest there: {RELEASE}); "
+        "the new pods serve nothing until it is and the running ones keep the previous release: fix the "
+        "version or replicate that release"
     )
 
 
 def test_an_unlisted_bucket_is_never_taken_for_no_release() -> None:
     check, settled = inference_rollout_check(
-        NOT_READY, [fetch_failed("a")], None, where=WHERE, version=RELEASE
+        NOT_READY, [fetch_failed("a")], None, where=WHERE, version=RELEASE, model=SERVED
     )
     assert not check.ok and not settled and not check.awaiting

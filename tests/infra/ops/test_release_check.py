@@ -27,6 +27,7 @@ from trainer.release.publish import publish
 from trainer.tools.moto_server import MotoServer
 
 HK = load_stack_config("prod-hk-infer")  # pool gpu: Karpenter, families g6, g5, g4dn
+M = "gpt2-small"  # its one model
 # A Llama-3-8B-shaped release (meta-llama/Meta-Llama-3-8B config.json: 32 layers, 32 heads, 8 KV heads of
 # 128, 8192 positions; 8,030,261,248 parameters in bfloat16).
 LLAMA_8B = ReleaseFacts(
@@ -45,14 +46,21 @@ LLAMA_8B = ReleaseFacts(
 )
 
 
+def _model(cfg: PlatformConfig, **changes: Any) -> PlatformConfig:
+    """``cfg`` with model M's section changed."""
+    assert cfg.inference is not None
+    model = cfg.inference.models[M].model_copy(update=changes)
+    models = {**cfg.inference.models, M: model}
+    return cfg.model_copy(update={"inference": cfg.inference.model_copy(update={"models": models})})
+
+
 def engine(cfg: PlatformConfig, **changes: Any) -> PlatformConfig:
     assert cfg.inference is not None
-    eng = cfg.inference.engine.model_copy(update=changes)
-    return cfg.model_copy(update={"inference": cfg.inference.model_copy(update={"engine": eng})})
+    return _model(cfg, engine=cfg.inference.models[M].engine.model_copy(update=changes))
 
 
 def test_an_8b_model_does_not_fit_a_t4_and_the_refusal_has_the_numbers() -> None:
-    (problem,) = fit_problems(HK, LLAMA_8B)
+    (problem,) = fit_problems(HK, M, LLAMA_8B)
     # The pool mixes T4 with bfloat16 GPUs: float16 everywhere (2 bytes); the smallest GPU is g4dn's T4.
     assert problem.startswith(
         "release 20261201T000000Z-step0 (LlamaForCausalLM, 8,030,261,248 parameters, 14.96 GiB of bfloat16 "
@@ -61,11 +69,11 @@ def test_an_8b_model_does_not_fit_a_t4_and_the_refusal_has_the_numbers() -> None
         "16.00 GiB x gpu_memory_utilization 0.9 = 14.40 GiB"
     ), problem
     # Two GPUs per pod halve the weights (the pool's 4-GPU g4dn.12xlarge is the smallest that holds a pod).
-    assert fit_problems(engine(HK, gpus_per_pod=2), LLAMA_8B) == []
+    assert fit_problems(engine(HK, gpus_per_pod=2), M, LLAMA_8B) == []
     # A longer context grows the KV cache: 8192 tokens x 32 layers x 4 KV heads per GPU (8 over 2) x 128 x 2
     # (K and V) x 2 bytes = 0.50 GiB.
     longer = engine(HK, gpus_per_pod=2, max_model_len=8192, gpu_memory_utilization=0.45)
-    (problem,) = fit_problems(longer, LLAMA_8B)
+    (problem,) = fit_problems(longer, M, LLAMA_8B)
     assert (
         "g4dn.12xlarge (T4, 16.00 GiB per GPU): weights 7.48 GiB in float16 over 2 GPU(s) + KV cache "
         "0.50 GiB for one 8192-token sequence = 7.98 GiB per GPU, above 16.00 GiB x gpu_memory_utilization "
@@ -74,22 +82,19 @@ def test_an_8b_model_does_not_fit_a_t4_and_the_refusal_has_the_numbers() -> None
 
 
 def test_tensor_parallelism_context_and_chat_are_checked_against_the_release() -> None:
-    problems = fit_problems(engine(HK, gpus_per_pod=3, max_model_len=16384, serve_chat=True),
+    problems = fit_problems(engine(HK, gpus_per_pod=3, max_model_len=16384, serve_chat=True), M,
                             dataclasses.replace(LLAMA_8B, chat_template=False))  # fmt: skip
-    assert problems[0].startswith("inference.engine.gpus_per_pod 3: vLLM splits the release's 32 attention")
-    assert problems[1].startswith("inference.engine.max_model_len 16384 is above the release's max positions")
-    assert problems[2].startswith(
-        "inference.engine.serve_chat is true but release 20261201T000000Z-step0 has"
-    )
-    ok = fit_check(engine(HK, gpus_per_pod=4, serve_chat=True), LLAMA_8B)
+    field = f"inference.models.{M}.engine"
+    assert problems[0].startswith(f"{field}.gpus_per_pod 3: vLLM splits the release's 32 attention")
+    assert problems[1].startswith(f"{field}.max_model_len 16384 is above the release's max positions")
+    assert problems[2].startswith(f"{field}.serve_chat is true but release 20261201T000000Z-step0 has")
+    ok = fit_check(engine(HK, gpus_per_pod=4, serve_chat=True), M, LLAMA_8B)
     assert ok.ok and "fits 4 GPU(s) per pod at max_model_len 1024, chat template present" in ok.detail
 
 
 def with_version(cfg: PlatformConfig, version: str) -> PlatformConfig:
-    inf = cfg.inference
-    assert inf is not None
-    model = inf.model.model_copy(update={"version": version})
-    return cfg.model_copy(update={"inference": inf.model_copy(update={"model": model})})
+    assert cfg.inference is not None
+    return _model(cfg, release=cfg.inference.models[M].release.model_copy(update={"version": version}))
 
 
 def release_check(moto: MotoServer, bucket: str | None, pem: str) -> AwsReleaseCheck:
@@ -113,7 +118,7 @@ def published(moto_s3: MotoServer, tmp_path: Path) -> tuple[MotoServer, str, str
     folder = save_folder(LlamaForCausalLM(small), tmp_path / "model", chat_template=CHAT_TEMPLATE)
     assert HK.inference is not None
     with release_keys(tmp_path / "keys") as (_, public):
-        rel = publish(str(folder), "s3://hk-replica", HK.inference.model.name)
+        rel = publish(str(folder), "s3://hk-replica", HK.inference.models[M].release.name)
     return moto_s3, rel.version, public.read_text()
 
 
@@ -125,19 +130,20 @@ def test_the_check_reads_the_signed_release_of_the_region(
     check = release_check(moto, "hk-replica", pem)
     got = check.check("prod-hk-infer", cfg)
     assert got is not None and got.ok, got
-    assert got.detail.startswith(f"release {version} (LlamaForCausalLM, float32, ")
+    assert got.detail.startswith(f"{M}: release {version} (LlamaForCausalLM, float32, ")
     # Chat routed: the release has a template, so that passes; max_model_len above its 2048 positions not.
     got = check.check("prod-hk-infer", engine(cfg, serve_chat=True, max_model_len=4096))
     assert got is not None and not got.ok
     assert got.detail.startswith(
-        "inference.engine.max_model_len 4096 is above the release's max positions 2048"
+        f"{M}: inference.models.{M}.engine.max_model_len 4096 is above the release's max positions 2048"
     )
     # A version the region does not hold, and a manifest signed by another key, are refused.
     assert HK.inference is not None
     got = check.check("prod-hk-infer", HK)
     assert got is not None and not got.ok
     assert got.detail.startswith(
-        f"inference.model.version {HK.inference.model.version} is not under s3://hk-replica/release/"
+        f"inference.models.{M}.release.version {HK.inference.models[M].release.version} is not under "
+        "s3://hk-replica/release/"
     )
     with release_keys(tmp_path / "other") as (_, other):
         got = release_check(moto, "hk-replica", other.read_text()).check("prod-hk-infer", cfg)
@@ -145,7 +151,7 @@ def test_the_check_reads_the_signed_release_of_the_region(
     # No release at all (a new platform), or no train stack deployed yet: nothing to check.
     moto.client().create_bucket(Bucket="empty-replica")
     got = release_check(moto, "empty-replica", pem).check("prod-hk-infer", cfg)
-    assert got is not None and got.ok and got.detail.startswith("no model release yet under")
+    assert got is not None and got.ok and got.detail.startswith(f"{M}: no model release yet under")
     got = release_check(moto, None, pem).check("prod-hk-infer", cfg)
     assert got is not None and got.ok and got.detail.startswith("not checked:")
     assert check.check("prod-us-train", load_stack_config("prod-us-train")) is None

@@ -50,7 +50,9 @@ def _usable_regions() -> list[str]:
     cfg = load_stack_config(SOURCE)
     assert cfg.inference is not None and cfg.storage.source_stack
     taken = {load_stack_config(s).region for s in ("prod-hk-infer", SOURCE, cfg.storage.source_stack)}
-    pools = [cfg.cluster_services.karpenter.node_pools[p] for p in cfg.inference.node_pools]
+    pools = [
+        cfg.cluster_services.karpenter.node_pools[p] for p in cfg.inference.models["gpt2-small"].node_pools
+    ]
     regions = []
     for region in sorted(known_regions() - taken):
         if not snapshot.offline_aws(region).has_region:

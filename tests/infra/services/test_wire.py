@@ -28,7 +28,7 @@ def _releases(plan: Plan) -> dict[str, RecordedResource]:
     tests/infra/monitoring/test_wire.py; KEDA, the inference autoscaler's, in test_inference.py)."""
     own = {plan.config["cluster_services"]["monitoring_namespace"], EXPORTERS_NAMESPACE}
     if plan.config.get("inference"):
-        own.add(plan.config["inference"]["autoscaling"]["keda"]["namespace"])
+        own.add(plan.config["inference"]["keda"]["namespace"])
     return {r.inputs["name"]: r for r in plan.by_type(RELEASE) if r.inputs["namespace"] not in own}
 
 
@@ -254,7 +254,7 @@ def test_workload_namespaces_deny_by_default_and_block_imds(plan_stack, stack: s
         workload[storage["trainer"]["namespace"]] = "restricted"
         workload[storage["publisher"]["namespace"]] = "restricted"  # the publisher's own
     if plan.config.get("inference"):  # KEDA's namespace, made by the inference wiring the same way
-        workload[plan.config["inference"]["autoscaling"]["keda"]["namespace"]] = "restricted"
+        workload[plan.config["inference"]["keda"]["namespace"]] = "restricted"
     for team, t in plan.config.get("teams", {}).items():  # made by the queueing wiring the same way
         workload[t.get("namespace") or f"team-{team}"] = "restricted"
     version = f"v{plan.config['cluster']['kubernetes_version']}"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from infra.inference.config import VLLM_VERSION
-from infra.inference.documents import alb, keda
+from infra.inference.documents import alb, catalog, keda
 from infra.inference.documents import inference as inf
 from infra.monitoring import documents as mon
 
@@ -135,7 +135,7 @@ def test_vllm_loads_the_release_the_init_container_verified_offline() -> None:
         "--root": [ROOT],
         "--model": ["gpt2-small"],
         "--version": [VERSION],
-        "--dest": [inf.model_dir(VERSION)],
+        "--dest": [catalog.model_dir(VERSION)],
     }
     assert init["image"] == FETCH_IMAGE
     server = _container()
@@ -278,13 +278,22 @@ def test_selectors_match_the_pods() -> None:
         return all(labels.get(k) == v for k, v in selector.items())
 
     assert selects(deployment["selector"]["matchLabels"])
-    assert selects(inf.service_spec()["selector"])
-    assert selects(inf.pdb_spec()["selector"]["matchLabels"])
+    assert selects(inf.service_spec(SPEC)["selector"])
+    assert selects(inf.pdb_spec(SPEC)["selector"]["matchLabels"])
     assert selects(inf.load_balancer_ingress_policy(["10.0.0.0/24"])["podSelector"]["matchLabels"])
     for c in deployment["template"]["spec"]["topologySpreadConstraints"]:
         assert selects(c["labelSelector"]["matchLabels"])
-    (port,) = inf.service_spec()["ports"]
+    (port,) = inf.service_spec(SPEC)["ports"]
     assert port["targetPort"] == inf.PORT_NAME
+    # another model's pods: its own selectors never take these pods, the ALB's policy admits both
+    other = replace(SPEC, served_model_name="llama-3b", model_name="llama-3b")
+    other_labels = inf.deployment_spec(other, image=IMAGE, fetch_image=FETCH_IMAGE, release_root=ROOT)[
+        "template"
+    ]["metadata"]["labels"]
+    for selector in (inf.service_spec(other)["selector"], inf.pdb_spec(other)["selector"]["matchLabels"]):
+        assert not selects(selector) and all(other_labels.get(k) == v for k, v in selector.items())
+    policy = inf.load_balancer_ingress_policy(["10.0.0.0/24"])["podSelector"]["matchLabels"]
+    assert all(other_labels.get(k) == v for k, v in policy.items())
 
 
 def test_deployment_leaves_the_replica_count_to_the_autoscaler_and_never_drops_capacity() -> None:
@@ -301,28 +310,29 @@ def test_deployment_leaves_the_replica_count_to_the_autoscaler_and_never_drops_c
 
 def test_scaled_object_scales_on_running_plus_waiting_with_a_safe_fallback() -> None:
     a = inf.Autoscaling(
+        target=catalog.model_object_name("gpt2-small"),
         prometheus_url="http://kps-prometheus.monitoring.svc:9090",
-        query=inf.requests_query("inference", mon.INFERENCE_JOB),
+        query=inf.requests_query("inference", mon.INFERENCE_JOB, "gpt2-small"),
         target_per_replica=32,
         min_replicas=2,
         max_replicas=8,
         scale_down_stabilization_s=300,
     )
     spec = inf.scaled_object_spec(a)
-    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": inf.NAME}
+    target = "inference-gpt2-small"
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": target}
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 8)
     (trigger,) = spec["triggers"]
     assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
     assert trigger["metadata"]["threshold"] == "32"
     query = trigger["metadata"]["query"]
-    assert query == (
-        'sum(vllm:num_requests_running{namespace="inference",job="aiplat-inference"}) + '
-        'sum(vllm:num_requests_waiting{namespace="inference",job="aiplat-inference"})'
-    )
+    # one model's requests: vLLM labels its series with the served name (model_name)
+    sel = '{namespace="inference",job="aiplat-inference",model_name="gpt2-small"}'
+    assert query == f"sum(vllm:num_requests_running{sel}) + sum(vllm:num_requests_waiting{sel})"
     # an empty answer is an error (fallback keeps the replicas), not 0 (which would scale down)
     assert trigger["metadata"]["ignoreNullValues"] == "false"
     assert spec["fallback"] == {"failureThreshold": 3, "replicas": 2, "behavior": "currentReplicasIfHigher"}
-    assert spec["advanced"]["horizontalPodAutoscalerConfig"]["name"] == inf.NAME
+    assert spec["advanced"]["horizontalPodAutoscalerConfig"]["name"] == target
     down = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]
     assert down["stabilizationWindowSeconds"] == 300
 
@@ -332,17 +342,19 @@ def test_the_rollout_gate_reads_the_version_from_vllms_model_list() -> None:
     answer = {
         "object": "list",
         "data": [
-            {"id": "gpt2-small", "object": "model", "root": inf.model_dir(VERSION), "max_model_len": 1024}
+            {"id": "gpt2-small", "object": "model", "root": catalog.model_dir(VERSION), "max_model_len": 1024}
         ],
     }
-    assert inf.models_answer_version(answer, served_name="gpt2-small", version=VERSION) is None
+    assert catalog.models_answer_version(answer, served_name="gpt2-small", version=VERSION) is None
     older = "20261120T100100Z-step2"
     assert "not '/models/20261120T100100Z-step2'" in str(
-        inf.models_answer_version(answer, served_name="gpt2-small", version=older)
+        catalog.models_answer_version(answer, served_name="gpt2-small", version=older)
     )
-    assert "no model 'other'" in str(inf.models_answer_version(answer, served_name="other", version=VERSION))
+    assert "no model 'other'" in str(
+        catalog.models_answer_version(answer, served_name="other", version=VERSION)
+    )
     assert "not a model list" in str(
-        inf.models_answer_version({"error": "x"}, served_name="m", version=VERSION)
+        catalog.models_answer_version({"error": "x"}, served_name="m", version=VERSION)
     )
 
 
@@ -391,16 +403,17 @@ def test_annotation_maps_refuse_what_they_cannot_encode() -> None:
 
 def test_ingress_routes_exactly_the_api_paths_to_the_service_port() -> None:
     paths = inf.api_paths(chat=False)
+    service = catalog.model_object_name(SPEC.served_model_name)
     spec = alb.ingress_spec(
-        host="hk.example.com", service=inf.NAME, service_port=inf.SERVICE_PORT_NAME, paths=paths
+        host="hk.example.com", service=service, service_port=inf.SERVICE_PORT_NAME, paths=paths
     )
     (rule,) = spec["rules"]
     assert spec["ingressClassName"] == alb.INGRESS_CLASS and rule["host"] == "hk.example.com"
     routed = rule["http"]["paths"]
     assert [(p["path"], p["pathType"]) for p in routed] == [(p, "Exact") for p in paths]
     for p in routed:
-        assert p["backend"]["service"] == {"name": inf.NAME, "port": {"name": inf.SERVICE_PORT_NAME}}
-    assert {p["name"] for p in inf.service_spec()["ports"]} == {inf.SERVICE_PORT_NAME}
+        assert p["backend"]["service"] == {"name": service, "port": {"name": inf.SERVICE_PORT_NAME}}
+    assert {p["name"] for p in inf.service_spec(SPEC)["ports"]} == {inf.SERVICE_PORT_NAME}
 
 
 def test_keda_namespace_admits_the_control_plane_and_reaches_prometheus_only_on_its_port() -> None:
@@ -450,3 +463,103 @@ def test_prometheus_address_is_the_service_the_chart_creates() -> None:
         )
     )
     assert f"{values['fullnameOverride']}-prometheus" == mon.PROMETHEUS_SERVICE
+
+
+LORA = replace(
+    SPEC,
+    served_model_name="llama-3b",
+    model_name="llama-3b",
+    lora=catalog.LoraSpec(max_loras=4, max_lora_rank=16, max_cpu_loras=8),
+    adapters=(
+        catalog.AdapterSpec(served_name="support-bot", release_name="support-bot", release_version=VERSION),
+        catalog.AdapterSpec(
+            served_name="sql-bot", release_name="sql-lora", release_version="20261201T000000Z-step9"
+        ),
+    ),
+)
+
+
+def test_adapters_reach_vllm_with_flags_of_the_pinned_version() -> None:
+    """The base's Deployment serves its adapters: vLLM's LoRA flags (each registered by 0.33.0), every
+    adapter by its served name at the folder its own init container fills."""
+    _, known = _recorded("vllm-serve-flags.txt")
+    args = inf.vllm_args(LORA)
+    passed = set(_flags(args))
+    assert {"--enable-lora", "--max-loras", "--max-lora-rank", "--max-cpu-loras", "--lora-modules"} <= passed
+    assert passed <= set(known), passed - set(known)
+    flags = _flags(args)
+    assert (flags["--max-loras"], flags["--max-lora-rank"], flags["--max-cpu-loras"]) == (
+        ["4"],
+        ["16"],
+        ["8"],
+    )
+    modules = dict(m.split("=", 1) for m in flags["--lora-modules"])
+    pod = _pod(LORA)
+    base, *adapters = pod["initContainers"]
+    assert base["name"] == inf.FETCH_CONTAINER
+    assert [c["name"] for c in adapters] == ["fetch-adapter-1", "fetch-adapter-2"]
+    fetched = {}
+    for c in adapters:
+        cmd = c["command"]
+        dest = cmd[cmd.index("--dest") + 1]
+        fetched[dest] = (cmd[cmd.index("--model") + 1], cmd[cmd.index("--version") + 1])
+        assert cmd[cmd.index("--root") + 1] == ROOT and c["image"] == FETCH_IMAGE
+        # the fetch tool's --dest parent must exist: the adapters volume's mount
+        (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == dest.rsplit("/", 1)[0]]
+        assert mount["name"] == "adapters"
+    assert {modules[a.served_name]: (a.release_name, a.release_version) for a in LORA.adapters} == fetched
+    (server,) = pod["containers"]
+    mounts = {m["mountPath"]: m for m in server["volumeMounts"]}
+    assert all(mounts[path.rsplit("/", 1)[0]]["readOnly"] for path in modules.values())
+    assert "adapters" in {v["name"] for v in pod["volumes"]}
+    # the server container alone skips the S3 role: every fetch container gets it
+    annotation = inf.deployment_spec(LORA, image=IMAGE, fetch_image=FETCH_IMAGE, release_root=ROOT)[
+        "template"
+    ]["metadata"]["annotations"][inf.SKIP_CONTAINERS_ANNOTATION]
+    assert annotation == inf.CONTAINER
+    # without adapters: no LoRA flag, no adapters volume
+    assert not {f for f in _flags(inf.vllm_args(SPEC)) if "lora" in f}
+    assert "adapters" not in {v["name"] for v in _pod()["volumes"]}
+
+
+def test_model_object_names_are_service_names_and_distinct() -> None:
+    """Names of one model's objects: DNS-1035 labels (what a Service name must be), distinct for served
+    names that differ only in '.', '_' or '-', and within 63 characters for the longest served name."""
+    names = ["gpt2-small", "gpt2.small", "gpt2_small", "a" * 63, "a" * 62 + "b", "llama-3.1-8b"]
+    objects = [catalog.model_object_name(n) for n in names]
+    assert objects[0] == "inference-gpt2-small"
+    assert len(set(objects)) == len(objects)
+    assert all(re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", o) for o in objects), objects
+
+
+def test_backends_name_every_served_name_and_its_service() -> None:
+    """The router's table: each base and each adapter -> the base's Service and port."""
+    table = catalog.backends([SPEC, LORA])
+    assert [(b.served_name, b.model, b.adapter, b.service) for b in table] == [
+        ("gpt2-small", "gpt2-small", False, "inference-gpt2-small"),
+        ("llama-3b", "llama-3b", False, "inference-llama-3b"),
+        ("support-bot", "llama-3b", True, "inference-llama-3b"),
+        ("sql-bot", "llama-3b", True, "inference-llama-3b"),
+    ]
+    assert {b.port for b in table} == {inf.service_spec(SPEC)["ports"][0]["port"]}
+
+
+def test_the_gate_judges_adapters_by_their_folder_and_base() -> None:
+    """An adapter's ModelCard (vLLM's /v1/models): id = its served name, root = its --lora-modules path,
+    parent = the base's served name."""
+    base = {"id": "llama-3b", "object": "model", "root": catalog.model_dir(VERSION), "parent": None}
+    support = {"id": "support-bot", "root": catalog.adapter_dir("support-bot"), "parent": "llama-3b"}
+    sql = {"id": "sql-bot", "root": catalog.adapter_dir("sql-bot"), "parent": "llama-3b"}
+    adapters = ["support-bot", "sql-bot"]
+    ok = {"object": "list", "data": [base, support, sql]}
+    assert (
+        catalog.models_answer_version(ok, served_name="llama-3b", version=VERSION, adapters=adapters) is None
+    )
+    missing = {"object": "list", "data": [base, support]}
+    assert "no adapter 'sql-bot'" in str(
+        catalog.models_answer_version(missing, served_name="llama-3b", version=VERSION, adapters=adapters)
+    )
+    elsewhere = {"object": "list", "data": [base, support, {**sql, "parent": "gpt2-small"}]}
+    assert "on 'gpt2-small'" in str(
+        catalog.models_answer_version(elsewhere, served_name="llama-3b", version=VERSION, adapters=adapters)
+    )
