@@ -423,6 +423,10 @@ class InferenceConfig(Strict):
     resources: ResourcesConfig = Field(default_factory=lambda: ResourcesConfig())
     server: ServerConfig = Field(default_factory=lambda: ServerConfig())
     https: HttpsConfig
+    router: RouterConfig = Field(
+        default_factory=lambda: RouterConfig(),
+        description="The model-name router the Ingress sends every request to (docs/inference/router.md).",
+    )
     global_endpoint: GlobalEndpointConfig | None = Field(
         None,
         description="One name for every infer stack of the environment, routed to the nearest region that "
@@ -435,3 +439,9 @@ class InferenceConfig(Strict):
         if len(set(v)) != len(v):
             raise ValueError(f"{v} names a pool twice; name each once")
         return v
+
+
+# The router's section subclasses ImageConfig above, so it is imported once this module has defined it.
+from infra.inference.router.config import RouterConfig  # noqa: E402
+
+InferenceConfig.model_rebuild()
