@@ -52,6 +52,8 @@ from infra.inference.component.serving import (
 from infra.inference.config import API_KEYS_SECRET, Exposure, ImageConfig, InferenceConfig, WafMode
 from infra.inference.documents import alb, keda
 from infra.inference.documents import inference as inf
+from infra.inference.router import documents as rd
+from infra.inference.router.component import InferenceRouter, InferenceRouterArgs
 from infra.inference.rules import engine_dtype
 from infra.mirror.wire import cached_chart
 from infra.monitoring import documents as mon
@@ -68,6 +70,7 @@ class InferenceWiring:
     """What the inference wiring created (tests and later wiring read it)."""
 
     server: InferenceServer
+    router: InferenceRouter
     keda: Keda
     certificate: ServingCertificate | None
     web_acl: InferenceWebAcl | None
@@ -326,12 +329,42 @@ def wire_inference(
                 max_replicas=serving.replicas.max,
                 scale_down_stabilization_s=serving.autoscaling.scale_down_stabilization_s,
             ),
-            load_balancer_cidrs=load_balancer_cidrs(ctx, https.exposure),
+            ingress_service=rd.NAME,
             scaled_object_after=[keda_release.release],
             extra_hosts=[ge.name] if ge is not None else [],
             # the Region's access-log bucket (the train stack's replica set), one prefix per stack
             access_log_bucket=storage.replica.apply(lambda r: r["accessLogBucket"]),
             access_log_prefix=f"{ALB_LOG_PREFIX}/{ctx.names.stack_prefix}",
+        ),
+        opts=pulumi.ResourceOptions(
+            provider=eks.k8s_provider, depends_on=[*after_services, *lbc, *k8s_depends_on]
+        ),
+    )
+
+    # the model-name router between the ALB and the servers: one backend per served model, its Service
+    backends = [
+        rd.Backend(served_name=server_spec.served_model_name, service=inf.NAME, port=inf.SERVICE_PORT)
+    ]
+    router_image = image_ref(serving.router.image, storage, field="inference.router.image")
+    router = InferenceRouter(
+        "inference-router",
+        InferenceRouterArgs(
+            namespace=namespace,
+            spec=rd.router_spec(
+                serving.router,
+                backends=backends,
+                request_timeout_s=serving.server.request_timeout_s,
+                prestop_s=serving.server.prestop_s,
+                pools=system_pools(ctx),
+            ),
+            image=router_image,
+            backend_selector=inf.SELECTOR,
+            backend_port=inf.PORT_NAME,
+            load_balancer_cidrs=load_balancer_cidrs(ctx, https.exposure),
+            monitoring_namespace=cfg.cluster_services.monitoring_namespace
+            if cfg.monitoring.enabled
+            else None,
+            deployment_after=[server.ingress],
         ),
         opts=pulumi.ResourceOptions(
             provider=eks.k8s_provider, depends_on=[*after_services, *lbc, *k8s_depends_on]
@@ -372,6 +405,11 @@ def wire_inference(
             "vllmVersion": serving.engine.vllm_version,
             "image": image,
             "fetchImage": fetch_image,
+            "router": {
+                "image": router_image,
+                "version": serving.router.version,
+                "models": [b.served_name for b in backends],
+            },
             "paths": inf.api_paths(chat=serving.engine.serve_chat),
             "loadBalancer": server.load_balancer_hostname,
             "exposure": https.exposure.value,
@@ -389,6 +427,7 @@ def wire_inference(
     )
     return InferenceWiring(
         server=server,
+        router=router,
         keda=keda_release,
         certificate=certificate,
         web_acl=web_acl,

@@ -1,6 +1,7 @@
 """InferenceServer: the vLLM Deployment behind an ALB Ingress, with the Secret of its API keys, its Service,
-PodDisruptionBudget, the NetworkPolicy that lets the ALB in, and the KEDA ScaledObject that owns its
-HorizontalPodAutoscaler.
+PodDisruptionBudget and the KEDA ScaledObject that owns its HorizontalPodAutoscaler. The Ingress sends to
+``ingress_service`` (the model-name router, infra/inference/router, which also owns the NetworkPolicies
+between the ALB, itself and the vLLM pods).
 
 Order matters twice. The Ingress (and so the controller's TargetGroupBinding) exists before the pods, because
 the load balancer controller adds its readiness gate only to pods created after that
@@ -42,8 +43,8 @@ class InferenceServerArgs:
     """The server (``server``, the vLLM ``image``, the fetch tool's ``fetch_image``, ``release_root``), its
     API keys (``api_keys``: a secret list, ``server.api_key_slots`` long, named ``api_keys_source`` in
     errors), its HTTPS entry (``ingress`` for ``host`` and ``paths`` with ``certificate_arn`` and
-    ``waf_acl_arn``; None detaches any web ACL), autoscaling, the CIDRs the ALB sends from, and what the
-    ScaledObject waits for (KEDA's release: its CRD)."""
+    ``waf_acl_arn``; None detaches any web ACL) and the Service it sends to (``ingress_service``, port
+    ``http``), autoscaling, and what the ScaledObject waits for (KEDA's release: its CRD)."""
 
     namespace: str
     server: inf.ServerSpec
@@ -60,7 +61,7 @@ class InferenceServerArgs:
     certificate_arn: pulumi.Input[str]
     waf_acl_arn: pulumi.Input[str] | None
     autoscaling: inf.Autoscaling
-    load_balancer_cidrs: Sequence[str]
+    ingress_service: str = inf.NAME
     scaled_object_after: Sequence[pulumi.Resource] = field(default_factory=tuple)
     # more names the Ingress answers with the same paths (the global endpoint, infra/edge)
     extra_hosts: Sequence[str] = field(default_factory=tuple)
@@ -114,14 +115,6 @@ class InferenceServer(pulumi.ComponentResource):
         self.service = k8s.core.v1.Service(
             f"{name}-service", metadata=meta(), spec=inf.service_spec(), opts=child_options(self, opts)
         )
-        self.policy = k8s.networking.v1.NetworkPolicy(
-            f"{name}-from-load-balancer",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="allow-from-load-balancer", namespace=ns, labels=inf.labels()
-            ),
-            spec=inf.load_balancer_ingress_policy(args.load_balancer_cidrs),
-            opts=child_options(self, opts),
-        )
         # ARNs as leaves, not through an apply: at a first preview the certificate's ARN is unknown, and an
         # apply would hide every annotation (TLS policy, listeners) from the policy pack.
         annotations = alb.ingress_annotations(
@@ -137,7 +130,10 @@ class InferenceServer(pulumi.ComponentResource):
             metadata=meta(annotations),
             spec=with_hosts(
                 alb.ingress_spec(
-                    host=args.host, service=inf.NAME, service_port=inf.SERVICE_PORT_NAME, paths=args.paths
+                    host=args.host,
+                    service=args.ingress_service,
+                    service_port=inf.SERVICE_PORT_NAME,
+                    paths=args.paths,
                 ),
                 args.extra_hosts,
             ),
@@ -152,9 +148,7 @@ class InferenceServer(pulumi.ComponentResource):
             f"{name}-deployment",
             metadata=meta(dict(SKIP_AWAIT)),
             spec=spec,
-            opts=child_options(
-                self, opts, depends_on=[self.ingress, self.policy, self.api_keys, self.release_key]
-            ),
+            opts=child_options(self, opts, depends_on=[self.ingress, self.api_keys, self.release_key]),
         )
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(), spec=inf.pdb_spec(), opts=child_options(self, opts)

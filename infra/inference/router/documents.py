@@ -21,6 +21,7 @@ from typing import Any
 
 from infra.core.namespaces import PART_OF
 from infra.inference.router.config import RouterConfig
+from infra.pools.documents.nodes import pool_affinity
 
 NAME = "inference-router"  # Deployment, Service, PDB, ConfigMap, PodMonitor
 CONTAINER = "router"
@@ -68,7 +69,6 @@ class RouterSpec:
     memory: str
     request_timeout_s: int
     health_check_interval_s: int
-    pool_label: str
     pools: Sequence[str]
     prestop_s: int
 
@@ -79,7 +79,6 @@ def router_spec(
     backends: Sequence[Backend],
     request_timeout_s: int,
     prestop_s: int,
-    pool_label: str,
     pools: Sequence[str],
 ) -> RouterSpec:
     """The spec of ``inference.router`` for ``backends`` (the wiring and the CPU test both build it here)."""
@@ -92,7 +91,6 @@ def router_spec(
         memory=cfg.memory,
         request_timeout_s=request_timeout_s,
         health_check_interval_s=cfg.health_check_interval_s,
-        pool_label=pool_label,
         pools=tuple(pools),
         prestop_s=prestop_s,
     )
@@ -247,19 +245,8 @@ def deployment_spec(s: RouterSpec, *, image: Any) -> dict[str, Any]:
                     "runAsGroup": RUN_AS,
                     "seccompProfile": {"type": "RuntimeDefault"},
                 },
-                "affinity": {
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {
-                                    "matchExpressions": [
-                                        {"key": s.pool_label, "operator": "In", "values": list(s.pools)}
-                                    ]
-                                }
-                            ]
-                        }
-                    }
-                },
+                # the system pools (CPU, no hard taint), beside the cluster services' controllers
+                "affinity": pool_affinity(s.pools),
                 "topologySpreadConstraints": spread,
                 "containers": [container(s, image=image)],
                 "volumes": [

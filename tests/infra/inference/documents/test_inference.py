@@ -16,6 +16,7 @@ import pytest
 from infra.inference.config import VLLM_VERSION
 from infra.inference.documents import alb, keda
 from infra.inference.documents import inference as inf
+from infra.inference.router import documents as rd
 from infra.monitoring import documents as mon
 
 REPO = Path(__file__).resolve().parents[4]
@@ -280,7 +281,8 @@ def test_selectors_match_the_pods() -> None:
     assert selects(deployment["selector"]["matchLabels"])
     assert selects(inf.service_spec()["selector"])
     assert selects(inf.pdb_spec()["selector"]["matchLabels"])
-    assert selects(inf.load_balancer_ingress_policy(["10.0.0.0/24"])["podSelector"]["matchLabels"])
+    # the router's policies select the servers by the same labels
+    assert selects(rd.backends_from_router_policy(inf.SELECTOR, inf.PORT_NAME)["podSelector"]["matchLabels"])
     for c in deployment["template"]["spec"]["topologySpreadConstraints"]:
         assert selects(c["labelSelector"]["matchLabels"])
     (port,) = inf.service_spec()["ports"]

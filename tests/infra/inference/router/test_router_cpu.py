@@ -153,7 +153,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
                 procs[b.served_name],
             )
         spec = rd.router_spec(
-            RouterConfig(), backends=backends, request_timeout_s=60, prestop_s=0, pool_label="x", pools=["x"]
+            RouterConfig(), backends=backends, request_timeout_s=60, prestop_s=0, pools=["x"]
         )
         backends_file = tmp / rd.BACKENDS_FILE_NAME
         backends_file.write_text(rd.backends_data(spec.backends, None)[rd.BACKENDS_FILE_NAME])
