@@ -25,6 +25,7 @@ from infra.pools.documents.nodes import pool_affinity
 
 NAME = "inference-router"  # Deployment, Service, PDB, ConfigMap, PodMonitor
 CONTAINER = "router"
+LAUNCHER_MODULE = "aiplat_router.launch"  # images/router/aiplat_router/launch.py
 SELECTOR = {"app.kubernetes.io/name": NAME}
 LABELS = {**SELECTOR, "app.kubernetes.io/component": "router", **PART_OF}
 PORT = 8080
@@ -119,6 +120,20 @@ def backends_data(backends: Sequence[Backend], namespace: str | None) -> dict[st
     return {BACKENDS_FILE_NAME: json.dumps(doc, indent=1, sort_keys=True)}
 
 
+def backend_services(backends_file: str) -> list[tuple[str, str]]:
+    """(namespace, Service) of every backend of a backends file (``backends_data``), read back from its
+    URLs ``http://<service>.<namespace>.svc:<port>``; a URL of another form raises ValueError."""
+    out = []
+    for b in json.loads(backends_file):
+        host = str(b.get("url", "")).removeprefix("http://").split(":", 1)[0]
+        service, _, rest = host.partition(".")
+        namespace, _, suffix = rest.partition(".")
+        if not (service and namespace and suffix == "svc"):
+            raise ValueError(f"{b.get('url')!r} names no Service (http://<service>.<namespace>.svc:<port>)")
+        out.append((namespace, service))
+    return out
+
+
 def router_args(
     s: RouterSpec, *, host: str = "0.0.0.0", port: int = PORT, metrics_port: int = METRICS_PORT
 ) -> list[str]:
@@ -176,7 +191,7 @@ def container(s: RouterSpec, *, image: Any) -> dict[str, Any]:
         "name": CONTAINER,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python", "-m", "aiplat_router.launch"],
+        "command": ["python", "-m", LAUNCHER_MODULE],
         "args": launcher_args(s),
         "ports": [
             {"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"},

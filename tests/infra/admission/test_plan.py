@@ -97,7 +97,8 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
         for name in ("aiplat-workload-images", "aiplat-publisher-identity", "aiplat-publisher-nodes"):
             assert _evaluate(policies[name], pod, namespace) == [], (stack, namespace, name)
         checked += 1
-    assert checked == (plan.config["role"] == "train" and plan.config.get("training") is not None) + bool(
+    # serving: the vLLM servers and the model-name router (infra/inference/router)
+    assert checked == (plan.config["role"] == "train" and plan.config.get("training") is not None) + 2 * bool(
         plan.config.get("inference")
     )
 
