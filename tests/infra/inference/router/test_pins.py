@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[4]
 
 def _pinned(lines: list[str]) -> set[str]:
     reqs = [Requirement(x.split("#", 1)[0].strip()) for x in lines if x.split("#", 1)[0].strip()]
-    return {str(s.version) for r in reqs if r.name == "vllm-router" for s in r.specifier if s.operator == "=="}
+    return {
+        str(s.version) for r in reqs if r.name == "vllm-router" for s in r.specifier if s.operator == "=="
+    }
 
 
 def test_the_image_the_tests_and_the_config_run_one_router_version() -> None:
