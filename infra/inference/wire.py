@@ -219,12 +219,14 @@ def wire_inference(
     k8s_depends_on: Sequence[pulumi.Resource] = (),
     stack: str = "",
     logs_key_arn: pulumi.Input[str] | None = None,
+    monitoring_crds: pulumi.Resource | None = None,
 ) -> InferenceWiring | None:
     """Serve the model (None on train stacks, without an ``inference`` section, or with the cluster
     services skipped). ``own_api_keys``: reads the stack's own secret list of API keys
     (``aiplat:inference-api-keys``), called only without a global endpoint's key set (infra/edge);
     ``k8s_depends_on``: what the pods need first (the inference service account); ``logs_key_arn``: the
-    key of the web ACL's log group (``inference_log_groups``)."""
+    key of the web ACL's log group (``inference_log_groups``); ``monitoring_crds``: the monitoring stack's CRD
+    release, which the router's PodMonitor waits for (None: no monitoring stack, no PodMonitor)."""
     cfg = ctx.cfg
     serving = cfg.inference
     if (
@@ -361,10 +363,9 @@ def wire_inference(
             backend_selector=inf.SELECTOR,
             backend_port=inf.PORT_NAME,
             load_balancer_cidrs=load_balancer_cidrs(ctx, https.exposure),
-            monitoring_namespace=cfg.cluster_services.monitoring_namespace
-            if cfg.monitoring.enabled
-            else None,
+            monitoring_namespace=cfg.cluster_services.monitoring_namespace if monitoring_crds else None,
             deployment_after=[server.ingress],
+            pod_monitor_after=[monitoring_crds] if monitoring_crds else [],
         ),
         opts=pulumi.ResourceOptions(
             provider=eks.k8s_provider, depends_on=[*after_services, *lbc, *k8s_depends_on]

@@ -37,6 +37,8 @@ class InferenceRouterArgs:
     monitoring_namespace: str | None
     metrics_job: str = "aiplat-inference-router"
     deployment_after: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    # what the PodMonitor waits for: the prometheus-operator CRDs' release
+    pod_monitor_after: Sequence[pulumi.Resource] = field(default_factory=tuple)
 
 
 class InferenceRouter(pulumi.ComponentResource):
@@ -84,7 +86,7 @@ class InferenceRouter(pulumi.ComponentResource):
                 kind="PodMonitor",
                 metadata=meta(rd.NAME, mon.SELECT),
                 spec=rd.pod_monitor_spec(args.metrics_job),
-                opts=child_options(self, opts),
+                opts=child_options(self, opts, depends_on=args.pod_monitor_after),
             )
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",

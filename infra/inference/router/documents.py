@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.core.namespaces import PART_OF
+from infra.core.namespaces import PART_OF, PROMETHEUS_POD_LABELS, namespace_selector
 from infra.inference.router.config import RouterConfig
 from infra.pools.documents.nodes import pool_affinity
 
@@ -337,22 +337,16 @@ def backends_from_router_policy(backend_selector: dict[str, str], backend_port: 
 
 
 def metrics_scrape_policy(monitoring_namespace: str) -> dict[str, Any]:
-    """``NetworkPolicy.spec``: Prometheus's namespace may reach the router's metrics port."""
+    """``NetworkPolicy.spec``: Prometheus's pods (and nothing else of the monitoring namespace) may reach the
+    router's metrics port, as the namespace's ``allow-metrics-scrape`` admits them to the servers'."""
+    prometheus = {
+        **namespace_selector(monitoring_namespace),
+        "podSelector": {"matchLabels": PROMETHEUS_POD_LABELS},
+    }
     return {
         "podSelector": {"matchLabels": dict(SELECTOR)},
         "policyTypes": ["Ingress"],
-        "ingress": [
-            {
-                "from": [
-                    {
-                        "namespaceSelector": {
-                            "matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}
-                        }
-                    }
-                ],
-                "ports": [{"protocol": "TCP", "port": METRICS_PORT_NAME}],
-            }
-        ],
+        "ingress": [{"from": [prometheus], "ports": [{"protocol": "TCP", "port": METRICS_PORT_NAME}]}],
     }
 
 
