@@ -7,7 +7,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from infra.core.config import CPU_QUANTITY, Strict
 from infra.inference.config import SIZE, ImageConfig
@@ -42,8 +42,9 @@ class RouterConfig(Strict):
 
     version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")] = Field(
         VLLM_ROUTER_VERSION,
-        description="vllm-router release of the image (images/router/requirements.txt). Default: PyPI "
-        "vllm-router 0.1.17, the newest on 2026-12-06.",
+        description="vllm-router release of the image (images/router/requirements.txt), stated here so a "
+        "stack file says what it runs; only the pinned one is accepted. PyPI vllm-router 0.1.17, the newest "
+        "on 2026-12-06.",
     )
     image: RouterImageConfig = Field(
         default_factory=lambda: RouterImageConfig(),
@@ -63,3 +64,14 @@ class RouterConfig(Strict):
         description="--health-check-interval-secs: how often the router asks each backend's /health; "
         "--health-failure-threshold (3) failures take it out (the router's default interval is 60).",
     )
+
+    @field_validator("version")
+    @classmethod
+    def _pinned(cls, v: str) -> str:
+        if v != VLLM_ROUTER_VERSION:
+            raise ValueError(
+                f"{v!r}: the router image installs vllm-router {VLLM_ROUTER_VERSION} "
+                "(images/router/requirements.txt); set that, or change the image's pin, this default and the "
+                "test environment's pin (pyproject.toml) together"
+            )
+        return v

@@ -26,3 +26,13 @@ def test_the_image_the_tests_and_the_config_run_one_router_version() -> None:
     dev = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
     assert image == _pinned(dev) == {VLLM_ROUTER_VERSION} == {RouterConfig().version}
     assert md.version("vllm-router") == VLLM_ROUTER_VERSION
+
+
+def test_another_version_is_refused_with_where_the_pin_lives() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(
+        ValidationError, match=r"installs vllm-router 0\.1\.17 \(images/router/requirements\.txt\)"
+    ):
+        RouterConfig(version="0.1.16")
