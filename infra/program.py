@@ -277,6 +277,8 @@ def program(
         k8s_depends_on=[identities] if identities else [],
         stack=pulumi.get_stack(),
         logs_key_arn=keys.logs_key_arn,
+        # the router's PodMonitor needs the operator's CRDs (None: no monitoring, no PodMonitor)
+        monitoring_crds=monitoring.stack.crds if monitoring else None,
     )
     # Train stacks: the inference API keys every infer stack of the environment reads (one source).
     export_api_keys(stack)

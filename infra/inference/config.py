@@ -556,6 +556,10 @@ class InferenceConfig(Strict):
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
     server: ServerConfig = Field(default_factory=lambda: ServerConfig())
     https: HttpsConfig
+    router: RouterConfig = Field(
+        default_factory=lambda: RouterConfig(),
+        description="The model-name router the Ingress sends every request to (docs/inference/router.md).",
+    )
     global_endpoint: GlobalEndpointConfig | None = Field(
         None,
         description="One name for every infer stack of the environment, routed to the nearest region that "
@@ -598,3 +602,9 @@ class InferenceConfig(Strict):
             out[name] = name
             out.update({adapter: name for adapter in model.adapters})
         return out
+
+
+# The router's section subclasses ImageConfig above, so it is imported once this module has defined it.
+from infra.inference.router.config import RouterConfig  # noqa: E402
+
+InferenceConfig.model_rebuild()

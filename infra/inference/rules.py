@@ -463,13 +463,17 @@ def _pool_gpus(ctx: RuleContext, name: str) -> int | None:
 
 
 # The Dockerfile each image of the serving pod is built from, for the fix of 'inference-image-built'.
-IMAGE_DOCKERFILES = {("image",): "images/inference/Dockerfile", ("engine", "image"): "images/vllm/Dockerfile"}
+IMAGE_DOCKERFILES = {
+    ("image",): "images/inference/Dockerfile",
+    ("engine", "image"): "images/vllm/Dockerfile",
+    ("router", "image"): "images/router/Dockerfile",
+}
 
 
 @rule("inference-image-built", needs=[Need.stacks])
 def inference_image_built(ctx: RuleContext) -> Iterator[Finding]:
     """Without ``digest`` or ``ref`` the pod runs the image the source stack builds (the fetch tool's
-    ``image``, vLLM's ``engine.image``), so the source stack must build it
+    ``image``, vLLM's ``engine.image``, the router's ``router.image``), so the source stack must build it
     (``images.builds.<repository>``)."""
     inf = _serving(ctx)
     assert ctx.stacks is not None
@@ -480,7 +484,7 @@ def inference_image_built(ctx: RuleContext) -> Iterator[Finding]:
     if summary is None or summary.role != "train" or ctx.cfg.region not in summary.replicate_to:
         return  # 'source-stack-replicates-here' names the problem
     for path, dockerfile in IMAGE_DOCKERFILES.items():
-        image = inf.image if path == ("image",) else inf.engine.image
+        image = {("image",): inf.image, ("engine", "image"): inf.engine.image}.get(path, inf.router.image)
         if image.digest is not None or image.ref is not None:
             continue
         repo = image.repository

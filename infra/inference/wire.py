@@ -16,8 +16,8 @@ Where things come from:
   (``infra/network/documents/cidr.py``);
 - autoscaling metric, per model: ``vllm:num_requests_running + vllm:num_requests_waiting`` of its served
   name (vLLM's ``model_name`` label) summed over the pods the ``aiplat-inference`` PodMonitor scrapes;
-- the Ingress's backend: ``ingress_service`` (the first model's Service until a router fronts them all);
-  ``InferenceWiring.backends``: every served name and its Service, the table a router needs;
+- the Ingress's backend: the model-name router (infra/inference/router), whose table is
+  ``InferenceWiring.backends``: every served name (bases and adapters) and its base's Service;
 - global name (``global_endpoint``): ``infra/edge`` adds its certificate to the listener and its host to
   the Ingress, then the region's latency record of the ALB (docs/inference/global-endpoint.md).
 
@@ -61,6 +61,8 @@ from infra.inference.config import (
 )
 from infra.inference.documents import alb, catalog, keda
 from infra.inference.documents import inference as inf
+from infra.inference.router import documents as rd
+from infra.inference.router.component import InferenceRouter, InferenceRouterArgs
 from infra.inference.rules import engine_dtype
 from infra.mirror.wire import cached_chart
 from infra.monitoring import documents as mon
@@ -77,6 +79,7 @@ class InferenceWiring:
     """What the inference wiring created (tests and later wiring read it)."""
 
     server: InferenceServer
+    router: InferenceRouter
     keda: Keda
     # every served name (bases and adapters) -> its base's Service: what a router in front needs
     backends: list[catalog.Backend]
@@ -271,12 +274,14 @@ def wire_inference(
     k8s_depends_on: Sequence[pulumi.Resource] = (),
     stack: str = "",
     logs_key_arn: pulumi.Input[str] | None = None,
+    monitoring_crds: pulumi.Resource | None = None,
 ) -> InferenceWiring | None:
     """Serve the model (None on train stacks, without an ``inference`` section, or with the cluster
     services skipped). ``own_api_keys``: reads the stack's own secret list of API keys
     (``aiplat:inference-api-keys``), called only without a global endpoint's key set (infra/edge);
     ``k8s_depends_on``: what the pods need first (the inference service account); ``logs_key_arn``: the
-    key of the web ACL's log group (``inference_log_groups``)."""
+    key of the web ACL's log group (``inference_log_groups``); ``monitoring_crds``: the monitoring stack's CRD
+    release, which the router's PodMonitor waits for (None: no monitoring stack, no PodMonitor)."""
     cfg = ctx.cfg
     serving = cfg.inference
     if (
@@ -366,9 +371,6 @@ def wire_inference(
             api_keys_source=api_keys_source,
             host=https.domain,
             paths=inf.api_paths(chat=serves_chat(serving)),
-            # one Service behind the ALB: the first model's (a model-name router replaces it, infra/inference
-            # /router); the others are reached through it only once the router is there
-            ingress_service=backends[0].service,
             ingress=alb.IngressSpec(
                 internet_facing=https.exposure is Exposure.internet_facing,
                 tls_policy=https.tls_policy,
@@ -380,12 +382,39 @@ def wire_inference(
             ),
             certificate_arn=certificate_arn,
             waf_acl_arn=waf_arn,
-            load_balancer_cidrs=load_balancer_cidrs(ctx, https.exposure),
+            ingress_service=rd.NAME,
             scaled_object_after=[keda_release.release],
             extra_hosts=[ge.name] if ge is not None else [],
             # the Region's access-log bucket (the train stack's replica set), one prefix per stack
             access_log_bucket=storage.replica.apply(lambda r: r["accessLogBucket"]),
             access_log_prefix=f"{ALB_LOG_PREFIX}/{ctx.names.stack_prefix}",
+        ),
+        opts=pulumi.ResourceOptions(
+            provider=eks.k8s_provider, depends_on=[*after_services, *lbc, *k8s_depends_on]
+        ),
+    )
+
+    # the model-name router between the ALB and the servers: every served name (bases and adapters), its
+    # base's Service
+    router_image = image_ref(serving.router.image, storage, field="inference.router.image")
+    router = InferenceRouter(
+        "inference-router",
+        InferenceRouterArgs(
+            namespace=namespace,
+            spec=rd.router_spec(
+                serving.router,
+                backends=backends,
+                request_timeout_s=serving.server.request_timeout_s,
+                prestop_s=serving.server.prestop_s,
+                pools=system_pools(ctx),
+            ),
+            image=router_image,
+            backend_selector=inf.SELECTOR,
+            backend_port=inf.PORT_NAME,
+            load_balancer_cidrs=load_balancer_cidrs(ctx, https.exposure),
+            monitoring_namespace=cfg.cluster_services.monitoring_namespace if monitoring_crds else None,
+            deployment_after=[server.ingress],
+            pod_monitor_after=[monitoring_crds] if monitoring_crds else [],
         ),
         opts=pulumi.ResourceOptions(
             provider=eks.k8s_provider, depends_on=[*after_services, *lbc, *k8s_depends_on]
@@ -441,6 +470,11 @@ def wire_inference(
             "vllmVersion": serving.engine.vllm_version,
             "image": image,
             "fetchImage": fetch_image,
+            "router": {
+                "image": router_image,
+                "version": serving.router.version,
+                "models": [b.served_name for b in backends],
+            },
             "paths": inf.api_paths(chat=serves_chat(serving)),
             "loadBalancer": server.load_balancer_hostname,
             "exposure": https.exposure.value,
@@ -451,6 +485,7 @@ def wire_inference(
     )
     return InferenceWiring(
         server=server,
+        router=router,
         keda=keda_release,
         backends=backends,
         namespace=namespace,

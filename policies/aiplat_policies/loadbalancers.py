@@ -12,6 +12,7 @@ from typing import Any
 
 from infra.inference.documents import alb
 from infra.inference.documents.inference import VLLM_GUARDED_PREFIXES
+from infra.inference.router import documents as router_docs
 from infra.inference.rules import TLS13_ONLY_POLICIES
 from infra.services.config import LoadBalancerControllerConfig
 
@@ -269,6 +270,42 @@ def _backend_pods(stack: Stack, namespace: Any, service: Any) -> tuple[list[dict
     return out, unknown
 
 
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+
+
+def _router_backends(stack: Stack, namespace: Any, pod: dict[str, Any]) -> tuple[list[tuple[str, str]], bool]:
+    """When ``pod`` runs the model-name router's launcher (it checks no key, it forwards them:
+    infra/inference/router), the (namespace, Service) of every backend of the ConfigMap file it reads
+    (``--backends``), and whether that file is unknown or unreadable; else ([], False)."""
+    for c in containers(pod):
+        args = [*as_list(c.get("command")), *as_list(c.get("args"))]
+        if router_docs.LAUNCHER_MODULE not in args or "--backends" not in args:
+            continue
+        i = args.index("--backends") + 1
+        path = args[i] if i < len(args) else None
+        if not isinstance(path, str) or "/" not in path:
+            return [], True
+        folder, file = path.rsplit("/", 1)
+        mounts = as_list(c.get("volumeMounts"))
+        volume = next(
+            (m.get("name") for m in mounts if isinstance(m, dict) and m.get("mountPath") == folder), None
+        )
+        volumes = [v for v in as_list(pod.get("volumes")) if isinstance(v, dict) and v.get("name") == volume]
+        maps = {dig(v, "configMap", "name") for v in volumes}
+        data = [
+            m.get("data", file)
+            for m in stack.of_type(CONFIG_MAP)
+            if m.get("metadata", "namespace") == namespace and m.get("metadata", "name") in maps
+        ]
+        if len(data) != 1 or not isinstance(data[0], str):
+            return [], True
+        try:
+            return router_docs.backend_services(data[0]), False
+        except (ValueError, AttributeError):
+            return [], True
+    return [], False
+
+
 def _routes(ing: Res) -> list[tuple[Any, Any]]:
     """(path, backend service name) of every rule path of an Ingress, and ("<default>", service) for a
     defaultBackend."""
@@ -327,6 +364,17 @@ def k8s_internet_ingress_authenticated(stack: Stack, ctx: Ctx) -> Iterator[Viola
                 )
                 continue
             pods, unknown = _backend_pods(stack, namespace, service)
+            # the router checks no key: the pods of the Services it forwards to must
+            routed: list[dict[str, Any]] = []
+            for p in pods:
+                backends, hidden = _router_backends(stack, namespace, p)
+                unknown |= hidden
+                for ns, svc in backends:
+                    more, hidden = _backend_pods(stack, ns, svc)
+                    unknown |= hidden or not more
+                    routed += more
+                routed += [] if backends or hidden else [p]
+            pods = routed
             if unknown and ctx.at_preview:
                 continue
             checked = all(any(_key_refs_from_secrets(c, p) for c in containers(p)) for p in pods)

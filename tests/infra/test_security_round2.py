@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from infra.inference.router import documents as rd
 from infra.plan.mocks import ACCOUNT_ID
 from infra.plan.runner import Plan, RecordedResource
 from tests.conftest import EXAMPLES, STACKS
@@ -310,7 +311,11 @@ def test_the_ingress_builder_opens_no_http_listener() -> None:
 
 
 def _server(plan: Plan) -> tuple[dict, dict]:
-    (d,) = plan.by_type("kubernetes:apps/v1:Deployment")
+    (d,) = [
+        d
+        for d in plan.by_type("kubernetes:apps/v1:Deployment")
+        if d.inputs["metadata"]["name"] == "inference"
+    ]
     pod = d.inputs["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     return pod, container
@@ -360,9 +365,12 @@ def test_only_the_alb_subnets_and_prometheus_reach_the_server_port(plan_stack, s
     }
     peers = [peer for p in policies for rule in p.get("ingress", []) for peer in rule.get("from", [])]
     assert peers
+    router = {"podSelector": {"matchLabels": rd.SELECTOR}}
     for peer in peers:
         if "ipBlock" in peer:
             assert peer["ipBlock"]["cidr"] in public, peer
+        elif "namespaceSelector" not in peer:  # pods of this namespace: the router's only
+            assert peer == router, peer
         else:  # pods: Prometheus's in the monitoring namespace, nothing else of it
             assert peer["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": monitoring}}
             assert peer["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}, peer

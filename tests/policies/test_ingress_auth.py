@@ -5,6 +5,7 @@ violating case changes one thing of them."""
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import pytest
 
 from infra.inference.documents import alb
 from infra.inference.documents import inference as inf
+from infra.inference.router import documents as rd
+from infra.inference.router.config import RouterConfig
 from tests.infra.inference.documents.test_inference import FETCH_IMAGE, IMAGE, ROOT, SPEC
 from tests.policies.conftest import UNKNOWN, R
 
@@ -150,3 +153,55 @@ def test_unknown_pod_spec_is_deferred_at_preview_and_refused_after(check) -> Non
     resources[2].inputs["spec"]["template"]["spec"] = UNKNOWN
     check(RULE, resources, None)
     check(RULE, resources, "whose pods do not check API keys", dry_run=False)
+
+
+ROUTER_IMAGE = "123456789012.dkr.ecr.ap-east-1.amazonaws.com/aiplat-prod/router@sha256:" + "c" * 64
+
+
+def routed_stack(*, container: dict[str, Any] | None = None, backends_data: Any = None) -> list[R]:
+    """The program's shape with the model-name router: Ingress -> router Service -> router pods, whose
+    backends file (a ConfigMap) names the vLLM Service -> vLLM pods (infra/inference/router)."""
+    resources = stack(container=container)
+    ingress = resources[0].inputs
+    for rule in ingress["spec"]["rules"]:
+        for p in rule["http"]["paths"]:
+            p["backend"]["service"]["name"] = rd.NAME
+    spec = rd.router_spec(
+        RouterConfig(),
+        backends=[
+            rd.Backend(
+                served_name="gpt2-small",
+                model="gpt2-small",
+                adapter=False,
+                service=inf.NAME,
+                port=inf.SERVICE_PORT,
+            )
+        ],
+        request_timeout_s=60,
+        prestop_s=15,
+        pools=["system"],
+    )
+    meta = {"name": rd.NAME, "namespace": NS}
+    data = rd.backends_data(spec.backends, NS) if backends_data is None else backends_data
+    deployment = rd.deployment_spec(spec, image=ROUTER_IMAGE)
+    return [
+        *resources,
+        R(SERVICE, "inference-router-service", {"metadata": meta, "spec": rd.service_spec()}),
+        R(DEPLOYMENT, "inference-router-deployment", {"metadata": meta, "spec": deployment}),
+        R("kubernetes:core/v1:ConfigMap", "inference-router-backends", {"metadata": meta, "data": data}),
+    ]
+
+
+def test_the_router_passes_when_every_model_it_forwards_to_checks_keys(check) -> None:
+    check(RULE, routed_stack(), None)
+    check(RULE, routed_stack(), None, dry_run=False)
+
+
+def test_the_router_fails_when_a_backend_checks_no_key_or_is_unknown(check) -> None:
+    plain = server(args=["--model", "/models/x", "--port", "8000"])
+    check(RULE, routed_stack(container=plain), "whose pods do not check API keys", dry_run=False)
+    # a backend URL that names no Service of the plan, and a backends file nobody can read
+    elsewhere = {rd.BACKENDS_FILE_NAME: json.dumps([{"model_id": "m", "url": "http://10.0.0.1:80"}])}
+    check(RULE, routed_stack(backends_data=elsewhere), "whose pods do not check API keys", dry_run=False)
+    check(RULE, routed_stack(backends_data=UNKNOWN), None)
+    check(RULE, routed_stack(backends_data=UNKNOWN), "whose pods do not check API keys", dry_run=False)

@@ -1,7 +1,8 @@
-"""InferenceServer: the models' vLLM Deployments behind one ALB Ingress, with the Secret of the API keys, the
-release key's ConfigMap and the NetworkPolicy that lets the ALB in; per model (ModelServer, named after the
-served name) its Deployment, Service, PodDisruptionBudget and the KEDA ScaledObject that owns its
-HorizontalPodAutoscaler.
+"""InferenceServer: the models' vLLM Deployments behind one ALB Ingress, with the Secret of the API keys and
+the release key's ConfigMap; per model (ModelServer, named after the served name) its Deployment, Service,
+PodDisruptionBudget and the KEDA ScaledObject that owns its HorizontalPodAutoscaler. The Ingress sends to
+``ingress_service`` (the model-name router, infra/inference/router, which also owns the NetworkPolicies
+between the ALB, itself and the vLLM pods).
 
 Order matters twice. The Ingress (and so the controller's TargetGroupBinding) exists before the pods, because
 the load balancer controller adds its readiness gate only to pods created after that
@@ -52,7 +53,7 @@ class InferenceServerArgs:
     ``release_root`` shared), the API keys (``api_keys``: a secret list, ``api_key_slots`` long, named
     ``api_keys_source`` in errors), the HTTPS entry (``ingress`` for ``host`` and ``paths`` with
     ``certificate_arn`` and ``waf_acl_arn``; None detaches any web ACL) and the Service it sends to
-    (``ingress_service``), the CIDRs the ALB sends from, and what the ScaledObjects wait for (KEDA's
+    (``ingress_service``, the router's), and what the ScaledObjects wait for (KEDA's
     release: its CRD)."""
 
     namespace: str
@@ -71,7 +72,6 @@ class InferenceServerArgs:
     ingress_service: str
     certificate_arn: pulumi.Input[str]
     waf_acl_arn: pulumi.Input[str] | None
-    load_balancer_cidrs: Sequence[str]
     scaled_object_after: Sequence[pulumi.Resource] = field(default_factory=tuple)
     # more names the Ingress answers with the same paths (the global endpoint, infra/edge)
     extra_hosts: Sequence[str] = field(default_factory=tuple)
@@ -175,14 +175,6 @@ class InferenceServer(pulumi.ComponentResource):
             data=pulumi.Output.from_input(args.release_public_key).apply(inf.release_key_data),
             opts=child_options(self, opts),
         )
-        self.policy = k8s.networking.v1.NetworkPolicy(
-            f"{name}-from-load-balancer",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="allow-from-load-balancer", namespace=ns, labels=inf.labels()
-            ),
-            spec=inf.load_balancer_ingress_policy(args.load_balancer_cidrs),
-            opts=child_options(self, opts),
-        )
         # ARNs as leaves, not through an apply: at a first preview the certificate's ARN is unknown, and an
         # apply would hide every annotation (TLS policy, listeners) from the policy pack.
         annotations = alb.ingress_annotations(
@@ -208,7 +200,7 @@ class InferenceServer(pulumi.ComponentResource):
             opts=child_options(self, opts),
         )
         # keyed by served name: adding a model never renames another's objects
-        after = [self.ingress, self.policy, self.api_keys, self.release_key]
+        after = [self.ingress, self.api_keys, self.release_key]
         self.models = {
             m.server.served_model_name: ModelServer(
                 f"{name}-{m.server.served_model_name}",

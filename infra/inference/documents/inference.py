@@ -633,22 +633,6 @@ def scaled_object_spec(a: Autoscaling) -> dict[str, Any]:
     }
 
 
-def load_balancer_ingress_policy(cidrs: Sequence[str]) -> dict[str, Any]:
-    """``NetworkPolicy.spec``: the ALB (target-type ip sends from its own addresses, in ``cidrs``: the
-    subnets it lives in) may reach the server's port, for traffic and health checks. Scraping by the
-    monitoring namespace is the namespace's own ``allow-metrics-scrape`` policy."""
-    return {
-        "podSelector": {"matchLabels": dict(SELECTOR)},
-        "policyTypes": ["Ingress"],
-        "ingress": [
-            {
-                "from": [{"ipBlock": {"cidr": c}} for c in cidrs],
-                "ports": [{"protocol": "TCP", "port": PORT_NAME}],
-            }
-        ],
-    }
-
-
 def labels(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Labels of the objects around the server (PART_OF and the server's name)."""
     return {**LABELS, **(extra or {})}

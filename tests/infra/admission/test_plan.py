@@ -97,11 +97,10 @@ def test_every_workload_namespace_is_bound_and_its_pods_pass(plans, stack: str) 
         for name in ("aiplat-workload-images", "aiplat-publisher-identity", "aiplat-publisher-nodes"):
             assert _evaluate(policies[name], pod, namespace) == [], (stack, namespace, name)
         checked += 1
-    # the trainer's pods, and one Deployment per served model
+    # the trainer's pods, one Deployment per served model and the model-name router (infra/inference/router)
     models = (plan.config.get("inference") or {}).get("models") or {}
-    assert checked == (plan.config["role"] == "train" and plan.config.get("training") is not None) + len(
-        models
-    )
+    trainer = plan.config["role"] == "train" and plan.config.get("training") is not None
+    assert checked == trainer + len(models) + bool(models)
 
 
 @pytest.mark.parametrize("stack", ALL)

@@ -11,6 +11,7 @@ import yaml
 
 from infra.core.errors import ConfigErrors
 from infra.core.project import CONFIG_KEY
+from infra.inference.documents import inference as inf
 from infra.plan import runner
 from infra.schema.parse import parse_platform_config
 from infra.stack.registry import Level
@@ -38,6 +39,15 @@ CLOUDFRONT_ACL = (
 OTHER_ACCOUNT_ACL = (
     "arn:aws:wafv2:ap-east-1:210987654321:regional/webacl/edge/0b6c1e53-6f0e-4b0e-9d43-0f6d7f9c6d11"
 )
+
+
+def _servers(plan):
+    """The vLLM Deployments of a plan (the router's is the other one in the namespace)."""
+    return [
+        r
+        for r in plan.by_type("kubernetes:apps/v1:Deployment")
+        if r.inputs["spec"]["template"]["metadata"]["labels"].items() >= inf.SELECTOR.items()
+    ]
 
 
 NO_ZONE = all_of(drop_at("inference.https.dns_zone_id"), drop_at("inference.https.dns_zone_name"))
@@ -287,7 +297,7 @@ def test_short_shutdown_timeout_is_a_warning(stack_config) -> None:
     assert finding.one_line().startswith(
         f"{INF}.server.shutdown_timeout_s: 30 s is shorter than request_timeout_s (60 s)"
     )
-    (pod,) = [r for r in plan.by_type("kubernetes:apps/v1:Deployment")]
+    (pod,) = _servers(plan)
     spec = pod.inputs["spec"]["template"]["spec"]
     (server,) = spec["containers"]
     assert server["args"][server["args"].index("--shutdown-timeout") + 1] == "30"
@@ -345,7 +355,7 @@ def test_latest_only_where_allowed(stack_config, monitors) -> None:
     raw["inference"].pop("global_endpoint")  # a stack of its own (with one, both regions agree on the model)
     plan = runner.run_plan(variant_name(raw), parse_platform_config(raw))
     assert not [f for f in plan.findings if f.rule == "inference-model-version"]
-    (pod,) = plan.by_type("kubernetes:apps/v1:Deployment")
+    (pod,) = _servers(plan)
     (init,) = pod.inputs["spec"]["template"]["spec"]["initContainers"]
     assert init["command"][init["command"].index("--version") + 1] == "latest"
 
@@ -373,6 +383,7 @@ def test_source_stack_that_does_not_build_the_images(tmp_path: Path) -> None:
     doc = yaml.safe_load(train.read_text())
     del doc["config"][CONFIG_KEY]["images"]["builds"]["inference"]
     del doc["config"][CONFIG_KEY]["images"]["builds"]["vllm"]
+    del doc["config"][CONFIG_KEY]["images"]["builds"]["router"]
     train.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(ConfigErrors) as info:
         runner.run_plan("prod-hk-infer", stacks_dir=tmp_path)
@@ -386,19 +397,28 @@ def test_source_stack_that_does_not_build_the_images(tmp_path: Path) -> None:
         "there is no image to run; fix: add images.builds.vllm (dockerfile images/vllm/Dockerfile) to "
         "prod-us-train, or set inference.engine.image.digest or inference.engine.image.ref"
     ) in str(info.value)
+    assert (
+        f"{INF}.router.image: prod-us-train builds no 'router' image (its images.builds: ['trainer']), so "
+        "there is no image to run; fix: add images.builds.router (dockerfile images/router/Dockerfile) to "
+        "prod-us-train, or set inference.router.image.digest or inference.router.image.ref"
+    ) in str(info.value)
     # a digest of the replicated repository is enough
     infer = tmp_path / "Pulumi.prod-hk-infer.yaml"
     doc = yaml.safe_load(infer.read_text())
     doc["config"][CONFIG_KEY]["inference"]["image"] = {"digest": "sha256:" + "c" * 64}
     doc["config"][CONFIG_KEY]["inference"]["engine"] = {"image": {"digest": "sha256:" + "d" * 64}}
+    doc["config"][CONFIG_KEY]["inference"]["router"] = {"image": {"digest": "sha256:" + "e" * 64}}
     infer.write_text(yaml.safe_dump(doc, sort_keys=False))
     plan = runner.run_plan("prod-hk-infer", stacks_dir=tmp_path)
-    (deployment,) = plan.by_type("kubernetes:apps/v1:Deployment")
+    (deployment,) = _servers(plan)
     pod = deployment.inputs["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     (init,) = pod["initContainers"]
     assert container["image"].endswith(".ap-east-1.amazonaws.com/aiplat-prod/vllm@sha256:" + "d" * 64)
     assert init["image"].endswith(".ap-east-1.amazonaws.com/aiplat-prod/inference@sha256:" + "c" * 64)
+    (router,) = [d for d in plan.by_type("kubernetes:apps/v1:Deployment") if d not in _servers(plan)]
+    (container,) = router.inputs["spec"]["template"]["spec"]["containers"]
+    assert container["image"].endswith(".ap-east-1.amazonaws.com/aiplat-prod/router@sha256:" + "e" * 64)
 
 
 def test_every_gpu_model_of_the_table_says_whether_it_has_bfloat16() -> None:

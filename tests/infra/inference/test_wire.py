@@ -6,9 +6,12 @@ so a change on one side that the other misses fails here."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from infra.inference.documents import inference as inf
+from infra.inference.router import documents as rd
 from infra.inference.rules import TLS13_ONLY_POLICIES
 from infra.plan.runner import Plan, RecordedResource, run_plan
 from infra.schema.parse import parse_platform_config
@@ -34,8 +37,16 @@ def _in(plan: Plan, type_: str, namespace: str) -> list[RecordedResource]:
     return [r for r in plan.by_type(type_) if r.inputs["metadata"].get("namespace") == namespace]
 
 
-def _one(plan: Plan, type_: str) -> RecordedResource:
-    (r,) = _in(plan, type_, plan.config["storage"]["inference"]["namespace"])
+def _one(plan: Plan, type_: str, name: str | None = None) -> RecordedResource:
+    """The one object of ``type_`` named ``name`` in the inference namespace; without a name, the one that
+    is not the router's (the shipped stacks serve one model)."""
+    ns = plan.config["storage"]["inference"]["namespace"]
+    found = _in(plan, type_, ns)
+    (r,) = [
+        r
+        for r in found
+        if r.inputs["metadata"]["name"] == name or (name is None and r.inputs["metadata"]["name"] != rd.NAME)
+    ]
     return r
 
 
@@ -214,7 +225,9 @@ def test_autoscaler_reads_vllms_gauges_from_the_scraped_pods(plan_stack, stack: 
     assert meta["threshold"] == str(_model(plan)["autoscaling"]["target_requests_per_replica"])
     # the job label the query filters on is the one the monitoring PodMonitor writes, on our port name
     monitor = next(
-        r for r in plan.by_type("kubernetes:monitoring.coreos.com/v1:PodMonitor") if "inference" in r.name
+        r
+        for r in plan.by_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")
+        if "inference" in r.name and "router" not in r.name
     )
     (endpoint,) = monitor.inputs["spec"]["podMetricsEndpoints"]
     job = next(r["replacement"] for r in endpoint["relabelings"] if r.get("targetLabel") == "job")
@@ -235,8 +248,20 @@ def test_network_policies_let_in_the_alb_prometheus_and_keda_only(plan_stack, st
     policies = {p.inputs["metadata"]["name"]: p.inputs["spec"] for p in _in(plan, POLICY, ns)}
     (container,) = _pod(plan)["containers"]
     port_names = {p["name"] for p in container["ports"]}
-    alb = policies["allow-from-load-balancer"]["ingress"][0]
-    assert {p["port"] for p in alb["ports"]} <= port_names
+    # the ALB reaches the router, the router the servers, nothing else reaches the servers' API port
+    (router_container,) = _one(plan, DEPLOYMENT, rd.NAME).inputs["spec"]["template"]["spec"]["containers"]
+    alb = policies["router-from-load-balancer"]["ingress"][0]
+    assert (
+        {p["port"] for p in alb["ports"]} == {rd.PORT_NAME} <= {p["name"] for p in router_container["ports"]}
+    )
+    servers = policies["servers-from-router"]
+    # every model's pods (their Deployment's selector adds the model's own label)
+    assert servers["podSelector"]["matchLabels"].items() <= (
+        _one(plan, DEPLOYMENT).inputs["spec"]["selector"]["matchLabels"].items()
+    )
+    assert {p["port"] for p in servers["ingress"][0]["ports"]} <= port_names
+    (egress,) = policies["router-to-servers"]["egress"]
+    assert egress["to"] == [{"podSelector": servers["podSelector"]}]
     # the ALB sends from the subnets it lives in: the public ones of this VPC for an internet-facing ALB
     public = {
         s.inputs["cidrBlock"]
@@ -388,7 +413,7 @@ def test_internal_alb_with_an_existing_certificate_and_no_waf(stack_config) -> N
     }
     ns = plan.config["storage"]["inference"]["namespace"]
     (policy,) = [
-        p for p in _in(plan, POLICY, ns) if p.inputs["metadata"]["name"] == "allow-from-load-balancer"
+        p for p in _in(plan, POLICY, ns) if p.inputs["metadata"]["name"] == "router-from-load-balancer"
     ]
     assert {peer["ipBlock"]["cidr"] for peer in policy.inputs["spec"]["ingress"][0]["from"]} == private
     assert validate_plan(plan) == []
@@ -479,3 +504,41 @@ def test_a_wrong_key_list_stops_the_program_naming_the_secret() -> None:
     assert r.returncode == 3, r.stdout + r.stderr
     assert "aiplat:inference-api-keys: holds 1 keys, inference.auth.api_key_slots is 2" in r.stdout
     assert "pulumi config set --secret aiplat:inference-api-keys" in r.stdout
+
+
+@pytest.mark.parametrize("stack", INFER)
+def test_the_ingress_sends_to_the_router_which_routes_to_the_served_model(plan_stack, stack: str) -> None:
+    """ALB -> the router's Service -> the router pods (two or more, spread, with a PDB and a PodMonitor),
+    whose backends file names the vLLM Service and the served model name of the same plan, and whose image
+    is the train stack's replicated router build, by digest."""
+    plan = plan_stack(stack)
+    ns = plan.config["storage"]["inference"]["namespace"]
+    for rule in _one(plan, INGRESS).inputs["spec"]["rules"]:
+        backends = {p["backend"]["service"]["name"] for p in rule["http"]["paths"]}
+        assert backends == {_one(plan, SERVICE, rd.NAME).inputs["metadata"]["name"]}
+    router = _one(plan, DEPLOYMENT, rd.NAME).inputs["spec"]
+    assert router["replicas"] >= 2
+    assert {c["topologyKey"] for c in router["template"]["spec"]["topologySpreadConstraints"]} >= {
+        "topology.kubernetes.io/zone"
+    }
+    assert _one(plan, PDB, rd.NAME).inputs["spec"]["selector"] == router["selector"]
+    (container,) = router["template"]["spec"]["containers"]
+    assert "--enable-igw" in container["args"]
+    assert "@sha256:" in container["image"] and "/router@" in container["image"]
+    config = _one(plan, "kubernetes:core/v1:ConfigMap", rd.NAME).inputs["data"]
+    served = _one(plan, DEPLOYMENT).inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    served_name = served[served.index("--served-model-name") + 1]
+    vllm_service = _one(plan, SERVICE).inputs
+    (port,) = vllm_service["spec"]["ports"]
+    assert json.loads(config[rd.BACKENDS_FILE_NAME]) == [
+        {
+            "model_id": served_name,
+            "url": f"http://{vllm_service['metadata']['name']}.{ns}.svc:{int(port['port'])}",
+        }
+    ]
+    (monitor,) = [
+        r
+        for r in plan.by_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")
+        if r.inputs["metadata"]["name"] == rd.NAME
+    ]
+    assert monitor.inputs["spec"]["podMetricsEndpoints"][0]["port"] in {p["name"] for p in container["ports"]}

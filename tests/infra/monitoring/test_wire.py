@@ -157,7 +157,7 @@ def test_pod_monitors_per_role(plan_stack, stack: str) -> None:
             "matchNames": [storage["trainer"]["namespace"], *teams]
         }
     else:
-        expected.add(mon.INFERENCE_JOB)
+        expected |= {mon.INFERENCE_JOB, "inference-router"}  # the servers, the model-name router
         spec = monitors[mon.INFERENCE_JOB]
         assert spec["namespaceSelector"] == {"matchNames": [storage["inference"]["namespace"]]}
         # the port the inference namespace's NetworkPolicy lets the monitoring namespace scrape

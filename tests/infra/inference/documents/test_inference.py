@@ -16,6 +16,7 @@ import pytest
 from infra.inference.config import VLLM_VERSION
 from infra.inference.documents import alb, catalog, keda
 from infra.inference.documents import inference as inf
+from infra.inference.router import documents as rd
 from infra.monitoring import documents as mon
 
 REPO = Path(__file__).resolve().parents[4]
@@ -280,19 +281,20 @@ def test_selectors_match_the_pods() -> None:
     assert selects(deployment["selector"]["matchLabels"])
     assert selects(inf.service_spec(SPEC)["selector"])
     assert selects(inf.pdb_spec(SPEC)["selector"]["matchLabels"])
-    assert selects(inf.load_balancer_ingress_policy(["10.0.0.0/24"])["podSelector"]["matchLabels"])
+    # the router's policies select the servers by the same labels
+    assert selects(rd.backends_from_router_policy(inf.SELECTOR, inf.PORT_NAME)["podSelector"]["matchLabels"])
     for c in deployment["template"]["spec"]["topologySpreadConstraints"]:
         assert selects(c["labelSelector"]["matchLabels"])
     (port,) = inf.service_spec(SPEC)["ports"]
     assert port["targetPort"] == inf.PORT_NAME
-    # another model's pods: its own selectors never take these pods, the ALB's policy admits both
+    # another model's pods: its own selectors never take these pods, the router's policy admits both
     other = replace(SPEC, served_model_name="llama-3b", model_name="llama-3b")
     other_labels = inf.deployment_spec(other, image=IMAGE, fetch_image=FETCH_IMAGE, release_root=ROOT)[
         "template"
     ]["metadata"]["labels"]
     for selector in (inf.service_spec(other)["selector"], inf.pdb_spec(other)["selector"]["matchLabels"]):
         assert not selects(selector) and all(other_labels.get(k) == v for k, v in selector.items())
-    policy = inf.load_balancer_ingress_policy(["10.0.0.0/24"])["podSelector"]["matchLabels"]
+    policy = rd.backends_from_router_policy(inf.SELECTOR, inf.PORT_NAME)["podSelector"]["matchLabels"]
     assert all(other_labels.get(k) == v for k, v in policy.items())
 
 
