@@ -125,10 +125,16 @@ def release_folders(s3: Any, bucket: str, prefix: str) -> list[str]:
     return sorted(names)
 
 
-def http_json(url: str, timeout: float, *, bearer: str) -> tuple[int | None, Any, str]:
-    """(status, parsed JSON body or None, why) of ``GET url`` with ``Authorization: Bearer <bearer>``;
-    status None when nothing answered."""
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {bearer}"})
+def http_json(
+    url: str, timeout: float, *, bearer: str, body: Mapping[str, Any] | None = None
+) -> tuple[int | None, Any, str]:
+    """(status, parsed JSON body or None, why) of ``GET url`` (``POST`` of ``body`` as JSON when given) with
+    ``Authorization: Bearer <bearer>``; status None when nothing answered."""
+    headers = {"Authorization": f"Bearer {bearer}"}
+    data = None
+    if body is not None:
+        data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
+    request = urllib.request.Request(url, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()

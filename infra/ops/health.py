@@ -3,9 +3,12 @@
 Checks, in order: **outputs** ``rollout.yaml`` requires are present; **nodes** of every node group ACTIVE
 and Ready (until ``nodes_ready_timeout_s``); **inference-rollout**, per model of ``inference.models``: its
 Deployment rolled out as ``kubectl rollout status`` judges it (pulumi skips the wait,
-``pulumi.com/skipAwait``), until ``first_load_timeout_s``; **inference**: ``GET <inferenceUrl>/v1/models``
-with the API key of the secret output ``inferenceGateKey`` answers 200 and serves every model from its
-``release.version`` with its adapters (promotion and rollback are that version's change). New pods whose
+``pulumi.com/skipAwait``), until ``first_load_timeout_s``, with the releases its fetch containers name being
+the model's ``release.version`` and its adapters' (promotion and rollback are that version's change: a
+rolled-out Deployment's every pod fetched, verified and loaded them, its readiness probe asking vLLM);
+**inference**, through the ALB and the model-name router with the API key of the secret output
+``inferenceGateKey``: ``GET <inferenceUrl>/v1/models`` (the router's list) names every served name, and a
+one-token ``POST /v1/completions`` for each (bases and adapters) is answered 200 by that model. New pods whose
 release fetch (the init container) finds no release at all in the region's replica bucket is **no model
 release yet** (``GateCheck.awaiting``), not a failure, and the endpoint check is skipped; a version that is
 not there while others are is a failed rollout, and the running ReplicaSet keeps serving
@@ -170,6 +173,7 @@ def inference_rollout_check(
     where: str,
     version: str,
     model: str,
+    releases: Mapping[str, str] | None = None,
 ) -> tuple[GateCheck, bool]:
     """Model ``model``'s Deployment rollout and whether that judgment is settled (False: poll again).
 
@@ -179,12 +183,17 @@ def inference_rollout_check(
     rolled out, every new pod's release fetch failing and no release there at all: passed with
     ``awaiting`` (nothing to serve yet is not a failed deploy). A named version that is not there while
     others are: failed (the pods will not serve another; the old ReplicaSet keeps serving). Progress
-    deadline exceeded: failed. Anything else: not settled."""
+    deadline exceeded: failed. Anything else: not settled. ``releases``: release name -> version the
+    Deployment must fetch (the model's and its adapters'; ``latest`` is not compared): a rolled-out
+    Deployment that names others has not got the stack's change."""
     name = "inference-rollout"
     if deployment is None:
         return GateCheck(name, False, f"Deployment {catalog.model_object_name(model)} does not exist"), True
     state, why = rollout_status(deployment)
     if state == "done":
+        wrong = releases_problem(deployment, releases or {})
+        if wrong is not None:
+            return GateCheck(name, False, f"{model}: {wrong}"), True
         return GateCheck(name, True, f"{model} rolled out: {why}"), True
     problems = [p for p in (pod_problem(pod) for pod in pods) if p]
     fetch_failing = bool(pods) and all(fetch_failure(pod) is not None for pod in pods)
@@ -212,23 +221,72 @@ def inference_rollout_check(
     return GateCheck(name, False, detail), state == "timed out"
 
 
-def models_check(url: str, status: int | None, body: Any, why: str, cfg: PlatformConfig) -> GateCheck:
-    """The endpoint check: ``/v1/models`` answered 200 and serves every model of ``inference.models`` from
-    the directory of its ``release.version`` (with ``latest`` the pods resolved it when they started), with
-    its adapters."""
+def fetched_releases(deployment: Mapping[str, Any]) -> dict[str, str]:
+    """Release name -> version of every fetch container of a Deployment (``--model`` and ``--version`` of
+    ``python -m inference.fetch``, infra/inference/documents/inference.py ``fetch_args``)."""
+    out = {}
+    pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for c in pod.get("initContainers") or []:
+        cmd = [str(a) for a in c.get("command") or []]
+        if "inference.fetch" in cmd and "--model" in cmd and "--version" in cmd:
+            out[cmd[cmd.index("--model") + 1]] = cmd[cmd.index("--version") + 1]
+    return out
+
+
+def releases_problem(deployment: Mapping[str, Any], releases: Mapping[str, str]) -> str | None:
+    """None when the Deployment fetches each of ``releases`` at its version (``latest``: any), else what it
+    fetches instead."""
+    got = fetched_releases(deployment)
+    for release, version in releases.items():
+        if release not in got:
+            return f"the rolled-out Deployment fetches no release {release!r} (it fetches {sorted(got)})"
+        if version != LATEST and got[release] != version:
+            return (
+                f"the rolled-out Deployment serves {release} {got[release]}, not {version}: the stack's "
+                "change is not applied (run the rollout again)"
+            )
+    return None
+
+
+def expected_releases(cfg: PlatformConfig, model: str) -> dict[str, str]:
+    """Release name -> version a model's Deployment fetches: its release and its adapters'."""
+    assert cfg.inference is not None
+    m = cfg.inference.models[model]
+    return {
+        m.release.name: m.release.version,
+        **{a.release.name: a.release.version for a in m.adapters.values()},
+    }
+
+
+def router_models_check(url: str, status: int | None, body: Any, why: str, cfg: PlatformConfig) -> GateCheck:
+    """``GET /v1/models`` through the router: 200 and every served name (bases and adapters) in its list
+    (vllm-router 0.1.17's own answer, ``{"models": [...]}``: docs/inference/router.md)."""
     assert cfg.inference is not None
     if status != 200:
         return GateCheck("inference", False, f"GET {url}: {status if status is not None else why}")
-    serving = []
-    for served, model in cfg.inference.models.items():
-        version = model.release.version
-        wrong = catalog.models_answer_version(
-            body, served_name=served, version=version, adapters=list(model.adapters)
+    listed = body.get("models") if isinstance(body, dict) else None
+    if not isinstance(listed, list):
+        return GateCheck("inference", False, f"GET {url}: not the router's model list: {str(body)[:200]}")
+    missing = sorted(set(cfg.inference.served_names()) - {str(m) for m in listed})
+    if missing:
+        return GateCheck(
+            "inference",
+            False,
+            f"GET {url}: the router does not route {missing} (it lists {sorted(map(str, listed))})",
         )
-        if wrong is not None:
-            return GateCheck("inference", False, f"GET {url}: {wrong}; expected {served} release {version}")
-        serving.append(f"{served} release {version}" + "".join(f" +{a}" for a in model.adapters))
-    return GateCheck("inference", True, f"GET {url}: 200, serving {', '.join(serving)}")
+    return GateCheck("inference", True, f"GET {url}: 200, the router lists {len(listed)} model(s)")
+
+
+def completion_check(url: str, served: str, status: int | None, body: Any, why: str) -> GateCheck:
+    """A one-token completion for ``served`` through the router: 200 and answered as that model."""
+    if status != 200:
+        return GateCheck(
+            "inference", False, f"POST {url} for {served}: {status if status is not None else why}"
+        )
+    answered = body.get("model") if isinstance(body, dict) else None
+    if answered != served:
+        return GateCheck("inference", False, f"POST {url} for {served}: answered as {answered!r}")
+    return GateCheck("inference", True, f"POST {url}: 200 from {served}")
 
 
 class AwsHealthGate:
@@ -311,6 +369,7 @@ class AwsHealthGate:
                     where=where,
                     version=cfg.inference.models[model].release.version,
                     model=model,
+                    releases=expected_releases(cfg, model),
                 )
             except (OSError, ValueError, KeyError) as exc:
                 check, settled = (
@@ -323,14 +382,31 @@ class AwsHealthGate:
 
     def _inference(self, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> GateCheck:
         assert cfg.inference is not None
-        url = str(outputs[self.health.inference_url_output]).rstrip("/") + self.health.inference_health_path
+        base = str(outputs[self.health.inference_url_output]).rstrip("/")
+        url = base + self.health.inference_health_path
         key = outputs.get(self.health.inference_key_output)
         if not key:
             return GateCheck(
                 "inference", False, f"no {self.health.inference_key_output} output to call {url}"
             )
         status, body, why = http_json(url, self.health.http_timeout_s, bearer=str(key))
-        return models_check(url, status, body, why, cfg)
+        listed = router_models_check(url, status, body, why, cfg)
+        if not listed.ok:
+            return listed
+        answered = []
+        completions = base + inf.COMPLETIONS_PATH
+        for served in cfg.inference.served_names():
+            request = {"model": served, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
+            status, body, why = http_json(
+                completions, self.health.http_timeout_s, bearer=str(key), body=request
+            )
+            check = completion_check(completions, served, status, body, why)
+            if not check.ok:
+                return check
+            answered.append(served)
+        return GateCheck(
+            "inference", True, f"{listed.detail}; POST {completions}: 200 from {', '.join(answered)}"
+        )
 
     def check(self, stack: str, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> list[GateCheck]:
         checks = [outputs_check(outputs, required_outputs(cfg, self.health))]

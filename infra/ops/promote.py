@@ -5,9 +5,8 @@ Where a model's version lives in a stack file is the serving config's contract
 (``infra/inference/config.py``):
 ``inference.models.<served>.release.version`` for a base model and
 ``inference.models.<base>.adapters.<adapter>.release.version`` for a LoRA adapter, each matched by its
-release name (``release.name``, else the key) or its served name; the one-model shape
-(``inference.model.version``) is read too while stack files still have it. ``served_releases`` is the one
-place that knows it. The files are read and changed as text (``infra/io/yaml_files.py`` ``set_scalar``): the
+release name (``release.name``, else the key) or its served name. ``served_releases`` is the one place that
+knows it. The files are read and changed as text (``infra/io/yaml_files.py`` ``set_scalar``): the
 reviewed change is one line per stack file, comments and layout untouched.
 
 A rollback returns to the version the stack file named before the current one, from the file's git history:
@@ -54,9 +53,6 @@ def served_releases(section: Mapping[str, Any]) -> list[Served]:
     inference = section.get("inference") if isinstance(section.get("inference"), dict) else {}
     models = inference.get("models") if isinstance(inference.get("models"), dict) else {}
     out: list[Served] = []
-    if isinstance(inference.get("model"), dict):  # the one-model shape (inference.model: {name, version})
-        name = str(inference["model"].get("name"))
-        out.append(Served(name, name, ("inference", "model", "version")))
     for served, entry in models.items():
         if not isinstance(entry, dict):
             continue

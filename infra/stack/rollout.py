@@ -47,8 +47,9 @@ class HealthGateConfig(Strict):
     )
     inference_health_path: str = Field(
         "/v1/models",
-        description="Infer stacks: the path the gate asks with an API key; it must answer 200 with the "
-        "release.version of every model of the stack's inference.models as its root (vLLM's model list).",
+        description="Infer stacks: the path the gate asks with an API key through the ALB; it must answer "
+        "200 with the model-name router's list naming every served name of inference.models (the gate "
+        "then asks each for a one-token completion).",
     )
     inference_key_output: str = Field(
         "inferenceGateKey",

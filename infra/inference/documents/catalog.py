@@ -5,11 +5,10 @@ the rollout gate's reading of vLLM's ``/v1/models``. Pure, no Pulumi."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from infra.inference.documents.inference import ServerSpec
@@ -61,36 +60,9 @@ def adapter_dir(served_name: str) -> str:
 
 
 def model_dir(version: str) -> str:
-    """Where the init container puts the release and vLLM loads it from. The version is in the path, so
-    vLLM's ``/v1/models`` answers it as the model's ``root`` (the rollout gate checks that)."""
+    """Where the init container puts the release and vLLM loads it from (the version in the path: vLLM's
+    ``/v1/models`` answers it as the model's ``root``)."""
     return f"{MODELS_DIR}/{version}"
-
-
-def models_answer_version(
-    body: Any, *, served_name: str, version: str, adapters: Sequence[str] = ()
-) -> str | None:
-    """None when a ``/v1/models`` answer (parsed JSON) serves ``served_name`` from ``model_dir(version)`` and
-    each of ``adapters`` from its folder on that base, else what it serves instead (the rollout gate's
-    judgment; vLLM's ModelCard ``root`` is the path, an adapter's ``parent`` its base's served name)."""
-    cards = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(cards, list):
-        return f"not a model list: {json.dumps(body)[:200]}"
-    by_id = {c.get("id"): c for c in cards if isinstance(c, dict)}
-    roots = {k: c.get("root") for k, c in by_id.items()}
-    if served_name not in roots:
-        return f"no model {served_name!r} (serves {sorted(map(str, roots))})"
-    if roots[served_name] != model_dir(version):
-        return f"{served_name!r} is served from {roots[served_name]!r}, not {model_dir(version)!r}"
-    for a in adapters:
-        card = by_id.get(a)
-        if card is None:
-            return f"no adapter {a!r} (serves {sorted(map(str, roots))})"
-        if card.get("root") != adapter_dir(a) or card.get("parent") != served_name:
-            return (
-                f"adapter {a!r} is served from {card.get('root')!r} on {card.get('parent')!r}, not "
-                f"{adapter_dir(a)!r} on {served_name!r}"
-            )
-    return None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -121,7 +121,10 @@ def test_a_version_the_regions_do_not_hold_changes_nothing(world: World, capsys)
     code, lines = world.run("promote", MODEL, "20261201T000000Z-step7", "--env", "prod")
     err = " ".join(capsys.readouterr().err.split())
     assert code == 1
-    assert f"inference.model.version 20261201T000000Z-step7 is not under s3://{REPLICAS['ap-east-1']}" in err
+    assert (
+        f"inference.models.gpt2-small.release.version 20261201T000000Z-step7 is not under s3://{REPLICAS['ap-east-1']}"
+        in err
+    )
     assert "no stack file was changed" in err
     assert world.files() == before and steps(lines) == []
     code, _ = world.run("promote", "phi-3", "20261201T000000Z-step7")
@@ -147,8 +150,18 @@ def test_rollback_returns_to_the_version_served_before(world: World) -> None:
 # -- the dry run: offline plans of the affected stacks before and after -------------------------------
 
 
-def dry_run(model: str, env: str, capsys) -> dict[str, list[dict]]:
-    argv = ["release", "promote", model, "20261202T000000Z-step9", "--env", env, "--dry-run", "--json"]
+def dry_run(model: str, env: str, capsys, *extra: str) -> dict[str, list[dict]]:
+    argv = [
+        "release",
+        "promote",
+        model,
+        "20261202T000000Z-step9",
+        "--env",
+        env,
+        "--dry-run",
+        "--json",
+        *extra,
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     return json.loads(out[out.index("{") :])["changes"]
@@ -166,28 +179,21 @@ def test_a_dry_run_changes_only_the_model_server_and_no_file(capsys) -> None:
     assert before == {s: (default_stacks_dir() / f"Pulumi.{s}.yaml").read_text() for s in list_stacks()}
 
 
-def _multi_model_stack() -> tuple[str, str, list[str]] | None:
-    """(env, a model, the other models) of the first infer stack file serving several (inference.models)."""
-    for stack in list_stacks():
-        doc = yaml.safe_load((default_stacks_dir() / f"Pulumi.{stack}.yaml").read_text())
-        section = doc["config"]["aiplat:platform"]
-        served = served_releases(section)
-        if section.get("role") == "infer" and len({s.adapter_of or s.served for s in served}) > 1:
-            bases = [s.served for s in served if s.adapter_of is None]
-            return section["environment"], bases[0], bases[1:]
-    return None
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
-def test_a_dry_run_of_one_of_several_models_changes_only_its_objects(capsys) -> None:
-    found = _multi_model_stack()
-    if found is None:
-        pytest.skip(
-            "no infer stack file serves two base models under inference.models yet (the serving config's "
-            "models map, issue #42 item 1): this runs once one does"
-        )
-    env, model, others = found
-    changes = dry_run(model, env, capsys)
-    assert changes and all(changes.values()), changes
-    for stack, cs in changes.items():
-        for c in cs:
-            assert model in c["name"] and not any(o in c["name"] for o in others), (stack, c)
+@pytest.mark.parametrize("model", ["gpt2-small", "llama-3.1-8b", "support-bot"])
+def test_a_dry_run_of_one_of_several_models_changes_only_its_objects(capsys, model: str) -> None:
+    """The example infer stack serving two base models and an adapter: promoting one changes that model's
+    Deployment only (an adapter's: its base's fetch container of it), no other model's objects."""
+    doc = yaml.safe_load((EXAMPLES / "Pulumi.models-infer.yaml").read_text())["config"]["aiplat:platform"]
+    served = {s.served: s for s in served_releases(doc)}
+    assert len({s.adapter_of or s.served for s in served.values()}) > 1 and model in served
+    changes = dry_run(model, doc["environment"], capsys, "--stacks-dir", str(EXAMPLES))
+    assert sorted(changes) == ["models-infer"]
+    owner = served[model].adapter_of or model
+    (change,) = changes["models-infer"]
+    assert change["op"] == "update" and change["type"] == "kubernetes:apps/v1:Deployment"
+    assert change["name"] == f"inference-{owner}-deployment"
+    if served[model].adapter_of:  # only the adapter's fetch container's command
+        assert all(f.startswith("spec.template.spec.initContainers[fetch-adapter-") for f in change["fields"])

@@ -1,6 +1,6 @@
 """The rollout's health gate: EKS node groups and the replica bucket's releases from a moto server, the
-Kubernetes node list, the inference Deployment and its pods, and vLLM's model list (behind an API key) from
-local HTTP servers (free ports, stopped in teardown)."""
+Kubernetes node list, the inference Deployment and its pods, the router's model list and completions (behind
+the API key vLLM checks) from local HTTP servers (free ports, stopped in teardown)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ NS = "inference"
 SERVED = "gpt2-small"
 DEPLOYMENT_PATH = f"/apis/apps/v1/namespaces/{NS}/deployments/{catalog.model_object_name(SERVED)}"
 PODS_PATH = f"/api/v1/namespaces/{NS}/pods"
+CFG = load_stack_config("prod-sg-infer")
+MODEL = CFG.inference.models[SERVED].release
 
 
 def deployment(
@@ -45,8 +47,10 @@ def deployment(
     available: int = 2,
     total: int | None = None,
     deadline_exceeded: bool = False,
+    version: str | None = None,
 ) -> dict[str, Any]:
-    """A Deployment as the API server returns it (only the fields kubectl's rollout status reads)."""
+    """A Deployment as the API server returns it (the fields kubectl's rollout status reads, and the fetch
+    container's command, built by the documents, naming ``version`` of the model's release)."""
     progressing = (
         {
             "type": "Progressing",
@@ -59,7 +63,21 @@ def deployment(
     )
     return {
         "metadata": {"name": "inference", "namespace": NS, "generation": generation},
-        "spec": {"replicas": replicas},
+        "spec": {
+            "replicas": replicas,
+            "template": {
+                "spec": {
+                    "initContainers": [
+                        {
+                            "name": inf.FETCH_CONTAINER,
+                            "command": inf.fetch_args(
+                                MODEL.name, version or MODEL.version, "/models/x", release_root="s3://replica"
+                            ),
+                        }
+                    ]
+                }
+            },
+        },
         "status": {
             "observedGeneration": observed,
             "replicas": updated if total is None else total,
@@ -152,16 +170,17 @@ def pod(name: str, state: str = "up") -> dict[str, Any]:
 
 
 class Api:
-    """A local stand-in for the Kubernetes API (nodes, the inference Deployment and its pods) and vLLM's
-    ``/v1/models`` behind its API key (401 without it, as vLLM's AuthenticationMiddleware answers)."""
+    """A local stand-in for the Kubernetes API (nodes, the inference Deployment and its pods) and the
+    endpoint: the router's ``/v1/models`` (its own list, no key) and ``/v1/completions`` behind the API key
+    (401 without it, as vLLM's key check answers through the router)."""
 
     def __init__(self) -> None:
         self.nodes: list[dict[str, Any]] = []
         self.deployment: dict[str, Any] | None = ROLLED_OUT
         self.pods: list[dict[str, Any]] = [pod("inference-a"), pod("inference-b")]
         self.health_status = 200
-        self.served_version = MODEL.version
-        self.model_requests: list[str] = []
+        self.routed: list[str] = [SERVED]
+        self.model_requests: list[tuple[str, str, int]] = []
         self.tokens: list[str] = []
         self.pod_queries: list[str] = []
         api = self
@@ -183,21 +202,23 @@ class Api:
                 if path == PODS_PATH:
                     api.pod_queries.append(urllib.parse.unquote(query))
                     return self._send(200, {"kind": "PodList", "items": api.pods})
-                if self.path == inf.MODELS_PATH:
-                    auth = self.headers.get("Authorization", "")
-                    api.model_requests.append(auth)
-                    if auth != f"Bearer {GATE_KEY}":
-                        return self._send(401, {"error": "Unauthorized"})
-                    if api.health_status != 200:
-                        return self._send(api.health_status, {"error": "engine"})
-                    card = {
-                        "id": MODEL.name,
-                        "object": "model",
-                        "root": catalog.model_dir(api.served_version),
-                        "max_model_len": 1024,
-                    }
-                    return self._send(200, {"object": "list", "data": [card]})
+                if self.path == inf.MODELS_PATH:  # the router's own list, without a key
+                    return self._send(200, {"models": api.routed})
                 return self._send(404, {})
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path != inf.COMPLETIONS_PATH:
+                    return self._send(404, {})
+                request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                auth = self.headers.get("Authorization", "")
+                api.model_requests.append((auth, request["model"], request["max_tokens"]))
+                if auth != f"Bearer {GATE_KEY}":  # vLLM's key check, through the router
+                    return self._send(401, {"error": "Unauthorized"})
+                if api.health_status != 200:
+                    return self._send(api.health_status, {"error": "engine"})
+                return self._send(
+                    200, {"object": "text_completion", "model": request["model"], "choices": []}
+                )
 
             def _send(self, status: int, body: dict) -> None:
                 data = json.dumps(body).encode()
@@ -236,8 +257,6 @@ def node(group: str, ready: bool = True) -> dict[str, Any]:
     }
 
 
-CFG = load_stack_config("prod-sg-infer")
-MODEL = CFG.inference.models[SERVED].release
 HEALTH = HealthGateConfig(nodes_ready_timeout_s=0, http_timeout_s=2)
 
 
@@ -318,8 +337,11 @@ def test_healthy_stack_passes(aws: MotoServer, api: Api) -> None:
         ("inference", True, ""),
     ]
     assert checks[2].detail == f"{SERVED} rolled out: 2 of 2 replicas available"
-    assert checks[3].detail == (f"GET {api.url}/v1/models: 200, serving {SERVED} release {MODEL.version}")
-    assert api.model_requests == [f"Bearer {GATE_KEY}"]
+    assert checks[3].detail == (
+        f"GET {api.url}/v1/models: 200, the router lists 1 model(s); POST {api.url}/v1/completions: 200 from "
+        f"{SERVED}"
+    )
+    assert api.model_requests == [(f"Bearer {GATE_KEY}", SERVED, 1)]
     assert api.pod_queries == []  # a finished rollout needs no look at the pods
     # the API server got an EKS token: a presigned STS GetCallerIdentity URL signed with the cluster header
     url = base64.urlsafe_b64decode(api.tokens[0].removeprefix(f"Bearer {TOKEN_PREFIX}") + "==").decode()
@@ -354,27 +376,39 @@ def test_inference_health_check_failing(aws: MotoServer, api: Api) -> None:
     api.health_status = 503
     checks = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)
     assert checks[-1].name == "inference" and not checks[-1].ok
-    assert checks[-1].detail == f"GET {api.url}/v1/models: 503"
+    assert checks[-1].detail == f"POST {api.url}/v1/completions for {SERVED}: 503"
 
 
-def test_the_endpoint_must_serve_the_configured_version(aws: MotoServer, api: Api) -> None:
-    """Promotion and rollback: the gate fails while vLLM still serves another release."""
+def test_a_rollout_of_another_version_fails(aws: MotoServer, api: Api) -> None:
+    """Promotion and rollback: a Deployment rolled out with another release is the change not applied."""
     outputs = _deploy(aws, api.url)
     _nodes_ready(api, outputs)
-    api.served_version = "20261120T090000Z-step2"
+    api.deployment = deployment(version="20261120T090000Z-step2")
     check = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)[-1]
-    assert (check.name, check.ok) == ("inference", False)
+    assert (check.name, check.ok) == ("inference-rollout", False)
     assert check.detail == (
-        f"GET {api.url}/v1/models: 'gpt2-small' is served from '/models/20261120T090000Z-step2', not "
-        f"'/models/{MODEL.version}'; expected {SERVED} release {MODEL.version}"
+        f"{SERVED}: the rolled-out Deployment serves {MODEL.name} 20261120T090000Z-step2, not "
+        f"{MODEL.version}: the stack's change is not applied (run the rollout again)"
     )
+
+
+def test_a_model_the_router_does_not_list_fails(aws: MotoServer, api: Api) -> None:
+    outputs = _deploy(aws, api.url)
+    _nodes_ready(api, outputs)
+    api.routed = ["other"]
+    check = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)[-1]
+    assert (check.ok, check.detail) == (
+        False,
+        f"GET {api.url}/v1/models: the router does not route ['{SERVED}'] (it lists ['other'])",
+    )
+    assert api.model_requests == []  # no completion asked of a model the router does not know
 
 
 def test_the_endpoint_refuses_a_wrong_key(aws: MotoServer, api: Api) -> None:
     outputs = {**_deploy(aws, api.url), "inferenceGateKey": "x" * 40}
     _nodes_ready(api, outputs)
     check = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)[-1]
-    assert (check.ok, check.detail) == (False, f"GET {api.url}/v1/models: 401")
+    assert (check.ok, check.detail) == (False, f"POST {api.url}/v1/completions for {SERVED}: 401")
     outputs.pop("inferenceGateKey")
     check = AwsHealthGate(HEALTH, aws.client).check("prod-sg-infer", CFG, outputs)[-1]
     assert (check.ok, check.detail) == (False, f"no inferenceGateKey output to call {api.url}/v1/models")

@@ -339,27 +339,6 @@ def test_scaled_object_scales_on_running_plus_waiting_with_a_safe_fallback() -> 
     assert down["stabilizationWindowSeconds"] == 300
 
 
-def test_the_rollout_gate_reads_the_version_from_vllms_model_list() -> None:
-    """A /v1/models answer as vLLM writes it (ModelCard id = served name, root = the --model path)."""
-    answer = {
-        "object": "list",
-        "data": [
-            {"id": "gpt2-small", "object": "model", "root": catalog.model_dir(VERSION), "max_model_len": 1024}
-        ],
-    }
-    assert catalog.models_answer_version(answer, served_name="gpt2-small", version=VERSION) is None
-    older = "20261120T100100Z-step2"
-    assert "not '/models/20261120T100100Z-step2'" in str(
-        catalog.models_answer_version(answer, served_name="gpt2-small", version=older)
-    )
-    assert "no model 'other'" in str(
-        catalog.models_answer_version(answer, served_name="other", version=VERSION)
-    )
-    assert "not a model list" in str(
-        catalog.models_answer_version({"error": "x"}, served_name="m", version=VERSION)
-    )
-
-
 INGRESS = alb.IngressSpec(
     internet_facing=True,
     tls_policy="ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
@@ -546,22 +525,19 @@ def test_backends_name_every_served_name_and_its_service() -> None:
     assert {b.port for b in table} == {inf.service_spec(SPEC)["ports"][0]["port"]}
 
 
-def test_the_gate_judges_adapters_by_their_folder_and_base() -> None:
-    """An adapter's ModelCard (vLLM's /v1/models): id = its served name, root = its --lora-modules path,
-    parent = the base's served name."""
-    base = {"id": "llama-3b", "object": "model", "root": catalog.model_dir(VERSION), "parent": None}
-    support = {"id": "support-bot", "root": catalog.adapter_dir("support-bot"), "parent": "llama-3b"}
-    sql = {"id": "sql-bot", "root": catalog.adapter_dir("sql-bot"), "parent": "llama-3b"}
-    adapters = ["support-bot", "sql-bot"]
-    ok = {"object": "list", "data": [base, support, sql]}
-    assert (
-        catalog.models_answer_version(ok, served_name="llama-3b", version=VERSION, adapters=adapters) is None
+def test_the_rollout_gate_reads_the_releases_the_deployment_fetches() -> None:
+    """The gate (infra/ops/health.py) reads the releases off the Deployment these documents build: the base's
+    and each adapter's, at their versions; another version is the stack's change not applied."""
+    from infra.ops.health import fetched_releases, releases_problem
+
+    deployment = {"spec": inf.deployment_spec(LORA, image=IMAGE, fetch_image=FETCH_IMAGE, release_root=ROOT)}
+    want = {LORA.model_name: VERSION, **{a.release_name: a.release_version for a in LORA.adapters}}
+    assert fetched_releases(deployment) == want
+    assert releases_problem(deployment, want) is None
+    assert releases_problem(deployment, {**want, "sql-lora": "latest"}) is None
+    older = "20261120T100100Z-step2"
+    assert releases_problem(deployment, {**want, "sql-lora": older}) == (
+        f"the rolled-out Deployment serves sql-lora 20261201T000000Z-step9, not {older}: the stack's change is "
+        "not applied (run the rollout again)"
     )
-    missing = {"object": "list", "data": [base, support]}
-    assert "no adapter 'sql-bot'" in str(
-        catalog.models_answer_version(missing, served_name="llama-3b", version=VERSION, adapters=adapters)
-    )
-    elsewhere = {"object": "list", "data": [base, support, {**sql, "parent": "gpt2-small"}]}
-    assert "on 'gpt2-small'" in str(
-        catalog.models_answer_version(elsewhere, served_name="llama-3b", version=VERSION, adapters=adapters)
-    )
+    assert "fetches no release 'other'" in str(releases_problem(deployment, {"other": VERSION}))
