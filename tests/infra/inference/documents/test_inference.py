@@ -537,7 +537,7 @@ def test_the_rollout_gate_reads_the_releases_the_deployment_fetches() -> None:
     assert releases_problem(deployment, {**want, "sql-lora": "latest"}) is None
     older = "20261120T100100Z-step2"
     assert releases_problem(deployment, {**want, "sql-lora": older}) == (
-        f"the rolled-out Deployment serves sql-lora 20261201T000000Z-step9, not {older}: the stack's change is "
-        "not applied (run the rollout again)"
+        f"the rolled-out Deployment serves sql-lora 20261201T000000Z-step9, not {older}: the stack's change "
+        "is not applied (run the rollout again)"
     )
     assert "fetches no release 'other'" in str(releases_problem(deployment, {"other": VERSION}))
