@@ -108,3 +108,11 @@ def check_source(from_uri: str, expected: Expected | None = None) -> tuple[Servi
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
         checked = copy_checked(src, listing, Path(tmp), expected)
     return checked.serving, {n: e.size for n, e in checked.files.items()}
+
+
+def check_adapter_source(from_uri: str, base_config: bytes, expected: Expected | None = None) -> Adapter:
+    """The adapter facts of the LoRA adapter folder at ``from_uri`` as the publisher would decide them
+    against the base whose ``config.json`` is ``base_config`` (:func:`copy_checked_adapter`, unpublished)."""
+    src, listing = open_source(from_uri)
+    with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
+        return copy_checked_adapter(src, listing, Path(tmp), base_config, expected)[3]
