@@ -221,6 +221,17 @@ def read_adapter(s3: Any, bucket: str, name: str, version: str, public_key_pem: 
     return adapter_facts(version, rel.adapter)
 
 
+def is_adapter_folder(from_uri: str) -> bool:
+    """Whether the folder at ``from_uri`` is a LoRA adapter, as the publisher tells
+    (trainer/release/check.py); :class:`ReleaseUnreadable` when it holds nothing."""
+    from trainer.release.check import is_adapter_folder as is_adapter
+
+    try:
+        return is_adapter(from_uri)
+    except BadInput as exc:
+        raise ReleaseUnreadable(str(exc)) from None
+
+
 def adapter_folder_facts(from_uri: str, base: str, release_root: str, public_key: str | None) -> AdapterFacts:
     """What the publisher would decide about the LoRA adapter folder at ``from_uri`` published for the base
     release ``base`` (``NAME@VERSION`` under ``release_root``, its manifest verified with the PEM file

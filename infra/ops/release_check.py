@@ -220,7 +220,7 @@ def adapter_problems(
     republish = f"or publish the adapter again with --base {want.name}@{served_version}"
     if facts.base_name != want.name or (want.version != LATEST and facts.base_version != want.version):
         problems.append(
-            f"{label} {facts.version} was published for base {have}, but {field}.release is "
+            f"{label} {facts.version} is for base {have}, but {field}.release is "
             f"{want.name}/{want.version}: its A and B matrices were trained on other weights (the fetch tool "
             f"refuses the pair); serve it on the model that serves {have}, {republish}"
         )
@@ -231,7 +231,7 @@ def adapter_problems(
         )
     elif want.version == LATEST and base is not None and base.version != facts.base_version:
         problems.append(
-            f"{label} {facts.version} was published for base {have}, but {field}.release.version latest "
+            f"{label} {facts.version} is for base {have}, but {field}.release.version latest "
             f"resolves to {base.version} now (the fetch tool refuses the pair): pin {field}.release.version "
             f"{facts.base_version}, {republish}"
         )

@@ -49,12 +49,12 @@ class Published:
     foreign: str  # FOREIGN's version, published for another store's BASE@v1
 
 
-def _base_folder(tmp: Path, seed: int) -> Path:
+def base_folder(tmp: Path, seed: int) -> Path:
     torch.manual_seed(seed)
     return save_folder(LlamaForCausalLM(SMALL), tmp / f"base-{seed}")
 
 
-def _adapter_folder(base: Path, dest: Path, rank: int = 4) -> Path:
+def adapter_folder(base: Path, dest: Path, rank: int = 4) -> Path:
     model = get_peft_model(LlamaForCausalLM.from_pretrained(base), PeftLora(
         r=rank, lora_alpha=2 * rank, task_type="CAUSAL_LM", target_modules=["q_proj", "v_proj"]))  # fmt: skip
     model.save_pretrained(dest)  # adapter_config.json, adapter_model.safetensors
@@ -74,13 +74,13 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Published]:
         s3 = moto.client()
         for b in (REPLICA, "other"):
             s3.create_bucket(Bucket=b)
-        base, other = _base_folder(tmp, 0), _base_folder(tmp, 1)
+        base, other = base_folder(tmp, 0), base_folder(tmp, 1)
         v1 = publish(str(base), f"s3://{REPLICA}", BASE, now=t1).version
         v2 = publish(str(base), f"s3://{REPLICA}", BASE, now=t2).version
-        adapter = publish(str(_adapter_folder(base, tmp / "adapter")), f"s3://{REPLICA}", ADAPTER,
+        adapter = publish(str(adapter_folder(base, tmp / "adapter")), f"s3://{REPLICA}", ADAPTER,
                           base=f"{BASE}@{v1}").version  # fmt: skip
         assert publish(str(other), "s3://other", BASE, now=t1).version == v1
-        foreign = publish(str(_adapter_folder(other, tmp / "foreign")), "s3://other", FOREIGN,
+        foreign = publish(str(adapter_folder(other, tmp / "foreign")), "s3://other", FOREIGN,
                           base=f"{BASE}@{v1}").version  # fmt: skip
         for o in s3.list_objects_v2(Bucket="other", Prefix=f"release/{FOREIGN}/")["Contents"]:
             body = s3.get_object(Bucket="other", Key=o["Key"])["Body"].read()
@@ -121,7 +121,7 @@ def test_adapters_are_judged_against_the_base_the_model_serves(published: Publis
     # The model serves the base's next version: the adapter's matrices were trained on other weights.
     (problem,), _ = judge(serving(p.v2, {}), adapter, base2)
     assert problem == (
-        f"{label} {p.adapter} was published for base {BASE}/{p.v1}, but inference.models.{M}.release is "
+        f"{label} {p.adapter} is for base {BASE}/{p.v1}, but inference.models.{M}.release is "
         f"{BASE}/{p.v2}: its A and B matrices were trained on other weights (the fetch tool refuses the "
         f"pair); serve it on the model that serves {BASE}/{p.v1}, or publish the adapter again with --base "
         f"{BASE}@{p.v2}"
@@ -180,10 +180,7 @@ def test_the_rollouts_check_reads_every_adapter_of_the_region(published: Publish
     # The model moved on to the next base version: its adapter, published for the first, is refused.
     got = check.check("prod-hk-infer", serving(p.v2, {"support": (ADAPTER, p.adapter)}))
     assert got is not None and not got.ok
-    assert (
-        f"{M}/support: {field}.support.release {p.adapter} was published for base {BASE}/{p.v1}, "
-        in got.detail
-    )
+    assert f"{M}/support: {field}.support.release {p.adapter} is for base {BASE}/{p.v1}, " in got.detail
     # An adapter release served as the base model is refused as no model.
     got = check.check(
         "prod-hk-infer", serving(p.v1, {}).model_copy(update={"inference": _base_named(ADAPTER, p)})
