@@ -126,10 +126,11 @@ def test_an_adapter_folder_is_checked_against_its_base_release(
         assert main(check) == 0
         out = " ".join(capsys.readouterr().out.split())
         tensors = load_file(Path(adapter) / "adapter_model.safetensors")  # what peft wrote: 2 layers x q, v
+        targets = json.loads((Path(adapter) / "adapter_config.json").read_text())["target_modules"]
         assert out == (
-            "accepted by the publisher's adapter check: LoRA rank 4 (alpha 8), 4 modules (['q_proj', "
-            f"'v_proj']), {sum(t.numel() for t in tensors.values()):,} float32 parameters, for base "
-            f"tiny-llama/{version} (LlamaForCausalLM)"
+            f"accepted by the publisher's adapter check: LoRA rank 4 (alpha 8), 4 modules ({targets}), "
+            f"{sum(t.numel() for t in tensors.values()):,} float32 parameters, for base tiny-llama/{version} "
+            "(LlamaForCausalLM)"
         )
         # the stack serves another base and no LoRA: both refused, with the fix
         assert main([*check, "--stack", STACK, "--json"]) == 2
