@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -48,6 +49,27 @@ class ReleaseFacts:
     head_dim: int | None
     max_positions: int | None
     chat_template: bool
+    manifest_sha256: str = ""  # of the signed manifest.json read ("" for a folder): what adapters record
+
+
+@dataclass(frozen=True)
+class AdapterFacts:
+    """What an adapter release's manifest (or an adapter folder, the publisher's check) says serving needs
+    (trainer/release/adapter.py ``Adapter``). ``is_adapter`` false: the release is a model, not an adapter
+    (the other fields then empty)."""
+
+    version: str
+    is_adapter: bool
+    base_name: str = ""
+    base_version: str = ""
+    base_manifest_sha256: str = ""
+    base_architecture: str | None = None
+    rank: int = 0
+    alpha: float = 0.0
+    target_modules: list[str] | str = ""
+    modules: int = 0
+    dtype: str = ""
+    parameters: int = 0
 
 
 class ReleaseUnreadable(Exception):
@@ -137,9 +159,9 @@ def folder_facts(from_uri: str) -> ReleaseFacts:
     return facts_of(from_uri, serving)
 
 
-def read_release(s3: Any, bucket: str, model: str, version: str, public_key_pem: str) -> ReleaseFacts:
-    """The serving facts of ``release/<model>/<version>/`` once its manifest's signature verified with the
-    PEM public key; :class:`ReleaseUnreadable` says why not. S3 errors other than a missing key pass."""
+def _accepted(s3: Any, bucket: str, model: str, version: str, public_key_pem: str) -> tuple[Any, bytes]:
+    """The release (trainer/release/manifest.py ``Release``) of ``release/<model>/<version>/`` once its
+    manifest's signature verified with the PEM public key, and the manifest's bytes."""
     prefix = f"{RELEASE_PREFIX}/{model}/{version}"
     raw, sig = _get(s3, bucket, f"{prefix}/{MANIFEST}"), _get(s3, bucket, f"{prefix}/{SIGNATURE}")
     if raw is None or sig is None:
@@ -150,9 +172,82 @@ def read_release(s3: Any, bucket: str, model: str, version: str, public_key_pem:
         rel = accept_manifest(raw, sig, key, f"s3://{bucket}", model, version, f"s3://{bucket}/{prefix}")
     except (ReleaseError, BadInput) as exc:
         raise ReleaseUnreadable(str(exc)) from None
+    return rel, raw
+
+
+def read_release(s3: Any, bucket: str, model: str, version: str, public_key_pem: str) -> ReleaseFacts:
+    """The serving facts of ``release/<model>/<version>/`` once its manifest's signature verified with the
+    PEM public key; :class:`ReleaseUnreadable` says why not (an adapter release too: it is no model). S3
+    errors other than a missing key pass."""
+    rel, raw = _accepted(s3, bucket, model, version, public_key_pem)
+    if rel.adapter is not None:
+        base = rel.adapter.base
+        raise ReleaseUnreadable(
+            f"a LoRA adapter release (for base {base.model_name}/{base.version}), not a model: serve it "
+            "under inference.models.<its base's model>.adapters"
+        )
     if rel.format == FORMAT_V2 or rel.serving is None:
-        return _v2_facts(s3, bucket, prefix, version, rel.files)
-    return facts_of(version, rel.serving)
+        facts = _v2_facts(s3, bucket, f"{RELEASE_PREFIX}/{model}/{version}", version, rel.files)
+    else:
+        facts = facts_of(version, rel.serving)
+    return replace(facts, manifest_sha256=hashlib.sha256(raw).hexdigest())
+
+
+def adapter_facts(version: str, adapter: Any) -> AdapterFacts:
+    """The facts of a trainer/release/adapter.py ``Adapter`` (None: the release is a model)."""
+    if adapter is None:
+        return AdapterFacts(version=version, is_adapter=False)
+    base = adapter.base
+    return AdapterFacts(
+        version=version,
+        is_adapter=True,
+        base_name=base.model_name if base else "",
+        base_version=base.version if base else "",
+        base_manifest_sha256=base.manifest_sha256 if base else "",
+        base_architecture=adapter.base_architecture,
+        rank=adapter.rank,
+        alpha=adapter.alpha,
+        target_modules=adapter.target_modules,
+        modules=adapter.modules,
+        dtype=adapter.dtype,
+        parameters=adapter.parameters,
+    )
+
+
+def read_adapter(s3: Any, bucket: str, name: str, version: str, public_key_pem: str) -> AdapterFacts:
+    """The adapter facts of ``release/<name>/<version>/`` once its manifest's signature verified (not
+    ``is_adapter`` when it is a model release); :class:`ReleaseUnreadable` says why not."""
+    rel, _ = _accepted(s3, bucket, name, version, public_key_pem)
+    return adapter_facts(version, rel.adapter)
+
+
+def is_adapter_folder(from_uri: str) -> bool:
+    """Whether the folder at ``from_uri`` is a LoRA adapter, as the publisher tells
+    (trainer/release/check.py); :class:`ReleaseUnreadable` when it holds nothing."""
+    from trainer.release.check import is_adapter_folder as is_adapter
+
+    try:
+        return is_adapter(from_uri)
+    except BadInput as exc:
+        raise ReleaseUnreadable(str(exc)) from None
+
+
+def adapter_folder_facts(from_uri: str, base: str, release_root: str, public_key: str | None) -> AdapterFacts:
+    """What the publisher would decide about the LoRA adapter folder at ``from_uri`` published for the base
+    release ``base`` (``NAME@VERSION`` under ``release_root``, its manifest verified with the PEM file
+    ``public_key``, default ``AIPLAT_RELEASE_PUBLIC_KEY``): the same check (trainer/release/adapter.py, every
+    module and shape against the base's own model); :class:`ReleaseUnreadable` with the publisher's
+    refusal."""
+    from trainer.release.check import check_adapter_source
+    from trainer.release.publish import base_release
+    from trainer.release.signing import trusted_key
+
+    try:
+        ref, config = base_release(base, release_root, trusted_key(public_key))
+        adapter = check_adapter_source(from_uri, config)
+    except BadInput as exc:
+        raise ReleaseUnreadable(str(exc)) from None
+    return adapter_facts(from_uri, replace(adapter, base=ref))
 
 
 def job_run_record(bucket: str, team: str, job: str) -> tuple[str, dict[str, Any]]:
@@ -169,14 +264,19 @@ def job_run_record(bucket: str, team: str, job: str) -> tuple[str, dict[str, Any
 
 
 def newest_readable(
-    s3: Any, bucket: str, model: str, versions: list[str], public_key_pem: str
-) -> tuple[ReleaseFacts | None, list[str]]:
-    """The newest of ``versions`` whose manifest is accepted (what ``latest`` resolves to, as far as the
-    manifest tells), and why each newer one was not."""
+    s3: Any,
+    bucket: str,
+    model: str,
+    versions: list[str],
+    public_key_pem: str,
+    read: Callable[[Any, str, str, str, str], Any] = read_release,
+) -> tuple[Any, list[str]]:
+    """The newest of ``versions`` whose manifest is accepted by ``read`` (what ``latest`` resolves to, as far
+    as the manifest tells; ``read_release`` or ``read_adapter``), and why each newer one was not."""
     skipped = []
     for version in reversed(versions):
         try:
-            return read_release(s3, bucket, model, version, public_key_pem), skipped
+            return read(s3, bucket, model, version, public_key_pem), skipped
         except ReleaseUnreadable as exc:
             skipped.append(f"{version}: {exc.reason}")
     return None, skipped

@@ -16,6 +16,13 @@ settings say, judged from its signed manifest (``infra/io/releases.py``); ``engi
   is a lower bound: activations, CUDA graphs and the non-torch allocations come on top (vLLM's profiler
   measures them on the GPU); a release that fails it can never start.
 
+Every LoRA adapter of a model (``inference.models.<name>.adapters``) is read from its signed manifest too and
+refused when it is no adapter release, when it was published for another base release than the one the
+model serves (name and version, and the sha256 of the base's signed manifest the adapter recorded; the fetch
+tool refuses such a pair on the pod), or when its rank is above ``lora.max_lora_rank`` (vLLM refuses to load
+it: vllm/lora/peft_helper.py ``validate_legal``, 0.33.0). More adapters than ``lora.max_loras`` is no
+refusal: that is the number in one batch, the others wait in vLLM's LRU caches (vllm/lora/models.py).
+
 A stack whose train stack is not deployed yet, or whose region holds no release yet, passes with the reason
 (nothing to judge before there is something to serve). Refusals carry the numbers.
 """
@@ -28,15 +35,17 @@ from typing import Any
 
 from infra.core import instance_types
 from infra.core.config import Role
-from infra.inference.config import LATEST
+from infra.inference.config import LATEST, LORA_RANKS
 from infra.inference.rules import DTYPE_BYTES, engine_dtype, pool_instance_types, serving_dtype
 from infra.io.aws_live import Clients
 from infra.io.releases import (
     S3_ERRORS,
+    AdapterFacts,
     ReleaseFacts,
     ReleaseUnreadable,
     list_versions,
     newest_readable,
+    read_adapter,
     read_release,
 )
 from infra.ops.rollout import GateCheck
@@ -189,6 +198,91 @@ def fit_check(cfg: PlatformConfig, model: str, facts: ReleaseFacts) -> GateCheck
     )
 
 
+def adapter_problems(
+    cfg: PlatformConfig, model: str, label: str, facts: AdapterFacts, base: ReleaseFacts | None
+) -> tuple[list[str], list[str]]:
+    """Why the adapter ``facts`` (``label``: where it is named) cannot be served on the stack's model
+    ``model``, whose release read from the region is ``base`` (None: not read), and what could not be
+    checked: (problems, caveats)."""
+    assert cfg.inference is not None
+    served = cfg.inference.models[model]
+    field = f"inference.models.{model}"
+    if not facts.is_adapter:
+        return [
+            f"{label} {facts.version} is a model release, not a LoRA adapter (its manifest has no adapter "
+            "section): name an adapter release (published with --base NAME@VERSION), or serve it as a model "
+            "of inference.models"
+        ], []
+    problems: list[str] = []
+    caveats: list[str] = []
+    want, have = served.release, f"{facts.base_name}/{facts.base_version}"
+    served_version = base.version if base is not None else want.version
+    republish = f"or publish the adapter again with --base {want.name}@{served_version}"
+    if facts.base_name != want.name or (want.version != LATEST and facts.base_version != want.version):
+        problems.append(
+            f"{label} {facts.version} is for base {have}, but {field}.release is "
+            f"{want.name}/{want.version}: its A and B matrices were trained on other weights (the fetch tool "
+            f"refuses the pair); serve it on the model that serves {have}, {republish}"
+        )
+    elif want.version == LATEST and base is None:
+        caveats.append(
+            f"{field}.release.version is latest and no base release was read: whether the pods' base is "
+            f"{have} is not checked"
+        )
+    elif want.version == LATEST and base is not None and base.version != facts.base_version:
+        problems.append(
+            f"{label} {facts.version} is for base {have}, but {field}.release.version latest "
+            f"resolves to {base.version} now (the fetch tool refuses the pair): pin {field}.release.version "
+            f"{facts.base_version}, {republish}"
+        )
+    elif want.version == LATEST:
+        caveats.append(
+            f"{field}.release.version latest is {have} now; a base published before the pods start would not "
+            "match"
+        )
+    if (
+        base is not None
+        and (facts.base_name, facts.base_version) == (want.name, base.version)
+        and base.manifest_sha256
+        and base.manifest_sha256 != facts.base_manifest_sha256
+    ):
+        problems.append(
+            f"{label} {facts.version} recorded base {have}'s manifest sha256 "
+            f"{facts.base_manifest_sha256[:12]}..., the region's {have} has {base.manifest_sha256[:12]}... "
+            "(another release under that name and version; the fetch tool refuses the pair): publish the "
+            f"adapter again against this base (--base {want.name}@{served_version})"
+        )
+    lora = served.lora
+    rank = next((r for r in LORA_RANKS if r >= facts.rank), LORA_RANKS[-1])  # the smallest that serves it
+    if lora is None:
+        problems.append(
+            f"{field}.lora is not set: vLLM serves adapters only with --enable-lora; add lora: "
+            f"{{max_lora_rank: {rank}}}"
+        )
+    elif facts.rank > lora.max_lora_rank:
+        problems.append(
+            f"{label} {facts.version} has rank {facts.rank}, above {field}.lora.max_lora_rank "
+            f"{lora.max_lora_rank}: vLLM refuses to load it (vllm/lora/peft_helper.py validate_legal); raise "
+            f"max_lora_rank to {rank}"
+        )
+    return problems, caveats
+
+
+def adapter_check(
+    cfg: PlatformConfig, model: str, adapter: str, facts: AdapterFacts, base: ReleaseFacts | None
+) -> GateCheck:
+    """The check's verdict on adapter ``adapter`` of model ``model``."""
+    label = f"inference.models.{model}.adapters.{adapter}.release"
+    problems, caveats = adapter_problems(cfg, model, label, facts, base)
+    if problems:
+        return GateCheck(NAME, False, f"{model}/{adapter}: " + "; ".join(problems))
+    detail = (
+        f"{model}/{adapter}: LoRA adapter {facts.version} (rank {facts.rank}) on base {facts.base_name}/"
+        f"{facts.base_version}"
+    )
+    return GateCheck(NAME, True, "; ".join([detail, *caveats]))
+
+
 class AwsReleaseCheck:
     """``ReleaseCheck`` against the region's replica bucket, with the credentials of ``clients``; the bucket
     and the public key come from the train stack's outputs (``artifactReplicas``,
@@ -214,32 +308,80 @@ class AwsReleaseCheck:
         return GateCheck(NAME, all(c.ok for c in checks), "; ".join(c.detail for c in checks))
 
     def check_model(self, cfg: PlatformConfig, name: str, bucket: str, pem: str) -> GateCheck:
-        """Model ``name``'s release, read from the region's replica ``bucket``."""
+        """Model ``name``'s release and its adapters', read from the region's replica ``bucket``."""
+        assert cfg.inference is not None
+        s3 = self.clients("s3", cfg.region)
+        verdict, facts = self._base(cfg, name, s3, bucket, pem)
+        checks = [verdict]
+        for adapter in cfg.inference.models[name].adapters:
+            checks.append(self._adapter(cfg, name, adapter, s3, bucket, pem, facts))
+        return GateCheck(NAME, all(c.ok for c in checks), "; ".join(c.detail for c in checks))
+
+    def _base(
+        self, cfg: PlatformConfig, name: str, s3: Any, bucket: str, pem: str
+    ) -> tuple[GateCheck, ReleaseFacts | None]:
         assert cfg.inference is not None
         release = cfg.inference.models[name].release
         model, version = release.name, release.version
         where = f"s3://{bucket}/{RELEASE_PREFIX}/{model}/"
-        s3 = self.clients("s3", cfg.region)
         try:
             versions = list_versions(s3, bucket, model)
             if not versions:
-                return GateCheck(NAME, True, f"{name}: no model release yet under {where}: nothing to check")
+                return GateCheck(
+                    NAME, True, f"{name}: no model release yet under {where}: nothing to check"
+                ), None
             if version == LATEST:
                 facts, skipped = newest_readable(s3, bucket, model, versions, pem)
                 if facts is None:
                     why = f"{name}: no release under {where} is signed and readable: {skipped[0]}"
-                    return GateCheck(NAME, False, why)
+                    return GateCheck(NAME, False, why), None
             elif version not in versions:
                 return GateCheck(
                     NAME,
                     False,
                     f"inference.models.{name}.release.version {version} is not under {where} (newest there: "
                     f"{versions[-1]}): fix the version or wait for replication",
-                )
+                ), None
             else:
                 facts = read_release(s3, bucket, model, version, pem)
         except ReleaseUnreadable as exc:
-            return GateCheck(NAME, False, f"{name}: release {version} under {where}: {exc.reason}")
+            return GateCheck(NAME, False, f"{name}: release {version} under {where}: {exc.reason}"), None
         except S3_ERRORS as exc:
-            return GateCheck(NAME, False, f"{name}: cannot read {where}: {exc}")
-        return fit_check(cfg, name, facts)
+            return GateCheck(NAME, False, f"{name}: cannot read {where}: {exc}"), None
+        return fit_check(cfg, name, facts), facts
+
+    def _adapter(
+        self, cfg: PlatformConfig, name: str, adapter: str, s3: Any, bucket: str, pem: str,
+        base: ReleaseFacts | None,
+    ) -> GateCheck:  # fmt: skip
+        """Adapter ``adapter`` of model ``name``, judged against the base release read (``base``)."""
+        assert cfg.inference is not None
+        release = cfg.inference.models[name].adapters[adapter].release
+        field = f"inference.models.{name}.adapters.{adapter}.release"
+        where = f"s3://{bucket}/{RELEASE_PREFIX}/{release.name}/"
+        try:
+            versions = list_versions(s3, bucket, release.name)
+            if not versions and base is None:
+                return GateCheck(NAME, True, f"{name}/{adapter}: no adapter release yet under {where}")
+            if release.version == LATEST and versions:
+                facts, skipped = newest_readable(s3, bucket, release.name, versions, pem, read_adapter)
+                if facts is None:
+                    why = f"{name}/{adapter}: no release under {where} is signed and readable: {skipped[0]}"
+                    return GateCheck(NAME, False, why)
+            elif release.version not in versions:
+                newest = f"newest there: {versions[-1]}" if versions else "none there"
+                return GateCheck(
+                    NAME,
+                    False,
+                    f"{name}/{adapter}: {field}.version {release.version} is not under {where} ({newest}): "
+                    "the pods' adapter fetch would fail; publish it, fix the version or wait for replication",
+                )
+            else:
+                facts = read_adapter(s3, bucket, release.name, release.version, pem)
+        except ReleaseUnreadable as exc:
+            return GateCheck(
+                NAME, False, f"{name}/{adapter}: release {release.version} under {where}: {exc.reason}"
+            )
+        except S3_ERRORS as exc:
+            return GateCheck(NAME, False, f"{name}/{adapter}: cannot read {where}: {exc}")
+        return adapter_check(cfg, name, adapter, facts, base)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.errors import BadInput
-from trainer.release.adapter import Adapter, check_adapter, plan_adapter
+from trainer.release.adapter import ADAPTER_CONFIG, Adapter, check_adapter, plan_adapter
 from trainer.release.architecture import ExpectedError, expected_tensors
 from trainer.release.hf_folder import FolderPlan, Serving, check_folder, plan_folder, read_header
 from trainer.release.manifest import FileEntry
@@ -108,3 +108,17 @@ def check_source(from_uri: str, expected: Expected | None = None) -> tuple[Servi
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
         checked = copy_checked(src, listing, Path(tmp), expected)
     return checked.serving, {n: e.size for n, e in checked.files.items()}
+
+
+def is_adapter_folder(from_uri: str) -> bool:
+    """Whether the folder at ``from_uri`` is a LoRA adapter (peft's ``adapter_config.json`` in it), which the
+    publisher checks against a base release (``--base``)."""
+    return ADAPTER_CONFIG in open_source(from_uri)[1]
+
+
+def check_adapter_source(from_uri: str, base_config: bytes, expected: Expected | None = None) -> Adapter:
+    """The adapter facts of the LoRA adapter folder at ``from_uri`` as the publisher would decide them
+    against the base whose ``config.json`` is ``base_config`` (:func:`copy_checked_adapter`, unpublished)."""
+    src, listing = open_source(from_uri)
+    with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
+        return copy_checked_adapter(src, listing, Path(tmp), base_config, expected)[3]

@@ -42,6 +42,7 @@ import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from trainer.errors import BadInput, BlobExists, TrainerError
 from trainer.release.adapter import ADAPTER_CONFIG, BaseRef
@@ -171,17 +172,23 @@ def _source(from_uri: str, team: str | None, run_record: str | None, step: int) 
 
 def _base(spec: str, release_root: str, signer: Signer) -> tuple[BaseRef, bytes]:
     """The base release ``NAME@VERSION`` an adapter is for, its signed manifest verified with the release
-    public key (``AIPLAT_RELEASE_PUBLIC_KEY`` where set, else the signing key's own public half): the
-    reference the adapter's manifest records and the base's ``config.json``."""
+    public key (``AIPLAT_RELEASE_PUBLIC_KEY`` where set, else the signing key's own public half)."""
+    key = trusted_key() if os.environ.get(PUBLIC_KEY_ENV) else signer.public_key()
+    return base_release(spec, release_root, key)
+
+
+def base_release(spec: str, release_root: str, public_key: Any) -> tuple[BaseRef, bytes]:
+    """The base release ``NAME@VERSION`` (``--base``) under ``<release_root>/release/``, its signed manifest
+    verified with ``public_key``: the reference an adapter's manifest records and the base's ``config.json``;
+    :class:`BadInput` naming ``--base`` otherwise."""
     name, _, version = spec.partition("@")
     if not MODEL_NAME_RE.match(name) or not VERSION_RE.match(version):
         raise BadInput(
             f"--base={spec!r}: name the base release as NAME@VERSION, e.g. "
             "llama-8b@20261130T101500Z-step4000 (the version folder under release/NAME/)"
         )
-    key = trusted_key() if os.environ.get(PUBLIC_KEY_ENV) else signer.public_key()
     try:
-        ref, config, _ = read_base(release_root, name, version, key)
+        ref, config, _ = read_base(release_root, name, version, public_key)
     except ReleaseError as exc:
         raise BadInput(f"--base={spec}: {exc.reason}") from None
     return ref, config

@@ -1,6 +1,6 @@
 """``aiplat release check``: the publisher's folder check without publishing (every tensor against the
 architecture's own model), and with ``--stack`` the rollout's fit check with its numbers, on folders
-transformers itself wrote."""
+transformers itself wrote; a LoRA adapter folder peft wrote, against a base release published into moto."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ from transformers import Phi3Config, Phi3ForCausalLM
 
 import trainer.release.check as release_check
 from infra.cli.main import main
+from tests.infra.ops.test_release_check_adapters import adapter_folder, base_folder
 from tests.support.hf_folders import edit_json, expected_here, save_folder
+from tests.support.release_keys import release_keys
+from trainer.release.publish import publish
+from trainer.tools.moto_server import MotoServer
 
 STACK = "prod-hk-infer"
 
@@ -102,3 +106,48 @@ def test_bfloat16_weights_on_gpus_without_bfloat16_are_warned_about(
     assert main(["release", "check", "--from", str(bf16), "--stack", STACK]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "T4 has no bfloat16: the bfloat16 weights run as float16, whose range ends at 65504" in err
+
+
+def test_an_adapter_folder_is_checked_against_its_base_release(
+    moto_s3: MotoServer, tmp_path: Path, capsys, in_process: None
+) -> None:
+    """The publisher's adapter check against ``--base`` (read from ``--release-root``, signature verified),
+    and with ``--stack`` the rollout's adapter check against the model's base and lora settings."""
+    moto_s3.client().create_bucket(Bucket="artifacts")
+    base = base_folder(tmp_path, 0)
+    with release_keys(tmp_path / "keys"):
+        version = publish(str(base), "s3://artifacts", "tiny-llama").version
+        adapter = str(adapter_folder(base, tmp_path / "adapter"))
+        assert main(["release", "check", "--from", adapter]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"--base: not given: {adapter} is a LoRA adapter folder (adapter_config.json)" in err
+        check = ["release", "check", "--from", adapter, "--base", f"tiny-llama@{version}"]
+        check += ["--release-root", "s3://artifacts"]
+        assert main(check) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        tensors = load_file(Path(adapter) / "adapter_model.safetensors")  # what peft wrote: 2 layers x q, v
+        targets = json.loads((Path(adapter) / "adapter_config.json").read_text())["target_modules"]
+        assert out == (
+            f"accepted by the publisher's adapter check: LoRA rank 4 (alpha 8), 4 modules ({targets}), "
+            f"{sum(t.numel() for t in tensors.values()):,} float32 parameters, for base tiny-llama/{version} "
+            "(LlamaForCausalLM)"
+        )
+        # the stack serves another base and no LoRA: both refused, with the fix
+        assert main([*check, "--stack", STACK, "--json"]) == 2
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["adapter"]["base_version"] == version and len(doc["problems"]) == 2
+        assert doc["problems"][0].startswith(
+            f"--from {adapter} is for base tiny-llama/{version}, but inference.models.gpt2-small.release is "
+            "gpt2-small/"
+        )
+        assert doc["problems"][1] == (
+            "inference.models.gpt2-small.lora is not set: vLLM serves adapters only with --enable-lora; add "
+            "lora: {max_lora_rank: 8}"
+        )
+        # a base that is not there: the publisher's refusal
+        assert main([*check[:5], "tiny-llama@20261201T000000Z-step9", *check[6:]]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert (
+            "--base=tiny-llama@20261201T000000Z-step9: no signed release tiny-llama/20261201T000000Z-step9"
+            in err
+        )
