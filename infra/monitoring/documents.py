@@ -732,6 +732,8 @@ def budget_hold_cronjob_spec(
                     "metadata": {"labels": {**BUDGET_HOLD_SELECTOR, **PART_OF}},
                     "spec": {
                         "serviceAccountName": service_account,
+                        # the one pod of the account that calls the API (the account mounts no token)
+                        "automountServiceAccountToken": True,
                         "restartPolicy": "Never",
                         "enableServiceLinks": False,
                         "affinity": pool_affinity(system_pools),

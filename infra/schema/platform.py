@@ -330,6 +330,11 @@ class PlatformConfig(Strict):
         receivers = self.monitoring.alertmanager.receivers
         retention = self.monitoring.prometheus.retention
         budgeted = sorted(name for name, team in self.teams.items() if team.budget is not None)
+        if budgeted and not self.monitoring.enabled:
+            raise ValueError(
+                f"teams.{budgeted[0]}.budget needs monitoring.enabled: true (the spend, its alerts and the "
+                "budget hold read Prometheus); enable monitoring or remove the budget"
+            )
         if budgeted and duration_seconds(retention) < BUDGET_RETENTION_S:
             raise ValueError(
                 f"teams.{budgeted[0]}.budget needs monitoring.prometheus.retention of at least 32d (the "

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from infra.inference.documents import inference as inf
 from infra.inference.router import documents as rd
 from infra.plan.mocks import ACCOUNT_ID
 from infra.plan.runner import Plan, RecordedResource
@@ -314,7 +315,7 @@ def _server(plan: Plan) -> tuple[dict, dict]:
     (d,) = [
         d
         for d in plan.by_type("kubernetes:apps/v1:Deployment")
-        if d.inputs["metadata"]["name"] == "inference"
+        if d.inputs["spec"]["template"]["metadata"]["labels"].items() >= inf.SELECTOR.items()
     ]
     pod = d.inputs["spec"]["template"]["spec"]
     (container,) = pod["containers"]

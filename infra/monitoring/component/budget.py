@@ -49,7 +49,12 @@ class BudgetHold(pulumi.ComponentResource):
             data={args.script_name: args.script},
             opts=child_options(self, opts),
         )
-        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta(), opts=child_options(self, opts))
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-sa",
+            metadata=meta(),
+            automount_service_account_token=False,
+            opts=child_options(self, opts),
+        )
         role = k8s.rbac.v1.ClusterRole(
             f"{name}-role",
             metadata=meta(namespaced=False),

@@ -148,6 +148,7 @@ def test_budget_config_refusals(stack_config) -> None:
         raw, "monitoring.prometheus.retention", "30d", ["teams.research.budget needs", "retention", "30d"]
     )
     assert_rejected(raw, "teams.research.receiver", "nobody", ["teams.research.receiver", "'nobody'"])
+    assert_rejected(raw, "monitoring.enabled", False, ["teams.research.budget needs monitoring.enabled"])
 
 
 # -- the generated group with the cost rules, under promtool -----------------------------------------------

@@ -85,4 +85,13 @@ def test_a_stopped_backend_answers_503_and_the_other_keeps_serving(fleet: Fleet)
             break
     assert seen[-1] == 503, seen
     assert all(s >= 500 for s in seen), seen
-    assert completion(fleet.router, kept)[0] == 200
+    # the other model is still served: on a saturated machine its own health check may time out for a
+    # moment (the router answers 503 for it then, never another model's answer), so ask until it answers
+    kept_seen: list[int] = []
+    while time.monotonic() < deadline:
+        status, body = completion(fleet.router, kept)
+        kept_seen.append(status)
+        if status == 200:
+            break
+    assert kept_seen[-1] == 200 and set(kept_seen) <= {200, 503}, kept_seen
+    assert body["model"].split("@")[0] == kept
