@@ -233,7 +233,16 @@ def test_default_prices_add_up_to_the_cpu_pool_and_take_the_dearest_gpu(prod: di
     assert it in defaults.sources["CPU"] and "p5.48xlarge" in defaults.sources["GPU"]
 
 
+def _no_budgets(raw: dict) -> dict:
+    """The config without team budgets (a budget is refused without monitoring)."""
+    teams = {
+        name: {k: v for k, v in team.items() if k != "budget"} for name, team in raw.get("teams", {}).items()
+    }
+    return {**raw, "teams": teams} if teams else raw
+
+
 def test_opencost_without_monitoring_is_refused(prod: dict) -> None:
+    prod = _no_budgets(prod)
     cfg = parse_platform_config(with_value(prod, "monitoring.enabled", False))
     found = [f for f in run_rules(Phase.plan, RuleContext(cfg)) if f.rule == "opencost-needs-monitoring"]
     assert [f.field for f in found] == ["aiplat:platform.opencost.enabled"]
@@ -254,7 +263,9 @@ def test_the_image_cache_counts_the_chart_exactly_where_the_stack_installs_it(
     from infra.mirror.rules import stack_charts
     from infra.opencost.rules import installs_opencost
 
-    cfg = parse_platform_config(with_value(stack_config(stack), "monitoring.enabled", monitoring))
+    cfg = parse_platform_config(
+        with_value(_no_budgets(stack_config(stack)), "monitoring.enabled", monitoring)
+    )
     listed = "opencost.chart" in {path for path, _ in stack_charts(cfg)}
     assert listed == installs_opencost(cfg)
     assert listed == (stack != "prod-sg-infer" and monitoring)
