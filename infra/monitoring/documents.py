@@ -612,6 +612,22 @@ def efa_exporter_pod_monitor_spec(namespace: str) -> dict[str, Any]:
     }
 
 
+def _script_container() -> dict[str, Any]:
+    """A small Python script's container (the EFA exporter, the budget hold): its resources and a locked-down
+    security context."""
+    return {
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "32Mi"},
+            "limits": {"cpu": "200m", "memory": "128Mi"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+
+
 def efa_exporter_daemonset_spec(*, image: str, config_map: str, script_key: str) -> dict[str, Any]:
     """The EFA exporter on every EFA node (``vpc.amazonaws.com/efa.present=true``, set on pools with
     ``efa: true``), tolerating every taint there. It reads the host's ``/sys`` (read-only hostPath, as
@@ -654,15 +670,7 @@ def efa_exporter_daemonset_spec(*, image: str, config_map: str, script_key: str)
                             "periodSeconds": 30,
                             "failureThreshold": 5,
                         },
-                        "resources": {
-                            "requests": {"cpu": "10m", "memory": "32Mi"},
-                            "limits": {"cpu": "200m", "memory": "128Mi"},
-                        },
-                        "securityContext": {
-                            "allowPrivilegeEscalation": False,
-                            "readOnlyRootFilesystem": True,
-                            "capabilities": {"drop": ["ALL"]},
-                        },
+                        **_script_container(),
                         "volumeMounts": [
                             {"name": "script", "mountPath": "/opt/efa-exporter", "readOnly": True},
                             {"name": "sys", "mountPath": "/host/sys", "readOnly": True},
@@ -756,15 +764,7 @@ def budget_hold_cronjob_spec(
                                     },
                                     {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
                                 ],
-                                "resources": {
-                                    "requests": {"cpu": "10m", "memory": "32Mi"},
-                                    "limits": {"cpu": "200m", "memory": "128Mi"},
-                                },
-                                "securityContext": {
-                                    "allowPrivilegeEscalation": False,
-                                    "readOnlyRootFilesystem": True,
-                                    "capabilities": {"drop": ["ALL"]},
-                                },
+                                **_script_container(),
                                 "volumeMounts": [
                                     {"name": "script", "mountPath": "/opt/budget-hold", "readOnly": True}
                                 ],
