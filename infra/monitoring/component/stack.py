@@ -102,39 +102,24 @@ class MonitoringStack(pulumi.ComponentResource):
         )
         # Custom resources need their CRDs only; the operator picks them up whenever it runs.
         after_crds = child_options(self, opts, depends_on=[self.crds])
-        self.rules = {
-            rule: k8s.apiextensions.CustomResource(
-                f"{name}-rule-{rule}",
-                api_version=mon.MONITORING_API,
-                kind="PrometheusRule",
-                metadata=meta(f"aiplat-{rule}", mon.SELECT),
-                spec=dict(spec),
-                opts=after_crds,
-            )
-            for rule, spec in sorted(args.rules.items())
-        }
-        self.pod_monitors = {
-            pm: k8s.apiextensions.CustomResource(
-                f"{name}-podmonitor-{pm}",
-                api_version=mon.MONITORING_API,
-                kind="PodMonitor",
-                metadata=meta(pm, mon.SELECT),
-                spec=dict(spec),
-                opts=after_crds,
-            )
-            for pm, spec in sorted(args.pod_monitors.items())
-        }
-        self.service_monitors = {
-            sm: k8s.apiextensions.CustomResource(
-                f"{name}-servicemonitor-{sm}",
-                api_version=mon.MONITORING_API,
-                kind="ServiceMonitor",
-                metadata=meta(sm, mon.SELECT),
-                spec=dict(spec),
-                opts=after_crds,
-            )
-            for sm, spec in sorted(args.service_monitors.items())
-        }
+
+        def custom(kind: str, suffix: str, specs: Mapping[str, Mapping[str, Any]], prefix: str = "") -> dict:
+            """One custom resource of ``kind`` per spec, named ``<prefix><key>``."""
+            return {
+                obj: k8s.apiextensions.CustomResource(
+                    f"{name}-{suffix}-{obj}",
+                    api_version=mon.MONITORING_API,
+                    kind=kind,
+                    metadata=meta(f"{prefix}{obj}", mon.SELECT),
+                    spec=dict(spec),
+                    opts=after_crds,
+                )
+                for obj, spec in sorted(specs.items())
+            }
+
+        self.rules = custom("PrometheusRule", "rule", args.rules, prefix="aiplat-")
+        self.pod_monitors = custom("PodMonitor", "podmonitor", args.pod_monitors)
+        self.service_monitors = custom("ServiceMonitor", "servicemonitor", args.service_monitors)
         self.dashboards = {
             board: k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{board}",
