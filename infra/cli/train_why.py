@@ -15,7 +15,7 @@ from infra.core.errors import JobNotFoundError
 from infra.core.trainjobs import REPLICATED_JOB
 from infra.jobs import documents as jobs
 from infra.jobs import why as w
-from infra.queueing.names import team_names
+from infra.queueing.names import TeamNames, team_names
 from infra.schema.platform import PlatformConfig
 
 
@@ -65,23 +65,29 @@ def _log_tail(aws: Any, cluster: Any, namespace: str, pod: str, lines: int) -> t
 
 
 def explain(
-    cfg: PlatformConfig, cluster: Any, aws: Any, args: argparse.Namespace, team_ns: list[str], err: Console
+    cfg: PlatformConfig,
+    cluster: Any,
+    aws: Any,
+    args: argparse.Namespace,
+    teams: list[TeamNames],
+    err: Console,
 ) -> w.Why:
     """Read what the cluster and the log store hold of job ``args.name`` and tell its story."""
     from infra.io import kube_jobs as k
 
-    trainjob, namespace = None, ""
-    for ns in team_ns:
+    trainjob, owner = None, None
+    for owner in teams:
         try:
-            trainjob, namespace = k.get_trainjob(cluster, ns, args.name), ns
+            trainjob = k.get_trainjob(cluster, owner.namespace, args.name)
             break
         except JobNotFoundError:
             continue
-    if trainjob is None:
+    if trainjob is None or owner is None:
         raise JobNotFoundError(
-            f"NAME: no TrainJob {args.name!r} in {', '.join(team_ns)}; fix: check the name and --team "
-            "(aiplat train list)"
+            f"NAME: no TrainJob {args.name!r} in {', '.join(t.namespace for t in teams)}; fix: check the "
+            "name and --team (aiplat train list)"
         )
+    namespace = owner.namespace
     skipped: list[str] = []
     own = k.list_objects(cluster, namespace, k.KUEUE_GROUP, k.KUEUE_VERSION, k.WORKLOADS)
     workload = jobs.owned_workload(trainjob, own)
@@ -112,16 +118,12 @@ def explain(
         summary, details, holders = w.waiting_story(
             workload, position, [o for o in others if o is not workload]
         )
-        team = next(
-            (t for t, c in cfg.teams.items() if team_names(t, c.namespace).namespace == namespace), None
-        )
-        if team is not None:
-            queue_obj, why = k.read_cluster_queue(cluster, team_names(team).cluster_queue)
-            if why:
-                skipped.append(why)
-            held = w.budget_hold_story(queue_obj)
-            if held:
-                details.insert(0, held)
+        queue_obj, why = k.read_cluster_queue(cluster, owner.cluster_queue)
+        if why:
+            skipped.append(why)
+        held = w.budget_hold_story(queue_obj)
+        if held:
+            details.insert(0, held)
     details += w.preemption_story(workload, others)
     attempts = []
     from infra.cli.train_jobs import JOBSET_NAME_LABEL
@@ -216,7 +218,7 @@ def run_why(args: argparse.Namespace, console: Console, err: Console) -> int:
     cfg = _stack(args)
     aws = _aws(cfg)
     cluster = _connect(cfg, args, aws)
-    why = explain(cfg, cluster, aws, args, [t.namespace for t in _teams(cfg, args)], err)
+    why = explain(cfg, cluster, aws, args, _teams(cfg, args), err)
     if args.json:
         console.out(json.dumps(why.as_dict(), indent=1), highlight=False)
     else:
