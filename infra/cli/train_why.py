@@ -10,7 +10,17 @@ from typing import Any
 
 from rich.console import Console
 
-from infra.cli.common import EXIT_OK, add_stack_selection
+from infra.cli.common import EXIT_OK
+from infra.cli.train_jobs import (
+    JOBSET_NAME_LABEL,
+    _add_access,
+    _attempts,
+    _aws,
+    _connect,
+    _stack,
+    _teams,
+    add_job_selection,
+)
 from infra.core.errors import JobNotFoundError
 from infra.core.trainjobs import REPLICATED_JOB
 from infra.jobs import documents as jobs
@@ -33,13 +43,9 @@ def add_parser(cmds: argparse._SubParsersAction) -> None:
         "cost). What your access cannot read is listed as skipped. Exit 0; "
         "6 AWS credentials or AWS unreachable; 7 no cluster access; 8 unknown team; 11 no such job.",
     )
-    y.add_argument("name", metavar="NAME", help="TrainJob name")
-    add_stack_selection(y, many=False)
-    y.add_argument("--team", help="the job's team (default: searched in every team's namespace)")
+    add_job_selection(y)
     y.add_argument("--lines", type=int, default=10, help="log lines per attempt (default 10; 0: none)")
     y.add_argument("--json", action="store_true", help="one JSON object")
-    from infra.cli.train_jobs import _add_access
-
     _add_access(y)
     y.set_defaults(run=run_why)
 
@@ -126,8 +132,6 @@ def explain(
             details.insert(0, held)
     details += w.preemption_story(workload, others)
     attempts = []
-    from infra.cli.train_jobs import JOBSET_NAME_LABEL
-
     pods = k.list_pods(cluster, namespace, f"{JOBSET_NAME_LABEL}={args.name}")
     events = k.list_events(cluster, namespace) if pods else []
     nodes: dict[str, tuple[dict[str, Any] | None, list[dict[str, Any]]]] = {}
@@ -156,8 +160,6 @@ def explain(
                 max_restarts=cfg.training.runtime.max_restarts if cfg.training else None,
             )
         )
-    from infra.cli.train_jobs import _attempts
-
     costs = [a.as_dict() for a in _attempts(trainjob, err, args.stack)]
     return w.Why(
         name=args.name,
@@ -213,8 +215,6 @@ def render(why: w.Why, console: Console) -> None:
 
 
 def run_why(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from infra.cli.train_jobs import _aws, _connect, _stack, _teams
-
     cfg = _stack(args)
     aws = _aws(cfg)
     cluster = _connect(cfg, args, aws)
