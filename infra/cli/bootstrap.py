@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -181,6 +181,8 @@ def _apply(
     manual: list[HumanStep],
 ) -> int:
     from infra.bootstrap.documents import partition_of
+    from infra.core.iam import account_root
+    from infra.core.iam import policy as iam_policy
     from infra.io.aws_live import boto3_clients
     from infra.ops.bootstrap import ensure_deployer, ensure_secrets_key, ensure_state_bucket
 
@@ -189,16 +191,13 @@ def _apply(
     steps += ensure_state_bucket(clients, backend, key_arn, create=args.create)
     partition = partition_of(cfg.region)
     account = clients("sts", key.region).get_caller_identity()["Account"]
-    trust: dict[str, Any] = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"AWS": args.trust or [f"arn:{partition}:iam::{account}:root"]},
-                "Action": "sts:AssumeRole",
-            }
-        ],
-    }
+    trust = iam_policy(
+        {
+            "Effect": "Allow",
+            "Principal": {"AWS": args.trust or [account_root(partition, account)]},
+            "Action": "sts:AssumeRole",
+        }
+    )
     steps += ensure_deployer(
         clients,
         role=role,

@@ -85,9 +85,7 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
         "Exit 0; 6 AWS credentials or AWS unreachable; 7 no cluster access; "
         "12 AWS denied a call; 8 unknown team; 11 no such job.",
     )
-    lg.add_argument("name", metavar="NAME", help="TrainJob name")
-    add_stack_selection(lg, many=False)
-    lg.add_argument("--team", help="the job's team (default: searched in every team's namespace)")
+    add_job_selection(lg)
     lg.add_argument("--rank", type=int, default=0, help="node rank (pod index), default 0")
     lg.add_argument("--follow", "-f", action="store_true", help="keep printing while the pod runs")
     _add_access(lg)
@@ -103,12 +101,17 @@ def add_parsers(cmds: argparse._SubParsersAction) -> None:
         "6 AWS credentials or AWS unreachable; 7 no cluster access; "
         "12 AWS denied a call; 8 unknown team; 11 no such job.",
     )
-    c.add_argument("name", metavar="NAME", help="TrainJob name")
-    add_stack_selection(c, many=False)
-    c.add_argument("--team", help="the job's team (default: searched in every team's namespace)")
+    add_job_selection(c)
     c.add_argument("--no-wait", action="store_true", help="return once the deletion is accepted")
     _add_access(c)
     c.set_defaults(run=run_cancel)
+
+
+def add_job_selection(p: argparse.ArgumentParser) -> None:
+    """NAME, the stack and ``--team`` of a command about one TrainJob."""
+    p.add_argument("name", metavar="NAME", help="TrainJob name")
+    add_stack_selection(p, many=False)
+    p.add_argument("--team", help="the job's team (default: searched in every team's namespace)")
 
 
 def _add_access(p: argparse.ArgumentParser) -> None:

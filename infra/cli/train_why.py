@@ -10,12 +10,22 @@ from typing import Any
 
 from rich.console import Console
 
-from infra.cli.common import EXIT_OK, add_stack_selection
+from infra.cli.common import EXIT_OK
+from infra.cli.train_jobs import (
+    JOBSET_NAME_LABEL,
+    _add_access,
+    _attempts,
+    _aws,
+    _connect,
+    _stack,
+    _teams,
+    add_job_selection,
+)
 from infra.core.errors import JobNotFoundError
 from infra.core.trainjobs import REPLICATED_JOB
 from infra.jobs import documents as jobs
 from infra.jobs import why as w
-from infra.queueing.names import team_names
+from infra.queueing.names import TeamNames, team_names
 from infra.schema.platform import PlatformConfig
 
 
@@ -33,13 +43,9 @@ def add_parser(cmds: argparse._SubParsersAction) -> None:
         "cost). What your access cannot read is listed as skipped. Exit 0; "
         "6 AWS credentials or AWS unreachable; 7 no cluster access; 8 unknown team; 11 no such job.",
     )
-    y.add_argument("name", metavar="NAME", help="TrainJob name")
-    add_stack_selection(y, many=False)
-    y.add_argument("--team", help="the job's team (default: searched in every team's namespace)")
+    add_job_selection(y)
     y.add_argument("--lines", type=int, default=10, help="log lines per attempt (default 10; 0: none)")
     y.add_argument("--json", action="store_true", help="one JSON object")
-    from infra.cli.train_jobs import _add_access
-
     _add_access(y)
     y.set_defaults(run=run_why)
 
@@ -65,23 +71,29 @@ def _log_tail(aws: Any, cluster: Any, namespace: str, pod: str, lines: int) -> t
 
 
 def explain(
-    cfg: PlatformConfig, cluster: Any, aws: Any, args: argparse.Namespace, team_ns: list[str], err: Console
+    cfg: PlatformConfig,
+    cluster: Any,
+    aws: Any,
+    args: argparse.Namespace,
+    teams: list[TeamNames],
+    err: Console,
 ) -> w.Why:
     """Read what the cluster and the log store hold of job ``args.name`` and tell its story."""
     from infra.io import kube_jobs as k
 
-    trainjob, namespace = None, ""
-    for ns in team_ns:
+    trainjob, owner = None, None
+    for owner in teams:
         try:
-            trainjob, namespace = k.get_trainjob(cluster, ns, args.name), ns
+            trainjob = k.get_trainjob(cluster, owner.namespace, args.name)
             break
         except JobNotFoundError:
             continue
-    if trainjob is None:
+    if trainjob is None or owner is None:
         raise JobNotFoundError(
-            f"NAME: no TrainJob {args.name!r} in {', '.join(team_ns)}; fix: check the name and --team "
-            "(aiplat train list)"
+            f"NAME: no TrainJob {args.name!r} in {', '.join(t.namespace for t in teams)}; fix: check the "
+            "name and --team (aiplat train list)"
         )
+    namespace = owner.namespace
     skipped: list[str] = []
     own = k.list_objects(cluster, namespace, k.KUEUE_GROUP, k.KUEUE_VERSION, k.WORKLOADS)
     workload = jobs.owned_workload(trainjob, own)
@@ -112,20 +124,14 @@ def explain(
         summary, details, holders = w.waiting_story(
             workload, position, [o for o in others if o is not workload]
         )
-        team = next(
-            (t for t, c in cfg.teams.items() if team_names(t, c.namespace).namespace == namespace), None
-        )
-        if team is not None:
-            queue_obj, why = k.read_cluster_queue(cluster, team_names(team).cluster_queue)
-            if why:
-                skipped.append(why)
-            held = w.budget_hold_story(queue_obj)
-            if held:
-                details.insert(0, held)
+        queue_obj, why = k.read_cluster_queue(cluster, owner.cluster_queue)
+        if why:
+            skipped.append(why)
+        held = w.budget_hold_story(queue_obj)
+        if held:
+            details.insert(0, held)
     details += w.preemption_story(workload, others)
     attempts = []
-    from infra.cli.train_jobs import JOBSET_NAME_LABEL
-
     pods = k.list_pods(cluster, namespace, f"{JOBSET_NAME_LABEL}={args.name}")
     events = k.list_events(cluster, namespace) if pods else []
     nodes: dict[str, tuple[dict[str, Any] | None, list[dict[str, Any]]]] = {}
@@ -154,8 +160,6 @@ def explain(
                 max_restarts=cfg.training.runtime.max_restarts if cfg.training else None,
             )
         )
-    from infra.cli.train_jobs import _attempts
-
     costs = [a.as_dict() for a in _attempts(trainjob, err, args.stack)]
     return w.Why(
         name=args.name,
@@ -211,12 +215,10 @@ def render(why: w.Why, console: Console) -> None:
 
 
 def run_why(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from infra.cli.train_jobs import _aws, _connect, _stack, _teams
-
     cfg = _stack(args)
     aws = _aws(cfg)
     cluster = _connect(cfg, args, aws)
-    why = explain(cfg, cluster, aws, args, [t.namespace for t in _teams(cfg, args)], err)
+    why = explain(cfg, cluster, aws, args, _teams(cfg, args), err)
     if args.json:
         console.out(json.dumps(why.as_dict(), indent=1), highlight=False)
     else:

@@ -71,19 +71,13 @@ def to_document(table: Table, about: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _load(path: Path) -> tuple[str, Table]:
-    doc = json.loads(path.read_text())
-    return str(doc.get("about", "")), from_document(doc)
+def _load(path: Path) -> Table:
+    return from_document(json.loads(path.read_text()))
 
 
 def recorded() -> Table:
     """Every recorded minor's builds (the data file at ``DATA_FILE``)."""
-    return _load(DATA_FILE)[1]
-
-
-def about() -> str:
-    """The data file's own description, kept when it is rewritten."""
-    return _load(DATA_FILE)[0]
+    return _load(DATA_FILE)
 
 
 def reload() -> None:

@@ -63,10 +63,8 @@ def record(
 ) -> list[Change]:
     """Replace ``minor``'s builds in the data file at ``path`` with ``found`` (each with ``source`` and
     ``today``), keep the other minors as they are, and say what changed. Every add-on must have a build."""
-    about, table = addon_versions.about(), dict(addon_versions.recorded())
-    if path.exists():
-        doc = json.loads(path.read_text())
-        about, table = str(doc.get("about", about)), addon_versions.from_document(doc)
+    doc = json.loads((path if path.exists() else addon_versions.DATA_FILE).read_text())
+    about, table = str(doc.get("about", "")), addon_versions.from_document(doc)
     before = table.get(minor, {})
     table[minor] = {
         addon: tuple(AddonBuild(v, source, today.isoformat(), True) for v in versions)
