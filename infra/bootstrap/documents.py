@@ -22,6 +22,7 @@ from typing import Any
 from infra.bootstrap.actions import ACTIONS, INVOKES, STACK_REFERENCE, no_aws_api
 from infra.bootstrap.scopes import FSX_S3_ROLE, FSX_S3_ROLE_ACTIONS, NAME_SCOPES, SERVICE_LINKED_ROLES, SLR
 from infra.core.errors import ConfigError
+from infra.core.naming import partition_of
 from infra.core.policy_quotas import MANAGED_POLICIES_PER_ROLE, MANAGED_POLICY_CHARS, iam_size
 
 # the policy grammar: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_grammar.html
@@ -66,15 +67,6 @@ class DeployerPolicy:
 
 def _as_list(value: str | Sequence[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
-
-
-def partition_of(region: str) -> str:
-    """The ARN partition of a region (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html)."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
 
 
 def _merge(names: set[str]) -> list[str]:

@@ -180,9 +180,9 @@ def _apply(
     key: SecretsKey,
     manual: list[HumanStep],
 ) -> int:
-    from infra.bootstrap.documents import partition_of
     from infra.core.iam import account_root
     from infra.core.iam import policy as iam_policy
+    from infra.core.naming import partition_of
     from infra.io.aws_live import boto3_clients
     from infra.ops.bootstrap import ensure_deployer, ensure_secrets_key, ensure_state_bucket
 

@@ -237,3 +237,12 @@ WEB_ACL_NAME_MAX = 128
 def web_acl_name(stack_prefix: str, purpose: str) -> str:
     """A WAFv2 web ACL's name (unique per account, region and scope)."""
     return fit(f"{stack_prefix}-{purpose}", WEB_ACL_NAME_MAX)
+
+
+def partition_of(region: str) -> str:
+    """The ARN partition of a region (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html)."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from infra.core.config import KubernetesAccess
+from infra.core.naming import partition_of
 from infra.network.config import NatStrategy
 
 # What AWS refuses at create time. A domain: an optional leading '*', then letters, digits, hyphens (and the
@@ -129,11 +130,11 @@ def stack_firewall_domains(cfg: Any) -> list[str]:
         cfg.network.nat is not NatStrategy.none
         and cfg.cluster_services.kubernetes_access is not KubernetesAccess.skip
     )
-    https = getattr(cfg.inference, "https", None) if cfg.inference is not None else None
+    https = getattr(cfg.inference, "https", None)
     receivers = cfg.monitoring.alertmanager.receivers.values()
     return firewall_domains(
         region=cfg.region,
-        partition="aws-cn" if cfg.region.startswith("cn-") else "aws",
+        partition=partition_of(cfg.region),
         registries=list(REGISTRY_HOSTS) if pulls else [],
         zones=[https.dns_zone_name] if https is not None and https.dns_zone_name else [],
         slack=any(r.kind.value == "slack" for r in receivers),
