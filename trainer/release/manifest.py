@@ -500,10 +500,10 @@ def _checked_adapter(
     return dataclasses.replace(rel, config=json.loads(small[ADAPTER_CONFIG]))
 
 
-def read_base(root: str, model_name: str, version: str, public_key: Any) -> tuple[BaseRef, bytes, Release]:
+def read_base(root: str, model_name: str, version: str, public_key: Any) -> tuple[BaseRef, bytes]:
     """A base release for an adapter, read as little as that needs: its signed manifest (accepted with
     ``public_key``) and its ``config.json`` (by the sha256 the manifest names); returns the reference the
-    adapter's manifest records, the config's bytes and the release. :class:`ReleaseError` when there is no
+    adapter's manifest records and the config's bytes. :class:`ReleaseError` when there is no
     such release, it does not verify, or it is an adapter itself."""
     if not VERSION_RE.match(version or ""):
         raise ReleaseError(f"{version!r} is not a release version (<YYYYmmddTHHMMSSZ>-step<N>)")
@@ -521,8 +521,7 @@ def read_base(root: str, model_name: str, version: str, public_key: Any) -> tupl
     config = store.read(CONFIG)
     if hashlib.sha256(config).hexdigest() != rel.files[CONFIG].sha256:
         raise ReleaseError(f"{CONFIG}: sha256 does not match {MANIFEST} (corrupt or replaced)")
-    ref = BaseRef(model_name, version, hashlib.sha256(raw).hexdigest())
-    return ref, config, dataclasses.replace(rel, config=json.loads(config))
+    return BaseRef(model_name, version, hashlib.sha256(raw).hexdigest()), config
 
 
 def check_base_folder(adapter: Release, base_dir: Path, public_key: Any) -> None:
