@@ -450,33 +450,34 @@ def _read_release(
         return small[name]
 
     if rel.adapter is not None:
-        return _checked_adapter(rel, small, heads, signature, raw, download_to)
-    try:
-        serving = check_folder(
-            sorted(rel.files), {n: e.size for n, e in rel.files.items()}, read, lambda n: bytes(heads[n].data)
-        )
-    except FolderError as exc:
-        raise ReleaseError(exc.reason) from None
-    if rel.serving is not None:
-        # shape_check records what the publisher ran (the full check needs torch; readers run the generic one)
-        serving = dataclasses.replace(serving, shape_check=rel.serving.shape_check)
-    if rel.serving is not None and serving != rel.serving:
-        diff = sorted(k for k, v in serving.as_json().items() if rel.serving.as_json().get(k) != v)
-        raise ReleaseError(f"the files do not give the serving facts {MANIFEST} signed ({', '.join(diff)})")
+        rel = _checked_adapter(rel, small, heads)
+    else:
+        try:
+            serving = check_folder(
+                sorted(rel.files),
+                {n: e.size for n, e in rel.files.items()},
+                read,
+                lambda n: bytes(heads[n].data),
+            )
+        except FolderError as exc:
+            raise ReleaseError(exc.reason) from None
+        if rel.serving is not None:
+            # shape_check records what the publisher ran (the full check needs torch; readers run the generic
+            # one)
+            serving = dataclasses.replace(serving, shape_check=rel.serving.shape_check)
+        if rel.serving is not None and serving != rel.serving:
+            diff = sorted(k for k, v in serving.as_json().items() if rel.serving.as_json().get(k) != v)
+            raise ReleaseError(
+                f"the files do not give the serving facts {MANIFEST} signed ({', '.join(diff)})"
+            )
+        rel = dataclasses.replace(rel, config=json.loads(small[CONFIG]), serving=serving)
     if download_to is not None:
         (download_to / SIGNATURE).write_bytes(signature)
         (download_to / MANIFEST).write_bytes(raw)
-    return dataclasses.replace(rel, config=json.loads(small[CONFIG]), serving=serving)
+    return rel
 
 
-def _checked_adapter(
-    rel: Release,
-    small: dict[str, bytes],
-    heads: dict[str, _Head],
-    signature: bytes,
-    raw: bytes,
-    download_to: Path | None,
-) -> Release:
+def _checked_adapter(rel: Release, small: dict[str, bytes], heads: dict[str, _Head]) -> Release:
     """An adapter release whose files matched their sha256: checked again (generic: the base is another
     release) and giving the facts the manifest signed."""
     assert rel.adapter is not None
@@ -494,9 +495,6 @@ def _checked_adapter(
     if facts != signed:
         diff = sorted(k for k, v in facts.as_json().items() if signed.as_json().get(k) != v)
         raise ReleaseError(f"the files do not give the adapter facts {MANIFEST} signed ({', '.join(diff)})")
-    if download_to is not None:
-        (download_to / SIGNATURE).write_bytes(signature)
-        (download_to / MANIFEST).write_bytes(raw)
     return dataclasses.replace(rel, config=json.loads(small[ADAPTER_CONFIG]))
 
 
