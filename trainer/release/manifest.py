@@ -345,7 +345,6 @@ def parse_manifest(raw: bytes, root: str, model_name: str, version: str, uri: st
             adapter = Adapter.from_json(m.get("adapter"))
         except FolderError as exc:
             raise ReleaseError(f"{MANIFEST}: {exc.reason}") from None
-        _need(is_sha256_hex((adapter.base or BaseRef("", "", "")).manifest_sha256), "adapter.base: 64 hex")
     elif fmt == FORMAT:
         try:
             serving = Serving.from_json(m.get("serving"))
