@@ -33,6 +33,7 @@ from trainer.release.hf_folder import (
     _refusal,
     parse_header,
 )
+from trainer.storage.hashing import is_sha256_hex
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -130,8 +131,9 @@ class Adapter:
             raise FolderError(f"adapter must have exactly {sorted(f.name for f in fields(cls))}, not {got}")
         base = data["base"]
         if not (isinstance(base, dict) and set(base) == {"model_name", "version", "manifest_sha256"}
-                and all(isinstance(v, str) for v in base.values())):  # fmt: skip
-            raise FolderError("adapter.base must be {model_name, version, manifest_sha256}")
+                and all(isinstance(v, str) for v in base.values())
+                and is_sha256_hex(base["manifest_sha256"])):  # fmt: skip
+            raise FolderError("adapter.base must be {model_name, version, manifest_sha256 (64 hex digits)}")
         for key in ("rank", "modules", "parameters", "weight_bytes"):
             if not (isinstance(data[key], int) and not isinstance(data[key], bool) and data[key] >= 0):
                 raise FolderError(f"adapter.{key} must be a count")

@@ -345,7 +345,6 @@ def parse_manifest(raw: bytes, root: str, model_name: str, version: str, uri: st
             adapter = Adapter.from_json(m.get("adapter"))
         except FolderError as exc:
             raise ReleaseError(f"{MANIFEST}: {exc.reason}") from None
-        _need(is_sha256_hex((adapter.base or BaseRef("", "", "")).manifest_sha256), "adapter.base: 64 hex")
     elif fmt == FORMAT:
         try:
             serving = Serving.from_json(m.get("serving"))
@@ -450,33 +449,34 @@ def _read_release(
         return small[name]
 
     if rel.adapter is not None:
-        return _checked_adapter(rel, small, heads, signature, raw, download_to)
-    try:
-        serving = check_folder(
-            sorted(rel.files), {n: e.size for n, e in rel.files.items()}, read, lambda n: bytes(heads[n].data)
-        )
-    except FolderError as exc:
-        raise ReleaseError(exc.reason) from None
-    if rel.serving is not None:
-        # shape_check records what the publisher ran (the full check needs torch; readers run the generic one)
-        serving = dataclasses.replace(serving, shape_check=rel.serving.shape_check)
-    if rel.serving is not None and serving != rel.serving:
-        diff = sorted(k for k, v in serving.as_json().items() if rel.serving.as_json().get(k) != v)
-        raise ReleaseError(f"the files do not give the serving facts {MANIFEST} signed ({', '.join(diff)})")
+        rel = _checked_adapter(rel, small, heads)
+    else:
+        try:
+            serving = check_folder(
+                sorted(rel.files),
+                {n: e.size for n, e in rel.files.items()},
+                read,
+                lambda n: bytes(heads[n].data),
+            )
+        except FolderError as exc:
+            raise ReleaseError(exc.reason) from None
+        if rel.serving is not None:
+            # shape_check records what the publisher ran (the full check needs torch; readers run the generic
+            # one)
+            serving = dataclasses.replace(serving, shape_check=rel.serving.shape_check)
+        if rel.serving is not None and serving != rel.serving:
+            diff = sorted(k for k, v in serving.as_json().items() if rel.serving.as_json().get(k) != v)
+            raise ReleaseError(
+                f"the files do not give the serving facts {MANIFEST} signed ({', '.join(diff)})"
+            )
+        rel = dataclasses.replace(rel, config=json.loads(small[CONFIG]), serving=serving)
     if download_to is not None:
         (download_to / SIGNATURE).write_bytes(signature)
         (download_to / MANIFEST).write_bytes(raw)
-    return dataclasses.replace(rel, config=json.loads(small[CONFIG]), serving=serving)
+    return rel
 
 
-def _checked_adapter(
-    rel: Release,
-    small: dict[str, bytes],
-    heads: dict[str, _Head],
-    signature: bytes,
-    raw: bytes,
-    download_to: Path | None,
-) -> Release:
+def _checked_adapter(rel: Release, small: dict[str, bytes], heads: dict[str, _Head]) -> Release:
     """An adapter release whose files matched their sha256: checked again (generic: the base is another
     release) and giving the facts the manifest signed."""
     assert rel.adapter is not None
@@ -494,16 +494,13 @@ def _checked_adapter(
     if facts != signed:
         diff = sorted(k for k, v in facts.as_json().items() if signed.as_json().get(k) != v)
         raise ReleaseError(f"the files do not give the adapter facts {MANIFEST} signed ({', '.join(diff)})")
-    if download_to is not None:
-        (download_to / SIGNATURE).write_bytes(signature)
-        (download_to / MANIFEST).write_bytes(raw)
     return dataclasses.replace(rel, config=json.loads(small[ADAPTER_CONFIG]))
 
 
-def read_base(root: str, model_name: str, version: str, public_key: Any) -> tuple[BaseRef, bytes, Release]:
+def read_base(root: str, model_name: str, version: str, public_key: Any) -> tuple[BaseRef, bytes]:
     """A base release for an adapter, read as little as that needs: its signed manifest (accepted with
     ``public_key``) and its ``config.json`` (by the sha256 the manifest names); returns the reference the
-    adapter's manifest records, the config's bytes and the release. :class:`ReleaseError` when there is no
+    adapter's manifest records and the config's bytes. :class:`ReleaseError` when there is no
     such release, it does not verify, or it is an adapter itself."""
     if not VERSION_RE.match(version or ""):
         raise ReleaseError(f"{version!r} is not a release version (<YYYYmmddTHHMMSSZ>-step<N>)")
@@ -521,8 +518,7 @@ def read_base(root: str, model_name: str, version: str, public_key: Any) -> tupl
     config = store.read(CONFIG)
     if hashlib.sha256(config).hexdigest() != rel.files[CONFIG].sha256:
         raise ReleaseError(f"{CONFIG}: sha256 does not match {MANIFEST} (corrupt or replaced)")
-    ref = BaseRef(model_name, version, hashlib.sha256(raw).hexdigest())
-    return ref, config, dataclasses.replace(rel, config=json.loads(config))
+    return BaseRef(model_name, version, hashlib.sha256(raw).hexdigest()), config
 
 
 def check_base_folder(adapter: Release, base_dir: Path, public_key: Any) -> None:

@@ -188,10 +188,9 @@ def base_release(spec: str, release_root: str, public_key: Any) -> tuple[BaseRef
             "llama-8b@20261130T101500Z-step4000 (the version folder under release/NAME/)"
         )
     try:
-        ref, config, _ = read_base(release_root, name, version, public_key)
+        return read_base(release_root, name, version, public_key)
     except ReleaseError as exc:
         raise BadInput(f"--base={spec}: {exc.reason}") from None
-    return ref, config
 
 
 def publish(

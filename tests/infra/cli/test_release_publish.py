@@ -144,7 +144,9 @@ def test_publish_creates_the_job_and_waits_for_the_version(world: JobController,
     out, _ = capsys.readouterr()
     [sent] = world.sent("POST")
     assert sent.path == JOBS
-    assert "--model-name" in sent.body["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = sent.body["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--model-name" in args
+    assert args[args.index("--model-name") + 1] == "exp7-chat"  # the flag's value, not the job's name
     assert sent.auth.startswith("Bearer k8s-aws-v1.")
     text = " ".join(out.split())
     assert f"published {JOB} {PUBLISHED['version']}" in text
