@@ -298,13 +298,12 @@ def _ours(r: Any) -> bool:
 def global_endpoint_dns(ctx: RuleContext) -> Iterator[Finding]:
     """The global endpoint's zone is public and authoritative for its domain, and its name is free."""
     assert ctx.live is not None
-    if _global(ctx.cfg) is None:
+    ge = _global(ctx.cfg)
+    if ge is None:
         yield skipped(_ge("name"), "the stack serves no global endpoint (inference.global_endpoint unset)")
     elif ctx.live.global_dns is None:
         yield skipped(_ge("name"), "the zone and the name were not read")
     else:
         found = global_dns_findings(ctx.cfg, ctx.live.global_dns)
-        ge = _global(ctx.cfg)
-        assert ge is not None
         free = info(_ge("name"), f"{ge.name}: the zone is public and delegated, the name is free")
         yield from found or [free]
