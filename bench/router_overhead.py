@@ -27,14 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.gpu.stats import percentile  # noqa: E402
 from tests.infra.inference.router.fleet import completion, running_fleet  # noqa: E402
 
 MODEL = "tiny-gpt2"
-
-
-def percentile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
 
 
 def one_round(base: str, n: int, concurrency: int, max_tokens: int) -> tuple[list[float], float]:
@@ -75,7 +71,7 @@ def main() -> int:
                     lat[name] += got
                     wall[name] += took
             f = {
-                k: {"p50": percentile(v, 0.5), "p99": percentile(v, 0.99), "rps": len(v) / wall[k]}
+                k: {"p50": percentile(v, 50), "p99": percentile(v, 99), "rps": len(v) / wall[k]}
                 for k, v in lat.items()
             }
             rows.append(

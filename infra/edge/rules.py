@@ -13,7 +13,7 @@ stack (``storage.source_stack``, whose secret output both infer stacks read), so
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from infra.core.config import Role
@@ -21,6 +21,7 @@ from infra.core.facts import GlobalDnsFacts, Unreadable
 from infra.stack.registry import Finding, Need, Phase, RuleContext, at, error, info, rule, skipped, warning
 
 if TYPE_CHECKING:
+    from infra.inference.config import InferenceConfig
     from infra.schema.platform import PlatformConfig
 
 LATENCY_DOC = "https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/routing-policy-latency.html"
@@ -40,29 +41,23 @@ def _agreed(field_name: str) -> bool:
     return field_name in AGREED_FIELDS or "auth" in field_name or "api_key" in field_name
 
 
-def serving_terms(inference: Mapping[str, Any] | None, source_stack: str) -> tuple[tuple[str, str], ...]:
+def serving_terms(inference: InferenceConfig | None, source_stack: str) -> tuple[tuple[str, str], ...]:
     """What an infer stack serving a global name must share with the others, from its validated
-    ``inference`` section (``model_dump(mode="json")``) and its ``storage.source_stack`` (the API keys'
-    source): ``(("inference.<field>", json), ...)``. Empty without a global endpoint."""
-    if not inference or not inference.get("global_endpoint"):
+    ``inference`` section and its ``storage.source_stack`` (the API keys' source):
+    ``(("inference.<field>", json), ...)``, the served names (models and adapters) sorted under
+    ``MODELS_TERM``. Empty without a global endpoint."""
+    if inference is None or not inference.global_endpoint:
         return ()
-    terms = {f"inference.{k}": json.dumps(v, sort_keys=True) for k, v in inference.items() if _agreed(k)}
-    terms[MODELS_TERM] = json.dumps(served_names(inference))
+    section = inference.model_dump(mode="json")
+    terms = {f"inference.{k}": json.dumps(v, sort_keys=True) for k, v in section.items() if _agreed(k)}
+    terms[MODELS_TERM] = json.dumps(sorted(inference.served_names()))
     terms[KEY_SOURCE] = json.dumps(source_stack)
     return tuple(sorted(terms.items()))
 
 
-def served_names(inference: Mapping[str, Any]) -> list[str]:
-    """Every name clients may send to the stack (models and their adapters), sorted, from its ``inference``
-    section as JSON."""
-    models = inference.get("models") or {}
-    return sorted([*models, *(a for m in models.values() for a in (m.get("adapters") or {}))])
-
-
 def own_terms(cfg: PlatformConfig) -> dict[str, str]:
     """``serving_terms`` of the stack being checked, from its validated config."""
-    inference = cfg.inference.model_dump(mode="json") if cfg.inference is not None else None
-    return dict(serving_terms(inference, cfg.storage.source_stack or ""))
+    return dict(serving_terms(cfg.inference, cfg.storage.source_stack or ""))
 
 
 def _global(cfg: PlatformConfig):  # -> GlobalEndpointConfig | None
@@ -303,13 +298,12 @@ def _ours(r: Any) -> bool:
 def global_endpoint_dns(ctx: RuleContext) -> Iterator[Finding]:
     """The global endpoint's zone is public and authoritative for its domain, and its name is free."""
     assert ctx.live is not None
-    if _global(ctx.cfg) is None:
+    ge = _global(ctx.cfg)
+    if ge is None:
         yield skipped(_ge("name"), "the stack serves no global endpoint (inference.global_endpoint unset)")
     elif ctx.live.global_dns is None:
         yield skipped(_ge("name"), "the zone and the name were not read")
     else:
         found = global_dns_findings(ctx.cfg, ctx.live.global_dns)
-        ge = _global(ctx.cfg)
-        assert ge is not None
         free = info(_ge("name"), f"{ge.name}: the zone is public and delegated, the name is free")
         yield from found or [free]

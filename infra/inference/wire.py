@@ -185,12 +185,6 @@ def server_specs(ctx: StackContext, cfg: InferenceConfig) -> list[inf.ServerSpec
     return [server_spec(ctx, cfg, served) for served in cfg.models]
 
 
-def model_backends(ctx: StackContext, cfg: InferenceConfig) -> list[catalog.Backend]:
-    """Every name clients may send (models and their adapters) -> its model's Service and port in the
-    inference namespace (``storage.inference.namespace``): the table a model-name router serves from."""
-    return catalog.backends(server_specs(ctx, cfg))
-
-
 def serves_chat(cfg: InferenceConfig) -> bool:
     """Whether the Ingress routes chat completions: where any model has a chat template (``serve_chat``);
     the pods of a model without one refuse the path (their gate's paths are the model's own)."""

@@ -211,4 +211,4 @@ def _serving(section: dict[str, Any], source_stack: str) -> tuple[tuple[str, str
         inference = InferenceConfig.model_validate(section.get("inference"))
     except ValueError:
         return ()
-    return serving_terms(inference.model_dump(mode="json"), source_stack)
+    return serving_terms(inference, source_stack)

@@ -337,11 +337,6 @@ class AwsHealthGate:
             return None, where
         return [f for f in folders if re.match(RELEASE_VERSION, f)], where
 
-    def _inference_rollouts(self, cfg: PlatformConfig, outputs: Mapping[str, Any]) -> list[GateCheck]:
-        """Each model's Deployment rollout, one after the other (each within first_load_timeout_s)."""
-        assert cfg.inference is not None
-        return [self._inference_rollout(cfg, outputs, model) for model in cfg.inference.models]
-
     def _inference_rollout(self, cfg: PlatformConfig, outputs: Mapping[str, Any], model: str) -> GateCheck:
         assert cfg.inference is not None
         cluster, ns = str(outputs["clusterName"]), cfg.storage.inference.namespace
@@ -414,7 +409,8 @@ class AwsHealthGate:
             return checks
         checks.append(self._nodes(cfg, outputs))
         if cfg.role is Role.infer and cfg.inference is not None and checks[-1].ok:
-            rollouts = self._inference_rollouts(cfg, outputs)
+            # each model's Deployment rollout, one after the other (each within first_load_timeout_s)
+            rollouts = [self._inference_rollout(cfg, outputs, model) for model in cfg.inference.models]
             checks.extend(rollouts)
             if all(c.ok and not c.awaiting for c in rollouts):
                 checks.append(self._inference(cfg, outputs))

@@ -153,16 +153,16 @@ def test_adding_a_model_leaves_the_others_objects_alone(plan: Plan, tmp_path: Pa
 
 
 def test_the_router_table_names_every_served_name_and_a_planned_service(plan: Plan) -> None:
-    """``model_backends``: what the integrator hands a model-name router, from the stack file alone; each
-    served name (models and adapters) maps to its model's Service as the plan declares it."""
+    """``catalog.backends`` of ``server_specs``: what the wiring hands the model-name router, from the stack
+    file alone; each served name (models and adapters) maps to its model's Service as the plan declares it."""
     from types import SimpleNamespace
 
-    from infra.inference.wire import model_backends
+    from infra.inference.wire import server_specs
     from infra.io.stackfiles import load_stack_config
 
     cfg = load_stack_config(EXAMPLE, EXAMPLES)
     assert cfg.inference is not None
-    table = model_backends(SimpleNamespace(cfg=cfg), cfg.inference)  # only ctx.cfg is read
+    table = catalog.backends(server_specs(SimpleNamespace(cfg=cfg), cfg.inference))  # only ctx.cfg is read
     assert {b.served_name: b.model for b in table} == cfg.inference.served_names()
     services = _in_ns(plan, SERVICE)
     for b in table:
