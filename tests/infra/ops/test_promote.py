@@ -14,7 +14,7 @@ import yaml
 from infra.core.errors import ConfigErrors
 from infra.io.stackfiles import default_stacks_dir, list_stacks, stack_file
 from infra.io.yaml_files import set_scalar
-from infra.ops.promote import edited, previous_version, served_releases, serving_stacks
+from infra.ops.promote import edited, previous_version, served_releases, serving_stacks, version_at
 
 # An infer stack file in the inference.models shape: two base models, one with an adapter, comments
 # and quoting as a person writes them.
@@ -88,7 +88,11 @@ def test_a_promote_changes_that_version_and_not_one_other_character(
     (minus, plus) = changed_lines(MODELS, after)
     assert minus.replace(old, new, 1)[1:] == plus[1:]  # the same line, that value replaced
     assert targets[0].current == yaml.safe_load(old)
-    assert {s.served: s for s in served_releases(yaml.safe_load(after)["config"]["aiplat:platform"])}
+    section = yaml.safe_load(after)["config"]["aiplat:platform"]
+    assert {s.served: s for s in served_releases(section)}
+    # the file read back names the new version at that model's key
+    (target,) = [s for s in served_releases(section) if model in (s.served, s.release)]
+    assert version_at(section, target.keys) == new.strip('"')
 
 
 def test_the_project_stack_files_change_one_line_each() -> None:
